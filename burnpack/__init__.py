@@ -1,0 +1,70 @@
+"""burnpack: the reference Python implementation of Burn's ``.bpk`` container.
+
+Read with ``load``, write with ``save`` / ``save_bytes`` (or ``Writer`` for deferred tensors,
+caller buffers and streams). Files are byte-identical with Burn's ``burn-pack`` crate.
+"""
+
+from ._generated.types import (
+    BlockScale,
+    BlockSize,
+    BoolStore,
+    DType,
+    QuantMode,
+    QuantScheme,
+    QuantStore,
+    QuantValue,
+    Scalar,
+    ScaleDtype,
+    TensorDescriptor,
+)
+from .errors import (
+    BurnpackError,
+    InvalidHeader,
+    InvalidMagicNumber,
+    InvalidVersion,
+    IoError,
+    LegacyFormatError,
+    LegacyFormatWarning,
+    MetadataDeserializationError,
+    MetadataSerializationError,
+    TensorBytesSizeMismatch,
+    TensorNotFound,
+    ValidationError,
+)
+from .reader import Pack, TensorView, load
+from .writer import Tensor, Writer, save, save_bytes
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BlockScale",
+    "BlockSize",
+    "BoolStore",
+    "BurnpackError",
+    "DType",
+    "InvalidHeader",
+    "InvalidMagicNumber",
+    "InvalidVersion",
+    "IoError",
+    "LegacyFormatError",
+    "LegacyFormatWarning",
+    "MetadataDeserializationError",
+    "MetadataSerializationError",
+    "Pack",
+    "QuantMode",
+    "QuantScheme",
+    "QuantStore",
+    "QuantValue",
+    "Scalar",
+    "ScaleDtype",
+    "Tensor",
+    "TensorBytesSizeMismatch",
+    "TensorDescriptor",
+    "TensorNotFound",
+    "TensorView",
+    "ValidationError",
+    "Writer",
+    "load",
+    "save",
+    "save_bytes",
+]

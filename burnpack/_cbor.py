@@ -1,0 +1,623 @@
+"""CBOR runtime beneath the generated codec.
+
+Two decoders and one encoder helper live here; the generated module
+(``burnpack/_generated/codec.py``) drives them type by type from the schema.
+
+* ``Decoder`` reproduces what Burn's reader does, token for token: ciborium 0.2.2's pull decoder
+  and its serde ``Deserializer`` (ciborium@v0.2.2 ciborium/src/de/mod.rs, ciborium-ll/src/
+  {dec,hdr,seg}.rs) — tags skipped, indefinite lengths, bignums, the 4096-byte identifier
+  scratch, the recursion limit, values left unconsumed where serde leaves them — and renders its
+  errors the way Burn prints them (``Semantic(None, "missing field `tensors`")``).
+* ``fast_loads`` is the hot path: cbor2's C decoder with every construct that could make it
+  disagree with ciborium switched off. The generated fast validators fall back to ``Decoder``
+  (raise ``Fallback``) whenever the decoded value is anything but the plain shape Burn writes.
+* ``ShortestFloat`` makes cbor2 encode an f64 in the shortest width that keeps its exact bits
+  (ciborium-ll hdr.rs:146-160), which neither of cbor2's own modes does.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any, NoReturn
+
+import cbor2
+
+U64_MAX = (1 << 64) - 1
+I64_MAX = (1 << 63) - 1
+I128_MAX = (1 << 127) - 1
+
+# Header kinds (ciborium-ll hdr.rs ``Header``).
+POS, NEG, FLOAT, SIMPLE, TAG, BREAK, BYTES, TEXT, ARRAY, MAP = range(10)
+_FALSE, _TRUE, _NULL, _UNDEFINED = 20, 21, 22, 23
+_BIGPOS, _BIGNEG = 2, 3
+
+
+class CborError(Exception):
+    """A ciborium ``de::Error``; ``str()`` is its Debug rendering, as Burn reports it."""
+
+    def __init__(self, text: str, offset: int | None = None) -> None:
+        super().__init__(text)
+        self.offset = offset
+
+
+def _rust_debug_str(text: str) -> str:
+    """Rust's ``{:?}`` of a ``&str``: quoted, with quotes, backslashes and controls escaped."""
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\0":
+            out.append("\\0")
+        elif not ch.isprintable():
+            out.append(f"\\u{{{ord(ch):x}}}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def semantic(message: str, offset: int | None = None) -> CborError:
+    where = "None" if offset is None else f"Some({offset})"
+    return CborError(f"Semantic({where}, {_rust_debug_str(message)})", offset)
+
+
+def syntax(offset: int) -> CborError:
+    return CborError(f"Syntax({offset})", offset)
+
+
+def eof(offset: int) -> CborError:
+    return CborError('Io(Error { kind: UnexpectedEof, message: "failed to fill whole buffer" })', offset)
+
+
+def recursion_limit(offset: int) -> CborError:
+    return CborError("RecursionLimitExceeded", offset)
+
+
+def rust_float(value: float) -> str:
+    """Rust's ``Display`` of an f64 (never exponent notation), as serde's ``Unexpected::Float``."""
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "inf" if value > 0 else "-inf"
+    text = format(Decimal(repr(value)), "f")
+    return text if "." in text else text + ".0"
+
+
+def one_of(names: tuple[str, ...]) -> str:
+    """serde's ``OneOf`` rendering of the expected variants."""
+    if not names:
+        return "there are no variants"
+    if len(names) == 1:
+        return f"expected `{names[0]}`"
+    if len(names) == 2:
+        return f"expected `{names[0]}` or `{names[1]}`"
+    return "expected one of " + ", ".join(f"`{n}`" for n in names)
+
+
+def f16_bits_to_f64_bits(h: int) -> int:
+    """The half crate's f16 → f64 conversion, bit for bit (NaNs get the quiet bit set)."""
+    sign = (h & 0x8000) << 48
+    exp = h & 0x7C00
+    man = h & 0x03FF
+    if exp == 0x7C00:
+        return sign | 0x7FF0000000000000 if man == 0 else sign | 0x7FF8000000000000 | (man << 42)
+    return struct.unpack("<Q", struct.pack("<d", struct.unpack("<e", struct.pack("<H", h))[0]))[0]
+
+
+def f32_bits_to_f64_bits(w: int) -> int:
+    """IEEE f32 → f64 widening, bit for bit (NaNs get the quiet bit set, as the hardware does)."""
+    if w & 0x7F800000 == 0x7F800000 and w & 0x007FFFFF:
+        return ((w & 0x80000000) << 32) | 0x7FF8000000000000 | ((w & 0x007FFFFF) << 29)
+    return struct.unpack("<Q", struct.pack("<d", struct.unpack("<f", struct.pack("<I", w))[0]))[0]
+
+
+def bits_to_float(bits: int) -> float:
+    return struct.unpack("<d", bits.to_bytes(8, "little"))[0]
+
+
+def float_to_bits(value: float) -> int:
+    return int.from_bytes(struct.pack("<d", value), "little")
+
+
+def shortest_float(bits: int) -> bytes:
+    """CBOR encoding of the f64 with these bits in the shortest width that round-trips them."""
+    exp = bits & 0x7FF0000000000000
+    man = bits & 0x000FFFFFFFFFFFFF
+    sign = bits >> 63
+    if exp == 0x7FF0000000000000 and man:  # NaN: only the payload bits decide
+        quiet = man & (1 << 51)
+        if quiet and not man & ((1 << 42) - 1):
+            return b"\xf9" + ((sign << 15) | 0x7C00 | (man >> 42)).to_bytes(2, "big")
+        if quiet and not man & ((1 << 29) - 1):
+            return b"\xfa" + ((sign << 31) | 0x7F800000 | (man >> 29)).to_bytes(4, "big")
+        return b"\xfb" + bits.to_bytes(8, "big")
+    value = bits_to_float(bits)
+    try:
+        half = struct.pack(">e", value)
+        if f16_bits_to_f64_bits(int.from_bytes(half, "big")) == bits:
+            return b"\xf9" + half
+    except OverflowError:
+        pass
+    try:
+        single = struct.pack(">f", value)
+        if f32_bits_to_f64_bits(int.from_bytes(single, "big")) == bits:
+            return b"\xfa" + single
+    except OverflowError:
+        pass
+    return b"\xfb" + bits.to_bytes(8, "big")
+
+
+class ShortestFloat:
+    """An f64 (by its bits) that ``encode`` writes in the shortest exact CBOR width."""
+
+    __slots__ = ("bits",)
+
+    def __init__(self, bits: int) -> None:
+        self.bits = bits
+
+
+def _encode_default(encoder: cbor2.CBOREncoder, value: Any) -> None:
+    if type(value) is ShortestFloat:
+        encoder.write(shortest_float(value.bits))
+    else:
+        raise TypeError(f"cannot encode {type(value).__name__} in burnpack metadata")
+
+
+def encode(tree: Any) -> bytes:
+    """Encode a tree of dicts (in the order given), lists, str, int, bool, None, ShortestFloat.
+
+    cbor2's default mode already writes definite lengths, shortest-form integers and dict keys in
+    insertion order, which is what ciborium does for these values.
+    """
+    return cbor2.dumps(tree, default=_encode_default)
+
+
+class Fallback(Exception):
+    """The fast path met something it cannot prove it reads as Burn does."""
+
+
+def _refuse_tag(decoder: Any, tag: Any = None) -> NoReturn:
+    raise Fallback
+
+
+# Every tag cbor2 gives a meaning of its own (checked against all tags 0..70000 in the tests).
+_SEMANTIC_TAGS = (0, 1, 2, 3, 4, 5, 25, 28, 29, 30, 35, 36, 37, 100, 256, 258, 260, 261, 1004, 43000, 55799)
+_REFUSE_ALL_TAGS = {tag: _refuse_tag for tag in _SEMANTIC_TAGS}
+
+
+def fast_loads(blob: bytes | memoryview) -> Any:
+    """Decode one CBOR item with cbor2, refusing whatever ciborium could read differently.
+
+    Refused: tags, indefinite lengths, duplicate map keys, nesting past Burn's limit. Whatever
+    else cbor2 returns is checked by the generated validators. Raises ``Fallback``.
+    """
+    try:
+        return cbor2.loads(
+            blob,
+            tag_hook=_refuse_tag,
+            semantic_decoders=_REFUSE_ALL_TAGS,
+            allow_indefinite=False,
+            allow_duplicate_keys=False,
+            max_depth=128,
+        )
+    except Exception as exc:  # any refusal or malformation: let the exact decoder judge
+        raise Fallback from exc
+
+
+Header = tuple  # (kind, argument, offset)
+
+
+class Decoder:
+    """ciborium's pull decoder + serde ``Deserializer`` over one metadata blob."""
+
+    __slots__ = ("buf", "pos", "end", "pushed", "depth", "scratch", "context")
+
+    def __init__(self, buf: bytes, *, depth: int, scratch: int) -> None:
+        self.buf = buf
+        self.pos = 0
+        self.end = len(buf)
+        self.pushed: Header | None = None
+        self.depth = depth
+        self.scratch = scratch
+        self.context: str | None = None  # the tensor / key being read, for error messages
+
+    # -- ciborium-ll Decoder -------------------------------------------------------------
+    def offset(self) -> int:
+        return self.pushed[2] if self.pushed is not None else self.pos
+
+    def read_exact(self, n: int) -> bytes:
+        start = self.pos
+        if self.end - start < n:
+            self.pos = self.end
+            raise eof(start)
+        self.pos = start + n
+        return self.buf[start : start + n]
+
+    def pull(self) -> Header:
+        pushed = self.pushed
+        if pushed is not None:
+            self.pushed = None
+            return pushed
+        start = self.pos
+        if start >= self.end:
+            raise eof(start)
+        initial = self.buf[start]
+        major, info = initial >> 5, initial & 0x1F
+        if info < 24:
+            arg: int | None = info
+            self.pos = start + 1
+        elif info < 28:
+            width = 1 << (info - 24)
+            self.pos = start + 1
+            arg = int.from_bytes(self.read_exact(width), "big")
+        elif info == 31:
+            arg = None
+            self.pos = start + 1
+        else:
+            self.pos = start + 1
+            raise syntax(start)
+        if major == 7:
+            if arg is None:
+                return (BREAK, None, start)
+            if info == 25:
+                return (FLOAT, f16_bits_to_f64_bits(arg), start)
+            if info == 26:
+                return (FLOAT, f32_bits_to_f64_bits(arg), start)
+            if info == 27:
+                return (FLOAT, arg, start)
+            return (SIMPLE, arg, start)
+        if arg is None and major in (0, 1, 6):
+            raise syntax(start)
+        return ((POS, NEG, BYTES, TEXT, ARRAY, MAP, TAG)[major], arg, start)
+
+    def push(self, header: Header) -> None:
+        self.pushed = header
+
+    def segments(self, header: Header, chunk: int, text: bool):
+        """Yield the chunks of a (possibly indefinite) byte/text string (seg.rs Segments)."""
+        kind = header[0]
+        nested = 0
+        finish = False
+        h = header
+        while not finish:
+            if h is None:
+                h = self.pull()
+            if h[0] == BREAK and nested == 1:
+                return
+            if h[0] == BREAK and nested > 1:
+                nested -= 1
+            elif h[0] != kind:
+                raise syntax(h[2])
+            elif h[1] is None:
+                nested += 1
+            else:
+                finish = nested == 0
+                yield from self._segment(h[1], h[2], chunk, text)
+            h = None
+
+    def _segment(self, length: int, offset: int, chunk: int, text: bool):
+        stored = b""
+        unread = length
+        while True:
+            if unread == 0:
+                if stored:
+                    raise syntax(offset)
+                return
+            size = min(chunk, len(stored) + unread)
+            data = self.read_exact(size - len(stored))
+            unread -= size - len(stored)
+            full = stored + data
+            if not text:
+                yield full
+                continue
+            try:
+                yield full.decode("utf-8")
+                stored = b""
+            except UnicodeDecodeError as exc:
+                if len(full) - exc.start > 3:
+                    raise syntax(offset) from None
+                stored = full[exc.start :]
+                yield full[: exc.start].decode("utf-8")
+
+    def recurse(self, func: Callable[[], Any]) -> Any:
+        if self.depth == 0:
+            raise recursion_limit(self.offset())
+        self.depth -= 1
+        try:
+            return func()
+        finally:
+            self.depth += 1
+
+    # -- serde Deserializer methods ------------------------------------------------------
+    @staticmethod
+    def expected(header: Header, kind: str) -> CborError:
+        tag, arg, _ = header
+        if tag == POS:
+            unexpected = f"integer `{arg}`"
+        elif tag == NEG:
+            signed = arg if arg <= I64_MAX else arg - (1 << 64)
+            unexpected = f"integer `{-1 - signed}`"
+        elif tag == FLOAT:
+            unexpected = f"floating point `{rust_float(bits_to_float(arg))}`"
+        elif tag == SIMPLE:
+            unexpected = {
+                _FALSE: "boolean `false`",
+                _TRUE: "boolean `true`",
+                _NULL: "null",
+                _UNDEFINED: "undefined",
+            }.get(arg, "simple")
+        else:
+            unexpected = {TAG: "tag", BREAK: "break", BYTES: "bytes", TEXT: "string", ARRAY: "sequence", MAP: "map"}[tag]
+        return semantic(f"invalid type: {unexpected}, expected {kind}")
+
+    def integer(self, header: Header | None = None) -> tuple[bool, int]:
+        while True:
+            h = header if header is not None else self.pull()
+            header = None
+            tag, arg, _ = h
+            if tag == POS:
+                return False, arg
+            if tag == NEG:
+                return True, arg
+            if tag == TAG:
+                if arg not in (_BIGPOS, _BIGNEG):
+                    continue
+                negative = arg == _BIGNEG
+                break
+            raise self.expected(h, "integer")
+        h = self.pull()
+        if h[0] != BYTES:
+            raise self.expected(h, "bytes")
+        value = index = 0
+        for piece in self.segments(h, 16, text=False):
+            for byte in piece:
+                if index == 16:
+                    raise semantic("bigint too large")
+                if index == 0 and byte == 0:
+                    continue
+                value = (value << 8) | byte
+                index += 1
+        return negative, value
+
+    def u64(self) -> int:
+        negative, raw = self.integer()
+        if negative:
+            raise semantic("unexpected negative integer")
+        if raw > U64_MAX:
+            raise semantic("integer too large")
+        return raw
+
+    def u8(self) -> int:
+        value = self.u64()
+        if value > 0xFF:
+            raise semantic(f"invalid value: integer `{value}`, expected u8")
+        return value
+
+    def i64(self) -> int:
+        negative, raw = self.integer()
+        if raw > I64_MAX:
+            raise semantic("integer too large")
+        return -1 - raw if negative else raw
+
+    def f64_bits(self) -> int:
+        while True:
+            h = self.pull()
+            if h[0] == TAG:
+                continue
+            if h[0] == FLOAT:
+                return h[1]
+            raise self.expected(h, "float")
+
+    def boolean(self) -> bool:
+        while True:
+            offset = self.offset()
+            h = self.pull()
+            if h[0] == TAG:
+                continue
+            if h[0] == SIMPLE and h[1] in (_FALSE, _TRUE):
+                return h[1] == _TRUE
+            raise semantic("expected bool", offset)
+
+    def identifier(self) -> str | bytes:
+        """deserialize_identifier: a short definite text (→ str) or bytes (→ bytes)."""
+        while True:
+            offset = self.offset()
+            h = self.pull()
+            tag, length, _ = h
+            if tag == TAG:
+                continue
+            if tag in (TEXT, BYTES) and length is not None and length <= self.scratch:
+                data = self.read_exact(length)
+                if tag == BYTES:
+                    return data
+                try:
+                    return data.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise syntax(offset) from None
+            raise self.expected(h, "str or bytes")
+
+    def string(self) -> str:
+        while True:
+            h = self.pull()
+            if h[0] == TAG:
+                continue
+            if h[0] == TEXT:
+                return "".join(self.segments(h, self.scratch, text=True))
+            raise self.expected(h, "string")
+
+    def _elements(self, length: int | None):
+        """Access::next_element: how many more elements a seq or map has."""
+        while True:
+            if length is not None:
+                if length == 0:
+                    return
+                length -= 1
+            else:
+                h = self.pull()
+                if h[0] == BREAK:
+                    return
+                self.push(h)
+            yield
+
+    def seq(self, element: Callable[[], Any], byte_element: Callable[[int], Any]) -> list:
+        while True:
+            h = self.pull()
+            if h[0] == TAG:
+                continue
+            if h[0] == ARRAY:
+                return self.recurse(lambda: [element() for _ in self._elements(h[1])])
+            if h[0] == BYTES:
+                return [byte_element(b) for b in b"".join(self.segments(h, self.scratch, text=False))]
+            raise self.expected(h, "array")
+
+    def fixed(self, n: int, element: Callable[[], Any], byte_element: Callable[[int], Any], expecting: str) -> tuple:
+        """A tuple / ``[T; n]``: reads exactly n elements and leaves any extra unread, as serde does."""
+        while True:
+            h = self.pull()
+            if h[0] == TAG:
+                continue
+            if h[0] == ARRAY:
+                return self.recurse(lambda: self._fixed_items(h[1], n, element, expecting))
+            if h[0] == BYTES:
+                data = b"".join(self.segments(h, self.scratch, text=False))
+                if len(data) < n:
+                    raise semantic(f"invalid length {len(data)}, expected {expecting}")
+                return tuple(byte_element(b) for b in data[:n])
+            raise self.expected(h, "array")
+
+    def _fixed_items(self, length: int | None, n: int, element: Callable[[], Any], expecting: str) -> tuple:
+        items = []
+        elements = self._elements(length)
+        for i in range(n):
+            if next(elements, StopIteration) is StopIteration:
+                raise semantic(f"invalid length {i}, expected {expecting}")
+            items.append(element())
+        return tuple(items)
+
+    def map(self, key: Callable[[], Any], value: Callable[[Any], Any]) -> dict:
+        """A map; ``value`` gets the key (for error context). Later duplicates win (BTreeMap)."""
+        while True:
+            h = self.pull()
+            if h[0] == TAG:
+                continue
+            if h[0] == MAP:
+                return self.recurse(lambda: self._map_items(h[1], key, value))
+            raise self.expected(h, "map")
+
+    def _map_items(self, length: int | None, key: Callable[[], Any], value: Callable[[Any], Any]) -> dict:
+        out = {}
+        for _ in self._elements(length):
+            k = key()
+            out[k] = value(k)
+        return out
+
+    def struct(self, fields: dict[str, Callable[[], Any]]) -> dict[str, Any]:
+        """A serde-derived struct: a map of known fields, unknown ones skipped, duplicates refused.
+
+        Returns the fields present; the caller applies defaults and reports missing ones.
+        """
+        while True:
+            h = self.pull()
+            if h[0] == TAG:
+                continue
+            if h[0] == MAP:
+                return self.recurse(lambda: self._struct_fields(h[1], fields))
+            raise self.expected(h, "map")
+
+    def _struct_fields(self, length: int | None, fields: dict[str, Callable[[], Any]]) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+        for _ in self._elements(length):
+            name = self.identifier()
+            if isinstance(name, bytes):
+                try:
+                    name = name.decode("utf-8")
+                except UnicodeDecodeError:
+                    name = None
+            read = fields.get(name) if name is not None else None
+            if read is None:
+                self.skip()
+            elif name in seen:
+                raise semantic(f"duplicate field `{name}`")
+            else:
+                seen[name] = read()
+        return seen
+
+    def option(self, inner: Callable[[], Any]) -> Any:
+        h = self.pull()
+        if h[0] == SIMPLE and h[1] in (_NULL, _UNDEFINED):
+            return None
+        self.push(h)
+        return inner()
+
+    def enum(self, variants: tuple[str, ...], payloads: dict[str, Callable[[], Any]]) -> tuple[str, Any]:
+        """An externally tagged enum: a text (unit variant) or a one-entry map (newtype)."""
+        while True:
+            h = self.pull()
+            if h[0] == TAG:
+                continue
+            if h[0] == MAP and h[1] == 1:
+                break
+            if h[0] == TEXT:
+                self.push(h)
+                break
+            raise self.expected(h, "enum")
+        return self.recurse(lambda: self._variant(variants, payloads))
+
+    def _variant(self, variants: tuple[str, ...], payloads: dict[str, Callable[[], Any]]) -> tuple[str, Any]:
+        name = self.identifier()
+        if isinstance(name, bytes):
+            name = name.decode("utf-8", errors="replace")
+        if name not in variants:
+            raise semantic(f"unknown variant `{name}`, {one_of(variants)}")
+        read = payloads.get(name)
+        return name, (read() if read is not None else None)
+
+    def skip(self) -> None:
+        """serde's IgnoredAny through ``deserialize_any``: consume one item of any kind."""
+        h = self.pull()
+        kind, arg, _ = h
+        if kind in (POS, NEG, FLOAT):
+            return
+        if kind == BYTES:
+            if arg is not None and arg <= self.scratch:
+                self.read_exact(arg)
+            else:
+                for _ in self.segments(h, self.scratch, text=False):
+                    pass
+            return
+        if kind == TEXT:
+            if arg is not None and arg <= self.scratch:
+                self.push(h)
+                self.identifier()
+            else:
+                for _ in self.segments(h, self.scratch, text=True):
+                    pass
+            return
+        if kind == ARRAY:
+            self.recurse(lambda: [self.skip() for _ in self._elements(arg)])
+            return
+        if kind == MAP:
+            self.recurse(lambda: [(self.skip(), self.skip()) for _ in self._elements(arg)])
+            return
+        if kind == TAG:
+            nxt = self.pull()
+            self.push(nxt)
+            if arg in (_BIGPOS, _BIGNEG) and nxt[0] == BYTES and nxt[1] is not None and nxt[1] <= 16:
+                negative, raw = self.integer(h)
+                if negative and raw > I128_MAX:
+                    raise semantic("integer too large")
+                return
+            self.recurse(self.skip)
+            return
+        if kind == SIMPLE:
+            if arg in (_FALSE, _TRUE, _NULL, _UNDEFINED):
+                return
+            raise self.expected(h, "known simple value")
+        raise self.expected(h, "non-break")

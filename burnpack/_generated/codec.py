@@ -1,0 +1,400 @@
+# generated from schema/metadata.toml and schema/layout.py by schema/generate.py — do not edit
+
+"""Encoders, fast validators and exact (ciborium-equivalent) decoders for every metadata type."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .._cbor import I64_MAX, U64_MAX, Decoder, Fallback, ShortestFloat, bits_to_float, float_to_bits, semantic
+from .types import Metadata, TensorDescriptor, QuantScheme, BlockScale, BlockSize, DType, BoolStore, QuantValue, QuantStore, QuantMode, ScaleDtype, Scalar
+
+I64_MIN = -I64_MAX - 1
+
+
+def _byte(b: int) -> int:
+    return b
+
+
+def _in_context(d: Decoder, key: str, read: Callable[[], Any]) -> Any:
+    d.context = key
+    return read()
+
+
+def encode_Metadata(v: Metadata) -> dict:
+    """Metadata as ciborium writes it: keys in declaration order."""
+    out: dict = {}
+    out['tensors'] = {k: encode_TensorDescriptor(v.tensors[k]) for k in sorted(v.tensors)}
+    if v.metadata:
+        out['metadata'] = {k: v.metadata[k] for k in sorted(v.metadata)}
+    if v.scalars:
+        out['scalars'] = {k: encode_Scalar(v.scalars[k]) for k in sorted(v.scalars)}
+    return out
+
+
+def encode_TensorDescriptor(v: TensorDescriptor) -> dict:
+    """TensorDescriptor as ciborium writes it: keys in declaration order."""
+    out: dict = {}
+    out['dtype'] = encode_DType(v.dtype)
+    out['shape'] = list(v.shape)
+    out['data_offsets'] = list(v.data_offsets)
+    if v.param_id is not None:
+        out['param_id'] = v.param_id
+    return out
+
+
+def encode_QuantScheme(v: QuantScheme) -> dict:
+    """QuantScheme as ciborium writes it: keys in declaration order."""
+    out: dict = {}
+    out['value'] = v.value.value
+    out['store'] = encode_QuantStore(v.store)
+    out['mode'] = v.mode.value
+    out['tensor'] = (None if v.tensor is None else v.tensor.value)
+    out['block'] = (None if v.block is None else encode_BlockScale(v.block))
+    return out
+
+
+def encode_BlockScale(v: BlockScale) -> dict:
+    """BlockScale as ciborium writes it: keys in declaration order."""
+    out: dict = {}
+    out['size'] = encode_BlockSize(v.size)
+    out['dtype'] = v.dtype.value
+    return out
+
+
+def encode_BlockSize(v: BlockSize) -> dict:
+    """BlockSize as ciborium writes it: keys in declaration order."""
+    out: dict = {}
+    out['storage'] = list(v.storage)
+    out['len'] = v.len
+    return out
+
+
+def encode_DType(v: DType) -> Any:
+    """Unit variants as text, newtype variants as a one-entry map."""
+    if v.value is None:
+        return v.variant
+    if v.variant == 'Bool':
+        return {'Bool': v.value.value}
+    if v.variant == 'QFloat':
+        return {'QFloat': encode_QuantScheme(v.value)}
+    raise AssertionError(v.variant)
+
+
+def encode_QuantStore(v: QuantStore) -> Any:
+    """Unit variants as text, newtype variants as a one-entry map."""
+    if v.value is None:
+        return v.variant
+    if v.variant == 'PackedNative':
+        return {'PackedNative': v.value}
+    if v.variant == 'PackedU32':
+        return {'PackedU32': v.value}
+    raise AssertionError(v.variant)
+
+
+def encode_Scalar(v: Scalar) -> Any:
+    """Unit variants as text, newtype variants as a one-entry map."""
+    if v.value is None:
+        return v.variant
+    if v.variant == 'Int':
+        return {'Int': v.value}
+    if v.variant == 'UInt':
+        return {'UInt': v.value}
+    if v.variant == 'Float':
+        return {'Float': ShortestFloat(float_to_bits(v.value))}
+    if v.variant == 'Bool':
+        return {'Bool': v.value}
+    raise AssertionError(v.variant)
+
+
+def fast_DType(raw: Any) -> DType:
+    if type(raw) is str:
+        return _DType_UNITS[raw]
+    if type(raw) is not dict or len(raw) != 1:
+        raise Fallback
+    ((name, payload),) = raw.items()
+    if name == 'Bool':
+        value = fast_BoolStore(payload)
+        return DType('Bool', value)
+    if name == 'QFloat':
+        value = fast_QuantScheme(payload)
+        return DType('QFloat', value)
+    raise Fallback
+_DType_UNITS = {name: getattr(DType, name) for name in ('F64', 'F32', 'Flex32', 'F16', 'BF16', 'I64', 'I32', 'I16', 'I8', 'U64', 'U32', 'U16', 'U8')}
+
+
+def fast_BoolStore(raw: Any) -> BoolStore:
+    if type(raw) is not str:
+        raise Fallback
+    return BoolStore[raw]
+
+
+def fast_QuantValue(raw: Any) -> QuantValue:
+    if type(raw) is not str:
+        raise Fallback
+    return QuantValue[raw]
+
+
+def fast_QuantStore(raw: Any) -> QuantStore:
+    if type(raw) is str:
+        return _QuantStore_UNITS[raw]
+    if type(raw) is not dict or len(raw) != 1:
+        raise Fallback
+    ((name, payload),) = raw.items()
+    if name == 'PackedNative':
+        if type(payload) is not int or payload < 0 or payload > U64_MAX:
+            raise Fallback
+        value = payload
+        return QuantStore('PackedNative', value)
+    if name == 'PackedU32':
+        if type(payload) is not int or payload < 0 or payload > U64_MAX:
+            raise Fallback
+        value = payload
+        return QuantStore('PackedU32', value)
+    raise Fallback
+_QuantStore_UNITS = {name: getattr(QuantStore, name) for name in ('Native',)}
+
+
+def fast_QuantMode(raw: Any) -> QuantMode:
+    if type(raw) is not str:
+        raise Fallback
+    return QuantMode[raw]
+
+
+def fast_ScaleDtype(raw: Any) -> ScaleDtype:
+    if type(raw) is not str:
+        raise Fallback
+    return ScaleDtype[raw]
+
+
+def fast_Scalar(raw: Any) -> Scalar:
+    if type(raw) is str:
+        raise Fallback
+    if type(raw) is not dict or len(raw) != 1:
+        raise Fallback
+    ((name, payload),) = raw.items()
+    if name == 'Int':
+        if type(payload) is not int or payload < I64_MIN or payload > I64_MAX:
+            raise Fallback
+        value = payload
+        return Scalar('Int', value)
+    if name == 'UInt':
+        if type(payload) is not int or payload < 0 or payload > U64_MAX:
+            raise Fallback
+        value = payload
+        return Scalar('UInt', value)
+    if name == 'Float':
+        if type(payload) is not float or payload != payload:
+            raise Fallback  # NaN payloads need the exact decoder
+        value = payload
+        return Scalar('Float', value)
+    if name == 'Bool':
+        if type(payload) is not bool:
+            raise Fallback
+        value = payload
+        return Scalar('Bool', value)
+    raise Fallback
+
+
+_Metadata_FIELDS = frozenset(['tensors', 'metadata', 'scalars'])
+
+
+def fast_Metadata(raw: Any) -> Metadata:
+    if type(raw) is not dict or not raw.keys() <= _Metadata_FIELDS:
+        raise Fallback
+    f_tensors = raw['tensors']
+    if type(f_tensors) is not dict:
+        raise Fallback
+    out = {}
+    for key, val in f_tensors.items():
+        if type(key) is not str:
+            raise Fallback
+        checked = fast_TensorDescriptor(val)
+        out[key] = checked
+    f_tensors = out
+    f_metadata = raw.get('metadata')
+    if f_metadata is None:
+        f_metadata = {}
+    else:
+        if type(f_metadata) is not str:
+            raise Fallback
+    f_scalars = raw.get('scalars')
+    if f_scalars is None:
+        f_scalars = {}
+    else:
+        f_scalars = fast_Scalar(f_scalars)
+    return tuple.__new__(Metadata, (f_tensors, f_metadata, f_scalars,))
+
+
+_TensorDescriptor_FIELDS = frozenset(['dtype', 'shape', 'data_offsets', 'param_id'])
+
+
+def fast_TensorDescriptor(raw: Any) -> TensorDescriptor:
+    if type(raw) is not dict or not raw.keys() <= _TensorDescriptor_FIELDS:
+        raise Fallback
+    f_dtype = raw['dtype']
+    f_dtype = fast_DType(f_dtype)
+    f_shape = raw['shape']
+    if type(f_shape) is not list:
+        raise Fallback
+    for e in f_shape:
+        if type(e) is not int or e < 0 or e > U64_MAX:
+            raise Fallback
+    f_shape = tuple(f_shape)
+    f_data_offsets = raw['data_offsets']
+    if type(f_data_offsets) is not list:
+        raise Fallback
+    if len(f_data_offsets) != 2:
+        raise Fallback
+    for e in f_data_offsets:
+        if type(e) is not int or e < 0 or e > U64_MAX:
+            raise Fallback
+    f_data_offsets = tuple(f_data_offsets)
+    f_param_id = raw.get('param_id')
+    if f_param_id is None:
+        f_param_id = None
+    else:
+        if type(f_param_id) is not int or f_param_id < 0 or f_param_id > U64_MAX:
+            raise Fallback
+    return tuple.__new__(TensorDescriptor, (f_dtype, f_shape, f_data_offsets, f_param_id,))
+
+
+_QuantScheme_FIELDS = frozenset(['value', 'store', 'mode', 'tensor', 'block'])
+
+
+def fast_QuantScheme(raw: Any) -> QuantScheme:
+    if type(raw) is not dict or not raw.keys() <= _QuantScheme_FIELDS:
+        raise Fallback
+    f_value = raw['value']
+    f_value = fast_QuantValue(f_value)
+    f_store = raw['store']
+    f_store = fast_QuantStore(f_store)
+    f_mode = raw['mode']
+    f_mode = fast_QuantMode(f_mode)
+    f_tensor = raw.get('tensor')
+    if f_tensor is None:
+        f_tensor = None
+    else:
+        f_tensor = fast_ScaleDtype(f_tensor)
+    f_block = raw.get('block')
+    if f_block is None:
+        f_block = None
+    else:
+        f_block = fast_BlockScale(f_block)
+    return tuple.__new__(QuantScheme, (f_value, f_store, f_mode, f_tensor, f_block,))
+
+
+_BlockScale_FIELDS = frozenset(['size', 'dtype'])
+
+
+def fast_BlockScale(raw: Any) -> BlockScale:
+    if type(raw) is not dict or not raw.keys() <= _BlockScale_FIELDS:
+        raise Fallback
+    f_size = raw['size']
+    f_size = fast_BlockSize(f_size)
+    f_dtype = raw['dtype']
+    f_dtype = fast_ScaleDtype(f_dtype)
+    return tuple.__new__(BlockScale, (f_size, f_dtype,))
+
+
+_BlockSize_FIELDS = frozenset(['storage', 'len'])
+
+
+def fast_BlockSize(raw: Any) -> BlockSize:
+    if type(raw) is not dict or not raw.keys() <= _BlockSize_FIELDS:
+        raise Fallback
+    f_storage = raw['storage']
+    if type(f_storage) is not list:
+        raise Fallback
+    if len(f_storage) != 5:
+        raise Fallback
+    for e in f_storage:
+        if type(e) is not int or e < 0 or e > 0xFF:
+            raise Fallback
+    f_storage = tuple(f_storage)
+    f_len = raw['len']
+    if type(f_len) is not int or f_len < 0 or f_len > 0xFF:
+        raise Fallback
+    return tuple.__new__(BlockSize, (f_storage, f_len,))
+
+
+def exact_DType(d: Decoder) -> DType:
+    name, value = d.enum(('F64', 'F32', 'Flex32', 'F16', 'BF16', 'I64', 'I32', 'I16', 'I8', 'U64', 'U32', 'U16', 'U8', 'Bool', 'QFloat'), {'Bool': lambda: exact_BoolStore(d), 'QFloat': lambda: exact_QuantScheme(d)})
+    return DType(name, value)
+
+
+def exact_BoolStore(d: Decoder) -> BoolStore:
+    name, value = d.enum(('Native', 'U8', 'U32'), {})
+    return BoolStore[name]
+
+
+def exact_QuantValue(d: Decoder) -> QuantValue:
+    name, value = d.enum(('Q8F', 'E5M2', 'E4M3', 'Q4F', 'E2M1', 'Q2F', 'Q8S', 'Q4S', 'Q2S'), {})
+    return QuantValue[name]
+
+
+def exact_QuantStore(d: Decoder) -> QuantStore:
+    name, value = d.enum(('Native', 'PackedNative', 'PackedU32'), {'PackedNative': d.u64, 'PackedU32': d.u64})
+    return QuantStore(name, value)
+
+
+def exact_QuantMode(d: Decoder) -> QuantMode:
+    name, value = d.enum(('Symmetric', 'Lookup'), {})
+    return QuantMode[name]
+
+
+def exact_ScaleDtype(d: Decoder) -> ScaleDtype:
+    name, value = d.enum(('F32', 'F16', 'BF16', 'UE8M0', 'UE4M3'), {})
+    return ScaleDtype[name]
+
+
+def exact_Scalar(d: Decoder) -> Scalar:
+    name, value = d.enum(('Int', 'UInt', 'Float', 'Bool'), {'Int': d.i64, 'UInt': d.u64, 'Float': lambda: bits_to_float(d.f64_bits()), 'Bool': d.boolean})
+    return Scalar(name, value)
+
+
+def exact_Metadata(d: Decoder) -> Metadata:
+    got = d.struct({'tensors': lambda: d.map(d.string, lambda key: _in_context(d, key, lambda: exact_TensorDescriptor(d))), 'metadata': lambda: d.map(d.string, lambda key: _in_context(d, key, d.string)), 'scalars': lambda: d.map(d.string, lambda key: _in_context(d, key, lambda: exact_Scalar(d)))})
+    if 'tensors' not in got:
+        raise semantic("missing field `tensors`")
+    return Metadata(got['tensors'], got.get('metadata', {}), got.get('scalars', {}))
+
+
+def exact_TensorDescriptor(d: Decoder) -> TensorDescriptor:
+    got = d.struct({'dtype': lambda: exact_DType(d), 'shape': lambda: tuple(d.seq(d.u64, _byte)), 'data_offsets': lambda: d.fixed(2, d.u64, _byte, 'a tuple of size 2'), 'param_id': lambda: d.option(d.u64)})
+    if 'dtype' not in got:
+        raise semantic("missing field `dtype`")
+    if 'shape' not in got:
+        raise semantic("missing field `shape`")
+    if 'data_offsets' not in got:
+        raise semantic("missing field `data_offsets`")
+    return TensorDescriptor(got['dtype'], got['shape'], got['data_offsets'], got.get('param_id', None))
+
+
+def exact_QuantScheme(d: Decoder) -> QuantScheme:
+    got = d.struct({'value': lambda: exact_QuantValue(d), 'store': lambda: exact_QuantStore(d), 'mode': lambda: exact_QuantMode(d), 'tensor': lambda: d.option(lambda: exact_ScaleDtype(d)), 'block': lambda: d.option(lambda: exact_BlockScale(d))})
+    if 'value' not in got:
+        raise semantic("missing field `value`")
+    if 'store' not in got:
+        raise semantic("missing field `store`")
+    if 'mode' not in got:
+        raise semantic("missing field `mode`")
+    return QuantScheme(got['value'], got['store'], got['mode'], got.get('tensor', None), got.get('block', None))
+
+
+def exact_BlockScale(d: Decoder) -> BlockScale:
+    got = d.struct({'size': lambda: exact_BlockSize(d), 'dtype': lambda: exact_ScaleDtype(d)})
+    if 'size' not in got:
+        raise semantic("missing field `size`")
+    if 'dtype' not in got:
+        raise semantic("missing field `dtype`")
+    return BlockScale(got['size'], got['dtype'])
+
+
+def exact_BlockSize(d: Decoder) -> BlockSize:
+    got = d.struct({'storage': lambda: d.fixed(5, d.u8, _byte, 'an array of length 5'), 'len': d.u8})
+    if 'storage' not in got:
+        raise semantic("missing field `storage`")
+    if 'len' not in got:
+        raise semantic("missing field `len`")
+    return BlockSize(got['storage'], got['len'])

@@ -1,0 +1,299 @@
+# generated from schema/metadata.toml and schema/layout.py by schema/generate.py — do not edit
+
+"""The burnpack metadata types, as declared in schema/metadata.toml."""
+
+from __future__ import annotations
+
+import enum
+import struct
+from typing import Any, NamedTuple
+
+
+
+class BoolStore(enum.Enum):
+    """How a Bool tensor stores each element (dtype.rs:276-285)."""
+
+    Native = 'Native'
+    U8 = 'U8'
+    U32 = 'U32'
+
+    def __repr__(self) -> str:
+        return f"BoolStore.{self.name}"
+
+
+class QuantValue(enum.Enum):
+    """Quantized value type (scheme.rs:357-377)."""
+
+    Q8F = 'Q8F'
+    E5M2 = 'E5M2'
+    E4M3 = 'E4M3'
+    Q4F = 'Q4F'
+    E2M1 = 'E2M1'
+    Q2F = 'Q2F'
+    Q8S = 'Q8S'
+    Q4S = 'Q4S'
+    Q2S = 'Q2S'
+
+    def __repr__(self) -> str:
+        return f"QuantValue.{self.name}"
+
+
+class QuantMode(enum.Enum):
+    """Quantization mode (scheme.rs:458-468)."""
+
+    Symmetric = 'Symmetric'
+    Lookup = 'Lookup'
+
+    def __repr__(self) -> str:
+        return f"QuantMode.{self.name}"
+
+
+class ScaleDtype(enum.Enum):
+    """Element type of quantization scales (scheme.rs:471-483)."""
+
+    F32 = 'F32'
+    F16 = 'F16'
+    BF16 = 'BF16'
+    UE8M0 = 'UE8M0'
+    UE4M3 = 'UE4M3'
+
+    def __repr__(self) -> str:
+        return f"ScaleDtype.{self.name}"
+
+
+class Metadata(NamedTuple):
+    """The whole CBOR metadata item."""
+
+    tensors: dict[str, TensorDescriptor]
+    metadata: dict[str, str] = {}  # a shared default: decoders always pass their own
+    scalars: dict[str, Scalar] = {}  # a shared default: decoders always pass their own
+
+
+class TensorDescriptor(NamedTuple):
+    """Where one tensor's bytes are and how to interpret them."""
+
+    dtype: DType
+    shape: tuple[int, ...]
+    data_offsets: tuple[int, int]
+    param_id: int | None = None
+
+
+class QuantScheme(NamedTuple):
+    """How a QFloat tensor is quantized (cubecl quant/scheme.rs:31-46)."""
+
+    value: QuantValue
+    store: QuantStore
+    mode: QuantMode
+    tensor: ScaleDtype | None = None
+    block: BlockScale | None = None
+
+
+class BlockScale(NamedTuple):
+    """Per-block scales: the block shape and the scale dtype."""
+
+    size: BlockSize
+    dtype: ScaleDtype
+
+
+class BlockSize(NamedTuple):
+    """Block shape: `len` dims kept in `storage`, unused slots filled with 1."""
+
+    storage: tuple[int, int, int, int, int]
+    len: int
+
+
+class DType:
+    """Element type of a tensor (burn-std dtype.rs:9-26); variant order is Burn's.
+
+    Unit variants are constants (``DType.F64``, ``DType.F32``, ``DType.Flex32``, ``DType.F16``, ``DType.BF16``, ``DType.I64``, ``DType.I32``, ``DType.I16``, ``DType.I8``, ``DType.U64``, ``DType.U32``, ``DType.U16``, ``DType.U8``); newtype
+    variants are built by calling them (``DType.Bool(x)``, ``DType.QFloat(x)``).
+    """
+
+    __slots__ = ("variant", "value")
+    VARIANTS = ('F64', 'F32', 'Flex32', 'F16', 'BF16', 'I64', 'I32', 'I16', 'I8', 'U64', 'U32', 'U16', 'U8', 'Bool', 'QFloat')
+    UNIT_VARIANTS = frozenset(['F64', 'F32', 'Flex32', 'F16', 'BF16', 'I64', 'I32', 'I16', 'I8', 'U64', 'U32', 'U16', 'U8'])
+
+    def __init__(self, variant: str, value: Any = None) -> None:
+        if variant not in self.VARIANTS:
+            raise ValueError(f"unknown DType variant {variant!r}")
+        if (value is None) != (variant in self.UNIT_VARIANTS):
+            raise ValueError(f"DType.{variant} takes {'no' if variant in self.UNIT_VARIANTS else 'a'} value")
+        object.__setattr__(self, "variant", variant)
+        object.__setattr__(self, "value", value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("DType is immutable")
+
+    def _key(self) -> tuple:
+        return (self.variant, self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DType) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"DType.{self.variant}" if self.value is None else f"DType.{self.variant}({self.value!r})"
+
+    def __reduce__(self) -> tuple:
+        return (DType, (self.variant, self.value))
+
+    @classmethod
+    def Bool(cls, value: BoolStore) -> DType:
+        """The ``Bool`` variant."""
+        return cls('Bool', value)
+
+    @classmethod
+    def QFloat(cls, value: QuantScheme) -> DType:
+        """The ``QFloat`` variant."""
+        return cls('QFloat', value)
+
+DType.F64 = DType('F64')  # type: ignore[attr-defined]
+DType.F32 = DType('F32')  # type: ignore[attr-defined]
+DType.Flex32 = DType('Flex32')  # type: ignore[attr-defined]
+DType.F16 = DType('F16')  # type: ignore[attr-defined]
+DType.BF16 = DType('BF16')  # type: ignore[attr-defined]
+DType.I64 = DType('I64')  # type: ignore[attr-defined]
+DType.I32 = DType('I32')  # type: ignore[attr-defined]
+DType.I16 = DType('I16')  # type: ignore[attr-defined]
+DType.I8 = DType('I8')  # type: ignore[attr-defined]
+DType.U64 = DType('U64')  # type: ignore[attr-defined]
+DType.U32 = DType('U32')  # type: ignore[attr-defined]
+DType.U16 = DType('U16')  # type: ignore[attr-defined]
+DType.U8 = DType('U8')  # type: ignore[attr-defined]
+
+
+class QuantStore:
+    """How quantized values are packed (scheme.rs:443-455); the payload is the packing dim.
+
+    Unit variants are constants (``QuantStore.Native``); newtype
+    variants are built by calling them (``QuantStore.PackedNative(x)``, ``QuantStore.PackedU32(x)``).
+    """
+
+    __slots__ = ("variant", "value")
+    VARIANTS = ('Native', 'PackedNative', 'PackedU32')
+    UNIT_VARIANTS = frozenset(['Native'])
+
+    def __init__(self, variant: str, value: Any = None) -> None:
+        if variant not in self.VARIANTS:
+            raise ValueError(f"unknown QuantStore variant {variant!r}")
+        if (value is None) != (variant in self.UNIT_VARIANTS):
+            raise ValueError(f"QuantStore.{variant} takes {'no' if variant in self.UNIT_VARIANTS else 'a'} value")
+        object.__setattr__(self, "variant", variant)
+        object.__setattr__(self, "value", value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("QuantStore is immutable")
+
+    def _key(self) -> tuple:
+        return (self.variant, self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, QuantStore) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"QuantStore.{self.variant}" if self.value is None else f"QuantStore.{self.variant}({self.value!r})"
+
+    def __reduce__(self) -> tuple:
+        return (QuantStore, (self.variant, self.value))
+
+    @classmethod
+    def PackedNative(cls, value: int) -> QuantStore:
+        """The ``PackedNative`` variant."""
+        return cls('PackedNative', value)
+
+    @classmethod
+    def PackedU32(cls, value: int) -> QuantStore:
+        """The ``PackedU32`` variant."""
+        return cls('PackedU32', value)
+
+QuantStore.Native = QuantStore('Native')  # type: ignore[attr-defined]
+
+
+class Scalar:
+    """A typed scalar value stored beside the tensors (base.rs:178-188).
+
+    Unit variants are constants (none); newtype
+    variants are built by calling them (``Scalar.Int(x)``, ``Scalar.UInt(x)``, ``Scalar.Float(x)``, ``Scalar.Bool(x)``).
+    """
+
+    __slots__ = ("variant", "value")
+    VARIANTS = ('Int', 'UInt', 'Float', 'Bool')
+    UNIT_VARIANTS = frozenset([])
+
+    def __init__(self, variant: str, value: Any = None) -> None:
+        if variant not in self.VARIANTS:
+            raise ValueError(f"unknown Scalar variant {variant!r}")
+        if (value is None) != (variant in self.UNIT_VARIANTS):
+            raise ValueError(f"Scalar.{variant} takes {'no' if variant in self.UNIT_VARIANTS else 'a'} value")
+        object.__setattr__(self, "variant", variant)
+        object.__setattr__(self, "value", value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Scalar is immutable")
+
+    def _key(self) -> tuple:
+        if self.variant in ('Float',):
+            return (self.variant, struct.pack("<d", self.value))
+        return (self.variant, self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Scalar) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"Scalar.{self.variant}" if self.value is None else f"Scalar.{self.variant}({self.value!r})"
+
+    def __reduce__(self) -> tuple:
+        return (Scalar, (self.variant, self.value))
+
+    @classmethod
+    def Int(cls, value: int) -> Scalar:
+        """The ``Int`` variant."""
+        return cls('Int', value)
+
+    @classmethod
+    def UInt(cls, value: int) -> Scalar:
+        """The ``UInt`` variant."""
+        return cls('UInt', value)
+
+    @classmethod
+    def Float(cls, value: float) -> Scalar:
+        """The ``Float`` variant."""
+        return cls('Float', value)
+
+    @classmethod
+    def Bool(cls, value: bool) -> Scalar:
+        """The ``Bool`` variant."""
+        return cls('Bool', value)
+
+
+
+DTYPE_TABLE: dict[str, tuple[int, str]] = {
+    # unit DType variant -> (element size in bytes, numpy dtype name)
+    'F64': (8, '<f8'),
+    'F32': (4, '<f4'),
+    'Flex32': (4, '<f4'),
+    'F16': (2, '<f2'),
+    'BF16': (2, 'bfloat16'),
+    'I64': (8, '<i8'),
+    'I32': (4, '<i4'),
+    'I16': (2, '<i2'),
+    'I8': (1, 'i1'),
+    'U64': (8, '<u8'),
+    'U32': (4, '<u4'),
+    'U16': (2, '<u2'),
+    'U8': (1, 'u1'),
+}
+
+BOOL_STORE_TABLE: dict[str, tuple[int, str]] = {
+    'Native': (1, '?'),
+    'U8': (1, 'u1'),
+    'U32': (4, '<u4'),
+}

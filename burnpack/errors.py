@@ -1,0 +1,124 @@
+"""The one exception family every burnpack operation raises.
+
+The classes mirror the variants of Burn's ``burn_pack::Error`` (base.rs:315-348) so a caller can
+tell exactly which check a file failed, as Burn would report it. ``payload`` is Burn's own
+message text where Burn has one; ``str(error)`` adds where the problem is (tensor, byte offset).
+"""
+
+from __future__ import annotations
+
+
+class BurnpackError(Exception):
+    """Base class: anything wrong with a burnpack file, its content or a write request."""
+
+    variant: str = "BurnpackError"
+
+    def __init__(self, payload: str | None = None, *, where: str | None = None) -> None:
+        self.payload = payload
+        self.where = where
+        text = payload if payload is not None else self.default_message
+        super().__init__(f"{text} ({where})" if where else text)
+
+    default_message = "burnpack error"
+
+    @property
+    def display(self) -> str:
+        """Burn's ``Display`` rendering of this error (``"Validation error: ..."``)."""
+        return _DISPLAY[self.variant].format(self.payload)
+
+
+class InvalidHeader(BurnpackError):
+    """The 10-byte header is missing or shorter than the metadata it announces."""
+
+    variant = "InvalidHeader"
+    default_message = "invalid header: the file is too short for its header or metadata"
+
+
+class InvalidMagicNumber(BurnpackError):
+    """The file does not start with ``NRUB`` (u32 0x4255524E little-endian)."""
+
+    variant = "InvalidMagicNumber"
+    default_message = "invalid magic number: not a burnpack file (expected bytes 4e 52 55 42 'NRUB')"
+
+
+class InvalidVersion(BurnpackError):
+    """The header's format version is newer than this implementation understands."""
+
+    variant = "InvalidVersion"
+    default_message = "unsupported format version"
+
+
+class MetadataSerializationError(BurnpackError):
+    """The metadata could not be encoded (e.g. a name that is not valid Unicode)."""
+
+    variant = "MetadataSerializationError"
+
+
+class MetadataDeserializationError(BurnpackError):
+    """The CBOR metadata does not decode to burnpack's metadata structure."""
+
+    variant = "MetadataDeserializationError"
+
+
+class ValidationError(BurnpackError):
+    """A size, count, offset or name violates burnpack's rules."""
+
+    variant = "ValidationError"
+
+
+class IoError(BurnpackError):
+    """Reading or writing the underlying file failed, or a deferred tensor source failed."""
+
+    variant = "IoError"
+
+
+class TensorNotFound(BurnpackError):
+    """No tensor of that name is in the pack."""
+
+    variant = "TensorNotFound"
+
+
+class TensorBytesSizeMismatch(BurnpackError):
+    """A deferred tensor source produced a different number of bytes than it declared."""
+
+    variant = "TensorBytesSizeMismatch"
+
+
+class LegacyFormatError(ValidationError):
+    """The file was written by an older Burn whose layout or encoding current Burn misreads."""
+
+    variant = "ValidationError"
+
+
+class LegacyFormatWarning(UserWarning):
+    """A file that current Burn reads differently from how its writer meant it."""
+
+
+_DISPLAY = {
+    "BurnpackError": "{}",
+    "InvalidHeader": "Invalid header: insufficient bytes",
+    "InvalidMagicNumber": "Invalid magic number",
+    "InvalidVersion": "Unsupported version",
+    "MetadataSerializationError": "Metadata serialization error: {}",
+    "MetadataDeserializationError": "Metadata deserialization error: {}",
+    "IoError": "I/O error: {}",
+    "TensorNotFound": "Tensor not found: {}",
+    "TensorBytesSizeMismatch": "Tensor bytes size mismatch: {}",
+    "ValidationError": "Validation error: {}",
+}
+
+ERROR_CLASSES: dict[str, type[BurnpackError]] = {
+    cls.variant: cls
+    for cls in (
+        InvalidHeader,
+        InvalidMagicNumber,
+        InvalidVersion,
+        MetadataSerializationError,
+        MetadataDeserializationError,
+        ValidationError,
+        IoError,
+        TensorNotFound,
+        TensorBytesSizeMismatch,
+    )
+}
+"""Burn's error variant names → our exception classes."""

@@ -1,0 +1,149 @@
+"""Files from older Burn versions: recognise them, say what they are, and read them on request.
+
+Three on-disk changes were made without a format-version bump (../shared/spec/format.md §7):
+
+* before 2025-12-02 (burn 272ca0b4a) tensor data started right after the metadata, unaligned;
+  current Burn reads such files at the aligned offset and returns shifted bytes or fails;
+* before 2026-03-19 (bcaabad86) a bool tensor's dtype was the bare text ``"Bool"``; current Burn
+  rejects it, and an old QFloat ``"store": "U32"`` likewise (cubecl bump f3c0aebfd, 2026-01-14);
+* before 2026-08-19 (a8f9b960f) a QFloat scheme was ``{value, param, store, level, mode}``;
+  current Burn ignores ``param``/``level`` and silently reads the default per-tensor F32 scheme.
+
+By default burnpack behaves like current Burn (same acceptance, same stage) but warns or explains;
+``load(..., legacy_ok=True)`` reads these files as their writer meant them.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import cbor2
+
+from ._generated.layout import HEADER_SIZE, TENSOR_ALIGNMENT
+from ._generated.types import Metadata
+from .errors import LegacyFormatWarning, MetadataDeserializationError
+from .metadata import decode_metadata
+
+LAYOUT_DIAGNOSIS = (
+    "this file has the pre-alignment layout written by Burn before 2025-12-02 (commit 272ca0b4a): "
+    "tensor data starts right after the metadata instead of at the next 256-byte boundary, so current "
+    "Burn reads shifted bytes; open it with legacy_ok=True to read it as written"
+)
+BOOL_DIAGNOSIS = (
+    'tensor {name!r} has the dtype "Bool" written by Burn before 2026-03-19 (commit bcaabad86, before bool '
+    "stores); current Burn rejects it; open it with legacy_ok=True to read it as Bool(Native)"
+)
+STORE_DIAGNOSIS = (
+    'tensor {name!r} has a QFloat store "U32" written by Burn before 2026-01-14 (cubecl bump f3c0aebfd); '
+    "current Burn rejects it; open it with legacy_ok=True to read it as PackedU32(0)"
+)
+SCHEME_DIAGNOSIS = (
+    "tensor {name!r} has a QFloat scheme in the pre-2026-08-19 shape (keys 'param'/'level', Burn before "
+    "commit a8f9b960f); current Burn ignores those keys and reads it as the default per-tensor scheme; "
+    "open it with legacy_ok=True to read the scheme as written"
+)
+
+
+def has_prealignment_layout(meta: Metadata, metadata_size: int, file_size: int) -> bool:
+    """True for files laid out by the pre-alignment writer, which current Burn cannot read whole.
+
+    That writer packed tensors back to back from byte 10+M, so the file ends exactly at
+    ``10 + M + max_end``; with the aligned start the last tensor would run past the end.
+    """
+    metadata_end = HEADER_SIZE + metadata_size
+    if not meta.tensors or metadata_end % TENSOR_ALIGNMENT == 0:
+        return False
+    ranges = sorted(d.data_offsets for d in meta.tensors.values())
+    if file_size != metadata_end + max(end for _, end in ranges):
+        return False
+    position = 0
+    for start, end in ranges:
+        if start != position or end < start:
+            return False
+        position = end
+    return True
+
+
+def _raw_descriptors(blob: bytes) -> dict[str, Any]:
+    """The descriptors as cbor2 reads them, or {} when cbor2 cannot (nothing to diagnose then)."""
+    try:
+        raw = cbor2.loads(blob)
+        tensors = raw.get("tensors") if isinstance(raw, dict) else None
+        return {k: v for k, v in tensors.items() if isinstance(v, dict)} if isinstance(tensors, dict) else {}
+    except Exception:
+        return {}
+
+
+def _qfloat_scheme(descriptor: dict) -> dict | None:
+    dtype = descriptor.get("dtype")
+    if isinstance(dtype, dict) and isinstance(dtype.get("QFloat"), dict):
+        return dtype["QFloat"]
+    return None
+
+
+def explain_rejection(error: MetadataDeserializationError, blob: bytes) -> MetadataDeserializationError:
+    """The same error, with a diagnosis added when the rejection comes from an older Burn encoding."""
+    for name, descriptor in _raw_descriptors(blob).items():
+        scheme = _qfloat_scheme(descriptor)
+        if descriptor.get("dtype") == "Bool":
+            diagnosis = BOOL_DIAGNOSIS.format(name=name)
+        elif scheme is not None and scheme.get("store") == "U32":
+            diagnosis = STORE_DIAGNOSIS.format(name=name)
+        else:
+            continue
+        where = f"{error.where}; {diagnosis}" if error.where else diagnosis
+        return MetadataDeserializationError(error.payload, where=where)
+    return error
+
+
+def warn_misread_schemes(meta: Metadata, blob: bytes) -> None:
+    """Warn about old-shape QFloat schemes, which Burn accepts but misreads."""
+    if not any(d.dtype.variant == "QFloat" for d in meta.tensors.values()):
+        return
+    for name, descriptor in _raw_descriptors(blob).items():
+        scheme = _qfloat_scheme(descriptor)
+        if scheme is not None and ("param" in scheme or "level" in scheme):
+            warnings.warn(SCHEME_DIAGNOSIS.format(name=name), LegacyFormatWarning, stacklevel=4)
+
+
+def _modern_scheme(scheme: dict) -> dict:
+    if "param" not in scheme and "level" not in scheme and scheme.get("store") != "U32":
+        return scheme
+    param = scheme.get("param", "F32")
+    level = scheme.get("level", "Tensor")
+    store = scheme.get("store")
+    modern = {
+        "value": scheme.get("value"),
+        "store": {"PackedU32": 0} if store == "U32" else store,
+        "mode": scheme.get("mode"),
+        "tensor": param,
+        "block": None,
+    }
+    if isinstance(level, dict) and "Block" in level:
+        modern.update(tensor=None, block={"size": level["Block"], "dtype": param})
+    elif isinstance(level, dict) and "BlockTensor" in level:
+        inner = level["BlockTensor"]
+        modern.update(block={"size": inner.get("block"), "dtype": param}, tensor=inner.get("global", "F32"))
+    if "param" not in scheme and "level" not in scheme:
+        modern.update(tensor=scheme.get("tensor"), block=scheme.get("block"))
+    return modern
+
+
+def decode_legacy(blob: bytes) -> Metadata:
+    """Decode metadata, first rewriting older Burn encodings into the current ones."""
+    descriptors = _raw_descriptors(blob)
+    changed = False
+    for descriptor in descriptors.values():
+        scheme = _qfloat_scheme(descriptor)
+        if descriptor.get("dtype") == "Bool":
+            descriptor["dtype"] = {"Bool": "Native"}
+            changed = True
+        elif scheme is not None and _modern_scheme(scheme) is not scheme:
+            descriptor["dtype"] = {"QFloat": _modern_scheme(scheme)}
+            changed = True
+    if not changed:
+        return decode_metadata(blob)
+    raw = cbor2.loads(blob)
+    raw["tensors"].update(descriptors)
+    return decode_metadata(cbor2.dumps(raw))

@@ -1,0 +1,47 @@
+"""The CBOR metadata item: encode as Burn's writer does, decode as Burn's reader does."""
+
+from __future__ import annotations
+
+from ._cbor import CborError, Decoder, Fallback, encode, fast_loads
+from ._generated.codec import encode_Metadata, exact_Metadata, fast_Metadata
+from ._generated.layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH
+from ._generated.types import Metadata
+from .errors import MetadataDeserializationError, MetadataSerializationError
+
+
+def encode_metadata(metadata: Metadata) -> bytes:
+    """Burn's exact metadata bytes: struct keys in declaration order, maps sorted, shortest forms."""
+    try:
+        return encode(encode_Metadata(metadata))
+    except (TypeError, ValueError, UnicodeError, OverflowError) as exc:
+        raise MetadataSerializationError(f"cannot encode metadata: {exc}") from None
+
+
+def decode_metadata(blob: bytes) -> Metadata:
+    """Decode the metadata item as ciborium + serde do, with Burn's recursion limit.
+
+    Plain, canonical metadata (everything Burn writes) takes cbor2's C decoder; anything the fast
+    path cannot prove equivalent is decoded by the exact emulation, which also produces Burn's
+    error message for invalid input.
+    """
+    try:
+        return fast_Metadata(fast_loads(blob))
+    except Exception:  # Fallback, or a shape the fast validators do not handle
+        return decode_metadata_exact(blob)
+
+
+def decode_metadata_exact(blob: bytes) -> Metadata:
+    """Decode with the token-for-token ciborium emulation only."""
+    decoder = Decoder(bytes(blob), depth=MAX_CBOR_DEPTH, scratch=CBOR_SCRATCH_SIZE)
+    try:
+        return exact_Metadata(decoder)
+    except CborError as exc:
+        where = f"metadata byte {exc.offset}" if exc.offset is not None else f"metadata byte {decoder.pos}"
+        if decoder.context is not None:
+            where += f", in entry {decoder.context!r}"
+        raise MetadataDeserializationError(str(exc), where=where) from None
+    except RecursionError:
+        raise MetadataDeserializationError("RecursionLimitExceeded", where="metadata nesting") from None
+
+
+__all__ = ["Fallback", "decode_metadata", "decode_metadata_exact", "encode_metadata"]

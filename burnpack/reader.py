@@ -1,0 +1,349 @@
+"""Reading burnpack files: ``load`` and the ``Pack`` it returns.
+
+By default the reader accepts exactly what Burn's ``Reader`` accepts and rejects what it rejects,
+at the same stage (opening vs. accessing a tensor) and with the same error kind
+(burn@2c06be35 crates/burn-pack/src/reader.rs). ``strict=True`` additionally rejects anything a
+Burn writer could not have produced. Opening reads only the header and the metadata.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+import numpy as np
+
+from . import legacy
+from ._generated.layout import (
+    FORMAT_VERSION,
+    HEADER,
+    HEADER_SIZE,
+    MAGIC,
+    MAX_FILE_SIZE,
+    MAX_METADATA_SIZE,
+    MAX_TENSOR_COUNT,
+    MAX_TENSOR_SIZE,
+    data_section_start,
+)
+from ._generated.types import DType, Metadata, Scalar, TensorDescriptor
+from .dtypes import element_size, numpy_dtype, view_bytes_as
+from .errors import (
+    InvalidHeader,
+    InvalidMagicNumber,
+    InvalidVersion,
+    IoError,
+    LegacyFormatError,
+    LegacyFormatWarning,
+    MetadataDeserializationError,
+    TensorNotFound,
+    ValidationError,
+)
+from .metadata import decode_metadata
+from .source import BufferSource, FileSource, Source
+
+U64_MAX = (1 << 64) - 1
+PathLike = str | os.PathLike[str]
+
+
+def resolve_read_path(path: PathLike) -> Path:
+    """Burn's reader rule: an extensionless path that does not exist gets ``.bpk`` appended."""
+    p = Path(path)
+    if not has_extension(p) and not p.exists():
+        return p.with_name(p.name + ".bpk")
+    return p
+
+
+def has_extension(path: Path) -> bool:
+    """Rust's ``Path::extension().is_some()``: a dot after the first character of the name.
+
+    Unlike Python's ``suffix``, ``"trail."`` has an (empty) extension and ``".hidden"`` has none.
+    """
+    name = path.name
+    return "." in name[1:] if name not in ("", ".", "..") else False
+
+
+def _os_error(exc: OSError) -> IoError:
+    if exc.errno is not None:
+        return IoError(f"{exc.strerror} (os error {exc.errno})", where=str(exc.filename or ""))
+    return IoError(str(exc))
+
+
+class TensorView:
+    """One tensor of an open pack: its descriptor, and its bytes on demand (zero-copy)."""
+
+    __slots__ = ("_pack", "name", "dtype", "shape", "data_offsets", "param_id")
+
+    def __init__(self, pack: Pack, name: str, descriptor: TensorDescriptor) -> None:
+        self._pack = pack
+        self.name = name
+        self.dtype: DType = descriptor.dtype
+        self.shape: tuple[int, ...] = descriptor.shape
+        self.data_offsets: tuple[int, int] = descriptor.data_offsets
+        self.param_id: int | None = descriptor.param_id
+
+    def __repr__(self) -> str:
+        return f"TensorView({self.name!r}, dtype={self.dtype!r}, shape={list(self.shape)}, param_id={self.param_id})"
+
+    @property
+    def byte_len(self) -> int:
+        """Bytes the descriptor's offsets span."""
+        start, end = self.data_offsets
+        return end - start
+
+    @property
+    def numel(self) -> int:
+        """Number of elements the shape holds (1 for a 0-d tensor)."""
+        return math.prod(self.shape)
+
+    def memoryview(self) -> memoryview:
+        """The tensor's bytes without copying (read-only for files)."""
+        return self._pack._tensor_bytes(self)
+
+    def tobytes(self) -> bytes:
+        """The tensor's bytes as a copy (Burn's ``Reader::tensor_data``)."""
+        return bytes(self.memoryview())
+
+    def read(self, offset: int = 0, length: int | None = None) -> bytes:
+        """A slice of the tensor's bytes, reading only that range from the source."""
+        start, end = self._pack._tensor_range(self)
+        if offset < 0 or offset > end - start:
+            raise ValueError(f"offset {offset} is outside tensor {self.name!r} of {end - start} bytes")
+        length = end - start - offset if length is None else min(length, end - start - offset)
+        return self._pack._source.read(start + offset, length)
+
+    def numpy(self) -> np.ndarray:
+        """The tensor as a numpy array viewing the pack's bytes (no copy).
+
+        QFloat tensors are their raw ``uint8`` bytes (values and inline scales, see ``dtype``);
+        Flex32 is float32; Bool stores are ``bool``, ``uint8`` or ``uint32``.
+        """
+        view = self.memoryview()
+        np_dtype = numpy_dtype(self.dtype)
+        size = element_size(self.dtype)
+        if size is None:
+            return view_bytes_as(view, 0, view.nbytes, np_dtype)
+        numel = self.numel
+        if view.nbytes != numel * size:
+            raise ValidationError(
+                f"tensor '{self.name}' holds {view.nbytes} bytes but its shape {list(self.shape)} and dtype "
+                f"{self.dtype.variant} need {numel * size}",
+                where=f"data_offsets {list(self.data_offsets)}",
+            )
+        return view_bytes_as(view, 0, numel, np_dtype).reshape(self.shape)
+
+
+class Pack(Mapping[str, TensorView]):
+    """An open burnpack file: a read-only mapping of tensor name → ``TensorView``, sorted by name."""
+
+    def __init__(
+        self,
+        *,
+        source: Source,
+        version: int,
+        metadata_size: int,
+        meta: Metadata,
+        data_section_start: int,
+        legacy_layout: bool,
+        legacy_ok: bool,
+    ) -> None:
+        self._source = source
+        self._descriptors = meta.tensors
+        self._names = sorted(meta.tensors)
+        self.version = version
+        self.metadata_size = metadata_size
+        self.metadata: dict[str, str] = meta.metadata
+        self.scalars: dict[str, Scalar] = meta.scalars
+        self.data_section_start = data_section_start
+        self.legacy_layout = legacy_layout
+        """True when the file has the pre-2025-12-02 layout (data right after the metadata)."""
+        self._legacy_ok = legacy_ok
+
+    # -- Mapping ----------------------------------------------------------------------------
+    def __getitem__(self, name: str) -> TensorView:
+        try:
+            descriptor = self._descriptors[name]
+        except (KeyError, TypeError):
+            raise TensorNotFound(str(name)) from None
+        return TensorView(self, name, descriptor)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._descriptors
+
+    def __repr__(self) -> str:
+        return f"<burnpack.Pack: {len(self)} tensors, {len(self.metadata)} metadata, {len(self.scalars)} scalars>"
+
+    def __enter__(self) -> Pack:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the file mapping (arrays already taken keep it alive until freed)."""
+        close = getattr(self._source, "close", None)
+        if close is not None:
+            close()
+
+    # -- content -----------------------------------------------------------------------------
+    @property
+    def names(self) -> list[str]:
+        """Tensor names, sorted byte-wise (Burn's ``tensor_names``)."""
+        return list(self._names)
+
+    @property
+    def file_size(self) -> int:
+        return self._source.size
+
+    def tensors(self) -> list[TensorView]:
+        """Every tensor in name order, each checked as Burn's ``into_tensors`` checks it."""
+        views = [self[name] for name in self._names]
+        for view in views:
+            self._tensor_bytes(view)
+        return views
+
+    def numpy(self) -> dict[str, np.ndarray]:
+        """Every tensor as a zero-copy numpy array, keyed by name in sorted order."""
+        return {view.name: view.numpy() for view in self.tensors()}
+
+    @property
+    def descriptors(self) -> dict[str, TensorDescriptor]:
+        """Name → descriptor, as decoded (sorted by name)."""
+        return {name: self._descriptors[name] for name in self._names}
+
+    # -- data access -------------------------------------------------------------------------
+    def _tensor_range(self, view: TensorView) -> tuple[int, int]:
+        """Absolute [start, end) of a tensor, with Burn's ``tensor_range`` checks."""
+        name = view.name
+        if self.legacy_layout and not self._legacy_ok:
+            raise LegacyFormatError(legacy.LAYOUT_DIAGNOSIS, where=f"tensor '{name}'")
+        start_rel, end_rel = view.data_offsets
+        start, end = self.data_section_start + start_rel, self.data_section_start + end_rel
+        if start > U64_MAX or end > U64_MAX:
+            raise ValidationError(f"Tensor '{name}' has corrupted offset data: overflow")
+        if end < start:
+            raise ValidationError(f"Tensor '{name}' has corrupted offset data: end {end} < start {start}")
+        if end - start > MAX_TENSOR_SIZE:
+            raise ValidationError(
+                f"Tensor '{name}' size {end - start} exceeds maximum allowed size of {MAX_TENSOR_SIZE} bytes "
+                "(potential DoS attack)"
+            )
+        if end > self._source.size:
+            raise ValidationError(
+                f"Tensor '{name}' data range {start}..{end} could not be viewed (source is {self._source.size} bytes)"
+            )
+        return start, end
+
+    def _tensor_bytes(self, view: TensorView) -> memoryview:
+        start, end = self._tensor_range(view)
+        buffer = self._source.buffer()
+        if buffer is None:
+            return memoryview(self._source.read(start, end - start))
+        return buffer[start:end]
+
+
+def load(source: PathLike | bytes | bytearray | memoryview, *, strict: bool = False, legacy_ok: bool = False) -> Pack:
+    """Open a burnpack from a path (memory-mapped, lazy) or from bytes already in memory.
+
+    ``strict=True`` also rejects files no Burn writer could have produced (see ``burnpack.strict``).
+    ``legacy_ok=True`` reads files from older Burn versions the way their writer meant them
+    instead of the way current Burn (mis)reads them.
+    """
+    if isinstance(source, (str, os.PathLike)):
+        path = resolve_read_path(source)
+        try:
+            data: Source = FileSource(path)
+        except OSError as exc:
+            raise _os_error(exc) from None
+        from_file = True
+    elif isinstance(source, (bytes, bytearray, memoryview)) or hasattr(source, "__buffer__"):
+        data = BufferSource(source)
+        from_file = False
+    else:
+        raise TypeError(f"load() takes a path or a bytes-like object, not {type(source).__name__}")
+    try:
+        pack = _open(data, from_file=from_file, legacy_ok=legacy_ok)
+        if strict:
+            from .strict import check_strict
+
+            check_strict(pack)
+        return pack
+    except BaseException:
+        close = getattr(data, "close", None)
+        if close is not None:
+            close()
+        raise
+
+
+def _open(source: Source, *, from_file: bool, legacy_ok: bool) -> Pack:
+    size = source.size
+    if from_file and size > MAX_FILE_SIZE:
+        raise ValidationError(f"File size {size} bytes exceeds maximum allowed size of {MAX_FILE_SIZE} bytes")
+    head = source.read(0, HEADER_SIZE)
+    if len(head) < HEADER_SIZE:
+        if from_file:
+            raise IoError("failed to fill whole buffer", where=f"header: file is {size} bytes, need {HEADER_SIZE}")
+        raise InvalidHeader(where=f"header: {size} bytes, need {HEADER_SIZE}")
+    magic, version, metadata_size = HEADER.unpack(head)
+    if magic != MAGIC:
+        raise InvalidMagicNumber(where=f"bytes 0..4 are {head[:4].hex(' ')}")
+    if version > FORMAT_VERSION:
+        raise InvalidVersion(where=f"header version {version}, this reader supports <= {FORMAT_VERSION}")
+    if metadata_size > MAX_METADATA_SIZE:
+        raise ValidationError(
+            f"Metadata size {metadata_size} exceeds maximum allowed size of {MAX_METADATA_SIZE} bytes "
+            "(potential DoS attack)"
+        )
+    metadata_end = HEADER_SIZE + metadata_size
+    if size < metadata_end:
+        where = f"metadata ends at byte {metadata_end}, file is {size} bytes"
+        if from_file:
+            raise IoError("failed to fill whole buffer", where=where)
+        raise InvalidHeader(where=where)
+    blob = source.read(HEADER_SIZE, metadata_size)
+    try:
+        meta = legacy.decode_legacy(blob) if legacy_ok else decode_metadata(blob)
+    except MetadataDeserializationError as exc:
+        raise legacy.explain_rejection(exc, blob) from None
+    if len(meta.tensors) > MAX_TENSOR_COUNT:
+        raise ValidationError(
+            f"File contains {len(meta.tensors)} tensors, exceeding maximum of {MAX_TENSOR_COUNT} (potential DoS attack)"
+        )
+    _check_total_size(meta, metadata_end, size)
+    data_start = data_section_start(metadata_size)
+    old_layout = legacy.has_prealignment_layout(meta, metadata_size, size)
+    if old_layout and legacy_ok:
+        data_start = metadata_end
+    elif old_layout:
+        warnings.warn(legacy.LAYOUT_DIAGNOSIS, LegacyFormatWarning, stacklevel=3)
+    if not legacy_ok:
+        legacy.warn_misread_schemes(meta, blob)
+    return Pack(
+        source=source,
+        version=version,
+        metadata_size=metadata_size,
+        meta=meta,
+        data_section_start=data_start,
+        legacy_layout=old_layout,
+        legacy_ok=legacy_ok,
+    )
+
+
+def _check_total_size(meta: Metadata, metadata_end: int, available: int) -> None:
+    """Burn's truncation check: metadata end + largest end offset (not the aligned start)."""
+    if not meta.tensors:
+        return
+    max_end = max(d.data_offsets[1] for d in meta.tensors.values())
+    min_size = metadata_end + max_end
+    if min_size > U64_MAX:
+        raise ValidationError("File size calculation overflow")
+    if available < min_size:
+        raise ValidationError(f"File truncated: expected at least {min_size} bytes, got {available} bytes")
+

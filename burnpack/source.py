@@ -1,0 +1,72 @@
+"""Where a pack's bytes come from.
+
+A reader only ever asks a source for byte ranges, so a remote source (HTTP or object-store range
+requests) only has to implement ``read``; sources that can hand out zero-copy windows (memory,
+memory-mapped files) also implement ``buffer``.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from typing import Protocol
+
+
+class Source(Protocol):
+    """A readable, fixed-size run of bytes."""
+
+    @property
+    def size(self) -> int:
+        """Total number of bytes."""
+
+    def read(self, offset: int, length: int) -> bytes:
+        """Up to ``length`` bytes at ``offset`` (fewer only at the end)."""
+
+    def buffer(self) -> memoryview | None:
+        """The whole content as a zero-copy buffer, or None if the source cannot provide one."""
+
+
+class BufferSource:
+    """Bytes already in memory (``bytes``, ``bytearray``, ``memoryview``, ``mmap``)."""
+
+    def __init__(self, data: bytes | bytearray | memoryview | mmap.mmap) -> None:
+        self._view = memoryview(data).cast("B")
+
+    @property
+    def size(self) -> int:
+        return self._view.nbytes
+
+    def read(self, offset: int, length: int) -> bytes:
+        return bytes(self._view[offset : offset + length])
+
+    def buffer(self) -> memoryview:
+        return self._view
+
+
+class FileSource:
+    """A file, memory-mapped read-only: tensor bytes are paged in only when touched."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        with open(path, "rb") as file:
+            self._size = os.fstat(file.fileno()).st_size
+            self._map = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) if self._size else None
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def read(self, offset: int, length: int) -> bytes:
+        if self._map is None:
+            return b""
+        return self._map[offset : offset + length]
+
+    def buffer(self) -> memoryview | None:
+        return memoryview(self._map) if self._map is not None else memoryview(b"")
+
+    def close(self) -> None:
+        """Unmap the file; arrays still viewing it keep the mapping alive until they are freed."""
+        if self._map is not None:
+            try:
+                self._map.close()
+            except BufferError:  # exported numpy views still use it; the GC unmaps it later
+                pass

@@ -1,0 +1,413 @@
+"""Writing burnpack files exactly as Burn's ``Writer`` does (crates/burn-pack/src/writer.rs).
+
+Tensor data is laid out in the order the tensors are given, each start rounded up to 256 bytes;
+the metadata map is sorted by name. Everything is planned (and every error raised) before the
+first byte is written; deferred tensors are produced one at a time while writing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from ._generated.layout import FORMAT_VERSION, HEADER, MAGIC, align, data_section_start
+from ._generated.types import DType, Metadata, Scalar, TensorDescriptor
+from .dtypes import debug, dtype_from_numpy, element_size
+from .errors import BurnpackError, IoError, TensorBytesSizeMismatch, ValidationError
+from .metadata import encode_metadata
+from .reader import has_extension
+
+U64_MAX = (1 << 64) - 1
+I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+_ZEROS = bytes(4096)
+_CHUNK = 8 << 20
+PathLike = str | os.PathLike[str]
+BytesLike = bytes | bytearray | memoryview
+
+
+class Tensor:
+    """One tensor to write: name, dtype, shape, optional param id, and its bytes or a provider.
+
+    Build it with ``Tensor.from_numpy`` (any layout or byte order; written C-order little-endian),
+    ``Tensor(name, dtype, shape, data)`` for raw little-endian bytes, or ``Tensor.deferred`` for a
+    callable that produces the bytes only when the writer reaches this tensor.
+    """
+
+    __slots__ = ("name", "dtype", "shape", "param_id", "byte_len", "_data", "_provider")
+
+    def __init__(
+        self,
+        name: str,
+        dtype: DType,
+        shape: Iterable[int],
+        data: BytesLike | np.ndarray,
+        *,
+        param_id: int | None = None,
+    ) -> None:
+        self._init(name, dtype, shape, param_id)
+        if isinstance(data, np.ndarray):
+            data = _le_c_bytes(data)
+        self._data = memoryview(data).cast("B")
+        self._provider = None
+        self.byte_len = self._data.nbytes
+
+    @classmethod
+    def from_numpy(cls, name: str, array: Any, *, param_id: int | None = None, dtype: DType | None = None) -> Tensor:
+        """A tensor from an array-like; the dtype follows numpy unless given (e.g. Flex32, Bool(U8))."""
+        array = np.asarray(array)
+        if dtype is None:
+            try:
+                dtype = dtype_from_numpy(array.dtype)
+            except ValueError as exc:
+                raise ValidationError(f"tensor '{name}': {exc}") from None
+        return cls(name, dtype, array.shape, _le_c_bytes(array), param_id=param_id)
+
+    @classmethod
+    def deferred(
+        cls,
+        name: str,
+        dtype: DType,
+        shape: Iterable[int],
+        byte_len: int,
+        provider: Callable[[], BytesLike | np.ndarray],
+        *,
+        param_id: int | None = None,
+    ) -> Tensor:
+        """A tensor whose bytes come from ``provider()``, called once, while its data is written."""
+        tensor = cls.__new__(cls)
+        tensor._init(name, dtype, shape, param_id)
+        if type(byte_len) is not int or byte_len < 0:
+            raise ValidationError(f"tensor '{name}': byte_len must be a non-negative int, got {byte_len!r}")
+        tensor.byte_len = byte_len
+        tensor._data = None
+        tensor._provider = provider
+        return tensor
+
+    def _init(self, name: str, dtype: DType, shape: Iterable[int], param_id: int | None) -> None:
+        if type(name) is not str:
+            raise ValidationError(f"tensor name must be a str, got {type(name).__name__}")
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ValidationError(f"tensor name {name!r} is not valid Unicode (lone surrogate)") from None
+        if not isinstance(dtype, DType):
+            raise ValidationError(f"tensor '{name}': dtype must be a burnpack.DType, got {dtype!r}")
+        shape = tuple(shape)
+        for dim in shape:
+            if type(dim) is not int and not isinstance(dim, np.integer):
+                raise ValidationError(f"tensor '{name}': shape {list(shape)} must hold ints")
+            if not 0 <= dim <= U64_MAX:
+                raise ValidationError(f"tensor '{name}': dimension {dim} is outside 0..2^64-1")
+        if param_id is not None and (not isinstance(param_id, (int, np.integer)) or not 0 <= param_id <= U64_MAX):
+            raise ValidationError(f"tensor '{name}': param_id {param_id!r} is not a u64")
+        self.name = name
+        self.dtype = dtype
+        self.shape = tuple(int(d) for d in shape)
+        self.param_id = None if param_id is None else int(param_id)
+
+    def __repr__(self) -> str:
+        kind = "deferred" if self._provider is not None else "resident"
+        return f"Tensor({self.name!r}, {self.dtype!r}, shape={list(self.shape)}, {self.byte_len} bytes {kind})"
+
+    def to_bytes(self) -> memoryview:
+        """The tensor's bytes (a deferred tensor runs its provider on every call)."""
+        if self._provider is None:
+            return self._data
+        data = self._provider()
+        if isinstance(data, np.ndarray):
+            data = _le_c_bytes(data)
+        return memoryview(data).cast("B")
+
+
+def _le_c_bytes(array: np.ndarray) -> memoryview:
+    """The array's elements as C-order little-endian bytes, without copying when already so."""
+    if array.dtype.byteorder == ">" or (array.dtype.byteorder == "=" and sys.byteorder == "big" and array.dtype.itemsize > 1):
+        array = array.astype(array.dtype.newbyteorder("<"))
+    if not array.flags.c_contiguous:
+        array = np.ascontiguousarray(array)
+    return memoryview(array.reshape(-1).view(np.uint8)) if array.size else memoryview(b"")
+
+
+def _scalar(name: str, value: Any) -> Scalar:
+    if isinstance(value, Scalar):
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        return Scalar.Bool(bool(value))
+    if isinstance(value, (float, np.floating)):
+        return Scalar.Float(float(value))
+    if isinstance(value, (int, np.integer)) and I64_MIN <= value <= I64_MAX:
+        return Scalar.Int(int(value))
+    raise ValidationError(f"scalar '{name}': {value!r} is not a Scalar, bool, float or i64 int (use Scalar.UInt for u64)")
+
+
+def _check_scalar(name: str, scalar: Scalar) -> None:
+    kind, value = scalar.variant, scalar.value
+    ok = {
+        "Int": lambda: type(value) is int and I64_MIN <= value <= I64_MAX,
+        "UInt": lambda: type(value) is int and 0 <= value <= U64_MAX,
+        "Float": lambda: type(value) is float,
+        "Bool": lambda: type(value) is bool,
+    }[kind]()
+    if not ok:
+        raise ValidationError(f"scalar '{name}': {value!r} does not fit Scalar.{kind}")
+
+
+class Writer:
+    """A planned burnpack: tensors in data order, user metadata and typed scalars.
+
+    ``size()`` is known before anything is produced; ``to_bytes``, ``write_into``, ``write`` and
+    ``write_atomic`` all produce the same bytes.
+    """
+
+    def __init__(
+        self,
+        tensors: Iterable[Tensor] = (),
+        *,
+        metadata: Mapping[str, str] | None = None,
+        scalars: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.tensors = list(tensors)
+        self.metadata = dict(metadata or {})
+        for key, value in self.metadata.items():
+            if type(key) is not str or type(value) is not str:
+                raise ValidationError(f"metadata entries must be str → str, got {key!r}: {value!r}")
+        self.scalars = {}
+        for key, value in (scalars or {}).items():
+            if type(key) is not str:
+                raise ValidationError(f"scalar names must be str, got {key!r}")
+            self.scalars[key] = _scalar(key, value)
+            _check_scalar(key, self.scalars[key])
+        self._plan: tuple[bytes, list[int], int] | None = None
+
+    def with_metadata(self, key: str, value: str) -> Writer:
+        """Add one metadata entry (a later value for the same key wins, as in Burn)."""
+        if type(key) is not str or type(value) is not str:
+            raise ValidationError(f"metadata entries must be str → str, got {key!r}: {value!r}")
+        self.metadata[key] = value
+        self._plan = None
+        return self
+
+    def with_scalar(self, key: str, value: Any) -> Writer:
+        """Add one typed scalar (a later value for the same key wins, as in Burn)."""
+        scalar = _scalar(key, value)
+        _check_scalar(key, scalar)
+        self.scalars[key] = scalar
+        self._plan = None
+        return self
+
+    # -- planning ----------------------------------------------------------------------------
+    def plan(self) -> tuple[bytes, list[int], int]:
+        """(metadata bytes, data-section start of each tensor, data-section size); raises before I/O."""
+        if self._plan is None:
+            descriptors: dict[str, TensorDescriptor] = {}
+            starts: list[int] = []
+            offset = 0
+            for tensor in self.tensors:
+                _check_byte_len(tensor)
+                start = align(offset)
+                end = start + tensor.byte_len
+                if end > U64_MAX:
+                    raise IoError(f"Tensor offset overflow: {start} + {tensor.byte_len} exceeds maximum")
+                if tensor.name in descriptors:
+                    raise ValidationError(f"Duplicate tensor name '{tensor.name}'")
+                descriptors[tensor.name] = TensorDescriptor(tensor.dtype, tensor.shape, (start, end), tensor.param_id)
+                starts.append(start)
+                offset = end
+            blob = encode_metadata(Metadata(descriptors, self.metadata, self.scalars))
+            if len(blob) > 0xFFFFFFFF:
+                raise IoError(f"Metadata size {len(blob)} exceeds maximum of {0xFFFFFFFF} bytes")
+            self._plan = (blob, starts, offset)
+        return self._plan
+
+    def size(self) -> int:
+        """Total file size in bytes, without producing any deferred tensor."""
+        blob, _, data_size = self.plan()
+        return data_section_start(len(blob)) + data_size
+
+    # -- output ------------------------------------------------------------------------------
+    def _chunks(self) -> Iterable[BytesLike]:
+        """The file's bytes in order; deferred tensors are produced (and dropped) one at a time."""
+        blob, starts, _ = self.plan()
+        yield HEADER.pack(MAGIC, FORMAT_VERSION, len(blob))
+        yield blob
+        yield from _zeros(data_section_start(len(blob)) - HEADER.size - len(blob))
+        position = 0
+        for tensor, start in zip(self.tensors, starts):
+            yield from _zeros(start - position)
+            data = _produce(tensor)
+            for i in range(0, data.nbytes, _CHUNK):
+                yield data[i : i + _CHUNK]
+            position = start + data.nbytes
+            del data
+
+    def to_bytes(self) -> bytes:
+        """The whole file in memory."""
+        out = bytearray(self.size())
+        self.write_into(out)
+        return bytes(out)
+
+    def write_into(self, buffer: bytearray | memoryview) -> int:
+        """Write into a caller's buffer of at least ``size()`` bytes; returns the bytes written."""
+        need = self.size()
+        view = memoryview(buffer).cast("B")
+        if view.readonly:
+            raise IoError("Buffer is read-only")
+        if view.nbytes < need:
+            raise IoError(f"Buffer too small: need {need} bytes, got {view.nbytes} bytes")
+        position = 0
+        for chunk in self._chunks():
+            n = len(chunk) if not isinstance(chunk, memoryview) else chunk.nbytes
+            view[position : position + n] = chunk
+            position += n
+        return position
+
+    def write_stream(self, stream: BinaryIO) -> int:
+        """Write to an open binary stream; returns the bytes written."""
+        written = 0
+        for chunk in self._chunks():
+            written += stream.write(chunk)
+        return written
+
+    def write(self, path: PathLike) -> Path:
+        """Write to ``path`` in place (``.bpk`` appended when it has no extension).
+
+        A failure part-way leaves a truncated file, as Burn's ``write_to_file`` does; prefer
+        ``write_atomic``.
+        """
+        target = resolve_write_path(path)
+        self.plan()
+        try:
+            with open(target, "wb") as stream:
+                self.write_stream(stream)
+        except OSError as exc:
+            raise IoError(f"{exc.strerror} (os error {exc.errno})", where=str(target)) from None
+        return target
+
+    def write_atomic(self, path: PathLike) -> Path:
+        """Write a scratch sibling, fsync it, rename it over ``path``, fsync the directory.
+
+        The previous file survives any failure and no scratch file is left behind.
+        """
+        target = resolve_write_path(path)
+        self.plan()
+        scratch, stream = _scratch_file(target)
+        try:
+            with stream:
+                self.write_stream(stream)
+                stream.flush()
+                os.fsync(stream.fileno())
+            os.replace(scratch, target)
+        except BaseException as exc:
+            try:
+                os.unlink(scratch)
+            except OSError:
+                pass
+            if isinstance(exc, OSError):
+                raise IoError(f"{exc.strerror} (os error {exc.errno})", where=str(target)) from None
+            raise
+        _fsync_dir(target.parent)
+        return target
+
+
+def _check_byte_len(tensor: Tensor) -> None:
+    size = element_size(tensor.dtype)
+    if size is None:  # QFloat: bit-packed values plus inline scales, not shape × size
+        return
+    expected = math.prod(tensor.shape) * size
+    if tensor.byte_len != expected:
+        shape = "[" + ", ".join(map(str, tensor.shape)) + "]"
+        raise ValidationError(
+            f"tensor '{tensor.name}' declares {tensor.byte_len} bytes but its shape {shape} and dtype "
+            f"{debug(tensor.dtype)} need {expected}"
+        )
+
+
+def _produce(tensor: Tensor) -> memoryview:
+    try:
+        data = tensor.to_bytes()
+    except BurnpackError:
+        raise
+    except Exception as exc:
+        raise IoError(f"tensor '{tensor.name}': {exc}") from exc
+    if data.nbytes != tensor.byte_len:
+        raise TensorBytesSizeMismatch(
+            f"tensor '{tensor.name}': deferred source has inconsistent length "
+            f"(expected {tensor.byte_len}, got {data.nbytes})"
+        )
+    return data
+
+
+def _zeros(n: int) -> Iterable[bytes]:
+    while n > 0:
+        chunk = _ZEROS[: min(n, len(_ZEROS))]
+        n -= len(chunk)
+        yield chunk
+
+
+def resolve_write_path(path: PathLike) -> Path:
+    """Burn's writer rule: append ``.bpk`` when the path has no extension (Rust semantics)."""
+    p = Path(path)
+    return p if has_extension(p) else p.with_name(p.name + ".bpk")
+
+
+def _scratch_file(target: Path) -> tuple[Path, BinaryIO]:
+    for n in itertools.count():
+        scratch = target.with_name(f"{target.name}.{os.getpid()}-{n}.tmp")
+        try:
+            return scratch, open(scratch, "xb")
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise IoError(f"{exc.strerror} (os error {exc.errno})", where=str(scratch)) from None
+    raise AssertionError("unreachable")
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # platforms without directory handles
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def save(
+    tensors: Mapping[str, Any] | Iterable[Tensor],
+    path: PathLike,
+    *,
+    metadata: Mapping[str, str] | None = None,
+    scalars: Mapping[str, Any] | None = None,
+) -> Path:
+    """Save tensors (a name → array mapping in data order, or ``Tensor`` objects) atomically."""
+    return Writer(_as_tensors(tensors), metadata=metadata, scalars=scalars).write_atomic(path)
+
+
+def save_bytes(
+    tensors: Mapping[str, Any] | Iterable[Tensor],
+    *,
+    metadata: Mapping[str, str] | None = None,
+    scalars: Mapping[str, Any] | None = None,
+) -> bytes:
+    """The file ``save`` would write, as bytes."""
+    return Writer(_as_tensors(tensors), metadata=metadata, scalars=scalars).to_bytes()
+
+
+def _as_tensors(tensors: Mapping[str, Any] | Iterable[Tensor]) -> list[Tensor]:
+    if isinstance(tensors, Mapping):
+        return [t if isinstance(t, Tensor) else Tensor.from_numpy(name, t) for name, t in tensors.items()]
+    out = list(tensors)
+    for t in out:
+        if not isinstance(t, Tensor):
+            raise ValidationError(f"expected burnpack.Tensor objects or a name → array mapping, got {type(t).__name__}")
+    return out

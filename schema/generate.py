@@ -1,0 +1,664 @@
+"""Generate the burnpack codec and the CDDL from the declarative schema.
+
+Reads ``schema/layout.py`` (the file layout as ``construct`` structs) and ``schema/metadata.toml``
+(the CBOR metadata as data) and writes:
+
+* ``burnpack/_generated/layout.py`` — header format, layout constants and limits;
+* ``burnpack/_generated/types.py`` — the metadata types (structs, enums, the dtype table);
+* ``burnpack/_generated/codec.py`` — per type: a writer encoder, a fast validator over cbor2's
+  output and an exact ciborium-equivalent decoder;
+* ``schema/burnpack.cddl`` — the metadata as CDDL (RFC 8610).
+
+Run ``python -m schema.generate`` after changing the schema; ``--check`` exits 1 when the checked-in
+files are stale (the test suite runs it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import construct
+
+from schema import layout
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA_TOML = ROOT / "schema" / "metadata.toml"
+GENERATED = ROOT / "burnpack" / "_generated"
+CDDL = ROOT / "schema" / "burnpack.cddl"
+
+BANNER = "# generated from schema/metadata.toml and schema/layout.py by schema/generate.py — do not edit\n"
+PRIMITIVES = {"u8", "u64", "i64", "f64", "bool", "str"}
+
+
+# ---------------------------------------------------------------------------------------------
+# The schema model
+# ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Type:
+    """A parsed field type: kind is a primitive, 'map', 'seq', 'tuple', 'array', 'option' or a name."""
+
+    kind: str
+    args: tuple = ()
+
+    @property
+    def inner(self) -> Type:
+        return self.args[0]
+
+
+def parse_type(text: str) -> Type:
+    text = text.replace(" ", "")
+    if text.endswith("?"):
+        return Type("option", (parse_type(text[:-1]),))
+    match = re.fullmatch(r"(map|seq|tuple|array)<(.*)>", text)
+    if not match:
+        return Type(text)
+    kind, body = match.groups()
+    if kind == "map":
+        key, value = body.split(",", 1)
+        assert key == "str", "map keys are always text in burnpack"
+        return Type("map", (parse_type(value),))
+    if kind == "seq":
+        return Type("seq", (parse_type(body),))
+    element, count = body.rsplit(",", 1)
+    return Type(kind, (parse_type(element), int(count)))
+
+
+@dataclass
+class Field:
+    name: str
+    type: Type
+    absent: str = "required"
+
+
+@dataclass
+class Struct:
+    name: str
+    doc: str
+    fields: list[Field]
+
+
+@dataclass
+class Variant:
+    name: str
+    value: Type | None = None
+    size: int | None = None
+    numpy: str | None = None
+
+
+@dataclass
+class Enum:
+    name: str
+    doc: str
+    variants: list[Variant] = field(default_factory=list)
+
+    @property
+    def unit_only(self) -> bool:
+        return all(v.value is None for v in self.variants)
+
+
+@dataclass
+class Schema:
+    limits: dict[str, int]
+    structs: dict[str, Struct]
+    enums: dict[str, Enum]
+
+
+def load_schema() -> Schema:
+    data = tomllib.loads(SCHEMA_TOML.read_text())
+    structs = {
+        s["name"]: Struct(
+            s["name"],
+            s["doc"],
+            [Field(f["name"], parse_type(f["type"]), f.get("absent", "required")) for f in s["fields"]],
+        )
+        for s in data["struct"]
+    }
+    enums = {
+        e["name"]: Enum(
+            e["name"],
+            e["doc"],
+            [
+                Variant(v["name"], parse_type(v["value"]) if "value" in v else None, v.get("size"), v.get("numpy"))
+                for v in e["variants"]
+            ],
+        )
+        for e in data["enum"]
+    }
+    return Schema(data["limits"], structs, enums)
+
+
+# ---------------------------------------------------------------------------------------------
+# layout.py
+# ---------------------------------------------------------------------------------------------
+def header_format(struct: construct.Struct) -> tuple[str, list[str]]:
+    """The ``struct`` module format and field names of a construct Struct of fixed-size fields."""
+    fmt, names = "", []
+    for sub in struct.subcons:
+        inner = sub.subcon
+        if isinstance(inner, construct.Const):
+            inner = inner.subcon
+        if not isinstance(inner, construct.FormatField):
+            raise TypeError(f"header field {sub.name} is not a fixed-size integer")
+        order, code = inner.fmtstr[0], inner.fmtstr[1:]
+        if order != "<":
+            raise TypeError("burnpack headers are little-endian")
+        fmt += code
+        names.append(sub.name)
+    return "<" + fmt, names
+
+
+def gen_layout(schema: Schema) -> str:
+    fmt, names = header_format(layout.Header)
+    lines = [
+        BANNER,
+        '"""Header format, layout constants and the limits Burn enforces."""',
+        "",
+        "import struct",
+        "",
+        f"MAGIC = {layout.MAGIC:#010x}",
+        f"MAGIC_BYTES = {layout.MAGIC.to_bytes(4, 'little')!r}",
+        f"FORMAT_VERSION = {layout.FORMAT_VERSION}",
+        f"HEADER_SIZE = {layout.HEADER_SIZE}",
+        f"HEADER_FIELDS = {tuple(names)!r}",
+        f"HEADER = struct.Struct({fmt!r})",
+        f"TENSOR_ALIGNMENT = {layout.TENSOR_ALIGNMENT}",
+        "",
+    ]
+    for key, value in schema.limits.items():
+        lines.append(f"{key.upper()} = {value}")
+    lines += [
+        "",
+        "",
+        "def align(offset: int) -> int:",
+        '    """Round up to the next multiple of TENSOR_ALIGNMENT."""',
+        "    return -(-offset // TENSOR_ALIGNMENT) * TENSOR_ALIGNMENT",
+        "",
+        "",
+        "def data_section_start(metadata_size: int) -> int:",
+        '    """Absolute offset of the data section for a metadata blob of this size."""',
+        "    return align(HEADER_SIZE + metadata_size)",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+# types.py
+# ---------------------------------------------------------------------------------------------
+def py_annotation(t: Type, schema: Schema) -> str:
+    if t.kind in ("u8", "u64", "i64"):
+        return "int"
+    if t.kind in ("f64", "bool", "str"):
+        return {"f64": "float", "bool": "bool", "str": "str"}[t.kind]
+    if t.kind == "map":
+        return f"dict[str, {py_annotation(t.inner, schema)}]"
+    if t.kind == "seq":
+        return f"tuple[{py_annotation(t.inner, schema)}, ...]"
+    if t.kind in ("tuple", "array"):
+        return f"tuple[{', '.join([py_annotation(t.inner, schema)] * t.args[1])}]"
+    if t.kind == "option":
+        return f"{py_annotation(t.inner, schema)} | None"
+    return t.kind
+
+
+def default_for(f: Field) -> str | None:
+    if f.absent == "omit_if_empty":
+        return "{}" if f.type.kind == "map" else "()"
+    if f.absent in ("omit_if_none", "null"):
+        return "None"
+    return None
+
+
+def gen_types(schema: Schema) -> str:
+    out = [
+        BANNER,
+        '"""The burnpack metadata types, as declared in schema/metadata.toml."""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "import enum",
+        "import struct",
+        "from typing import Any, NamedTuple",
+        "",
+    ]
+    for e in schema.enums.values():
+        if e.unit_only:
+            out += gen_unit_enum(e)
+    for s in schema.structs.values():
+        out += gen_struct(s, schema)
+    for e in schema.enums.values():
+        if not e.unit_only:
+            out += gen_tagged_enum(e, schema)
+    out += gen_dtype_table(schema)
+    return "\n".join(out)
+
+
+def gen_unit_enum(e: Enum) -> list[str]:
+    lines = ["", "", f"class {e.name}(enum.Enum):", f'    """{e.doc}"""', ""]
+    lines += [f"    {v.name} = {v.name!r}" for v in e.variants]
+    lines += ["", "    def __repr__(self) -> str:", f'        return f"{e.name}.{{self.name}}"']
+    return lines
+
+
+def gen_struct(s: Struct, schema: Schema) -> list[str]:
+    lines = ["", "", f"class {s.name}(NamedTuple):", f'    """{s.doc}"""', ""]
+    for f in s.fields:
+        default = default_for(f)
+        suffix = "" if default is None else f" = {default}"
+        note = "  # a shared default: decoders always pass their own" if default == "{}" else ""
+        lines.append(f"    {f.name}: {py_annotation(f.type, schema)}{suffix}{note}")
+    return lines
+
+
+def gen_tagged_enum(e: Enum, schema: Schema) -> list[str]:
+    units = [v.name for v in e.variants if v.value is None]
+    newtypes = [v for v in e.variants if v.value is not None]
+    floats = [v.name for v in newtypes if v.value.kind == "f64"]
+    lines = [
+        "",
+        "",
+        f"class {e.name}:",
+        f'    """{e.doc}',
+        "",
+        f"    Unit variants are constants ({', '.join(f'``{e.name}.{u}``' for u in units) or 'none'}); newtype",
+        f"    variants are built by calling them ({', '.join(f'``{e.name}.{v.name}(x)``' for v in newtypes)}).",
+        '    """',
+        "",
+        '    __slots__ = ("variant", "value")',
+        f"    VARIANTS = {tuple(v.name for v in e.variants)!r}",
+        f"    UNIT_VARIANTS = frozenset({units!r})",
+        "",
+        "    def __init__(self, variant: str, value: Any = None) -> None:",
+        "        if variant not in self.VARIANTS:",
+        f'            raise ValueError(f"unknown {e.name} variant {{variant!r}}")',
+        "        if (value is None) != (variant in self.UNIT_VARIANTS):",
+        f'            raise ValueError(f"{e.name}.{{variant}} takes {{\'no\' if variant in self.UNIT_VARIANTS else \'a\'}} value")',
+        '        object.__setattr__(self, "variant", variant)',
+        '        object.__setattr__(self, "value", value)',
+        "",
+        "    def __setattr__(self, name: str, value: Any) -> None:",
+        f'        raise AttributeError("{e.name} is immutable")',
+        "",
+        "    def _key(self) -> tuple:",
+    ]
+    if floats:
+        lines += [
+            f"        if self.variant in {tuple(floats)!r}:",
+            '            return (self.variant, struct.pack("<d", self.value))',
+        ]
+    lines += [
+        "        return (self.variant, self.value)",
+        "",
+        "    def __eq__(self, other: object) -> bool:",
+        f"        return isinstance(other, {e.name}) and self._key() == other._key()",
+        "",
+        "    def __hash__(self) -> int:",
+        "        return hash(self._key())",
+        "",
+        "    def __repr__(self) -> str:",
+        f'        return f"{e.name}.{{self.variant}}" if self.value is None else f"{e.name}.{{self.variant}}({{self.value!r}})"',
+        "",
+        "    def __reduce__(self) -> tuple:",
+        f"        return ({e.name}, (self.variant, self.value))",
+    ]
+    for v in newtypes:
+        lines += [
+            "",
+            "    @classmethod",
+            f"    def {v.name}(cls, value: {py_annotation(v.value, schema)}) -> {e.name}:",
+            f'        """The ``{v.name}`` variant."""',
+            f"        return cls({v.name!r}, value)",
+        ]
+    lines.append("")
+    for u in units:
+        lines.append(f"{e.name}.{u} = {e.name}({u!r})  # type: ignore[attr-defined]")
+    return lines
+
+
+def gen_dtype_table(schema: Schema) -> list[str]:
+    dtype = schema.enums["DType"]
+    bool_store = schema.enums["BoolStore"]
+    lines = [
+        "",
+        "",
+        "DTYPE_TABLE: dict[str, tuple[int, str]] = {",
+        '    # unit DType variant -> (element size in bytes, numpy dtype name)',
+    ]
+    lines += [f"    {v.name!r}: ({v.size}, {v.numpy!r})," for v in dtype.variants if v.value is None]
+    lines += ["}", "", "BOOL_STORE_TABLE: dict[str, tuple[int, str]] = {"]
+    lines += [f"    {v.name!r}: ({v.size}, {v.numpy!r})," for v in bool_store.variants]
+    lines += ["}", ""]
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# codec.py
+# ---------------------------------------------------------------------------------------------
+def is_struct(t: Type, schema: Schema) -> bool:
+    return t.kind in schema.structs
+
+
+def is_enum(t: Type, schema: Schema) -> bool:
+    return t.kind in schema.enums
+
+
+def enc_expr(t: Type, x: str, schema: Schema) -> str:
+    """Expression encoding the Python value ``x`` of type ``t`` into a cbor2-ready tree."""
+    k = t.kind
+    if k in ("u8", "u64", "i64", "bool", "str"):
+        return x
+    if k == "f64":
+        return f"ShortestFloat(float_to_bits({x}))"
+    if k == "map":
+        return f"{{k: {enc_expr(t.inner, f'{x}[k]', schema)} for k in sorted({x})}}"
+    if k in ("seq", "tuple", "array"):
+        if t.inner.kind in PRIMITIVES - {"f64"}:
+            return f"list({x})"
+        return f"[{enc_expr(t.inner, 'e', schema)} for e in {x}]"
+    if k == "option":
+        return f"(None if {x} is None else {enc_expr(t.inner, x, schema)})"
+    if is_enum(t, schema) and schema.enums[k].unit_only:
+        return f"{x}.value"
+    return f"encode_{k}({x})"
+
+
+def gen_encoders(schema: Schema) -> list[str]:
+    lines: list[str] = []
+    for s in schema.structs.values():
+        lines += ["", "", f"def encode_{s.name}(v: {s.name}) -> dict:", f'    """{s.name} as ciborium writes it: keys in declaration order."""', "    out: dict = {}"]
+        for f in s.fields:
+            expr = enc_expr(f.type, f"v.{f.name}", schema)
+            if f.absent == "omit_if_empty":
+                lines += [f"    if v.{f.name}:", f"        out[{f.name!r}] = {expr}"]
+            elif f.absent == "omit_if_none":
+                inner = enc_expr(f.type.inner, f"v.{f.name}", schema)
+                lines += [f"    if v.{f.name} is not None:", f"        out[{f.name!r}] = {inner}"]
+            else:
+                lines.append(f"    out[{f.name!r}] = {expr}")
+        lines.append("    return out")
+    for e in schema.enums.values():
+        if e.unit_only:
+            continue
+        lines += ["", "", f"def encode_{e.name}(v: {e.name}) -> Any:", f'    """Unit variants as text, newtype variants as a one-entry map."""']
+        lines += [f"    if v.value is None:", "        return v.variant"]
+        for var in e.variants:
+            if var.value is not None:
+                lines += [f"    if v.variant == {var.name!r}:", f"        return {{{var.name!r}: {enc_expr(var.value, 'v.value', schema)}}}"]
+        lines.append(f'    raise AssertionError(v.variant)')
+    return lines
+
+
+def fast_check(t: Type, x: str, target: str, schema: Schema, indent: str) -> list[str]:
+    """Statements validating cbor2 value ``x`` of type ``t`` and binding the result to ``target``."""
+    lines = _fast_check(t, x, target, schema, indent)
+    return [line for line in lines if line.strip() != f"{x} = {x}"]
+
+
+def _fast_check(t: Type, x: str, target: str, schema: Schema, indent: str) -> list[str]:
+    k = t.kind
+    i = indent
+    if k in ("u8", "u64"):
+        hi = "0xFF" if k == "u8" else "U64_MAX"
+        return [f"{i}if type({x}) is not int or {x} < 0 or {x} > {hi}:", f"{i}    raise Fallback", f"{i}{target} = {x}"]
+    if k == "i64":
+        return [f"{i}if type({x}) is not int or {x} < I64_MIN or {x} > I64_MAX:", f"{i}    raise Fallback", f"{i}{target} = {x}"]
+    if k == "f64":
+        return [f"{i}if type({x}) is not float or {x} != {x}:", f"{i}    raise Fallback  # NaN payloads need the exact decoder", f"{i}{target} = {x}"]
+    if k == "bool":
+        return [f"{i}if type({x}) is not bool:", f"{i}    raise Fallback", f"{i}{target} = {x}"]
+    if k == "str":
+        return [f"{i}if type({x}) is not str:", f"{i}    raise Fallback", f"{i}{target} = {x}"]
+    if k == "map":
+        val_lines = fast_check(t.inner, "val", "checked", schema, i + "    ")
+        identity = t.inner.kind == "str"
+        lines = [f"{i}if type({x}) is not dict:", f"{i}    raise Fallback"]
+        if identity:
+            lines += [f"{i}for key, val in {x}.items():", f"{i}    if type(key) is not str or type(val) is not str:", f"{i}        raise Fallback", f"{i}{target} = {x}"]
+            return lines
+        lines += [f"{i}out = {{}}", f"{i}for key, val in {x}.items():", f"{i}    if type(key) is not str:", f"{i}        raise Fallback"]
+        lines += val_lines
+        lines += [f"{i}    out[key] = checked", f"{i}{target} = out"]
+        return lines
+    if k in ("seq", "tuple", "array"):
+        lines = [f"{i}if type({x}) is not list:", f"{i}    raise Fallback"]
+        if k != "seq":
+            lines += [f"{i}if len({x}) != {t.args[1]}:", f"{i}    raise Fallback"]
+        elem = fast_check(t.inner, "e", "e", schema, i + "    ")
+        lines += [f"{i}for e in {x}:"] + elem
+        lines.append(f"{i}{target} = tuple({x})")
+        return lines
+    if k == "option":
+        inner = fast_check(t.inner, x, target, schema, i + "    ")
+        return [f"{i}if {x} is None:", f"{i}    {target} = None", f"{i}else:"] + inner
+    return [f"{i}{target} = fast_{k}({x})"]
+
+
+def gen_fast(schema: Schema) -> list[str]:
+    lines: list[str] = []
+    for e in schema.enums.values():
+        lines += ["", "", f"def fast_{e.name}(raw: Any) -> {e.name}:"]
+        if e.unit_only:
+            lines += [f"    if type(raw) is not str:", "        raise Fallback", f"    return {e.name}[raw]"]
+            continue
+        units = [v.name for v in e.variants if v.value is None]
+        lines += ["    if type(raw) is str:"]
+        lines += [f"        return _{e.name}_UNITS[raw]" if units else "        raise Fallback"]
+        lines += ["    if type(raw) is not dict or len(raw) != 1:", "        raise Fallback", "    ((name, payload),) = raw.items()"]
+        for v in e.variants:
+            if v.value is None:
+                continue
+            lines.append(f"    if name == {v.name!r}:")
+            lines += fast_check(v.value, "payload", "value", schema, "        ")
+            lines.append(f"        return {e.name}({v.name!r}, value)")
+        lines.append("    raise Fallback")
+        if units:
+            lines.append(f"_{e.name}_UNITS = {{name: getattr({e.name}, name) for name in {tuple(units)!r}}}")
+    for s in schema.structs.values():
+        names = [f.name for f in s.fields]
+        lines += [
+            "",
+            "",
+            f"_{s.name}_FIELDS = frozenset({names!r})",
+            "",
+            "",
+            f"def fast_{s.name}(raw: Any) -> {s.name}:",
+            "    if type(raw) is not dict or not raw.keys() <= _" + s.name + "_FIELDS:",
+            "        raise Fallback",
+        ]
+        for f in s.fields:
+            var = f"f_{f.name}"
+            if f.absent == "required":
+                lines.append(f"    {var} = raw[{f.name!r}]")
+                lines += fast_check(f.type, var, var, schema, "    ")
+            else:
+                default = default_for(f)
+                check_type = f.type.inner
+                lines.append(f"    {var} = raw.get({f.name!r})")
+                lines.append(f"    if {var} is None:")
+                lines.append(f"        {var} = {default}")
+                lines.append("    else:")
+                lines += fast_check(check_type, var, var, schema, "        ")
+        lines.append(f"    return tuple.__new__({s.name}, ({', '.join('f_' + n for n in names)},))")
+    return lines
+
+
+def exact_reader(t: Type, schema: Schema) -> str:
+    """A zero-argument callable (as source) reading a value of type ``t`` from decoder ``d``."""
+    k = t.kind
+    if k in ("u8", "u64", "i64"):
+        return f"d.{k}"
+    if k == "f64":
+        return "lambda: bits_to_float(d.f64_bits())"
+    if k == "bool":
+        return "d.boolean"
+    if k == "str":
+        return "d.string"
+    if k == "map":
+        return f"lambda: d.map(d.string, lambda key: _in_context(d, key, {exact_reader(t.inner, schema)}))"
+    if k == "seq":
+        return f"lambda: tuple(d.seq({exact_reader(t.inner, schema)}, _byte))"
+    if k in ("tuple", "array"):
+        n = t.args[1]
+        expecting = f"a tuple of size {n}" if k == "tuple" else f"an array of length {n}"
+        return f"lambda: d.fixed({n}, {exact_reader(t.inner, schema)}, _byte, {expecting!r})"
+    if k == "option":
+        return f"lambda: d.option({exact_reader(t.inner, schema)})"
+    return f"lambda: exact_{k}(d)"
+
+
+def gen_exact(schema: Schema) -> list[str]:
+    lines: list[str] = []
+    for e in schema.enums.values():
+        names = tuple(v.name for v in e.variants)
+        payloads = ", ".join(f"{v.name!r}: {exact_reader(v.value, schema)}" for v in e.variants if v.value is not None)
+        lines += ["", "", f"def exact_{e.name}(d: Decoder) -> {e.name}:"]
+        lines.append(f"    name, value = d.enum({names!r}, {{{payloads}}})")
+        if e.unit_only:
+            lines.append(f"    return {e.name}[name]")
+        else:
+            lines.append(f"    return {e.name}(name, value)")
+    for s in schema.structs.values():
+        readers = ", ".join(f"{f.name!r}: {exact_reader(f.type, schema)}" for f in s.fields)
+        lines += ["", "", f"def exact_{s.name}(d: Decoder) -> {s.name}:", f"    got = d.struct({{{readers}}})"]
+        args = []
+        for f in s.fields:
+            if f.absent == "required" and f.type.kind != "option":
+                lines += [f"    if {f.name!r} not in got:", f'        raise semantic("missing field `{f.name}`")']
+                args.append(f"got[{f.name!r}]")
+            else:
+                args.append(f"got.get({f.name!r}, {default_for(f) or 'None'})")
+        lines.append(f"    return {s.name}({', '.join(args)})")
+    return lines
+
+
+def gen_codec(schema: Schema) -> str:
+    types = [*schema.structs, *schema.enums]
+    out = [
+        BANNER,
+        '"""Encoders, fast validators and exact (ciborium-equivalent) decoders for every metadata type."""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from typing import Any, Callable",
+        "",
+        "from .._cbor import I64_MAX, U64_MAX, Decoder, Fallback, ShortestFloat, bits_to_float, float_to_bits, semantic",
+        f"from .types import {', '.join(types)}",
+        "",
+        "I64_MIN = -I64_MAX - 1",
+        "",
+        "",
+        "def _byte(b: int) -> int:",
+        "    return b",
+        "",
+        "",
+        "def _in_context(d: Decoder, key: str, read: Callable[[], Any]) -> Any:",
+        "    d.context = key",
+        "    return read()",
+    ]
+    out += gen_encoders(schema)
+    out += gen_fast(schema)
+    out += gen_exact(schema)
+    out.append("")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# burnpack.cddl
+# ---------------------------------------------------------------------------------------------
+def cddl_name(name: str) -> str:
+    if name == "Metadata":
+        return "burnpack-metadata"
+    return re.sub(r"(?<!^)(?=[A-Z][a-z])", "-", name).lower().replace("d-type", "dtype")
+
+
+def cddl_type(t: Type, schema: Schema) -> str:
+    k = t.kind
+    if k == "u8":
+        return "uint .le 255"
+    if k == "u64":
+        return "uint64"
+    if k == "i64":
+        return "int64"
+    if k == "f64":
+        return "float"
+    if k == "bool":
+        return "bool"
+    if k == "str":
+        return "tstr"
+    if k == "map":
+        return f"{{ * tstr => {cddl_type(t.inner, schema)} }}"
+    if k == "seq":
+        return f"[ * {cddl_type(t.inner, schema)} ]"
+    if k in ("tuple", "array"):
+        return f"[ {t.args[1]}*{t.args[1]} ({cddl_type(t.inner, schema)}) ]"
+    if k == "option":
+        return f"{cddl_type(t.inner, schema)} / null"
+    return cddl_name(k)
+
+
+def gen_cddl(schema: Schema) -> str:
+    lines = [
+        "; generated from schema/metadata.toml by schema/generate.py — do not edit",
+        "; The burnpack metadata item (RFC 8610 CDDL). Struct keys are written in the order shown;",
+        "; map<str, _> keys are sorted byte-wise; absent optional keys are omitted.",
+        "",
+    ]
+    for s in schema.structs.values():
+        lines.append(f"{cddl_name(s.name)} = {{")
+        for f in s.fields:
+            opt = "? " if f.absent in ("omit_if_empty", "omit_if_none") else ""
+            t = f.type.inner if f.absent == "omit_if_none" else f.type
+            lines.append(f"  {opt}{f.name}: {cddl_type(t, schema)},")
+        lines += ["}", ""]
+    for e in schema.enums.values():
+        choices = []
+        for v in e.variants:
+            if v.value is None:
+                choices.append(f'"{v.name}"')
+            else:
+                choices.append(f'{{ "{v.name}" => {cddl_type(v.value, schema)} }}')
+        lines.append(f"{cddl_name(e.name)} = " + " /\n    ".join(choices))
+        lines.append("")
+    lines += ["uint64 = 0..18446744073709551615", "int64 = (uint .le 9223372036854775807) / (nint .ge -9223372036854775808)", ""]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+def outputs() -> dict[Path, str]:
+    schema = load_schema()
+    return {
+        GENERATED / "__init__.py": BANNER + '"""Code generated from schema/ — see schema/generate.py."""\n',
+        GENERATED / "layout.py": gen_layout(schema),
+        GENERATED / "types.py": gen_types(schema),
+        GENERATED / "codec.py": gen_codec(schema),
+        CDDL: gen_cddl(schema),
+    }
+
+
+def stale_files() -> list[Path]:
+    """Generated files whose checked-in text differs from what the schema generates."""
+    return [path for path, text in outputs().items() if not path.exists() or path.read_text() != text]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if any generated file is stale")
+    args = parser.parse_args(argv)
+    if args.check:
+        stale = stale_files()
+        for path in stale:
+            print(f"stale: {path.relative_to(ROOT)}", file=sys.stderr)
+        return 1 if stale else 0
+    GENERATED.mkdir(parents=True, exist_ok=True)
+    for path, text in outputs().items():
+        path.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
