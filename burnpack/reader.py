@@ -147,6 +147,7 @@ class Pack(Mapping[str, TensorView]):
         data_section_start: int,
         legacy_layout: bool,
         legacy_ok: bool,
+        from_file: bool,
     ) -> None:
         self._source = source
         self._descriptors = meta.tensors
@@ -159,6 +160,7 @@ class Pack(Mapping[str, TensorView]):
         self.legacy_layout = legacy_layout
         """True when the file has the pre-2025-12-02 layout (data right after the metadata)."""
         self._legacy_ok = legacy_ok
+        self._from_file = from_file
 
     # -- Mapping ----------------------------------------------------------------------------
     def __getitem__(self, name: str) -> TensorView:
@@ -206,7 +208,7 @@ class Pack(Mapping[str, TensorView]):
         """Every tensor in name order, each checked as Burn's ``into_tensors`` checks it."""
         views = [self[name] for name in self._names]
         for view in views:
-            self._tensor_bytes(view)
+            self._tensor_range(view, whole_pack=True)
         return views
 
     def numpy(self) -> dict[str, np.ndarray]:
@@ -219,8 +221,12 @@ class Pack(Mapping[str, TensorView]):
         return {name: self._descriptors[name] for name in self._names}
 
     # -- data access -------------------------------------------------------------------------
-    def _tensor_range(self, view: TensorView) -> tuple[int, int]:
-        """Absolute [start, end) of a tensor, with Burn's ``tensor_range`` checks."""
+    def _tensor_range(self, view: TensorView, *, whole_pack: bool = False) -> tuple[int, int]:
+        """Absolute [start, end) of a tensor, with Burn's ``tensor_range`` checks.
+
+        Burn words an out-of-range tensor differently in ``into_tensors`` (``whole_pack``) and in
+        ``tensor_data`` for memory and file sources; the messages follow it.
+        """
         name = view.name
         if self.legacy_layout and not self._legacy_ok:
             raise LegacyFormatError(legacy.LAYOUT_DIAGNOSIS, where=f"tensor '{name}'")
@@ -235,10 +241,15 @@ class Pack(Mapping[str, TensorView]):
                 f"Tensor '{name}' size {end - start} exceeds maximum allowed size of {MAX_TENSOR_SIZE} bytes "
                 "(potential DoS attack)"
             )
-        if end > self._source.size:
-            raise ValidationError(
-                f"Tensor '{name}' data range {start}..{end} could not be viewed (source is {self._source.size} bytes)"
-            )
+        available = self._source.size
+        if end > available:
+            if whole_pack:
+                message = f"Tensor '{name}' data range {start}..{end} could not be viewed (source is {available} bytes)"
+            elif self._from_file:
+                message = f"Tensor '{name}' data range {start}..{end} could not be viewed"
+            else:
+                message = f"Tensor data range {start}..{end} is out of bounds (buffer is {available} bytes)"
+            raise ValidationError(message, where=f"tensor '{name}', file is {available} bytes")
         return start, end
 
     def _tensor_bytes(self, view: TensorView) -> memoryview:
@@ -333,6 +344,7 @@ def _open(source: Source, *, from_file: bool, legacy_ok: bool) -> Pack:
         data_section_start=data_start,
         legacy_layout=old_layout,
         legacy_ok=legacy_ok,
+        from_file=from_file,
     )
 
 

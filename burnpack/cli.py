@@ -1,0 +1,102 @@
+"""The ``burnpack`` command: inspect, dump, validate and repack ``.bpk`` files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import warnings
+from collections.abc import Sequence
+
+from .dtypes import debug
+from .dump import dump, scalar_json
+from .errors import BurnpackError, LegacyFormatWarning
+from .reader import Pack, load
+from .writer import Tensor, Writer
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError
+
+
+def _inspect(pack: Pack, out) -> None:
+    rows = [("name", "dtype", "shape", "bytes", "param_id")]
+    total = 0
+    for view in (pack[name] for name in pack):
+        total += max(view.byte_len, 0)
+        pid = "-" if view.param_id is None else str(view.param_id)
+        rows.append((view.name, debug(view.dtype), "[" + ", ".join(map(str, view.shape)) + "]", str(view.byte_len), pid))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    for i, row in enumerate(rows):
+        print("  ".join(cell.ljust(w) if j < 3 else cell.rjust(w) for j, (cell, w) in enumerate(zip(row, widths))).rstrip(), file=out)
+        if i == 0:
+            print("  ".join("-" * w for w in widths), file=out)
+    if pack.metadata:
+        print("\nmetadata:", file=out)
+        for key, value in sorted(pack.metadata.items()):
+            print(f"  {key} = {value!r}", file=out)
+    if pack.scalars:
+        print("\nscalars:", file=out)
+        for key, scalar in sorted(pack.scalars.items()):
+            shown = scalar_json(scalar)
+            bits = f"  ({shown['f64_bits']})" if "f64_bits" in shown else ""
+            print(f"  {key} = {scalar.variant}({shown['value']}){bits}", file=out)
+    print(
+        f"\n{len(pack)} tensors, {_human(total)} of tensor data, {len(pack.metadata)} metadata entries, "
+        f"{len(pack.scalars)} scalars; version {pack.version}, metadata {pack.metadata_size} bytes, "
+        f"data section at byte {pack.data_section_start}, file {pack.file_size} bytes",
+        file=out,
+    )
+
+
+def _repack(src: str, dst: str) -> None:
+    with load(src) as pack:
+        views = pack.tensors()
+        views.sort(key=lambda v: (v.data_offsets, v.name))
+        tensors = [
+            Tensor.deferred(v.name, v.dtype, v.shape, v.byte_len, v.memoryview, param_id=v.param_id) for v in views
+        ]
+        Writer(tensors, metadata=pack.metadata, scalars=pack.scalars).write_atomic(dst)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="burnpack", description="Inspect, check and rewrite Burn .bpk files.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("inspect", help="print a table of tensors, metadata and scalars")
+    p.add_argument("file")
+    p = sub.add_parser("dump", help="print the pack as one JSON object (the conformance protocol)")
+    p.add_argument("--json", action="store_true", required=True, help="JSON output (the only format)")
+    p.add_argument("--strict", action="store_true", help="also reject what no Burn writer produces")
+    p.add_argument("file")
+    p = sub.add_parser("validate", help="exit 0 if the file is valid, 1 with the error otherwise")
+    p.add_argument("--strict", action="store_true", help="also reject what no Burn writer produces")
+    p.add_argument("file")
+    p = sub.add_parser("repack", help="rewrite a file canonically, keeping its data order")
+    p.add_argument("input")
+    p.add_argument("output")
+    args = parser.parse_args(argv)
+    warnings.simplefilter("always", LegacyFormatWarning)
+    warnings.showwarning = lambda message, *rest: print(f"warning: {message}", file=sys.stderr)
+
+    if args.command == "dump":
+        result = dump(args.file, strict=args.strict)
+        print(json.dumps(result, ensure_ascii=False, indent=1))
+        return 0 if result["ok"] else 1
+    try:
+        if args.command == "inspect":
+            with load(args.file) as pack:
+                _inspect(pack, sys.stdout)
+        elif args.command == "validate":
+            with load(args.file, strict=args.strict) as pack:
+                pack.tensors()
+            print(f"{args.file}: valid{' (strict)' if args.strict else ''}")
+        else:
+            _repack(args.input, args.output)
+    except BurnpackError as exc:
+        print(f"{args.file if hasattr(args, 'file') else args.input}: {exc.variant}: {exc}", file=sys.stderr)
+        return 1
+    return 0
