@@ -477,7 +477,7 @@ def gen_fast(schema: Schema) -> list[str]:
                 lines += fast_check(f.type, var, var, schema, "    ")
             else:
                 default = default_for(f)
-                check_type = f.type.inner
+                check_type = f.type.inner if f.type.kind == "option" else f.type
                 lines.append(f"    {var} = raw.get({f.name!r})")
                 lines.append(f"    if {var} is None:")
                 lines.append(f"        {var} = {default}")

@@ -216,13 +216,24 @@ def fast_Metadata(raw: Any) -> Metadata:
     if f_metadata is None:
         f_metadata = {}
     else:
-        if type(f_metadata) is not str:
+        if type(f_metadata) is not dict:
             raise Fallback
+        for key, val in f_metadata.items():
+            if type(key) is not str or type(val) is not str:
+                raise Fallback
     f_scalars = raw.get('scalars')
     if f_scalars is None:
         f_scalars = {}
     else:
-        f_scalars = fast_Scalar(f_scalars)
+        if type(f_scalars) is not dict:
+            raise Fallback
+        out = {}
+        for key, val in f_scalars.items():
+            if type(key) is not str:
+                raise Fallback
+            checked = fast_Scalar(val)
+            out[key] = checked
+        f_scalars = out
     return tuple.__new__(Metadata, (f_tensors, f_metadata, f_scalars,))
 
 
