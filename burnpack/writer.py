@@ -266,6 +266,7 @@ class Writer:
             n = len(chunk) if not isinstance(chunk, memoryview) else chunk.nbytes
             view[position : position + n] = chunk
             position += n
+            del chunk  # let a finished deferred tensor go before the next one is produced
         return position
 
     def write_stream(self, stream: BinaryIO) -> int:
@@ -273,6 +274,7 @@ class Writer:
         written = 0
         for chunk in self._chunks():
             written += stream.write(chunk)
+            del chunk  # let a finished deferred tensor go before the next one is produced
         return written
 
     def write(self, path: PathLike) -> Path:

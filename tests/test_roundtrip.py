@@ -174,3 +174,17 @@ def test_exact_decoder_reports_ciborium_errors_not_python_ones():
             assert exc.payload.startswith(("Io(", "Syntax(", "Semantic(", "RecursionLimitExceeded"))
         except CborError:  # pragma: no cover - would be a leak of the internal error type
             raise AssertionError("internal CborError escaped")
+
+
+@given(packs())
+def test_everything_the_writer_writes_decodes_on_the_fast_path_except_nan_scalars(spec):
+    from burnpack._cbor import fast_loads
+
+    blob = burnpack.Writer(spec.tensors, metadata=spec.metadata, scalars=spec.scalars).plan()[0]
+    has_nan = any(s.variant == "Float" and s.value != s.value for s in spec.scalars.values())
+    try:
+        fast_Metadata(fast_loads(blob))
+    except Exception:
+        assert has_nan
+    else:
+        assert not has_nan

@@ -1,0 +1,71 @@
+"""The command line: inspect, dump --json, validate and repack."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import burnpack
+from burnpack.cli import main
+
+
+@pytest.fixture
+def model(tmp_path):
+    path = tmp_path / "model.bpk"
+    burnpack.save({"w": np.ones((2, 3), np.float32), "b": np.zeros(3, np.float32)}, path, metadata={"producer": "test"}, scalars={"epoch": 3})
+    return path
+
+
+def test_inspect_prints_a_table_metadata_scalars_and_a_summary(model, capsys):
+    assert main(["inspect", str(model)]) == 0
+    out = capsys.readouterr().out
+    assert "w     F32    [2, 3]     24" in out
+    assert "producer = 'test'" in out and "epoch = Int(3)" in out
+    assert out.rstrip().splitlines()[-1].startswith("2 tensors, 36 B of tensor data")
+
+
+def test_dump_json_prints_the_protocol_object(model, capsys):
+    assert main(["dump", "--json", str(model)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["ok"] and [t["name"] for t in result["tensors"]] == ["b", "w"]
+    assert result["tensors"][1]["dtype"] == "F32" and result["tensors"][1]["byte_len"] == 24
+    assert result["scalars"] == {"epoch": {"type": "Int", "value": 3}}
+
+
+def test_dump_json_reports_an_open_failure_with_exit_code_1(tmp_path, capsys):
+    bad = tmp_path / "bad.bpk"
+    bad.write_bytes(b"BURN" + bytes(20))
+    assert main(["dump", "--json", str(bad)]) == 1
+    assert json.loads(capsys.readouterr().out)["error"] == {"variant": "InvalidMagicNumber", "stage": "open", "message": json.loads(json.dumps(str(burnpack.InvalidMagicNumber(where="bytes 0..4 are 42 55 52 4e"))))}
+
+
+def test_validate_exits_0_for_a_valid_file_and_1_for_an_invalid_one(model, tmp_path, capsys):
+    assert main(["validate", "--strict", str(model)]) == 0
+    broken = tmp_path / "broken.bpk"
+    broken.write_bytes(model.read_bytes()[:-1])
+    assert main(["validate", str(broken)]) == 1
+    assert "ValidationError" in capsys.readouterr().err
+
+
+def test_validate_strict_rejects_what_the_default_level_accepts(model, tmp_path):
+    padded = tmp_path / "padded.bpk"
+    padded.write_bytes(model.read_bytes() + b"\x00")
+    assert main(["validate", str(padded)]) == 0
+    assert main(["validate", "--strict", str(padded)]) == 1
+
+
+def test_repack_rewrites_canonically_keeping_data_order(model, tmp_path):
+    messy = tmp_path / "messy.bpk"
+    messy.write_bytes(model.read_bytes() + b"junk")
+    out = tmp_path / "clean.bpk"
+    assert main(["repack", str(messy), str(out)]) == 0
+    assert out.read_bytes() == model.read_bytes()
+
+
+def test_python_dash_m_burnpack_runs_the_cli(model):
+    result = subprocess.run([sys.executable, "-m", "burnpack", "validate", str(model)], capture_output=True, text=True)
+    assert result.returncode == 0 and "valid" in result.stdout

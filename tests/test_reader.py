@@ -1,0 +1,223 @@
+"""The reader: lazy zero-copy access, Burn's open-time checks, strict mode and legacy files."""
+
+from __future__ import annotations
+
+import struct
+import warnings
+
+import cbor2
+import numpy as np
+import pytest
+
+import burnpack
+from burnpack import DType, Tensor, Writer
+
+
+def f32(name, values, **kw):
+    return Tensor.from_numpy(name, np.asarray(values, dtype=np.float32), **kw)
+
+
+@pytest.fixture
+def small(tmp_path):
+    path = tmp_path / "small.bpk"
+    Writer([f32("b", [1, 2, 3]), f32("a", [[4, 5], [6, 7]], param_id=7)], metadata={"k": "v"}, scalars={"s": 1}).write(path)
+    return path
+
+
+def _file(metadata: dict | bytes, data: bytes = b"", *, version: int = 1, pad: bool = True) -> bytes:
+    """A file around hand-written metadata (for cases our writer refuses to produce)."""
+    blob = metadata if isinstance(metadata, bytes) else cbor2.dumps(metadata)
+    head = b"NRUB" + struct.pack("<HI", version, len(blob)) + blob
+    return head + bytes(-len(head) % 256 if pad else 0) + data
+
+
+def test_tensors_are_exposed_sorted_by_name_with_their_descriptors(small):
+    pack = burnpack.load(small)
+    assert list(pack) == ["a", "b"] and len(pack) == 2 and "a" in pack
+    a = pack["a"]
+    assert (a.dtype, a.shape, a.data_offsets, a.param_id, a.byte_len) == (DType.F32, (2, 2), (256, 272), 7, 16)
+    assert pack.metadata == {"k": "v"} and pack.scalars == {"s": burnpack.Scalar.Int(1)}
+    assert (pack.version, pack.data_section_start) == (1, 256)
+
+
+def test_arrays_from_a_file_are_read_only_zero_copy_views_of_the_mapping(small):
+    pack = burnpack.load(small)
+    first, second = pack["a"].numpy(), pack["a"].numpy()
+    assert np.shares_memory(first, second)
+    assert not first.flags.writeable
+    np.testing.assert_array_equal(first, [[4, 5], [6, 7]])
+
+
+def test_arrays_from_bytes_view_the_callers_buffer():
+    data = bytearray(burnpack.save_bytes({"a": np.arange(4, dtype=np.int32)}))
+    pack = burnpack.load(data)
+    array = pack["a"].numpy()
+    data[pack["a"].data_offsets[0] + pack.data_section_start] = 9
+    assert array[0] == 9
+
+
+def test_a_slice_of_one_tensor_can_be_read_without_the_rest(small):
+    pack = burnpack.load(small)
+    assert pack["a"].read(4, 8) == np.array([5, 6], np.float32).tobytes()
+    assert pack["a"].read(12) == np.float32(7).tobytes()
+
+
+def test_an_unknown_tensor_name_is_tensor_not_found(small):
+    with pytest.raises(burnpack.TensorNotFound, match="missing"):
+        burnpack.load(small)["missing"]
+
+
+def test_an_extensionless_path_that_does_not_exist_gets_bpk_appended(small):
+    assert burnpack.load(small.with_suffix("")).names == ["a", "b"]
+
+
+def test_an_existing_extensionless_file_is_read_as_is(small, tmp_path):
+    plain = tmp_path / "plain"
+    plain.write_bytes(small.read_bytes())
+    assert burnpack.load(plain).names == ["a", "b"]
+
+
+def test_a_missing_file_is_an_io_error(tmp_path):
+    with pytest.raises(burnpack.IoError, match="No such file"):
+        burnpack.load(tmp_path / "nope.bpk")
+
+
+def test_a_file_shorter_than_the_header_is_an_io_error_but_bytes_are_an_invalid_header(tmp_path):
+    (tmp_path / "short.bpk").write_bytes(b"NRUB")
+    with pytest.raises(burnpack.IoError):
+        burnpack.load(tmp_path / "short.bpk")
+    with pytest.raises(burnpack.InvalidHeader):
+        burnpack.load(b"NRUB")
+
+
+def test_version_zero_is_accepted_like_version_one():
+    assert burnpack.load(_file({"tensors": {}}, version=0)).version == 0
+
+
+def test_every_dtype_is_viewed_as_its_numpy_type():
+    expected = {"F64": "<f8", "F32": "<f4", "Flex32": "<f4", "F16": "<f2", "I64": "<i8", "I32": "<i4", "I16": "<i2", "I8": "i1", "U64": "<u8", "U32": "<u4", "U16": "<u2", "U8": "u1"}
+    tensors = [Tensor(name, getattr(DType, name), (2,), bytes(2 * np.dtype(npd).itemsize)) for name, npd in expected.items()]
+    tensors.append(Tensor("BF16", DType.BF16, (2,), bytes(4)))
+    pack = burnpack.load(Writer(tensors).to_bytes())
+    for name, npd in expected.items():
+        assert pack[name].numpy().dtype == np.dtype(npd)
+    assert pack["BF16"].numpy().dtype.name == "bfloat16"
+
+
+def test_a_length_that_disagrees_with_the_shape_is_readable_as_bytes_but_not_as_an_array():
+    data = _file({"tensors": {"a": {"dtype": "F32", "shape": [3, 3], "data_offsets": [0, 16]}}}, bytes(16))
+    view = burnpack.load(data)["a"]
+    assert len(view.tobytes()) == 16
+    with pytest.raises(burnpack.ValidationError, match="holds 16 bytes but its shape"):
+        view.numpy()
+
+
+# -- strict mode -----------------------------------------------------------------------------
+def test_strict_mode_rejects_version_zero():
+    with pytest.raises(burnpack.InvalidVersion):
+        burnpack.load(_file({"tensors": {}}, version=0), strict=True)
+
+
+def test_strict_mode_rejects_non_canonical_metadata_and_says_where():
+    canonical = cbor2.dumps({"tensors": {"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}}})
+    wide_zero = canonical.replace(b"\x82\x00\x04", b"\x82\x18\x00\x04")
+    burnpack.load(_file(canonical, bytes(4)), strict=True)
+    burnpack.load(_file(wide_zero, bytes(4))).tensors()
+    at = canonical.index(b"\x82\x00\x04") + 1
+    with pytest.raises(burnpack.MetadataDeserializationError, match=f"metadata byte {at}:"):
+        burnpack.load(_file(wide_zero, bytes(4)), strict=True)
+
+
+def test_strict_mode_rejects_struct_keys_out_of_declaration_order():
+    swapped = cbor2.dumps({"tensors": {"a": {"shape": [1], "dtype": "F32", "data_offsets": [0, 4]}}})
+    burnpack.load(_file(swapped, bytes(4))).tensors()
+    with pytest.raises(burnpack.MetadataDeserializationError, match="not the canonical encoding"):
+        burnpack.load(_file(swapped, bytes(4)), strict=True)
+
+
+def test_strict_mode_rejects_non_zero_padding():
+    data = bytearray(burnpack.save_bytes({"a": np.zeros(1, np.float32)}))
+    data[200] = 1
+    burnpack.load(bytes(data))
+    with pytest.raises(burnpack.ValidationError, match="non-zero byte"):
+        burnpack.load(bytes(data), strict=True)
+
+
+def test_strict_mode_rejects_trailing_bytes():
+    data = burnpack.save_bytes({"a": np.zeros(1, np.float32)}) + b"\x00"
+    with pytest.raises(burnpack.ValidationError, match="trailing bytes"):
+        burnpack.load(data, strict=True)
+
+
+def test_strict_mode_rejects_truncation_inside_the_padding_gap():
+    data = burnpack.save_bytes({"a": np.zeros(1, np.float32), "b": np.zeros(1, np.float32)})[:-3]
+    burnpack.load(data)  # Burn's truncation check misses this by design
+    with pytest.raises(burnpack.ValidationError, match="truncated"):
+        burnpack.load(data, strict=True)
+
+
+@pytest.mark.parametrize(
+    "offsets, problem",
+    [([[0, 4], [4, 8]], "starts at 4"), ([[0, 4], [0, 4]], "starts at 0"), ([[0, 4], [512, 516]], "starts at 512")],
+    ids=["unaligned", "overlapping", "gap"],
+)
+def test_strict_mode_rejects_offsets_burns_writer_would_not_produce(offsets, problem):
+    tensors = {n: {"dtype": "F32", "shape": [1], "data_offsets": o} for n, o in zip("ab", offsets)}
+    data = _file({"tensors": tensors}, bytes(max(o[1] for o in offsets)))
+    burnpack.load(data).tensors()
+    with pytest.raises(burnpack.ValidationError, match=problem):
+        burnpack.load(data, strict=True)
+
+
+def test_strict_mode_rejects_a_length_that_disagrees_with_the_shape():
+    data = _file({"tensors": {"a": {"dtype": "F32", "shape": [3, 3], "data_offsets": [0, 16]}}}, bytes(16))
+    with pytest.raises(burnpack.ValidationError, match="spans 16 bytes"):
+        burnpack.load(data, strict=True)
+
+
+# -- legacy files ----------------------------------------------------------------------------
+def _prealignment_file() -> bytes:
+    """What burn-store wrote before 2025-12-02: tensors packed right after the metadata."""
+    metadata = {"tensors": {"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}, "b": {"dtype": "U8", "shape": [3], "data_offsets": [8, 11]}}}
+    blob = cbor2.dumps(metadata)
+    return b"NRUB" + struct.pack("<HI", 1, len(blob)) + blob + np.array([1.5, 2.5], "<f4").tobytes() + b"\x07\x08\x09"
+
+
+def test_a_prealignment_file_opens_with_a_warning_and_refuses_to_return_shifted_bytes():
+    with pytest.warns(burnpack.LegacyFormatWarning, match="pre-alignment layout"):
+        pack = burnpack.load(_prealignment_file())
+    assert pack.legacy_layout
+    with pytest.raises(burnpack.LegacyFormatError, match="legacy_ok=True"):
+        pack["a"].numpy()
+
+
+def test_a_prealignment_file_reads_as_written_when_the_caller_opts_in():
+    pack = burnpack.load(_prealignment_file(), legacy_ok=True)
+    np.testing.assert_array_equal(pack["a"].numpy(), [1.5, 2.5])
+    assert pack["b"].tobytes() == b"\x07\x08\x09"
+
+
+def test_a_current_file_is_never_taken_for_a_prealignment_one():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not burnpack.load(burnpack.save_bytes({"a": np.zeros(3, np.float32)})).legacy_layout
+
+
+def test_the_old_bool_dtype_is_rejected_like_burn_with_a_diagnosis():
+    data = _file({"tensors": {"m": {"dtype": "Bool", "shape": [2], "data_offsets": [0, 2]}}}, b"\x01\x00")
+    with pytest.raises(burnpack.MetadataDeserializationError, match="before 2026-03-19") as info:
+        burnpack.load(data)
+    assert "unknown variant" in info.value.payload
+    pack = burnpack.load(data, legacy_ok=True)
+    assert pack["m"].dtype == DType.Bool(burnpack.BoolStore.Native)
+    assert pack["m"].numpy().tolist() == [True, False]
+
+
+def test_an_old_quant_scheme_is_accepted_like_burn_but_warned_about_and_read_right_on_request():
+    old = {"value": "Q8S", "param": "F16", "store": "Native", "level": {"Block": {"storage": [32, 1, 1, 1, 1], "len": 1}}, "mode": "Symmetric"}
+    data = _file({"tensors": {"q": {"dtype": {"QFloat": old}, "shape": [32], "data_offsets": [0, 34]}}}, bytes(34))
+    with pytest.warns(burnpack.LegacyFormatWarning, match="pre-2026-08-19"):
+        misread = burnpack.load(data)["q"].dtype.value
+    assert misread.block is None  # what current Burn reads
+    scheme = burnpack.load(data, legacy_ok=True)["q"].dtype.value
+    assert scheme.block == burnpack.BlockScale(burnpack.BlockSize((32, 1, 1, 1, 1), 1), burnpack.ScaleDtype.F16)
