@@ -1,0 +1,718 @@
+"""Read PyTorch checkpoints (``.pt`` / ``.pth``) without torch and without running pickled code.
+
+A ``torch.save`` file is a pickle, and unpickling calls whatever the file names, so ``pickle.load``
+(or ``torch.load(weights_only=False)``) on a downloaded checkpoint can execute arbitrary code.
+Here every global the pickle asks for is looked up in an allowlist of inert stand-ins (the tensor
+and parameter rebuild functions, storage types, ``OrderedDict``, ``torch.Size``, ``torch.device``,
+dtype names); anything else raises :class:`UnsafePickleError` before it is imported or called.
+
+The three layouts Burn's ``burn-store`` PyTorch reader knows are recognised:
+
+* zip (torch >= 1.6): ``<name>/data.pkl`` plus one raw record ``<name>/data/<key>`` per storage
+  and an optional ``<name>/byteorder``;
+* legacy stream (torch 0.1.10-1.5, or ``_use_new_zipfile_serialization=False``): pickles of the
+  magic number, the protocol version and the system info, then the object pickle, then the
+  pickled list of storage keys, then each storage as an int64 element count and its bytes;
+* tar (torch < 0.1.10): members ``sys_info``, ``storages`` (storages, then storage views),
+  ``tensors`` (shapes, strides, offsets) and ``pickle``.
+
+Tensors come back as read-only numpy arrays: views of their storage when the PyTorch view is
+C-contiguous, C-contiguous copies otherwise. Deliberate differences from Burn: strides are
+honoured (Burn reads ``prod(shape)`` consecutive elements from the storage offset, which is wrong
+for transposed or expanded views), and a view reaching past its storage is an error (Burn pads it
+with zeros).
+"""
+
+from __future__ import annotations
+
+import collections
+import io
+import math
+import mmap
+import os
+import pickle
+import struct
+import sys
+import tarfile
+import zipfile
+import zlib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import BinaryIO
+
+import ml_dtypes
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+__all__ = ["PyTorchReadError", "UnsafePickleError", "read_pytorch"]
+
+_LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
+_LEGACY_PROTOCOL = 1001
+_NOT_PYTORCH = (
+    "not a PyTorch checkpoint: expected a zip archive (torch >= 1.6), a tar archive "
+    "(torch < 0.1.10) or a legacy stream starting with torch's magic number"
+)
+# Sizes, strides and offsets are bounded so that they stay exact in numpy's intp once scaled by
+# an element size of up to 8 bytes.
+_MAX_INDEX = np.iinfo(np.intp).max // 8
+# Nesting and entry bounds for flattening: a pickle can build cyclic dicts, or a dict shared at
+# every level whose dotted paths multiply; both would otherwise recurse or loop without end.
+_MAX_DEPTH = 128
+_MAX_ENTRIES = 10_000_000
+_ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    zlib.error,
+    EOFError,
+    OSError,
+    ValueError,
+    NotImplementedError,
+    RuntimeError,
+)
+
+
+class PyTorchReadError(Exception):
+    """The file is not a checkpoint this reader can load: truncated, corrupt or unsupported."""
+
+
+class UnsafePickleError(PyTorchReadError):
+    """The pickle names a global outside the allowlist, so loading it could run arbitrary code."""
+
+    def __init__(self, global_name: str) -> None:
+        super().__init__(
+            f"refused pickle global {global_name!r}: only tensor rebuild functions, storage "
+            "types and plain containers are allowed (a full-model save must be re-saved as a "
+            "state_dict; anything else may be malicious)"
+        )
+        self.global_name = global_name
+
+
+class _Frozen:
+    """Base for objects a pickle can reach: without ``__dict__``, ``__setstate__`` or attribute
+    writes, a BUILD opcode cannot alter them. (Frozen slotted dataclasses would not do: their
+    generated ``__setstate__`` bypasses the freeze.)"""
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"{type(self).__name__} objects are read-only")
+
+
+class _StorageType(_Frozen):
+    """Stand-in for a ``torch.*Storage`` class: all a storage type tells us is its dtype."""
+
+    __slots__ = ("dtype",)
+    dtype: np.dtype
+
+    def __init__(self, dtype: np.dtype) -> None:
+        object.__setattr__(self, "dtype", dtype)
+
+
+class _Storage(_Frozen):
+    """One storage of the checkpoint; its elements live apart, since legacy streams store them
+    after the pickle that references them."""
+
+    __slots__ = ("key", "dtype")
+    key: str
+    dtype: np.dtype
+
+    def __init__(self, key: str, dtype: np.dtype) -> None:
+        object.__setattr__(self, "key", key)
+        object.__setattr__(self, "dtype", dtype)
+
+
+class _TensorRef(_Frozen):
+    """A tensor as the pickle describes it: a strided view into a storage."""
+
+    __slots__ = ("storage", "offset", "shape", "stride")
+    storage: _Storage
+    offset: int
+    shape: tuple[int, ...]
+    stride: tuple[int, ...]
+
+    def __init__(self, storage: _Storage, offset: object, shape: object, stride: object) -> None:
+        shape = _indices(shape, "tensor size")
+        stride = _indices(stride, "tensor stride")
+        if len(shape) != len(stride):
+            raise PyTorchReadError(f"tensor size {shape} and stride {stride} differ in rank")
+        if math.prod(max(dim, 1) for dim in shape) > _MAX_INDEX:
+            raise PyTorchReadError(f"tensor size {shape} is too large")
+        object.__setattr__(self, "storage", storage)
+        object.__setattr__(self, "offset", _index(offset, "storage offset"))
+        object.__setattr__(self, "shape", shape)
+        object.__setattr__(self, "stride", stride)
+
+
+_STORAGE_DTYPES = {
+    "Double": np.dtype(np.float64),
+    "Float": np.dtype(np.float32),
+    "Half": np.dtype(np.float16),
+    "BFloat16": np.dtype(ml_dtypes.bfloat16),
+    "Long": np.dtype(np.int64),
+    "Int": np.dtype(np.int32),
+    "Short": np.dtype(np.int16),
+    "Char": np.dtype(np.int8),
+    "Byte": np.dtype(np.uint8),
+    "Bool": np.dtype(np.bool_),
+}
+_TORCH_DTYPE_NAMES = (
+    "float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8",
+    "bool",
+)  # fmt: skip
+
+
+def _markers() -> dict[tuple[str, str], object]:
+    """Allowlisted globals that are plain values: storage types (CPU and the ``torch.cuda`` ones
+    legacy files name), tensor classes the tar layout records, and dtype / class names that
+    checkpoints carry as metadata. Values are immutable, so sharing them between loads is safe."""
+    markers: dict[tuple[str, str], object] = {
+        ("torch", "Tensor"): "torch.Tensor",
+        ("torch.nn.parameter", "Parameter"): "torch.nn.parameter.Parameter",
+    }
+    for module in ("torch", "torch.cuda"):
+        for prefix, dtype in _STORAGE_DTYPES.items():
+            markers[module, f"{prefix}Storage"] = _StorageType(dtype)
+            markers[module, f"{prefix}Tensor"] = f"{module}.{prefix}Tensor"
+    for name in _TORCH_DTYPE_NAMES:
+        markers["torch", name] = f"torch.{name}"
+    return markers
+
+
+_MARKERS = _markers()
+
+
+def _allowed_globals(
+    resolve_storage: Callable[[object], _Storage],
+) -> dict[tuple[str, str], object]:
+    """The allowlist. Callables are created afresh for every unpickling, so attributes a pickle
+    sets on them (BUILD works on functions) cannot leak into later loads."""
+
+    def rebuild_tensor(
+        storage: object, storage_offset: object, size: object, stride: object
+    ) -> _TensorRef:
+        return _TensorRef(resolve_storage(storage), storage_offset, size, stride)
+
+    def rebuild_tensor_v2(
+        storage: object,
+        storage_offset: object,
+        size: object,
+        stride: object,
+        requires_grad: object,
+        backward_hooks: object,
+        metadata: object = None,
+    ) -> _TensorRef:
+        return rebuild_tensor(storage, storage_offset, size, stride)
+
+    def rebuild_parameter(
+        data: object, requires_grad: object, backward_hooks: object
+    ) -> _TensorRef:
+        return _expect_tensor(data)
+
+    def rebuild_parameter_with_state(
+        data: object, requires_grad: object, backward_hooks: object, state: object
+    ) -> _TensorRef:
+        return _expect_tensor(data)
+
+    def rebuild_from_type(
+        func: object, new_type: object, args: object, state: object
+    ) -> _TensorRef:
+        # ``func`` can only be another allowlisted global, so calling it is safe.
+        if not callable(func) or not isinstance(args, tuple):
+            raise PyTorchReadError("malformed tensor subclass record")
+        return _expect_tensor(func(*args))
+
+    def size(dims: object = ()) -> tuple[int, ...]:
+        return _indices(dims, "torch.Size")
+
+    def device(kind: object, index: object = None) -> str:
+        if not isinstance(kind, str) or not (index is None or type(index) is int):
+            raise PyTorchReadError("malformed torch.device")
+        return kind if index is None else f"{kind}:{index}"
+
+    def encode(text: object, encoding: object = "latin1") -> bytes:
+        # Protocol-2 pickles spell ``bytes`` values as _codecs.encode(text, "latin1").
+        if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
+            raise PyTorchReadError("only latin-1 _codecs.encode calls are allowed")
+        return text.encode("latin-1")
+
+    return _MARKERS | {
+        ("collections", "OrderedDict"): collections.OrderedDict,
+        ("torch._utils", "_rebuild_tensor"): rebuild_tensor,
+        ("torch._utils", "_rebuild_tensor_v2"): rebuild_tensor_v2,
+        ("torch._utils", "_rebuild_parameter"): rebuild_parameter,
+        ("torch._utils", "_rebuild_parameter_with_state"): rebuild_parameter_with_state,
+        ("torch._tensor", "_rebuild_from_type"): rebuild_from_type,
+        ("torch._tensor", "_rebuild_from_type_v2"): rebuild_from_type,
+        ("torch", "Size"): size,
+        ("torch", "device"): device,
+        ("_codecs", "encode"): encode,
+    }
+
+
+class _SafeUnpickler(pickle.Unpickler):
+    """Resolves globals only through the allowlist and persistent ids through the layout."""
+
+    def __init__(
+        self,
+        file: BinaryIO | mmap.mmap,
+        allowed: Mapping[tuple[str, str], object],
+        persistent_load: Callable[[object], object] | None,
+    ) -> None:
+        super().__init__(file, encoding="utf-8")  # as torch.load: Python 2 str pickles as text
+        self._allowed = allowed
+        self._persistent_load = persistent_load
+
+    def find_class(self, module: str, name: str) -> object:
+        """Hand out an allowlisted stand-in; never import anything."""
+        try:
+            return self._allowed[module, name]
+        except KeyError:
+            raise UnsafePickleError(f"{module}.{name}") from None
+
+    def persistent_load(self, pid: object) -> object:
+        """Resolve a storage reference through the layout being read."""
+        if self._persistent_load is None:
+            raise PyTorchReadError("unexpected storage reference in a metadata pickle")
+        return self._persistent_load(pid)
+
+
+def _storage_arg(storage: object) -> _Storage:
+    """The storage argument of a rebuild call, as persistent ids deliver it."""
+    if not isinstance(storage, _Storage):
+        raise PyTorchReadError(f"tensor rebuilt from a {type(storage).__name__}, not a storage")
+    return storage
+
+
+def _unpickle(
+    file: BinaryIO | mmap.mmap,
+    persistent_load: Callable[[object], object] | None = None,
+    resolve_storage: Callable[[object], _Storage] = _storage_arg,
+) -> object:
+    """Unpickle one object from ``file``'s position with the allowlist."""
+    unpickler = _SafeUnpickler(file, _allowed_globals(resolve_storage), persistent_load)
+    try:
+        return unpickler.load()
+    except PyTorchReadError:
+        raise
+    except Exception as exc:  # malformed pickles surface as nearly any builtin exception type
+        raise PyTorchReadError(f"malformed pickle ({type(exc).__name__}: {exc})") from exc
+
+
+def _index(value: object, what: str) -> int:
+    """A size, stride, offset or count: a non-negative int small enough for numpy."""
+    if type(value) is not int or not 0 <= value <= _MAX_INDEX:
+        raise PyTorchReadError(f"{what} must be a non-negative int below 2**60")
+    return value
+
+
+def _indices(values: object, what: str) -> tuple[int, ...]:
+    if not isinstance(values, tuple | list):
+        raise PyTorchReadError(f"{what} must be a tuple of ints, not {type(values).__name__}")
+    return tuple(_index(value, what) for value in values)
+
+
+def _key(value: object) -> str:
+    """A dict or storage key as text; ints (optimizer state, tar ids) become decimal, as in Burn."""
+    if type(value) is str:
+        return value
+    if type(value) is int and -(2**63) <= value < 2**63:
+        return str(value)
+    raise PyTorchReadError(f"unsupported key of type {type(value).__name__}")
+
+
+def _expect_tensor(value: object) -> _TensorRef:
+    if not isinstance(value, _TensorRef):
+        raise PyTorchReadError(f"expected a tensor, got a {type(value).__name__}")
+    return value
+
+
+def _storage_id(pid: object) -> tuple[np.dtype, str, int, tuple[object, ...]]:
+    """Split a ``('storage', type, key, location, numel, *rest)`` storage reference."""
+    if not (isinstance(pid, tuple) and len(pid) >= 5 and pid[0] == "storage"):
+        raise PyTorchReadError(f"unsupported storage reference of type {type(pid).__name__}")
+    _, storage_type, key, _location, numel, *rest = pid
+    if not isinstance(storage_type, _StorageType):
+        raise PyTorchReadError(f"storage type is a {type(storage_type).__name__}")
+    return storage_type.dtype, _key(key), _index(numel, "storage size"), tuple(rest)
+
+
+def _same_dtype(storage: _Storage, dtype: np.dtype) -> _Storage:
+    if storage.dtype != dtype:
+        raise PyTorchReadError(
+            f"storage {storage.key!r} is used as both {storage.dtype} and {dtype}"
+        )
+    return storage
+
+
+def _elements(
+    buffer: bytes | mmap.mmap, dtype: np.dtype, count: int, big_endian: bool, offset: int = 0
+) -> np.ndarray:
+    """``count`` elements at ``offset`` in host byte order: a view, or a swapped copy when the
+    file's byte order differs from the host's. The caller has checked the bounds."""
+    elements = np.frombuffer(buffer, dtype=dtype, count=count, offset=offset)
+    if big_endian != (sys.byteorder == "big") and dtype.itemsize > 1:
+        elements = elements.byteswap()
+        elements.flags.writeable = False
+    return elements
+
+
+def _take(stream: BinaryIO | mmap.mmap, size: int) -> bytes:
+    chunk = stream.read(size)
+    if len(chunk) != size:
+        raise PyTorchReadError("file is truncated")
+    return chunk
+
+
+def _read_storage(
+    buffer: bytes | mmap.mmap, stream: BinaryIO | mmap.mmap, dtype: np.dtype, big_endian: bool
+) -> tuple[int, np.ndarray]:
+    """One raw storage at ``stream``'s position: its int64 element count, then the elements
+    (viewed in ``buffer``, the bytes ``stream`` reads)."""
+    (count,) = struct.unpack(">q" if big_endian else "<q", _take(stream, 8))
+    start = stream.tell()
+    if count < 0 or start + count * dtype.itemsize > len(buffer):
+        raise PyTorchReadError("file is truncated inside a storage")
+    stream.seek(start + count * dtype.itemsize)
+    return count, _elements(buffer, dtype, count, big_endian, offset=start)
+
+
+def _big_endian(sys_info: object) -> bool:
+    """The byte order torch's system-info pickle records (little-endian when silent)."""
+    if not isinstance(sys_info, dict):
+        raise PyTorchReadError("system-info pickle is not a dict")
+    little_endian = dict.get(sys_info, "little_endian", True)
+    if type(little_endian) is not bool:
+        raise PyTorchReadError("system-info 'little_endian' is not a bool")
+    return not little_endian
+
+
+def _view_storages(
+    views: Mapping[str, tuple[_Storage, _Storage, int, int]], arrays: dict[_Storage, np.ndarray]
+) -> None:
+    """Fill storages defined as element ranges of others (pre-1.0 storage views)."""
+    for key, (view, root, offset, count) in views.items():
+        elements = arrays.get(root)
+        if elements is None or offset + count > elements.size:
+            raise PyTorchReadError(f"storage view {key!r} lies outside its root storage")
+        arrays[view] = elements[offset : offset + count]
+
+
+def _zip_read(archive: zipfile.ZipFile, name: str) -> bytes:
+    try:
+        return archive.read(name)
+    except KeyError:
+        raise PyTorchReadError(f"zip record {name!r} is missing") from None
+    except _ZIP_ERRORS as exc:
+        raise PyTorchReadError(f"cannot read zip record {name!r}: {exc}") from exc
+
+
+def _load_zip(file: BinaryIO) -> tuple[object, dict[_Storage, np.ndarray]]:
+    """torch >= 1.6: the pickle in ``<name>/data.pkl``, storage ``k`` in ``<name>/data/k``."""
+    try:
+        archive = zipfile.ZipFile(file)
+    except _ZIP_ERRORS as exc:
+        raise PyTorchReadError(f"broken zip archive: {exc}") from exc
+    with archive:
+        names = set(archive.namelist())
+        pickles = sorted(
+            n for n in names if n == "data.pkl" or (n.endswith("/data.pkl") and n.count("/") == 1)
+        )
+        if len(pickles) != 1:
+            raise PyTorchReadError(f"expected one '<name>/data.pkl' record, found {len(pickles)}")
+        prefix = pickles[0].removesuffix("data.pkl")
+        byteorder = (
+            _zip_read(archive, prefix + "byteorder").strip()
+            if prefix + "byteorder" in names
+            else b"little"
+        )
+        if byteorder not in (b"little", b"big"):
+            raise PyTorchReadError("zip record 'byteorder' is neither 'little' nor 'big'")
+        storages: dict[str, _Storage] = {}
+        arrays: dict[_Storage, np.ndarray] = {}
+
+        def persistent_load(pid: object) -> _Storage:
+            dtype, key, count, rest = _storage_id(pid)
+            if rest:
+                raise PyTorchReadError("zip storage reference has extra fields")
+            if key in storages:
+                return _same_dtype(storages[key], dtype)
+            raw = _zip_read(archive, f"{prefix}data/{key}")
+            if len(raw) != count * dtype.itemsize:
+                raise PyTorchReadError(
+                    f"storage {key!r} holds {len(raw)} bytes, expected {count} x {dtype}"
+                )
+            storage = storages[key] = _Storage(key, dtype)
+            arrays[storage] = _elements(raw, dtype, count, byteorder == b"big")
+            return storage
+
+        root = _unpickle(io.BytesIO(_zip_read(archive, prefix + "data.pkl")), persistent_load)
+    return root, arrays
+
+
+def _load_legacy(data: mmap.mmap) -> tuple[object, dict[_Storage, np.ndarray]]:
+    """torch 0.1.10-1.5: magic, protocol and sys-info pickles, the object pickle, the storage
+    keys pickle, then the storages, each as an int64 element count and its elements."""
+    try:
+        magic = _unpickle(data)
+    except UnsafePickleError:
+        raise  # a bare pickle that would run code: say so rather than "not a checkpoint"
+    except PyTorchReadError as exc:
+        raise PyTorchReadError(_NOT_PYTORCH) from exc
+    if type(magic) is not int or magic != _LEGACY_MAGIC:
+        raise PyTorchReadError(_NOT_PYTORCH)
+    if _unpickle(data) != _LEGACY_PROTOCOL:
+        raise PyTorchReadError(
+            f"unsupported legacy format: protocol version is not {_LEGACY_PROTOCOL}"
+        )
+    big_endian = _big_endian(_unpickle(data))
+    roots: dict[str, _Storage] = {}
+    sizes: dict[_Storage, int] = {}
+    views: dict[str, tuple[_Storage, _Storage, int, int]] = {}
+
+    def persistent_load(pid: object) -> _Storage:
+        dtype, key, count, rest = _storage_id(pid)
+        if len(rest) != 1:
+            raise PyTorchReadError("legacy storage reference lacks its view field")
+        if key in roots:
+            root = _same_dtype(roots[key], dtype)
+        else:
+            root = roots[key] = _Storage(key, dtype)
+            sizes[root] = count
+        if rest[0] is None:
+            return root
+        view_key, offset, view_count = _view_field(rest[0])
+        if view_key not in views:
+            views[view_key] = (_Storage(view_key, dtype), root, offset, view_count)
+        return views[view_key][0]
+
+    root_object = _unpickle(data, persistent_load)
+    keys = _unpickle(data)
+    if not isinstance(keys, list):
+        raise PyTorchReadError("legacy storage-key pickle is not a list")
+    arrays: dict[_Storage, np.ndarray] = {}
+    for key in keys:
+        storage = roots.get(_key(key))
+        if storage is None:
+            raise PyTorchReadError(f"storage {_key(key)!r} has data but no tensor uses it")
+        count, arrays[storage] = _read_storage(data, data, storage.dtype, big_endian)
+        if count != sizes[storage]:
+            raise PyTorchReadError(
+                f"storage {storage.key!r} holds {count} elements, expected {sizes[storage]}"
+            )
+    _view_storages(views, arrays)
+    return root_object, arrays
+
+
+def _view_field(view: object) -> tuple[str, int, int]:
+    """A legacy ``(view_key, offset, size)`` storage-view field."""
+    if not (isinstance(view, tuple) and len(view) == 3):
+        raise PyTorchReadError("malformed legacy storage view")
+    return _key(view[0]), _index(view[1], "view offset"), _index(view[2], "view size")
+
+
+def _load_tar(file: BinaryIO) -> tuple[object, dict[_Storage, np.ndarray]]:
+    """torch < 0.1.10: ``storages``, ``tensors`` and ``pickle`` members (plus ``sys_info``)."""
+    try:
+        with tarfile.open(fileobj=file, mode="r:") as tar:
+            members = {m.name.removeprefix("./"): m for m in tar.getmembers() if m.isfile()}
+            contents = {
+                name: tar.extractfile(members[name]).read()
+                for name in ("sys_info", "storages", "tensors", "pickle")
+                if name in members
+            }
+    except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
+        raise PyTorchReadError(f"broken tar archive: {exc}") from exc
+    for required in ("storages", "pickle"):
+        if required not in contents:
+            raise PyTorchReadError(f"tar checkpoint has no {required!r} member")
+    big_endian = "sys_info" in contents and _big_endian(_unpickle(io.BytesIO(contents["sys_info"])))
+    storages, arrays = _tar_storages(contents["storages"], big_endian)
+    objects: dict[str, _Storage | _TensorRef] = dict(storages)
+    if "tensors" in contents:
+        objects |= _tar_tensors(contents["tensors"], storages)
+
+    def persistent_load(pid: object) -> _Storage | _TensorRef:
+        if type(pid) not in (str, int) or _key(pid) not in objects:
+            raise PyTorchReadError("tar pickle references an unknown storage or tensor")
+        return objects[_key(pid)]
+
+    def resolve_storage(storage: object) -> _Storage:
+        # Burn's tar fixtures (create_tar_format.py) inline the ('storage', type, key, location,
+        # numel) tuple as the rebuild argument instead of a persistent id; accept both.
+        if not isinstance(storage, tuple):
+            return _storage_arg(storage)
+        dtype, key, _count, _rest = _storage_id(storage)
+        if key not in storages:
+            raise PyTorchReadError(f"tar pickle references unknown storage {key!r}")
+        return _same_dtype(storages[key], dtype)
+
+    root = _unpickle(io.BytesIO(contents["pickle"]), persistent_load, resolve_storage)
+    return root, arrays
+
+
+def _tar_storages(
+    blob: bytes, big_endian: bool
+) -> tuple[dict[str, _Storage], dict[_Storage, np.ndarray]]:
+    """The ``storages`` member: a count, then per storage a ``(key, location, type)`` pickle and
+    the raw storage, then (real torch only, Burn's fixtures stop before it) the storage views."""
+    stream = io.BytesIO(blob)
+    storages: dict[str, _Storage] = {}
+    arrays: dict[_Storage, np.ndarray] = {}
+    for _ in range(_index(_unpickle(stream), "storage count")):
+        entry = _unpickle(stream)
+        if not (
+            isinstance(entry, tuple) and len(entry) == 3 and isinstance(entry[2], _StorageType)
+        ):
+            raise PyTorchReadError("malformed tar storage header")
+        storage = storages[_key(entry[0])] = _Storage(_key(entry[0]), entry[2].dtype)
+        _count, arrays[storage] = _read_storage(blob, stream, storage.dtype, big_endian)
+    if stream.tell() < len(blob):
+        views_entry = _unpickle(stream)
+        if not isinstance(views_entry, list):
+            raise PyTorchReadError("tar storage views are not a list")
+        views: dict[str, tuple[_Storage, _Storage, int, int]] = {}
+        for view in views_entry:
+            if not (isinstance(view, tuple) and len(view) == 4 and _key(view[1]) in storages):
+                raise PyTorchReadError("malformed tar storage view")
+            root = storages[_key(view[1])]
+            storage = storages[_key(view[0])] = _Storage(_key(view[0]), root.dtype)
+            views[storage.key] = (storage, root, _index(view[2], "offset"), _index(view[3], "size"))
+        _view_storages(views, arrays)
+    return storages, arrays
+
+
+def _tar_tensors(blob: bytes, storages: Mapping[str, _Storage]) -> dict[str, _TensorRef]:
+    """The ``tensors`` member: a count, then per tensor a ``(key, storage key, class)`` pickle,
+    an int32 rank padded to 8 bytes, int64 sizes, int64 strides and an int64 storage offset."""
+    stream = io.BytesIO(blob)
+    tensors: dict[str, _TensorRef] = {}
+    for _ in range(_index(_unpickle(stream), "tensor count")):
+        entry = _unpickle(stream)
+        if not (isinstance(entry, tuple) and len(entry) == 3 and _key(entry[1]) in storages):
+            raise PyTorchReadError("malformed tar tensor header")
+        (rank,) = struct.unpack("<i", _take(stream, 4))
+        _take(stream, 4)
+        if rank < 0:
+            raise PyTorchReadError("negative tensor rank")
+        shape = struct.unpack(f"<{rank}q", _take(stream, 8 * rank))
+        stride = struct.unpack(f"<{rank}q", _take(stream, 8 * rank))
+        (offset,) = struct.unpack("<q", _take(stream, 8))
+        tensors[_key(entry[0])] = _TensorRef(storages[_key(entry[1])], offset, shape, stride)
+    return tensors
+
+
+def _load(path: Path) -> tuple[object, dict[_Storage, np.ndarray]]:
+    """Read the file in the layout its first bytes announce."""
+    with path.open("rb") as file:
+        head = file.read(262)
+        file.seek(0)
+        if head[:4] == b"PK\x03\x04":
+            return _load_zip(file)
+        if head[257:262] == b"ustar":
+            return _load_tar(file)
+        if not head:
+            raise PyTorchReadError("file is empty")
+        # Mapped, so that legacy storages are zero-copy views of the file.
+        data = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+    return _load_legacy(data)
+
+
+def _flatten(tree: dict[object, object]) -> dict[str, _TensorRef]:
+    """Name every tensor reachable through nested dicts by its dotted key path, as Burn does.
+
+    Only dicts are descended into: tensors in lists or other objects are skipped along with every
+    non-tensor leaf. Items are read with ``dict.items`` because a pickle can set an instance
+    attribute called ``items`` on an ``OrderedDict``.
+    """
+    found: dict[str, _TensorRef] = {}
+    entries = 0
+
+    def walk(node: dict[object, object], prefix: str, depth: int) -> None:
+        nonlocal entries
+        if depth > _MAX_DEPTH:
+            raise PyTorchReadError(f"dicts nest more than {_MAX_DEPTH} deep (cyclic?)")
+        for key, value in dict.items(node):
+            entries += 1
+            if entries > _MAX_ENTRIES:
+                raise PyTorchReadError(f"more than {_MAX_ENTRIES} dict entries (shared dicts?)")
+            if isinstance(value, _TensorRef):
+                name = prefix + _key(key)
+                if name in found:
+                    raise PyTorchReadError(f"two tensors flatten to the same name {name!r}")
+                found[name] = value
+            elif isinstance(value, dict):
+                walk(value, prefix + _key(key) + ".", depth + 1)
+
+    walk(tree, "", 0)
+    return found
+
+
+def _materialize(tensor: _TensorRef, elements: np.ndarray, name: str) -> np.ndarray:
+    """Apply the view to its storage: zero-copy when C-contiguous, else a C-order copy."""
+    shape, stride, offset = tensor.shape, tensor.stride, tensor.offset
+    extent = 0 if 0 in shape else 1 + sum((dim - 1) * step for dim, step in zip(shape, stride))
+    if offset + extent > elements.size:
+        raise PyTorchReadError(
+            f"tensor {name!r} (offset {offset}, size {shape}, stride {stride}) reaches past "
+            f"its storage of {elements.size} elements"
+        )
+    view = as_strided(
+        elements[offset:],
+        shape=shape,
+        strides=tuple(step * elements.itemsize for step in stride),
+        writeable=False,
+    )
+    if view.flags.c_contiguous:
+        return view
+    try:
+        copy = np.ascontiguousarray(view)
+    except MemoryError as exc:
+        raise PyTorchReadError(f"tensor {name!r} of size {shape} does not fit in memory") from exc
+    copy.flags.writeable = False
+    return copy
+
+
+def read_pytorch(
+    path: str | os.PathLike[str], *, top_level_key: str | None = None
+) -> dict[str, np.ndarray]:
+    """Load every tensor of a PyTorch checkpoint as numpy arrays keyed by dotted paths.
+
+    Nothing in the file is executed, so untrusted checkpoints are safe to read. Nested dicts
+    flatten to names like ``"encoder.layer.weight"`` and non-tensor leaves (epochs, configs,
+    lists) are skipped, matching the names Burn's importer sees. ``top_level_key`` first selects
+    one entry of the root dict (e.g. ``"state_dict"`` or ``"model"``), so checkpoints that wrap
+    the state dict yield the module's own names. Arrays are read-only; tensors that share a
+    storage come back as views of the same buffer.
+
+    Raises :class:`PyTorchReadError` (or its subclass :class:`UnsafePickleError`) when the file is
+    not a readable checkpoint or ``top_level_key`` is absent, and ``OSError`` when it cannot be
+    opened.
+    """
+    try:
+        root, arrays = _load(Path(path))
+        if not isinstance(root, dict):
+            kind = "tensor" if isinstance(root, _TensorRef) else type(root).__name__
+            raise PyTorchReadError(f"the checkpoint holds a {kind}, not a dict of tensors")
+        if top_level_key is not None:
+            selected = dict.get(root, top_level_key)
+            if not isinstance(selected, dict):
+                available = sorted(key for key in dict.keys(root) if type(key) is str)
+                raise PyTorchReadError(
+                    f"no dict under top-level key {top_level_key!r}; keys: {available}"
+                )
+            root = selected
+        tensors: dict[str, np.ndarray] = {}
+        done: dict[_TensorRef, np.ndarray] = {}
+        for name, tensor in _flatten(root).items():
+            if tensor not in done:
+                elements = arrays.get(tensor.storage)
+                if elements is None:
+                    raise PyTorchReadError(
+                        f"tensor {name!r}: storage {tensor.storage.key!r} has no data"
+                    )
+                done[tensor] = _materialize(tensor, elements, name)
+            tensors[name] = done[tensor]
+        return tensors
+    except PyTorchReadError as exc:
+        exc.add_note(f"while reading {os.fspath(path)!r}")
+        raise
