@@ -67,7 +67,12 @@ class Tensor:
                 dtype = dtype_from_numpy(array.dtype)
             except ValueError as exc:
                 raise ValidationError(f"tensor '{name}': {exc}") from None
-        return cls(name, dtype, array.shape, _le_c_bytes(array), param_id=param_id)
+        tensor = cls.__new__(cls)
+        tensor._init(name, dtype, array.shape, param_id)
+        tensor._data = _le_c_bytes(array)
+        tensor._provider = None
+        tensor.byte_len = tensor._data.nbytes
+        return tensor
 
     @classmethod
     def deferred(
@@ -100,17 +105,16 @@ class Tensor:
         if not isinstance(dtype, DType):
             raise ValidationError(f"tensor '{name}': dtype must be a burnpack.DType, got {dtype!r}")
         shape = tuple(shape)
-        for dim in shape:
-            if type(dim) is not int and not isinstance(dim, np.integer):
-                raise ValidationError(f"tensor '{name}': shape {list(shape)} must hold ints")
-            if not 0 <= dim <= U64_MAX:
-                raise ValidationError(f"tensor '{name}': dimension {dim} is outside 0..2^64-1")
-        if param_id is not None and (not isinstance(param_id, (int, np.integer)) or not 0 <= param_id <= U64_MAX):
-            raise ValidationError(f"tensor '{name}': param_id {param_id!r} is not a u64")
+        if not all(type(dim) is int and 0 <= dim <= U64_MAX for dim in shape):
+            shape = tuple(map(_u64_dim(name, shape), shape))
+        if param_id is not None:
+            if not isinstance(param_id, (int, np.integer)) or not 0 <= param_id <= U64_MAX:
+                raise ValidationError(f"tensor '{name}': param_id {param_id!r} is not a u64")
+            param_id = int(param_id)
         self.name = name
         self.dtype = dtype
-        self.shape = tuple(int(d) for d in shape)
-        self.param_id = None if param_id is None else int(param_id)
+        self.shape = shape
+        self.param_id = param_id
 
     def __repr__(self) -> str:
         kind = "deferred" if self._provider is not None else "resident"
@@ -124,6 +128,17 @@ class Tensor:
         if isinstance(data, np.ndarray):
             data = _le_c_bytes(data)
         return memoryview(data).cast("B")
+
+
+def _u64_dim(name: str, shape: tuple) -> Callable[[Any], int]:
+    def check(dim: Any) -> int:
+        if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+            raise ValidationError(f"tensor '{name}': shape {list(shape)} must hold ints")
+        if not 0 <= dim <= U64_MAX:
+            raise ValidationError(f"tensor '{name}': dimension {dim} is outside 0..2^64-1")
+        return int(dim)
+
+    return check
 
 
 def _le_c_bytes(array: np.ndarray) -> memoryview:
@@ -271,11 +286,9 @@ class Writer:
 
     def write_stream(self, stream: BinaryIO) -> int:
         """Write to an open binary stream; returns the bytes written."""
-        written = 0
-        for chunk in self._chunks():
-            written += stream.write(chunk)
-            del chunk  # let a finished deferred tensor go before the next one is produced
-        return written
+        size = self.size()
+        stream.writelines(self._chunks())  # holds one chunk at a time: deferred tensors go as soon as written
+        return size
 
     def write(self, path: PathLike) -> Path:
         """Write to ``path`` in place (``.bpk`` appended when it has no extension).

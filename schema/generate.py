@@ -370,8 +370,17 @@ def enc_expr(t: Type, x: str, schema: Schema) -> str:
 def gen_encoders(schema: Schema) -> list[str]:
     lines: list[str] = []
     for s in schema.structs.values():
-        lines += ["", "", f"def encode_{s.name}(v: {s.name}) -> dict:", f'    """{s.name} as ciborium writes it: keys in declaration order."""', "    out: dict = {}"]
-        for f in s.fields:
+        lines += ["", "", f"def encode_{s.name}(v: {s.name}) -> dict:", f'    """{s.name} as ciborium writes it: keys in declaration order."""']
+        fields = list(s.fields)
+        fixed = []
+        while fields and fields[0].absent in ("required", "null"):
+            f = fields.pop(0)
+            fixed.append(f"{f.name!r}: {enc_expr(f.type, f'v.{f.name}', schema)}")
+        if not fields:
+            lines.append(f"    return {{{', '.join(fixed)}}}")
+            continue
+        lines.append(f"    out = {{{', '.join(fixed)}}}")
+        for f in fields:
             expr = enc_expr(f.type, f"v.{f.name}", schema)
             if f.absent == "omit_if_empty":
                 lines += [f"    if v.{f.name}:", f"        out[{f.name!r}] = {expr}"]

@@ -23,8 +23,7 @@ def _in_context(d: Decoder, key: str, read: Callable[[], Any]) -> Any:
 
 def encode_Metadata(v: Metadata) -> dict:
     """Metadata as ciborium writes it: keys in declaration order."""
-    out: dict = {}
-    out['tensors'] = {k: encode_TensorDescriptor(v.tensors[k]) for k in sorted(v.tensors)}
+    out = {'tensors': {k: encode_TensorDescriptor(v.tensors[k]) for k in sorted(v.tensors)}}
     if v.metadata:
         out['metadata'] = {k: v.metadata[k] for k in sorted(v.metadata)}
     if v.scalars:
@@ -34,10 +33,7 @@ def encode_Metadata(v: Metadata) -> dict:
 
 def encode_TensorDescriptor(v: TensorDescriptor) -> dict:
     """TensorDescriptor as ciborium writes it: keys in declaration order."""
-    out: dict = {}
-    out['dtype'] = encode_DType(v.dtype)
-    out['shape'] = list(v.shape)
-    out['data_offsets'] = list(v.data_offsets)
+    out = {'dtype': encode_DType(v.dtype), 'shape': list(v.shape), 'data_offsets': list(v.data_offsets)}
     if v.param_id is not None:
         out['param_id'] = v.param_id
     return out
@@ -45,29 +41,17 @@ def encode_TensorDescriptor(v: TensorDescriptor) -> dict:
 
 def encode_QuantScheme(v: QuantScheme) -> dict:
     """QuantScheme as ciborium writes it: keys in declaration order."""
-    out: dict = {}
-    out['value'] = v.value.value
-    out['store'] = encode_QuantStore(v.store)
-    out['mode'] = v.mode.value
-    out['tensor'] = (None if v.tensor is None else v.tensor.value)
-    out['block'] = (None if v.block is None else encode_BlockScale(v.block))
-    return out
+    return {'value': v.value.value, 'store': encode_QuantStore(v.store), 'mode': v.mode.value, 'tensor': (None if v.tensor is None else v.tensor.value), 'block': (None if v.block is None else encode_BlockScale(v.block))}
 
 
 def encode_BlockScale(v: BlockScale) -> dict:
     """BlockScale as ciborium writes it: keys in declaration order."""
-    out: dict = {}
-    out['size'] = encode_BlockSize(v.size)
-    out['dtype'] = v.dtype.value
-    return out
+    return {'size': encode_BlockSize(v.size), 'dtype': v.dtype.value}
 
 
 def encode_BlockSize(v: BlockSize) -> dict:
     """BlockSize as ciborium writes it: keys in declaration order."""
-    out: dict = {}
-    out['storage'] = list(v.storage)
-    out['len'] = v.len
-    return out
+    return {'storage': list(v.storage), 'len': v.len}
 
 
 def encode_DType(v: DType) -> Any:
