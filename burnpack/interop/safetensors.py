@@ -1,0 +1,302 @@
+"""Read and write ``.safetensors`` files with full validation, using nothing beyond numpy.
+
+Layout: an 8-byte little-endian header length ``N``; ``N`` bytes of UTF-8 JSON (an object,
+space-padded to a multiple of 8 by writers); then the data buffer. Each header entry maps a
+tensor name to ``{"dtype", "shape", "data_offsets": [begin, end]}``, offsets relative to the
+buffer; the optional ``__metadata__`` entry is a string-to-string map.
+
+The reader refuses everything the ``safetensors`` library refuses, and also what the format's
+README forbids but the library lets through (repeated JSON keys, a header not starting with
+``{``, ``BOOL`` bytes other than 0 and 1), so a file it accepts loads everywhere.
+The writer produces the library's exact bytes: entries ordered by descending dtype alignment
+then name, compact JSON, space padding.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import mmap
+import os
+import struct
+from collections.abc import Mapping
+
+import ml_dtypes
+import numpy as np
+
+__all__ = [
+    "SafetensorsError",
+    "parse_safetensors",
+    "read_safetensors",
+    "serialize_safetensors",
+    "write_safetensors",
+]
+
+# safetensors' own bound (MAX_HEADER_SIZE): a larger header is refused before it is read.
+_MAX_HEADER = 100_000_000
+_MAX_DIMS = 64  # numpy's limit on array rank
+# Dtype codes in the order of safetensors' ``Dtype`` enum, which is by increasing alignment;
+# the writer lays tensors out from the end of this list.
+_DTYPES = {
+    "BOOL": np.dtype(np.bool_),
+    "U8": np.dtype(np.uint8),
+    "I8": np.dtype(np.int8),
+    "I16": np.dtype("<i2"),
+    "U16": np.dtype("<u2"),
+    "F16": np.dtype("<f2"),
+    "BF16": np.dtype(ml_dtypes.bfloat16),
+    "I32": np.dtype("<i4"),
+    "U32": np.dtype("<u4"),
+    "F32": np.dtype("<f4"),
+    "F64": np.dtype("<f8"),
+    "I64": np.dtype("<i8"),
+    "U64": np.dtype("<u8"),
+}
+_ALIGNMENT_RANK = {code: rank for rank, code in enumerate(_DTYPES)}
+
+
+class SafetensorsError(Exception):
+    """The bytes are not a valid safetensors file, or the tensors cannot be written as one."""
+
+
+def read_safetensors(path: str | os.PathLike[str]) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """Read a ``.safetensors`` file into ``(tensors, metadata)`` without copying tensor data.
+
+    The file is memory-mapped and every array is a read-only view of the mapping, so a
+    multi-gigabyte file costs no memory until its pages are touched. Tensors come back in file
+    order. Raises :class:`SafetensorsError` for an invalid file, ``OSError`` if it cannot be
+    opened.
+    """
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        if size < 8:
+            raise SafetensorsError(f"file is {size} bytes, too short for the 8-byte header length")
+        buffer = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+    return _parse(buffer)
+
+
+def parse_safetensors(
+    data: bytes | bytearray | memoryview,
+) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """Parse safetensors bytes already in memory into ``(tensors, metadata)``.
+
+    For payloads that never touch a file (downloads, archive members). Arrays are read-only
+    views of ``data``, which must stay unmodified while they are in use.
+    """
+    return _parse(memoryview(data).cast("B"))
+
+
+def _parse(
+    buffer: bytes | bytearray | memoryview | mmap.mmap,
+) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    if len(buffer) < 8:
+        raise SafetensorsError(f"{len(buffer)} bytes is too short for the 8-byte header length")
+    (header_size,) = struct.unpack_from("<Q", buffer)
+    if header_size > _MAX_HEADER:
+        raise SafetensorsError(f"header length {header_size} exceeds the {_MAX_HEADER}-byte limit")
+    data_start = 8 + header_size
+    if data_start > len(buffer):
+        raise SafetensorsError(
+            f"header length {header_size} runs past the end of the {len(buffer)} bytes"
+        )
+    header = _parse_header(bytes(buffer[8:data_start]))
+    metadata = _metadata(header.pop("__metadata__", None))
+    entries = sorted(
+        (_entry(name, info, len(buffer) - data_start) for name, info in header.items()),
+        key=lambda entry: entry[3],
+    )
+    end = 0
+    for name, _, _, (begin, stop) in entries:
+        if begin != end:
+            defect = "overlap" if begin < end else "gap"
+            raise SafetensorsError(
+                f"tensor {name!r} starts at data byte {begin} but the previous data ends at "
+                f"{end} ({defect})"
+            )
+        end = stop
+    if end != len(buffer) - data_start:
+        raise SafetensorsError(
+            f"tensors cover {end} bytes but the data buffer holds {len(buffer) - data_start}"
+        )
+    tensors = {}
+    for name, dtype, shape, (begin, _) in entries:
+        tensors[name] = _view(buffer, name, dtype, shape, data_start + begin)
+    return tensors, metadata
+
+
+def _parse_header(raw: bytes) -> dict[str, object]:
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SafetensorsError(f"header is not valid UTF-8: {exc}") from exc
+    if not text.startswith("{"):
+        raise SafetensorsError("header must be a JSON object starting with '{'")
+    try:
+        return json.loads(text, object_pairs_hook=_json_object, parse_constant=_no_constant)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        raise SafetensorsError(f"header is not valid JSON: {exc}") from exc
+
+
+def _json_object(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object, refusing repeated keys (``json`` silently keeps the last) and strings
+    escaping lone surrogates (``json`` decodes them; they are not UTF-8 and serde_json, which
+    the safetensors library uses, refuses them)."""
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        repeated = next(key for key, _ in pairs if sum(k == key for k, _ in pairs) > 1)
+        raise SafetensorsError(f"header repeats the key {repeated!r}")
+    for text in [key for key, _ in pairs] + [value for _, value in pairs if isinstance(value, str)]:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise SafetensorsError(f"header string {text!r} is not valid Unicode") from exc
+    return result
+
+
+def _no_constant(name: str) -> object:
+    raise SafetensorsError(f"header holds {name}, which is not JSON")
+
+
+def _metadata(value: object) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise SafetensorsError("__metadata__ must map strings to strings")
+    return value
+
+
+def _entry(
+    name: str, info: object, buffer_size: int
+) -> tuple[str, np.dtype, tuple[int, ...], tuple[int, int]]:
+    """Validate one header entry into ``(name, dtype, shape, (begin, end))``."""
+    if not isinstance(info, dict):
+        raise SafetensorsError(f"entry {name!r} is not an object")
+    missing = [field for field in ("dtype", "shape", "data_offsets") if field not in info]
+    if missing:
+        raise SafetensorsError(f"tensor {name!r} lacks {', '.join(missing)}")
+    code, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
+    if not isinstance(code, str) or code not in _DTYPES:
+        raise SafetensorsError(
+            f"tensor {name!r} has unsupported dtype {code!r}; supported: {', '.join(_DTYPES)}"
+        )
+    if not _ints(shape) or len(shape) > _MAX_DIMS:
+        raise SafetensorsError(
+            f"tensor {name!r} shape must be a list of at most {_MAX_DIMS} non-negative ints"
+        )
+    if not (_ints(offsets) and len(offsets) == 2 and offsets[0] <= offsets[1]):
+        raise SafetensorsError(
+            f"tensor {name!r} data_offsets must be [begin, end] with begin <= end"
+        )
+    dtype = _DTYPES[code]
+    nbytes = math.prod(shape) * dtype.itemsize
+    span = offsets[1] - offsets[0]
+    if nbytes > buffer_size:
+        raise SafetensorsError(f"tensor {name!r} of shape {shape} does not fit in the data buffer")
+    if nbytes != span:
+        raise SafetensorsError(
+            f"tensor {name!r} is {shape} x {code} = {nbytes} bytes, but its offsets span {span}"
+        )
+    return name, dtype, tuple(shape), (offsets[0], offsets[1])
+
+
+def _ints(value: object) -> bool:
+    return isinstance(value, list) and all(type(item) is int and item >= 0 for item in value)
+
+
+def _view(
+    buffer: bytes | bytearray | memoryview | mmap.mmap,
+    name: str,
+    dtype: np.dtype,
+    shape: tuple[int, ...],
+    offset: int,
+) -> np.ndarray:
+    count = math.prod(shape)
+    if dtype == np.bool_ and np.any(np.frombuffer(buffer, np.uint8, count, offset) > 1):
+        raise SafetensorsError(f"BOOL tensor {name!r} holds bytes other than 0 and 1")
+    try:
+        array = np.frombuffer(buffer, dtype, count, offset).reshape(shape)
+    except (ValueError, OverflowError) as exc:  # a zero-sized shape numpy cannot represent
+        raise SafetensorsError(f"tensor {name!r} of shape {list(shape)}: {exc}") from exc
+    array.flags.writeable = False
+    return array
+
+
+def serialize_safetensors(
+    tensors: Mapping[str, np.ndarray], metadata: Mapping[str, str] | None = None
+) -> bytes:
+    """The safetensors bytes for ``tensors``, identical to ``safetensors.numpy.save``.
+
+    Arrays may be strided, Fortran-ordered or big-endian: the file always holds C-order
+    little-endian data. With more than one metadata entry, the keys are written sorted, where
+    the library writes them in hash order.
+    """
+    header, arrays = _prepare(tensors, metadata)
+    return header + b"".join(_little_endian_bytes(array) for array in arrays)
+
+
+def write_safetensors(
+    tensors: Mapping[str, np.ndarray],
+    path: str | os.PathLike[str],
+    metadata: Mapping[str, str] | None = None,
+) -> None:
+    """Write ``tensors`` (and string ``metadata``) to ``path`` as :func:`serialize_safetensors`
+    lays them out, streaming one tensor at a time rather than building the file in memory."""
+    header, arrays = _prepare(tensors, metadata)
+    with open(path, "wb") as file:
+        file.write(header)
+        for array in arrays:
+            file.write(_little_endian_bytes(array))
+
+
+def _prepare(
+    tensors: Mapping[str, np.ndarray], metadata: Mapping[str, str] | None
+) -> tuple[bytes, list[np.ndarray]]:
+    """The length-prefixed header and the arrays in file order."""
+    entries = []
+    for name, array in tensors.items():
+        if not isinstance(name, str) or name == "__metadata__":
+            raise SafetensorsError(f"tensor name {name!r} is not allowed")
+        if not isinstance(array, np.ndarray):
+            raise SafetensorsError(
+                f"tensor {name!r} is a {type(array).__name__}, not a numpy array"
+            )
+        entries.append((_code(name, array.dtype), name, array))
+    entries.sort(key=lambda entry: (-_ALIGNMENT_RANK[entry[0]], entry[1]))
+    header: dict[str, object] = {}
+    if metadata is not None:
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items()):
+            raise SafetensorsError("metadata must map strings to strings")
+        header["__metadata__"] = dict(sorted(metadata.items()))
+    offset = 0
+    for code, name, array in entries:
+        header[name] = {
+            "dtype": code,
+            "shape": list(array.shape),
+            "data_offsets": [offset, offset + array.nbytes],
+        }
+        offset += array.nbytes
+    try:
+        raw = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise SafetensorsError(
+            f"a name or metadata string is not encodable as UTF-8: {exc}"
+        ) from exc
+    raw += b" " * (-len(raw) % 8)
+    if len(raw) > _MAX_HEADER:
+        raise SafetensorsError(f"header of {len(raw)} bytes exceeds the {_MAX_HEADER}-byte limit")
+    return struct.pack("<Q", len(raw)) + raw, [array for _, _, array in entries]
+
+
+def _code(name: str, dtype: np.dtype) -> str:
+    little_endian = dtype.newbyteorder("<")
+    for code, candidate in _DTYPES.items():
+        if little_endian == candidate:
+            return code
+    raise SafetensorsError(f"tensor {name!r} has dtype {dtype}, which safetensors cannot hold here")
+
+
+def _little_endian_bytes(array: np.ndarray) -> memoryview:
+    """C-order little-endian bytes of ``array`` whatever its strides or byte order (copying
+    only when it is not already so)."""
+    contiguous = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
+    return contiguous.reshape(-1).view(np.uint8).data
