@@ -30,6 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from burnpack.interop import pytorch as pytorch_reader
 from burnpack.interop.pytorch import PyTorchReadError, UnsafePickleError, read_pytorch
 from tests.conftest import PYTORCH_FIXTURES, require
 
@@ -574,6 +575,19 @@ def test_cyclic_dict_raises_instead_of_recursing(tmp_path: Path) -> None:
         archive.writestr("archive/data.pkl", b"\x80\x02}q\x00(X\x01\x00\x00\x00ah\x00u.")
     with pytest.raises(PyTorchReadError, match="nest more than"):
         read_pytorch(tmp_path / "t.pt")
+
+
+def test_dicts_shared_across_levels_cannot_multiply_paths_without_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Level k holds level k-1 twice: 2**k dotted paths from k + 1 dicts.
+    monkeypatch.setattr(pytorch_reader, "_MAX_ENTRIES", 1000)
+    # The levels are defined inside a list, which flattening skips, then reached from "root".
+    levels = [Memo(0, {"w": tensor(storage_ref("0", "FloatStorage", 1), 0, (1,), (1,))})]
+    levels += [Memo(k, {"a": Recall(k - 1), "b": Recall(k - 1)}) for k in range(1, 12)]
+    root = {"levels": levels, "root": Recall(11)}
+    with pytest.raises(PyTorchReadError, match="more than 1000 dict entries"):
+        read_pytorch(write_zip(tmp_path / "t.pt", root, {"0": f32([1])}))
 
 
 def test_checkpoint_whose_root_is_not_a_dict_raises(tmp_path: Path) -> None:
