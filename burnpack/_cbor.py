@@ -621,3 +621,32 @@ class Decoder:
                 return
             raise self.expected(h, "known simple value")
         raise self.expected(h, "non-break")
+
+
+# -- helpers for the generated canonical scanner ---------------------------------------------
+def uints(header: bytes, body: bytes) -> tuple[int, ...] | None:
+    """The integers of an array (its header and the run of integer tokens), None if the count is off."""
+    count = header[0] - 0x80 if len(header) == 1 else int.from_bytes(header[1:], "big")
+    if not body or max(body) < 0x18:
+        values = tuple(body)
+    else:
+        items = []
+        pos = 0
+        while pos < len(body):
+            head = body[pos]
+            width = 0 if head < 0x18 else 1 << (head - 0x18)
+            items.append(head if width == 0 else int.from_bytes(body[pos + 1 : pos + 1 + width], "big"))
+            pos += 1 + width
+        values = tuple(items)
+    return values if len(values) == count else None
+
+
+def map_header(buf: bytes, pos: int) -> tuple[int, int]:
+    """(entry count, position after the header) of a definite map at ``pos``; else Fallback."""
+    head = buf[pos]
+    if 0xA0 <= head <= 0xB7:
+        return head - 0xA0, pos + 1
+    if 0xB8 <= head <= 0xBB:
+        width = 1 << (head - 0xB8)
+        return int.from_bytes(buf[pos + 1 : pos + 1 + width], "big"), pos + 1 + width
+    raise Fallback

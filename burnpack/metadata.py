@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._cbor import CborError, Decoder, Fallback, encode, fast_loads
-from ._generated.codec import encode_Metadata, exact_Metadata, fast_Metadata
+from ._generated.codec import encode_Metadata, exact_Metadata, fast_Metadata, scan_Metadata
 from ._generated.layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH
 from ._generated.types import Metadata
 from .errors import MetadataDeserializationError, MetadataSerializationError
@@ -20,10 +20,15 @@ def encode_metadata(metadata: Metadata) -> bytes:
 def decode_metadata(blob: bytes) -> Metadata:
     """Decode the metadata item as ciborium + serde do, with Burn's recursion limit.
 
-    Plain, canonical metadata (everything Burn writes) takes cbor2's C decoder; anything the fast
-    path cannot prove equivalent is decoded by the exact emulation, which also produces Burn's
+    Three tiers, each falling back to the next whenever it cannot prove it reads the bytes as
+    Burn does: a regex scanner for a tensors map exactly as Burn writes it, cbor2's C decoder
+    with the generated validators, and the exact ciborium emulation, which also produces Burn's
     error message for invalid input.
     """
+    try:
+        return scan_Metadata(blob)
+    except Exception:  # Fallback, or bytes the scanner does not handle
+        pass
     try:
         return fast_Metadata(fast_loads(blob))
     except Exception:  # Fallback, or a shape the fast validators do not handle

@@ -212,8 +212,25 @@ class Pack(Mapping[str, TensorView]):
         return views
 
     def numpy(self) -> dict[str, np.ndarray]:
-        """Every tensor as a zero-copy numpy array, keyed by name in sorted order."""
-        return {view.name: view.numpy() for view in self.tensors()}
+        """Every tensor as a zero-copy numpy array, keyed by name in sorted order.
+
+        Checked as ``tensors()`` is; this is the bulk path, without a ``TensorView`` per tensor.
+        """
+        buffer = self._source.buffer()
+        if buffer is None or self.legacy_layout:
+            return {view.name: view.numpy() for view in self.tensors()}
+        out = {}
+        base, available, descriptors = self.data_section_start, self._source.size, self._descriptors
+        for name in self._names:
+            dtype, shape, (start, end), _ = descriptors[name]
+            size = element_size(dtype)
+            if not start <= end <= available - base or end - start > MAX_TENSOR_SIZE or size is None or end - start != math.prod(shape) * size:
+                view = self[name]  # the checked path: raises Burn's error, or handles QFloat
+                self._tensor_range(view, whole_pack=True)
+                out[name] = view.numpy()
+                continue
+            out[name] = view_bytes_as(buffer, base + start, (end - start) // size, numpy_dtype(dtype)).reshape(shape)
+        return out
 
     @property
     def descriptors(self) -> dict[str, TensorDescriptor]:

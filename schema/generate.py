@@ -545,6 +545,123 @@ def gen_exact(schema: Schema) -> list[str]:
     return lines
 
 
+def cbor_text(text: str) -> bytes:
+    """The canonical CBOR encoding of a short text string (a struct key or a variant name)."""
+    data = text.encode()
+    assert len(data) < 24
+    return bytes([0x60 + len(data)]) + data
+
+
+def regex_bytes(data: bytes) -> str:
+    """A bytes-regex literal matching exactly ``data``."""
+    return "".join(f"\\x{b:02x}" for b in data)
+
+
+_UINT_RE = r"(?:[\x00-\x17]|\x18[\x00-\xff]|\x19[\x00-\xff]{2}|\x1a[\x00-\xff]{4}|\x1b[\x00-\xff]{8})"
+
+
+def _uint_expr(var: str) -> str:
+    return f"({var}[0] if len({var}) == 1 else int.from_bytes({var}[1:], 'big'))"
+
+
+def scan_value(t: Type, schema: Schema, var: str) -> tuple[str, list[str], str, dict[bytes, str]] | None:
+    """(regex, group names, conversion expression, enum table) for a value, or None if not scannable."""
+    if t.kind == "u64":
+        return f"({_UINT_RE})", [var], _uint_expr(var), {}
+    if t.kind == "seq" and t.inner.kind == "u64":
+        header = r"(?:[\x80-\x97]|\x98[\x00-\xff]|\x99[\x00-\xff]{2})"
+        head = f"{var}_head"
+        fast = f"len({head}) == 1 and len({var}) == {head}[0] - 0x80 and max({var}, default=0) < 0x18"
+        return f"({header})((?:{_UINT_RE})*?)", [head, var], f"(tuple({var}) if {fast} else uints({head}, {var}))", {}
+    if t.kind == "tuple" and t.inner.kind == "u64":
+        n = t.args[1]
+        names = [f"{var}_{i}" for i in range(n)]
+        return regex_bytes(bytes([0x80 + n])) + f"({_UINT_RE})" * n, names, "(" + "".join(f"{_uint_expr(x)}, " for x in names) + ")", {}
+    if is_enum(t, schema):
+        table: dict[bytes, str] = {}
+        for v in schema.enums[t.kind].variants:
+            if v.value is None:
+                table[cbor_text(v.name)] = f"{t.kind}.{v.name}"
+            elif is_enum(v.value, schema) and schema.enums[v.value.kind].unit_only:
+                for inner in schema.enums[v.value.kind].variants:
+                    table[b"\xa1" + cbor_text(v.name) + cbor_text(inner.name)] = f"{t.kind}.{v.name}({v.value.kind}.{inner.name})"
+        alternatives = "|".join(regex_bytes(k) for k in sorted(table, key=len, reverse=True))
+        return f"({alternatives})", [var], f"_{t.kind}_SCAN[{var}]", table
+    return None
+
+
+def gen_scanner(schema: Schema) -> list[str]:
+    """A regex scanner for the tensors map as Burn writes it (the hot part of opening a file).
+
+    Only definite lengths, the struct keys in declaration order and no unknown keys match; the
+    rest of the metadata goes through the fast validators. Anything else raises Fallback.
+    """
+    top = schema.structs["Metadata"]
+    first = top.fields[0]
+    struct = schema.structs[first.type.inner.kind]
+    required = sum(f.absent in ("required", "null") for f in struct.fields)
+    name_header = r"([\x60-\x77]|\x78[\x00-\xff]|\x79[\x00-\xff]{2}|\x7a[\x00-\xff]{4})(.*?)"
+    parts = [name_header, f"([\\x{0xa0 + required:02x}-\\x{0xa0 + len(struct.fields):02x}])"]
+    groups, converters, tables, present = ["name_head", "name", "head"], [], {}, [str(required)]
+    for f in struct.fields:
+        optional = f.absent == "omit_if_none"
+        value_type = f.type.inner if optional else f.type
+        scanned = scan_value(value_type, schema, f"v_{f.name}")
+        assert scanned is not None, f"{struct.name}.{f.name} is not scannable"
+        regex, names, convert, table = scanned
+        key = regex_bytes(cbor_text(f.name))
+        groups += names
+        if optional:
+            parts.append(f"(?:{key}{regex})?")
+            converters.append(f"(None if {names[0]} is None else {convert})")
+            present.append(f"({names[0]} is not None)")
+        else:
+            parts.append(key + regex)
+            converters.append(convert)
+        if table:
+            tables[value_type.kind] = table
+    seqs = [f"v_{f.name}" for f in struct.fields if f.type.kind == "seq"]
+    lines = ["", ""]
+    for enum_name, table in tables.items():
+        entries = ", ".join(f"{k!r}: {v}" for k, v in table.items())
+        lines.append(f"_{enum_name}_SCAN = {{{entries}}}")
+    lines += [
+        f'_{struct.name}_RE = re.compile(rb"{"".join(parts)}", re.DOTALL)',
+        "",
+        "",
+        "def scan_Metadata(buf: bytes) -> Metadata:",
+        f'    """Decode metadata whose {first.name!r} map is exactly as Burn writes it; else raise Fallback."""',
+        "    fields = buf[0] - 0xA0",
+        f"    if not 1 <= fields <= {len(top.fields)} or not buf.startswith({cbor_text(first.name)!r}, 1):",
+        "        raise Fallback",
+        f"    count, pos = map_header(buf, {1 + len(cbor_text(first.name))})",
+        "    entries = {}",
+        f"    match = _{struct.name}_RE.match",
+        "    for _ in range(count):",
+        "        m = match(buf, pos)",
+        "        if m is None:",
+        "            raise Fallback",
+        f"        {', '.join(groups)} = m.groups()",
+        "        name_length = name_head[0] - 0x60 if len(name_head) == 1 else int.from_bytes(name_head[1:], 'big')",
+        f"        if len(name) != name_length or head[0] - 0xA0 != {' + '.join(present)}:",
+        "            raise Fallback  # a name that contains a descriptor-like run, or a field count off",
+        f"        values = ({', '.join(converters)},)",
+    ]
+    for seq in seqs:
+        index = [f"v_{f.name}" for f in struct.fields].index(seq)
+        lines += [f"        if values[{index}] is None:", "            raise Fallback"]
+    lines += [
+        f"        entries[name.decode()] = tuple.__new__({struct.name}, values)",
+        "        pos = m.end()",
+        "    rest = fast_loads(bytes([0xA0 + fields - 1]) + buf[pos:])",
+        f"    if type(rest) is not dict or {first.name!r} in rest:",
+        "        raise Fallback",
+        f"    others = fast_Metadata({{{first.name!r}: {{}}, **rest}})",
+        f"    return others._replace({first.name}=entries)",
+    ]
+    return lines
+
+
 def gen_codec(schema: Schema) -> str:
     types = [*schema.structs, *schema.enums]
     out = [
@@ -553,9 +670,22 @@ def gen_codec(schema: Schema) -> str:
         "",
         "from __future__ import annotations",
         "",
+        "import re",
         "from typing import Any, Callable",
         "",
-        "from .._cbor import I64_MAX, U64_MAX, Decoder, Fallback, ShortestFloat, bits_to_float, float_to_bits, semantic",
+        "from .._cbor import (",
+        "    I64_MAX,",
+        "    U64_MAX,",
+        "    Decoder,",
+        "    Fallback,",
+        "    ShortestFloat,",
+        "    bits_to_float,",
+        "    fast_loads,",
+        "    float_to_bits,",
+        "    map_header,",
+        "    semantic,",
+        "    uints,",
+        ")",
         f"from .types import {', '.join(types)}",
         "",
         "I64_MIN = -I64_MAX - 1",
@@ -572,6 +702,7 @@ def gen_codec(schema: Schema) -> str:
     out += gen_encoders(schema)
     out += gen_fast(schema)
     out += gen_exact(schema)
+    out += gen_scanner(schema)
     out.append("")
     return "\n".join(out)
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 import burnpack
 from burnpack import Scalar
 from burnpack._cbor import CborError, Decoder
-from burnpack._generated.codec import exact_Metadata, fast_Metadata
+from burnpack._generated.codec import exact_Metadata, fast_Metadata, scan_Metadata
 from burnpack.metadata import decode_metadata_exact
 from tests.strategies import arrays, packs
 
@@ -150,20 +150,47 @@ _metadata_trees = st.fixed_dictionaries(
 )
 
 
+def _exact_or_none(blob):
+    try:
+        return exact_Metadata(Decoder(blob, depth=128, scratch=4096))
+    except CborError:
+        return None
+
+
 @given(_metadata_trees)
 def test_fast_and_exact_metadata_decoders_agree_wherever_the_fast_one_accepts(tree):
     from burnpack._cbor import Fallback, fast_loads
 
     blob = cbor2.dumps(tree)
     try:
-        exact = exact_Metadata(Decoder(blob, depth=128, scratch=4096))
-    except CborError:
-        exact = None
-    try:
         fast = fast_Metadata(fast_loads(blob))
     except (Fallback, KeyError, TypeError, ValueError):
         return
+    exact = _exact_or_none(blob)
     assert exact is not None and fast == exact
+
+
+@given(_metadata_trees, st.binary(max_size=4))
+def test_scanner_and_exact_metadata_decoders_agree_wherever_the_scanner_accepts(tree, trailing):
+    from burnpack._cbor import Fallback
+
+    blob = cbor2.dumps(tree) + trailing
+    try:
+        scanned = scan_Metadata(blob)
+    except (Fallback, KeyError, TypeError, ValueError, IndexError):
+        return
+    exact = _exact_or_none(blob)
+    assert exact is not None and scanned == exact
+
+
+@given(packs())
+def test_tensor_maps_the_writer_writes_take_the_scanner_unless_quantized(spec):
+    blob = burnpack.Writer(spec.tensors, metadata=spec.metadata, scalars=spec.scalars).plan()[0]
+    has_nan = any(s.variant == "Float" and s.value != s.value for s in spec.scalars.values())
+    quantized = any(t.dtype.variant == "QFloat" for t in spec.tensors)
+    if has_nan or quantized:
+        return
+    assert scan_Metadata(blob) == decode_metadata_exact(blob)
 
 
 def test_exact_decoder_reports_ciborium_errors_not_python_ones():

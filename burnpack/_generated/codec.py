@@ -4,9 +4,22 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
-from .._cbor import I64_MAX, U64_MAX, Decoder, Fallback, ShortestFloat, bits_to_float, float_to_bits, semantic
+from .._cbor import (
+    I64_MAX,
+    U64_MAX,
+    Decoder,
+    Fallback,
+    ShortestFloat,
+    bits_to_float,
+    fast_loads,
+    float_to_bits,
+    map_header,
+    semantic,
+    uints,
+)
 from .types import Metadata, TensorDescriptor, QuantScheme, BlockScale, BlockSize, DType, BoolStore, QuantValue, QuantStore, QuantMode, ScaleDtype, Scalar
 
 I64_MIN = -I64_MAX - 1
@@ -393,3 +406,35 @@ def exact_BlockSize(d: Decoder) -> BlockSize:
     if 'len' not in got:
         raise semantic("missing field `len`")
     return BlockSize(got['storage'], got['len'])
+
+
+_DType_SCAN = {b'cF64': DType.F64, b'cF32': DType.F32, b'fFlex32': DType.Flex32, b'cF16': DType.F16, b'dBF16': DType.BF16, b'cI64': DType.I64, b'cI32': DType.I32, b'cI16': DType.I16, b'bI8': DType.I8, b'cU64': DType.U64, b'cU32': DType.U32, b'cU16': DType.U16, b'bU8': DType.U8, b'\xa1dBoolfNative': DType.Bool(BoolStore.Native), b'\xa1dBoolbU8': DType.Bool(BoolStore.U8), b'\xa1dBoolcU32': DType.Bool(BoolStore.U32)}
+_TensorDescriptor_RE = re.compile(rb"([\x60-\x77]|\x78[\x00-\xff]|\x79[\x00-\xff]{2}|\x7a[\x00-\xff]{4})(.*?)([\xa3-\xa4])\x65\x64\x74\x79\x70\x65(\xa1\x64\x42\x6f\x6f\x6c\x66\x4e\x61\x74\x69\x76\x65|\xa1\x64\x42\x6f\x6f\x6c\x63\x55\x33\x32|\xa1\x64\x42\x6f\x6f\x6c\x62\x55\x38|\x66\x46\x6c\x65\x78\x33\x32|\x64\x42\x46\x31\x36|\x63\x46\x36\x34|\x63\x46\x33\x32|\x63\x46\x31\x36|\x63\x49\x36\x34|\x63\x49\x33\x32|\x63\x49\x31\x36|\x63\x55\x36\x34|\x63\x55\x33\x32|\x63\x55\x31\x36|\x62\x49\x38|\x62\x55\x38)\x65\x73\x68\x61\x70\x65((?:[\x80-\x97]|\x98[\x00-\xff]|\x99[\x00-\xff]{2}))((?:(?:[\x00-\x17]|\x18[\x00-\xff]|\x19[\x00-\xff]{2}|\x1a[\x00-\xff]{4}|\x1b[\x00-\xff]{8}))*?)\x6c\x64\x61\x74\x61\x5f\x6f\x66\x66\x73\x65\x74\x73\x82((?:[\x00-\x17]|\x18[\x00-\xff]|\x19[\x00-\xff]{2}|\x1a[\x00-\xff]{4}|\x1b[\x00-\xff]{8}))((?:[\x00-\x17]|\x18[\x00-\xff]|\x19[\x00-\xff]{2}|\x1a[\x00-\xff]{4}|\x1b[\x00-\xff]{8}))(?:\x68\x70\x61\x72\x61\x6d\x5f\x69\x64((?:[\x00-\x17]|\x18[\x00-\xff]|\x19[\x00-\xff]{2}|\x1a[\x00-\xff]{4}|\x1b[\x00-\xff]{8})))?", re.DOTALL)
+
+
+def scan_Metadata(buf: bytes) -> Metadata:
+    """Decode metadata whose 'tensors' map is exactly as Burn writes it; else raise Fallback."""
+    fields = buf[0] - 0xA0
+    if not 1 <= fields <= 3 or not buf.startswith(b'gtensors', 1):
+        raise Fallback
+    count, pos = map_header(buf, 9)
+    entries = {}
+    match = _TensorDescriptor_RE.match
+    for _ in range(count):
+        m = match(buf, pos)
+        if m is None:
+            raise Fallback
+        name_head, name, head, v_dtype, v_shape_head, v_shape, v_data_offsets_0, v_data_offsets_1, v_param_id = m.groups()
+        name_length = name_head[0] - 0x60 if len(name_head) == 1 else int.from_bytes(name_head[1:], 'big')
+        if len(name) != name_length or head[0] - 0xA0 != 3 + (v_param_id is not None):
+            raise Fallback  # a name that contains a descriptor-like run, or a field count off
+        values = (_DType_SCAN[v_dtype], (tuple(v_shape) if len(v_shape_head) == 1 and len(v_shape) == v_shape_head[0] - 0x80 and max(v_shape, default=0) < 0x18 else uints(v_shape_head, v_shape)), ((v_data_offsets_0[0] if len(v_data_offsets_0) == 1 else int.from_bytes(v_data_offsets_0[1:], 'big')), (v_data_offsets_1[0] if len(v_data_offsets_1) == 1 else int.from_bytes(v_data_offsets_1[1:], 'big')), ), (None if v_param_id is None else (v_param_id[0] if len(v_param_id) == 1 else int.from_bytes(v_param_id[1:], 'big'))),)
+        if values[1] is None:
+            raise Fallback
+        entries[name.decode()] = tuple.__new__(TensorDescriptor, values)
+        pos = m.end()
+    rest = fast_loads(bytes([0xA0 + fields - 1]) + buf[pos:])
+    if type(rest) is not dict or 'tensors' in rest:
+        raise Fallback
+    others = fast_Metadata({'tensors': {}, **rest})
+    return others._replace(tensors=entries)
