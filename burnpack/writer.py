@@ -17,8 +17,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ._generated.layout import FORMAT_VERSION, HEADER, MAGIC, align, data_section_start
-from ._generated.types import DType, Metadata, Scalar, TensorDescriptor
+from ._generated.layout import FORMAT_VERSION, HEADER, MAGIC, TENSOR_ALIGNMENT, data_section_start
+from ._generated.types import DTYPE_TABLE, DType, Metadata, Scalar, TensorDescriptor
 from .dtypes import debug, dtype_from_numpy, element_size
 from .errors import BurnpackError, IoError, TensorBytesSizeMismatch, ValidationError
 from .metadata import encode_metadata
@@ -27,6 +27,8 @@ from .reader import has_extension
 U64_MAX = (1 << 64) - 1
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 _ZEROS = bytes(4096)
+_BIG_ENDIAN_HOST = sys.byteorder == "big"
+_UNIT_SIZES = {name: size for name, (size, _) in DTYPE_TABLE.items()}
 _CHUNK = 8 << 20
 PathLike = str | os.PathLike[str]
 BytesLike = bytes | bytearray | memoryview
@@ -143,11 +145,14 @@ def _u64_dim(name: str, shape: tuple) -> Callable[[Any], int]:
 
 def _le_c_bytes(array: np.ndarray) -> memoryview:
     """The array's elements as C-order little-endian bytes, without copying when already so."""
-    if array.dtype.byteorder == ">" or (array.dtype.byteorder == "=" and sys.byteorder == "big" and array.dtype.itemsize > 1):
-        array = array.astype(array.dtype.newbyteorder("<"))
-    if not array.flags.c_contiguous:
+    dtype = array.dtype
+    if dtype.byteorder == ">" or (dtype.byteorder == "=" and _BIG_ENDIAN_HOST and dtype.itemsize > 1):
+        array = array.astype(dtype.newbyteorder("<"))
+    try:
+        return memoryview(array).cast("B")  # C-contiguous arrays of buffer-exportable dtypes
+    except (TypeError, ValueError, BufferError):
         array = np.ascontiguousarray(array)
-    return memoryview(array.reshape(-1).view(np.uint8)) if array.size else memoryview(b"")
+        return memoryview(array.reshape(-1).view(np.uint8)) if array.size else memoryview(b"")
 
 
 def _scalar(name: str, value: Any) -> Scalar:
@@ -224,15 +229,18 @@ class Writer:
             descriptors: dict[str, TensorDescriptor] = {}
             starts: list[int] = []
             offset = 0
+            new_descriptor = tuple.__new__
             for tensor in self.tensors:
                 _check_byte_len(tensor)
-                start = align(offset)
+                start = -(-offset // TENSOR_ALIGNMENT) * TENSOR_ALIGNMENT
                 end = start + tensor.byte_len
                 if end > U64_MAX:
                     raise IoError(f"Tensor offset overflow: {start} + {tensor.byte_len} exceeds maximum")
                 if tensor.name in descriptors:
                     raise ValidationError(f"Duplicate tensor name '{tensor.name}'")
-                descriptors[tensor.name] = TensorDescriptor(tensor.dtype, tensor.shape, (start, end), tensor.param_id)
+                descriptors[tensor.name] = new_descriptor(
+                    TensorDescriptor, (tensor.dtype, tensor.shape, (start, end), tensor.param_id)
+                )
                 starts.append(start)
                 offset = end
             blob = encode_metadata(Metadata(descriptors, self.metadata, self.scalars))
@@ -332,7 +340,8 @@ class Writer:
 
 
 def _check_byte_len(tensor: Tensor) -> None:
-    size = element_size(tensor.dtype)
+    dtype = tensor.dtype
+    size = _UNIT_SIZES[dtype.variant] if dtype.value is None else element_size(dtype)
     if size is None:  # QFloat: bit-packed values plus inline scales, not shape × size
         return
     expected = math.prod(tensor.shape) * size
