@@ -487,8 +487,10 @@ def gen_fast(schema: Schema) -> list[str]:
             else:
                 default = default_for(f)
                 check_type = f.type.inner if f.type.kind == "option" else f.type
-                lines.append(f"    {var} = raw.get({f.name!r})")
-                lines.append(f"    if {var} is None:")
+                # An explicit null reads as None only for Option fields; a defaulted map must be a map.
+                absent = "None" if f.type.kind == "option" else "_ABSENT"
+                lines.append(f"    {var} = raw.get({f.name!r}, {absent})")
+                lines.append(f"    if {var} is {absent}:")
                 lines.append(f"        {var} = {default}")
                 lines.append("    else:")
                 lines += fast_check(check_type, var, var, schema, "        ")
@@ -689,6 +691,7 @@ def gen_codec(schema: Schema) -> str:
         f"from .types import {', '.join(types)}",
         "",
         "I64_MIN = -I64_MAX - 1",
+        "_ABSENT = object()",
         "",
         "",
         "def _byte(b: int) -> int:",

@@ -143,8 +143,8 @@ _scalar_trees = st.dictionaries(st.sampled_from(["Int", "UInt", "Float", "Bool",
 _metadata_trees = st.fixed_dictionaries(
     {"tensors": st.dictionaries(st.text(max_size=3), _descriptors, max_size=3)},
     optional={
-        "metadata": st.dictionaries(st.text(max_size=3), st.text(max_size=3) | _leaf, max_size=2),
-        "scalars": st.dictionaries(st.text(max_size=3), _scalar_trees, max_size=2),
+        "metadata": st.dictionaries(st.text(max_size=3), st.text(max_size=3) | _leaf, max_size=2) | _leaf,
+        "scalars": st.dictionaries(st.text(max_size=3), _scalar_trees, max_size=2) | _leaf,
         "unknown": _leaf,
     },
 )

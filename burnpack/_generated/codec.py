@@ -23,6 +23,7 @@ from .._cbor import (
 from .types import Metadata, TensorDescriptor, QuantScheme, BlockScale, BlockSize, DType, BoolStore, QuantValue, QuantStore, QuantMode, ScaleDtype, Scalar
 
 I64_MIN = -I64_MAX - 1
+_ABSENT = object()
 
 
 def _byte(b: int) -> int:
@@ -209,8 +210,8 @@ def fast_Metadata(raw: Any) -> Metadata:
         checked = fast_TensorDescriptor(val)
         out[key] = checked
     f_tensors = out
-    f_metadata = raw.get('metadata')
-    if f_metadata is None:
+    f_metadata = raw.get('metadata', _ABSENT)
+    if f_metadata is _ABSENT:
         f_metadata = {}
     else:
         if type(f_metadata) is not dict:
@@ -218,8 +219,8 @@ def fast_Metadata(raw: Any) -> Metadata:
         for key, val in f_metadata.items():
             if type(key) is not str or type(val) is not str:
                 raise Fallback
-    f_scalars = raw.get('scalars')
-    if f_scalars is None:
+    f_scalars = raw.get('scalars', _ABSENT)
+    if f_scalars is _ABSENT:
         f_scalars = {}
     else:
         if type(f_scalars) is not dict:
@@ -258,7 +259,7 @@ def fast_TensorDescriptor(raw: Any) -> TensorDescriptor:
         if type(e) is not int or e < 0 or e > U64_MAX:
             raise Fallback
     f_data_offsets = tuple(f_data_offsets)
-    f_param_id = raw.get('param_id')
+    f_param_id = raw.get('param_id', None)
     if f_param_id is None:
         f_param_id = None
     else:
@@ -279,12 +280,12 @@ def fast_QuantScheme(raw: Any) -> QuantScheme:
     f_store = fast_QuantStore(f_store)
     f_mode = raw['mode']
     f_mode = fast_QuantMode(f_mode)
-    f_tensor = raw.get('tensor')
+    f_tensor = raw.get('tensor', None)
     if f_tensor is None:
         f_tensor = None
     else:
         f_tensor = fast_ScaleDtype(f_tensor)
-    f_block = raw.get('block')
+    f_block = raw.get('block', None)
     if f_block is None:
         f_block = None
     else:
