@@ -216,7 +216,7 @@ class Pack(Mapping[str, TensorView]):
 
         Checked as ``tensors()`` is; this is the bulk path, without a ``TensorView`` per tensor.
         """
-        buffer = self._source.buffer()
+        buffer = _zero_copy(self._source)
         if buffer is None or self.legacy_layout:
             return {view.name: view.numpy() for view in self.tensors()}
         out = {}
@@ -271,14 +271,23 @@ class Pack(Mapping[str, TensorView]):
 
     def _tensor_bytes(self, view: TensorView) -> memoryview:
         start, end = self._tensor_range(view)
-        buffer = self._source.buffer()
+        buffer = _zero_copy(self._source)
         if buffer is None:
             return memoryview(self._source.read(start, end - start))
         return buffer[start:end]
 
 
-def load(source: PathLike | bytes | bytearray | memoryview, *, strict: bool = False, legacy_ok: bool = False) -> Pack:
-    """Open a burnpack from a path (memory-mapped, lazy) or from bytes already in memory.
+def _zero_copy(source: Source) -> memoryview | None:
+    buffer = getattr(source, "buffer", None)
+    return buffer() if buffer is not None else None
+
+
+def load(source: PathLike | bytes | bytearray | memoryview | Source, *, strict: bool = False, legacy_ok: bool = False) -> Pack:
+    """Open a burnpack from a path (memory-mapped, lazy), bytes in memory, or any ``Source``.
+
+    A ``Source`` (an object with ``size`` and ``read(offset, length)``, e.g. one serving HTTP range
+    requests) is read like bytes: opening reads the header and the metadata, and each tensor's
+    range only when it is accessed.
 
     ``strict=True`` also rejects files no Burn writer could have produced (see ``burnpack.strict``).
     ``legacy_ok=True`` reads files from older Burn versions the way their writer meant them
@@ -291,11 +300,14 @@ def load(source: PathLike | bytes | bytearray | memoryview, *, strict: bool = Fa
         except OSError as exc:
             raise _os_error(exc) from None
         from_file = True
-    elif isinstance(source, (bytes, bytearray, memoryview)) or hasattr(source, "__buffer__"):
+    elif isinstance(source, (bytes, bytearray, memoryview)):
         data = BufferSource(source)
         from_file = False
+    elif hasattr(source, "read") and hasattr(source, "size"):
+        data = source
+        from_file = False
     else:
-        raise TypeError(f"load() takes a path or a bytes-like object, not {type(source).__name__}")
+        raise TypeError(f"load() takes a path, a bytes-like object or a Source, not {type(source).__name__}")
     try:
         pack = _open(data, from_file=from_file, legacy_ok=legacy_ok)
         if strict:

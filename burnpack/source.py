@@ -1,8 +1,8 @@
 """Where a pack's bytes come from.
 
 A reader only ever asks a source for byte ranges, so a remote source (HTTP or object-store range
-requests) only has to implement ``read``; sources that can hand out zero-copy windows (memory,
-memory-mapped files) also implement ``buffer``.
+requests) only has to implement ``size`` and ``read``; sources that can hand out zero-copy
+windows (memory, memory-mapped files) also implement ``buffer``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Protocol
 
 
 class Source(Protocol):
-    """A readable, fixed-size run of bytes."""
+    """A readable, fixed-size run of bytes (``buffer`` is optional)."""
 
     @property
     def size(self) -> int:

@@ -221,3 +221,49 @@ def test_an_old_quant_scheme_is_accepted_like_burn_but_warned_about_and_read_rig
     assert misread.block is None  # what current Burn reads
     scheme = burnpack.load(data, legacy_ok=True)["q"].dtype.value
     assert scheme.block == burnpack.BlockScale(burnpack.BlockSize((32, 1, 1, 1, 1), 1), burnpack.ScaleDtype.F16)
+
+
+class CountingSource:
+    """A stand-in for a remote source: only ``size`` and ``read``, and a log of the ranges read."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self.reads: list[tuple[int, int]] = []
+
+    @property
+    def size(self) -> int:
+        return len(self._data)
+
+    def read(self, offset: int, length: int) -> bytes:
+        self.reads.append((offset, length))
+        return self._data[offset : offset + length]
+
+
+def test_opening_reads_only_the_header_and_the_metadata():
+    data = burnpack.save_bytes({"a": np.arange(1000, dtype=np.float32), "b": np.ones(3, np.int64)})
+    source = CountingSource(data)
+    pack = burnpack.load(source)
+    assert source.reads == [(0, 10), (10, pack.metadata_size)]
+
+
+def test_a_range_source_reads_just_the_accessed_tensor_or_slice():
+    data = burnpack.save_bytes({"a": np.arange(1000, dtype=np.float32), "b": np.ones(3, np.int64)})
+    source = CountingSource(data)
+    pack = burnpack.load(source)
+    source.reads.clear()
+    np.testing.assert_array_equal(pack["b"].numpy(), [1, 1, 1])
+    assert source.reads == [(pack.data_section_start + pack["b"].data_offsets[0], 24)]
+    source.reads.clear()
+    assert pack["a"].read(8, 4) == np.float32(2).tobytes()
+    assert source.reads == [(pack.data_section_start + 8, 4)]
+
+
+def test_the_big_endian_host_path_for_bfloat16_keeps_the_values(monkeypatch):
+    import ml_dtypes
+
+    from burnpack import dtypes
+
+    values = np.array([1.5, -2.0, 3.25], dtype=ml_dtypes.bfloat16)
+    data = burnpack.save_bytes({"h": values})
+    monkeypatch.setattr(dtypes, "_BIG_ENDIAN_HOST", True)
+    np.testing.assert_array_equal(burnpack.load(data)["h"].numpy(), values)
