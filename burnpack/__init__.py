@@ -33,6 +33,7 @@ from .errors import (
 )
 from .reader import Pack, TensorView, load
 from .writer import Tensor, Writer, save, save_bytes
+from .records import LrSchedulerRecord, ModuleRecord, OptimizerRecord
 
 __version__ = "0.1.0"
 
@@ -48,8 +49,11 @@ __all__ = [
     "IoError",
     "LegacyFormatError",
     "LegacyFormatWarning",
+    "LrSchedulerRecord",
     "MetadataDeserializationError",
     "MetadataSerializationError",
+    "ModuleRecord",
+    "OptimizerRecord",
     "Pack",
     "QuantMode",
     "QuantScheme",

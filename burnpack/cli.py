@@ -78,10 +78,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("repack", help="rewrite a file canonically, keeping its data order")
     p.add_argument("input")
     p.add_argument("output")
+    from .records import cli as records_cli
+
+    records_cli.register(sub)
     args = parser.parse_args(argv)
     warnings.simplefilter("always", LegacyFormatWarning)
     warnings.showwarning = lambda message, *rest: print(f"warning: {message}", file=sys.stderr)
 
+    if args.command == "checkpoint":
+        return args.handler(args)
     if args.command == "dump":
         result = dump(args.file, strict=args.strict)
         print(json.dumps(result, ensure_ascii=False, indent=1))
@@ -89,6 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "inspect":
             with load(args.file) as pack:
+                print(records_cli.record_kind_line(pack) + "\n")
                 _inspect(pack, sys.stdout)
         elif args.command == "validate":
             with load(args.file, strict=args.strict) as pack:

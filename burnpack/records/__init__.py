@@ -1,0 +1,122 @@
+"""Burn's training-state records over burnpack: modules, optimizers, LR schedulers, checkpoints.
+
+* :class:`ModuleRecord` — a module's parameters by dotted path, each with its ``param_id``
+  (burn-core ``store``); apply one to a mapping, a nested structure or a ``torch.nn.Module`` with
+  Burn's ``allow_partial`` / ``allow_unused`` / ``validate`` / dtype-policy semantics.
+* :class:`OptimizerRecord` — per-parameter optimizer state keyed by param id, read and built
+  through typed states (:class:`AdamState`, :class:`SgdState`, ...).
+* :class:`LrSchedulerRecord` — scheduler state as typed scalars, with typed helpers for every
+  scheduler kind (:class:`CosineAnnealingLrScheduler`, :class:`ModuleLrScheduler`, ...).
+* :class:`Checkpoints` — a learner's ``checkpoint/{model,optim,scheduler}-N.bpk`` directory with
+  Burn's default retention.
+
+This layer sits above the format layer (``burnpack.reader`` / ``burnpack.writer``) and only uses
+numpy; torch is imported only when a caller passes torch objects.
+"""
+
+from .checkpoint import (
+    CheckpointingAction,
+    Checkpoints,
+    ComposedCheckpointingStrategy,
+    EpochRecords,
+    FileCheckpointer,
+    KeepLastNCheckpoints,
+    LossHistory,
+    MetricCheckpointingStrategy,
+    default_strategy,
+)
+from .detect import RecordKind, detect_record_kind
+from .errors import (
+    MissingParamIdError,
+    RecordCastError,
+    RecordError,
+    RecordValidationError,
+    StateRankError,
+)
+from ._common import RecordTensor
+from .module import ApplyError, ApplyReport, DTypePolicy, LoadResult, ModuleRecord
+from .optimizer import (
+    AdaGradState,
+    AdamState,
+    AdamWState,
+    AdanState,
+    ConsistencyReport,
+    LBFGSState,
+    MuonState,
+    OptimizerRecord,
+    OptimizerState,
+    ParamEntries,
+    RmsPropState,
+    SgdState,
+)
+from .scheduler import (
+    ComposedLrScheduler,
+    ConstantLr,
+    CosineAnnealingLrScheduler,
+    ExponentialLrScheduler,
+    LinearLrScheduler,
+    LrScheduler,
+    LrSchedulerRecord,
+    ModuleLrScheduler,
+    NoamLrScheduler,
+    SequentialLrScheduler,
+    StepLrScheduler,
+    infer_scheduler,
+)
+from .tree import Ignored, Param, Reparameterized, Variant, iter_params, map_params, module_paths
+
+__all__ = [
+    "AdaGradState",
+    "AdamState",
+    "AdamWState",
+    "AdanState",
+    "ApplyError",
+    "ApplyReport",
+    "CheckpointingAction",
+    "Checkpoints",
+    "ComposedCheckpointingStrategy",
+    "ComposedLrScheduler",
+    "ConsistencyReport",
+    "ConstantLr",
+    "CosineAnnealingLrScheduler",
+    "DTypePolicy",
+    "EpochRecords",
+    "ExponentialLrScheduler",
+    "FileCheckpointer",
+    "Ignored",
+    "KeepLastNCheckpoints",
+    "LBFGSState",
+    "LinearLrScheduler",
+    "LoadResult",
+    "LossHistory",
+    "LrScheduler",
+    "LrSchedulerRecord",
+    "MetricCheckpointingStrategy",
+    "MissingParamIdError",
+    "ModuleLrScheduler",
+    "ModuleRecord",
+    "MuonState",
+    "NoamLrScheduler",
+    "OptimizerRecord",
+    "OptimizerState",
+    "Param",
+    "ParamEntries",
+    "RecordCastError",
+    "RecordError",
+    "RecordKind",
+    "RecordTensor",
+    "RecordValidationError",
+    "Reparameterized",
+    "RmsPropState",
+    "SequentialLrScheduler",
+    "SgdState",
+    "StateRankError",
+    "StepLrScheduler",
+    "Variant",
+    "default_strategy",
+    "detect_record_kind",
+    "infer_scheduler",
+    "iter_params",
+    "map_params",
+    "module_paths",
+]

@@ -1,0 +1,319 @@
+"""Learner checkpoint directories (burn-train ``src/checkpoint/``).
+
+With ``with_default_checkpointers()`` a Burn learner writes, after epoch ``N`` (1-based), three
+files into ``<artifact_dir>/checkpoint/``: ``model-N.bpk`` (a ``ModuleRecord``), ``optim-N.bpk``
+(an ``OptimizerRecord``) and ``scheduler-N.bpk`` (an ``LrSchedulerRecord`` of a
+``ModuleLrScheduler``, keys under ``0.``). Resuming with ``.checkpoint(N)`` restores the three
+files of epoch ``N`` and continues at ``N + 1``.
+
+Retention: the default strategy composes ``KeepLastNCheckpoints(2)`` with a
+``MetricCheckpointingStrategy`` keeping the epoch of lowest mean validation loss; an epoch's files
+are deleted only once *every* strategy has dropped it — the last two epochs plus the best one
+stay. Both strategies and their composition are ported as they are (they are stateful, like the
+learner's), and :class:`Checkpoints` applies them on every :meth:`Checkpoints.save_epoch`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple, Protocol
+
+from ..errors import IoError
+from .module import ModuleRecord
+from .optimizer import OptimizerRecord
+from .scheduler import LrSchedulerRecord
+
+PathLike = str | os.PathLike[str]
+RECORD_NAMES = ("model", "optim", "scheduler")
+RECORD_TYPES: dict[str, type] = {"model": ModuleRecord, "optim": OptimizerRecord, "scheduler": LrSchedulerRecord}
+_FILE = re.compile(r"^(?P<name>.+)-(?P<epoch>0|[1-9][0-9]*)\.bpk$")
+_F64_MAX = 1.7976931348623157e308
+
+
+# --------------------------------------------------------------------------------------------
+# Strategies (burn-train checkpoint/strategy/*.rs)
+# --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class CheckpointingAction:
+    """``Save`` (the current epoch) or ``Delete(epoch)``."""
+
+    kind: str
+    epoch: int | None = None
+
+    @classmethod
+    def save(cls) -> CheckpointingAction:
+        return cls("save")
+
+    @classmethod
+    def delete(cls, epoch: int) -> CheckpointingAction:
+        return cls("delete", epoch)
+
+    def __repr__(self) -> str:
+        return "Save" if self.kind == "save" else f"Delete({self.epoch})"
+
+
+class MetricHistory(Protocol):
+    def find_epoch(self) -> int | None:
+        """The best epoch so far, or None when the metric was never logged."""
+
+
+class LossHistory:
+    """Mean validation loss per epoch, and Burn's ``find_epoch`` over it (``Direction::Lowest``).
+
+    Like Burn's event store, it scans epochs 1, 2, ... until the first epoch without a value and
+    returns the first strict minimum. ``best`` overrides the answer (the caller says which epoch).
+    """
+
+    def __init__(self, losses: Mapping[int, float] | None = None, best: int | None = None) -> None:
+        self.losses: dict[int, float] = dict(losses or {})
+        self.best = best
+
+    def find_epoch(self) -> int | None:
+        if self.best is not None:
+            return self.best
+        data = []
+        epoch = 1
+        while epoch in self.losses:
+            data.append(float(self.losses[epoch]))
+            epoch += 1
+        if not data:
+            return None
+        current, best = _F64_MAX, epoch  # Burn leaves current_epoch past the data when nothing beats f64::MAX
+        for i, value in enumerate(data):
+            if value < current:
+                current, best = value, i + 1
+        return best
+
+
+class KeepLastNCheckpoints:
+    """Save every epoch; delete ``epoch - num_keep`` when that is > 0."""
+
+    def __init__(self, num_keep: int) -> None:
+        self.num_keep = num_keep
+
+    def checkpointing(self, epoch: int, history: MetricHistory) -> list[CheckpointingAction]:
+        actions = [CheckpointingAction.save()]
+        old = epoch - self.num_keep
+        if old > 0:
+            actions.append(CheckpointingAction.delete(old))
+        return actions
+
+
+class MetricCheckpointingStrategy:
+    """Keep the best epoch by a metric: save when the current epoch is best, delete the previous best."""
+
+    def __init__(self) -> None:
+        self.current: int | None = None
+
+    def checkpointing(self, epoch: int, history: MetricHistory) -> list[CheckpointingAction]:
+        best = history.find_epoch()
+        if best is None:
+            best = epoch
+        actions = []
+        if self.current is not None and self.current != best:
+            actions.append(CheckpointingAction.delete(self.current))
+        if best == epoch:
+            actions.append(CheckpointingAction.save())
+        self.current = best
+        return actions
+
+
+class ComposedCheckpointingStrategy:
+    """Save when any strategy saves; delete an epoch only once every strategy has deleted it."""
+
+    def __init__(self, strategies: Sequence[Any]) -> None:
+        self.strategies = list(strategies)
+        self.deleted: list[set[int]] = [set() for _ in self.strategies]
+
+    def checkpointing(self, epoch: int, history: MetricHistory) -> list[CheckpointingAction]:
+        saved = False
+        to_check: list[int] = []
+        for i, strategy in enumerate(self.strategies):
+            actions = strategy.checkpointing(epoch, history)
+            if not actions:
+                self.deleted[i].add(epoch)
+            for action in actions:
+                if action.kind == "delete":
+                    self.deleted[i].add(action.epoch)
+                    to_check.append(action.epoch)
+                else:
+                    saved = True
+        out = [CheckpointingAction.save()] if saved else []
+        for old in to_check:
+            if all(old in deleted for deleted in self.deleted):
+                out.append(CheckpointingAction.delete(old))
+                for deleted in self.deleted:
+                    deleted.discard(old)
+        return out
+
+
+def default_strategy() -> ComposedCheckpointingStrategy:
+    """Burn's default: ``KeepLastNCheckpoints(2)`` + lowest mean validation loss."""
+    return ComposedCheckpointingStrategy([KeepLastNCheckpoints(2), MetricCheckpointingStrategy()])
+
+
+# --------------------------------------------------------------------------------------------
+# Files
+# --------------------------------------------------------------------------------------------
+class FileCheckpointer:
+    """Burn's ``FileCheckpointer``: ``<directory>/<name>-<epoch>.bpk``."""
+
+    def __init__(self, directory: PathLike, name: str, record_type: type | None = None) -> None:
+        self.directory = Path(directory)
+        self.name = name
+        self.record_type = record_type or RECORD_TYPES.get(name, ModuleRecord)
+
+    def path_for_epoch(self, epoch: int) -> Path:
+        return self.directory / f"{self.name}-{epoch}.bpk"
+
+    def save(self, epoch: int, record: Any) -> Path:
+        """Write atomically (scratch file + rename; Burn writes in place from a background thread)."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        return record.save(self.path_for_epoch(epoch))
+
+    def restore(self, epoch: int) -> Any:
+        return self.record_type.load(self.path_for_epoch(epoch))
+
+    def delete(self, epoch: int) -> bool:
+        """Remove the file if it exists; True when something was removed."""
+        path = self.path_for_epoch(epoch)
+        try:
+            path.unlink()
+            return True
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise IoError(f"{exc.strerror} (os error {exc.errno})", where=str(path)) from None
+
+    def epochs(self) -> list[int]:
+        found = set()
+        if self.directory.is_dir():
+            for entry in self.directory.iterdir():
+                m = _FILE.match(entry.name)
+                if m and m["name"] == self.name and entry.is_file():
+                    found.add(int(m["epoch"]))
+        return sorted(found)
+
+
+class EpochRecords(NamedTuple):
+    """The three records of one epoch (None where the file is absent)."""
+
+    model: ModuleRecord | None
+    optim: OptimizerRecord | None
+    scheduler: LrSchedulerRecord | None
+
+
+class Checkpoints:
+    """A Burn learner's checkpoint directory: list, open, write and prune epochs.
+
+    ``Checkpoints(artifact_dir)`` works on ``<artifact_dir>/checkpoint`` (Burn's
+    ``with_default_checkpointers``); ``Checkpoints.at(path)`` on a checkpoint directory itself.
+    """
+
+    def __init__(self, artifact_dir: PathLike, *, strategy: Any = None) -> None:
+        self._init(Path(artifact_dir) / "checkpoint", strategy)
+
+    @classmethod
+    def at(cls, checkpoint_dir: PathLike, *, strategy: Any = None) -> Checkpoints:
+        self = cls.__new__(cls)
+        self._init(Path(checkpoint_dir), strategy)
+        return self
+
+    @classmethod
+    def find(cls, path: PathLike, *, strategy: Any = None) -> Checkpoints:
+        """``path/checkpoint`` when it is a directory, else ``path`` itself."""
+        path = Path(path)
+        return cls(path, strategy=strategy) if (path / "checkpoint").is_dir() else cls.at(path, strategy=strategy)
+
+    def _init(self, directory: Path, strategy: Any) -> None:
+        self.directory = directory
+        self.checkpointers = {name: FileCheckpointer(directory, name) for name in RECORD_NAMES}
+        self.strategy = strategy if strategy is not None else default_strategy()
+        self.valid_losses: dict[int, float] = {}
+
+    def __repr__(self) -> str:
+        return f"<Checkpoints {self.directory}: epochs {self.epochs()}>"
+
+    # -- listing -------------------------------------------------------------------------------
+    def epochs(self) -> list[int]:
+        """Every epoch with at least one of the three files, sorted."""
+        return sorted({e for c in self.checkpointers.values() for e in c.epochs()})
+
+    def complete_epochs(self) -> list[int]:
+        """Epochs with all three files (the ones a learner can resume from)."""
+        per = [set(c.epochs()) for c in self.checkpointers.values()]
+        return sorted(set.intersection(*per))
+
+    def latest(self) -> int | None:
+        epochs = self.complete_epochs()
+        return epochs[-1] if epochs else None
+
+    def files(self, epoch: int) -> dict[str, Path]:
+        """``{"model" | "optim" | "scheduler": path}`` of the files present for ``epoch``."""
+        out = {}
+        for name, checkpointer in self.checkpointers.items():
+            path = checkpointer.path_for_epoch(epoch)
+            if path.is_file():
+                out[name] = path
+        return out
+
+    # -- reading -------------------------------------------------------------------------------
+    def open(self, epoch: int, name: str) -> Any:
+        """One record of ``epoch``: ``name`` is ``model``, ``optim`` or ``scheduler``."""
+        if name not in self.checkpointers:
+            raise ValueError(f"no checkpoint record named {name!r} (expected one of {RECORD_NAMES})")
+        return self.checkpointers[name].restore(epoch)
+
+    def model(self, epoch: int) -> ModuleRecord:
+        return self.open(epoch, "model")
+
+    def optim(self, epoch: int) -> OptimizerRecord:
+        return self.open(epoch, "optim")
+
+    def scheduler(self, epoch: int) -> LrSchedulerRecord:
+        return self.open(epoch, "scheduler")
+
+    def restore(self, epoch: int) -> EpochRecords:
+        """The three records of ``epoch``, as ``learner.checkpoint(epoch)`` restores them (a
+        missing file raises, as Burn's restore fails)."""
+        return EpochRecords(self.model(epoch), self.optim(epoch), self.scheduler(epoch))
+
+    # -- writing -------------------------------------------------------------------------------
+    def save_epoch(
+        self,
+        epoch: int,
+        *,
+        model: ModuleRecord | None = None,
+        optim: OptimizerRecord | None = None,
+        scheduler: LrSchedulerRecord | None = None,
+        valid_loss: float | None = None,
+        best_epoch: int | None = None,
+    ) -> list[CheckpointingAction]:
+        """What the learner does at the end of ``epoch``: ask the strategy, then save / delete.
+
+        ``valid_loss`` is the epoch's mean validation loss (remembered for the metric
+        strategy); ``best_epoch`` instead says directly which epoch is best. Each file is written
+        atomically (model, optim, scheduler, in Burn's order); the records not given are not
+        written. Returns the actions taken.
+        """
+        if epoch < 1:
+            raise ValueError(f"epochs are 1-based, got {epoch}")
+        if valid_loss is not None:
+            self.valid_losses[epoch] = float(valid_loss)
+        actions = self.strategy.checkpointing(epoch, LossHistory(self.valid_losses, best_epoch))
+        for action in actions:
+            if action.kind == "save":
+                for name, record in (("model", model), ("optim", optim), ("scheduler", scheduler)):
+                    if record is not None:
+                        self.checkpointers[name].save(epoch, record)
+            else:
+                self.delete_epoch(action.epoch)
+        return actions
+
+    def delete_epoch(self, epoch: int) -> None:
+        for checkpointer in self.checkpointers.values():
+            checkpointer.delete(epoch)

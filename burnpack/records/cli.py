@@ -1,0 +1,147 @@
+"""The record layer's command-line pieces: ``burnpack checkpoint inspect`` and the record-kind
+line of ``burnpack inspect``. ``burnpack.cli`` registers them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from ..errors import BurnpackError
+from ..reader import Pack
+from .checkpoint import Checkpoints
+from .detect import detect_record_kind
+from .errors import RecordError
+from .scheduler import infer_scheduler
+
+
+def record_kind_line(pack: Pack) -> str:
+    """One line for ``burnpack inspect``: which record this pack is (records.md §6)."""
+    return f"record kind: {detect_record_kind(pack)}"
+
+
+def register(subparsers: Any) -> None:
+    """Add ``checkpoint inspect DIR`` to the ``burnpack`` command."""
+    parser = subparsers.add_parser("checkpoint", help="inspect a Burn learner's checkpoint directory")
+    commands = parser.add_subparsers(dest="checkpoint_command", required=True)
+    p = commands.add_parser(
+        "inspect",
+        help="epochs, parameter count, optimizer kind and step, scheduler state, model/optimizer id consistency",
+    )
+    p.add_argument("directory", help="the artifact directory (holding checkpoint/) or the checkpoint directory")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    return checkpoint_inspect(args.directory, sys.stdout, as_json=args.json)
+
+
+def _error(exc: BaseException) -> str:
+    if isinstance(exc, BurnpackError):
+        return f"{exc.variant}: {exc}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def inspect_epoch(checkpoints: Checkpoints, epoch: int) -> dict[str, Any]:
+    """What ``checkpoint inspect`` reports for one epoch, as JSON-ready data."""
+    files = checkpoints.files(epoch)
+    info: dict[str, Any] = {"epoch": epoch, "files": {k: p.name for k, p in files.items()}, "complete": len(files) == 3}
+    model = optim = None
+    if "model" in files:
+        try:
+            model = checkpoints.model(epoch)
+            dtypes = sorted({t.dtype.variant if t.dtype.value is None else f"Bool({t.dtype.value.value})" for t in model.tensors})
+            info["model"] = {"parameters": len(model), "elements": model.num_elements, "dtypes": dtypes}
+        except (BurnpackError, OSError) as exc:
+            info["model"] = {"error": _error(exc)}
+    if "optim" in files:
+        try:
+            optim = checkpoints.optim(epoch)
+            entry: dict[str, Any] = {"kind": optim.kind, "step": optim.step, "tensors": len(optim.tensors)}
+            if not optim.is_lbfgs():
+                entry["states"] = len(optim.param_ids)
+            info["optim"] = entry
+        except (BurnpackError, OSError) as exc:
+            info["optim"] = {"error": _error(exc)}
+            optim = None
+    if "scheduler" in files:
+        try:
+            record = checkpoints.scheduler(epoch)
+            entry = {"scalars": {k: [v.variant, v.value] for k, v in record.scalars.items()}}
+            try:
+                entry["state"] = infer_scheduler(record).describe()
+            except ValueError as exc:
+                entry["state"] = f"unrecognised layout ({exc})"
+            info["scheduler"] = entry
+        except (BurnpackError, OSError) as exc:
+            info["scheduler"] = {"error": _error(exc)}
+    if model is not None and optim is not None and not optim.is_lbfgs():
+        try:
+            report = optim.check(model)
+            info["ids"] = {
+                "consistent": report.ok,
+                "text": str(report),
+                "only_in_model": [path for _, path in report.only_in_model],
+                "only_in_optimizer": [pid for pid, _ in report.only_in_optimizer],
+                "rank_mismatches": [path for _, path, _, _ in report.rank_mismatches],
+                "shape_mismatches": [name for _, name, _, _ in report.shape_mismatches],
+                "path_mismatches": [pid for pid, _, _ in report.path_mismatches],
+            }
+        except RecordError as exc:
+            info["ids"] = {"consistent": False, "text": _error(exc)}
+    return info
+
+
+def checkpoint_inspect(directory: str, out: TextIO, *, as_json: bool = False) -> int:
+    """Print a checkpoint directory's epochs; 1 when there is none or a file cannot be read."""
+    path = Path(directory)
+    if not path.is_dir():
+        print(f"{directory}: not a directory", file=sys.stderr)
+        return 1
+    checkpoints = Checkpoints.find(path)
+    epochs = checkpoints.epochs()
+    report = {
+        "directory": str(checkpoints.directory),
+        "epochs": epochs,
+        "complete_epochs": checkpoints.complete_epochs(),
+        "details": [inspect_epoch(checkpoints, e) for e in epochs],
+    }
+    failed = not epochs or any(
+        isinstance(d.get(k), dict) and "error" in d[k] for d in report["details"] for k in ("model", "optim", "scheduler")
+    )
+    if as_json:
+        print(json.dumps(report, indent=1), file=out)
+        return 1 if failed else 0
+    print(f"checkpoint directory: {report['directory']}", file=out)
+    if not epochs:
+        print("no checkpoints (expected model-N.bpk, optim-N.bpk, scheduler-N.bpk)", file=out)
+        return 1
+    complete = ", ".join(map(str, report["complete_epochs"])) or "none"
+    print(f"epochs: {', '.join(map(str, epochs))} (complete: {complete})", file=out)
+    for detail in report["details"]:
+        print(f"\nepoch {detail['epoch']}{'' if detail['complete'] else ' (incomplete)'}", file=out)
+        for name in ("model", "optim", "scheduler"):
+            file = detail["files"].get(name)
+            entry = detail.get(name)
+            if file is None:
+                print(f"  {name:<10} missing", file=out)
+            elif "error" in entry:
+                print(f"  {name:<10} {file}: unreadable: {entry['error']}", file=out)
+            elif name == "model":
+                print(
+                    f"  {name:<10} {file}: {entry['parameters']} parameters, {entry['elements']:,} elements "
+                    f"({'/'.join(entry['dtypes']) or '-'})",
+                    file=out,
+                )
+            elif name == "optim":
+                step = f", step {entry['step']}" if entry["step"] is not None else ""
+                states = f", {entry['states']} parameter states" if "states" in entry else ""
+                print(f"  {name:<10} {file}: {entry['kind']}{states}{step}", file=out)
+            else:
+                print(f"  {name:<10} {file}: {entry['state']}", file=out)
+        if "ids" in detail:
+            print(f"  {'ids':<10} " + detail["ids"]["text"].replace("\n", "\n" + " " * 13), file=out)
+    return 1 if failed else 0

@@ -1,0 +1,119 @@
+"""Which record kind a pack holds, from its content alone (records.md §6).
+
+Burn writes no marker saying "module", "optimizer" or "scheduler"; the kinds differ in shape:
+
+* scheduler: no tensors, only scalars;
+* optimizer: tensor names ``<u64>.<field>``, ``<u64>.__rank`` UInt scalars, metadata keys that
+  are u64s (LBFGS: unprefixed ``history_s.*`` / ``g_iter`` instead);
+* module: dotted identifier names, no scalars, a ``param_id`` on every tensor (``BurnpackStore``
+  files add ``format = "burnpack"`` metadata);
+* a pack with nothing at all is what a constant-LR scheduler, a parameter-less module and a
+  never-stepped optimizer all write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..dtypes import debug
+from ..reader import Pack
+from ._common import parse_u64
+from .optimizer import RANK_KEY, OptimizerRecord, state_kind
+from .scheduler import LrSchedulerRecord, infer_scheduler
+
+
+@dataclass
+class RecordKind:
+    """``kind`` is ``module``, ``optimizer``, ``scheduler``, ``empty`` or ``unknown``."""
+
+    kind: str
+    summary: str
+    reasons: list[str] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return f"{self.kind} record: {self.summary}" if self.kind not in ("empty", "unknown") else self.summary
+
+
+def _numeric_prefix(name: str) -> bool:
+    head, dot, _ = name.partition(".")
+    return bool(dot) and parse_u64(head) is not None
+
+
+def _is_lbfgs(pack: Pack) -> bool:
+    return "g_iter" in pack.scalars and "history_s.len" in pack.scalars
+
+
+def detect_record_kind(pack: Pack) -> RecordKind:
+    """Classify an open pack by the heuristics above (reads only its metadata)."""
+    names = pack.names
+    scalars = pack.scalars
+    rank_keys = [k for k in scalars if k.endswith("." + RANK_KEY) and parse_u64(k[: -len(RANK_KEY) - 1]) is not None]
+    numeric_meta = [k for k in pack.metadata if parse_u64(k) is not None]
+    if not names and not scalars:
+        if pack.metadata:
+            return RecordKind("unknown", f"no tensors or scalars, {len(pack.metadata)} metadata entries")
+        return RecordKind(
+            "empty",
+            "empty record: a constant-LR scheduler, a module without parameters or an optimizer without state",
+        )
+    if _is_lbfgs(pack) and not any(_numeric_prefix(n) for n in names):
+        return RecordKind("optimizer", _optimizer_summary(pack), ["LBFGS scalars g_iter, history_s.len"])
+    if rank_keys or (names and all(_numeric_prefix(n) for n in names)):
+        reasons = []
+        if rank_keys:
+            reasons.append(f"{len(rank_keys)} '<id>.__rank' scalars")
+        if names and all(_numeric_prefix(n) for n in names):
+            reasons.append("tensor names start with a parameter id")
+        if numeric_meta:
+            reasons.append(f"{len(numeric_meta)} id → path metadata entries")
+        return RecordKind("optimizer", _optimizer_summary(pack), reasons)
+    if not names:
+        try:
+            tree = infer_scheduler(LrSchedulerRecord(scalars))
+            summary = f"{len(scalars)} scalars; {tree.describe()}"
+        except ValueError:
+            summary = f"{len(scalars)} scalars (not a layout Burn's schedulers write)"
+        return RecordKind("scheduler", summary, ["scalars only, no tensors"])
+    if not scalars:
+        views = [pack[n] for n in names]
+        without_id = sum(1 for v in views if v.param_id is None)
+        elements = sum(v.numel for v in views)
+        dtypes = sorted({debug(v.dtype) for v in views})
+        store = " (BurnpackStore)" if pack.metadata.get("format") == "burnpack" else ""
+        ids = "every tensor has a param_id" if not without_id else f"{without_id} tensor(s) without param_id"
+        summary = f"{len(names)} parameters{store}, {elements:,} elements, {'/'.join(dtypes)}; {ids}"
+        return RecordKind("module", summary, ["named tensors, no scalars"])
+    return RecordKind("unknown", f"generic pack: {len(names)} tensors and {len(scalars)} scalars fit no record layout")
+
+
+def _optimizer_summary(pack: Pack) -> str:
+    record = OptimizerRecord([], pack.scalars, pack.metadata)
+    if _is_lbfgs(pack):
+        return f"LBFGS, {len(pack)} tensors, g_iter {record.step}"
+    ids = set()
+    for key in pack.scalars:
+        if key.endswith("." + RANK_KEY):
+            pid = parse_u64(key[: -len(RANK_KEY) - 1])
+            if pid is not None:
+                ids.add(pid)
+    missing_id = 0
+    for name in pack.names:
+        view = pack[name]
+        if view.param_id is None:
+            missing_id += 1
+        else:
+            ids.add(view.param_id)
+    # the kind from leaf names alone: no tensor data is read
+    kinds = set()
+    for pid in ids:
+        head = f"{pid}."
+        leaves = {n[len(head):] for n in pack.names if n.startswith(head)}
+        leaves |= {k[len(head):] for k in pack.scalars if k.startswith(head) and k != head + RANK_KEY}
+        kinds.add(state_kind(leaves))
+    step = record.step
+    text = f"{'+'.join(sorted(kinds)) or 'unknown'}, {len(ids)} parameter states"
+    if step is not None:
+        text += f", step {step}"
+    if missing_id:
+        text += f"; {missing_id} tensor(s) without param_id (Burn panics loading them)"
+    return text

@@ -1,0 +1,433 @@
+"""``ModuleRecord``: a module's parameters, keyed by module path (burn-core ``src/store/mod.rs``).
+
+What is written: one tensor per parameter named by its dotted path, each with its ``param_id``,
+data in traversal order, no metadata, no scalars — so a record made from the same tensors, ids and
+order is byte-identical with Burn's. What loading does (Burn's ``ModuleRecordMapper``): every
+target parameter takes the record entry at its path (and the record's ``param_id``); a parameter
+without an entry is *missing*, an entry without a parameter is *unused*, a shape mismatch is an
+*apply error* that leaves the parameter unchanged. Then, in this order: apply errors fail unless
+``validate(False)``, missing ones unless ``allow_partial(True)``, unused ones unless
+``allow_unused(True)``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._generated.types import DType
+from ..dtypes import debug, dtype_from_numpy
+from ..errors import ValidationError
+from ..writer import Writer
+from ._cast import cast_array
+from ._common import (
+    RecordTensor,
+    is_torch_module,
+    new_param_id,
+    open_pack,
+    pack_tensors_in_data_order,
+    rust_debug_list,
+    shape_debug,
+    to_numpy,
+)
+from .errors import RecordValidationError
+from .tree import Param, is_leaf, iter_params, map_params
+
+PathLike = str | os.PathLike[str]
+
+
+class DTypePolicy(enum.Enum):
+    """How a parameter's dtype is chosen on load (Burn's ``DTypePolicy``)."""
+
+    FromRecord = "FromRecord"
+    """The parameter takes the record's dtype; data is loaded verbatim (Burn's default)."""
+    CastToModule = "CastToModule"
+    """The record's data is cast to the parameter's current dtype."""
+
+
+@dataclass(frozen=True)
+class ApplyError:
+    """One parameter a load could not apply (Burn's ``ApplyError``; only shape mismatches here)."""
+
+    path: str
+    expected: tuple[int, ...]
+    found: tuple[int, ...]
+    kind: str = "ShapeMismatch"
+
+    @property
+    def message(self) -> str:
+        """Burn's text: ``"{path}: shape mismatch, expected Shape { dims: [..] } but record has ..."``."""
+        return f"{self.path}: shape mismatch, expected {shape_debug(self.expected)} but record has {shape_debug(self.found)}"
+
+
+@dataclass
+class ApplyReport:
+    """What a load did, like burn-store's ``ApplyResult``.
+
+    ``applied``: parameters that took the record's value; ``skipped``: parameters with an entry that
+    was not applied (shape mismatch); ``missing``: parameters without an entry; ``unused``: entries
+    no parameter took (sorted); ``errors``: the apply errors; ``suggestions``: for each missing
+    path, the closest unused entry ("did you mean ...").
+    """
+
+    applied: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    unused: list[str] = field(default_factory=list)
+    errors: list[ApplyError] = field(default_factory=list)
+    suggestions: dict[str, str] = field(default_factory=dict)
+
+    def is_success(self) -> bool:
+        """No apply errors (Burn's ``ApplyResult::is_success``)."""
+        return not self.errors
+
+    def hint_lines(self) -> list[str]:
+        return [f"  {path}: did you mean {other!r}?" for path, other in self.suggestions.items()]
+
+    def __str__(self) -> str:
+        lines = [
+            f"applied {len(self.applied)}, skipped {len(self.skipped)}, missing {len(self.missing)}, "
+            f"unused {len(self.unused)}, errors {len(self.errors)}"
+        ]
+        for error in self.errors:
+            lines.append(f"  error: {error.message}")
+        for path in self.missing:
+            hint = f" (did you mean {self.suggestions[path]!r}?)" if path in self.suggestions else ""
+            lines.append(f"  missing: {path}{hint}")
+        for path in self.unused:
+            lines.append(f"  unused: {path}")
+        return "\n".join(lines)
+
+
+@dataclass
+class LoadResult:
+    """The outcome of ``ModuleRecord.apply``.
+
+    ``module`` is the loaded target: for a mapping or nested structure, a copy whose every
+    parameter is a :class:`Param` (value, ``param_id``, dtype); for a ``torch.nn.Module``, the same
+    module, updated in place. ``params`` is the flat ``{path: Param}`` view and ``report`` what
+    happened.
+    """
+
+    module: Any
+    params: dict[str, Param]
+    report: ApplyReport
+
+    @property
+    def param_ids(self) -> dict[str, int]:
+        return {path: p.param_id for path, p in self.params.items()}
+
+    def numpy(self) -> dict[str, np.ndarray]:
+        """``{path: array}`` of every parameter after the load."""
+        return {path: to_numpy(p.value) for path, p in self.params.items()}
+
+
+class ModuleRecord:
+    """A module's parameters: path → (``param_id``, dtype, shape, data), in data order.
+
+    Make one with :meth:`from_module` (Burn's ``module.into_record()``) or :meth:`from_tensors`,
+    read one with :meth:`load` / :meth:`from_bytes`, write with :meth:`save` / :meth:`into_bytes`,
+    and apply it with :meth:`apply` (Burn's ``try_load_record``). The builder methods
+    (:meth:`allow_partial`, :meth:`allow_unused`, :meth:`validate`, :meth:`with_dtype_policy`,
+    :meth:`cast_to_module_dtype`) return a configured copy; they only affect loading.
+    """
+
+    def __init__(
+        self,
+        tensors: Iterable[RecordTensor] = (),
+        *,
+        dtype_policy: DTypePolicy = DTypePolicy.FromRecord,
+        allow_partial: bool = False,
+        allow_unused: bool = False,
+        validate: bool = True,
+    ) -> None:
+        self.tensors: list[RecordTensor] = list(tensors)
+        taken = {t.param_id for t in self.tensors if t.param_id is not None}
+        for i, tensor in enumerate(self.tensors):
+            if tensor.param_id is None:  # Burn: `param_id.unwrap_or_else(ParamId::new)`
+                self.tensors[i] = tensor.with_name(tensor.name, param_id=new_param_id(taken))
+        self._dtype_policy = DTypePolicy(dtype_policy)
+        self._allow_partial = bool(allow_partial)
+        self._allow_unused = bool(allow_unused)
+        self._validate = bool(validate)
+
+    # -- construction ------------------------------------------------------------------------
+    @classmethod
+    def from_module(cls, module: Any, *, param_ids: Mapping[str, int] | None = None) -> ModuleRecord:
+        """Burn's ``module.into_record()`` for a Python structure or a ``torch.nn.Module``.
+
+        Paths follow Burn's rules (``burnpack.records.tree``); ids come from ``Param`` leaves or
+        ``param_ids`` (path → u64), else fresh random ones; dtypes from ``Param.dtype`` or the data.
+        """
+        tensors = []
+        for path, leaf in iter_params(module):
+            pid, dtype, value = None, None, leaf
+            if isinstance(leaf, Param):
+                pid, dtype, value = leaf.param_id, leaf.dtype, leaf.value
+            if param_ids is not None and path in param_ids:
+                pid = param_ids[path]
+            tensors.append(RecordTensor.from_array(path, value, param_id=pid, dtype=dtype))
+        return cls(tensors)
+
+    @classmethod
+    def from_tensors(
+        cls, tensors: Mapping[str, Any] | Iterable[RecordTensor], *, param_ids: Mapping[str, int] | None = None
+    ) -> ModuleRecord:
+        """A record from ``{path: array or Param}`` (in data order) or ``RecordTensor`` objects."""
+        if isinstance(tensors, Mapping):
+            return cls.from_module(dict(tensors), param_ids=param_ids)
+        items = list(tensors)
+        if param_ids:
+            items = [t.with_name(t.name, param_id=param_ids.get(t.name)) for t in items]
+        return cls(items)
+
+    @classmethod
+    def from_bytes(cls, data: bytes | bytearray | memoryview) -> ModuleRecord:
+        """Burn's ``ModuleRecord::from_bytes``: the tensors of a pack; metadata and scalars ignored."""
+        return cls(pack_tensors_in_data_order(open_pack(data)))
+
+    @classmethod
+    def load(cls, path: PathLike) -> ModuleRecord:
+        """Burn's ``ModuleRecord::load`` (``.bpk`` appended when the extensionless path is absent)."""
+        return cls(pack_tensors_in_data_order(open_pack(path)))
+
+    # -- output ------------------------------------------------------------------------------
+    def _writer(self) -> Writer:
+        return Writer([t.writer_tensor() for t in self.tensors])
+
+    def into_bytes(self) -> bytes:
+        """The burnpack bytes Burn's ``into_bytes`` writes: tensors with ids, nothing else."""
+        return self._writer().to_bytes()
+
+    def save(self, path: PathLike) -> Path:
+        """Write the record (``.bpk`` appended when the path has no extension); returns the path."""
+        return self._writer().write_atomic(path)
+
+    # -- options (builder, like Burn's by-value methods) ------------------------------------
+    def _with(self, **changes: Any) -> ModuleRecord:
+        twin = ModuleRecord.__new__(ModuleRecord)
+        twin.__dict__.update(self.__dict__)
+        twin.tensors = list(self.tensors)
+        for key, value in changes.items():
+            setattr(twin, f"_{key}", value)
+        return twin
+
+    def with_dtype_policy(self, policy: DTypePolicy | str) -> ModuleRecord:
+        return self._with(dtype_policy=DTypePolicy(policy))
+
+    def cast_to_module_dtype(self) -> ModuleRecord:
+        """Sugar for ``with_dtype_policy(DTypePolicy.CastToModule)``."""
+        return self.with_dtype_policy(DTypePolicy.CastToModule)
+
+    def allow_partial(self, allow: bool = True) -> ModuleRecord:
+        """Allow target parameters absent from the record (they keep their value)."""
+        return self._with(allow_partial=bool(allow))
+
+    def allow_unused(self, allow: bool = True) -> ModuleRecord:
+        """Allow record entries no target parameter takes (refused by default since Burn 44415923)."""
+        return self._with(allow_unused=bool(allow))
+
+    def validate(self, validate: bool = True) -> ModuleRecord:
+        """``validate(False)`` silences shape mismatches only (the parameter keeps its value)."""
+        return self._with(validate=bool(validate))
+
+    @property
+    def dtype_policy(self) -> DTypePolicy:
+        return self._dtype_policy
+
+    @property
+    def options(self) -> dict[str, Any]:
+        return {
+            "dtype_policy": self._dtype_policy,
+            "allow_partial": self._allow_partial,
+            "allow_unused": self._allow_unused,
+            "validate": self._validate,
+        }
+
+    # -- content -----------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.tensors)
+
+    def is_empty(self) -> bool:
+        return not self.tensors
+
+    def __iter__(self) -> Iterator[str]:
+        return (t.name for t in self.tensors)
+
+    def __contains__(self, path: object) -> bool:
+        return any(t.name == path for t in self.tensors)
+
+    def __getitem__(self, path: str) -> RecordTensor:
+        for tensor in self.tensors:
+            if tensor.name == path:
+                return tensor
+        raise KeyError(path)
+
+    def __repr__(self) -> str:
+        opts = ", ".join(f"{k}={v.value if isinstance(v, DTypePolicy) else v}" for k, v in self.options.items())
+        return f"<ModuleRecord: {len(self)} tensors, {self.num_elements} elements; {opts}>"
+
+    @property
+    def paths(self) -> list[str]:
+        """Parameter paths in data order."""
+        return [t.name for t in self.tensors]
+
+    @property
+    def param_ids(self) -> dict[str, int]:
+        """``{path: param_id}``."""
+        return {t.name: t.param_id for t in self.tensors}
+
+    @property
+    def num_elements(self) -> int:
+        return sum(t.numel for t in self.tensors)
+
+    def numpy(self) -> dict[str, np.ndarray]:
+        """``{path: array}`` (zero-copy for loaded records)."""
+        return {t.name: t.numpy() for t in self.tensors}
+
+    def params(self) -> dict[str, Param]:
+        """``{path: Param(array, param_id, dtype)}``: a structure ``from_module`` turns back into
+        this very record."""
+        return {t.name: Param(t.numpy(), t.param_id, t.dtype) for t in self.tensors}
+
+    def into_record_group(
+        self,
+        *,
+        paths: Iterable[str] | None = None,
+        ids: Iterable[int] | None = None,
+        regex: str | None = None,
+        predicate: Callable[[str, int], bool] | None = None,
+    ) -> ModuleRecord:
+        """The record of a parameter group (Burn's ``into_record_group``): entries matching any
+        of ``paths`` (exact), ``ids``, ``regex`` (searched, like Rust's ``is_match``) or
+        ``predicate(path, id)``. Load it with ``allow_partial(True)``."""
+        path_set = set(paths or ())
+        id_set = set(ids or ())
+        pattern = re.compile(regex) if regex is not None else None
+
+        def keep(t: RecordTensor) -> bool:
+            return (
+                t.name in path_set
+                or t.param_id in id_set
+                or (pattern is not None and pattern.search(t.name) is not None)
+                or (predicate is not None and bool(predicate(t.name, t.param_id)))
+            )
+
+        twin = self._with()
+        twin.tensors = [t for t in self.tensors if keep(t)]
+        return twin
+
+    def same_content(self, other: ModuleRecord) -> bool:
+        """Same tensors (names, ids, dtypes, shapes, bytes) in the same order."""
+        return len(self) == len(other) and all(a.same_content(b) for a, b in zip(self.tensors, other.tensors))
+
+    # -- loading into a target ---------------------------------------------------------------
+    def report(self, target: Any) -> ApplyReport:
+        """What :meth:`apply` would find, without applying or raising."""
+        return self._apply(target, dry_run=True)[2]
+
+    def apply(self, target: Any) -> LoadResult:
+        """Load into ``target`` (Burn's ``module.try_load_record(record)``), raising on failure.
+
+        ``target``: a mapping ``{path: array or Param}``, a nested structure (dicts, lists,
+        dataclasses, ``Variant``...; see ``burnpack.records.tree``) or a ``torch.nn.Module``
+        (updated in place). Raises :class:`RecordValidationError` with Burn's message —
+        ``Apply errors: [...]``, ``Missing tensors: [...]`` or ``Unused tensors: [...]``, checked
+        in that order — and the full report.
+        """
+        module, params, report = self._apply(target, dry_run=False)
+        if self._validate and report.errors:
+            raise RecordValidationError(
+                f"Apply errors: {rust_debug_list(e.message for e in report.errors)}", kind="apply", report=report
+            )
+        if not self._allow_partial and report.missing:
+            raise RecordValidationError(
+                f"Missing tensors: {rust_debug_list(report.missing)}", kind="missing", report=report
+            )
+        if not self._allow_unused and report.unused:
+            raise RecordValidationError(
+                f"Unused tensors: {rust_debug_list(report.unused)}", kind="unused", report=report
+            )
+        return LoadResult(module, params, report)
+
+    def _apply(self, target: Any, *, dry_run: bool) -> tuple[Any, dict[str, Param], ApplyReport]:
+        entries = {t.name: t for t in self.tensors}  # a later duplicate wins, as in Burn's HashMap
+        report = ApplyReport()
+        params: dict[str, Param] = {}
+        taken_ids: set[int] = set()
+
+        def resolve(path: str, current: Any, current_dtype: Callable[[], DType], shape: tuple[int, ...]) -> Any:
+            entry = entries.pop(path, None)
+            if entry is None:
+                report.missing.append(path)
+                return None
+            if entry.shape != shape:
+                report.errors.append(ApplyError(path, shape, entry.shape))
+                report.skipped.append(path)
+                return None
+            report.applied.append(path)
+            if dry_run:
+                return None
+            dtype = entry.dtype if self._dtype_policy is DTypePolicy.FromRecord else current_dtype()
+            data = entry.numpy()
+            if dtype != entry.dtype:
+                data = cast_array(data, entry.dtype, dtype, where=path)
+            return entry, dtype, data
+
+        if is_torch_module(target):
+            from . import _torch
+
+            module = _torch.apply_to_module(target, resolve, params, dry_run=dry_run)
+        else:
+
+            def load_leaf(path: str, leaf: Any) -> Param:
+                value, pid, dtype = leaf, None, None
+                if isinstance(leaf, Param):
+                    value, pid, dtype = leaf.value, leaf.param_id, leaf.dtype
+                array = to_numpy(value)
+
+                def current_dtype() -> DType:
+                    if dtype is not None:
+                        return dtype
+                    try:
+                        return dtype_from_numpy(array.dtype)
+                    except ValueError as exc:
+                        raise ValidationError(f"{path}: {exc}") from None
+
+                hit = resolve(path, value, current_dtype, tuple(int(d) for d in array.shape))
+                if hit is not None:
+                    entry, new_dtype, data = hit
+                    param = Param(data, entry.param_id, new_dtype)
+                else:
+                    if pid is None:
+                        pid = new_param_id(taken_ids)
+                    param = Param(value, pid, dtype if dtype is not None else _maybe_dtype(array))
+                params[path] = param
+                return param
+
+            module = map_params(target, load_leaf) if not is_leaf(target) else load_leaf("", target)
+        report.unused = sorted(entries)
+        for path in report.missing:
+            close = difflib.get_close_matches(path, report.unused, n=1, cutoff=0.6)
+            if close:
+                report.suggestions[path] = close[0]
+        return module, params, report
+
+
+def _maybe_dtype(array: np.ndarray) -> DType | None:
+    try:
+        return dtype_from_numpy(array.dtype)
+    except ValueError:
+        return None
+
+
+def describe_dtype(dtype: DType) -> str:
+    return debug(dtype)

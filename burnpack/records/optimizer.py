@@ -1,0 +1,634 @@
+"""``OptimizerRecord``: optimizer state keyed by parameter id (burn-optim ``optim/module/``).
+
+Layout (``ModuleOptimizer::to_record``), for every parameter that has state:
+
+* tensors ``"{decimal param id}.{field path}"``, each carrying that ``param_id``;
+* scalar ``"{id}.__rank"`` = ``UInt(rank of the parameter)``, even when the state has no tensors;
+* the state's own scalars with their Rust kinds (``momentum.time`` is ``UInt``);
+* metadata ``"{id}" → "<module path>"``.
+
+LBFGS keeps one global state instead: unprefixed names, no ``param_id``, no ``__rank``, no
+metadata. Reading follows ``ModuleOptimizer::load_record``: ranks from ``"<u64>.__rank"`` scalars,
+paths from metadata keys that parse as u64 (others ignored), every tensor must carry a
+``param_id`` (Burn panics otherwise), and a state missing a required leaf is dropped.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field, fields as dc_fields
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from .._generated.types import Scalar
+from ..writer import Writer, _check_scalar
+from ._common import RecordTensor, open_pack, pack_tensors_in_data_order, parse_u64, scalar_value, to_numpy
+from .errors import MissingParamIdError, StateRankError
+from .state import (
+    Field,
+    StateSource,
+    attrs,
+    flatten,
+    leaf_names,
+    nested,
+    opt_nested,
+    opt_scalar,
+    opt_tensor,
+    scalar,
+    tensor,
+    unflatten,
+    vec_tensor,
+)
+
+PathLike = str | os.PathLike[str]
+RANK_KEY = "__rank"
+
+
+# --------------------------------------------------------------------------------------------
+# Typed states
+# --------------------------------------------------------------------------------------------
+class OptimizerState:
+    """Base of the typed optimizer states: a dataclass plus Burn's field layout (``SCHEMA``).
+
+    Tensor attributes hold numpy arrays (zero-copy views when read from a file).
+    """
+
+    SCHEMA: ClassVar[tuple[Field, ...]] = ()
+    KIND: ClassVar[str] = "unknown"
+    """Which Burn optimizer(s) write this layout."""
+
+    def flatten(self, prefix: str) -> tuple[list[tuple[str, Any]], list[tuple[str, Scalar]]]:
+        """``(tensors, scalars)`` named under ``prefix``, in Burn's field order."""
+        return flatten(self.SCHEMA, {f.name: getattr(self, f.name) for f in dc_fields(self)}, prefix)
+
+    @classmethod
+    def unflatten(cls, prefix: str, source: StateSource, missing: list[str] | None = None) -> OptimizerState | None:
+        values = unflatten(cls.SCHEMA, prefix, source, missing)
+        if values is None:
+            return None
+        converted = {}
+        for name, value in values.items():
+            if isinstance(value, RecordTensor):
+                value = value.numpy()
+            elif isinstance(value, list):
+                value = [v.numpy() for v in value]
+            converted[name] = value
+        return cls(**converted)
+
+    @classmethod
+    def leaves(cls) -> tuple[set[str], set[str], set[str]]:
+        """``(required, optional, vec prefixes)`` leaf names below the id prefix."""
+        return leaf_names(cls.SCHEMA)
+
+    @classmethod
+    def matches(cls, names: set[str]) -> bool:
+        """True when ``names`` (leaf names below one prefix, ``__rank`` excluded) fit this layout."""
+        required, optional, vec = cls.leaves()
+        if not required <= names:
+            return False
+        for name in names - required - optional:
+            head, _, index = name.rpartition(".")
+            if head not in vec or not index.isdigit():
+                return False
+        return True
+
+    def tensors(self) -> dict[str, np.ndarray]:
+        """The state tensors by leaf name (``momentum.moment_1``...)."""
+        return {name: to_numpy(value) for name, value in self.flatten("")[0]}
+
+
+@dataclass
+class AdamState(OptimizerState):
+    """``AdamState { momentum: AdaptiveMomentumState { time, moment_1, moment_2, max_moment_2 } }``.
+
+    ``max_moment_2`` is present only with ``amsgrad``. ``time`` is the step count (UInt).
+    """
+
+    time: int
+    moment_1: Any
+    moment_2: Any
+    max_moment_2: Any = None
+
+    SCHEMA = (
+        nested(
+            "momentum",
+            scalar("time", "usize"),
+            tensor("moment_1"),
+            tensor("moment_2"),
+            opt_tensor("max_moment_2"),
+        ),
+    )
+    KIND = "Adam/AdamW"
+
+
+@dataclass
+class AdamWState(AdamState):
+    """AdamW's state: the same ``AdaptiveMomentumState`` as Adam, so the same layout."""
+
+
+@dataclass
+class SgdState(OptimizerState):
+    """``SgdState { momentum: Option<MomentumState { velocity }> }``: only ``__rank`` without momentum."""
+
+    velocity: Any = None
+
+    SCHEMA = (opt_nested("momentum", tensor("velocity")),)
+    KIND = "SGD"
+
+
+@dataclass
+class MuonState(OptimizerState):
+    """``MuonState { momentum: MomentumState { velocity } }`` (2-D parameters only)."""
+
+    velocity: Any
+
+    SCHEMA = (nested("momentum", tensor("velocity")),)
+    KIND = "Muon"
+
+
+@dataclass
+class RmsPropState(OptimizerState):
+    """``RmsPropState { square_avg: { square_avg }, centered: { grad_avg?, avg }, momentum: Option<{ buf }> }``.
+
+    ``grad_avg`` exists when ``centered``; ``momentum_buf`` when momentum > 0 (Burn's default 0.9).
+    """
+
+    square_avg: Any
+    avg: Any
+    grad_avg: Any = None
+    momentum_buf: Any = None
+
+    SCHEMA = (
+        nested("square_avg", tensor("square_avg")),
+        nested("centered", opt_tensor("grad_avg"), tensor("avg")),
+        opt_nested("momentum", tensor("buf", "momentum_buf")),
+    )
+    KIND = "RMSProp"
+
+
+@dataclass
+class AdaGradState(OptimizerState):
+    """``AdaGradState { lr_decay: LrDecayState { time, sum } }``."""
+
+    time: int
+    sum: Any
+
+    SCHEMA = (nested("lr_decay", scalar("time", "usize"), tensor("sum")),)
+    KIND = "AdaGrad"
+
+
+@dataclass
+class AdanState(OptimizerState):
+    """``AdanState { momentum: AdaptiveNesterovMomentumState { time, exp_avg, exp_avg_sq, exp_avg_diff, neg_pre_grad } }``."""
+
+    time: int
+    exp_avg: Any
+    exp_avg_sq: Any
+    exp_avg_diff: Any
+    neg_pre_grad: Any
+
+    SCHEMA = (
+        nested(
+            "momentum",
+            scalar("time", "usize"),
+            tensor("exp_avg"),
+            tensor("exp_avg_sq"),
+            tensor("exp_avg_diff"),
+            tensor("neg_pre_grad"),
+        ),
+    )
+    KIND = "Adan"
+
+
+@dataclass
+class LBFGSState(OptimizerState):
+    """L-BFGS's single global state (1-D tensors; no id prefix, no ``param_id``).
+
+    Burn's default state has ``t = 1.0`` and everything else empty.
+    """
+
+    history_s: list = field(default_factory=list)
+    history_y: list = field(default_factory=list)
+    d: Any = None
+    t: float | None = 1.0
+    prev_flat_grad: Any = None
+    prev_loss: float | None = None
+    g_iter: int = 0
+
+    SCHEMA = (
+        vec_tensor("history_s"),
+        vec_tensor("history_y"),
+        opt_tensor("d"),
+        opt_scalar("t", "f64"),
+        opt_tensor("prev_flat_grad"),
+        opt_scalar("prev_loss", "f64"),
+        scalar("g_iter", "usize"),
+    )
+    KIND = "LBFGS"
+
+
+PER_PARAM_STATES: tuple[type[OptimizerState], ...] = (
+    AdamState,
+    AdanState,
+    AdaGradState,
+    RmsPropState,
+    SgdState,
+    MuonState,
+)
+"""The per-parameter layouts, in detection order (Adam covers AdamW, SGD-with-momentum covers Muon)."""
+
+
+def detect_state_class(names: set[str]) -> type[OptimizerState] | None:
+    """The typed state whose layout fits these leaf names (``__rank`` excluded), or None."""
+    for cls in PER_PARAM_STATES:
+        if cls.matches(names):
+            return cls
+    return None
+
+
+def state_kind(names: set[str]) -> str:
+    """A human label for a layout: ``Adam/AdamW``, ``SGD``, ``SGD/Muon`` (same layout), ..."""
+    cls = detect_state_class(names)
+    if cls is None:
+        return "unknown"
+    if cls is SgdState and names:
+        return "SGD/Muon"
+    return cls.KIND
+
+
+# --------------------------------------------------------------------------------------------
+# The record
+# --------------------------------------------------------------------------------------------
+@dataclass
+class ParamEntries:
+    """Everything an optimizer record holds for one parameter id, generically."""
+
+    param_id: int
+    path: str | None
+    rank: int | None
+    tensors: dict[str, RecordTensor]
+    scalars: dict[str, Scalar]
+
+    @property
+    def leaf_names(self) -> set[str]:
+        return set(self.tensors) | set(self.scalars)
+
+    @property
+    def kind(self) -> str:
+        return state_kind(self.leaf_names)
+
+
+@dataclass
+class ConsistencyReport:
+    """How a model record and an optimizer record line up (they meet only through param ids)."""
+
+    only_in_model: list[tuple[int, str]] = field(default_factory=list)
+    """Model parameters without optimizer state: normal for running stats, frozen parameters, or
+    a parameter that never got a gradient."""
+    only_in_optimizer: list[tuple[int, str | None]] = field(default_factory=list)
+    """State for ids the model does not have: the two files do not belong together."""
+    rank_mismatches: list[tuple[int, str, int, int]] = field(default_factory=list)
+    """``(id, path, model rank, optimizer __rank)``."""
+    shape_mismatches: list[tuple[int, str, tuple[int, ...], tuple[int, ...]]] = field(default_factory=list)
+    """``(id, state tensor name, parameter shape, state tensor shape)``."""
+    path_mismatches: list[tuple[int, str, str]] = field(default_factory=list)
+    """``(id, model path, optimizer metadata path)``."""
+
+    @property
+    def ok(self) -> bool:
+        return not (self.only_in_optimizer or self.rank_mismatches or self.shape_mismatches or self.path_mismatches)
+
+    def __str__(self) -> str:
+        if self.ok:
+            text = "consistent"
+            if self.only_in_model:
+                text += f" ({len(self.only_in_model)} model parameter(s) without optimizer state)"
+            return text
+        lines = ["inconsistent:"]
+        for pid, path in self.only_in_optimizer:
+            lines.append(f"  optimizer state for id {pid} ({path or 'no path'}) matches no model parameter")
+        for pid, path, model_rank, rank in self.rank_mismatches:
+            lines.append(f"  {path} (id {pid}): model rank {model_rank}, optimizer __rank {rank}")
+        for pid, name, shape, found in self.shape_mismatches:
+            lines.append(f"  {name} (id {pid}): parameter shape {list(shape)}, state shape {list(found)}")
+        for pid, model_path, path in self.path_mismatches:
+            lines.append(f"  id {pid}: model path {model_path!r}, optimizer path {path!r}")
+        if self.only_in_model:
+            lines.append(f"  {len(self.only_in_model)} model parameter(s) without optimizer state")
+        return "\n".join(lines)
+
+
+class OptimizerRecord:
+    """Optimizer state as Burn stores it: tensors, typed scalars and the id → path metadata.
+
+    Build one from typed states (:meth:`from_states`, :meth:`set_state`, :meth:`from_lbfgs`), read
+    one with :meth:`load` / :meth:`from_bytes`, inspect it through :meth:`state` / :meth:`states`
+    (typed) or :meth:`entries` (generic), and write with :meth:`save` / :meth:`into_bytes`.
+    Loading keeps the tensors' data order, every scalar and all metadata, so a record re-saves
+    byte for byte.
+    """
+
+    def __init__(
+        self,
+        tensors: Iterable[RecordTensor] = (),
+        scalars: Mapping[str, Scalar] | None = None,
+        metadata: Mapping[str, str] | None = None,
+    ) -> None:
+        self.tensors: list[RecordTensor] = list(tensors)
+        self.scalars: dict[str, Scalar] = dict(scalars or {})
+        self.metadata: dict[str, str] = dict(metadata or {})
+
+    # -- I/O ---------------------------------------------------------------------------------
+    @classmethod
+    def from_bytes(cls, data: bytes | bytearray | memoryview) -> OptimizerRecord:
+        return cls._from_pack(open_pack(data))
+
+    @classmethod
+    def load(cls, path: PathLike) -> OptimizerRecord:
+        """Burn's ``OptimizerRecord::load`` (``.bpk`` appended when the extensionless path is absent)."""
+        return cls._from_pack(open_pack(path))
+
+    @classmethod
+    def _from_pack(cls, pack: Any) -> OptimizerRecord:
+        return cls(pack_tensors_in_data_order(pack), pack.scalars, pack.metadata)
+
+    def _writer(self) -> Writer:
+        for key, value in self.scalars.items():
+            _check_scalar(key, value)
+        return Writer([t.writer_tensor() for t in self.tensors], metadata=self.metadata, scalars=self.scalars)
+
+    def into_bytes(self) -> bytes:
+        return self._writer().to_bytes()
+
+    def save(self, path: PathLike) -> Path:
+        """Write the record (``.bpk`` appended when the path has no extension); returns the path."""
+        return self._writer().write_atomic(path)
+
+    # -- basics ------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        """The number of tensors (Burn's ``len``)."""
+        return len(self.tensors)
+
+    def is_empty(self) -> bool:
+        """No tensors (Burn's ``is_empty``; a record of stateless SGD parameters is "empty" too)."""
+        return not self.tensors
+
+    def __repr__(self) -> str:
+        return f"<OptimizerRecord: {self.kind}, {len(self.tensors)} tensors, {len(self.scalars)} scalars>"
+
+    def same_content(self, other: OptimizerRecord) -> bool:
+        return (
+            len(self.tensors) == len(other.tensors)
+            and all(a.same_content(b) for a, b in zip(self.tensors, other.tensors))
+            and self.scalars == other.scalars
+            and self.metadata == other.metadata
+        )
+
+    # -- Burn's reading rules ----------------------------------------------------------------
+    @property
+    def ranks(self) -> dict[int, int]:
+        """``{param id: rank}`` exactly as ``load_record`` derives it: ``"<u64>.__rank"`` scalars
+        that convert to ``usize``, then each tensor's rank for ids without one. Raises
+        :class:`MissingParamIdError` for a tensor without ``param_id``, where Burn panics."""
+        ranks: dict[int, int] = {}
+        suffix = "." + RANK_KEY
+        for name, value in self.scalars.items():
+            if name.endswith(suffix):
+                pid = parse_u64(name[: -len(suffix)])
+                rank = scalar_value("usize", value)
+                if pid is not None and rank is not None:
+                    ranks[pid] = rank
+        for t in self.tensors:
+            if t.param_id is None:
+                raise MissingParamIdError(where=f"tensor '{t.name}'")
+            ranks.setdefault(t.param_id, t.rank)
+        return dict(sorted(ranks.items()))
+
+    @property
+    def param_ids(self) -> list[int]:
+        """The parameter ids Burn's ``load_record`` visits (sorted)."""
+        return list(self.ranks)
+
+    @property
+    def paths(self) -> dict[int, str]:
+        """``{param id: module path}`` from the metadata keys that parse as u64."""
+        out = {}
+        for key, value in self.metadata.items():
+            pid = parse_u64(key)
+            if pid is not None:
+                out[pid] = value
+        return out
+
+    def entries(self, param_id: int) -> ParamEntries:
+        """Every tensor and scalar under ``"{param_id}."`` (keys relative to it), generically."""
+        head = f"{param_id}."
+        tensors = {t.name[len(head):]: t for t in self.tensors if t.name.startswith(head)}
+        scalars = {k[len(head):]: v for k, v in self.scalars.items() if k.startswith(head) and k != head + RANK_KEY}
+        return ParamEntries(param_id, self.paths.get(param_id), self.ranks.get(param_id), tensors, scalars)
+
+    def _source(self) -> StateSource:
+        return StateSource({t.name: t for t in self.tensors}, self.scalars)
+
+    def state(self, param_id: int, cls: type[OptimizerState] | None = None) -> OptimizerState | None:
+        """The typed state of one parameter, or None where Burn would drop it.
+
+        ``cls`` defaults to the layout the entries match. Raises :class:`StateRankError` when a
+        tensor's rank differs from ``__rank`` (Burn's tensor creation panics there).
+        """
+        ranks = self.ranks
+        if param_id not in ranks:
+            return None
+        if cls is None:
+            cls = detect_state_class(self.entries(param_id).leaf_names)
+            if cls is None:
+                return None
+        source = self._source()
+        state = cls.unflatten(str(param_id), source)
+        if state is not None:
+            self._check_ranks(param_id, ranks[param_id], state)
+        return state
+
+    def _check_ranks(self, param_id: int, rank: int, state: OptimizerState) -> None:
+        for name, value in state.flatten(str(param_id))[0]:
+            ndim = np.ndim(value)
+            if ndim != rank:
+                raise StateRankError(
+                    f"tensor '{name}' has rank {ndim} but parameter {param_id} has __rank {rank}"
+                )
+
+    def missing_leaves(self, param_id: int, cls: type[OptimizerState]) -> list[str]:
+        """Why ``state(param_id, cls)`` is None: the leaves that are missing or ill-typed."""
+        missing: list[str] = []
+        unflatten(cls.SCHEMA, str(param_id), self._source(), missing)
+        return missing
+
+    def states(self, cls: type[OptimizerState] | None = None) -> dict[int, OptimizerState]:
+        """Every parameter's typed state Burn would rebuild (dropped ones left out)."""
+        out = {}
+        for pid in self.ranks:
+            state = self.state(pid, cls)
+            if state is not None:
+                out[pid] = state
+        return out
+
+    @property
+    def kind(self) -> str:
+        """``Adam/AdamW``, ``SGD``, ``SGD/Muon``, ``RMSProp``, ``AdaGrad``, ``Adan``, ``LBFGS``,
+        ``empty``, ``unknown``, or several joined by ``+`` (parameter groups)."""
+        if self.is_lbfgs():
+            return "LBFGS"
+        try:
+            ids = self.param_ids
+        except MissingParamIdError:
+            return "unknown"
+        if not ids:
+            return "empty" if not self.tensors and not self.scalars else "unknown"
+        kinds = sorted({self.entries(pid).kind for pid in ids})
+        return "+".join(kinds)
+
+    @property
+    def step(self) -> int | None:
+        """The optimizer's step count: the largest ``time`` (Adam/AdamW, Adan, AdaGrad) or
+        LBFGS's ``g_iter``; None for layouts without one (SGD, RMSProp, Muon)."""
+        if self.is_lbfgs():
+            return scalar_value("usize", self.scalars.get("g_iter"))
+        times = []
+        for name, value in self.scalars.items():
+            head, _, leaf = name.partition(".")
+            if parse_u64(head) is not None and leaf in ("momentum.time", "lr_decay.time"):
+                v = scalar_value("usize", value)
+                if v is not None:
+                    times.append(v)
+        return max(times) if times else None
+
+    # -- building and editing ----------------------------------------------------------------
+    @classmethod
+    def from_states(
+        cls,
+        states: Mapping[int | str, OptimizerState],
+        *,
+        module: Any = None,
+        paths: Mapping[int, str] | None = None,
+        ranks: Mapping[int, int] | None = None,
+    ) -> OptimizerRecord:
+        """A record of per-parameter states, keyed by param id or — with ``module`` (a
+        ``ModuleRecord``) — by module path; ids, paths and ranks then come from the module."""
+        record = cls()
+        by_path = module.param_ids if module is not None else {}
+        shapes = {t.name: t.shape for t in module.tensors} if module is not None else {}
+        for key, state in states.items():
+            if isinstance(key, str):
+                if key not in by_path:
+                    raise KeyError(f"no parameter {key!r} in the module record")
+                pid, path, rank = by_path[key], key, len(shapes[key])
+            else:
+                pid = int(key)
+                path = (paths or {}).get(pid)
+                rank = (ranks or {}).get(pid)
+                if module is not None and path is None:
+                    path = next((p for p, i in by_path.items() if i == pid), None)
+                if rank is None and path in shapes:
+                    rank = len(shapes[path])
+            record.set_state(pid, state, path=path, rank=rank)
+        return record
+
+    def set_state(self, param_id: int, state: OptimizerState, *, path: str | None = None, rank: int | None = None) -> OptimizerRecord:
+        """Replace the state of ``param_id`` (tensors, scalars, ``__rank``, path); returns self.
+
+        ``rank`` defaults to the existing ``__rank``, else the state tensors' rank; a state
+        without tensors (SGD without momentum) needs it. ``path`` defaults to the existing one.
+        """
+        if isinstance(state, LBFGSState):
+            raise TypeError("LBFGS keeps one global state: use OptimizerRecord.from_lbfgs / set_lbfgs")
+        param_id = int(param_id)
+        if not 0 <= param_id < 1 << 64:
+            raise ValueError(f"param id {param_id} is not a u64")
+        prefix = str(param_id)
+        tensors, scalars = state.flatten(prefix)
+        if rank is None:
+            rank = self.ranks.get(param_id) if self._has_rank(param_id) else None
+        if rank is None and tensors:
+            rank = int(np.ndim(to_numpy(tensors[0][1])))
+        if rank is None:
+            raise ValueError(f"parameter {param_id}: give rank= (its state has no tensor to take it from)")
+        for name, value in tensors:
+            ndim = int(np.ndim(to_numpy(value)))
+            if ndim != rank:
+                raise StateRankError(f"tensor '{name}' has rank {ndim} but parameter {param_id} has __rank {rank}")
+        old_path = self.paths.get(param_id)
+        self.remove_state(param_id)
+        for name, value in tensors:
+            self.tensors.append(_record_tensor(name, value, param_id))
+        self.scalars[f"{prefix}.{RANK_KEY}"] = Scalar.UInt(int(rank))
+        for name, value in scalars:
+            self.scalars[name] = value
+        path = path if path is not None else old_path
+        if path is not None:
+            self.metadata[prefix] = path
+        return self
+
+    def _has_rank(self, param_id: int) -> bool:
+        return f"{param_id}.{RANK_KEY}" in self.scalars or any(t.param_id == param_id for t in self.tensors)
+
+    def remove_state(self, param_id: int) -> OptimizerRecord:
+        """Drop every tensor, scalar and the metadata of ``param_id``; returns self."""
+        head = f"{int(param_id)}."
+        self.tensors = [t for t in self.tensors if not t.name.startswith(head)]
+        self.scalars = {k: v for k, v in self.scalars.items() if not k.startswith(head)}
+        self.metadata.pop(str(int(param_id)), None)
+        return self
+
+    # -- LBFGS -------------------------------------------------------------------------------
+    def is_lbfgs(self) -> bool:
+        """True for LBFGS's global layout (``g_iter`` and the history lengths, no id prefixes)."""
+        return "g_iter" in self.scalars and "history_s.len" in self.scalars
+
+    @classmethod
+    def from_lbfgs(cls, state: LBFGSState) -> OptimizerRecord:
+        """``LBFGS::to_record``: the state flattened without prefix, tensors without ``param_id``."""
+        tensors, scalars = state.flatten("")
+        return cls([_record_tensor(name, value, None) for name, value in tensors], dict(scalars))
+
+    def lbfgs(self) -> LBFGSState | None:
+        """``LBFGS::load_record``'s view: the global state, or None where Burn keeps its own."""
+        return LBFGSState.unflatten("", self._source())
+
+    # -- consistency with a model record -------------------------------------------------------
+    def check(self, model: Any) -> ConsistencyReport:
+        """Compare with a ``ModuleRecord``: ids only on one side, rank, shape and path mismatches."""
+        report = ConsistencyReport()
+        model_by_id = {t.param_id: t for t in model.tensors}
+        ranks = self.ranks
+        paths = self.paths
+        for pid, tensor in model_by_id.items():
+            if pid not in ranks:
+                report.only_in_model.append((pid, tensor.name))
+        for pid, rank in ranks.items():
+            target = model_by_id.get(pid)
+            if target is None:
+                report.only_in_optimizer.append((pid, paths.get(pid)))
+                continue
+            if rank != target.rank:
+                report.rank_mismatches.append((pid, target.name, target.rank, rank))
+            if pid in paths and paths[pid] != target.name:
+                report.path_mismatches.append((pid, target.name, paths[pid]))
+            for leaf, t in self.entries(pid).tensors.items():
+                if t.shape != target.shape:
+                    report.shape_mismatches.append((pid, t.name, target.shape, t.shape))
+        return report
+
+    def __iter__(self) -> Iterator[RecordTensor]:
+        return iter(self.tensors)
+
+
+def _record_tensor(name: str, value: Any, param_id: int | None) -> RecordTensor:
+    if isinstance(value, RecordTensor):
+        return value.with_name(name, param_id=param_id)
+    return RecordTensor.from_array(name, value, param_id=param_id)
+
+
+def state_attrs(cls: type[OptimizerState]) -> list[str]:
+    return attrs(cls.SCHEMA)

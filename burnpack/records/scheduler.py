@@ -1,0 +1,348 @@
+"""``LrSchedulerRecord``: learning-rate scheduler state as typed scalars (burn-optim ``lr_scheduler/``).
+
+A scheduler record is a pack with no tensors and no metadata, only scalars: an empty record (a
+constant learning rate) is the 256-byte file. Each scheduler flattens its state with an empty
+prefix; composed and sequential schedulers nest their children under ``"{index}."``; and every
+public ``XxxConfig::init()`` returns a ``ModuleLrScheduler``, which nests each parameter group's
+scheduler under its group index — so files Burn writes start with ``"0."``.
+
+======================  ====================  ========  ===================================
+scheduler               key                   Scalar    value after ``build()``
+======================  ====================  ========  ===================================
+constant                (none)                –         –
+linear                  ``remaining_iters``   UInt      ``num_iters + 1``
+cosine annealing        ``current_iter``      UInt      ``2**64 - 1`` (wraps to 0 on step 1)
+exponential             ``previous_lr``       Float     ``initial_lr / gamma``
+step                    ``iter_idx``          Int       ``-1``
+noam                    ``step``              Float     ``0.0``
+composed                children ``{i}.``     –         –
+sequential              ``step`` + ``{i}.``   UInt      ``0``
+======================  ====================  ========  ===================================
+
+Loading ignores what it cannot use: a missing or ill-typed key leaves that scheduler unchanged,
+silently (``record.into_state()`` returns None). The helpers' :meth:`LrScheduler.missing` reports
+those keys.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+from .._generated.types import Scalar
+from ..writer import Writer, _check_scalar
+from ._common import U64_MAX, open_pack, scalar_for, scalar_value
+from .state import join_path
+
+PathLike = str | os.PathLike[str]
+
+
+class LrSchedulerRecord:
+    """Named typed scalars (Burn's ``LrSchedulerRecord``); nothing else is stored or read."""
+
+    def __init__(self, scalars: Mapping[str, Scalar] | None = None) -> None:
+        self.scalars: dict[str, Scalar] = dict(sorted((scalars or {}).items()))
+
+    # -- Burn's API ----------------------------------------------------------------------------
+    @classmethod
+    def new(cls) -> LrSchedulerRecord:
+        return cls()
+
+    def is_empty(self) -> bool:
+        return not self.scalars
+
+    def __len__(self) -> int:
+        return len(self.scalars)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.scalars)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.scalars
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LrSchedulerRecord) and self.scalars == other.scalars
+
+    def __repr__(self) -> str:
+        items = ", ".join(f"{k}={v!r}" for k, v in self.scalars.items())
+        return f"LrSchedulerRecord({{{items}}})"
+
+    def with_scalar(self, key: str, value: Scalar | Any, rust_type: str | None = None) -> LrSchedulerRecord:
+        """A copy with ``key`` set: a ``Scalar``, or a value converted as a ``rust_type`` field
+        would be (``usize`` → UInt, ``i32`` → Int, ``f64`` → Float, ``bool`` → Bool)."""
+        if not isinstance(value, Scalar):
+            if rust_type is None:
+                raise TypeError("give a burnpack.Scalar or the Rust type of the value (rust_type='usize', ...)")
+            value = scalar_for(rust_type, value)
+        _check_scalar(key, value)
+        return LrSchedulerRecord({**self.scalars, key: value})
+
+    def scalar(self, key: str, rust_type: str = "f64") -> Any:
+        """The value under ``key`` converted as Burn's ``TryFrom<Scalar>`` for ``rust_type``, or None."""
+        return scalar_value(rust_type, self.scalars.get(key))
+
+    def with_record(self, prefix: str, record: LrSchedulerRecord) -> LrSchedulerRecord:
+        """A copy with ``record``'s scalars merged under ``"{prefix}."``."""
+        merged = dict(self.scalars)
+        for key, value in record.scalars.items():
+            merged[join_path(prefix, key)] = value
+        return LrSchedulerRecord(merged)
+
+    def record(self, prefix: str) -> LrSchedulerRecord:
+        """The child record merged under ``"{prefix}."`` (the prefix stripped)."""
+        head = join_path(prefix, "")
+        return LrSchedulerRecord({k[len(head):]: v for k, v in self.scalars.items() if k.startswith(head)})
+
+    # -- I/O -------------------------------------------------------------------------------------
+    @classmethod
+    def from_bytes(cls, data: bytes | bytearray | memoryview) -> LrSchedulerRecord:
+        """The scalars of a pack (tensors and metadata are ignored, as in Burn)."""
+        with open_pack(data) as pack:
+            return cls(pack.scalars)
+
+    @classmethod
+    def load(cls, path: PathLike) -> LrSchedulerRecord:
+        with open_pack(path) as pack:
+            return cls(pack.scalars)
+
+    def _writer(self) -> Writer:
+        return Writer([], scalars=self.scalars)
+
+    def into_bytes(self) -> bytes:
+        return self._writer().to_bytes()
+
+    def save(self, path: PathLike) -> Path:
+        """Write the record (``.bpk`` appended when the path has no extension); returns the path."""
+        return self._writer().write_atomic(path)
+
+    # -- typed helpers -----------------------------------------------------------------------------
+    @classmethod
+    def from_scheduler(cls, scheduler: LrScheduler) -> LrSchedulerRecord:
+        return scheduler.to_record()
+
+    def infer(self, *, module: bool = True) -> LrScheduler:
+        """A best-effort scheduler tree for these scalars (see :func:`infer_scheduler`)."""
+        return infer_scheduler(self, module=module)
+
+
+# --------------------------------------------------------------------------------------------
+# Typed scheduler states
+# --------------------------------------------------------------------------------------------
+class LrScheduler:
+    """Base of the typed scheduler states: ``to_record``, ``load_record`` and ``missing``."""
+
+    KEY: ClassVar[str | None] = None
+    RUST_TYPE: ClassVar[str] = "usize"
+    ATTR: ClassVar[str] = ""
+    KIND: ClassVar[str] = ""
+
+    def to_record(self) -> LrSchedulerRecord:
+        record = LrSchedulerRecord()
+        if self.KEY is not None:
+            record = record.with_scalar(self.KEY, getattr(self, self.ATTR), self.RUST_TYPE)
+        return record
+
+    def load_record(self, record: LrSchedulerRecord) -> LrScheduler:
+        """A copy updated from ``record``; a missing or ill-typed key leaves the value (Burn)."""
+        if self.KEY is None:
+            return self
+        value = record.scalar(self.KEY, self.RUST_TYPE)
+        return self if value is None else replace(self, **{self.ATTR: value})
+
+    def missing(self, record: LrSchedulerRecord, prefix: str = "") -> list[str]:
+        """The keys ``load_record`` would not find (missing or of an incompatible kind)."""
+        if self.KEY is not None and record.scalar(self.KEY, self.RUST_TYPE) is None:
+            return [join_path(prefix, self.KEY)]
+        return []
+
+    def describe(self) -> str:
+        if self.KEY is None:
+            return self.KIND
+        return f"{self.KIND} {self.KEY}={getattr(self, self.ATTR)!r}"
+
+
+@dataclass
+class ConstantLr(LrScheduler):
+    """A constant learning rate (Burn's ``f64`` / ``ConstantLr``): an empty record."""
+
+    KIND = "constant"
+
+
+@dataclass
+class LinearLrScheduler(LrScheduler):
+    """``LinearLrSchedulerState { remaining_iters: usize }``."""
+
+    remaining_iters: int
+    KEY, RUST_TYPE, ATTR, KIND = "remaining_iters", "usize", "remaining_iters", "linear"
+
+    @classmethod
+    def initial(cls, num_iters: int) -> LinearLrScheduler:
+        """The state ``LinearLrSchedulerConfig::build`` starts from: ``num_iters + 1``."""
+        return cls(num_iters + 1)
+
+
+@dataclass
+class CosineAnnealingLrScheduler(LrScheduler):
+    """``CosineAnnealingLrSchedulerState { current_iter: usize }``; starts at ``usize::MAX``."""
+
+    current_iter: int = U64_MAX
+    KEY, RUST_TYPE, ATTR, KIND = "current_iter", "usize", "current_iter", "cosine"
+
+    @classmethod
+    def initial(cls) -> CosineAnnealingLrScheduler:
+        return cls(U64_MAX)
+
+
+@dataclass
+class ExponentialLrScheduler(LrScheduler):
+    """``ExponentialLrSchedulerState { previous_lr: f64 }``."""
+
+    previous_lr: float
+    KEY, RUST_TYPE, ATTR, KIND = "previous_lr", "f64", "previous_lr", "exponential"
+
+    @classmethod
+    def initial(cls, initial_lr: float, gamma: float) -> ExponentialLrScheduler:
+        """The state ``build`` starts from: ``initial_lr / gamma``."""
+        return cls(initial_lr / gamma)
+
+
+@dataclass
+class StepLrScheduler(LrScheduler):
+    """``StepLrSchedulerState { iter_idx: i32 }`` (an ``Int``); starts at ``-1``."""
+
+    iter_idx: int = -1
+    KEY, RUST_TYPE, ATTR, KIND = "iter_idx", "i32", "iter_idx", "step"
+
+    @classmethod
+    def initial(cls) -> StepLrScheduler:
+        return cls(-1)
+
+
+@dataclass
+class NoamLrScheduler(LrScheduler):
+    """``NoamLrSchedulerState { step: f64 }``; starts at ``0.0``."""
+
+    step: float = 0.0
+    KEY, RUST_TYPE, ATTR, KIND = "step", "f64", "step", "noam"
+
+    @classmethod
+    def initial(cls) -> NoamLrScheduler:
+        return cls(0.0)
+
+
+@dataclass
+class _Nested(LrScheduler):
+    schedulers: list[LrScheduler] = field(default_factory=list)
+
+    def _children_record(self, record: LrSchedulerRecord) -> LrSchedulerRecord:
+        for index, child in enumerate(self.schedulers):
+            record = record.with_record(str(index), child.to_record())
+        return record
+
+    def to_record(self) -> LrSchedulerRecord:
+        return self._children_record(super().to_record())
+
+    def load_record(self, record: LrSchedulerRecord) -> LrScheduler:
+        loaded = super().load_record(record)
+        children = [child.load_record(record.record(str(i))) for i, child in enumerate(self.schedulers)]
+        return replace(loaded, schedulers=children)
+
+    def missing(self, record: LrSchedulerRecord, prefix: str = "") -> list[str]:
+        out = super().missing(record, prefix)
+        for i, child in enumerate(self.schedulers):
+            out.extend(child.missing(record.record(str(i)), join_path(prefix, str(i))))
+        return out
+
+    def describe(self) -> str:
+        head = super().describe()
+        parts = [f"{i}: {child.describe()}" for i, child in enumerate(self.schedulers)]
+        return f"{head} [{'; '.join(parts)}]"
+
+
+@dataclass
+class ComposedLrScheduler(_Nested):
+    """Children under ``"{index}."``; no state of its own."""
+
+    KIND = "composed"
+
+
+@dataclass
+class SequentialLrScheduler(_Nested):
+    """``SequentialLrSchedulerState { step: usize }`` plus children under ``"{index}."``."""
+
+    step: int = 0
+    KEY, RUST_TYPE, ATTR, KIND = "step", "usize", "step", "sequential"
+
+
+@dataclass
+class ModuleLrScheduler(_Nested):
+    """What every ``XxxConfig::init()`` returns: group ``i``'s scheduler under ``"{i}."``.
+
+    Group 0 is the base scheduler; further groups come from ``with_group``.
+    """
+
+    KIND = "module"
+
+    @classmethod
+    def of(cls, *groups: LrScheduler) -> ModuleLrScheduler:
+        return cls(list(groups))
+
+
+SCHEDULER_KINDS: dict[str, type[LrScheduler]] = {
+    "constant": ConstantLr,
+    "linear": LinearLrScheduler,
+    "cosine": CosineAnnealingLrScheduler,
+    "exponential": ExponentialLrScheduler,
+    "step": StepLrScheduler,
+    "noam": NoamLrScheduler,
+    "composed": ComposedLrScheduler,
+    "sequential": SequentialLrScheduler,
+    "module": ModuleLrScheduler,
+}
+
+
+def infer_scheduler(record: LrSchedulerRecord, *, module: bool = True) -> LrScheduler:
+    """Rebuild a scheduler tree from a record's keys, as far as the keys tell.
+
+    ``module=True`` reads the top level as a ``ModuleLrScheduler`` (what Burn's learner saves).
+    Keys cannot tell a constant scheduler from a missing one, so gaps in child indices become
+    ``ConstantLr`` and trailing constant children are invisible; a composed scheduler with one
+    child and a module scheduler with one group look the same. Unknown leaves raise ``ValueError``.
+    """
+    own = {k: v for k, v in record.scalars.items() if "." not in k}
+    indices = sorted({int(k.split(".", 1)[0]) for k in record.scalars if "." in k and k.split(".", 1)[0].isdigit()})
+    others = [k for k in record.scalars if "." in k and not k.split(".", 1)[0].isdigit()]
+    if others:
+        raise ValueError(f"keys that no Burn scheduler writes: {others}")
+    children = [infer_scheduler(record.record(str(i)), module=False) for i in range(indices[-1] + 1)] if indices else []
+    if module:
+        if own:
+            raise ValueError(f"a module scheduler has no keys of its own, found {sorted(own)}")
+        return ModuleLrScheduler(children)
+    if children:
+        if set(own) == {"step"}:
+            return SequentialLrScheduler(children, step=scalar_value("usize", own["step"]) or 0)
+        if own:
+            raise ValueError(f"unexpected keys beside child schedulers: {sorted(own)}")
+        return ComposedLrScheduler(children)
+    if not own:
+        return ConstantLr()
+    if len(own) != 1:
+        raise ValueError(f"more than one scheduler key at one level: {sorted(own)}")
+    (key, value), = own.items()
+    for cls in (LinearLrScheduler, CosineAnnealingLrScheduler, ExponentialLrScheduler, StepLrScheduler):
+        if key == cls.KEY:
+            loaded = record.scalar(key, cls.RUST_TYPE)
+            if loaded is None:
+                raise ValueError(f"{key}: {value!r} is not a {cls.RUST_TYPE}")
+            return cls(loaded)
+    if key == "step":
+        if value.variant == "Float":
+            return NoamLrScheduler(value.value)
+        # A UInt `step` alone: a sequential scheduler whose children are all constant.
+        return SequentialLrScheduler([], step=scalar_value("usize", value) or 0)
+    raise ValueError(f"no Burn scheduler writes the key {key!r}")
+
