@@ -650,3 +650,38 @@ def map_header(buf: bytes, pos: int) -> tuple[int, int]:
         width = 1 << (head - 0xB8)
         return int.from_bytes(buf[pos + 1 : pos + 1 + width], "big"), pos + 1 + width
     raise Fallback
+
+
+# -- helpers for the generated direct encoder ------------------------------------------------
+_SMALL_UINTS = [bytes((i,)) for i in range(24)]
+
+
+def _head(major: int, n: int) -> bytes:
+    if n < 24:
+        return bytes((major | n,))
+    if n < 0x100:
+        return bytes((major | 24, n))
+    if n < 0x10000:
+        return bytes((major | 25,)) + n.to_bytes(2, "big")
+    if n < 0x100000000:
+        return bytes((major | 26,)) + n.to_bytes(4, "big")
+    return bytes((major | 27,)) + n.to_bytes(8, "big")
+
+
+def uint_bytes(n: int) -> bytes:
+    """Shortest-form CBOR unsigned integer."""
+    return _SMALL_UINTS[n] if n < 24 else _head(0x00, n)
+
+
+def array_head(n: int) -> bytes:
+    return _head(0x80, n)
+
+
+def map_head(n: int) -> bytes:
+    return _head(0xA0, n)
+
+
+def text_bytes(text: str) -> bytes:
+    """A definite text string: shortest-form length, then UTF-8."""
+    data = text.encode("utf-8")
+    return _head(0x60, len(data)) + data

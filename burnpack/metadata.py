@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ._cbor import CborError, Decoder, Fallback, encode, fast_loads
-from ._generated.codec import encode_Metadata, exact_Metadata, fast_Metadata, scan_Metadata
+from ._cbor import CborError, Decoder, Fallback, fast_loads
+from ._generated.codec import encode_Metadata_bytes, exact_Metadata, fast_Metadata, scan_Metadata
 from ._generated.layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH
 from ._generated.types import Metadata
 from .errors import MetadataDeserializationError, MetadataSerializationError
@@ -12,7 +12,7 @@ from .errors import MetadataDeserializationError, MetadataSerializationError
 def encode_metadata(metadata: Metadata) -> bytes:
     """Burn's exact metadata bytes: struct keys in declaration order, maps sorted, shortest forms."""
     try:
-        return encode(encode_Metadata(metadata))
+        return encode_Metadata_bytes(metadata)
     except (TypeError, ValueError, UnicodeError, OverflowError) as exc:
         raise MetadataSerializationError(f"cannot encode metadata: {exc}") from None
 

@@ -263,7 +263,8 @@ class Writer:
         yield from _zeros(data_section_start(len(blob)) - HEADER.size - len(blob))
         position = 0
         for tensor, start in zip(self.tensors, starts):
-            yield from _zeros(start - position)
+            if start > position:  # at most 255 bytes between tensors
+                yield _ZEROS[: start - position]
             data = _produce(tensor)
             for i in range(0, data.nbytes, _CHUNK):
                 yield data[i : i + _CHUNK]

@@ -215,3 +215,13 @@ def test_everything_the_writer_writes_decodes_on_the_fast_path_except_nan_scalar
         assert has_nan
     else:
         assert not has_nan
+
+
+@given(packs())
+def test_the_direct_metadata_encoder_writes_what_the_generic_encoder_writes(spec):
+    from burnpack._cbor import encode
+    from burnpack._generated.codec import encode_Metadata, encode_Metadata_bytes
+
+    blob = burnpack.Writer(spec.tensors, metadata=spec.metadata, scalars=spec.scalars).plan()[0]
+    metadata = decode_metadata_exact(blob)
+    assert encode_Metadata_bytes(metadata) == encode(encode_Metadata(metadata)) == blob

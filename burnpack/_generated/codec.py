@@ -9,6 +9,11 @@ from typing import Any, Callable
 
 from .._cbor import (
     I64_MAX,
+    array_head,
+    encode,
+    map_head,
+    text_bytes,
+    uint_bytes,
     U64_MAX,
     Decoder,
     Fallback,
@@ -439,3 +444,26 @@ def scan_Metadata(buf: bytes) -> Metadata:
         raise Fallback
     others = fast_Metadata({'tensors': {}, **rest})
     return others._replace(tensors=entries)
+
+
+_DType_BYTES = {v: b for b, v in _DType_SCAN.items()}
+
+
+def encode_Metadata_bytes(metadata: Metadata) -> bytes:
+    """``encode(encode_Metadata(metadata))``, with the tensors map written directly."""
+    rest = encode_Metadata(metadata._replace(tensors={}))
+    del rest['tensors']
+    entries = metadata.tensors
+    parts = [bytes([0xA1 + len(rest)]), b'gtensors', map_head(len(entries))]
+    append = parts.append
+    for name in sorted(entries):
+        v = entries[name]
+        append(text_bytes(name))
+        append(bytes([0xa3 + (v.param_id is not None)]))
+        append(b'edtype' + (_DType_BYTES.get(v.dtype) or encode(encode_DType(v.dtype))))
+        append(b'eshape' + array_head(len(v.shape)) + b''.join(map(uint_bytes, v.shape)))
+        append(b'ldata_offsets' + b'\x82' + uint_bytes(v.data_offsets[0]) + uint_bytes(v.data_offsets[1]))
+        if v.param_id is not None:
+            append(b'hparam_id' + uint_bytes(v.param_id))
+    append(encode(rest)[1:])
+    return b''.join(parts)
