@@ -8,8 +8,6 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from ._cbor import Fallback
-from ._generated.codec import encode_DType, fast_DType
 from ._generated.types import BOOL_STORE_TABLE, DTYPE_TABLE, BoolStore, DType
 
 _BIG_ENDIAN_HOST = sys.byteorder == "big"
@@ -81,16 +79,13 @@ def debug(dtype: DType) -> str:
 
 
 def to_serde(dtype: DType) -> Any:
-    """Burn's serde form as JSON-ready data: ``"F32"``, ``{"Bool": "U8"}``, ``{"QFloat": {...}}``."""
-    return encode_DType(dtype)
+    """Burn's serde form of a dtype (same as ``dtype.to_serde()``)."""
+    return dtype.to_serde()
 
 
 def from_serde(value: Any) -> DType:
-    """Parse Burn's serde form (as produced by ``to_serde`` or found in the fixture sidecars)."""
-    try:
-        return fast_DType(value)
-    except (Fallback, KeyError, TypeError, ValueError):
-        raise ValueError(f"not a Burn dtype: {value!r}") from None
+    """Parse Burn's serde form of a dtype (same as ``DType.from_serde``)."""
+    return DType.from_serde(value)
 
 
 def view_bytes_as(buffer: Any, offset: int, count: int, dtype: np.dtype) -> np.ndarray:

@@ -16,7 +16,6 @@ from typing import Any
 
 from ._cbor import float_to_bits
 from ._generated.types import Scalar
-from .dtypes import to_serde
 from .errors import BurnpackError
 from .reader import Pack, PathLike, load
 
@@ -42,7 +41,7 @@ def pack_json(pack: Pack) -> dict[str, Any]:
         tensors.append(
             {
                 "name": view.name,
-                "dtype": to_serde(view.dtype),
+                "dtype": view.dtype.to_serde(),
                 "shape": list(view.shape),
                 "data_offsets": list(view.data_offsets),
                 "param_id": view.param_id,

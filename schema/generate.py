@@ -252,7 +252,26 @@ def gen_struct(s: Struct, schema: Schema) -> list[str]:
         suffix = "" if default is None else f" = {default}"
         note = "  # a shared default: decoders always pass their own" if default == "{}" else ""
         lines.append(f"    {f.name}: {py_annotation(f.type, schema)}{suffix}{note}")
-    return lines
+    return lines + serde_methods(s.name)
+
+
+def serde_methods(name: str) -> list[str]:
+    """``to_serde`` / ``from_serde``: Burn's serde data model (JSON-ready), via the codec."""
+    return [
+        "",
+        "    def to_serde(self) -> Any:",
+        '        """Burn\'s serde form of this value, as plain data (what serde_json would write)."""',
+        "        from .codec import serde",
+        "",
+        "        return serde(self)",
+        "",
+        "    @classmethod",
+        f"    def from_serde(cls, data: Any) -> {name}:",
+        '        """Parse Burn\'s serde form; raises ValueError for anything else."""',
+        f"        from .codec import from_serde_{name}",
+        "",
+        f"        return from_serde_{name}(data)",
+    ]
 
 
 def gen_tagged_enum(e: Enum, schema: Schema) -> list[str]:
@@ -306,6 +325,7 @@ def gen_tagged_enum(e: Enum, schema: Schema) -> list[str]:
         "    def __reduce__(self) -> tuple:",
         f"        return ({e.name}, (self.variant, self.value))",
     ]
+    lines += serde_methods(e.name)
     for v in newtypes:
         lines += [
             "",
@@ -718,6 +738,42 @@ def gen_direct_encoder(schema: Schema) -> list[str]:
     return lines
 
 
+def gen_serde(schema: Schema) -> list[str]:
+    """Burn's serde data model as plain Python data, both ways, for every struct and tagged enum."""
+    kinds = [*schema.structs, *(e.name for e in schema.enums.values() if not e.unit_only)]
+    lines = [
+        "",
+        "",
+        f"_ENCODERS = {{{', '.join(f'{k}: encode_{k}' for k in kinds)}}}",
+        "",
+        "",
+        "def _plain(tree: Any) -> Any:",
+        "    if type(tree) is dict:",
+        "        return {k: _plain(v) for k, v in tree.items()}",
+        "    if type(tree) is list:",
+        "        return [_plain(v) for v in tree]",
+        "    if type(tree) is ShortestFloat:",
+        "        return bits_to_float(tree.bits)",
+        "    return tree",
+        "",
+        "",
+        "def serde(value: Any) -> Any:",
+        '    """Burn\'s serde form of a metadata value, as plain data."""',
+        "    return _plain(_ENCODERS[type(value)](value))",
+    ]
+    for k in kinds:
+        lines += [
+            "",
+            "",
+            f"def from_serde_{k}(data: Any) -> {k}:",
+            "    try:",
+            f"        return fast_{k}(data)",
+            "    except Exception:",
+            f'        raise ValueError(f"not Burn\'s serde form of {k}: {{data!r}}") from None',
+        ]
+    return lines
+
+
 def gen_codec(schema: Schema) -> str:
     types = [*schema.structs, *schema.enums]
     out = [
@@ -766,6 +822,7 @@ def gen_codec(schema: Schema) -> str:
     out += gen_exact(schema)
     out += gen_scanner(schema)
     out += gen_direct_encoder(schema)
+    out += gen_serde(schema)
     out.append("")
     return "\n".join(out)
 

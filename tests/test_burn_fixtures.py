@@ -15,7 +15,7 @@ import pytest
 import burnpack
 import burnpack.cli
 from burnpack import Tensor, Writer
-from burnpack.dtypes import from_serde, to_serde
+from burnpack import DType
 from burnpack.dump import scalar_json
 from tests.conftest import BURN_EXAMPLES, BURN_PACK_FIXTURES, require
 
@@ -55,8 +55,8 @@ def _check_content(pack: burnpack.Pack, side: dict) -> None:
     assert pack.names == side["tensor_names"]
     for view, expected in zip(pack.tensors(), side["tensors"], strict=True):
         assert view.name == expected["name"]
-        assert to_serde(view.dtype) == expected["dtype"]
-        assert view.dtype == from_serde(expected["dtype"])
+        assert view.dtype.to_serde() == expected["dtype"]
+        assert view.dtype == DType.from_serde(expected["dtype"])
         assert list(view.shape) == expected["shape"]
         assert list(view.data_offsets) == expected["data_offsets"]
         assert view.param_id == expected["param_id"]
@@ -137,7 +137,7 @@ def test_writer_refuses_what_burns_writer_refuses(case, tmp_path):
     side = _sidecar(case)
     spec = side["writer_input"]
     tensors = [
-        Tensor(t["name"], from_serde(t["dtype"]), t["shape"], bytes.fromhex(t["data_hex"]), param_id=t["param_id"])
+        Tensor(t["name"], DType.from_serde(t["dtype"]), t["shape"], bytes.fromhex(t["data_hex"]), param_id=t["param_id"])
         for t in spec["tensors"]
     ]
     writer = Writer(tensors)

@@ -102,3 +102,32 @@ def test_metadata_encoder_matches_spec_appendix_b():
     weight = burnpack.Tensor("weight", burnpack.DType.F32, (2, 2), bytes(16), param_id=42)
     writer = burnpack.Writer([weight], metadata={"producer": "burn-pack docs"})
     assert writer.plan()[0] == expected
+
+
+def test_metadata_types_round_trip_burns_serde_form():
+    scheme = burnpack.QuantScheme(
+        burnpack.QuantValue.Q4S,
+        burnpack.QuantStore.PackedU32(0),
+        burnpack.QuantMode.Symmetric,
+        burnpack.ScaleDtype.F32,
+        burnpack.BlockScale(burnpack.BlockSize((32, 1, 1, 1, 1), 1), burnpack.ScaleDtype.F16),
+    )
+    serde = {
+        "QFloat": {
+            "value": "Q4S",
+            "store": {"PackedU32": 0},
+            "mode": "Symmetric",
+            "tensor": "F32",
+            "block": {"size": {"storage": [32, 1, 1, 1, 1], "len": 1}, "dtype": "F16"},
+        }
+    }
+    assert burnpack.DType.QFloat(scheme).to_serde() == serde
+    assert burnpack.DType.from_serde(serde) == burnpack.DType.QFloat(scheme)
+    assert burnpack.DType.Bool(burnpack.BoolStore.U8).to_serde() == {"Bool": "U8"}
+    assert burnpack.Scalar.from_serde({"UInt": 2**64 - 1}) == burnpack.Scalar.UInt(2**64 - 1)
+
+
+def test_from_serde_refuses_anything_else_with_a_value_error():
+    for bad in ("f32", {"Bool": "U16"}, {"F32": None}, 5):
+        with pytest.raises(ValueError, match="serde form of DType"):
+            burnpack.DType.from_serde(bad)

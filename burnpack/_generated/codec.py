@@ -467,3 +467,77 @@ def encode_Metadata_bytes(metadata: Metadata) -> bytes:
             append(b'hparam_id' + uint_bytes(v.param_id))
     append(encode(rest)[1:])
     return b''.join(parts)
+
+
+_ENCODERS = {Metadata: encode_Metadata, TensorDescriptor: encode_TensorDescriptor, QuantScheme: encode_QuantScheme, BlockScale: encode_BlockScale, BlockSize: encode_BlockSize, DType: encode_DType, QuantStore: encode_QuantStore, Scalar: encode_Scalar}
+
+
+def _plain(tree: Any) -> Any:
+    if type(tree) is dict:
+        return {k: _plain(v) for k, v in tree.items()}
+    if type(tree) is list:
+        return [_plain(v) for v in tree]
+    if type(tree) is ShortestFloat:
+        return bits_to_float(tree.bits)
+    return tree
+
+
+def serde(value: Any) -> Any:
+    """Burn's serde form of a metadata value, as plain data."""
+    return _plain(_ENCODERS[type(value)](value))
+
+
+def from_serde_Metadata(data: Any) -> Metadata:
+    try:
+        return fast_Metadata(data)
+    except Exception:
+        raise ValueError(f"not Burn's serde form of Metadata: {data!r}") from None
+
+
+def from_serde_TensorDescriptor(data: Any) -> TensorDescriptor:
+    try:
+        return fast_TensorDescriptor(data)
+    except Exception:
+        raise ValueError(f"not Burn's serde form of TensorDescriptor: {data!r}") from None
+
+
+def from_serde_QuantScheme(data: Any) -> QuantScheme:
+    try:
+        return fast_QuantScheme(data)
+    except Exception:
+        raise ValueError(f"not Burn's serde form of QuantScheme: {data!r}") from None
+
+
+def from_serde_BlockScale(data: Any) -> BlockScale:
+    try:
+        return fast_BlockScale(data)
+    except Exception:
+        raise ValueError(f"not Burn's serde form of BlockScale: {data!r}") from None
+
+
+def from_serde_BlockSize(data: Any) -> BlockSize:
+    try:
+        return fast_BlockSize(data)
+    except Exception:
+        raise ValueError(f"not Burn's serde form of BlockSize: {data!r}") from None
+
+
+def from_serde_DType(data: Any) -> DType:
+    try:
+        return fast_DType(data)
+    except Exception:
+        raise ValueError(f"not Burn's serde form of DType: {data!r}") from None
+
+
+def from_serde_QuantStore(data: Any) -> QuantStore:
+    try:
+        return fast_QuantStore(data)
+    except Exception:
+        raise ValueError(f"not Burn's serde form of QuantStore: {data!r}") from None
+
+
+def from_serde_Scalar(data: Any) -> Scalar:
+    try:
+        return fast_Scalar(data)
+    except Exception:
+        raise ValueError(f"not Burn's serde form of Scalar: {data!r}") from None

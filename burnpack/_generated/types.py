@@ -68,6 +68,19 @@ class Metadata(NamedTuple):
     metadata: dict[str, str] = {}  # a shared default: decoders always pass their own
     scalars: dict[str, Scalar] = {}  # a shared default: decoders always pass their own
 
+    def to_serde(self) -> Any:
+        """Burn's serde form of this value, as plain data (what serde_json would write)."""
+        from .codec import serde
+
+        return serde(self)
+
+    @classmethod
+    def from_serde(cls, data: Any) -> Metadata:
+        """Parse Burn's serde form; raises ValueError for anything else."""
+        from .codec import from_serde_Metadata
+
+        return from_serde_Metadata(data)
+
 
 class TensorDescriptor(NamedTuple):
     """Where one tensor's bytes are and how to interpret them."""
@@ -76,6 +89,19 @@ class TensorDescriptor(NamedTuple):
     shape: tuple[int, ...]
     data_offsets: tuple[int, int]
     param_id: int | None = None
+
+    def to_serde(self) -> Any:
+        """Burn's serde form of this value, as plain data (what serde_json would write)."""
+        from .codec import serde
+
+        return serde(self)
+
+    @classmethod
+    def from_serde(cls, data: Any) -> TensorDescriptor:
+        """Parse Burn's serde form; raises ValueError for anything else."""
+        from .codec import from_serde_TensorDescriptor
+
+        return from_serde_TensorDescriptor(data)
 
 
 class QuantScheme(NamedTuple):
@@ -87,6 +113,19 @@ class QuantScheme(NamedTuple):
     tensor: ScaleDtype | None = None
     block: BlockScale | None = None
 
+    def to_serde(self) -> Any:
+        """Burn's serde form of this value, as plain data (what serde_json would write)."""
+        from .codec import serde
+
+        return serde(self)
+
+    @classmethod
+    def from_serde(cls, data: Any) -> QuantScheme:
+        """Parse Burn's serde form; raises ValueError for anything else."""
+        from .codec import from_serde_QuantScheme
+
+        return from_serde_QuantScheme(data)
+
 
 class BlockScale(NamedTuple):
     """Per-block scales: the block shape and the scale dtype."""
@@ -94,12 +133,38 @@ class BlockScale(NamedTuple):
     size: BlockSize
     dtype: ScaleDtype
 
+    def to_serde(self) -> Any:
+        """Burn's serde form of this value, as plain data (what serde_json would write)."""
+        from .codec import serde
+
+        return serde(self)
+
+    @classmethod
+    def from_serde(cls, data: Any) -> BlockScale:
+        """Parse Burn's serde form; raises ValueError for anything else."""
+        from .codec import from_serde_BlockScale
+
+        return from_serde_BlockScale(data)
+
 
 class BlockSize(NamedTuple):
     """Block shape: `len` dims kept in `storage`, unused slots filled with 1."""
 
     storage: tuple[int, int, int, int, int]
     len: int
+
+    def to_serde(self) -> Any:
+        """Burn's serde form of this value, as plain data (what serde_json would write)."""
+        from .codec import serde
+
+        return serde(self)
+
+    @classmethod
+    def from_serde(cls, data: Any) -> BlockSize:
+        """Parse Burn's serde form; raises ValueError for anything else."""
+        from .codec import from_serde_BlockSize
+
+        return from_serde_BlockSize(data)
 
 
 class DType:
@@ -138,6 +203,19 @@ class DType:
 
     def __reduce__(self) -> tuple:
         return (DType, (self.variant, self.value))
+
+    def to_serde(self) -> Any:
+        """Burn's serde form of this value, as plain data (what serde_json would write)."""
+        from .codec import serde
+
+        return serde(self)
+
+    @classmethod
+    def from_serde(cls, data: Any) -> DType:
+        """Parse Burn's serde form; raises ValueError for anything else."""
+        from .codec import from_serde_DType
+
+        return from_serde_DType(data)
 
     @classmethod
     def Bool(cls, value: BoolStore) -> DType:
@@ -201,6 +279,19 @@ class QuantStore:
     def __reduce__(self) -> tuple:
         return (QuantStore, (self.variant, self.value))
 
+    def to_serde(self) -> Any:
+        """Burn's serde form of this value, as plain data (what serde_json would write)."""
+        from .codec import serde
+
+        return serde(self)
+
+    @classmethod
+    def from_serde(cls, data: Any) -> QuantStore:
+        """Parse Burn's serde form; raises ValueError for anything else."""
+        from .codec import from_serde_QuantStore
+
+        return from_serde_QuantStore(data)
+
     @classmethod
     def PackedNative(cls, value: int) -> QuantStore:
         """The ``PackedNative`` variant."""
@@ -252,6 +343,19 @@ class Scalar:
 
     def __reduce__(self) -> tuple:
         return (Scalar, (self.variant, self.value))
+
+    def to_serde(self) -> Any:
+        """Burn's serde form of this value, as plain data (what serde_json would write)."""
+        from .codec import serde
+
+        return serde(self)
+
+    @classmethod
+    def from_serde(cls, data: Any) -> Scalar:
+        """Parse Burn's serde form; raises ValueError for anything else."""
+        from .codec import from_serde_Scalar
+
+        return from_serde_Scalar(data)
 
     @classmethod
     def Int(cls, value: int) -> Scalar:
