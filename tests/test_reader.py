@@ -267,3 +267,19 @@ def test_the_big_endian_host_path_for_bfloat16_keeps_the_values(monkeypatch):
     data = burnpack.save_bytes({"h": values})
     monkeypatch.setattr(dtypes, "_BIG_ENDIAN_HOST", True)
     np.testing.assert_array_equal(burnpack.load(data)["h"].numpy(), values)
+
+
+def test_a_file_over_100_gib_is_refused_before_its_header_is_read(tmp_path):
+    huge = tmp_path / "huge.bpk"
+    with open(huge, "wb") as f:
+        try:
+            f.truncate(100 * 2**30 + 1)  # sparse: no disk space is used
+        except OSError:
+            pytest.skip("this filesystem has no sparse files")
+    with pytest.raises(burnpack.ValidationError, match="File size 107374182401 bytes exceeds maximum allowed size of 107374182400 bytes"):
+        burnpack.load(huge)
+
+
+def test_a_directory_is_an_io_error(tmp_path):
+    with pytest.raises(burnpack.IoError, match="os error"):
+        burnpack.load(tmp_path)
