@@ -1,0 +1,153 @@
+"""Learner checkpoint directories and Burn's default retention (records.md §5)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from burnpack import LrSchedulerRecord, ModuleRecord, OptimizerRecord
+from burnpack.records import (
+    AdamState,
+    CheckpointingAction,
+    Checkpoints,
+    ComposedCheckpointingStrategy,
+    CosineAnnealingLrScheduler,
+    KeepLastNCheckpoints,
+    LossHistory,
+    MetricCheckpointingStrategy,
+    ModuleLrScheduler,
+)
+from tests.records.helpers import IDS, two_layer_arrays, two_layer_record
+
+SAVE = CheckpointingAction.save()
+
+
+def _delete(epoch: int) -> CheckpointingAction:
+    return CheckpointingAction.delete(epoch)
+
+
+def _records(step: int) -> dict:
+    model = two_layer_record()
+    optim = OptimizerRecord.from_states(
+        {p: AdamState(step, a, a * 2) for p, a in two_layer_arrays().items()}, module=model
+    )
+    scheduler = ModuleLrScheduler.of(CosineAnnealingLrScheduler(step - 1)).to_record()
+    return {"model": model, "optim": optim, "scheduler": scheduler}
+
+
+def _files(directory) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
+
+
+def test_save_epoch_writes_burns_three_files(tmp_path):
+    checkpoints = Checkpoints(tmp_path)
+    assert checkpoints.save_epoch(1, **_records(1)) == [SAVE]
+    assert _files(tmp_path / "checkpoint") == ["model-1.bpk", "optim-1.bpk", "scheduler-1.bpk"]
+
+
+def test_epochs_are_listed_and_opened_as_their_record_types(tmp_path):
+    checkpoints = Checkpoints(tmp_path)
+    for epoch in (1, 2):
+        checkpoints.save_epoch(epoch, **_records(epoch))
+    assert checkpoints.epochs() == checkpoints.complete_epochs() == [1, 2] and checkpoints.latest() == 2
+    model, optim, scheduler = checkpoints.restore(2)
+    assert isinstance(model, ModuleRecord) and model.param_ids == IDS
+    assert isinstance(optim, OptimizerRecord) and optim.step == 2
+    assert isinstance(scheduler, LrSchedulerRecord) and scheduler.scalar("0.current_iter", "usize") == 1
+
+
+def test_written_files_are_byte_identical_to_the_records(tmp_path):
+    records = _records(3)
+    checkpoints = Checkpoints(tmp_path)
+    checkpoints.save_epoch(3, **records)
+    for name, record in records.items():
+        assert checkpoints.files(3)[name].read_bytes() == record.into_bytes()
+
+
+def test_incomplete_epochs_are_listed_but_not_resumable(tmp_path):
+    checkpoints = Checkpoints(tmp_path)
+    checkpoints.save_epoch(1, model=two_layer_record())
+    assert checkpoints.epochs() == [1] and checkpoints.complete_epochs() == [] and checkpoints.latest() is None
+    with pytest.raises(Exception):
+        checkpoints.restore(1)
+
+
+def test_only_burns_file_names_count_as_checkpoints(tmp_path):
+    directory = tmp_path / "checkpoint"
+    directory.mkdir()
+    for name in ("model-01.bpk", "model-2.bpk.123-0.tmp", "notes.txt", "model-x.bpk"):
+        (directory / name).write_bytes(b"")
+    two_layer_record().save(directory / "model-4.bpk")
+    assert Checkpoints(tmp_path).epochs() == [4]
+
+
+def test_find_accepts_the_artifact_or_the_checkpoint_directory(tmp_path):
+    Checkpoints(tmp_path).save_epoch(1, **_records(1))
+    assert Checkpoints.find(tmp_path).directory == Checkpoints.find(tmp_path / "checkpoint").directory == tmp_path / "checkpoint"
+
+
+def test_overwriting_an_epoch_leaves_no_scratch_files(tmp_path):
+    checkpoints = Checkpoints(tmp_path)
+    checkpoints.save_epoch(1, **_records(1))
+    checkpoints.save_epoch(1, **_records(5))
+    assert _files(tmp_path / "checkpoint") == ["model-1.bpk", "optim-1.bpk", "scheduler-1.bpk"]
+    assert checkpoints.optim(1).step == 5
+
+
+# -- retention ---------------------------------------------------------------------------------
+def test_default_retention_without_validation_keeps_the_last_two_epochs(tmp_path):
+    checkpoints = Checkpoints(tmp_path)
+    for epoch in range(1, 6):
+        checkpoints.save_epoch(epoch, **_records(epoch))
+    assert checkpoints.epochs() == [4, 5]
+
+
+def test_default_retention_also_keeps_the_best_validation_epoch(tmp_path):
+    checkpoints = Checkpoints(tmp_path)
+    for epoch, loss in zip(range(1, 7), [0.9, 0.3, 0.5, 0.6, 0.7, 0.8]):
+        checkpoints.save_epoch(epoch, **_records(epoch), valid_loss=loss)
+    assert checkpoints.epochs() == [2, 5, 6]
+    assert len(list((tmp_path / "checkpoint").iterdir())) == 9
+
+
+def test_a_new_best_epoch_releases_the_old_one(tmp_path):
+    checkpoints = Checkpoints(tmp_path)
+    for epoch, loss in zip(range(1, 7), [0.9, 0.3, 0.5, 0.6, 0.2, 0.8]):
+        checkpoints.save_epoch(epoch, **_records(epoch), valid_loss=loss)
+    assert checkpoints.epochs() == [5, 6]
+
+
+def test_the_caller_can_name_the_best_epoch(tmp_path):
+    checkpoints = Checkpoints(tmp_path)
+    for epoch in range(1, 6):
+        checkpoints.save_epoch(epoch, **_records(epoch), best_epoch=1)
+    assert checkpoints.epochs() == [1, 4, 5]
+
+
+def test_keep_last_n_deletes_epoch_minus_n():
+    strategy = KeepLastNCheckpoints(2)
+    history = LossHistory()
+    assert [strategy.checkpointing(e, history) for e in (1, 2, 3)] == [[SAVE], [SAVE], [SAVE, _delete(1)]]
+
+
+def test_composed_strategy_deletes_only_what_every_strategy_deletes():
+    strategy = ComposedCheckpointingStrategy([KeepLastNCheckpoints(1), KeepLastNCheckpoints(2)])
+    history = LossHistory()
+    assert [strategy.checkpointing(e, history) for e in (1, 2, 3)] == [[SAVE], [SAVE], [SAVE, _delete(1)]]
+
+
+def test_metric_strategy_keeps_the_best_epoch():
+    # burn-train strategy/metric.rs always_keep_the_best_epoch: mean losses 0.75, 0.4, 2.0.
+    strategy = MetricCheckpointingStrategy()
+    losses = {}
+    actions = []
+    for epoch, loss in zip((1, 2, 3), (0.75, 0.4, 2.0)):
+        losses[epoch] = loss
+        actions.append(strategy.checkpointing(epoch, LossHistory(losses)))
+    assert actions == [[SAVE], [_delete(1), SAVE], []]
+
+
+def test_loss_history_finds_the_first_strict_minimum_of_contiguous_epochs():
+    assert LossHistory({1: 0.5, 2: 0.2, 3: 0.2, 5: 0.1}).find_epoch() == 2
+    assert LossHistory({}).find_epoch() is None
+    assert LossHistory({1: np.nan}).find_epoch() == 2  # Burn: nothing beats f64::MAX, the index runs past
