@@ -38,9 +38,19 @@ def test_module_tree_to_record_to_bytes_and_back_is_the_identity(tree):
     record = ModuleRecord.from_module(tree)
     data = record.into_bytes()
     again = ModuleRecord.from_bytes(data)
-    assert again.same_content(record)
-    assert again.paths == list(module_paths(tree))
     assert again.into_bytes() == data
+    assert _content(again) == _content(record)
+    # Data order comes back from the offsets; only empty tensors sharing one offset cannot say
+    # which was written first (their order never changes the bytes).
+    assert _nonempty(again.paths, again) == _nonempty(list(module_paths(tree)), record)
+
+
+def _content(record):
+    return {t.name: (t.param_id, t.dtype, t.shape, t.tobytes()) for t in record.tensors}
+
+
+def _nonempty(paths, record):
+    return [p for p in paths if record[p].byte_len]
 
 
 @FAST
