@@ -78,6 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("repack", help="rewrite a file canonically, keeping its data order")
     p.add_argument("input")
     p.add_argument("output")
+    from . import diff as diff_cli, spec as spec_cli
+
+    spec_cli.register(sub)
+    diff_cli.register(sub)
     from .records import cli as records_cli
 
     records_cli.register(sub)
@@ -86,6 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.showwarning = lambda message, *rest: print(f"warning: {message}", file=sys.stderr)
 
     if args.command == "checkpoint":
+        return args.handler(args)
+    if args.command in ("pack", "diff"):
         return args.handler(args)
     if args.command == "dump":
         result = dump(args.file, strict=args.strict)

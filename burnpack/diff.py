@@ -1,0 +1,236 @@
+"""``burnpack diff A B``: what differs between two packs.
+
+Tensors added, removed or changed (dtype, shape, param id, bytes), with the largest absolute and
+relative difference for numeric tensors of the same element count; metadata and scalars added,
+removed or changed. Data layout (offsets, padding, data order) is not content: two files that
+differ only there are reported identical, with a note.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .dtypes import debug
+from .dump import scalar_json
+from .reader import Pack, TensorView
+
+_EXACT_INTS = (np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32)
+
+
+@dataclass
+class TensorChange:
+    name: str
+    changes: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # field -> (a, b)
+    bytes_differ: bool = False
+    elements_differ: int | None = None
+    numel: int | None = None
+    max_abs: float | None = None
+    max_rel: float | None = None
+    nan_mismatch: int = 0
+
+    def to_json(self) -> dict:
+        out: dict[str, Any] = {"name": self.name, "changes": {k: {"a": a, "b": b} for k, (a, b) in self.changes.items()}}
+        if self.bytes_differ:
+            out["bytes_differ"] = True
+        for key in ("elements_differ", "numel", "max_abs", "max_rel"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value if not isinstance(value, float) or math.isfinite(value) else str(value)
+        if self.nan_mismatch:
+            out["nan_mismatch"] = self.nan_mismatch
+        return out
+
+
+@dataclass
+class PackDiff:
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    changed: list[TensorChange] = field(default_factory=list)
+    metadata: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    scalars: dict[str, tuple[dict | None, dict | None]] = field(default_factory=dict)
+    layout_differs: bool = False
+
+    @property
+    def identical(self) -> bool:
+        return not (self.added or self.removed or self.changed or self.metadata or self.scalars)
+
+    def to_json(self) -> dict:
+        return {
+            "identical": self.identical,
+            "added": self.added,
+            "removed": self.removed,
+            "changed": [c.to_json() for c in self.changed],
+            "metadata": {k: {"a": a, "b": b} for k, (a, b) in self.metadata.items()},
+            "scalars": {k: {"a": a, "b": b} for k, (a, b) in self.scalars.items()},
+            "layout_differs": self.layout_differs,
+        }
+
+    def render(self, a_name: str = "A", b_name: str = "B") -> str:
+        if self.identical:
+            note = " (same content, different layout: offsets, padding or data order)" if self.layout_differs else ""
+            return f"identical{note}"
+        lines = []
+        for name in self.added:
+            lines.append(f"+ tensor {name!r} (only in {b_name})")
+        for name in self.removed:
+            lines.append(f"- tensor {name!r} (only in {a_name})")
+        for c in self.changed:
+            parts = [f"{k} {a} -> {b}" for k, (a, b) in c.changes.items()]
+            if c.elements_differ == 0:
+                parts.append("bytes differ, values equal (signed zeros or NaN payloads)")
+            elif c.elements_differ is not None:
+                stats = f"{c.elements_differ}/{c.numel} elements differ"
+                if c.max_abs is not None:
+                    stats += f", max abs diff {c.max_abs:.6g}, max rel diff {c.max_rel:.6g}"
+                if c.nan_mismatch:
+                    stats += f", {c.nan_mismatch} NaN mismatches"
+                parts.append(stats)
+            elif c.bytes_differ:
+                parts.append("bytes differ")
+            lines.append(f"~ tensor {c.name!r}: " + "; ".join(parts))
+        for key, (a, b) in self.metadata.items():
+            lines.append(_entry("metadata", key, a, b))
+        for key, (a, b) in self.scalars.items():
+            lines.append(_entry("scalar", key, _scalar_text(a), _scalar_text(b)))
+        n = len(self.added) + len(self.removed) + len(self.changed)
+        lines.append(f"{n} tensor differences, {len(self.metadata)} metadata, {len(self.scalars)} scalar differences")
+        return "\n".join(lines)
+
+
+def _entry(what: str, key: str, a: Any, b: Any) -> str:
+    show = repr if what == "metadata" else str
+    if a is None:
+        return f"+ {what} {key!r} = {show(b)}"
+    if b is None:
+        return f"- {what} {key!r} = {show(a)}"
+    return f"~ {what} {key!r}: {show(a)} -> {show(b)}"
+
+
+def _scalar_text(s: dict | None) -> str | None:
+    if s is None:
+        return None
+    bits = f" [{s['f64_bits']}]" if "f64_bits" in s else ""
+    return f"{s['type']}({s['value']}){bits}"
+
+
+def _values(view: TensorView) -> np.ndarray | None:
+    """The tensor as a flat numeric array (bool as uint8), or None for QFloat / bad lengths."""
+    if view.dtype.variant == "QFloat":
+        return None
+    try:
+        array = view.numpy().reshape(-1)
+    except Exception:  # noqa: BLE001 - a length that does not match the shape: compare bytes only
+        return None
+    if array.dtype == np.bool_:
+        return array.view(np.uint8)
+    return array
+
+
+def _numeric_diff(change: TensorChange, a: np.ndarray, b: np.ndarray, atol: float, rtol: float) -> bool:
+    """Fill the element statistics; returns True when the tensors differ beyond the tolerances."""
+    change.numel = int(a.size)
+    if a.dtype.kind in "iu" and b.dtype.kind in "iu" and (a.dtype.type in _EXACT_INTS and b.dtype.type in _EXACT_INTS):
+        fa, fb = a.astype(np.int64), b.astype(np.int64)
+        delta = np.abs(fa - fb).astype(np.float64)
+        nan_a = nan_b = np.zeros(a.shape, dtype=bool)
+    elif a.dtype.kind in "iu" and b.dtype.kind in "iu":  # 64-bit integers: exact with Python ints
+        pa, pb = a.astype(object), b.astype(object)
+        delta = np.array([abs(int(x) - int(y)) for x, y in zip(pa, pb)], dtype=np.float64)
+        fa, fb = a.astype(np.float64), b.astype(np.float64)
+        nan_a = nan_b = np.zeros(a.shape, dtype=bool)
+    else:
+        fa, fb = a.astype(np.float64), b.astype(np.float64)
+        nan_a, nan_b = np.isnan(fa), np.isnan(fb)
+        with np.errstate(invalid="ignore"):
+            same_inf = np.isinf(fa) & np.isinf(fb) & (fa == fb)
+            delta = np.where(same_inf | (nan_a & nan_b), 0.0, np.abs(fa - fb))
+        delta = np.where(nan_a ^ nan_b, 0.0, delta)
+    change.nan_mismatch = int(np.count_nonzero(nan_a ^ nan_b))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.maximum(np.abs(fa), np.abs(fb))
+        rel = np.where(delta == 0, 0.0, delta / scale)
+    beyond = (delta > atol + rtol * np.where(np.isfinite(scale), scale, 0)) | (nan_a ^ nan_b)
+    change.elements_differ = int(np.count_nonzero((delta != 0) | (nan_a ^ nan_b)))
+    change.max_abs = float(delta.max()) if delta.size else 0.0
+    change.max_rel = float(np.nanmax(rel)) if rel.size else 0.0
+    return bool(np.any(beyond))
+
+
+def diff_packs(a: Pack, b: Pack, *, atol: float = 0.0, rtol: float = 0.0) -> PackDiff:
+    """Compare two open packs (every tensor is read)."""
+    out = PackDiff()
+    names_a, names_b = set(a.names), set(b.names)
+    out.added = sorted(names_b - names_a)
+    out.removed = sorted(names_a - names_b)
+    views_a = {v.name: v for v in a.tensors()}
+    views_b = {v.name: v for v in b.tensors()}
+    for name in sorted(names_a & names_b):
+        va, vb = views_a[name], views_b[name]
+        change = TensorChange(name)
+        if va.dtype != vb.dtype:
+            change.changes["dtype"] = (debug(va.dtype), debug(vb.dtype))
+        if va.shape != vb.shape:
+            change.changes["shape"] = (list(va.shape), list(vb.shape))
+        if va.param_id != vb.param_id:
+            change.changes["param_id"] = (va.param_id, vb.param_id)
+        if va.data_offsets != vb.data_offsets:
+            out.layout_differs = True
+        bytes_a, bytes_b = va.memoryview(), vb.memoryview()
+        change.bytes_differ = bytes_a != bytes_b
+        differs = bool(change.changes)
+        if change.bytes_differ:
+            xa, xb = _values(va), _values(vb)
+            if xa is not None and xb is not None and xa.size == xb.size:
+                beyond = _numeric_diff(change, xa, xb, atol, rtol)
+                differs = differs or beyond or (atol == 0 and rtol == 0)
+            else:
+                differs = True
+        if differs:
+            out.changed.append(change)
+    for key in sorted(set(a.metadata) | set(b.metadata)):
+        if a.metadata.get(key) != b.metadata.get(key):
+            out.metadata[key] = (a.metadata.get(key), b.metadata.get(key))
+    for key in sorted(set(a.scalars) | set(b.scalars)):
+        sa, sb = a.scalars.get(key), b.scalars.get(key)
+        if sa != sb:  # Scalar equality compares floats by their bits
+            out.scalars[key] = (scalar_json(sa) if sa is not None else None, scalar_json(sb) if sb is not None else None)
+    if sorted(views_a, key=lambda n: views_a[n].data_offsets) != sorted(views_b, key=lambda n: views_b[n].data_offsets):
+        out.layout_differs = True
+    return out
+
+
+# -- ``burnpack diff A B`` ----------------------------------------------------------------------------
+def register(sub: Any) -> None:
+    """Add the ``diff`` subcommand to ``burnpack``'s argument parser."""
+    p = sub.add_parser("diff", help="compare two files: tensors added/removed/changed, metadata, scalars (exit 0 when identical)")
+    p.add_argument("a")
+    p.add_argument("b")
+    p.add_argument("--json", action="store_true", help="print the differences as one JSON object")
+    p.add_argument("--atol", type=float, default=0.0, help="numeric tensors within this absolute difference count as equal")
+    p.add_argument("--rtol", type=float, default=0.0, help="numeric tensors within this relative difference count as equal")
+    p.set_defaults(handler=run_diff)
+
+
+def run_diff(args: Any) -> int:
+    """Exit 0 when identical, 1 when different, 2 when a file cannot be read."""
+    import json
+    import sys
+
+    from .errors import BurnpackError
+    from .reader import load
+
+    try:
+        with load(args.a) as a, load(args.b) as b:
+            result = diff_packs(a, b, atol=args.atol, rtol=args.rtol)
+    except BurnpackError as exc:
+        print(f"burnpack diff: {exc.variant}: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result.to_json(), ensure_ascii=False, indent=1))
+    else:
+        print(result.render(args.a, args.b))
+    return 0 if result.identical else 1

@@ -1,0 +1,392 @@
+"""The corpus on disk: writing it with its manifest, and loading it (ours or Burn's fixture folder).
+
+Layout of a corpus directory (see the README that ``export`` writes beside it)::
+
+    manifest.json                    every vector: id, kind, category, files, hashes, outcomes
+    reader/<category>/<name>.bpk     a file to read
+    reader/<category>/<name>.json    its expectation: outcome per level, error kinds, expected dump
+    writer/<category>/<name>.json    a writer spec (+ the expected bytes: a reader .bpk, or a refusal)
+
+Vectors marked ``"runtime": true`` are too big to check in; they are regenerated (and their
+sha256 verified) when the corpus is loaded, and written out in full by ``export``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import generate, rules
+from .model import Content
+from .rules import CborRejected, Expectation, Expected
+
+FORMAT = "burnpack-conformance-vectors/1"
+PACKAGE_DIR = Path(__file__).resolve().parent
+DEFAULT_VECTORS = PACKAGE_DIR / "vectors"
+SPEC_SOURCE = {
+    "format": "burnpack (.bpk), burn@2c06be351006851d42fdb6df16b976f4a82d9747 crates/burn-pack",
+    "cbor": "ciborium 0.2.2 + serde derive",
+    "quant_scheme": "cubecl@48348968468e433235be3db6e7c344c34bc446c0",
+}
+
+
+@dataclass
+class ReaderVector:
+    id: str
+    category: str
+    description: str
+    expect: Expectation
+    load: Callable[[], bytes]
+    path: Path | None = None  # the file on disk, when there is one
+    source: str = "burnpack-conformance"
+
+    def data(self) -> bytes:
+        return self.load()
+
+
+@dataclass
+class WriterVector:
+    id: str
+    category: str
+    description: str
+    spec: dict
+    expected: Callable[[], bytes] | None  # None when the writer must refuse
+    refusal: tuple[str, ...] = ()
+    source: str = "burnpack-conformance"
+
+
+@dataclass
+class Vectors:
+    readers: list[ReaderVector] = field(default_factory=list)
+    writers: list[WriterVector] = field(default_factory=list)
+    root: Path | None = None
+    form: str = FORMAT
+
+    def select(self, patterns: Iterable[str] = ()) -> Vectors:
+        """Only the vectors whose id or category matches one of the glob patterns."""
+        import fnmatch
+
+        pats = list(patterns)
+        if not pats:
+            return self
+
+        def keep(id: str, category: str) -> bool:
+            return any(fnmatch.fnmatchcase(id, p) or fnmatch.fnmatchcase(category, p) for p in pats)
+
+        return Vectors([r for r in self.readers if keep(r.id, r.category)],
+                       [w for w in self.writers if keep(w.id, w.category)], self.root, self.form)
+
+
+# -- building ---------------------------------------------------------------------------------------
+def declared(content: Content | None) -> Callable[[bytes], Content]:
+    def decode(blob: bytes) -> Content:
+        if content is None:
+            raise CborRejected("declared: ciborium + serde reject this item (format.md §2.6)")
+        return content
+
+    return decode
+
+
+def expectation_of(case: generate.ReaderCase) -> tuple[bytes, Expectation]:
+    data, content = case.build()
+    return data, rules.expect(data, declared(content))
+
+
+def _json_dump(obj: Any) -> str:
+    try:
+        text = json.dumps(obj, ensure_ascii=False, indent=1)
+        text.encode("utf-8")
+        return text + "\n"
+    except UnicodeEncodeError:  # a lone surrogate (a spec the writer must refuse)
+        return json.dumps(obj, ensure_ascii=True, indent=1) + "\n"
+
+
+def _write(path: Path, data: bytes | str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(data, str):
+        path.write_text(data, encoding="utf-8")
+    else:
+        path.write_bytes(data)
+
+
+def reader_sidecar(case: generate.ReaderCase, exp: Expectation) -> dict:
+    return {
+        "id": case.id,
+        "category": case.category,
+        "description": case.description,
+        "expect": {"compatible": exp.compatible.to_json(), "strict": exp.strict.to_json()},
+        "dump": exp.dump,
+    }
+
+
+def write_corpus(root: Path, corpus: generate.Corpus | None = None, *, include_runtime: bool = False) -> dict:
+    """Write every vector and the manifest under ``root``; returns the manifest."""
+    corpus = corpus or generate.build_corpus()
+    root = Path(root)
+    entries: list[dict] = []
+    files: dict[str, str] = {}
+    for case in corpus.readers:
+        data, exp = expectation_of(case)
+        rel = f"reader/{case.id}"
+        entry = {
+            "id": case.id,
+            "kind": "reader",
+            "category": case.category,
+            "description": case.description,
+            "file": f"{rel}.bpk",
+            "expected": f"{rel}.json",
+            "size": len(data),
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "compatible": exp.compatible.outcome,
+            "strict": exp.strict.outcome,
+        }
+        if case.runtime:
+            entry["runtime"] = True
+        entries.append(entry)
+        files[case.id] = entry["file"]
+        if case.runtime and not include_runtime:
+            continue
+        _write(root / entry["file"], data)
+        _write(root / entry["expected"], _json_dump(reader_sidecar(case, exp)))
+    for case in corpus.writers:
+        rel = f"writer/{case.id}.json"
+        entry = {"id": case.id, "kind": "writer", "category": case.category, "description": case.description, "spec": rel}
+        if case.refusal:
+            entry["refusal"] = [case.refusal]
+        else:
+            entry["expected_file"] = files[case.expected_reader]
+            entry["sha256"] = next(e["sha256"] for e in entries if e["kind"] == "reader" and e["id"] == case.expected_reader)
+        entries.append(entry)
+        _write(root / rel, _json_dump(case.spec))
+    manifest = {
+        "format": FORMAT,
+        "source": SPEC_SOURCE,
+        "levels": {
+            "compatible": "what Burn's burn-pack Reader accepts and rejects, at the same stage, with the same error kind",
+            "strict": "only files Burn's Writer can produce (canonical CBOR, exact layout, zero padding, exact length)",
+        },
+        "counts": {
+            "reader": sum(e["kind"] == "reader" for e in entries),
+            "writer": sum(e["kind"] == "writer" for e in entries),
+        },
+        "vectors": entries,
+    }
+    _write(root / "manifest.json", json.dumps(manifest, ensure_ascii=False, indent=1) + "\n")
+    return manifest
+
+
+# -- loading ----------------------------------------------------------------------------------------
+class CorpusError(Exception):
+    """The vectors directory is missing, malformed, or a vector does not match its manifest."""
+
+
+def load_vectors(root: Path | str | None = None) -> Vectors:
+    """Our corpus (``manifest.json``) or a folder in Burn's fixture form (``index.json``)."""
+    root = Path(root) if root is not None else DEFAULT_VECTORS
+    if (root / "manifest.json").exists():
+        return _load_manifest(root)
+    if (root / "index.json").exists():
+        return load_burn_fixtures(root)
+    raise CorpusError(f"{root}: neither manifest.json (a burnpack-conformance corpus) nor index.json (Burn's fixtures)")
+
+
+_RUNTIME_CACHE: dict[str, tuple[bytes, Expectation]] = {}
+
+
+def _runtime(id: str, sha256: str) -> tuple[bytes, Expectation]:
+    if id not in _RUNTIME_CACHE:
+        case = next((c for c in generate.build_corpus().readers if c.id == id), None)
+        if case is None:
+            raise CorpusError(f"runtime vector {id!r} has no generator in this version of burnpack-conformance")
+        data, exp = expectation_of(case)
+        if hashlib.sha256(data).hexdigest() != sha256:
+            raise CorpusError(f"runtime vector {id!r}: generated bytes do not match the manifest's sha256")
+        _RUNTIME_CACHE[id] = (data, exp)
+    return _RUNTIME_CACHE[id]
+
+
+def _load_manifest(root: Path) -> Vectors:
+    manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    if manifest.get("format") != FORMAT:
+        raise CorpusError(f"{root}/manifest.json: unknown format {manifest.get('format')!r}")
+    out = Vectors(root=root, form=FORMAT)
+    reader_files: dict[str, Path] = {}
+    for e in manifest["vectors"]:
+        if e["kind"] != "reader":
+            continue
+        path = root / e["file"]
+        reader_files[e["file"]] = path
+        if e.get("runtime") and not path.exists():
+            id, sha = e["id"], e["sha256"]
+            exp = _LazyExpectation(lambda id=id, sha=sha: _runtime(id, sha)[1])
+            out.readers.append(ReaderVector(id, e["category"], e["description"], exp, lambda id=id, sha=sha: _runtime(id, sha)[0]))
+            continue
+        side = json.loads((root / e["expected"]).read_text(encoding="utf-8"))
+        exp = Expectation(Expected.from_json(side["expect"]["compatible"]), Expected.from_json(side["expect"]["strict"]), side.get("dump"))
+        out.readers.append(ReaderVector(e["id"], e["category"], e["description"], exp, _file_loader(path, e.get("sha256")), path))
+    for e in manifest["vectors"]:
+        if e["kind"] != "writer":
+            continue
+        spec = json.loads((root / e["spec"]).read_text(encoding="utf-8"))
+        expected = None
+        if "expected_file" in e:
+            path = reader_files.get(e["expected_file"], root / e["expected_file"])
+            expected = _file_loader(path, e.get("sha256"))
+        out.writers.append(WriterVector(e["id"], e["category"], e["description"], spec, expected, tuple(e.get("refusal", ()))))
+    return out
+
+
+class _LazyExpectation(Expectation):
+    """An expectation computed on first use (runtime vectors)."""
+
+    def __init__(self, compute: Callable[[], Expectation]) -> None:  # noqa: D107
+        object.__setattr__(self, "_compute", compute)
+        object.__setattr__(self, "_value", None)
+
+    def _get(self) -> Expectation:
+        if self._value is None:
+            object.__setattr__(self, "_value", self._compute())
+        return self._value
+
+    compatible = property(lambda self: self._get().compatible)  # type: ignore[assignment]
+    strict = property(lambda self: self._get().strict)  # type: ignore[assignment]
+    dump = property(lambda self: self._get().dump)  # type: ignore[assignment]
+
+
+def _file_loader(path: Path, sha256: str | None) -> Callable[[], bytes]:
+    def load() -> bytes:
+        if not path.exists():
+            raise CorpusError(f"vector file {path} is missing")
+        data = path.read_bytes()
+        if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+            raise CorpusError(f"vector file {path} does not match the manifest's sha256")
+        return data
+
+    return load
+
+
+# -- Burn's fixture folder (index.json) ---------------------------------------------------------------
+_OUTCOME = {"accepted": rules.ACCEPT, "rejected_on_open": rules.REJECT_OPEN, "rejected_on_tensor_access": rules.REJECT_ACCESS}
+
+
+def load_burn_fixtures(root: Path) -> Vectors:
+    """Burn's fixtures as vectors: Burn's recorded outcome and content at the compatible level.
+
+    Burn records no strict level; it is derived by the same rules the corpus uses (with the
+    reference decoder reading the CBOR): a file Burn's writer produced is strictly valid by
+    definition, and the test suite checks that the rules agree.
+    """
+    from .reference import decode_content
+
+    index = json.loads((root / "index.json").read_text(encoding="utf-8"))
+    out = Vectors(root=root, form="burn-fixtures")
+    for case in index["cases"]:
+        side = json.loads((root / case["sidecar"]).read_text(encoding="utf-8"))
+        category = case["kind"]
+        if case["outcome"] == "writer_rejected":
+            spec = _spec_from_writer_input(side["writer_input"])
+            kinds = tuple(dict.fromkeys([side["writer"]["size"]["error"]["variant"], side["writer"]["write"]["error"]["variant"]]))
+            out.writers.append(WriterVector(case["case"], category, case["description"], spec, None, kinds, "burn-fixtures"))
+            continue
+        path = root / case["file"]
+        data = path.read_bytes()
+        outcome = _OUTCOME[case["outcome"]]
+        if outcome == rules.ACCEPT:
+            compatible = Expected(outcome)
+            dump = _dump_from_sidecar(side)
+        else:
+            compatible = Expected(outcome, _burn_error_kinds(side, outcome))
+            dump = None
+        derived = rules.expect(data, decode_content)
+        if case["kind"] == "writer":
+            strict = Expected(rules.ACCEPT)
+        else:
+            strict = derived.strict if derived.compatible.outcome == outcome else compatible
+        if dump is None and strict.outcome == rules.ACCEPT:
+            dump = derived.dump
+        exp = Expectation(compatible, strict, dump)
+        out.readers.append(ReaderVector(case["case"], category, case["description"], exp, _file_loader(path, None), path, "burn-fixtures"))
+        if case["kind"] == "writer":
+            spec = _spec_from_fixture(side, data)
+            out.writers.append(WriterVector(case["case"], category, case["description"], spec, _file_loader(path, None), (), "burn-fixtures"))
+    return out
+
+
+def _burn_error_kinds(side: dict, outcome: str) -> tuple[str, ...]:
+    reader = side["reader"]
+    kinds: list[str] = []
+    for entry in ("from_bytes", "from_file"):
+        if outcome == rules.REJECT_OPEN:
+            kinds.append(reader[entry]["error"]["variant"])
+        else:
+            kinds.append(reader[f"{entry}_into_tensors"]["error"]["variant"])
+    return tuple(dict.fromkeys(kinds))
+
+
+def _dump_from_sidecar(side: dict) -> dict:
+    tensors = [{k: t[k] for k in ("name", "dtype", "shape", "data_offsets", "param_id", "byte_len", "sha256")} for t in side["tensors"]]
+    scalars = {}
+    for name, s in side["scalars"].items():
+        scalars[name] = {k: s[k] for k in ("type", "value", "f64_bits") if k in s}
+    return {
+        "ok": True,
+        "header": {"version": side["header"]["version"], "metadata_size": side["header"]["metadata_size"]},
+        "data_section_start": side["data_section_start"],
+        "tensors": tensors,
+        "metadata": side["metadata"],
+        "scalars": scalars,
+    }
+
+
+def _spec_from_writer_input(inp: dict) -> dict:
+    return {
+        "tensors": [{k: t[k] for k in ("name", "dtype", "shape", "param_id", "data_hex")} for t in inp["tensors"]],
+        "metadata": {k: v for k, v in inp.get("metadata_calls", [])},
+        "scalars": {k: v for k, v in inp.get("scalar_calls", [])},
+    }
+
+
+def _spec_from_fixture(side: dict, data: bytes) -> dict:
+    d = side["data_section_start"]
+    by_name = {t["name"]: t for t in side["tensors"]}
+    tensors = []
+    for name in side["write_order"]:
+        t = by_name[name]
+        s, e = t["data_offsets"]
+        tensors.append({"name": name, "dtype": t["dtype"], "shape": t["shape"], "param_id": t["param_id"], "data_hex": data[d + s : d + e].hex()})
+    scalars = {n: {k: s[k] for k in ("type", "value", "f64_bits") if k in s} for n, s in side["scalars"].items()}
+    return {"tensors": tensors, "metadata": side["metadata"], "scalars": scalars}
+
+
+# -- command line: regenerate the checked-in corpus --------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import shutil
+
+    parser = argparse.ArgumentParser(prog="python -m conformance.generate", description="regenerate conformance/vectors")
+    parser.add_argument("--out", type=Path, default=DEFAULT_VECTORS)
+    parser.add_argument("--no-check", action="store_true", help="skip the cross-check against the reference implementation")
+    args = parser.parse_args(argv)
+    corpus = generate.build_corpus()
+    if not args.no_check:
+        from .reference import cross_check
+
+        problems = cross_check(corpus)
+        if problems:
+            for p in problems:
+                print(p)
+            print(f"{len(problems)} disagreements between the declared expectations and burnpack: not written")
+            return 1
+    if args.out.exists():
+        shutil.rmtree(args.out / "reader", ignore_errors=True)
+        shutil.rmtree(args.out / "writer", ignore_errors=True)
+    manifest = write_corpus(args.out, corpus)
+    size = sum(f.stat().st_size for f in args.out.rglob("*") if f.is_file())
+    print(f"wrote {manifest['counts']['reader']} reader and {manifest['counts']['writer']} writer vectors "
+          f"to {os.path.relpath(args.out)} ({size / 1e6:.2f} MB)")
+    return 0

@@ -1,0 +1,622 @@
+"""Running a reader or a writer over the corpus, and judging what it did.
+
+A *reader* is anything that turns a file path into the ``dump --json`` object (PROTOCOL.md): an
+external command (``ExternalReader``, with a per-vector timeout; a crash, a hang or output that
+is not one JSON object is a failure of that vector, never of the run) or a Python callable
+(``PythonReader``). A *writer* turns a spec into bytes or refuses it (``ExternalWriter``,
+``PythonWriter``). ``run_readers`` / ``run_writers`` return a ``Report`` (per-category summary,
+readable diffs of mismatches, JSON and JUnit XML, an exit code).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import shlex
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape, quoteattr
+
+from .corpus import ReaderVector, Vectors, WriterVector
+from .model import HEADER_SIZE, data_section_start
+from .rules import ACCEPT, REJECT_OPEN, Expected
+
+PASS, FAIL, CRASH, TIMEOUT = "pass", "fail", "crash", "timeout"
+STAGE_OF = {REJECT_OPEN: "open", "reject_tensor_access": "tensor_access"}
+TENSOR_KEYS = ("name", "dtype", "shape", "data_offsets", "param_id", "byte_len", "sha256")
+
+
+# ==================================================================================================
+# judging one result
+# ==================================================================================================
+def _norm_scalar(s: Any) -> Any:
+    if not isinstance(s, dict):
+        return s
+    if s.get("type") == "Float" and "f64_bits" in s:
+        bits = s["f64_bits"]
+        try:
+            bits = f"0x{int(bits, 16) if isinstance(bits, str) else int(bits):016x}"
+        except (TypeError, ValueError):
+            pass
+        return {"type": "Float", "f64_bits": bits}
+    return {"type": s.get("type"), "value": s.get("value")}
+
+
+def normalize_dump(d: dict, like: dict) -> dict:
+    """The comparable part of a dump: optional fields only where ``like`` (the actual) has them."""
+    out: dict[str, Any] = {"ok": True}
+    if "header" in like:
+        h = d.get("header") or {}
+        out["header"] = {"version": h.get("version"), "metadata_size": h.get("metadata_size")}
+    if "data_section_start" in like:
+        out["data_section_start"] = d.get("data_section_start")
+    tensors = d.get("tensors")
+    out["tensors"] = [{k: t.get(k) for k in TENSOR_KEYS} if isinstance(t, dict) else t for t in tensors] if isinstance(tensors, list) else tensors
+    out["metadata"] = d.get("metadata")
+    scalars = d.get("scalars")
+    out["scalars"] = {n: _norm_scalar(s) for n, s in scalars.items()} if isinstance(scalars, dict) else scalars
+    return out
+
+
+def _pretty(obj: Any) -> list[str]:
+    return json.dumps(obj, ensure_ascii=False, indent=1, default=repr).splitlines()
+
+
+def unified(expected: Any, actual: Any, limit: int = 40) -> str:
+    lines = list(difflib.unified_diff(_pretty(expected), _pretty(actual), "expected", "actual", n=2, lineterm=""))
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"... ({len(lines) - limit} more diff lines)"]
+    return "\n".join(lines)
+
+
+def _first_difference(exp: dict, act: dict) -> str:
+    et, at = exp.get("tensors"), act.get("tensors")
+    if isinstance(et, list) and isinstance(at, list):
+        en, an = [t.get("name") for t in et], [t.get("name") if isinstance(t, dict) else t for t in at]
+        if en != an:
+            missing = [n for n in en if n not in an]
+            extra = [n for n in an if n not in en]
+            if missing or extra:
+                return f"tensor names differ: missing {missing[:5]}, unexpected {extra[:5]}"
+            return "tensors are not listed in name (byte-wise UTF-8) order"
+        for e, a in zip(et, at):
+            for k in TENSOR_KEYS:
+                if e.get(k) != (a.get(k) if isinstance(a, dict) else None):
+                    return f"tensor {e['name']!r}: {k} expected {e.get(k)!r}, got {a.get(k) if isinstance(a, dict) else a!r}"
+    elif et != at:
+        return "'tensors' differs"
+    for section in ("metadata", "scalars", "header", "data_section_start"):
+        if exp.get(section) != act.get(section):
+            e, a = exp.get(section), act.get(section)
+            if isinstance(e, dict) and isinstance(a, dict):
+                for k in sorted(set(e) | set(a)):
+                    if e.get(k) != a.get(k):
+                        return f"{section} {k!r}: expected {e.get(k)!r}, got {a.get(k)!r}"
+            return f"{section}: expected {e!r}, got {a!r}"
+    return "dumps differ"
+
+
+def _describe(actual: dict) -> str:
+    if actual.get("ok") is True:
+        return "accept"
+    err = actual.get("error") if isinstance(actual.get("error"), dict) else {}
+    stage = err.get("stage")
+    outcome = {"open": "reject_open", "tensor_access": "reject_tensor_access"}.get(stage, f"reject (stage {stage!r})")
+    message = f": {err.get('message')}" if err.get("message") else ""
+    return f"{outcome} {err.get('variant')}{message}"
+
+
+def check_reader_result(expected: Expected, dump: dict | None, actual: Any) -> tuple[bool, str, str]:
+    """(passed, one-line message, readable diff) for one reader output against one level."""
+    if not isinstance(actual, dict) or not isinstance(actual.get("ok"), bool):
+        return False, "output is not a dump object (a JSON object with a boolean 'ok')", ""
+    if expected.outcome == ACCEPT:
+        if not actual["ok"]:
+            return False, f"expected accept, got {_describe(actual)}", ""
+        try:
+            exp_view, act_view = normalize_dump(dump or {}, actual), normalize_dump(actual, actual)
+        except (AttributeError, TypeError) as exc:
+            return False, f"malformed dump: {exc}", ""
+        if exp_view != act_view:
+            return False, _first_difference(exp_view, act_view), unified(exp_view, act_view)
+        return True, "", ""
+    kinds = "|".join(expected.errors)
+    if actual["ok"]:
+        return False, f"expected {expected.outcome} {kinds}, got accept", ""
+    err = actual.get("error")
+    if not isinstance(err, dict):
+        return False, "'ok' is false but there is no 'error' object", ""
+    if err.get("stage") != STAGE_OF[expected.outcome] or err.get("variant") not in expected.errors:
+        return False, f"expected {expected.outcome} {kinds}, got {_describe(actual)}", ""
+    return True, "", ""
+
+
+@dataclass
+class WriterOutcome:
+    status: str  # "wrote" | "refused" | CRASH | TIMEOUT
+    data: bytes | None = None
+    error: str | None = None  # the refusal's error kind, when the writer told it
+    message: str = ""
+    leftover: bool = False  # a refusing writer left an output file behind
+
+
+def writer_outcome_of(fn: Callable[[dict], bytes], spec: dict) -> WriterOutcome:
+    """Run an in-process writer: bytes → wrote, an exception → refused (kind = ``.variant`` or class)."""
+    try:
+        data = fn(spec)
+    except Exception as exc:  # noqa: BLE001 - any exception is this writer's refusal
+        return WriterOutcome("refused", error=getattr(exc, "variant", type(exc).__name__), message=str(exc))
+    return WriterOutcome("wrote", data=bytes(data))
+
+
+def _region(data: bytes, at: int) -> str:
+    if at < 4:
+        return "magic"
+    if at < 6:
+        return "version"
+    if at < HEADER_SIZE:
+        return "metadata_size"
+    m = int.from_bytes(data[6:10], "little") if len(data) >= 10 else 0
+    if at < HEADER_SIZE + m:
+        return f"metadata byte {at - HEADER_SIZE}"
+    d = data_section_start(m)
+    if at < d:
+        return "padding before the data section"
+    return f"data section byte {at - d}"
+
+
+def check_writer_result(expected: bytes | None, refusal: tuple[str, ...], outcome: WriterOutcome) -> tuple[bool, str, str]:
+    if outcome.status in (CRASH, TIMEOUT):
+        return False, outcome.message, ""
+    if refusal:
+        if outcome.status == "wrote":
+            return False, f"expected a refusal ({'|'.join(refusal)}), the writer produced {len(outcome.data or b'')} bytes", ""
+        if outcome.error is not None and outcome.error not in refusal:
+            return False, f"refused with {outcome.error}, expected {'|'.join(refusal)}: {outcome.message}", ""
+        if outcome.leftover:
+            return False, "refused, but left an output file behind (Burn plans before any I/O)", ""
+        return True, "", ""
+    if outcome.status == "refused":
+        return False, f"expected {len(expected or b'')} bytes, the writer refused: {outcome.error}: {outcome.message}", ""
+    got = outcome.data or b""
+    if got == expected:
+        return True, "", ""
+    exp = expected or b""
+    at = next((i for i, (a, b) in enumerate(zip(exp, got)) if a != b), min(len(exp), len(got)))
+    message = f"bytes differ at offset {at} ({_region(exp, at)}): expected {exp[at:at + 8].hex(' ') or 'EOF'}, got {got[at:at + 8].hex(' ') or 'EOF'}"
+    if len(exp) != len(got):
+        message += f"; length expected {len(exp)}, got {len(got)}"
+    lo = max(0, at - 16) // 16 * 16
+    diff = unified(_hexdump(exp, lo), _hexdump(got, lo), limit=24)
+    return False, message, diff
+
+
+def _hexdump(data: bytes, start: int, rows: int = 6) -> list[str]:
+    return [f"{o:08x}  {data[o:o + 16].hex(' ')}" for o in range(start, min(len(data), start + 16 * rows), 16)] or ["<end of file>"]
+
+
+# ==================================================================================================
+# implementations under test
+# ==================================================================================================
+class Crash(Exception):
+    """The implementation crashed, hung, or printed something that is not one JSON object."""
+
+    def __init__(self, message: str, status: str = CRASH) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _substitute(template: str, values: dict[str, str]) -> list[str]:
+    argv = shlex.split(template)
+    out = []
+    for arg in argv:
+        for key, value in values.items():
+            arg = arg.replace("{" + key + "}", value)
+        out.append(arg)
+    return out
+
+
+def run_command(argv: list[str], timeout: float) -> tuple[int, bytes, bytes]:
+    """Run argv in its own process group; on timeout kill the whole group. Raises Crash."""
+    try:
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    except OSError as exc:
+        raise Crash(f"cannot start {argv[0]!r}: {exc}") from None
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            proc.kill()
+        proc.communicate()
+        raise Crash(f"timed out after {timeout:g} s (process group killed)", TIMEOUT) from None
+    return proc.returncode, out, err
+
+
+def _signal_name(code: int) -> str:
+    try:
+        return signal.Signals(-code).name
+    except ValueError:
+        return f"signal {-code}"
+
+
+def _stderr_tail(err: bytes) -> str:
+    text = err.decode("utf-8", "replace").strip().splitlines()
+    return f"; stderr: {text[-1][:200]}" if text else ""
+
+
+class ExternalReader:
+    """``CMD {path}`` printing the dump object; ``{level}`` is replaced by the level name too."""
+
+    def __init__(self, template: str, timeout: float = 20.0) -> None:
+        if "{path}" not in template:
+            raise ValueError("the reader command must contain {path}")
+        self.template = template
+        self.timeout = timeout
+
+    def __str__(self) -> str:
+        return self.template
+
+    def __call__(self, path: Path, level: str) -> dict:
+        code, out, err = run_command(_substitute(self.template, {"path": str(path), "level": level}), self.timeout)
+        if code < 0:
+            raise Crash(f"killed by {_signal_name(code)}{_stderr_tail(err)}")
+        if code not in (0, 1):
+            raise Crash(f"exit status {code} (0 or 1 expected){_stderr_tail(err)}")
+        try:
+            obj = json.loads(out.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise Crash(f"exit status {code}, stdout is not one JSON object ({exc}){_stderr_tail(err)}") from None
+        return obj
+
+
+class PythonReader:
+    """An in-process reader: ``fn(path, level) -> dump dict``. Exceptions are crashes."""
+
+    def __init__(self, fn: Callable[[str, str], dict], name: str | None = None, timeout: float | None = None) -> None:
+        self.fn = fn
+        self.name = name or getattr(fn, "__qualname__", repr(fn))
+        self.timeout = timeout
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __call__(self, path: Path, level: str) -> dict:
+        return _call_in_thread(lambda: self.fn(str(path), level), self.timeout)
+
+
+def _call_in_thread(fn: Callable[[], Any], timeout: float | None) -> Any:
+    """Run fn; an exception becomes a Crash. With a timeout, a hung call is abandoned (daemon thread)."""
+    if timeout is None:
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001
+            raise Crash(f"raised {type(exc).__name__}: {exc} ({_where(exc)})") from exc
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if thread.is_alive():
+        raise Crash(f"timed out after {timeout:g} s", TIMEOUT)
+    if "error" in box:
+        exc = box["error"]
+        raise Crash(f"raised {type(exc).__name__}: {exc} ({_where(exc)})") from exc
+    return box["value"]
+
+
+def _where(exc: BaseException) -> str:
+    tb = traceback.extract_tb(exc.__traceback__)
+    return f"{Path(tb[-1].filename).name}:{tb[-1].lineno}" if tb else "?"
+
+
+class ExternalWriter:
+    """``CMD {spec} {out}``: exit 0 with the file at {out}, or a non-zero exit to refuse.
+
+    A refusing writer may print ``{"ok": false, "error": {"variant": ...}}`` on stdout; the kind
+    is then checked too.
+    """
+
+    def __init__(self, template: str, timeout: float = 20.0) -> None:
+        if "{spec}" not in template or "{out}" not in template:
+            raise ValueError("the writer command must contain {spec} and {out}")
+        self.template = template
+        self.timeout = timeout
+
+    def __str__(self) -> str:
+        return self.template
+
+    def __call__(self, spec: dict, workdir: Path) -> WriterOutcome:
+        spec_path, out = workdir / "spec.json", workdir / "out.bpk"
+        spec_path.write_text(json.dumps(spec, ensure_ascii=True), encoding="utf-8")
+        try:
+            code, stdout, err = run_command(_substitute(self.template, {"spec": str(spec_path), "out": str(out)}), self.timeout)
+        except Crash as exc:
+            return WriterOutcome(exc.status, message=str(exc))
+        if code < 0:
+            return WriterOutcome(CRASH, message=f"killed by {_signal_name(code)}{_stderr_tail(err)}")
+        if code == 0:
+            if not out.exists():
+                return WriterOutcome(CRASH, message="exit status 0 but no file at {out}")
+            return WriterOutcome("wrote", data=out.read_bytes())
+        variant = None
+        try:
+            obj = json.loads(stdout.decode("utf-8"))
+            variant = obj["error"]["variant"] if isinstance(obj, dict) and obj.get("ok") is False else None
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            pass
+        leftover = out.exists() or any(p.name.startswith("out.bpk") for p in workdir.iterdir())
+        return WriterOutcome("refused", error=variant, message=f"exit status {code}{_stderr_tail(err)}", leftover=leftover)
+
+
+class PythonWriter:
+    """An in-process writer: ``fn(spec) -> bytes``; raising refuses (kind from ``.variant``)."""
+
+    def __init__(self, fn: Callable[[dict], bytes], name: str | None = None, timeout: float | None = None) -> None:
+        self.fn = fn
+        self.name = name or getattr(fn, "__qualname__", repr(fn))
+        self.timeout = timeout
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __call__(self, spec: dict, workdir: Path) -> WriterOutcome:
+        try:
+            return _call_in_thread(lambda: writer_outcome_of(self.fn, spec), self.timeout)
+        except Crash as exc:
+            return WriterOutcome(exc.status, message=str(exc))
+
+
+# ==================================================================================================
+# reports
+# ==================================================================================================
+@dataclass
+class Result:
+    id: str
+    category: str
+    kind: str  # "reader" | "writer"
+    level: str | None
+    status: str  # PASS | FAIL | CRASH | TIMEOUT
+    message: str = ""
+    diff: str = ""
+    expected: str = ""
+    actual: str = ""
+    seconds: float = 0.0
+    source: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASS
+
+    def to_json(self) -> dict:
+        out = {"id": self.id, "category": self.category, "kind": self.kind, "level": self.level, "status": self.status,
+               "expected": self.expected, "actual": self.actual, "seconds": round(self.seconds, 4)}
+        if self.message:
+            out["message"] = self.message
+        if self.diff:
+            out["diff"] = self.diff
+        return out
+
+
+@dataclass
+class Report:
+    subject: str
+    kind: str
+    levels: tuple[str, ...]
+    vectors: str
+    results: list[Result] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def failures(self) -> list[Result]:
+        return [r for r in self.results if not r.passed]
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.results) and not self.failures
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every vector passed, 1 otherwise (2 is kept for usage and corpus errors)."""
+        return 0 if self.ok else 1
+
+    def merge(self, other: Report) -> Report:
+        return Report(f"{self.subject}; {other.subject}", f"{self.kind}+{other.kind}", tuple(dict.fromkeys(self.levels + other.levels)),
+                      self.vectors, self.results + other.results, self.seconds + other.seconds)
+
+    def by_category(self) -> dict[tuple[str, str], dict[str, int]]:
+        table: dict[tuple[str, str], dict[str, int]] = {}
+        for r in self.results:
+            key = (f"{r.kind}" + (f"[{r.level}]" if r.level else ""), r.category)
+            row = table.setdefault(key, {PASS: 0, FAIL: 0, CRASH: 0, TIMEOUT: 0})
+            row[r.status] += 1
+        return table
+
+    def summary(self, max_diffs: int = 5) -> str:
+        lines = [f"{self.kind} {self.subject!r} on {self.vectors}" + (f" at level {', '.join(self.levels)}" if self.levels else "")]
+        table = self.by_category()
+        width = max([len(k[1]) for k in table] + [8])
+        lines.append(f"  {'run':<22} {'category':<{width}} {'pass':>5} {'fail':>5} {'crash':>5} {'hang':>5} {'total':>6}")
+        totals = {PASS: 0, FAIL: 0, CRASH: 0, TIMEOUT: 0}
+        for (run, category), row in table.items():
+            for k in totals:
+                totals[k] += row[k]
+            mark = "" if row[FAIL] + row[CRASH] + row[TIMEOUT] == 0 else "  <--"
+            lines.append(f"  {run:<22} {category:<{width}} {row[PASS]:>5} {row[FAIL]:>5} {row[CRASH]:>5} {row[TIMEOUT]:>5} {sum(row.values()):>6}{mark}")
+        lines.append(f"  {'TOTAL':<22} {'':<{width}} {totals[PASS]:>5} {totals[FAIL]:>5} {totals[CRASH]:>5} {totals[TIMEOUT]:>5} {sum(totals.values()):>6}")
+        failures = self.failures
+        if failures:
+            lines.append("")
+            lines.append(f"first {min(max_diffs, len(failures))} of {len(failures)} mismatches:")
+            for r in failures[:max_diffs]:
+                level = f" [{r.level}]" if r.level else ""
+                lines.append(f"- {r.kind} {r.id}{level}: {r.status}: {r.message}")
+                if r.expected or r.actual:
+                    lines.append(f"    expected: {r.expected}")
+                    lines.append(f"    actual:   {r.actual}")
+                if r.diff:
+                    lines.extend("    " + line for line in r.diff.splitlines())
+        verdict = "PASS" if self.ok else "FAIL"
+        lines.append("")
+        lines.append(f"{verdict}: {totals[PASS]} passed, {len(failures)} failed ({totals[CRASH]} crashed, {totals[TIMEOUT]} hung) "
+                     f"in {self.seconds:.1f} s")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict:
+        return {
+            "tool": "burnpack-conformance",
+            "subject": self.subject,
+            "kind": self.kind,
+            "levels": list(self.levels),
+            "vectors": self.vectors,
+            "ok": self.ok,
+            "exit_code": self.exit_code,
+            "seconds": round(self.seconds, 3),
+            "totals": {s: sum(r.status == s for r in self.results) for s in (PASS, FAIL, CRASH, TIMEOUT)},
+            "categories": {f"{run}/{cat}": row for (run, cat), row in self.by_category().items()},
+            "results": [r.to_json() for r in self.results],
+        }
+
+    def to_junit(self) -> str:
+        suites: dict[str, list[Result]] = {}
+        for r in self.results:
+            suites.setdefault(f"{r.kind}.{r.level or 'bytes'}.{r.category}", []).append(r)
+        out = ['<?xml version="1.0" encoding="UTF-8"?>']
+        fails = sum(r.status == FAIL for r in self.results)
+        errors = len(self.results) - fails - sum(r.passed for r in self.results)
+        out.append(f'<testsuites name="burnpack-conformance" tests="{len(self.results)}" failures="{fails}" errors="{errors}" '
+                   f'time="{self.seconds:.3f}">')
+        for name, results in suites.items():
+            f = sum(r.status == FAIL for r in results)
+            e = sum(r.status in (CRASH, TIMEOUT) for r in results)
+            t = sum(r.seconds for r in results)
+            out.append(f'  <testsuite name={quoteattr(name)} tests="{len(results)}" failures="{f}" errors="{e}" time="{t:.3f}">')
+            for r in results:
+                out.append(f'    <testcase classname={quoteattr("burnpack-conformance." + name)} name={quoteattr(r.id)} time="{r.seconds:.4f}">')
+                body = escape(f"expected: {r.expected}\nactual: {r.actual}\n{r.diff}")
+                if r.status == FAIL:
+                    out.append(f"      <failure message={quoteattr(_xml_text(r.message))}>{_xml_text(body)}</failure>")
+                elif r.status in (CRASH, TIMEOUT):
+                    out.append(f"      <error type={quoteattr(r.status)} message={quoteattr(_xml_text(r.message))}>{_xml_text(body)}</error>")
+                out.append("    </testcase>")
+            out.append("  </testsuite>")
+        out.append("</testsuites>")
+        return "\n".join(out) + "\n"
+
+
+def _xml_text(text: str) -> str:
+    """Drop characters XML 1.0 cannot hold (control bytes from a crashing implementation)."""
+    return "".join(ch for ch in text if ch in "\t\n\r" or (" " <= ch <= "\ud7ff") or ("\ue000" <= ch <= "\ufffd") or ch >= "\U00010000")
+
+
+# ==================================================================================================
+# running
+# ==================================================================================================
+def _expect_text(expected: Expected) -> str:
+    return expected.outcome if expected.outcome == ACCEPT else f"{expected.outcome} {'|'.join(expected.errors)}"
+
+
+def _run_one_reader(reader: Callable[[Path, str], dict], vector: ReaderVector, level: str, scratch: Path) -> Result:
+    expected = vector.expect.level(level)
+    result = Result(vector.id, vector.category, "reader", level, PASS, expected=_expect_text(expected), source=vector.source)
+    start = time.perf_counter()
+    try:
+        path = vector.path
+        if path is None:  # runtime vector: materialise it once
+            path = scratch / (vector.id.replace("/", "__") + ".bpk")
+            if not path.exists():
+                path.write_bytes(vector.data())
+        actual = reader(path, level)
+    except Crash as exc:
+        result.status, result.message, result.actual = exc.status, str(exc), exc.status
+        result.seconds = time.perf_counter() - start
+        return result
+    result.seconds = time.perf_counter() - start
+    ok, message, diff = check_reader_result(expected, vector.expect.dump, actual)
+    result.actual = _describe(actual) if isinstance(actual, dict) else repr(actual)[:200]
+    if len(result.actual) > 300:
+        result.actual = result.actual[:300] + "..."
+    if not ok:
+        result.status, result.message, result.diff = FAIL, message, diff
+    return result
+
+
+def run_readers(vectors: Vectors, reader: Callable[[Path, str], dict], *, levels: Iterable[str] = ("compatible",),
+                jobs: int = 1, progress: Callable[[Result], None] | None = None) -> Report:
+    """Run a reader over every reader vector at each level."""
+    levels = tuple(levels)
+    report = Report(str(reader), "reader", levels, str(vectors.root or "<memory>"))
+    tasks = [(v, level) for level in levels for v in vectors.readers]
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="bpk-conformance-") as tmp:
+        scratch = Path(tmp)
+        # Runtime vectors are written before the pool starts, so workers never race on them.
+        for v in vectors.readers:
+            if v.path is None:
+                (scratch / (v.id.replace("/", "__") + ".bpk")).write_bytes(v.data())
+
+        def work(task: tuple[ReaderVector, str]) -> Result:
+            r = _run_one_reader(reader, task[0], task[1], scratch)
+            if progress:
+                progress(r)
+            return r
+
+        if jobs <= 1:
+            report.results = [work(t) for t in tasks]
+        else:
+            with ThreadPoolExecutor(max_workers=jobs) as pool:
+                report.results = list(pool.map(work, tasks))
+    report.seconds = time.perf_counter() - start
+    return report
+
+
+def run_writers(vectors: Vectors, writer: Callable[[dict, Path], WriterOutcome], *, jobs: int = 1,
+                progress: Callable[[Result], None] | None = None) -> Report:
+    """Run a writer over every writer vector: exact bytes, or a refusal."""
+    report = Report(str(writer), "writer", (), str(vectors.root or "<memory>"))
+    start = time.perf_counter()
+
+    def work(vector: WriterVector) -> Result:
+        expected_text = f"refusal {'|'.join(vector.refusal)}" if vector.refusal else "bytes"
+        result = Result(vector.id, vector.category, "writer", None, PASS, expected=expected_text, source=vector.source)
+        t0 = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="bpk-writer-") as tmp:
+            outcome = writer(vector.spec, Path(tmp))
+        result.seconds = time.perf_counter() - t0
+        expected = vector.expected() if vector.expected is not None else None
+        if expected is not None and not vector.refusal:
+            result.expected = f"{len(expected)} bytes"
+        result.actual = {"wrote": f"{len(outcome.data or b'')} bytes", "refused": f"refusal {outcome.error or '(kind not given)'}"}.get(
+            outcome.status, outcome.status)
+        ok, message, diff = check_writer_result(expected, vector.refusal, outcome)
+        if not ok:
+            result.status = outcome.status if outcome.status in (CRASH, TIMEOUT) else FAIL
+            result.message, result.diff = message, diff
+        if progress:
+            progress(result)
+        return result
+
+    if jobs <= 1:
+        report.results = [work(v) for v in vectors.writers]
+    else:
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            report.results = list(pool.map(work, vectors.writers))
+    report.seconds = time.perf_counter() - start
+    return report
