@@ -424,10 +424,25 @@ class OptimizerRecord:
 
     def entries(self, param_id: int) -> ParamEntries:
         """Every tensor and scalar under ``"{param_id}."`` (keys relative to it), generically."""
-        head = f"{param_id}."
-        tensors = {t.name[len(head):]: t for t in self.tensors if t.name.startswith(head)}
-        scalars = {k[len(head):]: v for k, v in self.scalars.items() if k.startswith(head) and k != head + RANK_KEY}
-        return ParamEntries(param_id, self.paths.get(param_id), self.ranks.get(param_id), tensors, scalars)
+        return self.all_entries().get(int(param_id)) or ParamEntries(
+            int(param_id), self.paths.get(int(param_id)), self.ranks.get(int(param_id)), {}, {}
+        )
+
+    def all_entries(self) -> dict[int, ParamEntries]:
+        """``entries`` of every parameter id Burn visits, in one pass over the record."""
+        ranks, paths = self.ranks, self.paths
+        out = {pid: ParamEntries(pid, paths.get(pid), rank, {}, {}) for pid, rank in ranks.items()}
+        for t in self.tensors:
+            head, _, leaf = t.name.partition(".")
+            entry = out.get(parse_u64(head)) if leaf else None
+            if entry is not None and head == str(entry.param_id):
+                entry.tensors[leaf] = t
+        for key, value in self.scalars.items():
+            head, _, leaf = key.partition(".")
+            entry = out.get(parse_u64(head)) if leaf and leaf != RANK_KEY else None
+            if entry is not None and head == str(entry.param_id):
+                entry.scalars[leaf] = value
+        return out
 
     def _source(self) -> StateSource:
         return StateSource({t.name: t for t in self.tensors}, self.scalars)
@@ -438,17 +453,19 @@ class OptimizerRecord:
         ``cls`` defaults to the layout the entries match. Raises :class:`StateRankError` when a
         tensor's rank differs from ``__rank`` (Burn's tensor creation panics there).
         """
-        ranks = self.ranks
-        if param_id not in ranks:
+        entries = self.all_entries()
+        if param_id not in entries:
             return None
+        return self._state(entries[param_id], cls, self._source())
+
+    def _state(self, entry: ParamEntries, cls: type[OptimizerState] | None, source: StateSource) -> OptimizerState | None:
         if cls is None:
-            cls = detect_state_class(self.entries(param_id).leaf_names)
+            cls = detect_state_class(entry.leaf_names)
             if cls is None:
                 return None
-        source = self._source()
-        state = cls.unflatten(str(param_id), source)
+        state = cls.unflatten(str(entry.param_id), source)
         if state is not None:
-            self._check_ranks(param_id, ranks[param_id], state)
+            self._check_ranks(entry.param_id, entry.rank, state)
         return state
 
     def _check_ranks(self, param_id: int, rank: int, state: OptimizerState) -> None:
@@ -468,8 +485,9 @@ class OptimizerRecord:
     def states(self, cls: type[OptimizerState] | None = None) -> dict[int, OptimizerState]:
         """Every parameter's typed state Burn would rebuild (dropped ones left out)."""
         out = {}
-        for pid in self.ranks:
-            state = self.state(pid, cls)
+        source = self._source()
+        for pid, entry in self.all_entries().items():
+            state = self._state(entry, cls, source)
             if state is not None:
                 out[pid] = state
         return out
@@ -486,7 +504,7 @@ class OptimizerRecord:
             return "unknown"
         if not ids:
             return "empty" if not self.tensors and not self.scalars else "unknown"
-        kinds = sorted({self.entries(pid).kind for pid in ids})
+        kinds = sorted({entry.kind for entry in self.all_entries().values()})
         return "+".join(kinds)
 
     @property
@@ -517,22 +535,29 @@ class OptimizerRecord:
         """A record of per-parameter states, keyed by param id or — with ``module`` (a
         ``ModuleRecord``) — by module path; ids, paths and ranks then come from the module."""
         record = cls()
+        added: set[int] = set()
         by_path = module.param_ids if module is not None else {}
         shapes = {t.name: t.shape for t in module.tensors} if module is not None else {}
+        by_id = {i: p for p, i in by_path.items()}
         for key, state in states.items():
             if isinstance(key, str):
                 if key not in by_path:
                     raise KeyError(f"no parameter {key!r} in the module record")
                 pid, path, rank = by_path[key], key, len(shapes[key])
             else:
-                pid = int(key)
+                pid = _check_id(key)
                 path = (paths or {}).get(pid)
                 rank = (ranks or {}).get(pid)
                 if module is not None and path is None:
-                    path = next((p for p, i in by_path.items() if i == pid), None)
+                    path = by_id.get(pid)
                 if rank is None and path in shapes:
                     rank = len(shapes[path])
-            record.set_state(pid, state, path=path, rank=rank)
+            pid = _check_id(pid)
+            if pid in added:
+                record.set_state(pid, state, path=path, rank=rank)
+            else:
+                record._add_state(pid, record._plan_state(pid, state, rank), path)
+                added.add(pid)
         return record
 
     def set_state(self, param_id: int, state: OptimizerState, *, path: str | None = None, rank: int | None = None) -> OptimizerRecord:
@@ -541,37 +566,46 @@ class OptimizerRecord:
         ``rank`` defaults to the existing ``__rank``, else the state tensors' rank; a state
         without tensors (SGD without momentum) needs it. ``path`` defaults to the existing one.
         """
-        if isinstance(state, LBFGSState):
-            raise TypeError("LBFGS keeps one global state: use OptimizerRecord.from_lbfgs / set_lbfgs")
-        param_id = int(param_id)
-        if not 0 <= param_id < 1 << 64:
-            raise ValueError(f"param id {param_id} is not a u64")
-        prefix = str(param_id)
-        tensors, scalars = state.flatten(prefix)
+        param_id = _check_id(param_id)
         if rank is None:
-            rank = self.ranks.get(param_id) if self._has_rank(param_id) else None
-        if rank is None and tensors:
-            rank = int(np.ndim(to_numpy(tensors[0][1])))
-        if rank is None:
-            raise ValueError(f"parameter {param_id}: give rank= (its state has no tensor to take it from)")
-        for name, value in tensors:
-            ndim = int(np.ndim(to_numpy(value)))
-            if ndim != rank:
-                raise StateRankError(f"tensor '{name}' has rank {ndim} but parameter {param_id} has __rank {rank}")
-        old_path = self.paths.get(param_id)
+            rank = self._existing_rank(param_id)
+        if path is None:
+            path = self.metadata.get(str(param_id))
+        planned = self._plan_state(param_id, state, rank)
         self.remove_state(param_id)
-        for name, value in tensors:
-            self.tensors.append(_record_tensor(name, value, param_id))
-        self.scalars[f"{prefix}.{RANK_KEY}"] = Scalar.UInt(int(rank))
-        for name, value in scalars:
-            self.scalars[name] = value
-        path = path if path is not None else old_path
-        if path is not None:
-            self.metadata[prefix] = path
+        self._add_state(param_id, planned, path)
         return self
 
-    def _has_rank(self, param_id: int) -> bool:
-        return f"{param_id}.{RANK_KEY}" in self.scalars or any(t.param_id == param_id for t in self.tensors)
+    def _existing_rank(self, param_id: int) -> int | None:
+        key = f"{param_id}.{RANK_KEY}"
+        if key in self.scalars:
+            return scalar_value("usize", self.scalars[key])
+        return next((t.rank for t in self.tensors if t.param_id == param_id), None)
+
+    def _plan_state(self, param_id: int, state: OptimizerState, rank: int | None) -> tuple:
+        if isinstance(state, LBFGSState):
+            raise TypeError("LBFGS keeps one global state: use OptimizerRecord.from_lbfgs")
+        if not isinstance(state, OptimizerState):
+            raise TypeError(f"expected an OptimizerState (AdamState, SgdState, ...), got {type(state).__name__}")
+        tensors, scalars = state.flatten(str(param_id))
+        arrays = [(name, value if isinstance(value, RecordTensor) else to_numpy(value)) for name, value in tensors]
+        if rank is None and arrays:
+            rank = _ndim(arrays[0][1])
+        if rank is None:
+            raise ValueError(f"parameter {param_id}: give rank= (its state has no tensor to take it from)")
+        for name, value in arrays:
+            if _ndim(value) != rank:
+                raise StateRankError(f"tensor '{name}' has rank {_ndim(value)} but parameter {param_id} has __rank {rank}")
+        return arrays, scalars, int(rank)
+
+    def _add_state(self, param_id: int, planned: tuple, path: str | None) -> None:
+        arrays, scalars, rank = planned
+        prefix = str(param_id)
+        self.tensors.extend(_record_tensor(name, value, param_id) for name, value in arrays)
+        self.scalars[f"{prefix}.{RANK_KEY}"] = Scalar.UInt(rank)
+        self.scalars.update(scalars)
+        if path is not None:
+            self.metadata[prefix] = path
 
     def remove_state(self, param_id: int) -> OptimizerRecord:
         """Drop every tensor, scalar and the metadata of ``param_id``; returns self."""
@@ -601,27 +635,36 @@ class OptimizerRecord:
         """Compare with a ``ModuleRecord``: ids only on one side, rank, shape and path mismatches."""
         report = ConsistencyReport()
         model_by_id = {t.param_id: t for t in model.tensors}
-        ranks = self.ranks
-        paths = self.paths
+        entries = self.all_entries()
         for pid, tensor in model_by_id.items():
-            if pid not in ranks:
+            if pid not in entries:
                 report.only_in_model.append((pid, tensor.name))
-        for pid, rank in ranks.items():
+        for pid, entry in entries.items():
             target = model_by_id.get(pid)
             if target is None:
-                report.only_in_optimizer.append((pid, paths.get(pid)))
+                report.only_in_optimizer.append((pid, entry.path))
                 continue
-            if rank != target.rank:
-                report.rank_mismatches.append((pid, target.name, target.rank, rank))
-            if pid in paths and paths[pid] != target.name:
-                report.path_mismatches.append((pid, target.name, paths[pid]))
-            for leaf, t in self.entries(pid).tensors.items():
+            if entry.rank != target.rank:
+                report.rank_mismatches.append((pid, target.name, target.rank, entry.rank))
+            if entry.path is not None and entry.path != target.name:
+                report.path_mismatches.append((pid, target.name, entry.path))
+            for t in entry.tensors.values():
                 if t.shape != target.shape:
                     report.shape_mismatches.append((pid, t.name, target.shape, t.shape))
         return report
 
     def __iter__(self) -> Iterator[RecordTensor]:
         return iter(self.tensors)
+
+
+def _check_id(param_id: Any) -> int:
+    if isinstance(param_id, bool) or not isinstance(param_id, (int, np.integer)) or not 0 <= param_id < 1 << 64:
+        raise ValueError(f"param id {param_id!r} is not a u64")
+    return int(param_id)
+
+
+def _ndim(value: Any) -> int:
+    return value.rank if isinstance(value, RecordTensor) else int(np.ndim(value))
 
 
 def _record_tensor(name: str, value: Any, param_id: int | None) -> RecordTensor:
