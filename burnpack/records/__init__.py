@@ -34,7 +34,7 @@ from .errors import (
     StateRankError,
 )
 from ._common import RecordTensor
-from .module import ApplyError, ApplyReport, DTypePolicy, LoadResult, ModuleRecord
+from .module import ApplyError, ApplyReport, DTypePolicy, LoadResult, ModuleRecord, load_record
 from .optimizer import (
     AdaGradState,
     AdamState,
@@ -117,6 +117,7 @@ __all__ = [
     "detect_record_kind",
     "infer_scheduler",
     "iter_params",
+    "load_record",
     "map_params",
     "module_paths",
 ]

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .._generated.types import DType
-from ..dtypes import debug, dtype_from_numpy
+from ..dtypes import dtype_from_numpy
 from ..errors import ValidationError
 from ..writer import Writer
 from ._cast import cast_array
@@ -169,6 +169,10 @@ class ModuleRecord:
         """
         tensors = []
         for path, leaf in iter_params(module):
+            if isinstance(leaf, RecordTensor):
+                pid = param_ids.get(path) if param_ids is not None else None
+                tensors.append(leaf.with_name(path, param_id=pid))
+                continue
             pid, dtype, value = None, None, leaf
             if isinstance(leaf, Param):
                 pid, dtype, value = leaf.param_id, leaf.dtype, leaf.value
@@ -392,6 +396,8 @@ class ModuleRecord:
                 value, pid, dtype = leaf, None, None
                 if isinstance(leaf, Param):
                     value, pid, dtype = leaf.value, leaf.param_id, leaf.dtype
+                elif isinstance(leaf, RecordTensor):
+                    value, pid, dtype = leaf.numpy(), leaf.param_id, leaf.dtype
                 array = to_numpy(value)
 
                 def current_dtype() -> DType:
@@ -422,12 +428,15 @@ class ModuleRecord:
         return module, params, report
 
 
+def load_record(target: Any, record: ModuleRecord) -> LoadResult:
+    """Burn's ``module.try_load_record(record)`` (and ``load_record``, which panics where this
+    raises): ``record.apply(target)``."""
+    return record.apply(target)
+
+
 def _maybe_dtype(array: np.ndarray) -> DType | None:
     try:
         return dtype_from_numpy(array.dtype)
     except ValueError:
         return None
 
-
-def describe_dtype(dtype: DType) -> str:
-    return debug(dtype)

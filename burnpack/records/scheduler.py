@@ -121,7 +121,24 @@ class LrSchedulerRecord:
     # -- typed helpers -----------------------------------------------------------------------------
     @classmethod
     def from_scheduler(cls, scheduler: LrScheduler) -> LrSchedulerRecord:
+        """``scheduler.to_record()``: the scheduler's state, its children nested under ``{i}.``."""
         return scheduler.to_record()
+
+    @classmethod
+    def from_state(cls, state: LrScheduler) -> LrSchedulerRecord:
+        """Burn's ``LrSchedulerRecord::from_state``: one scheduler's own state, without children."""
+        record = cls()
+        if state.KEY is not None:
+            record = record.with_scalar(state.KEY, getattr(state, state.ATTR), state.RUST_TYPE)
+        return record
+
+    def into_state(self, cls: type[LrScheduler]) -> LrScheduler | None:
+        """Burn's ``into_state``: ``cls``'s own state read from the top-level keys, or None when
+        its key is missing or of an incompatible kind (children are not read)."""
+        if cls.KEY is None:
+            return cls()
+        value = self.scalar(cls.KEY, cls.RUST_TYPE)
+        return None if value is None else cls(**{cls.ATTR: value})
 
     def infer(self, *, module: bool = True) -> LrScheduler:
         """A best-effort scheduler tree for these scalars (see :func:`infer_scheduler`)."""

@@ -11,7 +11,7 @@ import pytest
 
 import burnpack
 from burnpack import DType, ModuleRecord
-from burnpack.records import DTypePolicy, Param, RecordCastError, RecordValidationError
+from burnpack.records import DTypePolicy, Param, RecordCastError, RecordValidationError, load_record
 from tests.conftest import BURN_EXAMPLES, require
 from tests.records.helpers import IDS, MNIST_PATHS, two_layer_arrays, two_layer_record
 
@@ -251,3 +251,11 @@ def test_into_record_group_keeps_the_matching_parameters():
     assert group.paths == ["fc1.weight", "fc1.bias", "fc2.bias"]
     result = group.allow_partial(True).apply(two_layer_arrays())
     assert result.report.missing == ["fc2.weight"]
+
+
+def test_record_tensors_can_be_sources_and_targets():
+    record = two_layer_record()
+    rebuilt = ModuleRecord.from_tensors({t.name: t for t in record.tensors})
+    assert rebuilt.into_bytes() == record.into_bytes()
+    result = load_record({t.name: t for t in record.tensors}, record)
+    assert result.param_ids == IDS

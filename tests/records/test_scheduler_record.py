@@ -143,3 +143,11 @@ def test_infer_rebuilds_the_tree_from_keys():
 def test_infer_refuses_keys_no_scheduler_writes():
     with pytest.raises(ValueError):
         infer_scheduler(LrSchedulerRecord({"0.momentum": Scalar.UInt(1)}))
+
+
+def test_from_state_and_into_state_read_one_level_like_burn():
+    record = LrSchedulerRecord.from_state(StepLrScheduler(4))
+    assert record.scalars == {"iter_idx": Scalar.Int(4)}
+    assert record.into_state(StepLrScheduler) == StepLrScheduler(4)
+    assert record.into_state(LinearLrScheduler) is None
+    assert LrSchedulerRecord.from_state(SequentialLrScheduler([LinearLrScheduler(1)], step=2)).scalars == {"step": Scalar.UInt(2)}
