@@ -63,7 +63,7 @@ from .scheduler import (
     StepLrScheduler,
     infer_scheduler,
 )
-from .tree import Ignored, Param, Reparameterized, Variant, iter_params, map_params, module_paths
+from .tree import Ignored, Param, Reparameterized, RunningState, Variant, iter_params, map_params, module_paths
 
 __all__ = [
     "AdaGradState",
@@ -108,6 +108,7 @@ __all__ = [
     "RecordValidationError",
     "Reparameterized",
     "RmsPropState",
+    "RunningState",
     "SequentialLrScheduler",
     "SgdState",
     "StateRankError",

@@ -15,7 +15,7 @@ import numpy as np
 
 from .._generated.types import BoolStore, DType
 from ._common import new_param_id
-from .tree import Param
+from .tree import Param, RunningState
 
 
 def _tables() -> tuple[dict[Any, DType], dict[str, Any]]:
@@ -81,12 +81,14 @@ def _assign(module: Any, path: str, old: Any, new: Any) -> Any:
 
 def apply_to_module(module: Any, resolve: Callable[..., Any], params: dict[str, Param], *, dry_run: bool) -> Any:
     taken: set[int] = set()
+    parameters = {name for name, _ in module.named_parameters()}
     for path, tensor in module.state_dict(keep_vars=True).items():
         hit = resolve(path, tensor, lambda t=tensor: dtype_from_torch(t.dtype), tuple(int(d) for d in tensor.shape))
+        kind = Param if path in parameters else RunningState  # buffers: running statistics
         if hit is None:
-            params[path] = Param(tensor, new_param_id(taken), None)
+            params[path] = kind(tensor, new_param_id(taken), None)
             continue
         entry, dtype, data = hit
         value = _assign(module, path, tensor, numpy_to_torch(data, dtype, tensor.device))
-        params[path] = Param(value, entry.param_id, dtype)
+        params[path] = kind(value, entry.param_id if kind is Param else new_param_id(taken), dtype)
     return module

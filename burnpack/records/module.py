@@ -39,7 +39,7 @@ from ._common import (
     to_numpy,
 )
 from .errors import RecordValidationError
-from .tree import Param, is_leaf, iter_params, map_params
+from .tree import Param, RunningState, is_leaf, iter_params, map_params
 
 PathLike = str | os.PathLike[str]
 
@@ -409,13 +409,17 @@ class ModuleRecord:
                         raise ValidationError(f"{path}: {exc}") from None
 
                 hit = resolve(path, value, current_dtype, tuple(int(d) for d in array.shape))
-                if hit is not None:
+                if hit is not None and isinstance(leaf, RunningState):  # keeps its own id
+                    _, new_dtype, data = hit
+                    param = RunningState(data, pid if pid is not None else new_param_id(taken_ids), new_dtype)
+                elif hit is not None:
                     entry, new_dtype, data = hit
                     param = Param(data, entry.param_id, new_dtype)
                 else:
                     if pid is None:
                         pid = new_param_id(taken_ids)
-                    param = Param(value, pid, dtype if dtype is not None else _maybe_dtype(array))
+                    kind = RunningState if isinstance(leaf, RunningState) else Param
+                    param = kind(value, pid, dtype if dtype is not None else _maybe_dtype(array))
                 params[path] = param
                 return param
 

@@ -13,8 +13,9 @@ dataclass instance, ``NamedTuple``          each field name is a segment (struct
 ``Variant("Base", value)``                  the variant name is a segment (enum module:
                                             ``feature.Base.weight``)
 ``None``                                    nothing (``Option::None``); ``Some`` is transparent
-array, ``Param``, torch tensor              a parameter at the current path (``Param<Tensor>``,
-                                            ``RunningState``)
+array, ``Param``, torch tensor              a parameter at the current path (``Param<Tensor>``)
+``RunningState(value, id)``                 the same (``RunningState``), but a load keeps the
+                                            target's id rather than the record's
 ``Reparameterized(base, "lora", {...})``    ``base`` at the path, the factors below
                                             ``<path>.lora.`` (``fc.weight.lora.a``)
 ``Ignored(x)``, ``bool``/``int``/``float``/  nothing (``Ignored<T>``, ``#[module(skip)]``,
@@ -71,6 +72,19 @@ class Param:
     @property
     def shape(self) -> tuple[int, ...]:
         return tuple(int(d) for d in (self.value.shape if is_torch_tensor(self.value) else np.shape(self.value)))
+
+
+class RunningState(Param):
+    """A ``RunningState`` tensor (BatchNorm's ``running_mean`` / ``running_var``).
+
+    Recorded like a parameter, with its own id, but loading keeps the target's id instead of
+    taking the record's (burn-core ``param/running.rs`` drops the id ``map_float`` returns).
+    """
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "Running" + super().__repr__()
 
 
 class Variant:

@@ -11,7 +11,7 @@ import pytest
 
 import burnpack
 from burnpack import DType, ModuleRecord
-from burnpack.records import DTypePolicy, Param, RecordCastError, RecordValidationError, load_record
+from burnpack.records import DTypePolicy, Param, RecordCastError, RecordValidationError, RunningState, load_record
 from tests.conftest import BURN_EXAMPLES, require
 from tests.records.helpers import IDS, MNIST_PATHS, two_layer_arrays, two_layer_record
 
@@ -259,3 +259,13 @@ def test_record_tensors_can_be_sources_and_targets():
     assert rebuilt.into_bytes() == record.into_bytes()
     result = load_record({t.name: t for t in record.tensors}, record)
     assert result.param_ids == IDS
+
+
+def test_running_state_keeps_its_own_id_on_load():
+    # burn-core param/running.rs drops the id that loading returns.
+    record = ModuleRecord.from_module({"norm": {"gamma": Param(np.ones(2, np.float32), 1), "running_var": Param(np.ones(2, np.float32), 2)}})
+    target = {"norm": {"gamma": Param(np.zeros(2, np.float32), 10), "running_var": RunningState(np.zeros(2, np.float32), 20)}}
+    result = record.apply(target)
+    assert result.param_ids == {"norm.gamma": 1, "norm.running_var": 20}
+    assert isinstance(result.module["norm"]["running_var"], RunningState)
+    np.testing.assert_array_equal(result.module["norm"]["running_var"].value, np.ones(2))

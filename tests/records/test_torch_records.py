@@ -71,3 +71,13 @@ def test_torch_bfloat16_tensors_become_bf16_records():
     record = ModuleRecord.from_module({"w": torch.tensor([1.5, -2.0], dtype=torch.bfloat16)})
     assert record["w"].dtype.variant == "BF16"
     assert record["w"].numpy().astype(np.float32).tolist() == [1.5, -2.0]
+
+
+def test_torch_buffers_load_like_running_state():
+    torch = pytest.importorskip("torch")
+    net = torch.nn.BatchNorm1d(3)
+    source = {k: np.full(tuple(v.shape), 3, np.float32 if v.dtype == torch.float32 else np.int64) for k, v in net.state_dict().items()}
+    record = ModuleRecord.from_module(source, param_ids={"running_mean": 5, "weight": 6})
+    result = record.apply(net)
+    assert result.param_ids["weight"] == 6 and result.param_ids["running_mean"] != 5
+    assert torch.all(net.running_mean == 3) and int(net.num_batches_tracked) == 3
