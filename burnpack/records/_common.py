@@ -161,6 +161,10 @@ class RecordTensor:
     def from_array(cls, name: str, array: Any, *, param_id: int | None = None, dtype: DType | None = None) -> RecordTensor:
         """A tensor from an array-like; the dtype follows numpy unless given (Flex32, Bool(U8), ...)."""
         array = to_numpy(array)
+        if dtype is not None and element_size(dtype) is None:
+            raise ValidationError(
+                f"tensor '{name}': give QFloat data as a RecordTensor (its bytes do not have its logical shape)"
+            )
         if dtype is None:
             try:
                 dtype = dtype_from_numpy(array.dtype)
@@ -171,6 +175,10 @@ class RecordTensor:
             if element_size(dtype) is not None and array.dtype != want:
                 array = array.astype(want)
         return cls(name, dtype, array.shape, array, param_id=param_id)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        array = self.numpy()
+        return array if dtype is None else array.astype(dtype)
 
     def with_name(self, name: str, *, param_id: int | None = None) -> RecordTensor:
         """The same data under another name (and id, when given)."""

@@ -169,16 +169,17 @@ class ModuleRecord:
         """
         tensors = []
         for path, leaf in iter_params(module):
-            if isinstance(leaf, RecordTensor):
-                pid = param_ids.get(path) if param_ids is not None else None
-                tensors.append(leaf.with_name(path, param_id=pid))
-                continue
-            pid, dtype, value = None, None, leaf
+            value, pid, dtype = leaf, None, None
             if isinstance(leaf, Param):
-                pid, dtype, value = leaf.param_id, leaf.dtype, leaf.value
+                value, pid, dtype = leaf.value, leaf.param_id, leaf.dtype
             if param_ids is not None and path in param_ids:
                 pid = param_ids[path]
-            tensors.append(RecordTensor.from_array(path, value, param_id=pid, dtype=dtype))
+            if isinstance(value, RecordTensor) and (dtype is None or dtype == value.dtype):
+                tensors.append(value.with_name(path, param_id=pid))
+            else:
+                if isinstance(value, RecordTensor):
+                    value = value.numpy()
+                tensors.append(RecordTensor.from_array(path, value, param_id=pid, dtype=dtype))
         return cls(tensors)
 
     @classmethod
@@ -299,8 +300,8 @@ class ModuleRecord:
 
     def params(self) -> dict[str, Param]:
         """``{path: Param(array, param_id, dtype)}``: a structure ``from_module`` turns back into
-        this very record."""
-        return {t.name: Param(t.numpy(), t.param_id, t.dtype) for t in self.tensors}
+        this very record (QFloat data stays a ``RecordTensor``: its bytes are not its shape)."""
+        return {t.name: Param(t if _is_quantized(t.dtype) else t.numpy(), t.param_id, t.dtype) for t in self.tensors}
 
     def into_record_group(
         self,
@@ -381,10 +382,9 @@ class ModuleRecord:
             if dry_run:
                 return None
             dtype = entry.dtype if self._dtype_policy is DTypePolicy.FromRecord else current_dtype()
-            data = entry.numpy()
             if dtype != entry.dtype:
-                data = cast_array(data, entry.dtype, dtype, where=path)
-            return entry, dtype, data
+                return entry, dtype, cast_array(entry.numpy(), entry.dtype, dtype, where=path)
+            return entry, dtype, entry if _is_quantized(dtype) else entry.numpy()
 
         if is_torch_module(target):
             from . import _torch
@@ -397,8 +397,13 @@ class ModuleRecord:
                 if isinstance(leaf, Param):
                     value, pid, dtype = leaf.value, leaf.param_id, leaf.dtype
                 elif isinstance(leaf, RecordTensor):
-                    value, pid, dtype = leaf.numpy(), leaf.param_id, leaf.dtype
-                array = to_numpy(value)
+                    pid = leaf.param_id
+                if isinstance(value, RecordTensor):
+                    array, shape = None, value.shape
+                    dtype = dtype if dtype is not None else value.dtype
+                else:
+                    array = to_numpy(value)
+                    shape = tuple(int(d) for d in array.shape)
 
                 def current_dtype() -> DType:
                     if dtype is not None:
@@ -408,7 +413,7 @@ class ModuleRecord:
                     except ValueError as exc:
                         raise ValidationError(f"{path}: {exc}") from None
 
-                hit = resolve(path, value, current_dtype, tuple(int(d) for d in array.shape))
+                hit = resolve(path, value, current_dtype, shape)
                 if hit is not None and isinstance(leaf, RunningState):  # keeps its own id
                     _, new_dtype, data = hit
                     param = RunningState(data, pid if pid is not None else new_param_id(taken_ids), new_dtype)
@@ -419,7 +424,7 @@ class ModuleRecord:
                     if pid is None:
                         pid = new_param_id(taken_ids)
                     kind = RunningState if isinstance(leaf, RunningState) else Param
-                    param = kind(value, pid, dtype if dtype is not None else _maybe_dtype(array))
+                    param = kind(value, pid, dtype if dtype is not None or array is None else _maybe_dtype(array))
                 params[path] = param
                 return param
 
@@ -436,6 +441,10 @@ def load_record(target: Any, record: ModuleRecord) -> LoadResult:
     """Burn's ``module.try_load_record(record)`` (and ``load_record``, which panics where this
     raises): ``record.apply(target)``."""
     return record.apply(target)
+
+
+def _is_quantized(dtype: DType) -> bool:
+    return dtype.variant == "QFloat"
 
 
 def _maybe_dtype(array: np.ndarray) -> DType | None:

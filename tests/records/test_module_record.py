@@ -269,3 +269,16 @@ def test_running_state_keeps_its_own_id_on_load():
     assert result.param_ids == {"norm.gamma": 1, "norm.running_var": 20}
     assert isinstance(result.module["norm"]["running_var"], RunningState)
     np.testing.assert_array_equal(result.module["norm"]["running_var"].value, np.ones(2))
+
+
+def test_quantized_parameters_round_trip_through_params_and_apply():
+    from tests.conftest import BURN_PACK_FIXTURES
+
+    data = require(BURN_PACK_FIXTURES / "qfloat_q8s_per_tensor.bpk").read_bytes()
+    record = ModuleRecord.from_bytes(ModuleRecord.from_bytes(data).into_bytes())
+    assert record["q"].dtype.variant == "QFloat" and record["q"].shape == (8,)
+    assert ModuleRecord.from_module(record.params()).into_bytes() == record.into_bytes()
+    loaded = record.apply(record.params())
+    assert ModuleRecord.from_module(loaded.module).into_bytes() == record.into_bytes()
+    with pytest.raises(RecordCastError):
+        record.cast_to_module_dtype().apply({"q": np.zeros(8, np.float32)})
