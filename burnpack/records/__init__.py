@@ -32,6 +32,7 @@ from .errors import (
     RecordError,
     RecordValidationError,
     StateRankError,
+    io_display,
 )
 from ._common import RecordTensor
 from .module import ApplyError, ApplyReport, DTypePolicy, LoadResult, ModuleRecord, load_record
@@ -117,6 +118,7 @@ __all__ = [
     "default_strategy",
     "detect_record_kind",
     "infer_scheduler",
+    "io_display",
     "iter_params",
     "load_record",
     "map_params",

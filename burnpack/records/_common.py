@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import math
-import os
 import secrets
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -15,7 +13,7 @@ from .._generated.types import DType, Scalar
 from ..dtypes import dtype_from_numpy, element_size, numpy_dtype, view_bytes_as
 from ..errors import ValidationError
 from ..reader import Pack, PathLike, load
-from ..writer import Tensor, Writer, resolve_write_path
+from ..writer import Tensor
 
 U64_MAX = (1 << 64) - 1
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
@@ -295,17 +293,3 @@ def open_pack(source: PathLike | bytes | bytearray | memoryview) -> Pack:
     """Open a record source: a path (``.bpk`` appended as Burn's reader does) or bytes."""
     return load(source)
 
-
-def write_record(writer: Writer, path: PathLike) -> Path:
-    """Write a record file like Burn (``.bpk`` appended when the path has none), atomically.
-
-    Burn's records use ``write_to_file`` (truncate in place); writing a scratch file and renaming
-    it produces the same bytes, and keeps a record loaded from the same path (memory-mapped)
-    intact.
-    """
-    target = resolve_write_path(path)
-    return writer.write_atomic(target)
-
-
-def is_path(source: Any) -> bool:
-    return isinstance(source, (str, os.PathLike))

@@ -30,7 +30,6 @@ from .errors import MissingParamIdError, StateRankError
 from .state import (
     Field,
     StateSource,
-    attrs,
     flatten,
     leaf_names,
     nested,
@@ -672,6 +671,3 @@ def _record_tensor(name: str, value: Any, param_id: int | None) -> RecordTensor:
         return value.with_name(name, param_id=param_id)
     return RecordTensor.from_array(name, value, param_id=param_id)
 
-
-def state_attrs(cls: type[OptimizerState]) -> list[str]:
-    return attrs(cls.SCHEMA)

@@ -11,7 +11,7 @@ import pytest
 
 import burnpack
 from burnpack import DType, ModuleRecord
-from burnpack.records import DTypePolicy, Param, RecordCastError, RecordValidationError, RunningState, load_record
+from burnpack.records import DTypePolicy, Param, RecordCastError, RecordValidationError, RunningState, io_display, load_record
 from tests.conftest import BURN_EXAMPLES, require
 from tests.records.helpers import IDS, MNIST_PATHS, two_layer_arrays, two_layer_record
 
@@ -282,3 +282,11 @@ def test_quantized_parameters_round_trip_through_params_and_apply():
     assert ModuleRecord.from_module(loaded.module).into_bytes() == record.into_bytes()
     with pytest.raises(RecordCastError):
         record.cast_to_module_dtype().apply({"q": np.zeros(8, np.float32)})
+
+
+def test_format_errors_display_as_burns_record_io_errors(tmp_path):
+    bad = tmp_path / "model.bpk"
+    bad.write_bytes(b"BURN" + bytes(20))
+    with pytest.raises(burnpack.InvalidMagicNumber) as info:
+        ModuleRecord.load(bad)
+    assert io_display(info.value) == "Record I/O error: Invalid magic number"
