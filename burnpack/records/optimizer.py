@@ -140,7 +140,8 @@ class SgdState(OptimizerState):
 
 @dataclass
 class MuonState(OptimizerState):
-    """``MuonState { momentum: MomentumState { velocity } }`` (2-D parameters only)."""
+    """``MuonState { momentum: MomentumState { velocity } }`` (weight matrices; other parameters go to
+    an AdamW group, so a Muon record usually mixes both layouts)."""
 
     velocity: Any
 
