@@ -1,0 +1,235 @@
+"""What every converter passes around: lazily loaded tensors with Burn dtypes, in data order.
+
+An :class:`Entry` is one tensor: its name, Burn ``DType``, shape, optional ``param_id``, the Burn
+module type of the module that owns it (when known) and a loader that produces its elements as
+a numpy array only when asked — so a conversion that changes nothing but names or the container
+never copies data, and one that transposes or casts works one tensor at a time while writing.
+
+A :class:`TensorSet` is a whole file's worth: the entries in data order plus the user metadata
+and scalars the source carried.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from .._generated.types import BoolStore, DType, Scalar
+from ..dtypes import debug, dtype_from_numpy, element_size, numpy_dtype
+
+__all__ = ["Entry", "TensorSet", "cast_array", "dtype_name", "is_float", "parse_dtype"]
+
+_FLOATS = {"F64", "F32", "Flex32", "F16", "BF16"}
+_NAMES = {
+    "f64": DType.F64, "float64": DType.F64, "double": DType.F64,
+    "f32": DType.F32, "float32": DType.F32, "float": DType.F32,
+    "flex32": DType.Flex32,
+    "f16": DType.F16, "float16": DType.F16, "half": DType.F16,
+    "bf16": DType.BF16, "bfloat16": DType.BF16,
+    "i64": DType.I64, "i32": DType.I32, "i16": DType.I16, "i8": DType.I8,
+    "u64": DType.U64, "u32": DType.U32, "u16": DType.U16, "u8": DType.U8,
+    "bool": DType.Bool(BoolStore.Native), "bool(native)": DType.Bool(BoolStore.Native),
+    "bool(u8)": DType.Bool(BoolStore.U8), "bool(u32)": DType.Bool(BoolStore.U32),
+}  # fmt: skip
+
+
+def parse_dtype(value: str | DType) -> DType:
+    """A Burn dtype from its name (``F16``, ``bf16``, ``float32``, ``Bool(U8)``...)."""
+    if isinstance(value, DType):
+        return value
+    try:
+        return _NAMES[str(value).strip().lower()]
+    except KeyError:
+        raise ValueError(f"unknown dtype {value!r}; expected one of F64, F32, Flex32, F16, BF16, I64..U8, Bool(U8)") from None
+
+
+def dtype_name(dtype: DType) -> str:
+    """Burn's Debug rendering (``F32``, ``Bool(U8)``)."""
+    return debug(dtype)
+
+
+def is_float(dtype: DType) -> bool:
+    """Burn's ``DType::is_float``: F64, F32, Flex32, F16, BF16."""
+    return dtype.value is None and dtype.variant in _FLOATS
+
+
+def cast_array(array: np.ndarray, target: DType) -> np.ndarray:
+    """Elements converted to ``target`` (round to nearest even, as Burn's ``convert_dtype``)."""
+    want = numpy_dtype(target)
+    if array.dtype == want:
+        return array
+    return array.astype(want)
+
+
+class Entry:
+    """One tensor: name, dtype, shape, ``param_id``, module type and a lazy loader.
+
+    ``numpy()`` calls the loader each time (nothing is cached, so a writer holding only entries
+    holds no tensor data). ``source_name`` is the name the tensor had in the input; ``steps``
+    lists what was done to it (``"transposed"``, ``"F32 -> F16"``...).
+    """
+
+    __slots__ = ("name", "dtype", "shape", "param_id", "module_type", "source_name", "steps", "_load", "byte_len")
+
+    def __init__(
+        self,
+        name: str,
+        dtype: DType,
+        shape: Iterable[int],
+        load: Callable[[], np.ndarray],
+        *,
+        param_id: int | None = None,
+        module_type: str | None = None,
+        source_name: str | None = None,
+        steps: Iterable[str] = (),
+        byte_len: int | None = None,
+    ) -> None:
+        self.name = name
+        self.dtype = dtype
+        self.shape = tuple(int(d) for d in shape)
+        self._load = load
+        self.param_id = param_id
+        self.module_type = module_type
+        self.source_name = name if source_name is None else source_name
+        self.steps = tuple(steps)
+        size = element_size(dtype)
+        self.byte_len = byte_len if size is None else math.prod(self.shape) * size
+
+    @classmethod
+    def from_array(
+        cls,
+        name: str,
+        array: np.ndarray,
+        *,
+        dtype: DType | None = None,
+        param_id: int | None = None,
+        source_name: str | None = None,
+    ) -> Entry:
+        """An entry holding an array already in memory (its dtype from numpy unless given)."""
+        if dtype is None:
+            dtype = dtype_from_numpy(array.dtype)
+        return cls(name, dtype, array.shape, lambda: array, param_id=param_id, source_name=source_name, byte_len=array.nbytes)
+
+    def numpy(self) -> np.ndarray:
+        """The elements (numpy dtype per ``burnpack.dtypes.numpy_dtype``), shaped."""
+        return self._load()
+
+    def replace(self, **changes: Any) -> Entry:
+        """A copy with some fields changed (``load=`` for a new loader; ``step=`` appends one)."""
+        step = changes.pop("step", None)
+        twin = Entry.__new__(Entry)
+        for slot in Entry.__slots__:
+            setattr(twin, slot, getattr(self, slot))
+        if "load" in changes:
+            twin._load = changes.pop("load")
+        for key, value in changes.items():
+            setattr(twin, key, tuple(value) if key == "shape" else value)
+        if step is not None:
+            twin.steps = (*self.steps, step)
+        size = element_size(twin.dtype)
+        if size is not None:
+            twin.byte_len = math.prod(twin.shape) * size
+        return twin
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def param(self) -> str:
+        """The last path segment (``weight``, ``gamma``...)."""
+        return self.name.rpartition(".")[2]
+
+    @property
+    def module_path(self) -> str:
+        """The path of the owning module (``""`` for a root-level tensor)."""
+        return self.name.rpartition(".")[0]
+
+    def __repr__(self) -> str:
+        kind = f", {self.module_type}" if self.module_type else ""
+        return f"Entry({self.name!r}, {dtype_name(self.dtype)}, {list(self.shape)}{kind})"
+
+
+@dataclass
+class TensorSet:
+    """Tensors in data order plus the metadata and scalars of their file."""
+
+    entries: list[Entry] = field(default_factory=list)
+    metadata: dict[str, str] = field(default_factory=dict)
+    scalars: dict[str, Scalar] = field(default_factory=dict)
+    format: str = "memory"
+    """The container they came from: ``burnpack``, ``safetensors``, ``pytorch``, ``npz``, ``torch``."""
+    module_types: dict[str, str] = field(default_factory=dict)
+    """Module path → Burn module type, when the source knows them (a ``torch.nn.Module``)."""
+    closers: list[Callable[[], None]] = field(default_factory=list, repr=False)
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __contains__(self, name: object) -> bool:
+        return any(e.name == name for e in self.entries)
+
+    def __getitem__(self, name: str) -> Entry:
+        for entry in self.entries:
+            if entry.name == name:
+                return entry
+        raise KeyError(name)
+
+    @property
+    def names(self) -> list[str]:
+        return [e.name for e in self.entries]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(e.byte_len or 0 for e in self.entries)
+
+    def numpy(self) -> dict[str, np.ndarray]:
+        """``{name: array}`` in data order (loads every tensor)."""
+        return {e.name: e.numpy() for e in self.entries}
+
+    def close(self) -> None:
+        """Release file mappings (arrays already taken stay valid where the OS allows)."""
+        for close in self.closers:
+            try:
+                close()
+            except Exception:  # a view still exported keeps the mapping; that is fine
+                pass
+        self.closers.clear()
+
+    def __enter__(self) -> TensorSet:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @classmethod
+    def from_arrays(
+        cls,
+        arrays: Mapping[str, Any],
+        *,
+        metadata: Mapping[str, str] | None = None,
+        dtypes: Mapping[str, DType] | None = None,
+        format: str = "memory",
+    ) -> TensorSet:
+        """From ``{name: array}``; ``dtypes`` pins Burn dtypes numpy cannot express."""
+        entries = []
+        for name, array in arrays.items():
+            array = np.asarray(array)
+            dtype = (dtypes or {}).get(name)
+            entries.append(Entry.from_array(name, array, dtype=dtype))
+        return cls(entries, dict(metadata or {}), format=format)
+
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
