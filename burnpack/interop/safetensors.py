@@ -19,13 +19,14 @@ import math
 import mmap
 import os
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import ml_dtypes
 import numpy as np
 
 __all__ = [
     "SafetensorsError",
+    "build_header",
     "parse_safetensors",
     "read_safetensors",
     "serialize_safetensors",
@@ -252,15 +253,34 @@ def _prepare(
     tensors: Mapping[str, np.ndarray], metadata: Mapping[str, str] | None
 ) -> tuple[bytes, list[np.ndarray]]:
     """The length-prefixed header and the arrays in file order."""
-    entries = []
+    specs = []
     for name, array in tensors.items():
-        if not isinstance(name, str) or name == "__metadata__":
-            raise SafetensorsError(f"tensor name {name!r} is not allowed")
         if not isinstance(array, np.ndarray):
             raise SafetensorsError(
                 f"tensor {name!r} is a {type(array).__name__}, not a numpy array"
             )
-        entries.append((_code(name, array.dtype), name, array))
+        specs.append((name, _code(name, array.dtype), array.shape, array.nbytes))
+    header, order = build_header(specs, metadata)
+    arrays = list(tensors.values())
+    return header, [arrays[i] for i in order]
+
+
+def build_header(
+    specs: Sequence[tuple[str, str, Sequence[int], int]], metadata: Mapping[str, str] | None
+) -> tuple[bytes, list[int]]:
+    """The length-prefixed header for tensors given as ``(name, dtype code, shape, nbytes)``,
+    and the order (indices into ``specs``) in which their data must follow it.
+
+    The layout is the ``safetensors`` library's: descending dtype alignment, then name.
+    Lets a caller stream tensor data it has not produced yet.
+    """
+    entries = []
+    for index, (name, code, shape, nbytes) in enumerate(specs):
+        if not isinstance(name, str) or name == "__metadata__":
+            raise SafetensorsError(f"tensor name {name!r} is not allowed")
+        if code not in _ALIGNMENT_RANK:
+            raise SafetensorsError(f"tensor {name!r} has unsupported dtype code {code!r}")
+        entries.append((code, name, tuple(shape), nbytes, index))
     entries.sort(key=lambda entry: (-_ALIGNMENT_RANK[entry[0]], entry[1]))
     header: dict[str, object] = {}
     if metadata is not None:
@@ -268,13 +288,15 @@ def _prepare(
             raise SafetensorsError("metadata must map strings to strings")
         header["__metadata__"] = dict(sorted(metadata.items()))
     offset = 0
-    for code, name, array in entries:
+    for code, name, shape, nbytes, _ in entries:
+        if name in header:
+            raise SafetensorsError(f"tensor name {name!r} appears twice")
         header[name] = {
             "dtype": code,
-            "shape": list(array.shape),
-            "data_offsets": [offset, offset + array.nbytes],
+            "shape": list(shape),
+            "data_offsets": [offset, offset + nbytes],
         }
-        offset += array.nbytes
+        offset += nbytes
     try:
         raw = json.dumps(header, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -284,7 +306,7 @@ def _prepare(
     raw += b" " * (-len(raw) % 8)
     if len(raw) > _MAX_HEADER:
         raise SafetensorsError(f"header of {len(raw)} bytes exceeds the {_MAX_HEADER}-byte limit")
-    return struct.pack("<Q", len(raw)) + raw, [array for _, _, array in entries]
+    return struct.pack("<Q", len(raw)) + raw, [entry[4] for entry in entries]
 
 
 def _code(name: str, dtype: np.dtype) -> str:

@@ -1,0 +1,545 @@
+"""Converting between containers, with Burn's transformations as options.
+
+``convert(src, dst)`` reads any supported source, applies the transformations asked for and
+writes the result atomically; by default nothing but the container changes (same names, dtypes,
+shapes and bytes). Every conversion returns a :class:`ConversionReport`.
+
+The transformations run in burn-store's order (``PytorchStore``: remap, then contiguous
+indices, then the adapter with module types, then filters):
+
+1. ``top_level_key`` — take one entry of a PyTorch checkpoint dict (``"state_dict"``); for
+   other formats, the tensors under ``"<key>."`` with that prefix removed.
+2. ``remap`` — :class:`~burnpack.interop.remap.KeyRemapper` rules, in order.
+3. ``map_indices_contiguous`` — ``fc.0, fc.2, fc.4`` → ``fc.0, fc.1, fc.2``.
+4. ``skip_enum_variants`` (drop variant segments, ``conv.DwsConv.w`` → ``conv.w``) and
+   ``enum_variants`` (insert them: ``{"conv": "DwsConv"}``).
+5. Module types (:class:`~burnpack.interop.adapters.ModuleTypes`) for every tensor, then the
+   ``adapter`` (``pytorch``, ``to-pytorch``, ``half``, ``cast=bf16``, chained).
+6. ``expect`` — the names (and shapes) the output must have, e.g. a Burn module's paths: each
+   expected name takes the tensor of that name, else the one of its enum-variant-free name,
+   else of the adapter's alternative parameter name (``gamma`` ↔ ``weight``), as Burn's
+   ``Applier`` looks them up. Expected names without a tensor are *missing*, tensors no
+   expected name took are *unused* (and not written), shape mismatches are errors.
+7. ``filter`` (keep) / ``exclude`` (drop) on the output names; dropped tensors are *skipped*.
+8. ``param_ids`` — ``"keep"`` (default), ``"new"`` (a fresh random u64 per tensor, as a Burn
+   ``ModuleRecord`` carries) or ``"drop"``.
+
+Metadata: the source's user metadata is carried across (safetensors ``__metadata__`` ↔ burnpack
+metadata ↔ the ``__metadata__`` member of an ``.npz``). When the container changes and the
+target is burnpack or safetensors, the keys Burn's stores write are set as they write them:
+``format`` = ``"burnpack"`` / ``"safetensors"``, and ``producer`` / ``version`` unless the source
+already names them (then they still say who produced the weights). ``stamp=False`` leaves
+them out; ``metadata={...}`` adds or overrides entries; ``keep_metadata=False`` starts empty.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, TextIO
+
+from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
+from .formats import ConversionError, read_tensors, resolve_output, write_tensors
+from .remap import KeyRemapper, PathFilter, insert_enum_variants, map_indices_contiguous as _contiguous, strip_enum_variants
+from .tensors import Entry, TensorSet, dtype_name
+
+__all__ = ["ConversionReport", "convert", "transform"]
+
+_CONTAINER_NAMES = {"burnpack", "safetensors"}
+_KNOWN_FORMAT_VALUES = {"burnpack", "safetensors", "pytorch", "npz"}
+
+
+@dataclass
+class ConversionReport:
+    """What a conversion did.
+
+    ``applied``: output tensor names in data order. ``skipped``: tensors the filters removed
+    (output names). ``renamed``: source name → output name where they differ. ``missing``:
+    names that were asked for (``expect``, exact ``filter`` paths) and not found. ``unused``:
+    source tensors that ``expect`` did not take. ``transformed``: output name → what was done
+    (``transposed [3, 2] -> [2, 3]``, ``F32 -> F16``, ``renamed weight -> gamma``). ``errors``:
+    shape mismatches against ``expect``. ``warnings``: rules that matched nothing, module types
+    that could not be inferred, information the target format cannot hold.
+    """
+
+    source: str = ""
+    target: str | None = None
+    source_format: str = ""
+    target_format: str | None = None
+    applied: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    renamed: dict[str, str] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+    unused: list[str] = field(default_factory=list)
+    transformed: dict[str, list[str]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    module_types: dict[str, str] = field(default_factory=dict)
+    metadata: dict[str, str] = field(default_factory=dict)
+    scalars: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+
+    def is_success(self) -> bool:
+        return not self.errors
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "applied": len(self.applied),
+            "skipped": len(self.skipped),
+            "renamed": len(self.renamed),
+            "missing": len(self.missing),
+            "unused": len(self.unused),
+            "transformed": len(self.transformed),
+            "errors": len(self.errors),
+        }
+
+    def summary(self, *, detail: int = 20) -> str:
+        """A human summary: one headline, then up to ``detail`` lines per non-empty category."""
+        arrow = f" -> {self.target} ({self.target_format})" if self.target else ""
+        c = self.counts()
+        lines = [
+            f"{self.source} ({self.source_format}){arrow}: {c['applied']} tensors, {_human(self.bytes)}"
+            + (f", {self.scalars} scalars" if self.scalars else "")
+            + (f", {len(self.metadata)} metadata" if self.metadata else "")
+            + (f" in {self.seconds:.2f}s" if self.seconds else ""),
+            "  " + ", ".join(f"{k} {v}" for k, v in c.items()),
+        ]
+
+        def section(title: str, items: Sequence[str]) -> None:
+            if not items:
+                return
+            lines.append(f"  {title}:")
+            for item in items[:detail]:
+                lines.append(f"    {item}")
+            if len(items) > detail:
+                lines.append(f"    ... and {len(items) - detail} more")
+
+        section("renamed", [f"{a} -> {b}" for a, b in self.renamed.items()])
+        section("transformed", [f"{n}: {', '.join(s)}" for n, s in self.transformed.items()])
+        section("skipped", self.skipped)
+        section("missing", self.missing)
+        section("unused", self.unused)
+        section("errors", self.errors)
+        section("warnings", self.warnings)
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{int(n)} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    raise AssertionError
+
+
+# --------------------------------------------------------------------------------------------
+# Expectations: what a target module wants
+# --------------------------------------------------------------------------------------------
+def _expectation(expect: Any) -> tuple[dict[str, tuple[int, ...] | None], dict[str, str]]:
+    """``({name: shape or None}, {module path: type})`` from names, a name → shape/array
+    mapping, a ``TensorSet``, a file path, a ``torch.nn.Module`` or a record-layer structure."""
+    from .torch_live import _is_module, module_types_of
+
+    if isinstance(expect, (str, os.PathLike)):
+        with read_tensors(expect) as tset:
+            return {e.name: e.shape for e in tset.entries}, dict(tset.module_types)
+    if isinstance(expect, TensorSet):
+        return {e.name: e.shape for e in expect.entries}, dict(expect.module_types)
+    if _is_module(expect):
+        names = {k: tuple(v.shape) for k, v in expect.state_dict().items()}
+        return names, module_types_of(expect)
+    if isinstance(expect, Mapping):
+        out: dict[str, tuple[int, ...] | None] = {}
+
+        def is_shape(value: Any) -> bool:
+            return value is None or (isinstance(value, (tuple, list)) and all(type(d) is int for d in value))
+
+        if all(is_shape(v) for v in expect.values()):
+            pairs = list(expect.items())
+        else:  # a module structure: nested dicts, lists, Variant(...), arrays (burnpack.records.tree)
+            from ..records.tree import iter_params
+
+            pairs = list(iter_params(expect))
+        for name, value in pairs:
+            if value is None:
+                out[name] = None
+            elif isinstance(value, (tuple, list)) and all(isinstance(d, int) for d in value):
+                out[name] = tuple(value)
+            else:
+                shape = getattr(value, "shape", None)
+                out[name] = tuple(int(d) for d in shape) if shape is not None else None
+        return out, {}
+    return {str(name): None for name in expect}, {}
+
+
+# --------------------------------------------------------------------------------------------
+# The pipeline
+# --------------------------------------------------------------------------------------------
+def _select_top_level(tset: TensorSet, key: str, report: ConversionReport) -> TensorSet:
+    head = key + "."
+    chosen = [e.replace(name=e.name[len(head):], source_name=e.source_name[len(head):]) for e in tset.entries if e.name.startswith(head)]
+    if not chosen:
+        roots = sorted({e.name.split(".", 1)[0] for e in tset.entries})
+        raise ConversionError(f"no tensors under top-level key {key!r}; top-level names: {roots[:20]}")
+    dropped = len(tset.entries) - len(chosen)
+    if dropped:
+        report.warnings.append(f"{dropped} tensor(s) outside top-level key {key!r} ignored")
+    return TensorSet(chosen, tset.metadata, tset.scalars, tset.format, tset.module_types, tset.closers)
+
+
+def _rename_all(entries: list[Entry], mapping: Mapping[str, str]) -> list[Entry]:
+    return [e if mapping.get(e.name, e.name) == e.name else e.replace(name=mapping[e.name]) for e in entries]
+
+
+def _check_unique(entries: Iterable[Entry], stage: str) -> None:
+    seen: dict[str, str] = {}
+    for e in entries:
+        if e.name in seen:
+            raise ConversionError(f"after {stage}, tensors {seen[e.name]!r} and {e.source_name!r} both map to {e.name!r}")
+        seen[e.name] = e.source_name
+
+
+def transform(
+    tset: TensorSet,
+    *,
+    top_level_key: str | None = None,
+    remap: KeyRemapper | Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
+    map_indices_contiguous: bool = False,
+    skip_enum_variants: bool | Mapping[str, str] = False,
+    enum_variants: Mapping[str, str] | None = None,
+    module_types: Mapping[str, str] | None = None,
+    type_rules: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
+    infer_types: bool = False,
+    module: Any = None,
+    adapter: ModuleAdapter | str | Iterable[Any] | None = None,
+    expect: Any = None,
+    allow_partial: bool = False,
+    validate: bool = True,
+    filter: Any = None,
+    exclude: Any = None,
+    param_ids: str = "keep",
+    keep_metadata: bool = True,
+    metadata: Mapping[str, str] | None = None,
+    stamp: bool = True,
+    target_format: str | None = None,
+    report: ConversionReport | None = None,
+) -> tuple[TensorSet, ConversionReport]:
+    """Apply the transformations (see the module docstring) to ``tset``; returns the result
+    and the report. Raises :class:`ConversionError` for name collisions, and — with
+    ``expect`` — for shape errors unless ``validate=False`` and for missing tensors unless
+    ``allow_partial=True`` (the report is attached as ``error.report``)."""
+    report = report or ConversionReport(source_format=tset.format, target_format=target_format)
+    report.source_format = report.source_format or tset.format
+    if top_level_key is not None and tset.format not in ("pytorch", "torch"):
+        tset = _select_top_level(tset, top_level_key, report)
+    entries = list(tset.entries)
+    _check_unique(entries, "reading")
+
+    # 2. remap
+    remapper = remap if isinstance(remap, KeyRemapper) or remap is None else KeyRemapper(remap)
+    if remapper:
+        mapping, unmatched = remapper.remap_all([e.name for e in entries])
+        entries = _rename_all(entries, mapping)
+        report.warnings += [f"remap rule {rule} matched no tensor" for rule in unmatched]
+        _check_unique(entries, "remapping")
+    # 3. contiguous indices
+    if map_indices_contiguous:
+        entries = _rename_all(entries, _contiguous([e.name for e in entries]))
+        _check_unique(entries, "map_indices_contiguous")
+    # 4. enum variants
+    if skip_enum_variants:
+        variants = skip_enum_variants if isinstance(skip_enum_variants, Mapping) else None
+        entries = _rename_all(entries, {e.name: strip_enum_variants(e.name, variants) for e in entries})
+        _check_unique(entries, "skip_enum_variants")
+    if enum_variants:
+        entries = _rename_all(entries, {e.name: insert_enum_variants(e.name, enum_variants) for e in entries})
+        _check_unique(entries, "enum_variants")
+
+    # 5. module types, adapter
+    expected: dict[str, tuple[int, ...] | None] | None = None
+    expected_types: dict[str, str] = {}
+    if expect is not None:
+        expected, expected_types = _expectation(expect)
+    torch_types = dict(tset.module_types)
+    if module is not None:
+        from .torch_live import module_types_of
+
+        torch_types.update(module_types_of(module))
+    torch_types.update(expected_types)
+    types = ModuleTypes(module_types, type_rules, torch_types=torch_types, infer=infer_types)
+    types.run_inference(entries)
+    adapter = parse_adapter(adapter)
+    adapted = []
+    for e in entries:
+        mt = types.resolve(e)
+        if mt is not None:
+            e = e.replace(module_type=mt)
+        if adapter is not None:
+            e = adapter.adapt(e)
+        adapted.append(e)
+    entries = adapted
+    _check_unique(entries, "the adapter")
+    resolved = {e.module_path for e in entries if e.module_type} | {e.source_name.rpartition(".")[0] for e in entries if e.module_type}
+    for path, why in sorted(types.ambiguous.items()):
+        if path in resolved:
+            continue
+        report.warnings.append(f"module type of {path or '<root>'!r} not inferred ({why}); give it with module_types")
+    report.warnings += [f"{item} matched no tensor" for item in types.unused()]
+    report.module_types = {e.module_path: e.module_type for e in entries if e.module_type}
+
+    # 6. expectations
+    if expected is not None:
+        entries = _match_expected(entries, expected, types, adapter, report)
+    # 7. filters
+    keep = PathFilter.coerce(filter)
+    drop = PathFilter.coerce(exclude)
+    if keep is not None or drop is not None:
+        kept = []
+        for e in entries:
+            if (keep is not None and not keep.matches(e.name, e.module_type)) or (drop is not None and drop.matches(e.name, e.module_type)):
+                report.skipped.append(e.name)
+            else:
+                kept.append(e)
+        if keep is not None:
+            present = {e.name for e in entries}
+            report.missing += [p for p in keep.paths if p not in present]
+        entries = kept
+    # 8. param ids
+    if param_ids == "new":
+        taken: set[int] = set()
+        fresh = []
+        for e in entries:
+            pid = secrets.randbits(64)
+            while pid in taken:
+                pid = secrets.randbits(64)
+            taken.add(pid)
+            fresh.append(e.replace(param_id=pid))
+        entries = fresh
+    elif param_ids == "drop":
+        entries = [e.replace(param_id=None) if e.param_id is not None else e for e in entries]
+    elif param_ids != "keep":
+        raise ValueError(f"param_ids must be 'keep', 'new' or 'drop', not {param_ids!r}")
+
+    # metadata and scalars
+    out_meta = dict(tset.metadata) if keep_metadata else {}
+    source_fmt = "burnpack" if tset.format == "burnpack" else tset.format
+    if target_format is not None and target_format != tset.format:
+        if out_meta.get("format") == source_fmt and source_fmt in _KNOWN_FORMAT_VALUES:
+            out_meta["format"] = target_format
+        if stamp and target_format in _CONTAINER_NAMES:
+            from .. import __version__
+
+            current = out_meta.get("format")
+            if current is None or current in _KNOWN_FORMAT_VALUES:
+                out_meta["format"] = target_format
+            else:  # e.g. Hugging Face's "pt", which transformers checks when loading
+                report.warnings.append(f"metadata format={current!r} kept (it is not a container name)")
+            out_meta.setdefault("producer", "burnpack")
+            out_meta.setdefault("version", __version__)
+    out_meta.update(metadata or {})
+    scalars = dict(tset.scalars)
+
+    for e in entries:
+        report.applied.append(e.name)
+        if e.name != e.source_name:
+            report.renamed[e.source_name] = e.name
+        if e.steps:
+            report.transformed[e.name] = list(e.steps)
+    report.metadata = out_meta
+    report.scalars = len(scalars)
+    report.bytes = sum(e.byte_len or 0 for e in entries)
+    if report.errors and validate:
+        err = ConversionError("tensors do not fit the expected shapes:\n  " + "\n  ".join(report.errors))
+        err.report = report  # type: ignore[attr-defined]
+        raise err
+    if report.missing and expected is not None and not allow_partial:
+        err = ConversionError(f"missing tensors: {report.missing}" + _hints(report))
+        err.report = report  # type: ignore[attr-defined]
+        raise err
+    out = TensorSet(entries, out_meta, scalars, format=tset.format, module_types=tset.module_types, closers=tset.closers)
+    return out, report
+
+
+def _hints(report: ConversionReport) -> str:
+    import difflib
+
+    lines = []
+    for name in report.missing[:10]:
+        close = difflib.get_close_matches(name, report.unused, n=1, cutoff=0.6)
+        if close:
+            lines.append(f"\n  {name}: did you mean {close[0]!r}?")
+    return "".join(lines)
+
+
+def _match_expected(
+    entries: list[Entry],
+    expected: Mapping[str, tuple[int, ...] | None],
+    types: ModuleTypes,
+    adapter: ModuleAdapter | None,
+    report: ConversionReport,
+) -> list[Entry]:
+    """Burn's ``Applier`` lookup: exact name, enum-variant-free name, alternative param name."""
+    by_name = {e.name: e for e in entries}
+    taken: set[str] = set()
+    out = []
+    for name, shape in expected.items():
+        candidates = [name]
+        plain = strip_enum_variants(name)
+        if plain != name:
+            candidates.append(plain)
+        if adapter is not None:
+            head, dot, param = name.rpartition(".")
+            mt = types.resolve_path(head, plain.rpartition(".")[0])
+            alt = adapter.alternative_name(param, mt)
+            if alt is not None:
+                candidates.append(f"{head}{dot}{alt}")
+                if plain != name:
+                    phead = plain.rpartition(".")[0]
+                    candidates.append(f"{phead}{'.' if phead else ''}{alt}")
+        found = next((c for c in candidates if c in by_name and c not in taken), None)
+        if found is None:
+            report.missing.append(name)
+            continue
+        entry = by_name[found]
+        taken.add(found)
+        if shape is not None and tuple(entry.shape) != tuple(shape):
+            report.errors.append(f"{name}: shape mismatch, expected {list(shape)} but found {list(entry.shape)}")
+            continue
+        if found != name:
+            entry = entry.replace(name=name, step=f"matched as {found}")
+        out.append(entry)
+    report.unused = sorted(n for n in by_name if n not in taken)
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Progress
+# --------------------------------------------------------------------------------------------
+class ProgressBar:
+    """A one-line bar on a terminal stream, redrawn at most ten times a second."""
+
+    def __init__(self, total: int, stream: TextIO | None = None, label: str = "converting") -> None:
+        self.total = max(total, 1)
+        self.done = 0
+        self.stream = stream if stream is not None else sys.stderr
+        self.label = label
+        self._last = 0.0
+
+    def __call__(self, n: int) -> None:
+        self.done += n
+        now = time.monotonic()
+        if now - self._last >= 0.1 or self.done >= self.total:
+            self._last = now
+            self._draw()
+
+    def _draw(self) -> None:
+        frac = min(self.done / self.total, 1.0)
+        width = 30
+        bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
+        self.stream.write(f"\r{self.label} [{bar}] {frac * 100:5.1f}% {_human(self.done)} / {_human(self.total)}")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        self._draw()
+        self.stream.write("\n")
+        self.stream.flush()
+
+
+# --------------------------------------------------------------------------------------------
+# Entry point
+# --------------------------------------------------------------------------------------------
+def convert(
+    source: Any,
+    target: str | os.PathLike[str],
+    *,
+    from_format: str | None = None,
+    to_format: str | None = None,
+    overwrite: bool = False,
+    bool_store: str = "U8",
+    compress: bool = False,
+    progress: Callable[[int], None] | bool | str | None = None,
+    **options: Any,
+) -> ConversionReport:
+    """Convert ``source`` (a path, bytes, a ``TensorSet``, a torch ``state_dict`` or
+    ``nn.Module``) to the file ``target``; formats come from ``from_format`` / ``to_format``,
+    else from the content / the extension. ``options`` are :func:`transform`'s. Nothing is
+    written when anything fails; an existing ``target`` is kept unless ``overwrite``.
+
+    ``progress``: a callable fed the bytes written, ``"auto"`` for a bar on stderr when it is a
+    terminal and the output holds at least 64 MiB, ``True`` for a bar on a terminal whatever
+    the size."""
+    started = time.monotonic()
+    out_path, out_format = resolve_output(target, to_format)
+    if not overwrite and out_path.exists():
+        from .formats import OutputExistsError
+
+        raise OutputExistsError(f"{out_path} exists; pass overwrite=True (--overwrite) to replace it")
+    top_level_key = options.get("top_level_key")
+    tset = read_tensors(source, from_format, top_level_key=top_level_key, bool_store=bool_store)
+    try:
+        report = ConversionReport(
+            source=_describe(source), target=str(out_path), source_format=tset.format, target_format=out_format
+        )
+        result, report = transform(tset, target_format=out_format, report=report, **options)
+        _note_losses(result, out_format, report)
+        bar = _progress(progress, result.nbytes)
+        write_tensors(result, out_path, out_format, overwrite=overwrite, progress=bar or (lambda n: None), compress=compress)
+        if isinstance(bar, ProgressBar):
+            bar.finish()
+    finally:
+        tset.close()
+    report.seconds = time.monotonic() - started
+    return report
+
+
+PROGRESS_THRESHOLD = 64 << 20
+
+
+def _progress(setting: Any, total: int) -> Callable[[int], None] | None:
+    if setting is None or setting is False:
+        return None
+    if callable(setting):
+        return setting
+    if not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty()):
+        return None
+    if setting == "auto" and total < PROGRESS_THRESHOLD:
+        return None
+    return ProgressBar(total)
+
+
+def _describe(source: Any) -> str:
+    if isinstance(source, (str, os.PathLike)):
+        return str(source)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return f"<{len(source)} bytes>"
+    return f"<{type(source).__name__}>"
+
+
+def _note_losses(tset: TensorSet, target_format: str, report: ConversionReport) -> None:
+    """Warn about what the target container cannot hold."""
+    if target_format != "burnpack":
+        ids = sum(1 for e in tset.entries if e.param_id is not None)
+        if ids:
+            report.warnings.append(f"{ids} param id(s) dropped: {target_format} has no place for them")
+        if tset.scalars:
+            report.warnings.append(f"{len(tset.scalars)} scalar(s) dropped: {target_format} has no place for them")
+    if target_format == "pytorch" and tset.metadata:
+        report.warnings.append(f"{len(tset.metadata)} metadata entr(y/ies) dropped: a state dict has no place for them")
+    if target_format in ("safetensors", "pytorch"):
+        for e in tset.entries:
+            if e.dtype.variant == "Flex32":
+                report.warnings.append(f"{e.name}: Flex32 written as F32")
+            elif e.dtype.variant == "Bool" and e.dtype.value is not None and e.dtype.value.value == "U32":
+                report.warnings.append(f"{e.name}: {dtype_name(e.dtype)} written as 1-byte bool")
+

@@ -1,0 +1,507 @@
+"""Reading every supported container into a :class:`TensorSet` and writing one back out.
+
+=============  ==========================  ==============================================
+format         read                        write
+=============  ==========================  ==============================================
+burnpack       ``.bpk``: zero-copy, ids,   atomically, data in entry order, ids kept
+               metadata, scalars
+safetensors    zero-copy (mmap), validated streamed, atomically, the ``safetensors``
+                                           library's exact layout
+pytorch        ``.pt``/``.pth``/``.bin``/  ``torch.save`` of a state dict (needs torch)
+               ``.tar``, no pickle code
+               runs, no torch needed
+npz            ``numpy.load`` without      streamed into a zip, one ``.npy`` per tensor
+               pickle
+=============  ==========================  ==============================================
+
+Dtypes map one to one where both sides have them. Safetensors ``BOOL`` / numpy / PyTorch
+``bool`` become ``Bool(U8)`` (the store Burn's CPU backend uses; ``bool_store`` picks another)
+and every ``Bool(...)`` store becomes ``BOOL`` again; ``Flex32`` is written as ``F32``;
+safetensors has no ``QFloat``. Output files are written to a scratch sibling and renamed over
+the target, so a failed conversion never leaves a partial file; an existing target is kept
+unless ``overwrite=True``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import os
+import struct
+import zipfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from .._generated.types import BoolStore, DType
+from ..dtypes import element_size, numpy_dtype
+from ..reader import has_extension, load
+from ..writer import Tensor, Writer
+from .safetensors import SafetensorsError, build_header, read_safetensors
+from .tensors import BF16, Entry, TensorSet, dtype_name
+
+__all__ = [
+    "ConversionError",
+    "FORMATS",
+    "OutputExistsError",
+    "atomic_output",
+    "detect_format",
+    "format_from_extension",
+    "read_tensors",
+    "write_tensors",
+]
+
+FORMATS = ("burnpack", "safetensors", "pytorch", "npz")
+_ALIASES = {
+    "bpk": "burnpack", "burnpack": "burnpack", "burn": "burnpack",
+    "safetensors": "safetensors", "st": "safetensors",
+    "pytorch": "pytorch", "pt": "pytorch", "pth": "pytorch", "torch": "pytorch",
+    "npz": "npz", "numpy": "npz",
+}  # fmt: skip
+_EXTENSIONS = {
+    ".bpk": "burnpack",
+    ".safetensors": "safetensors", ".sft": "safetensors",
+    ".pt": "pytorch", ".pth": "pytorch", ".bin": "pytorch", ".ckpt": "pytorch", ".tar": "pytorch",
+    ".npz": "npz",
+}  # fmt: skip
+_SAFETENSORS_CODES = {
+    "F64": "F64", "F32": "F32", "Flex32": "F32", "F16": "F16", "BF16": "BF16",
+    "I64": "I64", "I32": "I32", "I16": "I16", "I8": "I8",
+    "U64": "U64", "U32": "U32", "U16": "U16", "U8": "U8",
+}  # fmt: skip
+_METADATA_KEY = "__metadata__"
+
+
+class ConversionError(Exception):
+    """A conversion cannot be done as asked (unsupported dtype, unknown format, ...)."""
+
+
+class OutputExistsError(ConversionError, FileExistsError):
+    """The output exists and ``overwrite`` was not given."""
+
+
+def normalize_format(name: str | None) -> str | None:
+    if name is None:
+        return None
+    try:
+        return _ALIASES[name.strip().lower()]
+    except KeyError:
+        raise ConversionError(f"unknown format {name!r}; expected one of {', '.join(FORMATS)}") from None
+
+
+def format_from_extension(path: str | os.PathLike[str]) -> str | None:
+    return _EXTENSIONS.get(Path(path).suffix.lower())
+
+
+def detect_format(path: str | os.PathLike[str]) -> str:
+    """The format of an existing file, from its first bytes (the extension is only a tiebreak)."""
+    p = Path(path)
+    with p.open("rb") as f:
+        head = f.read(512)
+        size = os.fstat(f.fileno()).st_size
+    if head[:4] == b"NRUB":
+        return "burnpack"
+    if head[:4] == b"PK\x03\x04" or head[:4] == b"PK\x05\x06":
+        try:
+            with zipfile.ZipFile(p) as archive:
+                names = archive.namelist()
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise ConversionError(f"{p}: broken zip archive: {exc}") from None
+        if any(n == "data.pkl" or n.endswith("/data.pkl") for n in names):
+            return "pytorch"
+        if names and all(n.endswith(".npy") for n in names):
+            return "npz"
+        return format_from_extension(p) or "npz"
+    if len(head) >= 262 and head[257:262] == b"ustar":
+        return "pytorch"
+    if len(head) >= 9:
+        (n,) = struct.unpack_from("<Q", head)
+        if 0 < n <= size - 8 and head[8:9] == b"{":
+            return "safetensors"
+    if head[:1] == b"\x80":  # a pickle: torch's legacy (0.1.10-1.5) stream
+        return "pytorch"
+    guess = format_from_extension(p)
+    if guess is not None:
+        return guess
+    raise ConversionError(f"{p}: cannot tell the format from its content; pass the format explicitly")
+
+
+# --------------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------------
+_BOOL_STORES = {"native": BoolStore.Native, "u8": BoolStore.U8, "u32": BoolStore.U32}
+
+
+def _bool_dtype(store: str | BoolStore) -> DType:
+    if isinstance(store, BoolStore):
+        return DType.Bool(store)
+    try:
+        return DType.Bool(_BOOL_STORES[str(store).strip().lower()])
+    except KeyError:
+        raise ConversionError(f"unknown bool store {store!r}; expected Native, U8 or U32") from None
+
+
+def _entry_from_array(name: str, array: np.ndarray, bool_store: str) -> Entry:
+    """An entry for a foreign array; numpy ``bool`` becomes ``Bool(bool_store)``."""
+    if array.dtype == np.bool_:
+        dtype = _bool_dtype(bool_store)
+        if dtype.value == BoolStore.Native:
+            return Entry.from_array(name, array, dtype=dtype)
+        want = numpy_dtype(dtype)
+        if want == np.uint8:
+            return Entry(name, dtype, array.shape, lambda: array.view(np.uint8))  # same bytes
+        return Entry(name, dtype, array.shape, lambda: array.astype(want))
+    return Entry.from_array(name, array)
+
+
+def read_burnpack(source: Any, *, legacy_ok: bool = False) -> TensorSet:
+    """A ``.bpk`` path or bytes: entries in data order, ids, metadata and scalars kept."""
+    pack = load(source, legacy_ok=legacy_ok)
+    views = pack.tensors()
+    views.sort(key=lambda v: (v.data_offsets, v.name))
+    entries = [
+        Entry(v.name, v.dtype, v.shape, v.numpy, param_id=v.param_id, byte_len=v.byte_len)
+        for v in views
+    ]
+    return TensorSet(entries, dict(pack.metadata), dict(pack.scalars), format="burnpack", closers=[pack.close])
+
+
+def read_safetensors_file(path: Any, *, bool_store: str = "U8") -> TensorSet:
+    """A ``.safetensors`` file (validated, memory-mapped); ``__metadata__`` becomes metadata."""
+    arrays, metadata = read_safetensors(path)
+    entries = [_entry_from_array(name, array, bool_store) for name, array in arrays.items()]
+    return TensorSet(entries, dict(metadata), format="safetensors")
+
+
+def read_pytorch_file(path: Any, *, top_level_key: str | None = None, bool_store: str = "U8") -> TensorSet:
+    """A ``torch.save`` file read without torch and without running pickled code."""
+    from .pytorch import read_pytorch
+
+    arrays = read_pytorch(path, top_level_key=top_level_key)
+    entries = [_entry_from_array(name, array, bool_store) for name, array in arrays.items()]
+    return TensorSet(entries, format="pytorch")
+
+
+def read_npz(path: Any, *, bool_store: str = "U8") -> TensorSet:
+    """A ``.npz`` archive (``allow_pickle=False``). A 0-d string ``__metadata__`` member holding
+    JSON ``{"metadata": {...}, "dtypes": {...}}`` (what :func:`write_npz` adds) restores the
+    metadata and the Burn dtypes numpy cannot express (BF16, Bool stores, Flex32)."""
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
+        raise ConversionError(f"{path}: not a readable .npz archive: {exc}") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):
+        raise ConversionError(f"{path}: holds a single array, not an .npz archive of named arrays")
+    metadata: dict[str, str] = {}
+    dtypes: dict[str, str] = {}
+    names = list(archive.files)
+    if _METADATA_KEY in names:
+        info = archive[_METADATA_KEY]
+        if info.ndim == 0 and info.dtype.kind == "U":
+            try:
+                parsed = json.loads(str(info))
+            except ValueError as exc:
+                raise ConversionError(f"{path}: {_METADATA_KEY} is not JSON: {exc}") from None
+            metadata = {str(k): str(v) for k, v in (parsed.get("metadata") or {}).items()}
+            dtypes = dict(parsed.get("dtypes") or {})
+            names.remove(_METADATA_KEY)
+    entries = []
+    for name in names:
+        try:
+            array = archive[name]
+        except ValueError as exc:  # object arrays need pickle
+            raise ConversionError(f"{path}: member {name!r} cannot be read without pickle: {exc}") from None
+        hint = dtypes.get(name)
+        if hint is not None:
+            from .tensors import parse_dtype
+
+            dtype = parse_dtype(hint)
+            want = numpy_dtype(dtype)
+            if array.dtype.kind == "V" and array.dtype.itemsize == want.itemsize:
+                array = array.view(want)
+            elif array.dtype != want:
+                array = array.astype(want)
+            entries.append(Entry.from_array(name, array, dtype=dtype))
+            continue
+        if array.dtype.kind == "V":
+            raise ConversionError(f"{path}: member {name!r} has raw dtype {array.dtype} and no dtype hint")
+        entries.append(_entry_from_array(name, array, bool_store))
+    archive.close()
+    return TensorSet(entries, metadata, format="npz")
+
+
+def read_tensors(
+    source: Any,
+    format: str | None = None,
+    *,
+    top_level_key: str | None = None,
+    bool_store: str = "U8",
+    legacy_ok: bool = False,
+) -> TensorSet:
+    """Read any supported source: a path (format from content), bytes (burnpack or
+    safetensors), a ``{name: array}`` mapping, a torch ``state_dict`` or ``nn.Module``, or a
+    :class:`TensorSet` (returned as is)."""
+    if isinstance(source, TensorSet):
+        return source
+    fmt = normalize_format(format)
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        if not path.exists() and fmt in (None, "burnpack") and not has_extension(path):
+            path = path.with_name(path.name + ".bpk")  # Burn's reader rule
+        if fmt is None:
+            fmt = detect_format(path)
+        if fmt == "burnpack":
+            return read_burnpack(path, legacy_ok=legacy_ok)
+        if fmt == "safetensors":
+            return read_safetensors_file(path, bool_store=bool_store)
+        if fmt == "pytorch":
+            return read_pytorch_file(path, top_level_key=top_level_key, bool_store=bool_store)
+        return read_npz(path, bool_store=bool_store)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        if bytes(source[:4]) == b"NRUB" or fmt == "burnpack":
+            return read_burnpack(source, legacy_ok=legacy_ok)
+        from .safetensors import parse_safetensors
+
+        arrays, metadata = parse_safetensors(source)
+        entries = [_entry_from_array(n, a, bool_store) for n, a in arrays.items()]
+        return TensorSet(entries, dict(metadata), format="safetensors")
+    from .torch_live import is_torch_object, read_torch
+
+    if is_torch_object(source):
+        return read_torch(source, top_level_key=top_level_key, bool_store=bool_store)
+    if isinstance(source, dict) or hasattr(source, "items"):
+        root = source
+        if top_level_key is not None:
+            root = source[top_level_key]
+        entries = []
+        for name, value in _flatten_arrays(root):
+            entries.append(_entry_from_array(name, np.asarray(value), bool_store))
+        return TensorSet(entries, format="memory")
+    raise TypeError(f"cannot read tensors from a {type(source).__name__}")
+
+
+def _flatten_arrays(tree: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            yield from _flatten_arrays(value, name + ".")
+        elif isinstance(value, np.ndarray) or hasattr(value, "__array__"):
+            yield name, value
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+# --------------------------------------------------------------------------------------------
+@contextlib.contextmanager
+def atomic_output(path: Path, *, overwrite: bool = False) -> Iterator[BinaryIO]:
+    """A stream whose bytes land at ``path`` only if the block succeeds.
+
+    The data goes to ``<name>.<pid>-<n>.tmp`` beside ``path``, is fsynced, then renamed over
+    ``path`` (``overwrite``) or hard-linked to it, which fails if ``path`` appeared meanwhile.
+    """
+    path = Path(path)
+    if not overwrite and path.exists():
+        raise OutputExistsError(f"{path} exists; pass overwrite=True (--overwrite) to replace it")
+    if path.parent and not path.parent.exists():
+        raise ConversionError(f"{path.parent}: no such directory")
+    for n in itertools.count():
+        scratch = path.with_name(f"{path.name}.{os.getpid()}-{n}.tmp")
+        try:
+            stream = open(scratch, "xb")
+            break
+        except FileExistsError:
+            continue
+    try:
+        with stream:
+            yield stream
+            stream.flush()
+            os.fsync(stream.fileno())
+        if overwrite:
+            os.replace(scratch, path)
+        else:
+            try:
+                os.link(scratch, path)
+            except FileExistsError:
+                raise OutputExistsError(f"{path} appeared while converting; nothing was replaced") from None
+            except OSError:  # file systems without hard links
+                if path.exists():
+                    raise OutputExistsError(f"{path} exists; pass overwrite=True to replace it") from None
+                os.replace(scratch, path)
+            else:
+                os.unlink(scratch)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(scratch)
+        raise
+    _fsync_dir(path.parent)
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+Progress = Callable[[int], None]
+
+
+def _noop(_: int) -> None:
+    pass
+
+
+def burnpack_writer(tset: TensorSet, *, progress: Progress = _noop) -> Writer:
+    """The format layer's writer for a tensor set (deferred: one tensor in memory at a time)."""
+    tensors = []
+    for entry in tset.entries:
+        size = element_size(entry.dtype)
+        byte_len = entry.byte_len if size is None else entry.numel * size
+
+        def provide(entry: Entry = entry) -> np.ndarray:
+            array = entry.numpy()
+            want = numpy_dtype(entry.dtype)
+            if element_size(entry.dtype) is not None and array.dtype != want:
+                raise ConversionError(f"tensor {entry.name!r}: loader produced {array.dtype}, expected {want}")
+            if tuple(array.shape) != entry.shape and element_size(entry.dtype) is not None:
+                raise ConversionError(f"tensor {entry.name!r}: loader produced shape {list(array.shape)}, expected {list(entry.shape)}")
+            progress(array.nbytes)
+            if element_size(entry.dtype) is None:
+                return np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+            return array
+
+        tensors.append(Tensor.deferred(entry.name, entry.dtype, entry.shape, byte_len, provide, param_id=entry.param_id))
+    return Writer(tensors, metadata=tset.metadata, scalars=tset.scalars)
+
+
+def write_burnpack(tset: TensorSet, path: Path, *, overwrite: bool = False, progress: Progress = _noop) -> Path:
+    writer = burnpack_writer(tset, progress=progress)
+    writer.plan()  # every error before the first byte
+    with atomic_output(path, overwrite=overwrite) as stream:
+        writer.write_stream(stream)
+    return path
+
+
+def _safetensors_array(entry: Entry) -> tuple[str, Callable[[], np.ndarray]]:
+    dtype = entry.dtype
+    if dtype.variant == "Bool":
+        def load() -> np.ndarray:
+            array = entry.numpy()
+            if array.dtype != np.bool_:
+                if array.size and int(array.max(initial=0)) > 1:
+                    raise ConversionError(f"tensor {entry.name!r}: {dtype_name(dtype)} holds values other than 0 and 1")
+                array = array.astype(np.bool_)
+            return array
+
+        return "BOOL", load
+    code = _SAFETENSORS_CODES.get(dtype.variant) if dtype.value is None else None
+    if code is None:
+        raise ConversionError(f"tensor {entry.name!r}: safetensors cannot hold {dtype_name(dtype)}")
+    return code, entry.numpy
+
+
+def _le_bytes(array: np.ndarray) -> memoryview:
+    if array.dtype.byteorder == ">":
+        array = array.astype(array.dtype.newbyteorder("<"))
+    array = np.ascontiguousarray(array)
+    return memoryview(array.reshape(-1).view(np.uint8)) if array.size else memoryview(b"")
+
+
+def write_safetensors_file(tset: TensorSet, path: Path, *, overwrite: bool = False, progress: Progress = _noop) -> Path:
+    """Streamed, in the ``safetensors`` library's layout; the metadata becomes ``__metadata__``."""
+    specs, loaders = [], []
+    for entry in tset.entries:
+        code, loader = _safetensors_array(entry)
+        itemsize = 1 if code in ("BOOL", "U8", "I8") else {"F16": 2, "BF16": 2, "I16": 2, "U16": 2, "F32": 4, "I32": 4, "U32": 4}.get(code, 8)
+        specs.append((entry.name, code, entry.shape, entry.numel * itemsize))
+        loaders.append(loader)
+    try:
+        header, order = build_header(specs, tset.metadata or None)
+    except SafetensorsError as exc:
+        raise ConversionError(str(exc)) from None
+    with atomic_output(path, overwrite=overwrite) as stream:
+        stream.write(header)
+        for index in order:
+            array = loaders[index]()
+            data = _le_bytes(array)
+            if data.nbytes != specs[index][3]:
+                raise ConversionError(f"tensor {specs[index][0]!r}: produced {data.nbytes} bytes, expected {specs[index][3]}")
+            stream.write(data)
+            progress(data.nbytes)
+            del array, data
+    return path
+
+
+def write_npz(tset: TensorSet, path: Path, *, overwrite: bool = False, compress: bool = False, progress: Progress = _noop) -> Path:
+    """One ``<name>.npy`` member per tensor, written one at a time; metadata and the dtypes numpy
+    cannot name (BF16 is stored as raw 2-byte items, Bool stores, Flex32) go into a
+    ``__metadata__`` JSON member that :func:`read_npz` understands."""
+    hints: dict[str, str] = {}
+    for entry in tset.entries:
+        if element_size(entry.dtype) is None:
+            raise ConversionError(f"tensor {entry.name!r}: .npz cannot hold {dtype_name(entry.dtype)}")
+        if entry.dtype.variant in ("BF16", "Flex32", "Bool"):
+            hints[entry.name] = dtype_name(entry.dtype)
+        if entry.name == _METADATA_KEY:
+            raise ConversionError(f"a tensor named {_METADATA_KEY!r} cannot be written to .npz")
+    mode = zipfile.ZIP_DEFLATED if compress else zipfile.ZIP_STORED
+    with atomic_output(path, overwrite=overwrite) as stream:
+        with zipfile.ZipFile(stream, "w", compression=mode, allowZip64=True) as archive:
+            for entry in tset.entries:
+                array = entry.numpy()
+                if array.dtype == BF16:
+                    array = array.view("V2")
+                with archive.open(entry.name + ".npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, array if array.flags.c_contiguous else array.copy(order="C"), allow_pickle=False)
+                progress(array.nbytes)
+                del array
+            if tset.metadata or hints:
+                info = json.dumps({"metadata": tset.metadata, "dtypes": hints}, ensure_ascii=False, sort_keys=True)
+                with archive.open(_METADATA_KEY + ".npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, np.array(info), allow_pickle=False)
+    return path
+
+
+def write_tensors(
+    tset: TensorSet,
+    path: str | os.PathLike[str],
+    format: str | None = None,
+    *,
+    overwrite: bool = False,
+    progress: Progress = _noop,
+    compress: bool = False,
+) -> Path:
+    """Write ``tset`` to ``path`` in ``format`` (default: from the extension, else burnpack with
+    ``.bpk`` appended when the path has no extension, as Burn's writer does)."""
+    path, fmt = resolve_output(path, format)
+    if fmt == "burnpack":
+        return write_burnpack(tset, path, overwrite=overwrite, progress=progress)
+    if fmt == "safetensors":
+        return write_safetensors_file(tset, path, overwrite=overwrite, progress=progress)
+    if fmt == "npz":
+        return write_npz(tset, path, overwrite=overwrite, compress=compress, progress=progress)
+    from .torch_live import write_pytorch
+
+    return write_pytorch(tset, path, overwrite=overwrite, progress=progress)
+
+
+def resolve_output(path: str | os.PathLike[str], format: str | None) -> tuple[Path, str]:
+    """The path and format ``write_tensors`` would use."""
+    path = Path(path)
+    fmt = normalize_format(format) or format_from_extension(path)
+    if fmt is None:
+        if has_extension(path):
+            raise ConversionError(f"{path}: cannot tell the output format from {path.suffix!r}; pass the format")
+        fmt = "burnpack"
+    if fmt == "burnpack" and not has_extension(path):
+        path = path.with_name(path.name + ".bpk")
+    return path, fmt
+
