@@ -71,7 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("dump", help="print the pack as one JSON object (the conformance protocol)")
     p.add_argument("--json", action="store_true", required=True, help="JSON output (the only format)")
     p.add_argument("--strict", action="store_true", help="also reject what no Burn writer produces")
-    p.add_argument("file")
+    p.add_argument("--batch", action="store_true", help="answer JSON-line requests {path, level} from stdin, one object per line")
+    p.add_argument("file", nargs="?")
     p = sub.add_parser("validate", help="exit 0 if the file is valid, 1 with the error otherwise")
     p.add_argument("--strict", action="store_true", help="also reject what no Burn writer produces")
     p.add_argument("file")
@@ -93,6 +94,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return args.handler(args)
     if args.command in ("pack", "diff"):
         return args.handler(args)
+    if args.command == "dump" and args.batch:
+        from .batch import serve
+
+        return serve(sys.stdin, sys.stdout, strict=args.strict)
+    if args.command == "dump" and args.file is None:
+        parser.error("dump needs a file (or --batch)")
     if args.command == "dump":
         result = dump(args.file, strict=args.strict)
         print(json.dumps(result, ensure_ascii=False, indent=1))

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from . import corpus as corpus_mod
 from .corpus import DEFAULT_VECTORS, CorpusError, load_vectors
-from .runner import ExternalReader, ExternalWriter, PythonReader, PythonWriter, Report, run_readers, run_writers
+from .runner import ExternalBatchReader, ExternalReader, ExternalWriter, PythonReader, PythonWriter, Report, run_readers, run_writers
 
 README = Path(__file__).resolve().parent / "VECTORS.md"
 
@@ -88,8 +88,13 @@ def _run(args: argparse.Namespace) -> int:
                   file=sys.stderr, flush=True)
     report: Report | None = None
     try:
-        if args.reader or args.self_test:
-            reader = ExternalReader(args.reader, args.timeout) if args.reader else _reference_reader()
+        if args.reader or args.reader_batch or args.self_test:
+            if args.reader:
+                reader = ExternalReader(args.reader, args.timeout)
+            elif args.reader_batch:
+                reader = ExternalBatchReader(args.reader_batch, args.timeout)
+            else:
+                reader = _reference_reader()
             report = run_readers(vectors, reader, levels=levels, jobs=args.jobs, progress=progress)
         if args.writer or args.self_test:
             if args.writer:
@@ -143,6 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("run", help="run a reader or a writer over the corpus")
     who = p.add_mutually_exclusive_group(required=True)
     who.add_argument("--reader", metavar="CMD", help="reader command, e.g. 'burnpack dump --json {path}' ({level} also works)")
+    who.add_argument("--reader-batch", metavar="CMD", help="a long-running reader answering JSON-line requests, "
+                     "e.g. 'burnpack dump --json --batch' (see PROTOCOL.md)")
     who.add_argument("--writer", metavar="CMD", help="writer command, e.g. 'burnpack pack {spec} {out}'")
     who.add_argument("--self-test", action="store_true", help="run burnpack itself in-process (reader and writer)")
     p.add_argument("--level", choices=("compatible", "strict", "both"), default="compatible")

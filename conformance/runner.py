@@ -281,6 +281,102 @@ class ExternalReader:
         return obj
 
 
+class ExternalBatchReader:
+    """A long-running reader: one ``{"path", "level"}`` JSON line in, one dump object line out.
+
+    ``CMD`` is started once per worker and kept; a vector that gets no answer within the timeout,
+    or whose answer is not one JSON object, is a crash of that vector only: the process group is
+    killed and a fresh process serves the next vector.
+    """
+
+    def __init__(self, template: str, timeout: float = 20.0) -> None:
+        self.template = template
+        self.argv = shlex.split(template)
+        if not self.argv:
+            raise ValueError("empty reader command")
+        self.timeout = timeout
+        self._local = threading.local()
+        self._all: list[subprocess.Popen] = []
+        self._lock = threading.Lock()
+
+    def __str__(self) -> str:
+        return self.template + " (batch)"
+
+    def _start(self) -> tuple[subprocess.Popen, Any, Any]:
+        import queue
+
+        err = tempfile.TemporaryFile()
+        try:
+            proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, start_new_session=True)
+        except OSError as exc:
+            raise Crash(f"cannot start {self.argv[0]!r}: {exc}") from None
+        lines: queue.Queue = queue.Queue()
+
+        def pump() -> None:
+            for line in proc.stdout:
+                lines.put(line)
+            lines.put(None)
+
+        threading.Thread(target=pump, daemon=True).start()
+        with self._lock:
+            self._all.append(proc)
+        state = (proc, lines, err)
+        self._local.state = state
+        return state
+
+    def _kill(self, proc: subprocess.Popen) -> None:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+        proc.wait()
+        self._local.state = None
+
+    def __call__(self, path: Path, level: str) -> dict:
+        import queue
+
+        state = getattr(self._local, "state", None)
+        if state is None or state[0].poll() is not None:
+            state = self._start()
+        proc, lines, err = state
+        try:
+            proc.stdin.write((json.dumps({"path": str(path), "level": level}) + "\n").encode("utf-8"))
+            proc.stdin.flush()
+        except OSError:
+            pass  # it died: the read below reports how
+        try:
+            line = lines.get(timeout=self.timeout)
+        except queue.Empty:
+            self._kill(proc)
+            raise Crash(f"timed out after {self.timeout:g} s (process group killed)", TIMEOUT) from None
+        if line is None:
+            code = proc.wait()
+            self._local.state = None
+            err.seek(0)
+            tail = _stderr_tail(err.read())
+            raise Crash((f"killed by {_signal_name(code)}" if code < 0 else f"exited with status {code} mid-run") + tail)
+        try:
+            return json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            self._kill(proc)
+            raise Crash(f"answer is not one JSON object on one line ({exc})") from None
+
+    def close(self) -> None:
+        with self._lock:
+            procs, self._all = self._all, []
+        for proc in procs:
+            if proc.poll() is None:
+                try:
+                    proc.stdin.close()
+                    proc.wait(timeout=2)
+                except (OSError, subprocess.TimeoutExpired):
+                    try:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    except OSError:
+                        pass
+                    proc.wait()
+
+
 class PythonReader:
     """An in-process reader: ``fn(path, level) -> dump dict``. Exceptions are crashes."""
 
@@ -578,11 +674,16 @@ def run_readers(vectors: Vectors, reader: Callable[[Path, str], dict], *, levels
                 progress(r)
             return r
 
-        if jobs <= 1:
-            report.results = [work(t) for t in tasks]
-        else:
-            with ThreadPoolExecutor(max_workers=jobs) as pool:
-                report.results = list(pool.map(work, tasks))
+        try:
+            if jobs <= 1:
+                report.results = [work(t) for t in tasks]
+            else:
+                with ThreadPoolExecutor(max_workers=jobs) as pool:
+                    report.results = list(pool.map(work, tasks))
+        finally:
+            close = getattr(reader, "close", None)
+            if close is not None:
+                close()
     report.seconds = time.perf_counter() - start
     return report
 
