@@ -44,7 +44,7 @@ import ml_dtypes
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-__all__ = ["PyTorchReadError", "UnsafePickleError", "read_pytorch"]
+__all__ = ["PyTorchReadError", "UnsafePickleError", "read_pytorch", "read_pytorch_object"]
 
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 _LEGACY_PROTOCOL = 1001
@@ -713,6 +713,53 @@ def read_pytorch(
                 done[tensor] = _materialize(tensor, elements, name)
             tensors[name] = done[tensor]
         return tensors
+    except PyTorchReadError as exc:
+        exc.add_note(f"while reading {os.fspath(path)!r}")
+        raise
+
+
+def read_pytorch_object(path: str | os.PathLike[str]) -> object:
+    """The whole object a checkpoint holds, with every tensor as a read-only numpy array.
+
+    Unlike :func:`read_pytorch`, nothing is flattened or skipped: dicts (keys as pickled, so an
+    optimizer's integer state keys stay ints), lists, tuples, numbers, strings, ``None`` and
+    tensors come back as they were saved — what an optimizer's or LR scheduler's
+    ``state_dict()`` needs. The same allowlist applies: nothing in the file is executed. Shared
+    tensors come back as the same array object.
+    """
+    try:
+        root, arrays = _load(Path(path))
+        done: dict[_TensorRef, np.ndarray] = {}
+        entries = 0
+
+        def convert(value: object, depth: int) -> object:
+            nonlocal entries
+            entries += 1
+            if entries > _MAX_ENTRIES:
+                raise PyTorchReadError(f"more than {_MAX_ENTRIES} objects (shared containers?)")
+            if depth > _MAX_DEPTH:
+                raise PyTorchReadError(f"containers nest more than {_MAX_DEPTH} deep (cyclic?)")
+            if isinstance(value, _TensorRef):
+                if value not in done:
+                    elements = arrays.get(value.storage)
+                    if elements is None:
+                        raise PyTorchReadError(f"storage {value.storage.key!r} has no data")
+                    done[value] = _materialize(value, elements, f"<tensor in {os.fspath(path)}>")
+                return done[value]
+            if isinstance(value, dict):
+                out = collections.OrderedDict() if isinstance(value, collections.OrderedDict) else {}
+                for key, item in dict.items(value):
+                    out[key] = convert(item, depth + 1)
+                return out
+            if isinstance(value, list):
+                return [convert(item, depth + 1) for item in list.__iter__(value)]
+            if isinstance(value, tuple):
+                return tuple(convert(item, depth + 1) for item in tuple.__iter__(value))
+            if isinstance(value, _Storage):
+                raise PyTorchReadError("a bare storage outside any tensor is not supported")
+            return value
+
+        return convert(root, 0)
     except PyTorchReadError as exc:
         exc.add_note(f"while reading {os.fspath(path)!r}")
         raise
