@@ -86,10 +86,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .records import cli as records_cli
 
     records_cli.register(sub)
+    from .interop import cli as interop_cli
+
+    interop_cli.register(sub)
     args = parser.parse_args(argv)
     warnings.simplefilter("always", LegacyFormatWarning)
     warnings.showwarning = lambda message, *rest: print(f"warning: {message}", file=sys.stderr)
 
+    if args.command in ("convert", "convert-checkpoint"):
+        return args.handler(args)
     if args.command == "checkpoint":
         return args.handler(args)
     if args.command in ("pack", "diff"):

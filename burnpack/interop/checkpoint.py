@@ -672,7 +672,10 @@ def pytorch_to_burn_checkpoint(
                 missing = {"step", "exp_avg", "exp_avg_sq"} - set(pstate)
                 if missing:
                     raise ConversionError(f"{torch_name}: Adam state lacks {sorted(missing)}")
-                step = float(np.asarray(pstate["step"]))
+                raw_step = np.asarray(pstate["step"])
+                if raw_step.size != 1:
+                    raise ConversionError(f"{torch_name}: Adam step has shape {list(raw_step.shape)}, expected a scalar")
+                step = float(raw_step.reshape(-1)[0])
                 if step != int(step) or step < 0:
                     raise ConversionError(f"{torch_name}: Adam step {step} is not a whole number")
                 steps.add(int(step))

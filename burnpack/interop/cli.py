@@ -1,0 +1,234 @@
+"""``burnpack convert`` and ``burnpack convert-checkpoint``.
+
+Registered into the main ``burnpack`` parser by :func:`register`; each subcommand sets
+``args.handler``. Summaries go to stdout (``--json`` for the full report), errors to stderr with
+exit status 1; a progress bar goes to stderr only when it is a terminal and the data is large.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+__all__ = ["register"]
+
+
+def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
+    out = {}
+    for item in values or ():
+        if "=" not in item:
+            raise ValueError(f"{what} {item!r} is not KEY=VALUE")
+        key, _, value = item.partition("=")
+        out[key] = value
+    return out
+
+
+def _type_rules(values: list[str] | None) -> list[tuple[str, str]]:
+    out = []
+    for item in values or ():
+        pattern, sep, kind = item.rpartition("=")
+        if not sep or not pattern:
+            raise ValueError(f"--type-rule {item!r} is not REGEX=TYPE")
+        out.append((pattern, kind))
+    return out
+
+
+def _add_type_options(p: argparse.ArgumentParser, *, infer_flag: bool = True) -> None:
+    g = p.add_argument_group("module types (what the adapters act on)")
+    g.add_argument("--module-type", action="append", metavar="PATH=TYPE",
+                   help="the Burn module type of the module at PATH (Linear, BatchNorm, LayerNorm, Embedding, Conv2d...; "
+                        "torch class names like BatchNorm2d work too)")  # fmt: skip
+    g.add_argument("--type-rule", action="append", metavar="REGEX=TYPE",
+                   help="module type for every module path the regex matches (first matching rule wins)")  # fmt: skip
+    if not infer_flag:
+        return
+    g.add_argument("--infer-types", action="store_true",
+                   help="infer module types from parameter names and shapes (BatchNorm from running stats, Linear from a "
+                        "2-D weight with bias...); ambiguous ones are reported")  # fmt: skip
+
+
+def register(sub: Any) -> None:
+    """Add ``convert`` and ``convert-checkpoint`` to the ``burnpack`` subparsers."""
+    p = sub.add_parser(
+        "convert",
+        help="convert between .bpk, .safetensors, .pt/.pth and .npz, optionally applying Burn's adapters",
+        description=(
+            "Convert tensors between burnpack (.bpk), safetensors, PyTorch (.pt/.pth/.bin/.tar, read without torch "
+            "and without running pickled code; written with torch) and .npz. By default only the container changes: "
+            "same names, dtypes, shapes and bytes. Transformations run in burn-store's order: top-level key, "
+            "remap, contiguous indices, enum variants, adapter, expect, filters."
+        ),
+    )
+    p.add_argument("input", help="the file to read (format from its content unless --from)")
+    p.add_argument("output", help="the file to write (format from its extension unless --to; .bpk when none)")
+    p.add_argument("--from", dest="from_format", metavar="FORMAT", help="burnpack, safetensors, pytorch or npz")
+    p.add_argument("--to", dest="to_format", metavar="FORMAT", help="burnpack, safetensors, pytorch or npz")
+    p.add_argument("--adapter", action="append", metavar="NAME",
+                   help="pytorch (PyTorch -> Burn: transpose Linear weights, norm weight/bias -> gamma/beta), to-pytorch "
+                        "(the reverse), half (F32 <-> F16 for Burn's module list), cast=DTYPE (every float tensor); "
+                        "repeat or join with ',' to chain")  # fmt: skip
+    p.add_argument("--remap", action="append", metavar="REGEX=REPLACEMENT",
+                   help="rename tensors; rules apply in order; replacement in Burn ($1, ${name}) or Python (\\1) syntax")
+    p.add_argument("--filter", action="append", metavar="REGEX", help="keep only tensors whose output name matches (searched)")
+    p.add_argument("--exclude", action="append", metavar="REGEX", help="drop tensors whose output name matches (searched)")
+    p.add_argument("--top-level-key", metavar="KEY", help="take the tensors under this key (e.g. state_dict)")
+    p.add_argument("--map-indices-contiguous", action="store_true", help="renumber fc.0, fc.2, fc.4 as fc.0, fc.1, fc.2")
+    p.add_argument("--skip-enum-variants", action="store_true",
+                   help="drop Burn enum-variant path segments (conv.DwsConv.w -> conv.w; variants are the UpperCamelCase segments)")
+    p.add_argument("--enum-variant", action="append", metavar="PATH=VARIANT",
+                   help="insert an enum-variant segment after PATH (conv.w -> conv.VARIANT.w)")
+    _add_type_options(p)
+    p.add_argument("--burn-import", action="store_true",
+                   help="what Burn's PytorchStore does: --adapter pytorch --map-indices-contiguous --infer-types")
+    p.add_argument("--expect", metavar="FILE",
+                   help="a file whose tensor names and shapes the output must have (e.g. a freshly initialised Burn "
+                        "model's .bpk): expected tensors are looked up Burn's way, others reported unused and not written")  # fmt: skip
+    p.add_argument("--allow-partial", action="store_true", help="with --expect: missing tensors are not an error")
+    p.add_argument("--param-ids", choices=("keep", "new", "drop"), default="keep",
+                   help="keep ids from a .bpk source (default), give every tensor a fresh one (as a Burn ModuleRecord has), or drop them")
+    p.add_argument("--bool-store", default="U8", choices=("U8", "Native", "U32"), help="Burn bool store for foreign bool tensors (default U8)")
+    p.add_argument("--metadata", action="append", metavar="KEY=VALUE", help="add or override a metadata entry")
+    p.add_argument("--no-metadata", action="store_true", help="do not carry the source's metadata across")
+    p.add_argument("--no-stamp", action="store_true", help="do not add Burn's format/producer/version metadata keys")
+    p.add_argument("--compress", action="store_true", help=".npz output: deflate members")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    p.add_argument("--json", action="store_true", help="print the full report as JSON instead of the summary")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
+                   help="progress bar on stderr: auto = for outputs of 64 MiB or more, only on a terminal")
+    p.set_defaults(handler=_convert)
+
+    p = sub.add_parser(
+        "convert-checkpoint",
+        help="migrate a training checkpoint: PyTorch (model + optimizer + scheduler) <-> Burn Learner checkpoint dir",
+        description=(
+            "PyTorch -> Burn: INPUT is a torch.save'd dict holding the model state_dict, an Adam/AdamW/SGD state_dict "
+            "and a cosine/linear/step/exponential LR scheduler state_dict (read without torch); OUTPUT is a Burn "
+            "checkpoint directory receiving model-N.bpk, optim-N.bpk and scheduler-N.bpk. Burn -> PyTorch: INPUT is "
+            "the checkpoint directory (or its artifact directory), OUTPUT a .pt file (written with torch). The "
+            "direction follows INPUT (a directory means Burn)."
+        ),
+    )
+    p.add_argument("input")
+    p.add_argument("output")
+    p.add_argument("--epoch", type=int, help="Burn epoch N (default: the checkpoint's 'epoch' entry, else 1; back: the latest)")
+    p.add_argument("--model-key", help="checkpoint key of the model state_dict (default: found by name or shape)")
+    p.add_argument("--optimizer-key", help="checkpoint key of the optimizer state_dict")
+    p.add_argument("--scheduler-key", help="checkpoint key of the LR scheduler state_dict")
+    p.add_argument("--optimizer", dest="optimizer_kind", choices=("adam", "adamw", "sgd"), help="optimizer kind when it cannot be told")
+    p.add_argument("--remap", action="append", metavar="REGEX=REPLACEMENT", help="rename PyTorch paths to the Burn module's")
+    p.add_argument("--enum-variant", action="append", metavar="PATH=VARIANT", help="insert a Burn enum-variant segment after PATH")
+    p.add_argument("--map-indices-contiguous", action="store_true", help="renumber nn.Sequential gaps")
+    _add_type_options(p, infer_flag=False)  # checkpoints always infer, and refuse what stays ambiguous
+    p.add_argument("--seed", type=int, help="seed for the param ids (default: random, as Burn)")
+    p.add_argument("--overwrite", action="store_true", help="replace existing output files")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    p.set_defaults(handler=_convert_checkpoint)
+
+
+def _fail(command: str, exc: BaseException) -> int:
+    message = str(exc)
+    for note in getattr(exc, "__notes__", ()) or ():
+        message += f" ({note})"
+    print(f"burnpack {command}: error: {message}", file=sys.stderr)
+    report = getattr(exc, "report", None)
+    if report is not None:
+        print(report.summary(), file=sys.stderr)
+    return 1
+
+
+def _errors() -> tuple[type[BaseException], ...]:
+    from ..errors import BurnpackError
+    from .formats import ConversionError
+    from .pytorch import PyTorchReadError
+    from .safetensors import SafetensorsError
+
+    return (ConversionError, PyTorchReadError, SafetensorsError, BurnpackError, OSError, ValueError, KeyError, TypeError)
+
+
+def _convert(args: argparse.Namespace) -> int:
+    from .convert import convert
+    from .remap import parse_rule
+
+    try:
+        adapter = list(args.adapter or [])
+        infer = args.infer_types
+        contiguous = args.map_indices_contiguous
+        if args.burn_import:
+            adapter = ["pytorch", *adapter] if not any(a.strip().lower() in ("pytorch", "from-pytorch") for a in adapter) else adapter
+            infer, contiguous = True, True
+        options: dict[str, Any] = {
+            "adapter": adapter or None,
+            "remap": [parse_rule(r) for r in args.remap or ()],
+            "filter": args.filter,
+            "exclude": args.exclude,
+            "top_level_key": args.top_level_key,
+            "map_indices_contiguous": contiguous,
+            "skip_enum_variants": args.skip_enum_variants,
+            "enum_variants": _pairs(args.enum_variant, "--enum-variant") or None,
+            "module_types": _pairs(args.module_type, "--module-type") or None,
+            "type_rules": _type_rules(args.type_rule) or None,
+            "infer_types": infer,
+            "expect": args.expect,
+            "allow_partial": args.allow_partial,
+            "param_ids": args.param_ids,
+            "keep_metadata": not args.no_metadata,
+            "metadata": _pairs(args.metadata, "--metadata") or None,
+            "stamp": not args.no_stamp,
+        }
+        progress = {"auto": "auto", "always": True, "never": None}[args.progress]
+        report = convert(
+            args.input,
+            args.output,
+            from_format=args.from_format,
+            to_format=args.to_format,
+            overwrite=args.overwrite,
+            bool_store=args.bool_store,
+            compress=args.compress,
+            progress=progress,
+            **options,
+        )
+    except _errors() as exc:
+        return _fail("convert", exc)
+    if args.json:
+        print(json.dumps(report.to_dict(), indent=1, ensure_ascii=False))
+    elif not args.quiet:
+        print(report.summary())
+    return 0
+
+
+def _convert_checkpoint(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .checkpoint import burn_checkpoint_to_pytorch, pytorch_to_burn_checkpoint
+    from .remap import parse_rule
+
+    try:
+        types = _pairs(args.module_type, "--module-type") or None
+        rules = _type_rules(args.type_rule) or None
+        if Path(args.input).is_dir():
+            _, report = burn_checkpoint_to_pytorch(
+                args.input, args.output, epoch=args.epoch, module_types=types, type_rules=rules,
+                infer_types=True, overwrite=args.overwrite,
+            )  # fmt: skip
+        else:
+            report = pytorch_to_burn_checkpoint(
+                args.input, args.output, epoch=args.epoch, model_key=args.model_key,
+                optimizer_key=args.optimizer_key, scheduler_key=args.scheduler_key,
+                optimizer_kind=args.optimizer_kind, module_types=types, type_rules=rules, infer_types=True,
+                remap=[parse_rule(r) for r in args.remap or ()] or None,
+                enum_variants=_pairs(args.enum_variant, "--enum-variant") or None,
+                map_indices_contiguous=args.map_indices_contiguous, seed=args.seed, overwrite=args.overwrite,
+            )  # fmt: skip
+    except _errors() as exc:
+        return _fail("convert-checkpoint", exc)
+    if args.json:
+        from dataclasses import asdict
+
+        print(json.dumps(asdict(report), indent=1, ensure_ascii=False))
+    elif not args.quiet:
+        print(report.summary())
+    return 0

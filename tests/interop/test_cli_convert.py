@@ -1,0 +1,162 @@
+"""``burnpack convert`` and ``burnpack convert-checkpoint`` from the command line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import burnpack
+from burnpack.cli import main
+from burnpack.interop.safetensors import parse_safetensors, serialize_safetensors
+from burnpack.records import LrSchedulerRecord, ModuleRecord, OptimizerRecord
+from tests.conftest import PYTORCH_FIXTURES, require
+from tests.interop.test_pytorch_reader import storage_ref, tensor, write_zip
+
+MNIST_ST = PYTORCH_FIXTURES / "examples" / "mnist.safetensors"
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_convert_safetensors_to_bpk_prints_a_summary(tmp_path, capsys):
+    code, out, err = run(capsys, "convert", require(MNIST_ST), tmp_path / "mnist.bpk")
+    assert code == 0 and err == ""
+    assert "(safetensors) ->" in out and "20 tensors" in out and "applied 20" in out
+    with burnpack.load(tmp_path / "mnist.bpk") as pack:
+        assert len(pack) == 20 and pack.metadata["format"] == "burnpack"
+
+
+def test_convert_json_report(tmp_path, capsys):
+    code, out, _ = run(capsys, "convert", require(MNIST_ST), tmp_path / "m.bpk", "--json", "--filter", r"^fc", "--exclude", "bias$")
+    report = json.loads(out)
+    assert code == 0 and report["applied"] == ["fc1.weight", "fc2.weight"] and "conv1.weight" in report["skipped"]
+
+
+def test_convert_keeps_an_existing_output_without_overwrite(tmp_path, capsys):
+    target = tmp_path / "m.bpk"
+    target.write_bytes(b"keep me")
+    code, out, err = run(capsys, "convert", require(MNIST_ST), target)
+    assert code == 1 and out == "" and "exists" in err and "--overwrite" in err
+    assert target.read_bytes() == b"keep me"
+    code, _, _ = run(capsys, "convert", require(MNIST_ST), target, "--overwrite", "-q")
+    assert code == 0 and target.read_bytes()[:4] == b"NRUB"
+
+
+def test_convert_with_adapter_remap_and_module_types(tmp_path, capsys):
+    src = require(PYTORCH_FIXTURES / "modules" / "key_remap_chained__key_remap.pt")
+    code, out, _ = run(
+        capsys, "convert", src, tmp_path / "k.bpk", "--adapter", "pytorch",
+        "--remap", r"(.+)\.block\.0\.(.+)=$1.conv.$2", "--remap", r"(.+)\.block\.1\.(.+)=$1.bn.$2",
+        "--remap", r"layer\.([0-9])\.(.+)=layer.blocks.$1.$2", "--type-rule", r"bn$=BatchNorm", "--json",
+    )  # fmt: skip
+    report = json.loads(out)
+    assert code == 0
+    assert report["renamed"]["layer.1.block.1.weight"] == "layer.blocks.1.bn.gamma"
+    assert "layer.blocks.0.bn.beta" in report["applied"]
+
+
+def test_convert_burn_import_mimics_pytorch_store_defaults(tmp_path, capsys):
+    src = require(PYTORCH_FIXTURES / "modules" / "non_contiguous_indexes__non_contiguous_indexes.pt")
+    code, out, _ = run(capsys, "convert", src, tmp_path / "n.bpk", "--burn-import", "--json")
+    assert code == 0
+    assert sorted(json.loads(out)["applied"]) == sorted(f"fc.{i}.{p}" for i in range(5) for p in ("weight", "bias"))
+
+
+def test_convert_to_npz_and_back_with_explicit_formats(tmp_path, capsys):
+    assert run(capsys, "convert", require(MNIST_ST), tmp_path / "weights", "--to", "npz")[0] == 0
+    assert np.load(tmp_path / "weights", allow_pickle=False)["fc2.bias"].shape == (10,)
+    assert run(capsys, "convert", tmp_path / "weights", tmp_path / "again.safetensors", "--from", "npz")[0] == 0
+    a, _ = parse_safetensors(require(MNIST_ST).read_bytes())
+    b, meta = parse_safetensors((tmp_path / "again.safetensors").read_bytes())
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    assert meta["format"] == "safetensors"
+
+
+def test_convert_expect_reports_missing_tensors_and_fails(tmp_path, capsys):
+    burnpack.save({"fc1.weight": np.zeros((11616, 32), np.float32), "nope.weight": np.zeros(1, np.float32)}, tmp_path / "want.bpk")
+    code, out, err = run(capsys, "convert", require(MNIST_ST), tmp_path / "o.bpk", "--expect", tmp_path / "want.bpk",
+                         "--adapter", "pytorch", "--module-type", "fc1=Linear")  # fmt: skip
+    assert code == 1 and "missing tensors: ['nope.weight']" in err and not (tmp_path / "o.bpk").exists()
+    code, out, _ = run(capsys, "convert", require(MNIST_ST), tmp_path / "o.bpk", "--expect", tmp_path / "want.bpk",
+                       "--adapter", "pytorch", "--module-type", "fc1=Linear", "--allow-partial")  # fmt: skip
+    assert code == 0 and "missing 1" in out and "unused 19" in out
+
+
+def test_convert_metadata_options(tmp_path, capsys):
+    src = tmp_path / "a.safetensors"
+    src.write_bytes(serialize_safetensors({"w": np.ones(2, np.float32)}, {"author": "x"}))
+    run(capsys, "convert", src, tmp_path / "a.bpk", "--metadata", "run=7", "--no-stamp")
+    assert burnpack.load(tmp_path / "a.bpk").metadata == {"author": "x", "run": "7"}
+    run(capsys, "convert", src, tmp_path / "b.bpk", "--no-metadata")
+    assert set(burnpack.load(tmp_path / "b.bpk").metadata) == {"format", "producer", "version"}
+
+
+def test_convert_errors_are_reported_with_exit_status_1(tmp_path, capsys):
+    code, _, err = run(capsys, "convert", require(MNIST_ST), tmp_path / "o.bpk", "--adapter", "sideways")
+    assert code == 1 and "unknown adapter" in err
+    code, _, err = run(capsys, "convert", tmp_path / "absent.bpk", tmp_path / "o.bpk")
+    assert code == 1 and "error" in err
+    (tmp_path / "junk.bin").write_bytes(b"\x00" * 32)
+    code, _, err = run(capsys, "convert", tmp_path / "junk.bin", tmp_path / "o.bpk")
+    assert code == 1 and "error" in err
+
+
+def test_convert_draws_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path, capsys):
+    code, _, err = run(capsys, "convert", require(MNIST_ST), tmp_path / "o.bpk", "--progress", "always")
+    assert code == 0 and err == ""
+
+
+def save_torch_like(path: Path, root: object) -> Path:
+    """``torch.save`` of ``root`` without torch: every numpy array becomes a storage + tensor."""
+    storages: dict[str, bytes] = {}
+    kinds = {np.dtype("float32"): "FloatStorage", np.dtype("int64"): "LongStorage"}
+
+    def build(value: object) -> object:
+        if isinstance(value, np.ndarray):
+            key = str(len(storages))
+            array = value if value.flags.c_contiguous else value.copy()
+            storages[key] = array.astype(array.dtype.newbyteorder("<")).tobytes()
+            stride = tuple(int(s // array.itemsize) for s in array.strides) if array.ndim else ()
+            return tensor(storage_ref(key, kinds[array.dtype], array.size), 0, tuple(array.shape), stride)
+        if isinstance(value, dict):
+            return {k: build(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [build(v) for v in value]
+        if isinstance(value, tuple):
+            return tuple(build(v) for v in value)
+        return value
+
+    return write_zip(path, build(root), storages)
+
+
+def test_convert_checkpoint_pytorch_to_burn_without_torch(tmp_path, capsys):
+    from tests.interop.test_checkpoint import adam_sd, cosine_sd, model_sd
+
+    model = model_sd()
+    ck = {"model": model, "optimizer": adam_sd(model), "scheduler": cosine_sd(k=4), "epoch": 4}
+    src = save_torch_like(tmp_path / "train.pt", ck)
+    code, out, err = run(capsys, "convert-checkpoint", src, tmp_path / "artifacts" / "checkpoint", "--module-type", "emb=Embedding", "--seed", "1")
+    assert code == 0, err
+    assert "optimizer: Adam, state for 7 parameters, step 4" in out and "CosineAnnealingLrSchedulerConfig::new(0.001, 10)" in out
+    record = ModuleRecord.load(tmp_path / "artifacts" / "checkpoint" / "model-4.bpk")
+    optim = OptimizerRecord.load(tmp_path / "artifacts" / "checkpoint" / "optim-4.bpk")
+    assert optim.check(record).ok and "bn.gamma" in record
+    np.testing.assert_array_equal(record["fc.weight"].numpy(), model["fc.weight"].T)
+    assert LrSchedulerRecord.load(tmp_path / "artifacts" / "checkpoint" / "scheduler-4.bpk").scalar("0.current_iter", "usize") == 3
+    code, _, err = run(capsys, "convert-checkpoint", src, tmp_path / "artifacts" / "checkpoint", "--module-type", "emb=Embedding")
+    assert code == 1 and "exist" in err  # kept without --overwrite
+
+
+def test_convert_checkpoint_refuses_ambiguous_weights(tmp_path, capsys):
+    from tests.interop.test_checkpoint import adam_sd, cosine_sd, model_sd
+
+    model = model_sd()
+    src = save_torch_like(tmp_path / "train.pt", {"model": model, "optimizer": adam_sd(model), "scheduler": cosine_sd()})
+    code, _, err = run(capsys, "convert-checkpoint", src, tmp_path / "ck")
+    assert code == 1 and "emb.weight" in err and "--module-type" in err
