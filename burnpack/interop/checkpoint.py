@@ -89,7 +89,7 @@ from ..records import (
 from ..records.scheduler import ConstantLr
 from ..writer import Writer
 from .adapters import BurnToPyTorchAdapter, ModuleTypes, PyTorchToBurnAdapter
-from .convert import transform
+from .converter import transform
 from .formats import ConversionError, OutputExistsError, atomic_output, burnpack_writer
 from .tensors import Entry, TensorSet
 

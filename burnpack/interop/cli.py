@@ -150,7 +150,7 @@ def _errors() -> tuple[type[BaseException], ...]:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from .convert import convert
+    from .converter import convert
     from .remap import parse_rule
 
     try:

@@ -182,7 +182,7 @@ def read_pytorch_file(path: Any, *, top_level_key: str | None = None, bool_store
 
     arrays = read_pytorch(path, top_level_key=top_level_key)
     entries = [_entry_from_array(name, array, bool_store) for name, array in arrays.items()]
-    return TensorSet(entries, format="pytorch")
+    return TensorSet(entries, format="pytorch", top_level_key=top_level_key)
 
 
 def read_npz(path: Any, *, bool_store: str = "U8") -> TensorSet:
@@ -279,7 +279,7 @@ def read_tensors(
         entries = []
         for name, value in _flatten_arrays(root):
             entries.append(_entry_from_array(name, np.asarray(value), bool_store))
-        return TensorSet(entries, format="memory")
+        return TensorSet(entries, format="memory", top_level_key=top_level_key)
     raise TypeError(f"cannot read tensors from a {type(source).__name__}")
 
 

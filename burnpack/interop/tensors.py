@@ -170,6 +170,8 @@ class TensorSet:
     """The container they came from: ``burnpack``, ``safetensors``, ``pytorch``, ``npz``, ``torch``."""
     module_types: dict[str, str] = field(default_factory=dict)
     """Module path → Burn module type, when the source knows them (a ``torch.nn.Module``)."""
+    top_level_key: str | None = None
+    """The top-level key the reader already selected (PyTorch files, torch objects, dicts)."""
     closers: list[Callable[[], None]] = field(default_factory=list, repr=False)
 
     def __iter__(self) -> Iterator[Entry]:

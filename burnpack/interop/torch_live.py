@@ -160,7 +160,7 @@ def read_torch(obj: Any, *, top_level_key: str | None = None, bool_store: str = 
         if array is None:
             array = seen[id(tensor)] = from_torch_tensor(tensor)
         entries.append(_entry_from_array(name, array, bool_store))
-    return TensorSet(entries, format="torch", module_types=types)
+    return TensorSet(entries, format="torch", module_types=types, top_level_key=top_level_key)
 
 
 def to_state_dict(tset: TensorSet) -> OrderedDict[str, Any]:

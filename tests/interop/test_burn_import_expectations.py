@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import burnpack
-from burnpack.interop.convert import convert
+from burnpack.interop.converter import convert
 from burnpack.interop.formats import ConversionError
 from burnpack.interop.pytorch import read_pytorch, read_pytorch_object
 from tests.conftest import PYTORCH_FIXTURES, require

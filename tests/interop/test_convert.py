@@ -16,7 +16,7 @@ import safetensors.numpy
 
 import burnpack
 from burnpack import BoolStore, DType
-from burnpack.interop.convert import ConversionReport, ProgressBar, convert, transform
+from burnpack.interop.converter import ConversionReport, ProgressBar, convert, transform
 from burnpack.interop.formats import ConversionError, OutputExistsError, detect_format, read_tensors, write_tensors
 from burnpack.interop.pytorch import UnsafePickleError
 from burnpack.interop.safetensors import parse_safetensors, serialize_safetensors

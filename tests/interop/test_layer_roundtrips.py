@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import burnpack
-from burnpack.interop.convert import convert
+from burnpack.interop.converter import convert
 from burnpack.interop.formats import read_tensors
 from burnpack.interop.safetensors import serialize_safetensors
 

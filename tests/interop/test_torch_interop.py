@@ -13,7 +13,7 @@ nn = torch.nn
 
 import burnpack  # noqa: E402
 from burnpack.interop.checkpoint import burn_checkpoint_to_pytorch, pytorch_to_burn_checkpoint  # noqa: E402
-from burnpack.interop.convert import convert  # noqa: E402
+from burnpack.interop.converter import convert  # noqa: E402
 from burnpack.interop.formats import read_tensors  # noqa: E402
 from burnpack.interop.pytorch import read_pytorch  # noqa: E402
 from burnpack.records import LrSchedulerRecord, ModuleRecord, OptimizerRecord  # noqa: E402

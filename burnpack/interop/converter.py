@@ -195,7 +195,7 @@ def _select_top_level(tset: TensorSet, key: str, report: ConversionReport) -> Te
     dropped = len(tset.entries) - len(chosen)
     if dropped:
         report.warnings.append(f"{dropped} tensor(s) outside top-level key {key!r} ignored")
-    return TensorSet(chosen, tset.metadata, tset.scalars, tset.format, tset.module_types, tset.closers)
+    return TensorSet(chosen, tset.metadata, tset.scalars, tset.format, tset.module_types, top_level_key=key, closers=tset.closers)
 
 
 def _rename_all(entries: list[Entry], mapping: Mapping[str, str]) -> list[Entry]:
@@ -241,7 +241,7 @@ def transform(
     ``allow_partial=True`` (the report is attached as ``error.report``)."""
     report = report or ConversionReport(source_format=tset.format, target_format=target_format)
     report.source_format = report.source_format or tset.format
-    if top_level_key is not None and tset.format not in ("pytorch", "torch"):
+    if top_level_key is not None and tset.top_level_key != top_level_key:
         tset = _select_top_level(tset, top_level_key, report)
     entries = list(tset.entries)
     _check_unique(entries, "reading")
@@ -333,7 +333,7 @@ def transform(
 
     # metadata and scalars
     out_meta = dict(tset.metadata) if keep_metadata else {}
-    source_fmt = "burnpack" if tset.format == "burnpack" else tset.format
+    source_fmt = tset.format
     if target_format is not None and target_format != tset.format:
         if out_meta.get("format") == source_fmt and source_fmt in _KNOWN_FORMAT_VALUES:
             out_meta["format"] = target_format
@@ -367,7 +367,7 @@ def transform(
         err = ConversionError(f"missing tensors: {report.missing}" + _hints(report))
         err.report = report  # type: ignore[attr-defined]
         raise err
-    out = TensorSet(entries, out_meta, scalars, format=tset.format, module_types=tset.module_types, closers=tset.closers)
+    out = TensorSet(entries, out_meta, scalars, format=tset.format, module_types=tset.module_types, top_level_key=tset.top_level_key, closers=tset.closers)
     return out, report
 
 

@@ -1,0 +1,77 @@
+"""Burn's transformations as options of the record loader.
+
+:func:`load_record` reads any supported file (or live torch object) into a
+:class:`~burnpack.records.ModuleRecord` after the converter's transformations;
+:func:`load_into` goes on to apply it to a target — a mapping, a nested module structure
+(``burnpack.records.tree``: dicts, lists, dataclasses, ``Variant``...) or a ``torch.nn.Module`` —
+the way burn-store's ``PytorchStore`` / ``SafetensorsStore`` load into a Burn module:
+
+* the target's paths and shapes are the expectation: a path takes the tensor of the same name,
+  else of its enum-variant-free name (``skip_enum_variants``), else of the adapter's alternative
+  parameter name (``gamma`` ↔ ``weight``);
+* a ``torch.nn.Module`` target supplies the module types the adapter needs;
+* missing tensors fail unless ``allow_partial``; shape mismatches fail unless
+  ``validate=False``; tensors the target does not take are reported as unused and never fail
+  (a store's rule — ``ModuleRecord.apply`` itself refuses them by default).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..records import LoadResult, ModuleRecord, RecordTensor
+from .converter import ConversionReport, _describe, transform
+from .formats import read_tensors
+
+__all__ = ["load_into", "load_record"]
+
+
+def load_record(
+    source: Any,
+    *,
+    from_format: str | None = None,
+    bool_store: str = "U8",
+    param_ids: str = "keep",
+    **options: Any,
+) -> tuple[ModuleRecord, ConversionReport]:
+    """A ``ModuleRecord`` from ``source`` after :func:`~burnpack.interop.converter.transform`'s
+    ``options`` (adapter, remap, filters, ``expect``...). Tensors without a ``param_id`` get a
+    fresh one, as Burn's ``ModuleRecord::load`` gives them."""
+    tset = read_tensors(source, from_format, top_level_key=options.get("top_level_key"), bool_store=bool_store)
+    try:
+        report = ConversionReport(source=_describe(source), source_format=tset.format, target_format="record")
+        result, report = transform(tset, report=report, param_ids=param_ids, **options)
+        tensors = [RecordTensor(e.name, e.dtype, e.shape, e.numpy(), param_id=e.param_id) for e in result.entries]
+    finally:
+        tset.close()
+    return ModuleRecord(tensors), report
+
+
+def load_into(
+    target: Any,
+    source: Any,
+    *,
+    allow_partial: bool = False,
+    validate: bool = True,
+    dtype_policy: str = "FromRecord",
+    from_format: str | None = None,
+    bool_store: str = "U8",
+    **options: Any,
+) -> tuple[LoadResult, ConversionReport]:
+    """Load ``source`` into ``target`` with Burn's transformations; returns the record layer's
+    ``LoadResult`` (the loaded module, its params and ids) and the conversion report.
+
+    ``options`` are :func:`~burnpack.interop.converter.transform`'s (``adapter="pytorch"``,
+    ``remap=...``, ``map_indices_contiguous=True``, ``filter=...``, ``module_types=...``).
+    ``dtype_policy="CastToModule"`` casts the data to each target parameter's dtype.
+    """
+    from .torch_live import _is_module
+
+    if _is_module(target):
+        options.setdefault("module", target)
+    record, report = load_record(
+        source, from_format=from_format, bool_store=bool_store, expect=target,
+        allow_partial=allow_partial, validate=validate, **options,
+    )  # fmt: skip
+    result = record.with_dtype_policy(dtype_policy).allow_partial(True).allow_unused(True).apply(target)
+    return result, report
