@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from .corpus import DEFAULT_VECTORS, CorpusError, Vectors, load_vectors
-from .runner import ExternalReader, ExternalWriter, PythonReader, PythonWriter, Report, run_readers, run_writers
+from .runner import ExternalBatchReader, ExternalReader, ExternalWriter, PythonReader, PythonWriter, Report, run_readers, run_writers
 
 __version__ = "0.1.0"
 
@@ -46,6 +46,7 @@ def run_writer(
 __all__ = [
     "DEFAULT_VECTORS",
     "CorpusError",
+    "ExternalBatchReader",
     "ExternalReader",
     "ExternalWriter",
     "PythonReader",

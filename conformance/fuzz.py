@@ -236,6 +236,8 @@ class Stats:
 
 def _property(stats: Stats, kind: str, check: Callable[[Any], list[str]], failing: dict[str, Any]) -> Callable[[Any], None]:
     def prop(value: Any) -> None:
+        if stats.done() and "value" not in failing:
+            return  # time is up: let the batch finish without doing work (shrinking still runs)
         stats.tick(kind)
         problems = check(value)
         if problems:

@@ -217,9 +217,15 @@ class Crash(Exception):
 
 
 def _substitute(template: str, values: dict[str, str]) -> list[str]:
+    """Split the command and fill its placeholders; an argument ``{--flag}`` is passed as ``--flag``
+    at the strict level and left out at the compatible level."""
     argv = shlex.split(template)
     out = []
     for arg in argv:
+        if arg.startswith("{--") and arg.endswith("}") and "level" in values:
+            if values["level"] == "strict":
+                out.append(arg[1:-1])
+            continue
         for key, value in values.items():
             arg = arg.replace("{" + key + "}", value)
         out.append(arg)
