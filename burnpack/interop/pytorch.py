@@ -406,8 +406,29 @@ def _zip_read(archive: zipfile.ZipFile, name: str) -> bytes:
         raise PyTorchReadError(f"cannot read zip record {name!r}: {exc}") from exc
 
 
-def _load_zip(file: BinaryIO) -> tuple[object, dict[_Storage, np.ndarray]]:
-    """torch >= 1.6: the pickle in ``<name>/data.pkl``, storage ``k`` in ``<name>/data/k``."""
+def _stored_member(mapped: mmap.mmap | None, info: zipfile.ZipInfo) -> memoryview | None:
+    """An uncompressed zip member as a view of the mapped file (torch stores storages
+    uncompressed), its CRC-32 checked as ``ZipFile.read`` would; None when it must be read."""
+    if mapped is None or info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
+        return None
+    start = info.header_offset
+    if start + 30 > len(mapped) or mapped[start : start + 4] != b"PK\x03\x04":
+        raise PyTorchReadError(f"zip record {info.filename!r}: bad local header")
+    name_len, extra_len = struct.unpack_from("<HH", mapped, start + 26)
+    begin = start + 30 + name_len + extra_len
+    end = begin + info.file_size
+    if end > len(mapped):
+        raise PyTorchReadError(f"zip record {info.filename!r} is truncated")
+    view = memoryview(mapped)[begin:end]
+    if zlib.crc32(view) != info.CRC:
+        raise PyTorchReadError(f"cannot read zip record {info.filename!r}: Bad CRC-32")
+    return view
+
+
+def _load_zip(file: BinaryIO, mapped: mmap.mmap | None = None) -> tuple[object, dict[_Storage, np.ndarray]]:
+    """torch >= 1.6: the pickle in ``<name>/data.pkl``, storage ``k`` in ``<name>/data/k``.
+
+    With ``mapped`` (the file memory-mapped), uncompressed storages are zero-copy views of it."""
     try:
         archive = zipfile.ZipFile(file)
     except _ZIP_ERRORS as exc:
@@ -436,7 +457,14 @@ def _load_zip(file: BinaryIO) -> tuple[object, dict[_Storage, np.ndarray]]:
                 raise PyTorchReadError("zip storage reference has extra fields")
             if key in storages:
                 return _same_dtype(storages[key], dtype)
-            raw = _zip_read(archive, f"{prefix}data/{key}")
+            record = f"{prefix}data/{key}"
+            try:
+                info = archive.getinfo(record)
+            except KeyError:
+                raise PyTorchReadError(f"zip record {record!r} is missing") from None
+            raw = _stored_member(mapped, info)
+            if raw is None:
+                raw = _zip_read(archive, record)
             if len(raw) != count * dtype.itemsize:
                 raise PyTorchReadError(
                     f"storage {key!r} holds {len(raw)} bytes, expected {count} x {dtype}"
@@ -607,7 +635,8 @@ def _load(path: Path) -> tuple[object, dict[_Storage, np.ndarray]]:
         head = file.read(262)
         file.seek(0)
         if head[:4] == b"PK\x03\x04":
-            return _load_zip(file)
+            # Mapped, so that stored (uncompressed) storages are zero-copy views of the file.
+            return _load_zip(file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ))
         if head[257:262] == b"ustar":
             return _load_tar(file)
         if not head:
