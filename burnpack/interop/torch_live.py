@@ -92,26 +92,32 @@ def _torch_dtypes() -> dict[str, Any]:
     return table
 
 
-def to_torch_tensor(array: np.ndarray, dtype: DType | None = None, *, name: str = "tensor") -> Any:
-    """A torch tensor holding a copy of ``array``, typed per its Burn ``dtype``."""
+def to_torch_tensor(array: np.ndarray, dtype: DType | None = None, *, name: str = "tensor", copy: bool = True) -> Any:
+    """A torch tensor of ``array``, typed per its Burn ``dtype``: a copy, or with
+    ``copy=False`` a tensor sharing the array's memory where the layout allows (only for
+    tensors that are read, e.g. by ``torch.save``: torch has no read-only tensors)."""
+    import warnings
+
     import torch
 
     variant = dtype.variant if dtype is not None else None
     if variant == "Bool" or array.dtype == np.bool_:
         return torch.from_numpy(np.array(array != 0, dtype=np.bool_))
-    if variant == "BF16" or array.dtype == np.dtype(ml_dtypes.bfloat16):
-        bits = np.array(array, dtype=array.dtype).view(np.int16)
-        return torch.from_numpy(bits).view(torch.bfloat16)
-    if variant is not None and dtype.value is not None:
+    if variant is not None and variant != "BF16" and dtype.value is not None:
         raise ValueError(f"tensor {name!r}: torch cannot hold {dtype_name(dtype)}")
-    if variant is not None:
+    want = None
+    if variant is not None and variant != "BF16":
         table = _torch_dtypes()
         if variant not in table:
             raise ValueError(f"tensor {name!r}: this torch has no dtype for {variant}")
         want = table[variant]
-    else:
-        want = None
-    tensor = torch.from_numpy(np.array(array, copy=True))
+    array = np.array(array, copy=True) if copy or not array.flags.c_contiguous else array  # (ascontiguousarray makes 0-d 1-d)
+    is_bf16 = variant == "BF16" or array.dtype == np.dtype(ml_dtypes.bfloat16)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # "non-writable NumPy array": only read
+        tensor = torch.from_numpy(array.view(np.int16) if is_bf16 else array)
+    if is_bf16:
+        return tensor.view(torch.bfloat16)
     if want is not None and tensor.dtype != want:
         tensor = tensor.to(want)
     return tensor
@@ -192,7 +198,7 @@ def write_pytorch(tset: TensorSet, path: str | os.PathLike[str], *, overwrite: b
         array = entry.numpy()
         if array.dtype != numpy_dtype(entry.dtype):
             array = array.astype(numpy_dtype(entry.dtype))
-        state[entry.name] = to_torch_tensor(array, entry.dtype, name=entry.name)
+        state[entry.name] = to_torch_tensor(array, entry.dtype, name=entry.name, copy=False)
         if progress is not None:
             progress(array.nbytes)
     with atomic_output(Path(path), overwrite=overwrite) as stream:
