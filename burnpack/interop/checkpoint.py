@@ -90,6 +90,7 @@ from ..records.scheduler import ConstantLr
 from ..writer import Writer
 from .adapters import BurnToPyTorchAdapter, ModuleTypes, PyTorchToBurnAdapter
 from .converter import transform
+from .remap import KeyRemapper
 from .formats import ConversionError, OutputExistsError, atomic_output, burnpack_writer
 from .tensors import Entry, TensorSet
 
@@ -162,11 +163,20 @@ class TorchTrainingState:
                 return tuple(conv(v) for v in value)
             return value
 
-        out: dict[str, Any] = {self.keys.get("model", "model"): OrderedDict((k, conv(v)) for k, v in self.model.items())}
+        out: dict[str, Any] = {}
+
+        def put(part: str, value: Any) -> None:
+            key = self.keys.get(part, part)
+            if key.endswith("[0]"):  # it came as the only item of a list (Lightning)
+                out[key[:-3]] = [value]
+            else:
+                out[key] = value
+
+        put("model", OrderedDict((k, conv(v)) for k, v in self.model.items()))
         if self.optimizer is not None:
-            out[self.keys.get("optimizer", "optimizer")] = conv(self.optimizer)
+            put("optimizer", conv(self.optimizer))
         if self.scheduler is not None:
-            out[self.keys.get("scheduler", "scheduler")] = conv(self.scheduler)
+            put("scheduler", conv(self.scheduler))
         out.update(self.extra)
         return out
 
@@ -258,6 +268,10 @@ def read_torch_training_state(
                 if test(_to_plain(value)):
                     keys[part] = str(name)
                     return root.pop(name)
+            for name, value in list(root.items()):  # Lightning: "optimizer_states": [sd], "lr_schedulers": [sd]
+                if isinstance(value, list) and len(value) == 1 and test(_to_plain(value[0])):
+                    keys[part] = f"{name}[0]"
+                    return root.pop(name)[0]
             return None
 
         found_optim = take(optimizer_key, _OPTIM_KEYS, _is_optimizer_sd, "optimizer")
@@ -570,6 +584,7 @@ def pytorch_to_burn_checkpoint(
     remap: Any = None,
     enum_variants: Mapping[str, str] | None = None,
     map_indices_contiguous: bool = False,
+    exclude: Any = None,
     seed: int | None = None,
     overwrite: bool = False,
 ) -> CheckpointReport:
@@ -578,7 +593,8 @@ def pytorch_to_burn_checkpoint(
 
     ``epoch`` defaults to the checkpoint's ``epoch`` entry when it is an int ≥ 1, else 1.
     ``remap`` / ``enum_variants`` / ``map_indices_contiguous`` rename PyTorch paths to the Burn
-    module's; ``seed`` makes the param ids reproducible. Existing files are kept unless
+    module's; ``exclude`` (regexes, searched in the names after remapping) leaves out tensors the Burn module does not
+    have (their optimizer state too); ``seed`` makes the param ids reproducible. Existing files are kept unless
     ``overwrite``; each file is written atomically.
     """
     if out_dir is None:
@@ -618,9 +634,12 @@ def pytorch_to_burn_checkpoint(
     renamed, _ = transform(
         TensorSet(entries, format="pytorch", module_types=state.module_types),
         remap=remap, enum_variants=enum_variants, map_indices_contiguous=map_indices_contiguous,
-        module_types=module_types, type_rules=type_rules, infer_types=infer_types,
+        module_types=module_types, type_rules=type_rules, infer_types=infer_types, exclude=exclude,
     )  # fmt: skip
     pre = renamed.entries
+    excluded = [e for e in entries if e.name not in {p.source_name for p in pre}]
+    if excluded:
+        report.not_mapped.append(f"{len(excluded)} tensor(s) excluded: {[e.name for e in excluded]}")
     _check_types(pre, report)
     adapter = PyTorchToBurnAdapter()
     final = [adapter.adapt(e) for e in pre]
@@ -661,6 +680,8 @@ def pytorch_to_burn_checkpoint(
             if pstate is None:
                 continue
             if torch_name not in by_torch:
+                if any(e.name == torch_name for e in excluded):
+                    continue
                 raise ConversionError(f"optimizer state for {torch_name!r}, which is not in the model")
             pre_e, fin = by_torch[torch_name]
 
@@ -822,6 +843,7 @@ def burn_checkpoint_to_pytorch(
     infer_types: bool = True,
     optimizer_config: Mapping[str, Any] | None = None,
     scheduler_config: Mapping[str, Any] | None = None,
+    remap: Any = None,
     overwrite: bool = False,
 ) -> tuple[TorchTrainingState, CheckpointReport]:
     """Read a Burn Learner checkpoint (the ``checkpoint`` directory or its artifact directory)
@@ -833,6 +855,8 @@ def burn_checkpoint_to_pytorch(
     :func:`pytorch_to_burn_checkpoint` stored, else from ``module`` (an ``nn.Module``),
     ``optimizer_config`` (``{"kind": "adam", "lr": ..., ...}``, over torch's defaults) and
     ``scheduler_config`` (``{"kind": "cosine", "T_max": ..., "base_lrs": [...], ...}``).
+    ``remap`` rules turn Burn paths (after the adapter's renames) into PyTorch names when no
+    stored name map says otherwise.
     """
     ckpts = Checkpoints.find(checkpoint_dir)
     if epoch is None:
@@ -863,11 +887,12 @@ def burn_checkpoint_to_pytorch(
     _check_types(typed, report)
     adapter = BurnToPyTorchAdapter()
     torch_names = {burn: torch for torch, burn in mmeta.get("names", {}).items()}
+    remapper = remap if isinstance(remap, KeyRemapper) or remap is None else KeyRemapper(remap)
     model_sd: dict[str, np.ndarray] = {}
     by_burn: dict[str, tuple[Entry, str]] = {}
     for e in typed:
         back = adapter.adapt(e)
-        name = torch_names.get(e.name, back.name)
+        name = torch_names.get(e.name) or (remapper.remap(back.name) if remapper else back.name)
         if name != e.name:
             report.renamed[e.name] = name
         if any(s.startswith("transposed") for s in back.steps):

@@ -118,9 +118,15 @@ def register(sub: Any) -> None:
     p.add_argument("--optimizer-key", help="checkpoint key of the optimizer state_dict")
     p.add_argument("--scheduler-key", help="checkpoint key of the LR scheduler state_dict")
     p.add_argument("--optimizer", dest="optimizer_kind", choices=("adam", "adamw", "sgd"), help="optimizer kind when it cannot be told")
-    p.add_argument("--remap", action="append", metavar="REGEX=REPLACEMENT", help="rename PyTorch paths to the Burn module's")
+    p.add_argument("--remap", action="append", metavar="REGEX=REPLACEMENT",
+                   help="rename PyTorch paths to the Burn module's (Burn -> PyTorch: Burn paths to PyTorch names)")
     p.add_argument("--enum-variant", action="append", metavar="PATH=VARIANT", help="insert a Burn enum-variant segment after PATH")
     p.add_argument("--map-indices-contiguous", action="store_true", help="renumber nn.Sequential gaps")
+    p.add_argument("--exclude", action="append", metavar="REGEX", help="leave out model tensors the Burn module lacks (regex on the names after --remap)")
+    p.add_argument("--optimizer-config", metavar="JSON",
+                   help='Burn -> PyTorch without stored settings: e.g. \'{"kind": "adamw", "lr": 0.001, "weight_decay": 0.01}\'')
+    p.add_argument("--scheduler-config", metavar="JSON",
+                   help='Burn -> PyTorch without stored settings: e.g. \'{"kind": "cosine", "T_max": 100, "eta_min": 0, "base_lrs": [0.001]}\'')
     _add_type_options(p, infer_flag=False)  # checkpoints always infer, and refuse what stays ambiguous
     p.add_argument("--seed", type=int, help="seed for the param ids (default: random, as Burn)")
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
@@ -213,6 +219,9 @@ def _convert_checkpoint(args: argparse.Namespace) -> int:
             _, report = burn_checkpoint_to_pytorch(
                 args.input, args.output, epoch=args.epoch, module_types=types, type_rules=rules,
                 infer_types=True, overwrite=args.overwrite,
+                remap=[parse_rule(r) for r in args.remap or ()] or None,
+                optimizer_config=json.loads(args.optimizer_config) if args.optimizer_config else None,
+                scheduler_config=json.loads(args.scheduler_config) if args.scheduler_config else None,
             )  # fmt: skip
         else:
             report = pytorch_to_burn_checkpoint(
@@ -221,7 +230,8 @@ def _convert_checkpoint(args: argparse.Namespace) -> int:
                 optimizer_kind=args.optimizer_kind, module_types=types, type_rules=rules, infer_types=True,
                 remap=[parse_rule(r) for r in args.remap or ()] or None,
                 enum_variants=_pairs(args.enum_variant, "--enum-variant") or None,
-                map_indices_contiguous=args.map_indices_contiguous, seed=args.seed, overwrite=args.overwrite,
+                map_indices_contiguous=args.map_indices_contiguous, exclude=args.exclude, seed=args.seed,
+                overwrite=args.overwrite,
             )  # fmt: skip
     except _errors() as exc:
         return _fail("convert-checkpoint", exc)

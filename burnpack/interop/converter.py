@@ -435,6 +435,7 @@ class ProgressBar:
         self.stream = stream if stream is not None else sys.stderr
         self.label = label
         self._last = 0.0
+        self._drawn = -1
 
     def __call__(self, n: int) -> None:
         self.done += n
@@ -444,6 +445,9 @@ class ProgressBar:
             self._draw()
 
     def _draw(self) -> None:
+        if self.done == self._drawn:
+            return
+        self._drawn = self.done
         frac = min(self.done / self.total, 1.0)
         width = 30
         bar = "#" * int(frac * width) + "-" * (width - int(frac * width))

@@ -292,3 +292,33 @@ def test_optimizer_indexing_more_parameters_than_the_model_is_an_error(tmp_path)
     ck["optimizer"]["param_groups"][0]["params"] = list(range(9))
     with pytest.raises(ConversionError, match="pass module="):
         pytorch_to_burn_checkpoint(ck, tmp_path, module_types=TYPES)
+
+
+def test_lightning_style_checkpoint_lists_are_understood(tmp_path):
+    ck = checkpoint()
+    lightning = {"state_dict": ck["model"], "optimizer_states": [ck["optimizer"]], "lr_schedulers": [ck["scheduler"]], "epoch": 4, "global_step": 40}
+    report = pytorch_to_burn_checkpoint(lightning, tmp_path, module_types=TYPES)
+    assert report.optimizer == "Adam" and report.scheduler == "CosineAnnealingLR"
+    state, _ = burn_checkpoint_to_pytorch(tmp_path)
+    assert state.keys == {"model": "state_dict", "optimizer": "optimizer_states[0]", "scheduler": "lr_schedulers[0]"}
+    assert state.extra == {"epoch": 4, "global_step": 40}
+
+
+def test_excluded_model_tensors_take_their_optimizer_state_along(tmp_path):
+    report = pytorch_to_burn_checkpoint(checkpoint(), tmp_path, module_types=TYPES, exclude=[r"^emb\."])
+    record = ModuleRecord.load(tmp_path / "model-4.bpk")
+    assert "emb.weight" not in record and report.params_with_state == 6
+    assert any("excluded" in n for n in report.not_mapped)
+
+
+def test_remap_on_the_way_back_renames_burn_paths(tmp_path):
+    pytorch_to_burn_checkpoint(checkpoint(), tmp_path, module_types=TYPES, remap=[(r"^fc\.", "dense.")])
+    record = ModuleRecord.load(tmp_path / "model-4.bpk")
+    assert "dense.weight" in record
+    # Without the stored name map (a Burn-native checkpoint), the reverse rule restores them.
+    optim = OptimizerRecord.load(tmp_path / "optim-4.bpk")
+    optim.metadata = {k: v for k, v in optim.metadata.items() if not k.startswith("torch.")}
+    optim.save(tmp_path / "optim-4.bpk")
+    state, _ = burn_checkpoint_to_pytorch(tmp_path, module_types={"emb": "Embedding", "dense": "Linear"},
+                                          remap=[(r"^dense\.", "fc.")], optimizer_config={"kind": "adam"})  # fmt: skip
+    assert "fc.weight" in state.model and state.model["fc.weight"].shape == (2, 3)

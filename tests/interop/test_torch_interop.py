@@ -245,3 +245,34 @@ def test_cli_convert_checkpoint_both_ways(tmp_path, capsys):
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), model2.state_dict().values()))
     assert main(["convert-checkpoint", str(tmp_path / "run"), str(tmp_path / "back.pt")]) == 1  # kept without --overwrite
     assert "exists" in capsys.readouterr().err
+
+
+def test_cli_converts_a_burn_native_checkpoint_with_given_configs(tmp_path, capsys):
+    from burnpack.cli import main
+    from burnpack.records import AdamState, Checkpoints, CosineAnnealingLrScheduler, ModuleLrScheduler
+
+    torch.manual_seed(3)
+    model = Net()
+    sd = {k: v.numpy() for k, v in model.state_dict().items() if not k.endswith("num_batches_tracked")}
+    burn = {}
+    for name, array in sd.items():  # Burn's layout, as a Burn learner would have saved it
+        name = name.replace("bn.weight", "bn.gamma").replace("bn.bias", "bn.beta").replace("ln.weight", "ln.gamma").replace("ln.bias", "ln.beta")
+        burn[name] = array.T.copy() if name in ("fc.weight", "head.weight") else array
+    record = ModuleRecord.from_tensors(burn)
+    params = [n for n in burn if "running" not in n]
+    optim = OptimizerRecord.from_states({n: AdamState(5, np.full(burn[n].shape, 0.1, np.float32), np.full(burn[n].shape, 0.01, np.float32))
+                                         for n in params}, module=record)  # fmt: skip
+    Checkpoints(tmp_path / "run").save_epoch(5, model=record, optim=optim, scheduler=ModuleLrScheduler.of(CosineAnnealingLrScheduler(4)).to_record())
+    code = main(["convert-checkpoint", str(tmp_path / "run"), str(tmp_path / "out.pt"), "--module-type", "emb=Embedding",
+                 "--module-type", "head=Linear", "--optimizer-config", '{"kind": "adam", "lr": 0.01}',
+                 "--scheduler-config", '{"kind": "cosine", "T_max": 7, "eta_min": 0.001, "base_lrs": [0.01]}'])  # fmt: skip
+    assert code == 0, capsys.readouterr().err
+    back = torch.load(tmp_path / "out.pt", weights_only=True)
+    model2, optimizer2, scheduler2 = restore(back, "adam", None)
+    scheduler2 = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer2, T_max=7, eta_min=0.001)
+    optimizer2.load_state_dict(back["optimizer"])
+    scheduler2.load_state_dict(back["scheduler"])
+    assert torch.equal(model2.fc.weight, model.fc.weight) and scheduler2.last_epoch == 5
+    assert optimizer2.state[model2.fc.weight]["step"].item() == 5
+    assert optimizer2.param_groups[0]["lr"] == pytest.approx(0.001 + (0.01 - 0.001) * (1 + math.cos(math.pi * 5 / 7)) / 2)
+    train_step(model2, optimizer2, scheduler2)  # resumes
