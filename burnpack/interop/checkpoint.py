@@ -593,9 +593,9 @@ def pytorch_to_burn_checkpoint(
 
     ``epoch`` defaults to the checkpoint's ``epoch`` entry when it is an int ≥ 1, else 1.
     ``remap`` / ``enum_variants`` / ``map_indices_contiguous`` rename PyTorch paths to the Burn
-    module's; ``exclude`` (regexes, searched in the names after remapping) leaves out tensors the Burn module does not
-    have (their optimizer state too); ``seed`` makes the param ids reproducible. Existing files are kept unless
-    ``overwrite``; each file is written atomically.
+    module's; ``exclude`` (regexes, searched in the names after remapping) leaves out tensors
+    the Burn module does not have, with their optimizer state; ``seed`` makes the param ids
+    reproducible. Existing files are kept unless ``overwrite``; each file is written atomically.
     """
     if out_dir is None:
         raise TypeError("out_dir is required")
@@ -607,7 +607,7 @@ def pytorch_to_burn_checkpoint(
     if epoch is None:
         e = state.extra.get("epoch")
         epoch = e if isinstance(e, int) and not isinstance(e, bool) and e >= 1 else 1
-        if not (isinstance(e, int) and e >= 1):
+        if epoch != e:
             report.warnings.append("no epoch given or stored; writing epoch 1")
     if epoch < 1:
         raise ConversionError(f"Burn epochs are 1-based, got {epoch}")

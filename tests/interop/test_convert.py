@@ -379,3 +379,10 @@ def test_in_memory_mappings_and_entries_convert(tmp_path):
     tset = TensorSet([Entry.from_array("x", np.arange(3, dtype=np.int16))])
     convert(tset, tmp_path / "e.safetensors")
     assert parse_safetensors((tmp_path / "e.safetensors").read_bytes())[0]["x"].tolist() == [0, 1, 2]
+
+
+def test_writing_pt_without_torch_says_so_and_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)  # import torch -> ImportError
+    with pytest.raises(ConversionError, match="needs torch"):
+        convert(sample_pack(tmp_path / "s.bpk"), tmp_path / "out.pt")
+    assert not (tmp_path / "out.pt").exists()
