@@ -194,11 +194,16 @@ def check_writer_result(expected: bytes | None, refusal: tuple[str, ...], outcom
     exp = expected or b""
     at = next((i for i, (a, b) in enumerate(zip(exp, got)) if a != b), min(len(exp), len(got)))
     message = f"bytes differ at offset {at} ({_region(exp, at)}): expected {exp[at:at + 8].hex(' ') or 'EOF'}, got {got[at:at + 8].hex(' ') or 'EOF'}"
+    if 6 <= at < HEADER_SIZE:  # a different metadata length: also show where the metadata first differs
+        later = next((i for i, (a, b) in enumerate(zip(exp[HEADER_SIZE:], got[HEADER_SIZE:]), HEADER_SIZE) if a != b), None)
+        if later is not None:
+            message += f"; first difference after the header at offset {later} ({_region(exp, later)})"
+            at = later
     if len(exp) != len(got):
         message += f"; length expected {len(exp)}, got {len(got)}"
     lo = max(0, at - 16) // 16 * 16
-    diff = unified(_hexdump(exp, lo), _hexdump(got, lo), limit=24)
-    return False, message, diff
+    lines = difflib.unified_diff(_hexdump(exp, lo), _hexdump(got, lo), "expected", "actual", n=2, lineterm="")
+    return False, message, "\n".join(list(lines)[:24])
 
 
 def _hexdump(data: bytes, start: int, rows: int = 6) -> list[str]:
