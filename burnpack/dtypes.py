@@ -78,16 +78,6 @@ def debug(dtype: DType) -> str:
     return f"QFloat({dtype.value!r})"
 
 
-def to_serde(dtype: DType) -> Any:
-    """Burn's serde form of a dtype (same as ``dtype.to_serde()``)."""
-    return dtype.to_serde()
-
-
-def from_serde(value: Any) -> DType:
-    """Parse Burn's serde form of a dtype (same as ``DType.from_serde``)."""
-    return DType.from_serde(value)
-
-
 def view_bytes_as(buffer: Any, offset: int, count: int, dtype: np.dtype) -> np.ndarray:
     """A zero-copy 1-D view of ``count`` elements at ``offset`` (bf16 is byte-swapped on BE hosts)."""
     if _BIG_ENDIAN_HOST and dtype == _UNIT_NUMPY["BF16"]:

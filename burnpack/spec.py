@@ -28,8 +28,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from ._generated.types import Scalar
-from .dtypes import from_serde, to_serde
+from ._generated.types import DType, Scalar
 from .dump import scalar_json
 from .errors import ValidationError
 from .writer import Tensor, Writer
@@ -91,7 +90,7 @@ def tensor_from_json(obj: Any, index: int) -> Tensor:
     if "dtype" not in obj:
         raise SpecError(f"{where}: missing 'dtype'")
     try:
-        dtype = from_serde(obj["dtype"])
+        dtype = DType.from_serde(obj["dtype"])
     except ValueError as exc:
         raise SpecError(f"{where}: {exc}") from None
     shape = _need(obj, "shape", list, where)
@@ -148,7 +147,7 @@ def spec_from_pack(pack: Any, *, order: str = "data") -> dict:
             raise ValidationError(f"tensor '{view.name}' has end < start")
     return {
         "tensors": [
-            {"name": v.name, "dtype": to_serde(v.dtype), "shape": list(v.shape), "param_id": v.param_id, "data_hex": v.tobytes().hex()}
+            {"name": v.name, "dtype": v.dtype.to_serde(), "shape": list(v.shape), "param_id": v.param_id, "data_hex": v.tobytes().hex()}
             for v in views
         ],
         "metadata": dict(pack.metadata),

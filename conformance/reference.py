@@ -12,7 +12,6 @@ import warnings
 from typing import Any
 
 import burnpack
-from burnpack.dtypes import to_serde
 from burnpack.dump import dump as _dump
 from burnpack.dump import scalar_json
 from burnpack.errors import LegacyFormatWarning, MetadataDeserializationError
@@ -30,7 +29,7 @@ def decode_content(blob: bytes) -> Content:
     except MetadataDeserializationError as exc:
         raise CborRejected(str(exc)) from None
     return Content(
-        {name: Desc(to_serde(d.dtype), list(d.shape), tuple(d.data_offsets), d.param_id) for name, d in meta.tensors.items()},
+        {name: Desc(d.dtype.to_serde(), list(d.shape), tuple(d.data_offsets), d.param_id) for name, d in meta.tensors.items()},
         dict(meta.metadata),
         {name: scalar_json(s) for name, s in meta.scalars.items()},
     )
