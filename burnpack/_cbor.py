@@ -42,7 +42,7 @@ class CborError(Exception):
         self.offset = offset
 
 
-def _rust_debug_str(text: str) -> str:
+def rust_debug_str(text: str) -> str:
     """Rust's ``{:?}`` of a ``&str``: quoted, with quotes, backslashes and controls escaped."""
     out = []
     for ch in text:
@@ -65,7 +65,7 @@ def _rust_debug_str(text: str) -> str:
 
 def semantic(message: str, offset: int | None = None) -> CborError:
     where = "None" if offset is None else f"Some({offset})"
-    return CborError(f"Semantic({where}, {_rust_debug_str(message)})", offset)
+    return CborError(f"Semantic({where}, {rust_debug_str(message)})", offset)
 
 
 def syntax(offset: int) -> CborError:

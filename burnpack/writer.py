@@ -7,7 +7,6 @@ first byte is written; deferred tensors are produced one at a time while writing
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
 import sys
@@ -19,6 +18,7 @@ import numpy as np
 
 from ._generated.layout import FORMAT_VERSION, HEADER, MAGIC, TENSOR_ALIGNMENT, data_section_start
 from ._generated.types import DTYPE_TABLE, DType, Metadata, Scalar, TensorDescriptor
+from .atomic import atomic_file
 from .dtypes import debug, dtype_from_numpy, element_size
 from .errors import BurnpackError, IoError, TensorBytesSizeMismatch, ValidationError
 from .metadata import encode_metadata
@@ -321,22 +321,11 @@ class Writer:
         """
         target = resolve_write_path(path)
         self.plan()
-        scratch, stream = _scratch_file(target)
         try:
-            with stream:
+            with atomic_file(target) as stream:
                 self.write_stream(stream)
-                stream.flush()
-                os.fsync(stream.fileno())
-            os.replace(scratch, target)
-        except BaseException as exc:
-            try:
-                os.unlink(scratch)
-            except OSError:
-                pass
-            if isinstance(exc, OSError):
-                raise IoError(f"{exc.strerror} (os error {exc.errno})", where=str(target)) from None
-            raise
-        _fsync_dir(target.parent)
+        except OSError as exc:
+            raise IoError(f"{exc.strerror} (os error {exc.errno})", where=str(target)) from None
         return target
 
 
@@ -380,31 +369,6 @@ def resolve_write_path(path: PathLike) -> Path:
     """Burn's writer rule: append ``.bpk`` when the path has no extension (Rust semantics)."""
     p = Path(path)
     return p if has_extension(p) else p.with_name(p.name + ".bpk")
-
-
-def _scratch_file(target: Path) -> tuple[Path, BinaryIO]:
-    for n in itertools.count():
-        scratch = target.with_name(f"{target.name}.{os.getpid()}-{n}.tmp")
-        try:
-            return scratch, open(scratch, "xb")
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            raise IoError(f"{exc.strerror} (os error {exc.errno})", where=str(scratch)) from None
-    raise AssertionError("unreachable")
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # platforms without directory handles
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def save(

@@ -25,7 +25,6 @@ unless ``overwrite=True``.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import os
 import struct
@@ -37,6 +36,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from .._generated.types import BoolStore, DType
+from ..atomic import atomic_file
 from ..dtypes import element_size, numpy_dtype
 from ..reader import has_extension, load
 from ..writer import Tensor, Writer
@@ -307,49 +307,11 @@ def atomic_output(path: Path, *, overwrite: bool = False) -> Iterator[BinaryIO]:
         raise OutputExistsError(f"{path} exists; pass overwrite=True (--overwrite) to replace it")
     if path.parent and not path.parent.exists():
         raise ConversionError(f"{path.parent}: no such directory")
-    for n in itertools.count():
-        scratch = path.with_name(f"{path.name}.{os.getpid()}-{n}.tmp")
-        try:
-            stream = open(scratch, "xb")
-            break
-        except FileExistsError:
-            continue
     try:
-        with stream:
+        with atomic_file(path, replace=overwrite) as stream:
             yield stream
-            stream.flush()
-            os.fsync(stream.fileno())
-        if overwrite:
-            os.replace(scratch, path)
-        else:
-            try:
-                os.link(scratch, path)
-            except FileExistsError:
-                raise OutputExistsError(f"{path} appeared while converting; nothing was replaced") from None
-            except OSError:  # file systems without hard links
-                if path.exists():
-                    raise OutputExistsError(f"{path} exists; pass overwrite=True to replace it") from None
-                os.replace(scratch, path)
-            else:
-                os.unlink(scratch)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(scratch)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    except FileExistsError:
+        raise OutputExistsError(f"{path} appeared while converting; nothing was replaced") from None
 
 
 Progress = Callable[[int], None]

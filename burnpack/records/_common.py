@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .._cbor import rust_debug_str
 from .._generated.types import DType, Scalar
 from ..dtypes import dtype_from_numpy, element_size, numpy_dtype, view_bytes_as
 from ..errors import ValidationError
@@ -92,30 +93,6 @@ def scalar_value(rust_type: str, scalar: Scalar | None) -> Any:
         return None
     lo, hi = INT_RANGES[rust_type]
     return value if lo <= value <= hi else None
-
-
-def rust_debug_str(text: str) -> str:
-    """Rust's ``{:?}`` of a ``&str``: double quotes, with Rust's escapes."""
-    out = ['"']
-    for ch in text:
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\0":
-            out.append("\\0")
-        elif not ch.isprintable() and ch != " ":
-            out.append(f"\\u{{{ord(ch):x}}}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
 
 
 def rust_debug_list(items: Iterable[str]) -> str:
