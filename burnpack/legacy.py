@@ -26,22 +26,23 @@ from .errors import LegacyFormatWarning, MetadataDeserializationError
 from .metadata import decode_metadata
 
 LAYOUT_DIAGNOSIS = (
-    "this file has the pre-alignment layout written by Burn before 2025-12-02 (commit 272ca0b4a): "
+    "this file has the pre-alignment layout written by Burn 0.19 (before commit 272ca0b4a, 2025-12-02; "
+    "Burn 0.20 and later align tensors): "
     "tensor data starts right after the metadata instead of at the next 256-byte boundary, so current "
     "Burn reads shifted bytes; open it with legacy_ok=True to read it as written"
 )
 BOOL_DIAGNOSIS = (
-    'tensor {name!r} has the dtype "Bool" written by Burn before 2026-03-19 (commit bcaabad86, before bool '
-    "stores); current Burn rejects it; open it with legacy_ok=True to read it as Bool(Native)"
+    'tensor {name!r} has the dtype "Bool" written by Burn 0.19-0.20 (before bool stores, commit bcaabad86, '
+    "2026-03-19); current Burn rejects it; open it with legacy_ok=True to read it as Bool(Native)"
 )
 STORE_DIAGNOSIS = (
-    'tensor {name!r} has a QFloat store "U32" written by Burn before 2026-01-14 (cubecl bump f3c0aebfd); '
-    "current Burn rejects it; open it with legacy_ok=True to read it as PackedU32(0)"
+    'tensor {name!r} has a QFloat store "U32" written by Burn 0.19 (before cubecl bump f3c0aebfd, '
+    "2026-01-14); current Burn rejects it; open it with legacy_ok=True to read it as PackedU32(0)"
 )
 SCHEME_DIAGNOSIS = (
-    "tensor {name!r} has a QFloat scheme in the pre-2026-08-19 shape (keys 'param'/'level', Burn before "
-    "commit a8f9b960f); current Burn ignores those keys and reads it as the default per-tensor scheme; "
-    "open it with legacy_ok=True to read the scheme as written"
+    "tensor {name!r} has a QFloat scheme in the pre-2026-08-19 shape (keys 'param'/'level', written by "
+    "every Burn release from 0.19 to 0.22.0-pre.2, before commit a8f9b960f); current Burn ignores those "
+    "keys and reads it as the default per-tensor scheme; open it with legacy_ok=True to read it as written"
 )
 
 
