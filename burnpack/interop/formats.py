@@ -195,6 +195,11 @@ def read_npz(path: Any, *, bool_store: str = "U8") -> TensorSet:
         raise ConversionError(f"{path}: not a readable .npz archive: {exc}") from None
     if not isinstance(archive, np.lib.npyio.NpzFile):
         raise ConversionError(f"{path}: holds a single array, not an .npz archive of named arrays")
+    with archive:
+        return _read_npz_members(path, archive, bool_store)
+
+
+def _read_npz_members(path: Any, archive: Any, bool_store: str) -> TensorSet:
     metadata: dict[str, str] = {}
     dtypes: dict[str, str] = {}
     names = list(archive.files)
@@ -205,8 +210,12 @@ def read_npz(path: Any, *, bool_store: str = "U8") -> TensorSet:
                 parsed = json.loads(str(info))
             except ValueError as exc:
                 raise ConversionError(f"{path}: {_METADATA_KEY} is not JSON: {exc}") from None
-            metadata = {str(k): str(v) for k, v in (parsed.get("metadata") or {}).items()}
-            dtypes = dict(parsed.get("dtypes") or {})
+            meta_part = parsed.get("metadata") or {} if isinstance(parsed, dict) else None
+            dtypes_part = parsed.get("dtypes") or {} if isinstance(parsed, dict) else None
+            if not isinstance(meta_part, dict) or not isinstance(dtypes_part, dict):
+                raise ConversionError(f"{path}: {_METADATA_KEY} must be a JSON object of 'metadata' and 'dtypes' objects")
+            metadata = {str(k): str(v) for k, v in meta_part.items()}
+            dtypes = dict(dtypes_part)
             names.remove(_METADATA_KEY)
     entries = []
     for name in names:
@@ -214,23 +223,29 @@ def read_npz(path: Any, *, bool_store: str = "U8") -> TensorSet:
             array = archive[name]
         except ValueError as exc:  # object arrays need pickle
             raise ConversionError(f"{path}: member {name!r} cannot be read without pickle: {exc}") from None
-        hint = dtypes.get(name)
-        if hint is not None:
-            from .tensors import parse_dtype
-
-            dtype = parse_dtype(hint)
-            want = numpy_dtype(dtype)
-            if array.dtype.kind == "V" and array.dtype.itemsize == want.itemsize:
-                array = array.view(want)
-            elif array.dtype != want:
-                array = array.astype(want)
-            entries.append(Entry.from_array(name, array, dtype=dtype))
-            continue
-        if array.dtype.kind == "V":
-            raise ConversionError(f"{path}: member {name!r} has raw dtype {array.dtype} and no dtype hint")
-        entries.append(_entry_from_array(name, array, bool_store))
-    archive.close()
+        except (OSError, EOFError, zipfile.BadZipFile) as exc:
+            raise ConversionError(f"{path}: member {name!r} is unreadable: {exc}") from None
+        try:
+            entries.append(_npz_entry(name, array, dtypes.get(name), bool_store))
+        except ValueError as exc:  # an unknown dtype hint, a dtype burnpack lacks, a failed cast
+            raise ConversionError(f"{path}: member {name!r}: {exc}") from None
     return TensorSet(entries, metadata, format="npz")
+
+
+def _npz_entry(name: str, array: np.ndarray, hint: Any, bool_store: str) -> Entry:
+    if hint is not None:
+        from .tensors import parse_dtype
+
+        dtype = parse_dtype(hint)
+        want = numpy_dtype(dtype)
+        if array.dtype.kind == "V" and array.dtype.itemsize == want.itemsize:
+            array = array.view(want)
+        elif array.dtype != want:
+            array = array.astype(want)
+        return Entry.from_array(name, array, dtype=dtype)
+    if array.dtype.kind == "V":
+        raise ValueError(f"raw dtype {array.dtype} and no dtype hint")
+    return _entry_from_array(name, array, bool_store)
 
 
 def read_tensors(
