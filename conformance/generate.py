@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from . import cbor
-from .cbor import UNDEFINED, Array, Bytes, F64Bits, Float, Int, Map, Raw, Simple, Tag, Text, bignum
+from .cbor import UNDEFINED, Array, Bytes, Float, Int, Map, Raw, Simple, Tag, Text, bignum
 from .model import (
     U64_MAX,
     Content,

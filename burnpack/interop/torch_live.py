@@ -22,7 +22,7 @@ import numpy as np
 
 from .._generated.types import DType
 from ..dtypes import numpy_dtype
-from .tensors import Entry, TensorSet, dtype_name
+from .tensors import TensorSet, dtype_name
 
 __all__ = [
     "from_torch_tensor",
@@ -204,8 +204,3 @@ def write_pytorch(tset: TensorSet, path: str | os.PathLike[str], *, overwrite: b
     with atomic_output(Path(path), overwrite=overwrite) as stream:
         torch.save(state, stream)
     return Path(path)
-
-
-def entries_from_state_dict(state: Mapping[str, Any], *, bool_store: str = "U8") -> list[Entry]:
-    """Entries for a flat ``{name: tensor}`` (used by the checkpoint migration)."""
-    return read_torch(dict(state), bool_store=bool_store).entries

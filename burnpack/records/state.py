@@ -226,8 +226,3 @@ def leaf_names(fields: tuple[Field, ...], prefix: str = "") -> tuple[set[str], s
             optional.update(o)
             vec.update(v)
     return required, optional, vec
-
-
-def attrs(fields: tuple[Field, ...]) -> list[str]:
-    """The Python attributes a schema maps, in field order."""
-    return _attrs(fields)
