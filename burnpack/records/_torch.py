@@ -83,7 +83,7 @@ def apply_to_module(module: Any, resolve: Callable[..., Any], params: dict[str, 
     taken: set[int] = set()
     parameters = {name for name, _ in module.named_parameters()}
     for path, tensor in module.state_dict(keep_vars=True).items():
-        hit = resolve(path, tensor, lambda t=tensor: dtype_from_torch(t.dtype), tuple(int(d) for d in tensor.shape))
+        hit = resolve(path, lambda t=tensor: dtype_from_torch(t.dtype), tuple(int(d) for d in tensor.shape))
         kind = Param if path in parameters else RunningState  # buffers: running statistics
         if hit is None:
             params[path] = kind(tensor, new_param_id(taken), None)

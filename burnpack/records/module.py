@@ -369,7 +369,7 @@ class ModuleRecord:
         params: dict[str, Param] = {}
         taken_ids: set[int] = set()
 
-        def resolve(path: str, current: Any, current_dtype: Callable[[], DType], shape: tuple[int, ...]) -> Any:
+        def resolve(path: str, current_dtype: Callable[[], DType], shape: tuple[int, ...]) -> Any:
             entry = entries.pop(path, None)
             if entry is None:
                 report.missing.append(path)
@@ -413,7 +413,7 @@ class ModuleRecord:
                     except ValueError as exc:
                         raise ValidationError(f"{path}: {exc}") from None
 
-                hit = resolve(path, value, current_dtype, shape)
+                hit = resolve(path, current_dtype, shape)
                 if hit is not None and isinstance(leaf, RunningState):  # keeps its own id
                     _, new_dtype, data = hit
                     param = RunningState(data, pid if pid is not None else new_param_id(taken_ids), new_dtype)
