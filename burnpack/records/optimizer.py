@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from .._generated.types import Scalar
-from ..writer import Writer, _check_scalar
+from ..writer import Writer
 from ._common import RecordTensor, open_pack, pack_tensors_in_data_order, parse_u64, scalar_value, to_numpy
 from .errors import MissingParamIdError, StateRankError
 from .state import (
@@ -356,8 +356,6 @@ class OptimizerRecord:
         return cls(pack_tensors_in_data_order(pack), pack.scalars, pack.metadata)
 
     def _writer(self) -> Writer:
-        for key, value in self.scalars.items():
-            _check_scalar(key, value)
         return Writer([t.writer_tensor() for t in self.tensors], metadata=self.metadata, scalars=self.scalars)
 
     def into_bytes(self) -> bytes:
