@@ -104,12 +104,12 @@ def _optimizer_summary(pack: Pack) -> str:
         else:
             ids.add(view.param_id)
     # the kind from leaf names alone: no tensor data is read
-    kinds = set()
-    for pid in ids:
-        head = f"{pid}."
-        leaves = {n[len(head):] for n in pack.names if n.startswith(head)}
-        leaves |= {k[len(head):] for k in pack.scalars if k.startswith(head) and k != head + RANK_KEY}
-        kinds.add(state_kind(leaves))
+    leaves: dict[str, set[str]] = {str(pid): set() for pid in ids}
+    for key, is_scalar in [*((n, False) for n in pack.names), *((k, True) for k in pack.scalars)]:
+        head, dot, leaf = key.partition(".")
+        if dot and head in leaves and not (is_scalar and leaf == RANK_KEY):
+            leaves[head].add(leaf)
+    kinds = {state_kind(names) for names in leaves.values()}
     step = record.step
     text = f"{'+'.join(sorted(kinds)) or 'unknown'}, {len(ids)} parameter states"
     if step is not None:
