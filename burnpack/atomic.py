@@ -14,13 +14,17 @@ from pathlib import Path
 from typing import BinaryIO
 
 
+class DestinationExists(FileExistsError):
+    """``replace=False`` and the destination appeared while the scratch file was being written."""
+
+
 @contextlib.contextmanager
 def atomic_file(path: Path, *, replace: bool = True) -> Iterator[BinaryIO]:
     """A stream whose bytes land at ``path`` only if the ``with`` block succeeds.
 
     The scratch file is ``<name>.<pid>-<n>.tmp`` beside ``path`` (created exclusively). With
     ``replace=False`` an existing ``path`` is never replaced: the file is hard-linked into place,
-    which raises ``FileExistsError`` if ``path`` appeared meanwhile. Raises ``OSError``.
+    which raises ``DestinationExists`` if ``path`` appeared meanwhile. Raises ``OSError``.
     """
     for n in itertools.count():
         scratch = path.with_name(f"{path.name}.{os.getpid()}-{n}.tmp")
@@ -49,10 +53,10 @@ def _link_into_place(scratch: Path, path: Path) -> None:
     try:
         os.link(scratch, path)
     except FileExistsError:
-        raise
+        raise DestinationExists(f"{path} exists") from None
     except OSError:  # file systems without hard links: a (racy) existence check instead
         if path.exists():
-            raise FileExistsError(f"{path} exists") from None
+            raise DestinationExists(f"{path} exists") from None
         os.replace(scratch, path)
     else:
         os.unlink(scratch)

@@ -36,7 +36,7 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from .._generated.types import BoolStore, DType
-from ..atomic import atomic_file
+from ..atomic import DestinationExists, atomic_file
 from ..dtypes import element_size, numpy_dtype
 from ..reader import has_extension, load
 from ..writer import Tensor, Writer
@@ -325,7 +325,7 @@ def atomic_output(path: Path, *, overwrite: bool = False) -> Iterator[BinaryIO]:
     try:
         with atomic_file(path, replace=overwrite) as stream:
             yield stream
-    except FileExistsError:
+    except DestinationExists:
         raise OutputExistsError(f"{path} appeared while converting; nothing was replaced") from None
 
 

@@ -206,7 +206,7 @@ class TensorSet:
         for close in self.closers:
             try:
                 close()
-            except Exception:  # a view still exported keeps the mapping; that is fine
+            except BufferError:  # a view still exported keeps the mapping; that is fine
                 pass
         self.closers.clear()
 

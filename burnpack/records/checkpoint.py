@@ -172,7 +172,10 @@ class FileCheckpointer:
 
     def save(self, epoch: int, record: Any) -> Path:
         """Write atomically (scratch file + rename; Burn writes in place from a background thread)."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise IoError(f"{exc.strerror} (os error {exc.errno})", where=str(self.directory)) from None
         return record.save(self.path_for_epoch(epoch))
 
     def restore(self, epoch: int) -> Any:

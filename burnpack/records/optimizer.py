@@ -634,9 +634,9 @@ class OptimizerRecord:
         report = ConsistencyReport()
         model_by_id = {t.param_id: t for t in model.tensors}
         entries = self.all_entries()
-        for pid, tensor in model_by_id.items():
+        for pid, param in model_by_id.items():
             if pid not in entries:
-                report.only_in_model.append((pid, tensor.name))
+                report.only_in_model.append((pid, param.name))
         for pid, entry in entries.items():
             target = model_by_id.get(pid)
             if target is None:

@@ -151,3 +151,17 @@ def test_loss_history_finds_the_first_strict_minimum_of_contiguous_epochs():
     assert LossHistory({1: 0.5, 2: 0.2, 3: 0.2, 5: 0.1}).find_epoch() == 2
     assert LossHistory({}).find_epoch() is None
     assert LossHistory({1: np.nan}).find_epoch() == 2  # Burn: nothing beats f64::MAX, the index runs past
+
+
+def test_a_checkpoint_directory_that_cannot_be_created_is_an_io_error(tmp_path):
+    import numpy as np
+
+    import burnpack
+    from burnpack import ModuleRecord
+    from burnpack.records import Checkpoints
+
+    blocker = tmp_path / "artifacts"
+    blocker.write_text("a file where the directory should be")
+    record = ModuleRecord.from_module({"w": np.ones(2, np.float32)})
+    with pytest.raises(burnpack.IoError):
+        Checkpoints(blocker).save_epoch(1, model=record)
