@@ -7,8 +7,10 @@ Layout of a corpus directory (see the README that ``export`` writes beside it)::
     reader/<category>/<name>.json    its expectation: outcome per level, error kinds, expected dump
     writer/<category>/<name>.json    a writer spec (+ the expected bytes: a reader .bpk, or a refusal)
 
-Vectors marked ``"runtime": true`` are too big to check in; they are regenerated (and their
-sha256 verified) when the corpus is loaded, and written out in full by ``export``.
+Vectors marked ``"runtime": true`` are not checked in — too big, or byte-identical with one of
+Burn's own fixtures (the empty pack, the empty file), which stay in Burn's repository; they are
+regenerated (and their sha256 verified) when the corpus is loaded, and written out in full by
+``export``.
 """
 
 from __future__ import annotations
@@ -215,28 +217,28 @@ def _load_manifest(root: Path) -> Vectors:
     if manifest.get("format") != FORMAT:
         raise CorpusError(f"{root}/manifest.json: unknown format {manifest.get('format')!r}")
     out = Vectors(root=root, form=FORMAT)
-    reader_files: dict[str, Path] = {}
+    reader_data: dict[str, Callable[[], bytes]] = {}
     for e in manifest["vectors"]:
         if e["kind"] != "reader":
             continue
         path = root / e["file"]
-        reader_files[e["file"]] = path
         if e.get("runtime") and not path.exists():
             id, sha = e["id"], e["sha256"]
             exp = _LazyExpectation(lambda id=id, sha=sha: _runtime(id, sha)[1])
-            out.readers.append(ReaderVector(id, e["category"], e["description"], exp, lambda id=id, sha=sha: _runtime(id, sha)[0]))
+            reader_data[e["file"]] = lambda id=id, sha=sha: _runtime(id, sha)[0]
+            out.readers.append(ReaderVector(id, e["category"], e["description"], exp, reader_data[e["file"]]))
             continue
+        reader_data[e["file"]] = _file_loader(path, e.get("sha256"))
         side = json.loads((root / e["expected"]).read_text(encoding="utf-8"))
         exp = Expectation(Expected.from_json(side["expect"]["compatible"]), Expected.from_json(side["expect"]["strict"]), side.get("dump"))
-        out.readers.append(ReaderVector(e["id"], e["category"], e["description"], exp, _file_loader(path, e.get("sha256")), path))
+        out.readers.append(ReaderVector(e["id"], e["category"], e["description"], exp, reader_data[e["file"]], path))
     for e in manifest["vectors"]:
         if e["kind"] != "writer":
             continue
         spec = json.loads((root / e["spec"]).read_text(encoding="utf-8"))
         expected = None
         if "expected_file" in e:
-            path = reader_files.get(e["expected_file"], root / e["expected_file"])
-            expected = _file_loader(path, e.get("sha256"))
+            expected = reader_data.get(e["expected_file"]) or _file_loader(root / e["expected_file"], e.get("sha256"))
         out.writers.append(WriterVector(e["id"], e["category"], e["description"], spec, expected, tuple(e.get("refusal", ()))))
     return out
 

@@ -12,6 +12,7 @@ import pytest
 from conformance import corpus as corpus_mod
 from conformance import generate, reference
 from conformance.corpus import DEFAULT_VECTORS, CorpusError, load_vectors
+from tests.conftest import BURN_PACK_FIXTURES, require
 
 ISSUE_CATEGORIES = {"dtype", "shape", "names", "param_id", "metadata", "scalars", "layout", "header", "truncation",
                     "offsets", "cbor", "legacy", "limits", "writer_refusal"}
@@ -86,11 +87,24 @@ def test_writer_vectors_expect_the_bytes_of_the_reader_vector_with_their_id(vect
 
 def test_runtime_vectors_are_regenerated_and_verified(vectors):
     runtime = [v for v in vectors.readers if v.path is None]
-    assert {v.id for v in runtime} == {"limits/tensor_count_at_limit", "limits/tensor_count_over_limit"}
+    assert {v.id for v in runtime} == {
+        "limits/tensor_count_at_limit",
+        "limits/tensor_count_over_limit",
+        "header/empty_file",
+        "header/metadata_size_zero",
+        "layout/empty_pack",
+    }
     manifest = json.loads((DEFAULT_VECTORS / "manifest.json").read_text())
     sha = {e["id"]: e["sha256"] for e in manifest["vectors"] if e.get("runtime")}
     for v in runtime:
         assert hashlib.sha256(v.data()).hexdigest() == sha[v.id]
+
+
+def test_no_checked_in_vector_is_byte_identical_with_a_burn_fixture():
+    fixtures = require(BURN_PACK_FIXTURES)
+    burn = {hashlib.sha256(p.read_bytes()).hexdigest() for p in fixtures.glob("*.bpk")}
+    ours = {p: hashlib.sha256(p.read_bytes()).hexdigest() for p in DEFAULT_VECTORS.rglob("*") if p.is_file()}
+    assert [p for p, digest in ours.items() if digest in burn] == []
 
 
 def _copy(tmp_path: Path) -> Path:

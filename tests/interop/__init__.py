@@ -1,0 +1,1 @@
+"""Tests of the interop layer (PyTorch, safetensors, npz, conversions)."""

@@ -1,0 +1,1 @@
+"""Tests of the record layer (module, optimizer, scheduler records; checkpoints)."""
