@@ -26,7 +26,7 @@ from .reader import has_extension
 
 U64_MAX = (1 << 64) - 1
 I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
-_ZEROS = bytes(4096)
+_ZEROS = bytes(TENSOR_ALIGNMENT)  # every padding run is shorter than the alignment
 _BIG_ENDIAN_HOST = sys.byteorder == "big"
 _UNIT_SIZES = {name: size for name, (size, _) in DTYPE_TABLE.items()}
 _CHUNK = 8 << 20
@@ -260,7 +260,7 @@ class Writer:
         blob, starts, _ = self.plan()
         yield HEADER.pack(MAGIC, FORMAT_VERSION, len(blob))
         yield blob
-        yield from _zeros(data_section_start(len(blob)) - HEADER.size - len(blob))
+        yield _ZEROS[: data_section_start(len(blob)) - HEADER.size - len(blob)]
         position = 0
         for tensor, start in zip(self.tensors, starts):
             if start > position:  # at most 255 bytes between tensors
@@ -356,13 +356,6 @@ def _produce(tensor: Tensor) -> memoryview:
             f"(expected {tensor.byte_len}, got {data.nbytes})"
         )
     return data
-
-
-def _zeros(n: int) -> Iterable[bytes]:
-    while n > 0:
-        chunk = _ZEROS[: min(n, len(_ZEROS))]
-        n -= len(chunk)
-        yield chunk
 
 
 def resolve_write_path(path: PathLike) -> Path:
