@@ -1,15 +1,25 @@
-"""The ``burnpack`` command: inspect, dump, validate and repack ``.bpk`` files."""
+"""The ``burnpack`` command: inspect, dump, validate and repack ``.bpk`` files.
+
+Subcommands of the higher layers (records, interop, conformance helpers) register themselves
+through their ``register(subparsers)``; every subcommand sets a ``handler(args) -> exit code``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import warnings
 from collections.abc import Sequence
+from typing import Any
 
+from . import diff as diff_cli
+from . import spec as spec_cli
 from .dtypes import debug
 from .dump import dump, scalar_json
+from .interop import cli as interop_cli
+from .records import cli as records_cli
 from .errors import BurnpackError, LegacyFormatWarning
 from .reader import Pack, load
 from .writer import Tensor, Writer
@@ -63,64 +73,73 @@ def _repack(src: str, dst: str) -> None:
         Writer(tensors, metadata=pack.metadata, scalars=pack.scalars).write_atomic(dst)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="burnpack", description="Inspect, check and rewrite Burn .bpk files.")
+def _run_inspect(args: Any) -> int:
+    with load(args.file) as pack:
+        print(records_cli.record_kind_line(pack) + "\n")
+        _inspect(pack, sys.stdout)
+    return 0
+
+
+def _run_dump(args: Any) -> int:
+    if args.batch:
+        from .batch import serve
+
+        return serve(sys.stdin, sys.stdout, strict=args.strict)
+    if args.file is None:
+        raise SystemExit("burnpack dump: needs a file (or --batch)")
+    result = dump(args.file, strict=args.strict)
+    print(json.dumps(result, ensure_ascii=False, indent=1))
+    return 0 if result["ok"] else 1
+
+
+def _run_validate(args: Any) -> int:
+    with load(args.file, strict=args.strict) as pack:
+        pack.tensors()
+    print(f"{args.file}: valid{' (strict)' if args.strict else ''}")
+    return 0
+
+
+def _run_repack(args: Any) -> int:
+    _repack(args.input, args.output)
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="burnpack", description="Inspect, check, convert and rewrite Burn .bpk files.")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("inspect", help="print a table of tensors, metadata and scalars")
     p.add_argument("file")
+    p.set_defaults(handler=_run_inspect)
     p = sub.add_parser("dump", help="print the pack as one JSON object (the conformance protocol)")
     p.add_argument("--json", action="store_true", required=True, help="JSON output (the only format)")
     p.add_argument("--strict", action="store_true", help="also reject what no Burn writer produces")
     p.add_argument("--batch", action="store_true", help="answer JSON-line requests {path, level} from stdin, one object per line")
     p.add_argument("file", nargs="?")
+    p.set_defaults(handler=_run_dump)
     p = sub.add_parser("validate", help="exit 0 if the file is valid, 1 with the error otherwise")
     p.add_argument("--strict", action="store_true", help="also reject what no Burn writer produces")
     p.add_argument("file")
+    p.set_defaults(handler=_run_validate)
     p = sub.add_parser("repack", help="rewrite a file canonically, keeping its data order")
     p.add_argument("input")
     p.add_argument("output")
-    from . import diff as diff_cli, spec as spec_cli
-
+    p.set_defaults(handler=_run_repack)
     spec_cli.register(sub)
     diff_cli.register(sub)
-    from .records import cli as records_cli
-
     records_cli.register(sub)
-    from .interop import cli as interop_cli
-
     interop_cli.register(sub)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
     warnings.simplefilter("always", LegacyFormatWarning)
     warnings.showwarning = lambda message, *rest: print(f"warning: {message}", file=sys.stderr)
-
-    if args.command in ("convert", "convert-checkpoint"):
-        return args.handler(args)
-    if args.command == "checkpoint":
-        return args.handler(args)
-    if args.command in ("pack", "diff"):
-        return args.handler(args)
-    if args.command == "dump" and args.batch:
-        from .batch import serve
-
-        return serve(sys.stdin, sys.stdout, strict=args.strict)
-    if args.command == "dump" and args.file is None:
-        parser.error("dump needs a file (or --batch)")
-    if args.command == "dump":
-        result = dump(args.file, strict=args.strict)
-        print(json.dumps(result, ensure_ascii=False, indent=1))
-        return 0 if result["ok"] else 1
     try:
-        if args.command == "inspect":
-            with load(args.file) as pack:
-                print(records_cli.record_kind_line(pack) + "\n")
-                _inspect(pack, sys.stdout)
-        elif args.command == "validate":
-            with load(args.file, strict=args.strict) as pack:
-                pack.tensors()
-            print(f"{args.file}: valid{' (strict)' if args.strict else ''}")
-        else:
-            _repack(args.input, args.output)
+        return args.handler(args)
     except BurnpackError as exc:
-        print(f"{args.file if hasattr(args, 'file') else args.input}: {exc.variant}: {exc}", file=sys.stderr)
+        print(f"{getattr(args, 'file', None) or getattr(args, 'input', '')}: {exc.variant}: {exc}", file=sys.stderr)
         return 1
-    return 0
+    except BrokenPipeError:  # output piped into e.g. `head`: stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1

@@ -69,3 +69,18 @@ def test_repack_rewrites_canonically_keeping_data_order(model, tmp_path):
 def test_python_dash_m_burnpack_runs_the_cli(model):
     result = subprocess.run([sys.executable, "-m", "burnpack", "validate", str(model)], capture_output=True, text=True)
     assert result.returncode == 0 and "valid" in result.stdout
+
+
+def test_output_piped_into_a_closed_reader_ends_quietly(tmp_path):
+    big = tmp_path / "big.bpk"  # a table far larger than a pipe's buffer
+    burnpack.save({f"layers.{i}.weight": np.zeros(1, np.float32) for i in range(5000)}, big)
+    result = subprocess.run(
+        f"{sys.executable} -m burnpack inspect {big} | head -1", shell=True, capture_output=True, text=True
+    )
+    assert result.stdout.startswith("record kind:")
+    assert "Traceback" not in result.stderr
+
+
+def test_dump_without_a_file_or_batch_says_what_it_needs(capsys):
+    with pytest.raises(SystemExit, match="needs a file"):
+        main(["dump", "--json"])
