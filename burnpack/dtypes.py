@@ -78,6 +78,14 @@ def debug(dtype: DType) -> str:
     return f"QFloat({dtype.value!r})"
 
 
+UNIT_VIEW_SPECS: dict[str, tuple[int, np.dtype]] = {
+    name: (size, _UNIT_NUMPY[name])
+    for name, (size, _) in DTYPE_TABLE.items()
+    if not (_BIG_ENDIAN_HOST and name == "BF16")  # ml_dtypes' bfloat16 is native-endian only
+}
+"""Unit dtypes whose bytes numpy views in place: variant → (element size, numpy dtype)."""
+
+
 def view_bytes_as(buffer: Any, offset: int, count: int, dtype: np.dtype) -> np.ndarray:
     """A zero-copy 1-D view of ``count`` elements at ``offset`` (bf16 is byte-swapped on BE hosts)."""
     if _BIG_ENDIAN_HOST and dtype == _UNIT_NUMPY["BF16"]:

@@ -28,7 +28,7 @@ from ._generated.layout import (
     data_section_start,
 )
 from ._generated.types import DType, Metadata, Scalar, TensorDescriptor
-from .dtypes import element_size, numpy_dtype, view_bytes_as
+from .dtypes import UNIT_VIEW_SPECS, element_size, numpy_dtype, view_bytes_as
 from .errors import (
     InvalidHeader,
     InvalidMagicNumber,
@@ -220,16 +220,22 @@ class Pack(Mapping[str, TensorView]):
         if buffer is None or self.legacy_layout:
             return {view.name: view.numpy() for view in self.tensors()}
         out = {}
-        base, available, descriptors = self.data_section_start, self._source.size, self._descriptors
+        base, descriptors = self.data_section_start, self._descriptors
+        limit = self._source.size - base
+        sections: dict[np.dtype, np.ndarray] = {}  # the data section viewed once per numpy dtype
         for name in self._names:
             dtype, shape, (start, end), _ = descriptors[name]
-            size = element_size(dtype)
-            if not start <= end <= available - base or end - start > MAX_TENSOR_SIZE or size is None or end - start != math.prod(shape) * size:
-                view = self[name]  # the checked path: raises Burn's error, or handles QFloat
+            size, np_dtype = UNIT_VIEW_SPECS.get(dtype.variant, (0, None)) if dtype.value is None else (0, None)
+            length = end - start
+            if not size or not 0 <= length <= MAX_TENSOR_SIZE or end > limit or start % size or length != math.prod(shape) * size:
+                view = self[name]  # the checked path: Bool stores, QFloat, or raises Burn's error
                 self._tensor_range(view, whole_pack=True)
                 out[name] = view.numpy()
                 continue
-            out[name] = view_bytes_as(buffer, base + start, (end - start) // size, numpy_dtype(dtype)).reshape(shape)
+            section = sections.get(np_dtype)
+            if section is None:
+                section = sections[np_dtype] = np.frombuffer(buffer, np_dtype, limit // size, base)
+            out[name] = section[start // size : end // size].reshape(shape)
         return out
 
     @property

@@ -283,3 +283,14 @@ def test_a_file_over_100_gib_is_refused_before_its_header_is_read(tmp_path):
 def test_a_directory_is_an_io_error(tmp_path):
     with pytest.raises(burnpack.IoError, match="os error"):
         burnpack.load(tmp_path)
+
+
+def test_the_bulk_path_views_a_tensor_whose_start_is_not_a_multiple_of_its_element_size():
+    data = _file({"tensors": {"a": {"dtype": "F32", "shape": [1], "data_offsets": [2, 6]}}}, b"\x00\x00" + np.float32(1.5).tobytes())
+    assert burnpack.load(data).numpy()["a"].tolist() == [1.5]
+
+
+def test_the_bulk_path_reports_the_first_bad_tensor_in_name_order_as_burn_does():
+    tensors = {"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, "b": {"dtype": "U8", "shape": [1], "data_offsets": [8, 4]}}
+    with pytest.raises(burnpack.ValidationError, match="Tensor 'b' has corrupted offset data: end"):
+        burnpack.load(_file({"tensors": tensors}, bytes(8))).numpy()

@@ -225,3 +225,14 @@ def test_the_direct_metadata_encoder_writes_what_the_generic_encoder_writes(spec
     blob = burnpack.Writer(spec.tensors, metadata=spec.metadata, scalars=spec.scalars).plan()[0]
     metadata = decode_metadata_exact(blob)
     assert encode_Metadata_bytes(metadata) == encode(encode_Metadata(metadata)) == blob
+
+
+@given(packs())
+def test_the_bulk_numpy_path_gives_what_each_tensor_gives(spec):
+    pack = burnpack.load(_write(spec))
+    bulk = pack.numpy()
+    assert list(bulk) == pack.names
+    for name, array in bulk.items():
+        single = pack[name].numpy()
+        assert array.dtype == single.dtype and array.shape == single.shape
+        assert array.tobytes() == single.tobytes()
