@@ -30,6 +30,7 @@ _ZEROS = bytes(TENSOR_ALIGNMENT)  # every padding run is shorter than the alignm
 _BIG_ENDIAN_HOST = sys.byteorder == "big"
 _UNIT_SIZES = {name: size for name, (size, _) in DTYPE_TABLE.items()}
 _CHUNK = 8 << 20
+_SMALL = 64 << 10  # tensors below this size are copied into the current chunk
 PathLike = str | os.PathLike[str]
 BytesLike = bytes | bytearray | memoryview
 
@@ -70,7 +71,7 @@ class Tensor:
             except ValueError as exc:
                 raise ValidationError(f"tensor '{name}': {exc}") from None
         tensor = cls.__new__(cls)
-        tensor._init(name, dtype, array.shape, param_id)
+        tensor._init(name, dtype, array.shape, param_id, numpy_shape=True)
         tensor._data = _le_c_bytes(array)
         tensor._provider = None
         tensor.byte_len = tensor._data.nbytes
@@ -97,18 +98,20 @@ class Tensor:
         tensor._provider = provider
         return tensor
 
-    def _init(self, name: str, dtype: DType, shape: Iterable[int], param_id: int | None) -> None:
+    def _init(self, name: str, dtype: DType, shape: Iterable[int], param_id: int | None, *, numpy_shape: bool = False) -> None:
         if type(name) is not str:
             raise ValidationError(f"tensor name must be a str, got {type(name).__name__}")
-        try:
-            name.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ValidationError(f"tensor name {name!r} is not valid Unicode (lone surrogate)") from None
+        if not name.isascii():
+            try:
+                name.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ValidationError(f"tensor name {name!r} is not valid Unicode (lone surrogate)") from None
         if not isinstance(dtype, DType):
             raise ValidationError(f"tensor '{name}': dtype must be a burnpack.DType, got {dtype!r}")
-        shape = tuple(shape)
-        if not all(type(dim) is int and 0 <= dim <= U64_MAX for dim in shape):
-            shape = tuple(map(_u64_dim(name, shape), shape))
+        if not numpy_shape:  # a numpy shape is already a tuple of non-negative ints
+            shape = tuple(shape)
+            if not all(type(dim) is int and 0 <= dim <= U64_MAX for dim in shape):
+                shape = tuple(map(_u64_dim(name, shape), shape))
         if param_id is not None:
             if not isinstance(param_id, (int, np.integer)) or not 0 <= param_id <= U64_MAX:
                 raise ValidationError(f"tensor '{name}': param_id {param_id!r} is not a u64")
@@ -256,20 +259,35 @@ class Writer:
 
     # -- output ------------------------------------------------------------------------------
     def _chunks(self) -> Iterable[BytesLike]:
-        """The file's bytes in order; deferred tensors are produced (and dropped) one at a time."""
+        """The file's bytes in order; deferred tensors are produced (and dropped) one at a time.
+
+        Small tensors and the padding between them are gathered into one chunk, so that many tiny
+        tensors cost one write rather than two each.
+        """
         blob, starts, _ = self.plan()
-        yield HEADER.pack(MAGIC, FORMAT_VERSION, len(blob))
-        yield blob
-        yield _ZEROS[: data_section_start(len(blob)) - HEADER.size - len(blob)]
+        batch = bytearray(HEADER.pack(MAGIC, FORMAT_VERSION, len(blob)))
+        batch += blob
+        batch += _ZEROS[: data_section_start(len(blob)) - HEADER.size - len(blob)]
         position = 0
         for tensor, start in zip(self.tensors, starts):
-            if start > position:  # at most 255 bytes between tensors
-                yield _ZEROS[: start - position]
+            batch += _ZEROS[: start - position]  # at most 255 bytes between tensors
+            if tensor._provider is not None and batch:  # stream what is ready before running a provider
+                yield batch
+                batch = bytearray()
             data = _produce(tensor)
-            for i in range(0, data.nbytes, _CHUNK):
-                yield data[i : i + _CHUNK]
+            if data.nbytes < _SMALL:
+                batch += data
+            else:
+                yield batch
+                batch = bytearray()
+                for i in range(0, data.nbytes, _CHUNK):
+                    yield data[i : i + _CHUNK]
             position = start + data.nbytes
             del data
+            if len(batch) >= _CHUNK:
+                yield batch
+                batch = bytearray()
+        yield batch
 
     def to_bytes(self) -> bytes:
         """The whole file in memory."""
