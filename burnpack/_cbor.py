@@ -18,6 +18,7 @@ Two decoders and one encoder helper live here; the generated module
 from __future__ import annotations
 
 import struct
+import unicodedata
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any, NoReturn
@@ -42,6 +43,20 @@ class CborError(Exception):
         self.offset = offset
 
 
+# Other_Grapheme_Extend (Unicode PropList.txt) code points that are not already Mn/Me or
+# non-printable (Cf): spacing marks that still extend a grapheme.
+_OTHER_GRAPHEME_EXTEND = frozenset(
+    [0x09BE, 0x09D7, 0x0B3E, 0x0B57, 0x0BBE, 0x0BD7, 0x0CC2, 0x0CD5, 0x0CD6, 0x0D3E, 0x0D57, 0x0DCF, 0x0DDF,
+     0x1B35, 0x302E, 0x302F, 0xFF9E, 0xFF9F, 0x1133E, 0x11357, 0x114B0, 0x114BD, 0x115AF, 0x11930, 0x1D165]
+    + list(range(0x1D16E, 0x1D173))
+)
+
+
+def _grapheme_extend(ch: str) -> bool:
+    """Unicode Grapheme_Extend (Mn, Me, Other_Grapheme_Extend): Rust's str Debug escapes these."""
+    return ord(ch) >= 0x300 and (unicodedata.category(ch) in ("Mn", "Me") or ord(ch) in _OTHER_GRAPHEME_EXTEND)
+
+
 def rust_debug_str(text: str) -> str:
     """Rust's ``{:?}`` of a ``&str``: quoted, with quotes, backslashes and controls escaped."""
     out = []
@@ -56,7 +71,7 @@ def rust_debug_str(text: str) -> str:
             out.append("\\t")
         elif ch == "\0":
             out.append("\\0")
-        elif not ch.isprintable():
+        elif not ch.isprintable() or _grapheme_extend(ch):
             out.append(f"\\u{{{ord(ch):x}}}")
         else:
             out.append(ch)
@@ -214,6 +229,22 @@ def fast_loads(blob: bytes | memoryview) -> Any:
 Header = tuple  # (kind, argument, offset)
 
 
+def _int_len(n: int) -> int:
+    return 1 if n < 24 else 2 if n < 0x100 else 3 if n < 0x10000 else 5 if n < 0x100000000 else 9
+
+
+def canonical_len(header: Header) -> int:
+    """Bytes of ``Title::from(header)``: ciborium's shortest re-encoding of a header (hdr.rs)."""
+    kind, arg, _ = header
+    if kind == FLOAT:
+        return len(shortest_float(arg))
+    if kind == SIMPLE:
+        return 1 if arg < 24 else 2
+    if arg is None:  # break, or an indefinite length
+        return 1
+    return _int_len(arg)
+
+
 class Decoder:
     """ciborium's pull decoder + serde ``Deserializer`` over one metadata blob."""
 
@@ -278,14 +309,19 @@ class Decoder:
         return ((POS, NEG, BYTES, TEXT, ARRAY, MAP, TAG)[major], arg, start)
 
     def push(self, header: Header) -> None:
-        self.pushed = header
+        """Decoder::push: ciborium re-encodes the header (``Title::from``) and steps its offset back
+        by that *shortest* encoding's length, so while a header is pushed back, ``offset()`` is
+        ``pos - canonical length`` — not where a wider (non-shortest) header really started."""
+        self.pushed = (header[0], header[1], self.pos - canonical_len(header))
 
     def segments(self, header: Header, chunk: int, text: bool):
         """Yield the chunks of a (possibly indefinite) byte/text string (seg.rs Segments)."""
         kind = header[0]
         nested = 0
         finish = False
-        h = header
+        # Decoder::bytes/text push the header back first, so the first segment's offset (its
+        # Syntax offset) is the pushed-back one (see ``push``).
+        h = (header[0], header[1], self.pos - canonical_len(header))
         while not finish:
             if h is None:
                 h = self.pull()
@@ -654,6 +690,7 @@ def map_header(buf: bytes, pos: int) -> tuple[int, int]:
 
 # -- helpers for the generated direct encoder ------------------------------------------------
 _SMALL_UINTS = [bytes((i,)) for i in range(24)]
+_ARRAY_HEADS = [bytes((0x80 | i,)) for i in range(24)]
 
 
 def _head(major: int, n: int) -> bytes:
@@ -670,11 +707,24 @@ def _head(major: int, n: int) -> bytes:
 
 def uint_bytes(n: int) -> bytes:
     """Shortest-form CBOR unsigned integer."""
-    return _SMALL_UINTS[n] if n < 24 else _head(0x00, n)
+    if n < 24:
+        return _SMALL_UINTS[n]
+    if n < 0x100:
+        return bytes((0x18, n))
+    if n < 0x10000:
+        return b"\x19" + n.to_bytes(2, "big")
+    if n < 0x100000000:
+        return b"\x1a" + n.to_bytes(4, "big")
+    return b"\x1b" + n.to_bytes(8, "big")
 
 
-def array_head(n: int) -> bytes:
-    return _head(0x80, n)
+def uint_array(values: tuple[int, ...]) -> bytes:
+    """A definite array of shortest-form unsigned integers."""
+    n = len(values)
+    head = _ARRAY_HEADS[n] if n < 24 else _head(0x80, n)
+    if not values or max(values) < 24:
+        return head + bytes(values)
+    return head + b"".join(map(uint_bytes, values))
 
 
 def map_head(n: int) -> bytes:
@@ -684,4 +734,5 @@ def map_head(n: int) -> bytes:
 def text_bytes(text: str) -> bytes:
     """A definite text string: shortest-form length, then UTF-8."""
     data = text.encode("utf-8")
-    return _head(0x60, len(data)) + data
+    n = len(data)
+    return (bytes((0x60 | n,)) if n < 24 else _head(0x60, n)) + data

@@ -88,3 +88,34 @@ def test_burn_rejects(blob, payload):
 def test_127_nested_arrays_in_an_unknown_field_are_still_accepted():
     blob = cbor2.dumps({"tensors": {}, "x": 1})[:-1] + b"\x81" * 126 + b"\x00"
     assert decode_metadata(blob).tensors == {}
+
+
+# ciborium's Decoder::push re-encodes a pushed-back header in its shortest form and steps the offset
+# back by *that* length (ciborium-ll dec.rs push_title), and Decoder::text pushes the header before
+# reading the segments. So a Syntax offset taken while a non-shortest header is pushed back points
+# inside the header, not at its first byte.
+SYNTAX_OFFSET_AFTER_PUSH = {
+    "a definite tensor name, shortest header": (b"\xa1\x67tensors\xa1\x62\xff\xfe" + cbor2.dumps(A), "Syntax(10)"),
+    "a definite tensor name, 1-byte length header": (b"\xa1\x67tensors\xa1\x78\x02\xff\xfe" + cbor2.dumps(A), "Syntax(11)"),
+    "a definite tensor name, 2-byte length header": (b"\xa1\x67tensors\xa1\x79\x00\x02\xff\xfe" + cbor2.dumps(A), "Syntax(12)"),
+    "a struct key in a definite map (never pushed back)": (b"\xa1\x78\x02\xff\xfe\x00", "Syntax(1)"),
+    "a struct key in an indefinite map (pushed back by the map access)": (b"\xbf\x78\x02\xff\xfe\x00\xff", "Syntax(2)"),
+    "a unit variant name (pushed back by deserialize_enum)": (patched(b"\x63F32", b"\x78\x03\xff\xfe\xfd"), "Syntax(20)"),
+    "an ignored text value (pushed back by deserialize_any)": (b"\xa2\x61x\x78\x02\xff\xfe\x67tensors\xa0", "Syntax(4)"),
+    "a chunk of an indefinite text (read fresh)": (b"\xa2\x61x\x7f\x61a\x78\x01\xff\xff\x67tensors\xa0", "Syntax(6)"),
+}
+
+
+@pytest.mark.parametrize("blob, payload", SYNTAX_OFFSET_AFTER_PUSH.values(), ids=SYNTAX_OFFSET_AFTER_PUSH.keys())
+def test_syntax_offset_of_a_pushed_back_non_shortest_header(blob, payload):
+    with pytest.raises(MetadataDeserializationError) as info:
+        decode_metadata(blob)
+    assert info.value.payload == payload
+
+
+def test_unknown_variant_with_a_combining_mark_is_escaped_as_rust_debug_does():
+    # Rust's str Debug escapes Grapheme_Extend characters (combining marks) as \u{..}, even
+    # though they are printable; Python's isprintable() would keep them raw.
+    with pytest.raises(MetadataDeserializationError) as info:
+        decode_metadata(patched(b"\x63F32", cbor2.dumps("e\u0301")))
+    assert info.value.payload.startswith('Semantic(None, "unknown variant `e\\u{301}`, expected one of `F64`')
