@@ -689,12 +689,14 @@ def direct_encode(t: Type, x: str, schema: Schema) -> str:
     if t.kind == "u64":
         return f"uint_bytes({x})"
     if t.kind == "seq" and t.inner.kind == "u64":
-        return f"array_head(len({x})) + b''.join(map(uint_bytes, {x}))"
+        return f"uint_array({x})"
     if t.kind == "tuple" and t.inner.kind == "u64":
         n = t.args[1]
         return f"{bytes([0x80 + n])!r} + " + " + ".join(f"uint_bytes({x}[{i}])" for i in range(n))
     if is_enum(t, schema):
-        return f"(_{t.kind}_BYTES.get({x}) or encode(encode_{t.kind}({x})))"
+        unit = f"_{t.kind}_UNIT_BYTES[{x}.variant]" if not schema.enums[t.kind].unit_only else None
+        general = f"(_{t.kind}_BYTES.get({x}) or encode(encode_{t.kind}({x})))"
+        return f"({unit} if {x}.value is None else {general})" if unit else general
     raise AssertionError(f"{t} has no direct encoding")
 
 
@@ -712,6 +714,8 @@ def gen_direct_encoder(schema: Schema) -> list[str]:
     for f in struct.fields:
         if is_enum(f.type, schema):
             lines.append(f"_{f.type.kind}_BYTES = {{v: b for b, v in _{f.type.kind}_SCAN.items()}}")
+            if not schema.enums[f.type.kind].unit_only:
+                lines.append(f"_{f.type.kind}_UNIT_BYTES = {{v.variant: b for v, b in _{f.type.kind}_BYTES.items() if v.value is None}}")
     count = f"{0xa0 + required:#x}" + "".join(f" + (v.{f.name} is not None)" for f in optional)
     lines += [
         "",
@@ -787,10 +791,10 @@ def gen_codec(schema: Schema) -> str:
         "",
         "from .._cbor import (",
         "    I64_MAX,",
-        "    array_head,",
         "    encode,",
         "    map_head,",
         "    text_bytes,",
+        "    uint_array,",
         "    uint_bytes,",
         "    U64_MAX,",
         "    Decoder,",

@@ -9,10 +9,10 @@ from typing import Any, Callable
 
 from .._cbor import (
     I64_MAX,
-    array_head,
     encode,
     map_head,
     text_bytes,
+    uint_array,
     uint_bytes,
     U64_MAX,
     Decoder,
@@ -447,6 +447,7 @@ def scan_Metadata(buf: bytes) -> Metadata:
 
 
 _DType_BYTES = {v: b for b, v in _DType_SCAN.items()}
+_DType_UNIT_BYTES = {v.variant: b for v, b in _DType_BYTES.items() if v.value is None}
 
 
 def encode_Metadata_bytes(metadata: Metadata) -> bytes:
@@ -460,8 +461,8 @@ def encode_Metadata_bytes(metadata: Metadata) -> bytes:
         v = entries[name]
         append(text_bytes(name))
         append(bytes([0xa3 + (v.param_id is not None)]))
-        append(b'edtype' + (_DType_BYTES.get(v.dtype) or encode(encode_DType(v.dtype))))
-        append(b'eshape' + array_head(len(v.shape)) + b''.join(map(uint_bytes, v.shape)))
+        append(b'edtype' + (_DType_UNIT_BYTES[v.dtype.variant] if v.dtype.value is None else (_DType_BYTES.get(v.dtype) or encode(encode_DType(v.dtype)))))
+        append(b'eshape' + uint_array(v.shape))
         append(b'ldata_offsets' + b'\x82' + uint_bytes(v.data_offsets[0]) + uint_bytes(v.data_offsets[1]))
         if v.param_id is not None:
             append(b'hparam_id' + uint_bytes(v.param_id))
