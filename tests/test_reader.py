@@ -294,3 +294,43 @@ def test_the_bulk_path_reports_the_first_bad_tensor_in_name_order_as_burn_does()
     tensors = {"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}, "b": {"dtype": "U8", "shape": [1], "data_offsets": [8, 4]}}
     with pytest.raises(burnpack.ValidationError, match="Tensor 'b' has corrupted offset data: end"):
         burnpack.load(_file({"tensors": tensors}, bytes(8))).numpy()
+
+
+def test_a_file_cut_to_exactly_metadata_end_plus_max_end_fails_on_access_with_burns_messages(tmp_path):
+    # 10 + M + max_end is also the signature of a pre-alignment file; Burn knows nothing of that
+    # and reports the range it could not view, so the error's variant and payload are Burn's.
+    full = Writer([Tensor("weight", DType.F32, [4], bytes(16))]).to_bytes()
+    metadata_size = int.from_bytes(full[6:10], "little")
+    cut = full[: 10 + metadata_size + 16]
+    path = tmp_path / "cut.bpk"
+    path.write_bytes(cut)
+    n = len(cut)
+    expected = {
+        "bytes": (f"Tensor 'weight' data range 256..272 could not be viewed (source is {n} bytes)",
+                  f"Tensor data range 256..272 is out of bounds (buffer is {n} bytes)"),
+        "file": (f"Tensor 'weight' data range 256..272 could not be viewed (source is {n} bytes)",
+                 "Tensor 'weight' data range 256..272 could not be viewed"),
+    }
+    for kind, source in (("bytes", cut), ("file", str(path))):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", burnpack.LegacyFormatWarning)
+            pack = burnpack.load(source)
+        with pytest.raises(burnpack.ValidationError) as info:
+            pack.tensors()
+        assert (info.value.variant, info.value.payload) == ("ValidationError", expected[kind][0])
+        with pytest.raises(burnpack.ValidationError) as info:
+            pack["weight"].tobytes()
+        assert (info.value.variant, info.value.payload) == ("ValidationError", expected[kind][1])
+        pack.close()
+
+
+def test_a_prealignment_looking_file_reports_the_tensor_burn_fails_on_not_the_first_one():
+    # 'a' still lies inside the file at the aligned start; Burn's into_tensors fails on 'b'.
+    metadata = {"tensors": {"a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]}, "b": {"dtype": "U8", "shape": [396], "data_offsets": [4, 400]}}}
+    blob = cbor2.dumps(metadata)
+    data = b"NRUB" + struct.pack("<HI", 1, len(blob)) + blob + bytes(400)
+    with pytest.warns(burnpack.LegacyFormatWarning):
+        pack = burnpack.load(data)
+    with pytest.raises(burnpack.LegacyFormatError) as info:
+        pack.tensors()
+    assert info.value.payload == f"Tensor 'b' data range 260..656 could not be viewed (source is {len(data)} bytes)"
