@@ -251,7 +251,7 @@ class Pack(Mapping[str, TensorView]):
         ``tensor_data`` for memory and file sources; the messages follow it.
         """
         name = view.name
-        refuse_legacy = self.legacy_layout and not self._legacy_ok
+        diagnose_legacy = self.legacy_layout and not self._legacy_ok
         start_rel, end_rel = view.data_offsets
         start, end = self.data_section_start + start_rel, self.data_section_start + end_rel
         if start > U64_MAX or end > U64_MAX:
@@ -271,14 +271,12 @@ class Pack(Mapping[str, TensorView]):
                 message = f"Tensor '{name}' data range {start}..{end} could not be viewed"
             else:
                 message = f"Tensor data range {start}..{end} is out of bounds (buffer is {available} bytes)"
-            if refuse_legacy:  # Burn's own error, with the diagnosis beside it
+            if diagnose_legacy:  # Burn's own error, with the diagnosis beside it
                 raise LegacyFormatError(message, where=f"tensor '{name}', file is {available} bytes; {legacy.LAYOUT_DIAGNOSIS}")
             raise ValidationError(message, where=f"tensor '{name}', file is {available} bytes")
-        if refuse_legacy and not whole_pack:
-            # Burn would hand back bytes shifted by the alignment gap; refuse them instead. The
-            # whole-pack read fails anyway (the last tensor always runs past the end), and it
-            # reports the tensor Burn reports, so it goes on to that one.
-            raise LegacyFormatError(legacy.LAYOUT_DIAGNOSIS, where=f"tensor '{name}'")
+        # An in-range tensor of a pre-alignment-looking file is returned as Burn returns it: the
+        # layout cannot be told apart from a modern file cut at exactly 10 + M + max_end, whose
+        # bytes are right. Opening such a file has already warned (LegacyFormatWarning).
         return start, end
 
     def _tensor_bytes(self, view: TensorView) -> memoryview:

@@ -183,12 +183,23 @@ def _prealignment_file() -> bytes:
     return b"NRUB" + struct.pack("<HI", 1, len(blob)) + blob + np.array([1.5, 2.5], "<f4").tobytes() + b"\x07\x08\x09"
 
 
-def test_a_prealignment_file_opens_with_a_warning_and_refuses_to_return_shifted_bytes():
+def test_a_prealignment_file_opens_with_a_warning_and_fails_whole_reads_with_the_diagnosis():
     with pytest.warns(burnpack.LegacyFormatWarning, match="pre-alignment layout"):
         pack = burnpack.load(_prealignment_file())
     assert pack.legacy_layout
     with pytest.raises(burnpack.LegacyFormatError, match="legacy_ok=True"):
-        pack["a"].numpy()
+        pack.tensors()
+
+
+def test_an_in_range_tensor_of_a_prealignment_looking_file_reads_as_burn_reads_it():
+    # Indistinguishable from a modern file cut at 10 + M + max_end, whose in-range bytes are right;
+    # the warning on opening is the diagnosis.
+    metadata = {"tensors": {"a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]}, "b": {"dtype": "U8", "shape": [396], "data_offsets": [4, 400]}}}
+    blob = cbor2.dumps(metadata)
+    data = b"NRUB" + struct.pack("<HI", 1, len(blob)) + blob + bytes(range(256)) + bytes(144)
+    with pytest.warns(burnpack.LegacyFormatWarning):
+        pack = burnpack.load(data)
+    assert pack["a"].tobytes() == data[pack.data_section_start : pack.data_section_start + 4]
 
 
 def test_a_prealignment_file_reads_as_written_when_the_caller_opts_in():
