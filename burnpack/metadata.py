@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._cbor import CborError, Decoder, Fallback, fast_loads
-from ._generated.codec import encode_Metadata_bytes, exact_Metadata, fast_Metadata, scan_Metadata
+from ._generated.codec import encode_Metadata_bytes, encode_Metadata_entries, exact_Metadata, fast_Metadata, scan_Metadata
 from ._generated.layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH
 from ._generated.types import Metadata
 from .errors import MetadataDeserializationError, MetadataSerializationError
@@ -13,6 +13,14 @@ def encode_metadata(metadata: Metadata) -> bytes:
     """Burn's exact metadata bytes: struct keys in declaration order, maps sorted, shortest forms."""
     try:
         return encode_Metadata_bytes(metadata)
+    except (TypeError, ValueError, UnicodeError, OverflowError) as exc:
+        raise MetadataSerializationError(f"cannot encode metadata: {exc}") from None
+
+
+def encode_metadata_entries(entries: dict[str, bytes], metadata: dict[str, str], scalars: dict) -> bytes:
+    """``encode_metadata`` from tensor entries already encoded (the writer's hot path)."""
+    try:
+        return encode_Metadata_entries(entries, metadata, scalars)
     except (TypeError, ValueError, UnicodeError, OverflowError) as exc:
         raise MetadataSerializationError(f"cannot encode metadata: {exc}") from None
 
@@ -49,4 +57,4 @@ def decode_metadata_exact(blob: bytes) -> Metadata:
         raise MetadataDeserializationError("RecursionLimitExceeded", where="metadata nesting") from None
 
 
-__all__ = ["Fallback", "decode_metadata", "decode_metadata_exact", "encode_metadata"]
+__all__ = ["Fallback", "decode_metadata", "decode_metadata_exact", "encode_metadata", "encode_metadata_entries"]

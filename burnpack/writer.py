@@ -17,11 +17,12 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from ._generated.layout import FORMAT_VERSION, HEADER, MAGIC, TENSOR_ALIGNMENT, data_section_start
-from ._generated.types import DTYPE_TABLE, DType, Metadata, Scalar, TensorDescriptor
+from ._generated.types import DTYPE_TABLE, DType, Scalar
 from .atomic import atomic_file
 from .dtypes import debug, dtype_from_numpy, element_size
-from .errors import BurnpackError, IoError, TensorBytesSizeMismatch, ValidationError
-from .metadata import encode_metadata
+from .errors import BurnpackError, IoError, MetadataSerializationError, TensorBytesSizeMismatch, ValidationError
+from ._generated.codec import encode_TensorDescriptor_entry
+from .metadata import encode_metadata_entries
 from .reader import has_extension
 
 U64_MAX = (1 << 64) - 1
@@ -229,24 +230,25 @@ class Writer:
     def plan(self) -> tuple[bytes, list[int], int]:
         """(metadata bytes, data-section start of each tensor, data-section size); raises before I/O."""
         if self._plan is None:
-            descriptors: dict[str, TensorDescriptor] = {}
+            entries: dict[str, bytes] = {}
             starts: list[int] = []
             offset = 0
-            new_descriptor = tuple.__new__
             for tensor in self.tensors:
                 _check_byte_len(tensor)
                 start = -(-offset // TENSOR_ALIGNMENT) * TENSOR_ALIGNMENT
                 end = start + tensor.byte_len
                 if end > U64_MAX:
                     raise IoError(f"Tensor offset overflow: {start} + {tensor.byte_len} exceeds maximum")
-                if tensor.name in descriptors:
-                    raise ValidationError(f"Duplicate tensor name '{tensor.name}'")
-                descriptors[tensor.name] = new_descriptor(
-                    TensorDescriptor, (tensor.dtype, tensor.shape, (start, end), tensor.param_id)
-                )
+                name = tensor.name
+                if name in entries:
+                    raise ValidationError(f"Duplicate tensor name '{name}'")
+                try:
+                    entries[name] = encode_TensorDescriptor_entry(name, tensor.dtype, tensor.shape, (start, end), tensor.param_id)
+                except (TypeError, ValueError, AttributeError, OverflowError) as exc:
+                    raise MetadataSerializationError(f"tensor '{name}': cannot encode its descriptor: {exc}") from None
                 starts.append(start)
                 offset = end
-            blob = encode_metadata(Metadata(descriptors, self.metadata, self.scalars))
+            blob = encode_metadata_entries(entries, self.metadata, self.scalars)
             if len(blob) > 0xFFFFFFFF:
                 raise IoError(f"Metadata size {len(blob)} exceeds maximum of {0xFFFFFFFF} bytes")
             self._plan = (blob, starts, offset)

@@ -716,29 +716,35 @@ def gen_direct_encoder(schema: Schema) -> list[str]:
             lines.append(f"_{f.type.kind}_BYTES = {{v: b for b, v in _{f.type.kind}_SCAN.items()}}")
             if not schema.enums[f.type.kind].unit_only:
                 lines.append(f"_{f.type.kind}_UNIT_BYTES = {{v.variant: b for v, b in _{f.type.kind}_BYTES.items() if v.value is None}}")
-    count = f"{0xa0 + required:#x}" + "".join(f" + (v.{f.name} is not None)" for f in optional)
+    count = f"{0xa0 + required:#x}" + "".join(f" + ({f.name} is not None)" for f in optional)
+    pieces = []
+    for f in struct.fields:
+        key = cbor_text(f.name)
+        if f.absent == "omit_if_none":
+            pieces.append(f"(b'' if {f.name} is None else {key!r} + {direct_encode(f.type.inner, f.name, schema)})")
+        else:
+            pieces.append(f"{key!r} + {direct_encode(f.type, f.name, schema)}")
     lines += [
+        "",
+        "",
+        f"def encode_{struct.name}_entry(name: str, {', '.join(f'{f.name}: {py_annotation(f.type, schema)}' for f in struct.fields)}) -> bytes:",
+        f'    """One entry of the {first.name!r} map (name and {struct.name}) exactly as ciborium writes it."""',
+        f"    return b''.join((text_bytes(name), bytes([{count}]), {', '.join(pieces)}))",
+        "",
+        "",
+        f"def encode_Metadata_entries(entries: dict[str, bytes], {', '.join(f'{f.name}: {py_annotation(f.type, schema)}' for f in top.fields[1:])}) -> bytes:",
+        f'    """The metadata from pre-encoded {first.name!r} entries (name → ``encode_{struct.name}_entry``)."""',
+        f"    rest = encode_Metadata(Metadata({{}}, {', '.join(f.name for f in top.fields[1:])}))",
+        f"    del rest[{first.name!r}]",
+        f"    head = [bytes([0xA1 + len(rest)]), {cbor_text(first.name)!r}, map_head(len(entries))]",
+        "    return b''.join([*head, *(entries[name] for name in sorted(entries)), encode(rest)[1:]])",
         "",
         "",
         "def encode_Metadata_bytes(metadata: Metadata) -> bytes:",
         '    """``encode(encode_Metadata(metadata))``, with the tensors map written directly."""',
-        f"    rest = encode_Metadata(metadata._replace({first.name}={{}}))",
-        f"    del rest[{first.name!r}]",
-        f"    entries = metadata.{first.name}",
-        f"    parts = [bytes([0xA1 + len(rest)]), {cbor_text(first.name)!r}, map_head(len(entries))]",
-        "    append = parts.append",
-        "    for name in sorted(entries):",
-        "        v = entries[name]",
-        "        append(text_bytes(name))",
-        f"        append(bytes([{count}]))",
+        f"    entries = {{name: encode_{struct.name}_entry(name, *v) for name, v in metadata.{first.name}.items()}}",
+        f"    return encode_Metadata_entries(entries, {', '.join(f'metadata.{f.name}' for f in top.fields[1:])})",
     ]
-    for f in struct.fields:
-        key = cbor_text(f.name)
-        if f.absent == "omit_if_none":
-            lines += [f"        if v.{f.name} is not None:", f"            append({key!r} + {direct_encode(f.type.inner, f'v.{f.name}', schema)})"]
-        else:
-            lines.append(f"        append({key!r} + {direct_encode(f.type, f'v.{f.name}', schema)})")
-    lines += ["    append(encode(rest)[1:])", "    return b''.join(parts)"]
     return lines
 
 

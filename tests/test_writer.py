@@ -279,3 +279,9 @@ def test_only_one_deferred_payload_is_alive_at_a_time(tmp_path):
     Writer(tensors).write(tmp_path / "big.bpk")
     assert alive == [0, 0, 0, 0]
     assert os.path.getsize(tmp_path / "big.bpk") >= 4 << 20
+
+
+def test_a_quant_scheme_that_cannot_be_encoded_is_a_metadata_serialization_error():
+    bad = burnpack.QuantScheme("Q4S", burnpack.QuantStore.Native, burnpack.QuantMode.Symmetric)  # value not a QuantValue
+    with pytest.raises(burnpack.MetadataSerializationError, match="tensor 'q'"):
+        Writer([Tensor("q", DType.QFloat(bad), (2,), bytes(2))]).size()

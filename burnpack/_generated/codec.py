@@ -450,24 +450,23 @@ _DType_BYTES = {v: b for b, v in _DType_SCAN.items()}
 _DType_UNIT_BYTES = {v.variant: b for v, b in _DType_BYTES.items() if v.value is None}
 
 
+def encode_TensorDescriptor_entry(name: str, dtype: DType, shape: tuple[int, ...], data_offsets: tuple[int, int], param_id: int | None) -> bytes:
+    """One entry of the 'tensors' map (name and TensorDescriptor) exactly as ciborium writes it."""
+    return b''.join((text_bytes(name), bytes([0xa3 + (param_id is not None)]), b'edtype' + (_DType_UNIT_BYTES[dtype.variant] if dtype.value is None else (_DType_BYTES.get(dtype) or encode(encode_DType(dtype)))), b'eshape' + uint_array(shape), b'ldata_offsets' + b'\x82' + uint_bytes(data_offsets[0]) + uint_bytes(data_offsets[1]), (b'' if param_id is None else b'hparam_id' + uint_bytes(param_id))))
+
+
+def encode_Metadata_entries(entries: dict[str, bytes], metadata: dict[str, str], scalars: dict[str, Scalar]) -> bytes:
+    """The metadata from pre-encoded 'tensors' entries (name → ``encode_TensorDescriptor_entry``)."""
+    rest = encode_Metadata(Metadata({}, metadata, scalars))
+    del rest['tensors']
+    head = [bytes([0xA1 + len(rest)]), b'gtensors', map_head(len(entries))]
+    return b''.join([*head, *(entries[name] for name in sorted(entries)), encode(rest)[1:]])
+
+
 def encode_Metadata_bytes(metadata: Metadata) -> bytes:
     """``encode(encode_Metadata(metadata))``, with the tensors map written directly."""
-    rest = encode_Metadata(metadata._replace(tensors={}))
-    del rest['tensors']
-    entries = metadata.tensors
-    parts = [bytes([0xA1 + len(rest)]), b'gtensors', map_head(len(entries))]
-    append = parts.append
-    for name in sorted(entries):
-        v = entries[name]
-        append(text_bytes(name))
-        append(bytes([0xa3 + (v.param_id is not None)]))
-        append(b'edtype' + (_DType_UNIT_BYTES[v.dtype.variant] if v.dtype.value is None else (_DType_BYTES.get(v.dtype) or encode(encode_DType(v.dtype)))))
-        append(b'eshape' + uint_array(v.shape))
-        append(b'ldata_offsets' + b'\x82' + uint_bytes(v.data_offsets[0]) + uint_bytes(v.data_offsets[1]))
-        if v.param_id is not None:
-            append(b'hparam_id' + uint_bytes(v.param_id))
-    append(encode(rest)[1:])
-    return b''.join(parts)
+    entries = {name: encode_TensorDescriptor_entry(name, *v) for name, v in metadata.tensors.items()}
+    return encode_Metadata_entries(entries, metadata.metadata, metadata.scalars)
 
 
 _ENCODERS = {Metadata: encode_Metadata, TensorDescriptor: encode_TensorDescriptor, QuantScheme: encode_QuantScheme, BlockScale: encode_BlockScale, BlockSize: encode_BlockSize, DType: encode_DType, QuantStore: encode_QuantStore, Scalar: encode_Scalar}
