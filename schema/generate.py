@@ -622,9 +622,8 @@ def gen_scanner(schema: Schema) -> list[str]:
     first = top.fields[0]
     struct = schema.structs[first.type.inner.kind]
     required = sum(f.absent in ("required", "null") for f in struct.fields)
-    name_header = r"([\x60-\x77]|\x78[\x00-\xff]|\x79[\x00-\xff]{2}|\x7a[\x00-\xff]{4})(.*?)"
-    parts = [name_header, f"([\\x{0xa0 + required:02x}-\\x{0xa0 + len(struct.fields):02x}])"]
-    groups, converters, tables, present = ["name_head", "name", "head"], [], {}, [str(required)]
+    parts = [f"([\\x{0xa0 + required:02x}-\\x{0xa0 + len(struct.fields):02x}])"]
+    groups, converters, tables, present = ["head"], [], {}, [str(required)]
     for f in struct.fields:
         optional = f.absent == "omit_if_none"
         value_type = f.type.inner if optional else f.type
@@ -648,7 +647,7 @@ def gen_scanner(schema: Schema) -> list[str]:
         entries = ", ".join(f"{k!r}: {v}" for k, v in table.items())
         lines.append(f"_{enum_name}_SCAN = {{{entries}}}")
     lines += [
-        f'_{struct.name}_RE = re.compile(rb"{"".join(parts)}", re.DOTALL)',
+        f'_{struct.name}_RE = re.compile(rb"{"".join(parts)}")',
         "",
         "",
         "def scan_Metadata(buf: bytes) -> Metadata:",
@@ -660,13 +659,22 @@ def gen_scanner(schema: Schema) -> list[str]:
         "    entries = {}",
         f"    match = _{struct.name}_RE.match",
         "    for _ in range(count):",
-        "        m = match(buf, pos)",
+        "        text_head = buf[pos]  # the name: a definite text string",
+        "        if 0x60 <= text_head < 0x78:",
+        "            name_end = pos + 1 + text_head - 0x60",
+        "            name = buf[pos + 1 : name_end]",
+        "        elif 0x78 <= text_head <= 0x7B:",
+        "            width = 1 << (text_head - 0x78)",
+        "            name_end = pos + 1 + width + int.from_bytes(buf[pos + 1 : pos + 1 + width], 'big')",
+        "            name = buf[pos + 1 + width : name_end]",
+        "        else:",
+        "            raise Fallback",
+        "        m = match(buf, name_end)",
         "        if m is None:",
         "            raise Fallback",
         f"        {', '.join(groups)} = m.groups()",
-        "        name_length = name_head[0] - 0x60 if len(name_head) == 1 else int.from_bytes(name_head[1:], 'big')",
-        f"        if len(name) != name_length or head[0] - 0xA0 != {' + '.join(present)}:",
-        "            raise Fallback  # a name that contains a descriptor-like run, or a field count off",
+        f"        if head[0] - 0xA0 != {' + '.join(present)}:",
+        "            raise Fallback  # the struct's entry count disagrees with the fields present",
         f"        values = ({', '.join(converters)},)",
     ]
     for seq in seqs:
