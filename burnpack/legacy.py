@@ -20,7 +20,7 @@ from typing import Any
 
 import cbor2
 
-from ._generated.layout import HEADER_SIZE, TENSOR_ALIGNMENT
+from ._generated.layout import TENSOR_ALIGNMENT
 from ._generated.types import Metadata
 from .errors import LegacyFormatWarning, MetadataDeserializationError
 from .metadata import decode_metadata
@@ -46,18 +46,16 @@ SCHEME_DIAGNOSIS = (
 )
 
 
-def has_prealignment_layout(meta: Metadata, metadata_size: int, file_size: int) -> bool:
+def has_prealignment_layout(meta: Metadata, metadata_end: int, max_end: int, file_size: int) -> bool:
     """True for files laid out by the pre-alignment writer, which current Burn cannot read whole.
 
     That writer packed tensors back to back from byte 10+M, so the file ends exactly at
-    ``10 + M + max_end``; with the aligned start the last tensor would run past the end.
+    ``10 + M + max_end``; with the aligned start the last tensor would run past the end. Cheap
+    for ordinary files: the offsets are only sorted when the length already matches.
     """
-    metadata_end = HEADER_SIZE + metadata_size
-    if not meta.tensors or metadata_end % TENSOR_ALIGNMENT == 0:
+    if not meta.tensors or metadata_end % TENSOR_ALIGNMENT == 0 or file_size != metadata_end + max_end:
         return False
     ranges = sorted(d.data_offsets for d in meta.tensors.values())
-    if file_size != metadata_end + max(end for _, end in ranges):
-        return False
     position = 0
     for start, end in ranges:
         if start != position or end < start:

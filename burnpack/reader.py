@@ -366,9 +366,9 @@ def _open(source: Source, *, from_file: bool, legacy_ok: bool) -> Pack:
         raise ValidationError(
             f"File contains {len(meta.tensors)} tensors, exceeding maximum of {MAX_TENSOR_COUNT} (potential DoS attack)"
         )
-    _check_total_size(meta, metadata_end, size)
+    max_end = _check_total_size(meta, metadata_end, size)
     data_start = data_section_start(metadata_size)
-    old_layout = legacy.has_prealignment_layout(meta, metadata_size, size)
+    old_layout = legacy.has_prealignment_layout(meta, metadata_end, max_end, size)
     if old_layout and legacy_ok:
         data_start = metadata_end
     elif old_layout:
@@ -387,14 +387,18 @@ def _open(source: Source, *, from_file: bool, legacy_ok: bool) -> Pack:
     )
 
 
-def _check_total_size(meta: Metadata, metadata_end: int, available: int) -> None:
-    """Burn's truncation check: metadata end + largest end offset (not the aligned start)."""
+def _check_total_size(meta: Metadata, metadata_end: int, available: int) -> int:
+    """Burn's truncation check: metadata end + largest end offset (not the aligned start).
+
+    Returns the largest end offset (0 without tensors).
+    """
     if not meta.tensors:
-        return
+        return 0
     max_end = max(d.data_offsets[1] for d in meta.tensors.values())
     min_size = metadata_end + max_end
     if min_size > U64_MAX:
         raise ValidationError("File size calculation overflow")
     if available < min_size:
         raise ValidationError(f"File truncated: expected at least {min_size} bytes, got {available} bytes")
+    return max_end
 
