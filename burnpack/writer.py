@@ -159,8 +159,10 @@ def _le_c_bytes(array: np.ndarray) -> memoryview:
         return memoryview(array.reshape(-1).view(np.uint8)) if array.size else memoryview(b"")
 
 
-def _scalar(name: str, value: Any) -> Scalar:
+def as_scalar(name: str, value: Any) -> Scalar:
+    """A Scalar from a Scalar or a plain bool / float / i64 int, checked to fit its kind."""
     if isinstance(value, Scalar):
+        _check_scalar(name, value)
         return value
     if isinstance(value, (bool, np.bool_)):
         return Scalar.Bool(bool(value))
@@ -198,17 +200,13 @@ class Writer:
         scalars: Mapping[str, Any] | None = None,
     ) -> None:
         self.tensors = list(tensors)
-        self.metadata = dict(metadata or {})
-        for key, value in self.metadata.items():
-            if type(key) is not str or type(value) is not str:
-                raise ValidationError(f"metadata entries must be str → str, got {key!r}: {value!r}")
-        self.scalars = {}
-        for key, value in (scalars or {}).items():
-            if type(key) is not str:
-                raise ValidationError(f"scalar names must be str, got {key!r}")
-            self.scalars[key] = _scalar(key, value)
-            _check_scalar(key, self.scalars[key])
+        self.metadata: dict[str, str] = {}
+        self.scalars: dict[str, Scalar] = {}
         self._plan: tuple[bytes, list[int], int] | None = None
+        for key, value in (metadata or {}).items():
+            self.with_metadata(key, value)
+        for key, value in (scalars or {}).items():
+            self.with_scalar(key, value)
 
     def with_metadata(self, key: str, value: str) -> Writer:
         """Add one metadata entry (a later value for the same key wins, as in Burn)."""
@@ -220,9 +218,9 @@ class Writer:
 
     def with_scalar(self, key: str, value: Any) -> Writer:
         """Add one typed scalar (a later value for the same key wins, as in Burn)."""
-        scalar = _scalar(key, value)
-        _check_scalar(key, scalar)
-        self.scalars[key] = scalar
+        if type(key) is not str:
+            raise ValidationError(f"scalar names must be str, got {key!r}")
+        self.scalars[key] = as_scalar(key, value)
         self._plan = None
         return self
 

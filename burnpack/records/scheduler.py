@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from .._generated.types import Scalar
-from ..writer import Writer, _check_scalar
+from ..writer import Writer, as_scalar
 from ._common import U64_MAX, open_pack, scalar_for, scalar_value
 from .state import join_path
 
@@ -77,8 +77,7 @@ class LrSchedulerRecord:
             if rust_type is None:
                 raise TypeError("give a burnpack.Scalar or the Rust type of the value (rust_type='usize', ...)")
             value = scalar_for(rust_type, value)
-        _check_scalar(key, value)
-        return LrSchedulerRecord({**self.scalars, key: value})
+        return LrSchedulerRecord({**self.scalars, key: as_scalar(key, value)})
 
     def scalar(self, key: str, rust_type: str = "f64") -> Any:
         """The value under ``key`` converted as Burn's ``TryFrom<Scalar>`` for ``rust_type``, or None."""
