@@ -345,3 +345,8 @@ def test_a_prealignment_looking_file_reports_the_tensor_burn_fails_on_not_the_fi
     with pytest.raises(burnpack.LegacyFormatError) as info:
         pack.tensors()
     assert info.value.payload == f"Tensor 'b' data range 260..656 could not be viewed (source is {len(data)} bytes)"
+
+
+def test_load_refuses_what_is_neither_a_path_bytes_nor_a_source():
+    with pytest.raises(TypeError, match="a path, a bytes-like object or a Source"):
+        burnpack.load(42)

@@ -285,3 +285,10 @@ def test_a_quant_scheme_that_cannot_be_encoded_is_a_metadata_serialization_error
     bad = burnpack.QuantScheme("Q4S", burnpack.QuantStore.Native, burnpack.QuantMode.Symmetric)  # value not a QuantValue
     with pytest.raises(burnpack.MetadataSerializationError, match="tensor 'q'"):
         Writer([Tensor("q", DType.QFloat(bad), (2,), bytes(2))]).size()
+
+
+def test_metadata_and_scalar_names_must_be_text():
+    with pytest.raises(burnpack.ValidationError, match="str → str"):
+        Writer(metadata={"k": 1})
+    with pytest.raises(burnpack.ValidationError, match="scalar names must be str"):
+        Writer(scalars={1: 1.0})
