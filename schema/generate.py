@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import struct
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -33,6 +34,8 @@ CDDL = ROOT / "schema" / "burnpack.cddl"
 
 BANNER = "# generated from schema/metadata.toml and schema/layout.py by schema/generate.py — do not edit\n"
 PRIMITIVES = {"u8", "u64", "i64", "f64", "bool", "str"}
+INT_RANGES = {"u8": (0, (1 << 8) - 1), "u64": (0, (1 << 64) - 1), "i64": (-(1 << 63), (1 << 63) - 1)}
+"""The schema's integer types → (min, max)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -88,6 +91,9 @@ class Variant:
     value: Type | None = None
     size: int | None = None
     numpy: str | None = None
+    kind: str | None = None
+    torch: str | None = None
+    safetensors: str | None = None
 
 
 @dataclass
@@ -123,7 +129,15 @@ def load_schema() -> Schema:
             e["name"],
             e["doc"],
             [
-                Variant(v["name"], parse_type(v["value"]) if "value" in v else None, v.get("size"), v.get("numpy"))
+                Variant(
+                    v["name"],
+                    parse_type(v["value"]) if "value" in v else None,
+                    v.get("size"),
+                    v.get("numpy"),
+                    v.get("kind"),
+                    v.get("torch"),
+                    v.get("safetensors"),
+                )
                 for v in e["variants"]
             ],
         )
@@ -166,11 +180,17 @@ def gen_layout(schema: Schema) -> str:
         f"HEADER_SIZE = {layout.HEADER_SIZE}",
         f"HEADER_FIELDS = {tuple(names)!r}",
         f"HEADER = struct.Struct({fmt!r})",
+        *(f"{name.upper()}_FIELD_MAX = {(1 << 8 * struct.calcsize('<' + code)) - 1}" for name, code in zip(names, fmt[1:])),
         f"TENSOR_ALIGNMENT = {layout.TENSOR_ALIGNMENT}",
         "",
     ]
     for key, value in schema.limits.items():
         lines.append(f"{key.upper()} = {value}")
+    lines.append("")
+    for kind, (lo, hi) in INT_RANGES.items():
+        if lo:
+            lines.append(f"{kind.upper()}_MIN = {lo}")
+        lines.append(f"{kind.upper()}_MAX = {hi}")
     lines += [
         "",
         "",
@@ -223,7 +243,12 @@ def gen_types(schema: Schema) -> str:
         "",
         "import enum",
         "import struct",
+        "from collections.abc import Callable",
         "from typing import Any, NamedTuple",
+        "",
+        "SERDE: dict[str, Callable[[Any], Any]] = {}",
+        '"""Burn\'s serde form, both ways: filled in by ``codec`` (which this package imports first),',
+        'so that these types need not import the codec that is written in terms of them."""',
         "",
     ]
     for e in schema.enums.values():
@@ -261,16 +286,12 @@ def serde_methods(name: str) -> list[str]:
         "",
         "    def to_serde(self) -> Any:",
         '        """Burn\'s serde form of this value, as plain data (what serde_json would write)."""',
-        "        from .codec import serde",
-        "",
-        "        return serde(self)",
+        '        return SERDE["to_serde"](self)',
         "",
         "    @classmethod",
         f"    def from_serde(cls, data: Any) -> {name}:",
         '        """Parse Burn\'s serde form; raises ValueError for anything else."""',
-        f"        from .codec import from_serde_{name}",
-        "",
-        f"        return from_serde_{name}(data)",
+        f'        return SERDE["from_serde_{name}"](data)',
     ]
 
 
@@ -326,6 +347,8 @@ def gen_tagged_enum(e: Enum, schema: Schema) -> list[str]:
         f"        return ({e.name}, (self.variant, self.value))",
     ]
     lines += serde_methods(e.name)
+    lines += gen_predicates(e)
+    lines += gen_payload_check(e)
     for v in newtypes:
         lines += [
             "",
@@ -340,18 +363,73 @@ def gen_tagged_enum(e: Enum, schema: Schema) -> list[str]:
     return lines
 
 
+def gen_predicates(e: Enum) -> list[str]:
+    """``is_<kind>`` properties when the variants declare kinds, else one ``is_<variant>`` each."""
+    groups: dict[str, list[str]] = {}
+    for v in e.variants:
+        groups.setdefault(v.kind or re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", v.name).lower(), []).append(v.name)
+    lines = []
+    for kind, names in groups.items():
+        test = f"self.variant == {names[0]!r}" if len(names) == 1 else f"self.variant in {tuple(names)!r}"
+        lines += [
+            "",
+            "    @property",
+            f"    def is_{kind}(self) -> bool:",
+            f'        """True for {", ".join(f"``{n}``" for n in names)}."""',
+            f"        return {test}",
+        ]
+    return lines
+
+
+def primitive_check(t: Type, x: str) -> str:
+    """An expression: the Python value ``x`` is a valid value of the primitive type ``t``."""
+    if t.kind in INT_RANGES:
+        lo, hi = INT_RANGES[t.kind]
+        return f"type({x}) is int and {lo} <= {x} <= {hi}"
+    return f"type({x}) is {py_annotation(t, None)}"  # type: ignore[arg-type]
+
+
+def gen_payload_check(e: Enum) -> list[str]:
+    """``payload_fits()`` for enums whose payloads are all primitives (Scalar, QuantStore)."""
+    newtypes = [v for v in e.variants if v.value is not None]
+    if not newtypes or any(v.value.kind not in PRIMITIVES for v in newtypes):
+        return []
+    lines = [
+        "",
+        "    def payload_fits(self) -> bool:",
+        '        """Whether the value fits the variant\'s type (e.g. ``Int``: an int in the i64 range)."""',
+    ]
+    for v in newtypes:
+        lines += [f"        if self.variant == {v.name!r}:", f"            return {primitive_check(v.value, 'self.value')}"]
+    return lines + ["        return self.value is None"]
+
+
 def gen_dtype_table(schema: Schema) -> list[str]:
     dtype = schema.enums["DType"]
     bool_store = schema.enums["BoolStore"]
+
+    def info(v: Variant) -> str:
+        return f"ElementInfo({v.kind!r}, {v.size!r}, {v.numpy!r}, {v.torch!r}, {v.safetensors!r})"
+
     lines = [
         "",
         "",
-        "DTYPE_TABLE: dict[str, tuple[int, str]] = {",
-        '    # unit DType variant -> (element size in bytes, numpy dtype name)',
+        "class ElementInfo(NamedTuple):",
+        '    """An element type: its kind, size in bytes and its names in numpy, torch and safetensors."""',
+        "",
+        "    kind: str | None",
+        "    size: int | None",
+        "    numpy: str | None",
+        "    torch: str | None",
+        "    safetensors: str | None",
+        "",
+        "",
+        "DTYPE_INFO: dict[str, ElementInfo] = {",
+        "    # DType variant -> element info (Bool: see BOOL_STORE_INFO; QFloat: bit-packed, no size)",
     ]
-    lines += [f"    {v.name!r}: ({v.size}, {v.numpy!r})," for v in dtype.variants if v.value is None]
-    lines += ["}", "", "BOOL_STORE_TABLE: dict[str, tuple[int, str]] = {"]
-    lines += [f"    {v.name!r}: ({v.size}, {v.numpy!r})," for v in bool_store.variants]
+    lines += [f"    {v.name!r}: {info(v)}," for v in dtype.variants]
+    lines += ["}", "", "BOOL_STORE_INFO: dict[str, ElementInfo] = {", "    # BoolStore variant -> how a Bool tensor stores each element"]
+    lines += [f"    {v.name!r}: {info(v)}," for v in bool_store.variants]
     lines += ["}", ""]
     return lines
 
@@ -778,6 +856,25 @@ def gen_serde(schema: Schema) -> list[str]:
         "def serde(value: Any) -> Any:",
         '    """Burn\'s serde form of a metadata value, as plain data."""',
         "    return _plain(_ENCODERS[type(value)](value))",
+        "",
+        "",
+        "def _has_nan(data: Any) -> bool:",
+        "    if type(data) is dict:",
+        "        return any(_has_nan(v) for v in data.values())",
+        "    if type(data) in (list, tuple):",
+        "        return any(_has_nan(v) for v in data)",
+        "    return type(data) is float and data != data",
+        "",
+        "",
+        "def _tree(data: Any) -> Any:",
+        '    """Plain data as an encoder tree: floats keep their exact bits (NaN payloads included)."""',
+        "    if type(data) is dict:",
+        "        return {k: _tree(v) for k, v in data.items()}",
+        "    if type(data) in (list, tuple):",
+        "        return [_tree(v) for v in data]",
+        "    if type(data) is float:",
+        "        return ShortestFloat(float_to_bits(data))",
+        "    return data",
     ]
     for k in kinds:
         lines += [
@@ -787,8 +884,15 @@ def gen_serde(schema: Schema) -> list[str]:
             "    try:",
             f"        return fast_{k}(data)",
             "    except Exception:",
+            "        if not _has_nan(data):",
+            f'            raise ValueError(f"not Burn\'s serde form of {k}: {{data!r}}") from None',
+            "    try:  # the fast validators leave NaN floats (and their payload bits) to the exact decoder",
+            f"        return exact_{k}(Decoder(encode(_tree(data)), depth=MAX_CBOR_DEPTH, scratch=CBOR_SCRATCH_SIZE))",
+            "    except Exception:",
             f'        raise ValueError(f"not Burn\'s serde form of {k}: {{data!r}}") from None',
         ]
+    lines += ["", "", 'SERDE["to_serde"] = serde']
+    lines += [f'SERDE["from_serde_{k}"] = from_serde_{k}' for k in kinds]
     return lines
 
 
@@ -821,7 +925,8 @@ def gen_codec(schema: Schema) -> str:
         "    semantic,",
         "    uints,",
         ")",
-        f"from .types import {', '.join(types)}",
+        "from .layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH",
+        f"from .types import SERDE, {', '.join(types)}",
         "",
         "I64_MIN = -I64_MAX - 1",
         "_ABSENT = object()",
@@ -910,7 +1015,9 @@ def gen_cddl(schema: Schema) -> str:
 def outputs() -> dict[Path, str]:
     schema = load_schema()
     return {
-        GENERATED / "__init__.py": BANNER + '"""Code generated from schema/ — see schema/generate.py."""\n',
+        GENERATED / "__init__.py": BANNER
+        + '"""Code generated from schema/ — see schema/generate.py."""\n\n'
+        + "from . import codec  # noqa: F401 - gives the types their serde form (types.SERDE)\n",
         GENERATED / "layout.py": gen_layout(schema),
         GENERATED / "types.py": gen_types(schema),
         GENERATED / "codec.py": gen_codec(schema),

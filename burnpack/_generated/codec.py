@@ -25,7 +25,8 @@ from .._cbor import (
     semantic,
     uints,
 )
-from .types import Metadata, TensorDescriptor, QuantScheme, BlockScale, BlockSize, DType, BoolStore, QuantValue, QuantStore, QuantMode, ScaleDtype, Scalar
+from .layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH
+from .types import SERDE, Metadata, TensorDescriptor, QuantScheme, BlockScale, BlockSize, DType, BoolStore, QuantValue, QuantStore, QuantMode, ScaleDtype, Scalar
 
 I64_MIN = -I64_MAX - 1
 _ABSENT = object()
@@ -496,9 +497,33 @@ def serde(value: Any) -> Any:
     return _plain(_ENCODERS[type(value)](value))
 
 
+def _has_nan(data: Any) -> bool:
+    if type(data) is dict:
+        return any(_has_nan(v) for v in data.values())
+    if type(data) in (list, tuple):
+        return any(_has_nan(v) for v in data)
+    return type(data) is float and data != data
+
+
+def _tree(data: Any) -> Any:
+    """Plain data as an encoder tree: floats keep their exact bits (NaN payloads included)."""
+    if type(data) is dict:
+        return {k: _tree(v) for k, v in data.items()}
+    if type(data) in (list, tuple):
+        return [_tree(v) for v in data]
+    if type(data) is float:
+        return ShortestFloat(float_to_bits(data))
+    return data
+
+
 def from_serde_Metadata(data: Any) -> Metadata:
     try:
         return fast_Metadata(data)
+    except Exception:
+        if not _has_nan(data):
+            raise ValueError(f"not Burn's serde form of Metadata: {data!r}") from None
+    try:  # the fast validators leave NaN floats (and their payload bits) to the exact decoder
+        return exact_Metadata(Decoder(encode(_tree(data)), depth=MAX_CBOR_DEPTH, scratch=CBOR_SCRATCH_SIZE))
     except Exception:
         raise ValueError(f"not Burn's serde form of Metadata: {data!r}") from None
 
@@ -507,12 +532,22 @@ def from_serde_TensorDescriptor(data: Any) -> TensorDescriptor:
     try:
         return fast_TensorDescriptor(data)
     except Exception:
+        if not _has_nan(data):
+            raise ValueError(f"not Burn's serde form of TensorDescriptor: {data!r}") from None
+    try:  # the fast validators leave NaN floats (and their payload bits) to the exact decoder
+        return exact_TensorDescriptor(Decoder(encode(_tree(data)), depth=MAX_CBOR_DEPTH, scratch=CBOR_SCRATCH_SIZE))
+    except Exception:
         raise ValueError(f"not Burn's serde form of TensorDescriptor: {data!r}") from None
 
 
 def from_serde_QuantScheme(data: Any) -> QuantScheme:
     try:
         return fast_QuantScheme(data)
+    except Exception:
+        if not _has_nan(data):
+            raise ValueError(f"not Burn's serde form of QuantScheme: {data!r}") from None
+    try:  # the fast validators leave NaN floats (and their payload bits) to the exact decoder
+        return exact_QuantScheme(Decoder(encode(_tree(data)), depth=MAX_CBOR_DEPTH, scratch=CBOR_SCRATCH_SIZE))
     except Exception:
         raise ValueError(f"not Burn's serde form of QuantScheme: {data!r}") from None
 
@@ -521,12 +556,22 @@ def from_serde_BlockScale(data: Any) -> BlockScale:
     try:
         return fast_BlockScale(data)
     except Exception:
+        if not _has_nan(data):
+            raise ValueError(f"not Burn's serde form of BlockScale: {data!r}") from None
+    try:  # the fast validators leave NaN floats (and their payload bits) to the exact decoder
+        return exact_BlockScale(Decoder(encode(_tree(data)), depth=MAX_CBOR_DEPTH, scratch=CBOR_SCRATCH_SIZE))
+    except Exception:
         raise ValueError(f"not Burn's serde form of BlockScale: {data!r}") from None
 
 
 def from_serde_BlockSize(data: Any) -> BlockSize:
     try:
         return fast_BlockSize(data)
+    except Exception:
+        if not _has_nan(data):
+            raise ValueError(f"not Burn's serde form of BlockSize: {data!r}") from None
+    try:  # the fast validators leave NaN floats (and their payload bits) to the exact decoder
+        return exact_BlockSize(Decoder(encode(_tree(data)), depth=MAX_CBOR_DEPTH, scratch=CBOR_SCRATCH_SIZE))
     except Exception:
         raise ValueError(f"not Burn's serde form of BlockSize: {data!r}") from None
 
@@ -535,12 +580,22 @@ def from_serde_DType(data: Any) -> DType:
     try:
         return fast_DType(data)
     except Exception:
+        if not _has_nan(data):
+            raise ValueError(f"not Burn's serde form of DType: {data!r}") from None
+    try:  # the fast validators leave NaN floats (and their payload bits) to the exact decoder
+        return exact_DType(Decoder(encode(_tree(data)), depth=MAX_CBOR_DEPTH, scratch=CBOR_SCRATCH_SIZE))
+    except Exception:
         raise ValueError(f"not Burn's serde form of DType: {data!r}") from None
 
 
 def from_serde_QuantStore(data: Any) -> QuantStore:
     try:
         return fast_QuantStore(data)
+    except Exception:
+        if not _has_nan(data):
+            raise ValueError(f"not Burn's serde form of QuantStore: {data!r}") from None
+    try:  # the fast validators leave NaN floats (and their payload bits) to the exact decoder
+        return exact_QuantStore(Decoder(encode(_tree(data)), depth=MAX_CBOR_DEPTH, scratch=CBOR_SCRATCH_SIZE))
     except Exception:
         raise ValueError(f"not Burn's serde form of QuantStore: {data!r}") from None
 
@@ -549,4 +604,20 @@ def from_serde_Scalar(data: Any) -> Scalar:
     try:
         return fast_Scalar(data)
     except Exception:
+        if not _has_nan(data):
+            raise ValueError(f"not Burn's serde form of Scalar: {data!r}") from None
+    try:  # the fast validators leave NaN floats (and their payload bits) to the exact decoder
+        return exact_Scalar(Decoder(encode(_tree(data)), depth=MAX_CBOR_DEPTH, scratch=CBOR_SCRATCH_SIZE))
+    except Exception:
         raise ValueError(f"not Burn's serde form of Scalar: {data!r}") from None
+
+
+SERDE["to_serde"] = serde
+SERDE["from_serde_Metadata"] = from_serde_Metadata
+SERDE["from_serde_TensorDescriptor"] = from_serde_TensorDescriptor
+SERDE["from_serde_QuantScheme"] = from_serde_QuantScheme
+SERDE["from_serde_BlockScale"] = from_serde_BlockScale
+SERDE["from_serde_BlockSize"] = from_serde_BlockSize
+SERDE["from_serde_DType"] = from_serde_DType
+SERDE["from_serde_QuantStore"] = from_serde_QuantStore
+SERDE["from_serde_Scalar"] = from_serde_Scalar

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..frameworks import is_torch_module
 from ..records import LoadResult, ModuleRecord, RecordTensor
 from .converter import ConversionReport, _describe, transform
 from .formats import read_tensors
@@ -65,9 +66,8 @@ def load_into(
     ``remap=...``, ``map_indices_contiguous=True``, ``filter=...``, ``module_types=...``).
     ``dtype_policy="CastToModule"`` casts the data to each target parameter's dtype.
     """
-    from .torch_live import _is_module
 
-    if _is_module(target):
+    if is_torch_module(target):
         options.setdefault("module", target)
     record, report = load_record(
         source, from_format=from_format, bool_store=bool_store, expect=target,

@@ -19,23 +19,27 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from .._generated.types import BoolStore, DType, Scalar
-from ..dtypes import debug, dtype_from_numpy, element_size, numpy_dtype
+from .._generated.types import DTYPE_INFO, BoolStore, DType, Scalar
+from ..dtypes import NATIVE_BOOL, debug, dtype_from_numpy, element_size, numpy_dtype
 
 __all__ = ["Entry", "TensorSet", "cast_array", "dtype_name", "is_float", "parse_dtype"]
 
-_FLOATS = {"F64", "F32", "Flex32", "F16", "BF16"}
-_NAMES = {
-    "f64": DType.F64, "float64": DType.F64, "double": DType.F64,
-    "f32": DType.F32, "float32": DType.F32, "float": DType.F32,
-    "flex32": DType.Flex32,
-    "f16": DType.F16, "float16": DType.F16, "half": DType.F16,
-    "bf16": DType.BF16, "bfloat16": DType.BF16,
-    "i64": DType.I64, "i32": DType.I32, "i16": DType.I16, "i8": DType.I8,
-    "u64": DType.U64, "u32": DType.U32, "u16": DType.U16, "u8": DType.U8,
-    "bool": DType.Bool(BoolStore.Native), "bool(native)": DType.Bool(BoolStore.Native),
-    "bool(u8)": DType.Bool(BoolStore.U8), "bool(u32)": DType.Bool(BoolStore.U32),
-}  # fmt: skip
+def _dtype_names() -> dict[str, DType]:
+    """Every spelling ``parse_dtype`` takes: Burn's names, torch's, C's, and the Bool stores."""
+    names: dict[str, DType] = {"double": DType.F64, "float": DType.F32, "half": DType.F16}
+    for variant, info in DTYPE_INFO.items():
+        if variant in DType.UNIT_VARIANTS:
+            dtype = getattr(DType, variant)
+            names[variant.lower()] = dtype
+            if info.torch is not None:
+                names.setdefault(info.torch, dtype)
+    names[DTYPE_INFO[NATIVE_BOOL.variant].torch or ""] = NATIVE_BOOL
+    for store in BoolStore:
+        names[debug(DType.Bool(store)).lower()] = DType.Bool(store)
+    return names
+
+
+_NAMES = _dtype_names()
 
 
 def parse_dtype(value: str | DType) -> DType:
@@ -55,7 +59,7 @@ def dtype_name(dtype: DType) -> str:
 
 def is_float(dtype: DType) -> bool:
     """Burn's ``DType::is_float``: F64, F32, Flex32, F16, BF16."""
-    return dtype.value is None and dtype.variant in _FLOATS
+    return dtype.is_float
 
 
 def cast_array(array: np.ndarray, target: DType) -> np.ndarray:

@@ -13,11 +13,11 @@ from .._cbor import rust_debug_str
 from .._generated.types import DType, Scalar
 from ..dtypes import dtype_from_numpy, element_size, numpy_dtype, view_bytes_as
 from ..errors import ValidationError
+from ..frameworks import as_numpy
 from ..reader import Pack, PathLike, load
 from ..writer import Tensor
 
-U64_MAX = (1 << 64) - 1
-I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+from .._generated.layout import I64_MAX, I64_MIN, U64_MAX
 
 # Rust integer types → (min, max); what `TryFrom<Scalar>` accepts (burn-pack base.rs:203-229).
 INT_RANGES: dict[str, tuple[int, int]] = {
@@ -81,15 +81,16 @@ def scalar_value(rust_type: str, scalar: Scalar | None) -> Any:
     """
     if scalar is None:
         return None
-    kind, value = scalar.variant, scalar.value
+    value = scalar.value
     if rust_type == "bool":
-        return value if kind == "Bool" else None
+        return value if scalar.is_bool else None
+    integer = scalar.is_int or scalar.is_uint
     if rust_type in ("f32", "f64"):
-        if kind not in ("Float", "Int", "UInt"):
+        if not (scalar.is_float or integer):
             return None
         number = float(value)
         return float(np.float32(number)) if rust_type == "f32" else number
-    if kind not in ("Int", "UInt"):
+    if not integer:
         return None
     lo, hi = INT_RANGES[rust_type]
     return value if lo <= value <= hi else None
@@ -135,7 +136,7 @@ class RecordTensor:
     @classmethod
     def from_array(cls, name: str, array: Any, *, param_id: int | None = None, dtype: DType | None = None) -> RecordTensor:
         """A tensor from an array-like; the dtype follows numpy unless given (Flex32, Bool(U8), ...)."""
-        array = to_numpy(array)
+        array = as_numpy(array)
         if dtype is not None and element_size(dtype) is None:
             raise ValidationError(
                 f"tensor '{name}': give QFloat data as a RecordTensor (its bytes do not have its logical shape)"
@@ -200,7 +201,7 @@ class RecordTensor:
         """The little-endian bytes as written to a file."""
         if self._raw is not None:
             return bytes(self._raw)
-        return bytes(self.writer_tensor().to_bytes())
+        return self.writer_tensor().tobytes()
 
     def writer_tensor(self) -> Tensor:
         """This tensor as the format layer's ``Tensor`` (bytes are not copied)."""
@@ -222,37 +223,6 @@ class RecordTensor:
             and self.shape == other.shape
             and self.tobytes() == other.tobytes()
         )
-
-
-def to_numpy(value: Any) -> np.ndarray:
-    """An array from numpy data, a torch tensor (bf16 included) or anything ``np.asarray`` takes."""
-    if is_torch_tensor(value):
-        return torch_to_numpy(value)
-    return np.asarray(value)
-
-
-def is_torch_tensor(value: Any) -> bool:
-    """True for a ``torch.Tensor`` (or Parameter) without importing torch."""
-    module = type(value).__module__ or ""
-    return module.startswith("torch") and hasattr(value, "detach") and hasattr(value, "dtype")
-
-
-def is_torch_module(value: Any) -> bool:
-    """True for a ``torch.nn.Module`` without importing torch."""
-    return any(
-        (cls.__module__ or "").startswith("torch.nn") and cls.__name__ == "Module" for cls in type(value).__mro__
-    )
-
-
-def torch_to_numpy(tensor: Any) -> np.ndarray:
-    """A torch tensor as numpy; bfloat16 goes through its 16-bit pattern (numpy has no bf16)."""
-    import ml_dtypes
-    import torch  # only reached when the caller handed us torch objects
-
-    tensor = tensor.detach().cpu()
-    if tensor.dtype == torch.bfloat16:
-        return tensor.contiguous().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
-    return tensor.contiguous().numpy()
 
 
 def pack_tensors_in_data_order(pack: Pack) -> list[RecordTensor]:

@@ -175,7 +175,7 @@ class FileCheckpointer:
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise IoError(f"{exc.strerror} (os error {exc.errno})", where=str(self.directory)) from None
+            raise IoError.from_os_error(exc, where=str(self.directory)) from None
         return record.save(self.path_for_epoch(epoch))
 
     def restore(self, epoch: int) -> Any:
@@ -190,7 +190,7 @@ class FileCheckpointer:
         except FileNotFoundError:
             return False
         except OSError as exc:
-            raise IoError(f"{exc.strerror} (os error {exc.errno})", where=str(path)) from None
+            raise IoError.from_os_error(exc, where=str(path)) from None
 
     def epochs(self) -> list[int]:
         found = set()

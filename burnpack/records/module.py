@@ -28,15 +28,14 @@ from ..dtypes import dtype_from_numpy
 from ..errors import ValidationError
 from ..writer import Writer
 from ._cast import cast_array
+from ..frameworks import as_numpy, is_torch_module
 from ._common import (
     RecordTensor,
-    is_torch_module,
     new_param_id,
     open_pack,
     pack_tensors_in_data_order,
     rust_debug_list,
     shape_debug,
-    to_numpy,
 )
 from .errors import RecordValidationError
 from .tree import Param, RunningState, is_leaf, iter_params, map_params
@@ -127,7 +126,7 @@ class LoadResult:
 
     def numpy(self) -> dict[str, np.ndarray]:
         """``{path: array}`` of every parameter after the load."""
-        return {path: to_numpy(p.value) for path, p in self.params.items()}
+        return {path: as_numpy(p.value) for path, p in self.params.items()}
 
 
 class ModuleRecord:
@@ -402,7 +401,7 @@ class ModuleRecord:
                     array, shape = None, value.shape
                     dtype = dtype if dtype is not None else value.dtype
                 else:
-                    array = to_numpy(value)
+                    array = as_numpy(value)
                     shape = tuple(int(d) for d in array.shape)
 
                 def current_dtype() -> DType:
@@ -444,7 +443,7 @@ def load_record(target: Any, record: ModuleRecord) -> LoadResult:
 
 
 def _is_quantized(dtype: DType) -> bool:
-    return dtype.variant == "QFloat"
+    return dtype.is_quantized
 
 
 def _maybe_dtype(array: np.ndarray) -> DType | None:

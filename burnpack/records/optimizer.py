@@ -25,7 +25,8 @@ import numpy as np
 
 from .._generated.types import Scalar
 from ..writer import Writer
-from ._common import RecordTensor, open_pack, pack_tensors_in_data_order, parse_u64, scalar_value, to_numpy
+from ..frameworks import as_numpy
+from ._common import RecordTensor, open_pack, pack_tensors_in_data_order, parse_u64, scalar_value
 from .errors import MissingParamIdError, StateRankError
 from .state import (
     Field,
@@ -96,7 +97,7 @@ class OptimizerState:
 
     def tensors(self) -> dict[str, np.ndarray]:
         """The state tensors by leaf name (``momentum.moment_1``...)."""
-        return {name: to_numpy(value) for name, value in self.flatten("")[0]}
+        return {name: as_numpy(value) for name, value in self.flatten("")[0]}
 
 
 @dataclass
@@ -586,7 +587,7 @@ class OptimizerRecord:
         if not isinstance(state, OptimizerState):
             raise TypeError(f"expected an OptimizerState (AdamState, SgdState, ...), got {type(state).__name__}")
         tensors, scalars = state.flatten(str(param_id))
-        arrays = [(name, value if isinstance(value, RecordTensor) else to_numpy(value)) for name, value in tensors]
+        arrays = [(name, value if isinstance(value, RecordTensor) else as_numpy(value)) for name, value in tensors]
         if rank is None and arrays:
             rank = _ndim(arrays[0][1])
         if rank is None:

@@ -356,7 +356,7 @@ def infer_scheduler(record: LrSchedulerRecord, *, module: bool = True) -> LrSche
                 raise ValueError(f"{key}: {value!r} is not a {cls.RUST_TYPE}")
             return cls(loaded)
     if key == "step":
-        if value.variant == "Float":
+        if value.is_float:
             return NoamLrScheduler(value.value)
         # A UInt `step` alone: a sequential scheduler whose children are all constant.
         return SequentialLrScheduler([], step=scalar_value("usize", value) or 0)

@@ -37,7 +37,8 @@ from typing import Any
 import numpy as np
 
 from .._generated.types import DType
-from ._common import RecordTensor, is_torch_module, is_torch_tensor
+from ..frameworks import is_torch_module, is_torch_tensor
+from ._common import RecordTensor
 
 _PRIMITIVES = (bool, int, float, complex, str, bytes, bytearray, np.generic)
 
