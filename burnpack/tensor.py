@@ -62,7 +62,7 @@ class Tensor:
         return _freeze(tensor, cls)
 
     @classmethod
-    def from_numpy(cls: type[_T], name: str, array: Any, *, param_id: int | None = None, dtype: DType | None = None) -> _T:
+    def from_numpy(cls, name: str, array: Any, *, param_id: int | None = None, dtype: DType | None = None) -> Tensor:
         """A tensor from an array-like or a torch tensor; the dtype follows the array unless given.
 
         A given dtype with an element type (``F16``, ``Flex32``, ``Bool(U8)``...) converts the
@@ -82,16 +82,16 @@ class Tensor:
             want = numpy_dtype(dtype)
             if array.dtype != want and array.dtype != want.newbyteorder(">"):
                 array = array.astype(want)
-        tensor = _blank(cls)
+        tensor = _blank(Tensor)
         _describe(tensor, name, dtype, array.shape, param_id, checked_shape=True)
         tensor._data = _le_c_bytes(array)
         tensor._provider = None
         tensor.byte_len = tensor._data.nbytes
-        return _freeze(tensor, cls)
+        return _freeze(tensor, Tensor)
 
     @classmethod
     def deferred(
-        cls: type[_T],
+        cls,
         name: str,
         dtype: DType,
         shape: Iterable[int],
@@ -99,16 +99,16 @@ class Tensor:
         provider: Provider,
         *,
         param_id: int | None = None,
-    ) -> _T:
+    ) -> Tensor:
         """A tensor whose bytes come from ``provider()``, called each time they are asked for."""
-        tensor = _blank(cls)
+        tensor = _blank(Tensor)
         _describe(tensor, name, dtype, shape, param_id)
         if type(byte_len) is not int or byte_len < 0:
             raise ValidationError(f"tensor '{name}': byte_len must be a non-negative int, got {byte_len!r}")
         if not callable(provider):
             raise ValidationError(f"tensor '{name}': provider must be callable, got {type(provider).__name__}")
         tensor.byte_len, tensor._data, tensor._provider = byte_len, None, provider
-        return _freeze(tensor, cls)
+        return _freeze(tensor, Tensor)
 
     # -- immutability ------------------------------------------------------------------------
     def __setattr__(self, name: str, value: Any) -> None:

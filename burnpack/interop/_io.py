@@ -44,12 +44,12 @@ def entry_from_array(name: str, array: np.ndarray, bool_store: str) -> Entry:
     if array.dtype == np.bool_:
         dtype = bool_dtype(bool_store)
         if dtype.value == BoolStore.Native:
-            return Entry.from_array(name, array, dtype=dtype)
+            return Entry.from_numpy(name, array, dtype=dtype)
         want = numpy_dtype(dtype)
         if want == np.uint8:
             return Entry(name, dtype, array.shape, lambda: array.view(np.uint8))  # same bytes
         return Entry(name, dtype, array.shape, lambda: array.astype(want))
-    return Entry.from_array(name, array)
+    return Entry.from_numpy(name, array)
 
 
 @contextlib.contextmanager

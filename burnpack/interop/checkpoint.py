@@ -757,7 +757,7 @@ def pytorch_to_burn_checkpoint(
     directory.mkdir(parents=True, exist_ok=True)
     writers = {
         "model": burnpack_writer(TensorSet(final)),
-        "optim": Writer([t.writer_tensor() for t in optim_record.tensors], metadata=optim_record.metadata, scalars=optim_record.scalars),
+        "optim": Writer(optim_record.tensors, metadata=optim_record.metadata, scalars=optim_record.scalars),
         "scheduler": Writer([], scalars=sched_record.scalars),
     }
     for writer in writers.values():

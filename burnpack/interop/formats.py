@@ -204,7 +204,7 @@ def _npz_entry(name: str, array: np.ndarray, hint: Any, bool_store: str) -> Entr
             array = array.view(want)
         elif array.dtype != want:
             array = array.astype(want)
-        return Entry.from_array(name, array, dtype=dtype)
+        return Entry.from_numpy(name, array, dtype=dtype)
     if array.dtype.kind == "V":
         raise ValueError(f"raw dtype {array.dtype} and no dtype hint")
     return entry_from_array(name, array, bool_store)

@@ -20,7 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..frameworks import is_torch_module
-from ..records import LoadResult, ModuleRecord, RecordTensor
+from ..records import LoadResult, ModuleRecord
+from ..tensor import Tensor
 from .converter import ConversionReport, _describe, transform
 from .formats import read_tensors
 
@@ -42,7 +43,7 @@ def load_record(
     try:
         report = ConversionReport(source=_describe(source), source_format=tset.format, target_format="record")
         result, report = transform(tset, report=report, param_ids=param_ids, **options)
-        tensors = [RecordTensor(e.name, e.dtype, e.shape, e.numpy(), param_id=e.param_id) for e in result.entries]
+        tensors = [Tensor(e.name, e.dtype, e.shape, e.numpy(), param_id=e.param_id) for e in result.entries]
     finally:
         tset.close()
     return ModuleRecord(tensors), report

@@ -29,8 +29,8 @@ from ..errors import ValidationError
 from ..writer import Writer
 from ._cast import cast_array
 from ..frameworks import as_numpy, is_torch_module
+from ..tensor import Tensor
 from ._common import (
-    RecordTensor,
     new_param_id,
     open_pack,
     pack_tensors_in_data_order,
@@ -141,14 +141,14 @@ class ModuleRecord:
 
     def __init__(
         self,
-        tensors: Iterable[RecordTensor] = (),
+        tensors: Iterable[Tensor] = (),
         *,
         dtype_policy: DTypePolicy = DTypePolicy.FromRecord,
         allow_partial: bool = False,
         allow_unused: bool = False,
         validate: bool = True,
     ) -> None:
-        self.tensors: list[RecordTensor] = list(tensors)
+        self.tensors: list[Tensor] = list(tensors)
         taken = {t.param_id for t in self.tensors if t.param_id is not None}
         for i, tensor in enumerate(self.tensors):
             if tensor.param_id is None:  # Burn: `param_id.unwrap_or_else(ParamId::new)`
@@ -173,19 +173,19 @@ class ModuleRecord:
                 value, pid, dtype = leaf.value, leaf.param_id, leaf.dtype
             if param_ids is not None and path in param_ids:
                 pid = param_ids[path]
-            if isinstance(value, RecordTensor) and (dtype is None or dtype == value.dtype):
+            if isinstance(value, Tensor) and (dtype is None or dtype == value.dtype):
                 tensors.append(value.with_name(path, param_id=pid))
             else:
-                if isinstance(value, RecordTensor):
+                if isinstance(value, Tensor):
                     value = value.numpy()
-                tensors.append(RecordTensor.from_array(path, value, param_id=pid, dtype=dtype))
+                tensors.append(Tensor.from_numpy(path, value, param_id=pid, dtype=dtype))
         return cls(tensors)
 
     @classmethod
     def from_tensors(
-        cls, tensors: Mapping[str, Any] | Iterable[RecordTensor], *, param_ids: Mapping[str, int] | None = None
+        cls, tensors: Mapping[str, Any] | Iterable[Tensor], *, param_ids: Mapping[str, int] | None = None
     ) -> ModuleRecord:
-        """A record from ``{path: array or Param}`` (in data order) or ``RecordTensor`` objects."""
+        """A record from ``{path: array or Param}`` (in data order) or ``Tensor`` objects."""
         if isinstance(tensors, Mapping):
             return cls.from_module(dict(tensors), param_ids=param_ids)
         items = list(tensors)
@@ -205,7 +205,7 @@ class ModuleRecord:
 
     # -- output ------------------------------------------------------------------------------
     def _writer(self) -> Writer:
-        return Writer([t.writer_tensor() for t in self.tensors])
+        return Writer(self.tensors)
 
     def into_bytes(self) -> bytes:
         """The burnpack bytes Burn's ``into_bytes`` writes: tensors with ids, nothing else."""
@@ -269,7 +269,7 @@ class ModuleRecord:
     def __contains__(self, path: object) -> bool:
         return any(t.name == path for t in self.tensors)
 
-    def __getitem__(self, path: str) -> RecordTensor:
+    def __getitem__(self, path: str) -> Tensor:
         for tensor in self.tensors:
             if tensor.name == path:
                 return tensor
@@ -299,7 +299,7 @@ class ModuleRecord:
 
     def params(self) -> dict[str, Param]:
         """``{path: Param(array, param_id, dtype)}``: a structure ``from_module`` turns back into
-        this very record (QFloat data stays a ``RecordTensor``: its bytes are not its shape)."""
+        this very record (QFloat data stays a ``Tensor``: its bytes are not its shape)."""
         return {t.name: Param(t if _is_quantized(t.dtype) else t.numpy(), t.param_id, t.dtype) for t in self.tensors}
 
     def into_record_group(
@@ -317,7 +317,7 @@ class ModuleRecord:
         id_set = set(ids or ())
         pattern = re.compile(regex) if regex is not None else None
 
-        def keep(t: RecordTensor) -> bool:
+        def keep(t: Tensor) -> bool:
             return (
                 t.name in path_set
                 or t.param_id in id_set
@@ -395,9 +395,9 @@ class ModuleRecord:
                 value, pid, dtype = leaf, None, None
                 if isinstance(leaf, Param):
                     value, pid, dtype = leaf.value, leaf.param_id, leaf.dtype
-                elif isinstance(leaf, RecordTensor):
+                elif isinstance(leaf, Tensor):
                     pid = leaf.param_id
-                if isinstance(value, RecordTensor):
+                if isinstance(value, Tensor):
                     array, shape = None, value.shape
                     dtype = dtype if dtype is not None else value.dtype
                 else:

@@ -26,7 +26,8 @@ import numpy as np
 from .._generated.types import Scalar
 from ..writer import Writer
 from ..frameworks import as_numpy
-from ._common import RecordTensor, open_pack, pack_tensors_in_data_order, parse_u64, scalar_value
+from ..tensor import Tensor
+from ._common import open_pack, pack_tensors_in_data_order, parse_u64, scalar_value
 from .errors import MissingParamIdError, StateRankError
 from .state import (
     Field,
@@ -71,7 +72,7 @@ class OptimizerState:
             return None
         converted = {}
         for name, value in values.items():
-            if isinstance(value, RecordTensor):
+            if isinstance(value, Tensor):
                 value = value.numpy()
             elif isinstance(value, list):
                 value = [v.numpy() for v in value]
@@ -270,7 +271,7 @@ class ParamEntries:
     param_id: int
     path: str | None
     rank: int | None
-    tensors: dict[str, RecordTensor]
+    tensors: dict[str, Tensor]
     scalars: dict[str, Scalar]
 
     @property
@@ -334,11 +335,11 @@ class OptimizerRecord:
 
     def __init__(
         self,
-        tensors: Iterable[RecordTensor] = (),
+        tensors: Iterable[Tensor] = (),
         scalars: Mapping[str, Scalar] | None = None,
         metadata: Mapping[str, str] | None = None,
     ) -> None:
-        self.tensors: list[RecordTensor] = list(tensors)
+        self.tensors: list[Tensor] = list(tensors)
         self.scalars: dict[str, Scalar] = dict(scalars or {})
         self.metadata: dict[str, str] = dict(metadata or {})
 
@@ -357,7 +358,7 @@ class OptimizerRecord:
         return cls(pack_tensors_in_data_order(pack), pack.scalars, pack.metadata)
 
     def _writer(self) -> Writer:
-        return Writer([t.writer_tensor() for t in self.tensors], metadata=self.metadata, scalars=self.scalars)
+        return Writer(self.tensors, metadata=self.metadata, scalars=self.scalars)
 
     def into_bytes(self) -> bytes:
         return self._writer().to_bytes()
@@ -587,7 +588,7 @@ class OptimizerRecord:
         if not isinstance(state, OptimizerState):
             raise TypeError(f"expected an OptimizerState (AdamState, SgdState, ...), got {type(state).__name__}")
         tensors, scalars = state.flatten(str(param_id))
-        arrays = [(name, value if isinstance(value, RecordTensor) else as_numpy(value)) for name, value in tensors]
+        arrays = [(name, value if isinstance(value, Tensor) else as_numpy(value)) for name, value in tensors]
         if rank is None and arrays:
             rank = _ndim(arrays[0][1])
         if rank is None:
@@ -652,7 +653,7 @@ class OptimizerRecord:
                     report.shape_mismatches.append((pid, t.name, target.shape, t.shape))
         return report
 
-    def __iter__(self) -> Iterator[RecordTensor]:
+    def __iter__(self) -> Iterator[Tensor]:
         return iter(self.tensors)
 
 
@@ -663,11 +664,11 @@ def _check_id(param_id: Any) -> int:
 
 
 def _ndim(value: Any) -> int:
-    return value.rank if isinstance(value, RecordTensor) else int(np.ndim(value))
+    return value.rank if isinstance(value, Tensor) else int(np.ndim(value))
 
 
-def _record_tensor(name: str, value: Any, param_id: int | None) -> RecordTensor:
-    if isinstance(value, RecordTensor):
+def _record_tensor(name: str, value: Any, param_id: int | None) -> Tensor:
+    if isinstance(value, Tensor):
         return value.with_name(name, param_id=param_id)
-    return RecordTensor.from_array(name, value, param_id=param_id)
+    return Tensor.from_numpy(name, value, param_id=param_id)
 

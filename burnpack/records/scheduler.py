@@ -34,7 +34,8 @@ from typing import Any, ClassVar
 
 from .._generated.types import Scalar
 from ..writer import Writer, as_scalar
-from ._common import U64_MAX, open_pack, scalar_for, scalar_value
+from .._generated.layout import U64_MAX
+from ._common import open_pack, scalar_for, scalar_value
 from .state import join_path
 
 PathLike = str | os.PathLike[str]

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._generated.types import Scalar
-from ._common import RecordTensor, scalar_for, scalar_value
+from ..tensor import Tensor
+from ._common import scalar_for, scalar_value
 
 
 def join_path(prefix: str, leaf: str) -> str:
@@ -136,11 +137,11 @@ class StateSource:
     Tensors are taken (removed) by name, scalars are read and left in place.
     """
 
-    def __init__(self, tensors: Mapping[str, RecordTensor], scalars: Mapping[str, Scalar]) -> None:
+    def __init__(self, tensors: Mapping[str, Tensor], scalars: Mapping[str, Scalar]) -> None:
         self.tensors = dict(tensors)
         self.scalars = dict(scalars)
 
-    def take_tensor(self, name: str) -> RecordTensor | None:
+    def take_tensor(self, name: str) -> Tensor | None:
         return self.tensors.pop(name, None)
 
     def scalar(self, name: str) -> Scalar | None:
@@ -152,7 +153,7 @@ class StateSource:
 
 
 def unflatten(fields: tuple[Field, ...], prefix: str, source: StateSource, missing: list[str] | None = None) -> dict[str, Any] | None:
-    """The attribute values rebuilt from ``source`` (tensors as ``RecordTensor``), or None
+    """The attribute values rebuilt from ``source`` (tensors as ``Tensor``), or None
     where Burn's derived ``state_unflatten`` returns None. ``missing`` collects why."""
     values: dict[str, Any] = {}
     ok = True

@@ -38,7 +38,7 @@ import numpy as np
 
 from .._generated.types import DType
 from ..frameworks import is_torch_module, is_torch_tensor
-from ._common import RecordTensor
+from ..tensor import Tensor
 
 _PRIMITIVES = (bool, int, float, complex, str, bytes, bytearray, np.generic)
 
@@ -134,7 +134,7 @@ class Reparameterized:
 
 def is_leaf(value: Any) -> bool:
     """A parameter value: a ``Param``, an ndarray (any rank), a torch tensor or another array type."""
-    if isinstance(value, (Param, np.ndarray, RecordTensor)) or is_torch_tensor(value):
+    if isinstance(value, (Param, np.ndarray, Tensor)) or is_torch_tensor(value):
         return True
     if isinstance(value, _PRIMITIVES) or value is None or isinstance(value, (Mapping, list, tuple)):
         return False
