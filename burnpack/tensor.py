@@ -20,6 +20,7 @@ from ._generated.layout import U64_MAX
 from ._generated.types import DType
 from .dtypes import dtype_from_numpy, element_size, numpy_dtype, view_bytes_as
 from .errors import ValidationError
+from .frameworks import as_numpy
 
 BytesLike = bytes | bytearray | memoryview
 Provider = Callable[[], "BytesLike | np.ndarray"]
@@ -27,7 +28,13 @@ _BIG_ENDIAN_HOST = sys.byteorder == "big"
 _T = TypeVar("_T", bound="Tensor")
 
 
-class Tensor:
+class _Fields:
+    """A Tensor's fields, writable: a new Tensor is filled in as this, then becomes a Tensor."""
+
+    __slots__ = ("name", "dtype", "shape", "param_id", "byte_len", "_data", "_provider")
+
+
+class Tensor(_Fields):
     """One tensor: ``name``, ``dtype``, ``shape``, ``param_id`` and ``byte_len`` bytes of data.
 
     Build it with ``Tensor.from_numpy`` (numpy arrays or torch tensors of any layout and byte
@@ -36,7 +43,7 @@ class Tensor:
     they are needed (a writer calls it once, while it writes this tensor).
     """
 
-    __slots__ = ("name", "dtype", "shape", "param_id", "byte_len", "_data", "_provider")
+    __slots__ = ()
 
     name: str
     dtype: DType
@@ -65,12 +72,12 @@ class Tensor:
     def from_numpy(cls, name: str, array: Any, *, param_id: int | None = None, dtype: DType | None = None) -> Tensor:
         """A tensor from an array-like or a torch tensor; the dtype follows the array unless given.
 
-        A given dtype with an element type (``F16``, ``Flex32``, ``Bool(U8)``...) converts the
-        elements when they differ; a ``QFloat`` dtype takes the array's raw bytes as they are.
+        A given dtype (``F16``, ``Flex32``, ``Bool(U8)``...) converts the elements when they
+        differ. QFloat data is not an array of its shape: give it as ``Tensor(name, dtype, shape,
+        raw_bytes)``.
         """
-        from .frameworks import as_numpy
-
-        array = as_numpy(array)
+        if type(array) is not np.ndarray:
+            array = as_numpy(array)
         if dtype is None:
             try:
                 dtype = dtype_from_numpy(array.dtype)
@@ -82,12 +89,11 @@ class Tensor:
             want = numpy_dtype(dtype)
             if array.dtype != want and array.dtype != want.newbyteorder(">"):
                 array = array.astype(want)
-        tensor = _blank(Tensor)
+        tensor = object.__new__(_Fields)  # _blank(Tensor), inlined: the many-tiny-tensors path
         _describe(tensor, name, dtype, array.shape, param_id, checked_shape=True)
-        tensor._data = _le_c_bytes(array)
-        tensor._provider = None
-        tensor.byte_len = tensor._data.nbytes
-        return _freeze(tensor, Tensor)
+        data = _le_c_bytes(array)
+        tensor._data, tensor._provider, tensor.byte_len = data, None, data.nbytes
+        return _freeze(tensor, Tensor)  # type: ignore[arg-type]
 
     @classmethod
     def deferred(
@@ -198,11 +204,15 @@ def _rebuild(name: str, dtype: DType, shape: tuple[int, ...], data: bytes, param
     return Tensor(name, dtype, shape, data, param_id=param_id)
 
 
-_BUILDERS: dict[type, type] = {}
+_BUILDERS: dict[type, type] = {Tensor: _Fields}
 
 
 def _blank(cls: type[_T]) -> _T:
-    """An unfrozen instance of ``cls``: a subclass that still allows attribute writes."""
+    """An unfrozen instance of ``cls`` for ``_freeze`` to turn into a ``cls``.
+
+    For ``Tensor`` (the hot path: many tiny tensors) it is a plain ``_Fields``; a subclass gets a
+    builder subclass of itself whose attributes can still be written.
+    """
     builder = _BUILDERS.get(cls)
     if builder is None:
         builder = _BUILDERS[cls] = type(f"_{cls.__name__}Builder", (cls,), {"__slots__": (), "__setattr__": object.__setattr__})
@@ -214,7 +224,7 @@ def _freeze(tensor: _T, cls: type[_T]) -> _T:
     return tensor
 
 
-def _describe(tensor: Tensor, name: Any, dtype: Any, shape: Iterable[Any], param_id: Any, *, checked_shape: bool = False) -> None:
+def _describe(tensor: _Fields, name: Any, dtype: Any, shape: Iterable[Any], param_id: Any, *, checked_shape: bool = False) -> None:
     """Check and set the descriptor fields of an unfrozen tensor."""
     if type(name) is not str:
         raise ValidationError(f"tensor name must be a str, got {type(name).__name__}")
