@@ -34,7 +34,7 @@ NATIVE_BOOL = DType.Bool(BoolStore.Native)
 def element_size(dtype: DType) -> int | None:
     """Bytes per element, or None for QFloat (bit-packed values plus inline scales)."""
     size = _UNIT_SIZES[dtype.variant]
-    if size is None and dtype.is_bool:
+    if size is None and isinstance(dtype.value, BoolStore):
         return _BOOL_SIZES[dtype.value.value]
     return size
 
@@ -46,7 +46,7 @@ def numpy_dtype(dtype: DType) -> np.dtype:
     """
     if dtype.value is None:
         return _UNIT_NUMPY[dtype.variant]
-    if dtype.is_bool:
+    if isinstance(dtype.value, BoolStore):
         return _BOOL_NUMPY[dtype.value.value]
     return _QFLOAT_NUMPY
 
@@ -115,7 +115,7 @@ def debug(dtype: DType) -> str:
     """Rust's ``{:?}`` of a DType, as in Burn's error messages (``F32``, ``Bool(U32)``)."""
     if dtype.value is None:
         return dtype.variant
-    if dtype.is_bool:
+    if isinstance(dtype.value, BoolStore):
         return f"{dtype.variant}({dtype.value.value})"
     return f"{dtype.variant}({dtype.value!r})"
 

@@ -190,7 +190,7 @@ class Pack(Mapping[str, TensorView]):
         for name in self._names:
             descriptor = descriptors[name]
             dtype, shape, (start, end) = descriptor.dtype, descriptor.shape, descriptor.data_offsets
-            size, np_dtype = UNIT_VIEW_SPECS.get(dtype.variant, (0, None)) if dtype.value is None else (0, None)
+            size, np_dtype = UNIT_VIEW_SPECS.get(dtype.variant, _NO_VIEW) if dtype.value is None else _NO_VIEW
             length = end - start
             if not size or not 0 <= length <= MAX_TENSOR_SIZE or end > limit or start % size or length != math.prod(shape) * size:
                 view = self[name]  # the checked path: Bool stores, QFloat, or raises Burn's error
@@ -250,6 +250,10 @@ class Pack(Mapping[str, TensorView]):
         if buffer is None:
             return memoryview(self._source.read(start, end - start))
         return buffer[start:end]
+
+
+_NO_VIEW: tuple[int, np.dtype] = (0, np.dtype("V1"))
+"""Size 0: the dtype has no in-place view (Bool stores, QFloat, or bf16 on big-endian hosts)."""
 
 
 def _zero_copy(source: Source) -> memoryview | None:

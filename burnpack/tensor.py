@@ -33,6 +33,14 @@ class _Fields:
 
     __slots__ = ("name", "dtype", "shape", "param_id", "byte_len", "_data", "_provider")
 
+    name: str
+    dtype: DType
+    shape: tuple[int, ...]
+    param_id: int | None
+    byte_len: int
+    _data: memoryview | None
+    _provider: Provider | None
+
 
 class Tensor(_Fields):
     """One tensor: ``name``, ``dtype``, ``shape``, ``param_id`` and ``byte_len`` bytes of data.
@@ -44,14 +52,6 @@ class Tensor(_Fields):
     """
 
     __slots__ = ()
-
-    name: str
-    dtype: DType
-    shape: tuple[int, ...]
-    param_id: int | None
-    byte_len: int
-    _data: memoryview | None
-    _provider: Provider | None
 
     def __new__(
         cls: type[_T],
@@ -93,7 +93,8 @@ class Tensor(_Fields):
         _describe(tensor, name, dtype, array.shape, param_id, checked_shape=True)
         data = _le_c_bytes(array)
         tensor._data, tensor._provider, tensor.byte_len = data, None, data.nbytes
-        return _freeze(tensor, Tensor)  # type: ignore[arg-type]
+        object.__setattr__(tensor, "__class__", Tensor)  # _freeze, inlined
+        return tensor  # type: ignore[return-value]
 
     @classmethod
     def deferred(
@@ -243,7 +244,7 @@ def _describe(tensor: _Fields, name: Any, dtype: Any, shape: Iterable[Any], para
         if isinstance(param_id, bool) or not isinstance(param_id, (int, np.integer)) or not 0 <= param_id <= U64_MAX:
             raise ValidationError(f"tensor '{name}': param_id {param_id!r} is not a u64")
         param_id = int(param_id)
-    tensor.name, tensor.dtype, tensor.shape, tensor.param_id = name, dtype, shape, param_id  # type: ignore[assignment]
+    tensor.name, tensor.dtype, tensor.shape, tensor.param_id = name, dtype, tuple(shape), param_id
 
 
 def _u64_dim(name: str, shape: tuple[Any, ...], dim: Any) -> int:
@@ -260,10 +261,10 @@ def _le_c_bytes(array: np.ndarray) -> memoryview:
     if dtype.byteorder == ">" or (dtype.byteorder == "=" and _BIG_ENDIAN_HOST and dtype.itemsize > 1):
         array = array.astype(dtype.newbyteorder("<"))
     try:
-        return memoryview(array).cast("B")  # C-contiguous arrays of buffer-exportable dtypes
+        return memoryview(array).cast("B")  # type: ignore[arg-type]  # C-contiguous, buffer-exportable dtypes
     except (TypeError, ValueError, BufferError):
         array = np.ascontiguousarray(array)
-        return memoryview(array.reshape(-1).view(np.uint8)) if array.size else memoryview(b"")
+        return memoryview(array.reshape(-1).view(np.uint8)) if array.size else memoryview(b"")  # type: ignore[arg-type]
 
 
 def _as_array(tensor: Tensor, view: memoryview, where: str | None = None) -> np.ndarray:

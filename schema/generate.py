@@ -244,7 +244,7 @@ def gen_types(schema: Schema) -> str:
         "import enum",
         "import struct",
         "from collections.abc import Callable",
-        "from typing import Any, NamedTuple",
+        "from typing import Any, ClassVar, NamedTuple",
         "",
         "SERDE: dict[str, Callable[[Any], Any]] = {}",
         '"""Burn\'s serde form, both ways: filled in by ``codec`` (which this package imports first),',
@@ -310,8 +310,12 @@ def gen_tagged_enum(e: Enum, schema: Schema) -> list[str]:
         '    """',
         "",
         '    __slots__ = ("variant", "value")',
-        f"    VARIANTS = {tuple(v.name for v in e.variants)!r}",
-        f"    UNIT_VARIANTS = frozenset({units!r})",
+        f"    VARIANTS: ClassVar[tuple[str, ...]] = {tuple(v.name for v in e.variants)!r}",
+        f"    UNIT_VARIANTS: ClassVar[frozenset[str]] = frozenset({units!r})",
+        *(f"    {u}: ClassVar[{e.name}]" for u in units),
+        "",
+        "    variant: str",
+        f"    value: {payload_annotation(e, schema)}",
         "",
         "    def __init__(self, variant: str, value: Any = None) -> None:",
         "        if variant not in self.VARIANTS:",
@@ -359,8 +363,16 @@ def gen_tagged_enum(e: Enum, schema: Schema) -> list[str]:
         ]
     lines.append("")
     for u in units:
-        lines.append(f"{e.name}.{u} = {e.name}({u!r})  # type: ignore[attr-defined]")
+        lines.append(f"{e.name}.{u} = {e.name}({u!r})")
     return lines
+
+
+def payload_annotation(e: Enum, schema: Schema) -> str:
+    """The type of a tagged enum's ``value``: the union of its payload types (None for units)."""
+    kinds = list(dict.fromkeys(py_annotation(v.value, schema) for v in e.variants if v.value is not None))
+    if any(v.value is None for v in e.variants):
+        kinds.append("None")
+    return " | ".join(kinds)
 
 
 def gen_predicates(e: Enum) -> list[str]:
@@ -477,7 +489,7 @@ def gen_encoders(schema: Schema) -> list[str]:
         if not fields:
             lines.append(f"    return {{{', '.join(fixed)}}}")
             continue
-        lines.append(f"    out = {{{', '.join(fixed)}}}")
+        lines.append(f"    out: dict[str, Any] = {{{', '.join(fixed)}}}")
         for f in fields:
             expr = enc_expr(f.type, f"v.{f.name}", schema)
             if f.absent == "omit_if_empty":
@@ -495,7 +507,9 @@ def gen_encoders(schema: Schema) -> list[str]:
         lines += [f"    if v.value is None:", "        return v.variant"]
         for var in e.variants:
             if var.value is not None:
-                lines += [f"    if v.variant == {var.name!r}:", f"        return {{{var.name!r}: {enc_expr(var.value, 'v.value', schema)}}}"]
+                payload = py_annotation(var.value, schema)
+                check = f"isinstance(v.value, {payload})" if var.value.kind not in ("u8", "u64", "i64") else "type(v.value) is int"
+                lines += [f"    if v.variant == {var.name!r} and {check}:", f"        return {{{var.name!r}: {enc_expr(var.value, 'v.value', schema)}}}"]
         lines.append(f'    raise AssertionError(v.variant)')
     return lines
 
@@ -521,15 +535,15 @@ def _fast_check(t: Type, x: str, target: str, schema: Schema, indent: str) -> li
     if k == "str":
         return [f"{i}if type({x}) is not str:", f"{i}    raise Fallback", f"{i}{target} = {x}"]
     if k == "map":
-        val_lines = fast_check(t.inner, "val", "checked", schema, i + "    ")
+        val_lines = fast_check(t.inner, "val", f"{target}_item", schema, i + "    ")
         identity = t.inner.kind == "str"
         lines = [f"{i}if type({x}) is not dict:", f"{i}    raise Fallback"]
         if identity:
             lines += [f"{i}for key, val in {x}.items():", f"{i}    if type(key) is not str or type(val) is not str:", f"{i}        raise Fallback", f"{i}{target} = {x}"]
             return lines
-        lines += [f"{i}out = {{}}", f"{i}for key, val in {x}.items():", f"{i}    if type(key) is not str:", f"{i}        raise Fallback"]
+        lines += [f"{i}{target}_out: dict[str, Any] = {{}}", f"{i}for key, val in {x}.items():", f"{i}    if type(key) is not str:", f"{i}        raise Fallback"]
         lines += val_lines
-        lines += [f"{i}    out[key] = checked", f"{i}{target} = out"]
+        lines += [f"{i}    {target}_out[key] = {target}_item", f"{i}{target} = {target}_out"]
         return lines
     if k in ("seq", "tuple", "array"):
         lines = [f"{i}if type({x}) is not list:", f"{i}    raise Fallback"]
@@ -560,8 +574,8 @@ def gen_fast(schema: Schema) -> list[str]:
             if v.value is None:
                 continue
             lines.append(f"    if name == {v.name!r}:")
-            lines += fast_check(v.value, "payload", "value", schema, "        ")
-            lines.append(f"        return {e.name}({v.name!r}, value)")
+            lines += fast_check(v.value, "payload", f"value_{v.name}", schema, "        ")
+            lines.append(f"        return {e.name}({v.name!r}, value_{v.name})")
         lines.append("    raise Fallback")
         if units:
             lines.append(f"_{e.name}_UNITS = {{name: getattr({e.name}, name) for name in {tuple(units)!r}}}")
@@ -840,7 +854,7 @@ def gen_serde(schema: Schema) -> list[str]:
     lines = [
         "",
         "",
-        f"_ENCODERS = {{{', '.join(f'{k}: encode_{k}' for k in kinds)}}}",
+        f"_ENCODERS: dict[type, Callable[[Any], Any]] = {{{', '.join(f'{k}: encode_{k}' for k in kinds)}}}",
         "",
         "",
         "def _plain(tree: Any) -> Any:",

@@ -43,7 +43,7 @@ def _in_context(d: Decoder, key: str, read: Callable[[], Any]) -> Any:
 
 def encode_Metadata(v: Metadata) -> dict:
     """Metadata as ciborium writes it: keys in declaration order."""
-    out = {'tensors': {k: encode_TensorDescriptor(v.tensors[k]) for k in sorted(v.tensors)}}
+    out: dict[str, Any] = {'tensors': {k: encode_TensorDescriptor(v.tensors[k]) for k in sorted(v.tensors)}}
     if v.metadata:
         out['metadata'] = {k: v.metadata[k] for k in sorted(v.metadata)}
     if v.scalars:
@@ -53,7 +53,7 @@ def encode_Metadata(v: Metadata) -> dict:
 
 def encode_TensorDescriptor(v: TensorDescriptor) -> dict:
     """TensorDescriptor as ciborium writes it: keys in declaration order."""
-    out = {'dtype': encode_DType(v.dtype), 'shape': list(v.shape), 'data_offsets': list(v.data_offsets)}
+    out: dict[str, Any] = {'dtype': encode_DType(v.dtype), 'shape': list(v.shape), 'data_offsets': list(v.data_offsets)}
     if v.param_id is not None:
         out['param_id'] = v.param_id
     return out
@@ -78,9 +78,9 @@ def encode_DType(v: DType) -> Any:
     """Unit variants as text, newtype variants as a one-entry map."""
     if v.value is None:
         return v.variant
-    if v.variant == 'Bool':
+    if v.variant == 'Bool' and isinstance(v.value, BoolStore):
         return {'Bool': v.value.value}
-    if v.variant == 'QFloat':
+    if v.variant == 'QFloat' and isinstance(v.value, QuantScheme):
         return {'QFloat': encode_QuantScheme(v.value)}
     raise AssertionError(v.variant)
 
@@ -89,9 +89,9 @@ def encode_QuantStore(v: QuantStore) -> Any:
     """Unit variants as text, newtype variants as a one-entry map."""
     if v.value is None:
         return v.variant
-    if v.variant == 'PackedNative':
+    if v.variant == 'PackedNative' and type(v.value) is int:
         return {'PackedNative': v.value}
-    if v.variant == 'PackedU32':
+    if v.variant == 'PackedU32' and type(v.value) is int:
         return {'PackedU32': v.value}
     raise AssertionError(v.variant)
 
@@ -100,13 +100,13 @@ def encode_Scalar(v: Scalar) -> Any:
     """Unit variants as text, newtype variants as a one-entry map."""
     if v.value is None:
         return v.variant
-    if v.variant == 'Int':
+    if v.variant == 'Int' and type(v.value) is int:
         return {'Int': v.value}
-    if v.variant == 'UInt':
+    if v.variant == 'UInt' and type(v.value) is int:
         return {'UInt': v.value}
-    if v.variant == 'Float':
+    if v.variant == 'Float' and isinstance(v.value, float):
         return {'Float': ShortestFloat(float_to_bits(v.value))}
-    if v.variant == 'Bool':
+    if v.variant == 'Bool' and isinstance(v.value, bool):
         return {'Bool': v.value}
     raise AssertionError(v.variant)
 
@@ -118,11 +118,11 @@ def fast_DType(raw: Any) -> DType:
         raise Fallback
     ((name, payload),) = raw.items()
     if name == 'Bool':
-        value = fast_BoolStore(payload)
-        return DType('Bool', value)
+        value_Bool = fast_BoolStore(payload)
+        return DType('Bool', value_Bool)
     if name == 'QFloat':
-        value = fast_QuantScheme(payload)
-        return DType('QFloat', value)
+        value_QFloat = fast_QuantScheme(payload)
+        return DType('QFloat', value_QFloat)
     raise Fallback
 _DType_UNITS = {name: getattr(DType, name) for name in ('F64', 'F32', 'Flex32', 'F16', 'BF16', 'I64', 'I32', 'I16', 'I8', 'U64', 'U32', 'U16', 'U8')}
 
@@ -148,13 +148,13 @@ def fast_QuantStore(raw: Any) -> QuantStore:
     if name == 'PackedNative':
         if type(payload) is not int or payload < 0 or payload > U64_MAX:
             raise Fallback
-        value = payload
-        return QuantStore('PackedNative', value)
+        value_PackedNative = payload
+        return QuantStore('PackedNative', value_PackedNative)
     if name == 'PackedU32':
         if type(payload) is not int or payload < 0 or payload > U64_MAX:
             raise Fallback
-        value = payload
-        return QuantStore('PackedU32', value)
+        value_PackedU32 = payload
+        return QuantStore('PackedU32', value_PackedU32)
     raise Fallback
 _QuantStore_UNITS = {name: getattr(QuantStore, name) for name in ('Native',)}
 
@@ -180,23 +180,23 @@ def fast_Scalar(raw: Any) -> Scalar:
     if name == 'Int':
         if type(payload) is not int or payload < I64_MIN or payload > I64_MAX:
             raise Fallback
-        value = payload
-        return Scalar('Int', value)
+        value_Int = payload
+        return Scalar('Int', value_Int)
     if name == 'UInt':
         if type(payload) is not int or payload < 0 or payload > U64_MAX:
             raise Fallback
-        value = payload
-        return Scalar('UInt', value)
+        value_UInt = payload
+        return Scalar('UInt', value_UInt)
     if name == 'Float':
         if type(payload) is not float or payload != payload:
             raise Fallback  # NaN payloads need the exact decoder
-        value = payload
-        return Scalar('Float', value)
+        value_Float = payload
+        return Scalar('Float', value_Float)
     if name == 'Bool':
         if type(payload) is not bool:
             raise Fallback
-        value = payload
-        return Scalar('Bool', value)
+        value_Bool = payload
+        return Scalar('Bool', value_Bool)
     raise Fallback
 
 
@@ -209,13 +209,13 @@ def fast_Metadata(raw: Any) -> Metadata:
     f_tensors = raw['tensors']
     if type(f_tensors) is not dict:
         raise Fallback
-    out = {}
+    f_tensors_out: dict[str, Any] = {}
     for key, val in f_tensors.items():
         if type(key) is not str:
             raise Fallback
-        checked = fast_TensorDescriptor(val)
-        out[key] = checked
-    f_tensors = out
+        f_tensors_item = fast_TensorDescriptor(val)
+        f_tensors_out[key] = f_tensors_item
+    f_tensors = f_tensors_out
     f_metadata = raw.get('metadata', _ABSENT)
     if f_metadata is _ABSENT:
         f_metadata = {}
@@ -231,13 +231,13 @@ def fast_Metadata(raw: Any) -> Metadata:
     else:
         if type(f_scalars) is not dict:
             raise Fallback
-        out = {}
+        f_scalars_out: dict[str, Any] = {}
         for key, val in f_scalars.items():
             if type(key) is not str:
                 raise Fallback
-            checked = fast_Scalar(val)
-            out[key] = checked
-        f_scalars = out
+            f_scalars_item = fast_Scalar(val)
+            f_scalars_out[key] = f_scalars_item
+        f_scalars = f_scalars_out
     return tuple.__new__(Metadata, (f_tensors, f_metadata, f_scalars,))
 
 
@@ -479,7 +479,7 @@ def encode_Metadata_bytes(metadata: Metadata) -> bytes:
     return encode_Metadata_entries(entries, metadata.metadata, metadata.scalars)
 
 
-_ENCODERS = {Metadata: encode_Metadata, TensorDescriptor: encode_TensorDescriptor, QuantScheme: encode_QuantScheme, BlockScale: encode_BlockScale, BlockSize: encode_BlockSize, DType: encode_DType, QuantStore: encode_QuantStore, Scalar: encode_Scalar}
+_ENCODERS: dict[type, Callable[[Any], Any]] = {Metadata: encode_Metadata, TensorDescriptor: encode_TensorDescriptor, QuantScheme: encode_QuantScheme, BlockScale: encode_BlockScale, BlockSize: encode_BlockSize, DType: encode_DType, QuantStore: encode_QuantStore, Scalar: encode_Scalar}
 
 
 def _plain(tree: Any) -> Any:

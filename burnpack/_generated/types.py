@@ -7,7 +7,7 @@ from __future__ import annotations
 import enum
 import struct
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 SERDE: dict[str, Callable[[Any], Any]] = {}
 """Burn's serde form, both ways: filled in by ``codec`` (which this package imports first),
@@ -160,8 +160,24 @@ class DType:
     """
 
     __slots__ = ("variant", "value")
-    VARIANTS = ('F64', 'F32', 'Flex32', 'F16', 'BF16', 'I64', 'I32', 'I16', 'I8', 'U64', 'U32', 'U16', 'U8', 'Bool', 'QFloat')
-    UNIT_VARIANTS = frozenset(['F64', 'F32', 'Flex32', 'F16', 'BF16', 'I64', 'I32', 'I16', 'I8', 'U64', 'U32', 'U16', 'U8'])
+    VARIANTS: ClassVar[tuple[str, ...]] = ('F64', 'F32', 'Flex32', 'F16', 'BF16', 'I64', 'I32', 'I16', 'I8', 'U64', 'U32', 'U16', 'U8', 'Bool', 'QFloat')
+    UNIT_VARIANTS: ClassVar[frozenset[str]] = frozenset(['F64', 'F32', 'Flex32', 'F16', 'BF16', 'I64', 'I32', 'I16', 'I8', 'U64', 'U32', 'U16', 'U8'])
+    F64: ClassVar[DType]
+    F32: ClassVar[DType]
+    Flex32: ClassVar[DType]
+    F16: ClassVar[DType]
+    BF16: ClassVar[DType]
+    I64: ClassVar[DType]
+    I32: ClassVar[DType]
+    I16: ClassVar[DType]
+    I8: ClassVar[DType]
+    U64: ClassVar[DType]
+    U32: ClassVar[DType]
+    U16: ClassVar[DType]
+    U8: ClassVar[DType]
+
+    variant: str
+    value: BoolStore | QuantScheme | None
 
     def __init__(self, variant: str, value: Any = None) -> None:
         if variant not in self.VARIANTS:
@@ -233,19 +249,19 @@ class DType:
         """The ``QFloat`` variant."""
         return cls('QFloat', value)
 
-DType.F64 = DType('F64')  # type: ignore[attr-defined]
-DType.F32 = DType('F32')  # type: ignore[attr-defined]
-DType.Flex32 = DType('Flex32')  # type: ignore[attr-defined]
-DType.F16 = DType('F16')  # type: ignore[attr-defined]
-DType.BF16 = DType('BF16')  # type: ignore[attr-defined]
-DType.I64 = DType('I64')  # type: ignore[attr-defined]
-DType.I32 = DType('I32')  # type: ignore[attr-defined]
-DType.I16 = DType('I16')  # type: ignore[attr-defined]
-DType.I8 = DType('I8')  # type: ignore[attr-defined]
-DType.U64 = DType('U64')  # type: ignore[attr-defined]
-DType.U32 = DType('U32')  # type: ignore[attr-defined]
-DType.U16 = DType('U16')  # type: ignore[attr-defined]
-DType.U8 = DType('U8')  # type: ignore[attr-defined]
+DType.F64 = DType('F64')
+DType.F32 = DType('F32')
+DType.Flex32 = DType('Flex32')
+DType.F16 = DType('F16')
+DType.BF16 = DType('BF16')
+DType.I64 = DType('I64')
+DType.I32 = DType('I32')
+DType.I16 = DType('I16')
+DType.I8 = DType('I8')
+DType.U64 = DType('U64')
+DType.U32 = DType('U32')
+DType.U16 = DType('U16')
+DType.U8 = DType('U8')
 
 
 class QuantStore:
@@ -256,8 +272,12 @@ class QuantStore:
     """
 
     __slots__ = ("variant", "value")
-    VARIANTS = ('Native', 'PackedNative', 'PackedU32')
-    UNIT_VARIANTS = frozenset(['Native'])
+    VARIANTS: ClassVar[tuple[str, ...]] = ('Native', 'PackedNative', 'PackedU32')
+    UNIT_VARIANTS: ClassVar[frozenset[str]] = frozenset(['Native'])
+    Native: ClassVar[QuantStore]
+
+    variant: str
+    value: int | None
 
     def __init__(self, variant: str, value: Any = None) -> None:
         if variant not in self.VARIANTS:
@@ -327,7 +347,7 @@ class QuantStore:
         """The ``PackedU32`` variant."""
         return cls('PackedU32', value)
 
-QuantStore.Native = QuantStore('Native')  # type: ignore[attr-defined]
+QuantStore.Native = QuantStore('Native')
 
 
 class Scalar:
@@ -338,8 +358,11 @@ class Scalar:
     """
 
     __slots__ = ("variant", "value")
-    VARIANTS = ('Int', 'UInt', 'Float', 'Bool')
-    UNIT_VARIANTS = frozenset([])
+    VARIANTS: ClassVar[tuple[str, ...]] = ('Int', 'UInt', 'Float', 'Bool')
+    UNIT_VARIANTS: ClassVar[frozenset[str]] = frozenset([])
+
+    variant: str
+    value: int | float | bool
 
     def __init__(self, variant: str, value: Any = None) -> None:
         if variant not in self.VARIANTS:
