@@ -39,7 +39,7 @@ def bool_dtype(store: str | BoolStore) -> DType:
         raise ConversionError(f"unknown bool store {store!r}; expected Native, U8 or U32") from None
 
 
-def entry_from_array(name: str, array: np.ndarray, bool_store: str) -> Entry:
+def entry_from_array(name: str, array: np.ndarray, bool_store: str | BoolStore) -> Entry:
     """An entry for a foreign array; numpy ``bool`` becomes ``Bool(bool_store)``."""
     if array.dtype == np.bool_:
         dtype = bool_dtype(bool_store)

@@ -627,7 +627,7 @@ def pytorch_to_burn_checkpoint(
         if name.rpartition(".")[2] == "num_batches_tracked":
             dropped[name] = array
             continue
-        entries.append(entry_from_array(name, array, BoolStore.U8.value))
+        entries.append(entry_from_array(name, array, BoolStore.U8))
     report.dropped = list(dropped)
     if dropped:
         report.not_mapped.append(f"{len(dropped)} BatchNorm num_batches_tracked buffer(s): Burn's BatchNorm has none (kept in torch.model metadata)")

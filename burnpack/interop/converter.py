@@ -472,7 +472,7 @@ def convert(
     from_format: str | None = None,
     to_format: str | None = None,
     overwrite: bool = False,
-    bool_store: str = "U8",
+    bool_store: str | BoolStore = BoolStore.U8,
     compress: bool = False,
     progress: Callable[[int], None] | bool | str | None = None,
     **options: Any,

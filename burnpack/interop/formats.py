@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from .._generated.types import DType
+from .._generated.types import BoolStore, DType
 from ..dtypes import dtype_from_safetensors, element_size, numpy_dtype, safetensors_code
 from ..paths import has_extension
 from ..reader import load
@@ -131,14 +131,14 @@ def read_burnpack(source: Any, *, legacy_ok: bool = False) -> TensorSet:
     return TensorSet(entries, dict(pack.metadata), dict(pack.scalars), format="burnpack", closers=[pack.close])
 
 
-def read_safetensors_file(path: Any, *, bool_store: str = "U8") -> TensorSet:
+def read_safetensors_file(path: Any, *, bool_store: str | BoolStore = BoolStore.U8) -> TensorSet:
     """A ``.safetensors`` file (validated, memory-mapped); ``__metadata__`` becomes metadata."""
     arrays, metadata = read_safetensors(path)
     entries = [entry_from_array(name, array, bool_store) for name, array in arrays.items()]
     return TensorSet(entries, dict(metadata), format="safetensors")
 
 
-def read_pytorch_file(path: Any, *, top_level_key: str | None = None, bool_store: str = "U8") -> TensorSet:
+def read_pytorch_file(path: Any, *, top_level_key: str | None = None, bool_store: str | BoolStore = BoolStore.U8) -> TensorSet:
     """A ``torch.save`` file read without torch and without running pickled code."""
     from .pytorch import read_pytorch
 
@@ -147,7 +147,7 @@ def read_pytorch_file(path: Any, *, top_level_key: str | None = None, bool_store
     return TensorSet(entries, format="pytorch", top_level_key=top_level_key)
 
 
-def read_npz(path: Any, *, bool_store: str = "U8") -> TensorSet:
+def read_npz(path: Any, *, bool_store: str | BoolStore = BoolStore.U8) -> TensorSet:
     """A ``.npz`` archive (``allow_pickle=False``). A 0-d string ``__metadata__`` member holding
     JSON ``{"metadata": {...}, "dtypes": {...}}`` (what :func:`write_npz` adds) restores the
     metadata and the Burn dtypes numpy cannot express (BF16, Bool stores, Flex32)."""
@@ -215,7 +215,7 @@ def read_tensors(
     format: str | None = None,
     *,
     top_level_key: str | None = None,
-    bool_store: str = "U8",
+    bool_store: str | BoolStore = BoolStore.U8,
     legacy_ok: bool = False,
 ) -> TensorSet:
     """Read any supported source: a path (format from content), bytes (burnpack or

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._generated.types import BoolStore
 from ..frameworks import is_torch_module
 from ..records import LoadResult, ModuleRecord
 from ..tensor import Tensor
@@ -32,7 +33,7 @@ def load_record(
     source: Any,
     *,
     from_format: str | None = None,
-    bool_store: str = "U8",
+    bool_store: str | BoolStore = BoolStore.U8,
     param_ids: str = "keep",
     **options: Any,
 ) -> tuple[ModuleRecord, ConversionReport]:
@@ -57,7 +58,7 @@ def load_into(
     validate: bool = True,
     dtype_policy: str = "FromRecord",
     from_format: str | None = None,
-    bool_store: str = "U8",
+    bool_store: str | BoolStore = BoolStore.U8,
     **options: Any,
 ) -> tuple[LoadResult, ConversionReport]:
     """Load ``source`` into ``target`` with Burn's transformations; returns the record layer's

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .._generated.types import BoolStore
 from ..dtypes import numpy_dtype
 from ..frameworks import is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
 from ._io import ConversionError, atomic_output, entry_from_array
@@ -54,7 +55,7 @@ def _walk(tree: Mapping[Any, Any], prefix: str = "", depth: int = 0) -> Iterator
             yield from _walk(value, name + ".", depth + 1)
 
 
-def read_torch(obj: Any, *, top_level_key: str | None = None, bool_store: str = "U8") -> TensorSet:
+def read_torch(obj: Any, *, top_level_key: str | None = None, bool_store: str | BoolStore = BoolStore.U8) -> TensorSet:
     """A ``state_dict`` (nested dicts flatten to dotted names, non-tensor leaves skipped) or an
     ``nn.Module`` (its ``state_dict()``; its submodule types become the set's module types)."""
     types: dict[str, str] = {}
