@@ -64,7 +64,7 @@ class Tensor(_Fields):
     ) -> _T:
         tensor = _blank(cls)
         _describe(tensor, name, dtype, shape, param_id)
-        view = _le_c_bytes(data) if isinstance(data, np.ndarray) else memoryview(data).cast("B")
+        view = le_c_bytes(data) if isinstance(data, np.ndarray) else memoryview(data).cast("B")
         tensor._data, tensor._provider, tensor.byte_len = view, None, view.nbytes
         return _freeze(tensor, cls)
 
@@ -91,7 +91,7 @@ class Tensor(_Fields):
                 array = array.astype(want)
         tensor = object.__new__(_Fields)  # _blank(Tensor), inlined: the many-tiny-tensors path
         _describe(tensor, name, dtype, array.shape, param_id, checked_shape=True)
-        data = _le_c_bytes(array)
+        data = le_c_bytes(array)
         tensor._data, tensor._provider, tensor.byte_len = data, None, data.nbytes
         object.__setattr__(tensor, "__class__", Tensor)  # _freeze, inlined
         return tensor  # type: ignore[return-value]
@@ -172,7 +172,7 @@ class Tensor(_Fields):
             assert self._data is not None
             return self._data
         data = self._provider()
-        return _le_c_bytes(data) if isinstance(data, np.ndarray) else memoryview(data).cast("B")
+        return le_c_bytes(data) if isinstance(data, np.ndarray) else memoryview(data).cast("B")
 
     def tobytes(self) -> bytes:
         """The tensor's bytes as a copy."""
@@ -255,7 +255,7 @@ def _u64_dim(name: str, shape: tuple[Any, ...], dim: Any) -> int:
     return int(dim)
 
 
-def _le_c_bytes(array: np.ndarray) -> memoryview:
+def le_c_bytes(array: np.ndarray) -> memoryview:
     """The array's elements as C-order little-endian bytes, without copying when already so."""
     dtype = array.dtype
     if dtype.byteorder == ">" or (dtype.byteorder == "=" and _BIG_ENDIAN_HOST and dtype.itemsize > 1):

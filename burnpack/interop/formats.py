@@ -38,6 +38,7 @@ from .._generated.types import BoolStore, DType
 from ..dtypes import dtype_from_safetensors, element_size, numpy_dtype, safetensors_code
 from ..paths import has_extension
 from ..reader import load
+from ..tensor import le_c_bytes
 from ..writer import Tensor, Writer
 from ._io import ConversionError, OutputExistsError, atomic_output, entry_from_array
 from .safetensors import SafetensorsError, build_header, read_safetensors
@@ -161,7 +162,7 @@ def read_npz(path: Any, *, bool_store: str | BoolStore = BoolStore.U8) -> Tensor
         return _read_npz_members(path, archive, bool_store)
 
 
-def _read_npz_members(path: Any, archive: Any, bool_store: str) -> TensorSet:
+def _read_npz_members(path: Any, archive: Any, bool_store: str | BoolStore) -> TensorSet:
     metadata: dict[str, str] = {}
     dtypes: dict[str, str] = {}
     names = list(archive.files)
@@ -321,18 +322,11 @@ def _safetensors_array(entry: Entry) -> tuple[str, Callable[[], np.ndarray]]:
                 array = array.astype(np.bool_)
             return array
 
-        return safetensors_code(dtype), load
+        return safetensors_code(dtype) or "", load
     code = safetensors_code(dtype)
     if code is None:
         raise ConversionError(f"tensor {entry.name!r}: safetensors cannot hold {dtype_name(dtype)}")
     return code, entry.numpy
-
-
-def _le_bytes(array: np.ndarray) -> memoryview:
-    if array.dtype.byteorder == ">":
-        array = array.astype(array.dtype.newbyteorder("<"))
-    array = np.ascontiguousarray(array)
-    return memoryview(array.reshape(-1).view(np.uint8)) if array.size else memoryview(b"")
 
 
 def write_safetensors_file(tset: TensorSet, path: Path, *, overwrite: bool = False, progress: Progress = _noop) -> Path:
@@ -340,7 +334,7 @@ def write_safetensors_file(tset: TensorSet, path: Path, *, overwrite: bool = Fal
     specs, loaders = [], []
     for entry in tset.entries:
         code, loader = _safetensors_array(entry)
-        itemsize = element_size(dtype_from_safetensors(code))
+        itemsize = element_size(dtype_from_safetensors(code)) or 0
         specs.append((entry.name, code, entry.shape, entry.numel * itemsize))
         loaders.append(loader)
     try:
@@ -351,7 +345,7 @@ def write_safetensors_file(tset: TensorSet, path: Path, *, overwrite: bool = Fal
         stream.write(header)
         for index in order:
             array = loaders[index]()
-            data = _le_bytes(array)
+            data = le_c_bytes(array)
             if data.nbytes != specs[index][3]:
                 raise ConversionError(f"tensor {specs[index][0]!r}: produced {data.nbytes} bytes, expected {specs[index][3]}")
             stream.write(data)

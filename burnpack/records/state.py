@@ -46,8 +46,10 @@ class Field:
 
     kind: str
     key: str
-    attr: str | None = None
-    rust_type: str | None = None
+    attr: str = ""
+    """The Python attribute (empty for nested states, whose children carry their own)."""
+    rust_type: str = ""
+    """The Rust type of a scalar (empty for tensors and nested states)."""
     children: tuple[Field, ...] = ()
 
 
@@ -80,7 +82,7 @@ def opt_nested(key: str, *children: Field) -> Field:
 
 
 def _attrs(fields: tuple[Field, ...]) -> list[str]:
-    out = []
+    out: list[str] = []
     for f in fields:
         out.extend(_attrs(f.children) if f.kind in ("nested", "opt_nested") else [f.attr])
     return out
@@ -175,7 +177,7 @@ def unflatten(fields: tuple[Field, ...], prefix: str, source: StateSource, missi
             values[f.attr] = source.take_tensor(name)
         elif f.kind == "vec_tensor":
             length = scalar_value("usize", source.scalar(f"{name}.len"))
-            items = []
+            items: list[Tensor] = []
             if length is None:
                 fail(f"{name}.len", "scalar missing or not an unsigned integer")
             else:
