@@ -153,14 +153,17 @@ def _expectation(expect: Any) -> tuple[dict[str, tuple[int, ...] | None], dict[s
     mapping, a ``TensorSet``, a file path, a ``torch.nn.Module`` or a record-layer structure."""
     from .torch_live import module_types_of
 
+    shapes: dict[str, tuple[int, ...] | None]
     if isinstance(expect, (str, os.PathLike)):
         with read_tensors(expect) as tset:
-            return {e.name: e.shape for e in tset.entries}, dict(tset.module_types)
+            shapes = {e.name: e.shape for e in tset.entries}
+            return shapes, dict(tset.module_types)
     if isinstance(expect, TensorSet):
-        return {e.name: e.shape for e in expect.entries}, dict(expect.module_types)
+        shapes = {e.name: e.shape for e in expect.entries}
+        return shapes, dict(expect.module_types)
     if is_torch_module(expect):
-        names = {k: tuple(v.shape) for k, v in expect.state_dict().items()}
-        return names, module_types_of(expect)
+        shapes = {k: tuple(v.shape) for k, v in expect.state_dict().items()}
+        return shapes, module_types_of(expect)
     if isinstance(expect, Mapping):
         out: dict[str, tuple[int, ...] | None] = {}
 

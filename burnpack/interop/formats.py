@@ -195,7 +195,7 @@ def _read_npz_members(path: Any, archive: Any, bool_store: str | BoolStore) -> T
     return TensorSet(entries, metadata, format="npz")
 
 
-def _npz_entry(name: str, array: np.ndarray, hint: Any, bool_store: str) -> Entry:
+def _npz_entry(name: str, array: np.ndarray, hint: Any, bool_store: str | BoolStore) -> Entry:
     if hint is not None:
         from .tensors import parse_dtype
 

@@ -162,7 +162,7 @@ def default_strategy() -> ComposedCheckpointingStrategy:
 class FileCheckpointer:
     """Burn's ``FileCheckpointer``: ``<directory>/<name>-<epoch>.bpk``."""
 
-    def __init__(self, directory: PathLike, name: str, record_type: type | None = None) -> None:
+    def __init__(self, directory: PathLike, name: str, record_type: Any = None) -> None:
         self.directory = Path(directory)
         self.name = name
         self.record_type = record_type or RECORD_TYPES.get(name, ModuleRecord)

@@ -121,7 +121,7 @@ class LoadResult:
     report: ApplyReport
 
     @property
-    def param_ids(self) -> dict[str, int]:
+    def param_ids(self) -> dict[str, int | None]:
         return {path: p.param_id for path, p in self.params.items()}
 
     def numpy(self) -> dict[str, np.ndarray]:
@@ -285,7 +285,7 @@ class ModuleRecord:
         return [t.name for t in self.tensors]
 
     @property
-    def param_ids(self) -> dict[str, int]:
+    def param_ids(self) -> dict[str, int | None]:
         """``{path: param_id}``."""
         return {t.name: t.param_id for t in self.tensors}
 
@@ -308,7 +308,7 @@ class ModuleRecord:
         paths: Iterable[str] | None = None,
         ids: Iterable[int] | None = None,
         regex: str | None = None,
-        predicate: Callable[[str, int], bool] | None = None,
+        predicate: Callable[[str, int | None], bool] | None = None,
     ) -> ModuleRecord:
         """The record of a parameter group (Burn's ``into_record_group``): entries matching any
         of ``paths`` (exact), ``ids``, ``regex`` (searched, like Rust's ``is_match``) or
@@ -407,12 +407,14 @@ class ModuleRecord:
                 def current_dtype() -> DType:
                     if dtype is not None:
                         return dtype
+                    assert array is not None  # a Tensor leaf always has its dtype
                     try:
                         return dtype_from_numpy(array.dtype)
                     except ValueError as exc:
                         raise ValidationError(f"{path}: {exc}") from None
 
                 hit = resolve(path, current_dtype, shape)
+                param: Param
                 if hit is not None and isinstance(leaf, RunningState):  # keeps its own id
                     _, new_dtype, data = hit
                     param = RunningState(data, pid if pid is not None else new_param_id(taken_ids), new_dtype)

@@ -63,7 +63,7 @@ class OptimizerState:
 
     def flatten(self, prefix: str) -> tuple[list[tuple[str, Any]], list[tuple[str, Scalar]]]:
         """``(tensors, scalars)`` named under ``prefix``, in Burn's field order."""
-        return flatten(self.SCHEMA, {f.name: getattr(self, f.name) for f in dc_fields(self)}, prefix)
+        return flatten(self.SCHEMA, {f.name: getattr(self, f.name) for f in dc_fields(self)}, prefix)  # type: ignore[arg-type]  # every state is a dataclass
 
     @classmethod
     def unflatten(cls, prefix: str, source: StateSource, missing: list[str] | None = None) -> OptimizerState | None:
@@ -292,7 +292,7 @@ class ConsistencyReport:
     a parameter that never got a gradient."""
     only_in_optimizer: list[tuple[int, str | None]] = field(default_factory=list)
     """State for ids the model does not have: the two files do not belong together."""
-    rank_mismatches: list[tuple[int, str, int, int]] = field(default_factory=list)
+    rank_mismatches: list[tuple[int, str, int, int | None]] = field(default_factory=list)
     """``(id, path, model rank, optimizer __rank)``."""
     shape_mismatches: list[tuple[int, str, tuple[int, ...], tuple[int, ...]]] = field(default_factory=list)
     """``(id, state tensor name, parameter shape, state tensor shape)``."""
@@ -434,12 +434,14 @@ class OptimizerRecord:
         out = {pid: ParamEntries(pid, paths.get(pid), rank, {}, {}) for pid, rank in ranks.items()}
         for t in self.tensors:
             head, _, leaf = t.name.partition(".")
-            entry = out.get(parse_u64(head)) if leaf else None
+            pid = parse_u64(head) if leaf else None
+            entry = out.get(pid) if pid is not None else None
             if entry is not None and head == str(entry.param_id):
                 entry.tensors[leaf] = t
         for key, value in self.scalars.items():
             head, _, leaf = key.partition(".")
-            entry = out.get(parse_u64(head)) if leaf and leaf != RANK_KEY else None
+            pid = parse_u64(head) if leaf and leaf != RANK_KEY else None
+            entry = out.get(pid) if pid is not None else None
             if entry is not None and head == str(entry.param_id):
                 entry.scalars[leaf] = value
         return out
@@ -468,7 +470,7 @@ class OptimizerRecord:
             self._check_ranks(entry.param_id, entry.rank, state)
         return state
 
-    def _check_ranks(self, param_id: int, rank: int, state: OptimizerState) -> None:
+    def _check_ranks(self, param_id: int, rank: int | None, state: OptimizerState) -> None:
         for name, value in state.flatten(str(param_id))[0]:
             ndim = np.ndim(value)
             if ndim != rank:
@@ -539,6 +541,8 @@ class OptimizerRecord:
         by_path = module.param_ids if module is not None else {}
         shapes = {t.name: t.shape for t in module.tensors} if module is not None else {}
         by_id = {i: p for p, i in by_path.items()}
+        path: str | None
+        rank: int | None
         for key, state in states.items():
             if isinstance(key, str):
                 if key not in by_path:
@@ -628,7 +632,9 @@ class OptimizerRecord:
 
     def lbfgs(self) -> LBFGSState | None:
         """``LBFGS::load_record``'s view: the global state, or None where Burn keeps its own."""
-        return LBFGSState.unflatten("", self._source())
+        state = LBFGSState.unflatten("", self._source())
+        assert state is None or isinstance(state, LBFGSState)
+        return state
 
     # -- consistency with a model record -------------------------------------------------------
     def check(self, model: Any) -> ConsistencyReport:

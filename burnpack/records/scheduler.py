@@ -167,7 +167,7 @@ class LrScheduler:
         if self.KEY is None:
             return self
         value = record.scalar(self.KEY, self.RUST_TYPE)
-        return self if value is None else replace(self, **{self.ATTR: value})
+        return self if value is None else replace(self, **{self.ATTR: value})  # type: ignore[type-var]  # subclasses are dataclasses
 
     def missing(self, record: LrSchedulerRecord, prefix: str = "") -> list[str]:
         """The keys ``load_record`` would not find (missing or of an incompatible kind)."""
@@ -265,7 +265,7 @@ class _Nested(LrScheduler):
     def load_record(self, record: LrSchedulerRecord) -> LrScheduler:
         loaded = super().load_record(record)
         children = [child.load_record(record.record(str(i))) for i, child in enumerate(self.schedulers)]
-        return replace(loaded, schedulers=children)
+        return replace(loaded, schedulers=children)  # type: ignore[type-var]  # a dataclass, as its subclasses
 
     def missing(self, record: LrSchedulerRecord, prefix: str = "") -> list[str]:
         out = super().missing(record, prefix)

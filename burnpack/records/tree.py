@@ -208,8 +208,9 @@ def map_params(tree: Any, fn: Callable[[str, Any], Any], prefix: str = "") -> An
         )
     if isinstance(tree, Mapping):
         items = [(key, map_params(value, fn, _join(prefix, str(key)))) for key, value in tree.items()]
+        rebuild: Any = type(tree)  # the same mapping type, when it can be built from pairs
         try:
-            return type(tree)(items)
+            return rebuild(items)
         except TypeError:
             return dict(items)
     if _is_namedtuple(tree):
