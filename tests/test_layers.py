@@ -158,3 +158,39 @@ def test_the_check_finds_a_cycle_and_an_upward_import():
     assert cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
     assert layer_of("burnpack.records.module") == "records" and layer_of("burnpack.reader") == "container"
     assert layer_of("burnpack._generated.codec") == "_generated" and layer_of("burnpack.interop.cli") == "cli"
+
+
+def _third_party_imports(package: str) -> dict[str, set[str]]:
+    """Top-level third-party module → the modules of ``package`` that import it, and where."""
+    import sys
+
+    found: dict[str, set[str]] = {}
+    for path in (ROOT / package).rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        module_level = {id(node) for node in tree.body}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                top = name.split(".")[0]
+                if top not in sys.stdlib_module_names and top != package:
+                    where = "module" if id(node) in module_level else "function"
+                    found.setdefault(top, set()).add(where)
+    return found
+
+
+def test_installed_burnpack_imports_only_its_declared_dependencies():
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    declared = {dep.split(">")[0].split("=")[0].split("[")[0].strip().replace("-", "_") for dep in project["dependencies"]}
+    optional = {dep.split("=")[0].strip() for dep in project["optional-dependencies"]["torch"]}
+    imports = _third_party_imports("burnpack")
+    assert set(imports) - declared - optional == set()
+    assert declared <= set(imports), "a runtime dependency nothing imports belongs in an extra"
+    for name in optional:  # torch: imported only inside the functions that need it
+        assert imports.get(name, set()) <= {"function"}, name
