@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 
@@ -36,7 +36,7 @@ from .metadata import encode_metadata_entries
 from .paths import PathLike, resolve_write_path
 from .tensor import BytesLike, Tensor
 
-__all__ = ["Tensor", "Writer", "as_scalar", "resolve_write_path", "save", "save_bytes"]
+__all__ = ["Plan", "Tensor", "Writer", "as_scalar", "resolve_write_path", "save", "save_bytes"]
 
 _ZEROS = bytes(TENSOR_ALIGNMENT)  # every padding run is shorter than the alignment
 _CHUNK = 8 << 20
@@ -62,6 +62,17 @@ def _check_scalar(name: str, scalar: Scalar) -> None:
         raise ValidationError(f"scalar '{name}': {scalar.value!r} does not fit Scalar.{scalar.variant}")
 
 
+class Plan(NamedTuple):
+    """What a writer decided before writing anything."""
+
+    metadata: bytes
+    """The CBOR metadata blob."""
+    starts: tuple[int, ...]
+    """Each tensor's start in the data section, in data order."""
+    data_size: int
+    """Bytes from the data section's start to the end of the last tensor."""
+
+
 class Writer:
     """A planned burnpack: tensors in data order, user metadata and typed scalars.
 
@@ -84,7 +95,7 @@ class Writer:
                 raise ValidationError(f"expected burnpack.Tensor objects, got {type(tensor).__name__}")
         self._metadata: dict[str, str] = {}
         self._scalars: dict[str, Scalar] = {}
-        self._plan: tuple[bytes, list[int], int] | None = None
+        self._plan: Plan | None = None
         for key, value in (metadata or {}).items():
             self.with_metadata(key, value)
         for key, value in (scalars or {}).items():
@@ -122,7 +133,7 @@ class Writer:
         return self
 
     # -- planning ----------------------------------------------------------------------------
-    def plan(self) -> tuple[bytes, list[int], int]:
+    def plan(self) -> Plan:
         """(metadata bytes, data-section start of each tensor, data-section size); raises before I/O."""
         if self._plan is None:
             entries: dict[str, bytes] = {}
@@ -146,13 +157,13 @@ class Writer:
             blob = encode_metadata_entries(entries, self._metadata, self._scalars)
             if len(blob) > METADATA_SIZE_FIELD_MAX:
                 raise IoError(f"Metadata size {len(blob)} exceeds maximum of {METADATA_SIZE_FIELD_MAX} bytes")
-            self._plan = (blob, starts, offset)
+            self._plan = Plan(blob, tuple(starts), offset)
         return self._plan
 
     def size(self) -> int:
         """Total file size in bytes, without producing any deferred tensor."""
-        blob, _, data_size = self.plan()
-        return data_section_start(len(blob)) + data_size
+        plan = self.plan()
+        return data_section_start(len(plan.metadata)) + plan.data_size
 
     # -- output ------------------------------------------------------------------------------
     def _chunks(self) -> Iterable[BytesLike]:
@@ -161,12 +172,13 @@ class Writer:
         Small tensors and the padding between them are gathered into one chunk, so that many tiny
         tensors cost one write rather than two each.
         """
-        blob, starts, _ = self.plan()
+        plan = self.plan()
+        blob = plan.metadata
         batch = bytearray(HEADER.pack(MAGIC, FORMAT_VERSION, len(blob)))
         batch += blob
         batch += _ZEROS[: data_section_start(len(blob)) - HEADER.size - len(blob)]
         position = 0
-        for tensor, start in zip(self._tensors, starts, strict=True):
+        for tensor, start in zip(self._tensors, plan.starts, strict=True):
             batch += _ZEROS[: start - position]  # at most 255 bytes between tensors
             if tensor._data is None and batch:  # stream what is ready before producing a lazy tensor
                 yield batch
