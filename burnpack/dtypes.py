@@ -25,7 +25,8 @@ def _np_dtype(name: str) -> np.dtype:
 _UNIT_NUMPY = {name: _np_dtype(info.numpy) for name, info in DTYPE_INFO.items() if info.numpy is not None}
 _BOOL_NUMPY = {name: _np_dtype(info.numpy) for name, info in BOOL_STORE_INFO.items() if info.numpy is not None}
 _QFLOAT_NUMPY = np.dtype("u1")
-_UNIT_SIZES = {name: info.size for name, info in DTYPE_INFO.items()}
+UNIT_SIZES: dict[str, int | None] = {name: info.size for name, info in DTYPE_INFO.items()}
+"""DType variant → element size (None for Bool and QFloat, whose size depends on the payload)."""
 _BOOL_SIZES = {name: info.size for name, info in BOOL_STORE_INFO.items()}
 NATIVE_BOOL = DType.Bool(BoolStore.Native)
 """What a bool array of numpy or torch becomes."""
@@ -33,7 +34,7 @@ NATIVE_BOOL = DType.Bool(BoolStore.Native)
 
 def element_size(dtype: DType) -> int | None:
     """Bytes per element, or None for QFloat (bit-packed values plus inline scales)."""
-    size = _UNIT_SIZES[dtype.variant]
+    size = UNIT_SIZES[dtype.variant]
     if size is None and isinstance(dtype.value, BoolStore):
         return _BOOL_SIZES[dtype.value.value]
     return size
@@ -122,7 +123,7 @@ def debug(dtype: DType) -> str:
 
 UNIT_VIEW_SPECS: dict[str, tuple[int, np.dtype]] = {
     name: (size, _UNIT_NUMPY[name])
-    for name, size in _UNIT_SIZES.items()
+    for name, size in UNIT_SIZES.items()
     if size is not None and not (_BIG_ENDIAN_HOST and _UNIT_NUMPY[name] == _BF16)
 }  # ml_dtypes' bfloat16 is native-endian only
 """Unit dtypes whose bytes numpy views in place: variant → (element size, numpy dtype)."""

@@ -90,10 +90,13 @@ class Tensor(_Fields):
             if array.dtype != want and array.dtype != want.newbyteorder(">"):
                 array = array.astype(want)
         tensor = object.__new__(_Fields)  # _blank(Tensor), inlined: the many-tiny-tensors path
-        _describe(tensor, name, dtype, array.shape, param_id, checked_shape=True)
+        if type(name) is str and name.isascii() and param_id is None and isinstance(dtype, DType):
+            tensor.name, tensor.dtype, tensor.shape, tensor.param_id = name, dtype, array.shape, None
+        else:  # the checks _describe makes, for whatever the fast test above does not settle
+            _describe(tensor, name, dtype, array.shape, param_id, checked_shape=True)
         data = le_c_bytes(array)
         tensor._data, tensor._provider, tensor.byte_len = data, None, data.nbytes
-        object.__setattr__(tensor, "__class__", Tensor)  # _freeze, inlined
+        _set_class(tensor, Tensor)  # _freeze, inlined
         return tensor  # type: ignore[return-value]
 
     @classmethod
@@ -220,8 +223,11 @@ def _blank(cls: type[_T]) -> _T:
     return object.__new__(builder)  # type: ignore[no-any-return]
 
 
+_set_class = object.__dict__["__class__"].__set__
+
+
 def _freeze(tensor: _T, cls: type[_T]) -> _T:
-    object.__setattr__(tensor, "__class__", cls)  # same layout: the builder adds nothing
+    _set_class(tensor, cls)  # same layout: the builder (or _Fields) adds nothing
     return tensor
 
 
@@ -236,15 +242,14 @@ def _describe(tensor: _Fields, name: Any, dtype: Any, shape: Iterable[Any], para
             raise ValidationError(f"tensor name {name!r} is not valid Unicode (lone surrogate)") from None
     if not isinstance(dtype, DType):
         raise ValidationError(f"tensor '{name}': dtype must be a burnpack.DType, got {dtype!r}")
-    if not checked_shape:  # a numpy shape is already a tuple of non-negative ints
-        shape = tuple(shape)
-        if not all(type(dim) is int and 0 <= dim <= U64_MAX for dim in shape):
-            shape = tuple(_u64_dim(name, shape, dim) for dim in shape)
+    dims: tuple[Any, ...] = shape if checked_shape else tuple(shape)  # type: ignore[assignment]  # numpy: a tuple already
+    if not checked_shape and not all(type(dim) is int and 0 <= dim <= U64_MAX for dim in dims):
+        dims = tuple(_u64_dim(name, dims, dim) for dim in dims)
     if param_id is not None:
         if isinstance(param_id, bool) or not isinstance(param_id, (int, np.integer)) or not 0 <= param_id <= U64_MAX:
             raise ValidationError(f"tensor '{name}': param_id {param_id!r} is not a u64")
         param_id = int(param_id)
-    tensor.name, tensor.dtype, tensor.shape, tensor.param_id = name, dtype, tuple(shape), param_id
+    tensor.name, tensor.dtype, tensor.shape, tensor.param_id = name, dtype, dims, param_id
 
 
 def _u64_dim(name: str, shape: tuple[Any, ...], dim: Any) -> int:
