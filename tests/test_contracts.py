@@ -144,3 +144,20 @@ def test_every_format_error_is_in_the_burnpack_tree():
     for cls in (ConversionError, PyTorchReadError, SafetensorsError):
         assert issubclass(cls, BurnpackError), cls
     assert issubclass(PyTorchReadError, ValueError) and issubclass(SafetensorsError, ValueError)
+
+
+# -- one tensor model ------------------------------------------------------------------------------
+def test_a_packs_tensors_are_tensors_a_writer_takes_as_they_are():
+    original = burnpack.save_bytes({"b": np.arange(3, dtype=np.int16), "a": np.ones((2, 2), np.float32)}, scalars={"s": 1})
+    with burnpack.load(original) as pack:
+        views = sorted(pack.tensors(), key=lambda v: v.data_offsets)
+        assert all(isinstance(v, Tensor) for v in views)
+        again = Writer(views, scalars=pack.scalars).to_bytes()
+    assert again == original
+
+
+def test_a_renamed_view_reads_the_same_bytes():
+    with burnpack.load(burnpack.save_bytes({"a": np.arange(4, dtype=np.float32)})) as pack:
+        renamed = pack["a"].with_name("b", param_id=3)
+        assert (renamed.name, renamed.param_id) == ("b", 3)
+        assert renamed.numpy().tolist() == [0.0, 1.0, 2.0, 3.0]
