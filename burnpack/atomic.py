@@ -1,61 +1,232 @@
-"""Atomic file output: a scratch sibling, fsync, rename, fsync of the directory.
+"""Replacing file output: the one way every burnpack writer puts bytes on disk.
 
-The destination either keeps its old content or gets the complete new one; no scratch file is
-left behind on any failure (Burn's ``write_to_file_atomic``, burn-pack writer.rs:532-646).
+The destination either keeps its old content or gets the complete new one, and it is always
+*replaced* (a new inode), never truncated in place: a reader that has the old file memory-mapped
+keeps reading the old bytes instead of dying of SIGBUS. Burn's ``write_to_file`` truncates in
+place; its ``write_to_file_atomic`` (burn-pack writer.rs) renames a scratch file as here.
+
+Faults: where the platform supports it (Linux ``O_TMPFILE``) the bytes are written to an unnamed
+file that is linked into the directory only once complete, so a killed process leaves nothing.
+Elsewhere the scratch file is named ``.<name>.<host>-<pid>-<n>.burnpack-tmp``; every later write
+into the same directory removes such files whose writer process (on this host) is gone.
+
+Symbolic links: a destination that is a symlink is followed and its *target* is replaced (the
+link stays a link); a dangling link creates its target. A replaced file keeps its permission
+bits; a new file gets the usual ``0o666 & ~umask``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
+import hashlib
 import itertools
 import os
+import re
+import socket
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
+
+SCRATCH_SUFFIX = ".burnpack-tmp"
+_HOST = hashlib.blake2s(socket.gethostname().encode(), digest_size=4).hexdigest()
+_SCRATCH = re.compile(r"^\..+\.(?P<host>[0-9a-f]{8})-(?P<pid>[1-9][0-9]*)-[0-9]+" + re.escape(SCRATCH_SUFFIX) + "$")
+_O_TMPFILE: int | None = getattr(os, "O_TMPFILE", None)
+_AT_FDCWD = -100
+_AT_SYMLINK_FOLLOW = 0x400
+_tmpfile_works: dict[int, bool] = {}  # st_dev → whether O_TMPFILE + linkat works there
 
 
 class DestinationExists(FileExistsError):
     """``replace=False`` and the destination appeared while the scratch file was being written."""
 
 
-@contextlib.contextmanager
-def atomic_file(path: Path, *, replace: bool = True) -> Iterator[BinaryIO]:
-    """A stream whose bytes land at ``path`` only if the ``with`` block succeeds.
+def destination(path: Path) -> Path:
+    """The file a write to ``path`` replaces: ``path`` itself, or the final target of a symlink.
 
-    The scratch file is ``<name>.<pid>-<n>.tmp`` beside ``path`` (created exclusively). With
-    ``replace=False`` an existing ``path`` is never replaced: the file is hard-linked into place,
-    which raises ``DestinationExists`` if ``path`` appeared meanwhile. Raises ``OSError``.
+    A dangling link names the file to create. Raises ``OSError`` (ELOOP) for a link cycle.
     """
-    for n in itertools.count():
-        scratch = path.with_name(f"{path.name}.{os.getpid()}-{n}.tmp")
-        try:
-            stream = open(scratch, "xb")
-            break
-        except FileExistsError:
-            continue
+    path = Path(path)
+    seen = set()
+    while path.is_symlink():
+        if path in seen or len(seen) >= 40:
+            raise OSError(errno.ELOOP, "Too many levels of symbolic links", str(path))
+        seen.add(path)
+        path = path.parent / os.readlink(path)
+    return path
+
+
+@contextlib.contextmanager
+def atomic_file(path: Path, *, replace: bool = True, durable: bool = True) -> Iterator[BinaryIO]:
+    """A stream whose bytes replace ``destination(path)`` only if the ``with`` block succeeds.
+
+    ``durable`` fsyncs the file and its directory before returning. With ``replace=False`` an
+    existing destination is never replaced: ``DestinationExists`` if it appeared meanwhile.
+    Raises ``OSError``.
+    """
+    target = destination(path)
+    directory = target.parent
+    if target.name in ("", ".", ".."):
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+    if not directory.is_dir():
+        how = f" (the symbolic link {path} points into it)" if target != Path(path) else ""
+        raise FileNotFoundError(errno.ENOENT, f"No such file or directory: {directory}{how}", str(directory))
+    sweep_stale_scratch(directory)
+    mode = _kept_mode(target)
+    fd = _open_unnamed(directory)
+    scratch: Path | None = None
     try:
-        with stream:
+        if fd is None:
+            scratch, fd = _open_named(target)
+        if mode is not None:
+            os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb", closefd=False) as stream:
             yield stream
             stream.flush()
-            os.fsync(stream.fileno())
-        if replace:
-            os.replace(scratch, path)
+        if durable:
+            os.fsync(fd)
+        if not replace:
+            _link_into_place(fd, scratch, target)
         else:
-            _link_into_place(scratch, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(scratch)
-        raise
-    _fsync_dir(path.parent)
+            if scratch is None:
+                scratch = _scratch_name(target, 0)
+                for n in itertools.count(1):
+                    try:
+                        _link_fd(fd, scratch)
+                        break
+                    except FileExistsError:
+                        scratch = _scratch_name(target, n)
+            os.replace(scratch, target)
+        scratch = None
+    finally:
+        os.close(fd)
+        if scratch is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(scratch)
+    if durable:
+        _fsync_dir(directory)
 
 
-def _link_into_place(scratch: Path, path: Path) -> None:
+def sweep_stale_scratch(directory: Path) -> list[Path]:
+    """Remove this host's scratch files in ``directory`` whose writer process is gone; returns them."""
+    removed = []
     try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        m = _SCRATCH.match(name)
+        if m is None or m["host"] != _HOST or _process_alive(int(m["pid"])):
+            continue
+        path = Path(directory) / name
+        try:
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                os.unlink(path)
+                removed.append(path)
+        except OSError:  # another writer swept it first, or not ours to remove
+            continue
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process here (a process of another user counts as alive)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True
+    return True
+
+
+def _scratch_name(target: Path, n: int) -> Path:
+    return target.with_name(f".{target.name}.{_HOST}-{os.getpid()}-{n}{SCRATCH_SUFFIX}")
+
+
+def _kept_mode(target: Path) -> int | None:
+    try:
+        st = os.stat(target)
+    except OSError:
+        return None
+    return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
+
+
+def _open_named(target: Path) -> tuple[Path, int]:
+    for n in itertools.count():
+        scratch = _scratch_name(target, n)
+        try:
+            return scratch, os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+        except FileExistsError:
+            continue
+    raise AssertionError("unreachable")
+
+
+def _open_unnamed(directory: Path) -> int | None:
+    """An ``O_TMPFILE`` descriptor in ``directory``, or None where that (or linking it) is unsupported."""
+    if _O_TMPFILE is None or _linkat is None:
+        return None
+    try:
+        device = os.stat(directory).st_dev
+        works = _tmpfile_works.get(device)
+        fd = os.open(directory, _O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o666)
+    except OSError:
+        return None
+    if works is None:  # probe once per file system: can this descriptor be given a name?
+        probe = Path(directory) / f".probe.{_HOST}-{os.getpid()}-0{SCRATCH_SUFFIX}"
+        try:
+            _link_fd(fd, probe)
+            os.unlink(probe)
+            works = True
+        except OSError:
+            works = False
+        _tmpfile_works[device] = works
+        if works:  # the probe gave this descriptor a name; start again with a fresh one
+            os.close(fd)
+            return _open_unnamed(directory)
+    if not works:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _load_linkat() -> object | None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        function = libc.linkat
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_int]
+    function.restype = ctypes.c_int
+    return function
+
+
+_linkat = _load_linkat() if _O_TMPFILE is not None else None
+
+
+def _link_fd(fd: int, name: Path) -> None:
+    """Give the unnamed file ``fd`` the name ``name`` (``linkat`` through ``/proc/self/fd``)."""
+    assert _linkat is not None
+    if _linkat(_AT_FDCWD, f"/proc/self/fd/{fd}".encode(), _AT_FDCWD, os.fsencode(name), _AT_SYMLINK_FOLLOW) != 0:  # type: ignore[operator]
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code), str(name))
+
+
+def _link_into_place(fd: int, scratch: Path | None, path: Path) -> None:
+    try:
+        if scratch is None:
+            _link_fd(fd, path)
+            return
         os.link(scratch, path)
     except FileExistsError:
         raise DestinationExists(f"{path} exists") from None
     except OSError:  # file systems without hard links: a (racy) existence check instead
-        if path.exists():
+        if scratch is None:
+            raise
+        if os.path.lexists(path):
             raise DestinationExists(f"{path} exists") from None
         os.replace(scratch, path)
     else:

@@ -318,29 +318,23 @@ class Writer:
         return size
 
     def write(self, path: PathLike) -> Path:
-        """Write to ``path`` in place (``.bpk`` appended when it has no extension).
+        """Write to ``path`` (``.bpk`` appended when it has no extension), replacing the file.
 
-        A failure part-way leaves a truncated file, as Burn's ``write_to_file`` does; prefer
-        ``write_atomic``.
+        The bytes go to a scratch file that then replaces ``path`` (a new inode): a reader with
+        the old file mapped keeps its bytes, and a failure leaves the old file. Burn's
+        ``write_to_file`` truncates in place instead. Unlike ``write_atomic`` nothing is fsynced.
         """
-        target = resolve_write_path(path)
-        self.plan()
-        try:
-            with open(target, "wb") as stream:
-                self.write_stream(stream)
-        except OSError as exc:
-            raise IoError(f"{exc.strerror} (os error {exc.errno})", where=str(target)) from None
-        return target
+        return self._replace(path, durable=False)
 
     def write_atomic(self, path: PathLike) -> Path:
-        """Write a scratch sibling, fsync it, rename it over ``path``, fsync the directory.
+        """``write``, with the file and its directory fsynced before returning (survives power loss)."""
+        return self._replace(path, durable=True)
 
-        The previous file survives any failure and no scratch file is left behind.
-        """
+    def _replace(self, path: PathLike, *, durable: bool) -> Path:
         target = resolve_write_path(path)
         self.plan()
         try:
-            with atomic_file(target) as stream:
+            with atomic_file(target, durable=durable) as stream:
                 self.write_stream(stream)
         except OSError as exc:
             raise IoError(f"{exc.strerror} (os error {exc.errno})", where=str(target)) from None
@@ -379,6 +373,8 @@ def _produce(tensor: Tensor) -> memoryview:
 def resolve_write_path(path: PathLike) -> Path:
     """Burn's writer rule: append ``.bpk`` when the path has no extension (Rust semantics)."""
     p = Path(path)
+    if p.name in ("", ".."):  # Rust's file_name() is None: nothing appended, and creating it fails
+        return p
     return p if has_extension(p) else p.with_name(p.name + ".bpk")
 
 
