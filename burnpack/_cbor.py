@@ -758,6 +758,8 @@ def map_header(buf: bytes, pos: int) -> tuple[int, int]:
         return head - 0xA0, pos + 1
     if 0xB8 <= head <= 0xBB:
         width = 1 << (head - 0xB8)
+        if pos + 1 + width > len(buf):  # the length runs past the end: the exact decoder reports it
+            raise Fallback
         return int.from_bytes(buf[pos + 1 : pos + 1 + width], "big"), pos + 1 + width
     raise Fallback
 
