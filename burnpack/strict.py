@@ -15,7 +15,7 @@ from ._generated.layout import FORMAT_VERSION, HEADER_SIZE, align
 from .dtypes import element_size
 from .errors import InvalidVersion, MetadataDeserializationError, ValidationError
 from .metadata import decode_metadata, encode_metadata
-from .reader import Pack
+from .reader import U64_MAX, Pack
 
 
 def check_strict(pack: Pack) -> None:
@@ -25,6 +25,7 @@ def check_strict(pack: Pack) -> None:
     if pack.legacy_layout:
         raise ValidationError("strict: pre-alignment (legacy) layout")
     _check_metadata_encoding(pack)
+    _check_constructible(pack)
     data_size = _check_layout(pack)
     expected_size = pack.data_section_start + data_size
     if pack.file_size != expected_size:
@@ -51,6 +52,36 @@ def _check_metadata_encoding(pack: Pack) -> None:
     )
 
 
+def _check_constructible(pack: Pack) -> None:
+    """Values that decode and re-encode identically but that no Burn writer can construct."""
+    for name, d in pack.descriptors.items():
+        scheme = d.dtype.value if d.dtype.variant == "QFloat" else None
+        block = getattr(scheme, "block", None)
+        if block is None:
+            continue
+        storage, length = tuple(block.size.storage), block.size.len
+        if length > len(storage):
+            raise ValidationError(
+                f"strict: tensor '{name}': QuantScheme block size len {length} exceeds its {len(storage)} storage "
+                "slots; no Burn writer can construct it (BlockSize::new keeps at most 5 dims)"
+            )
+        if any(v != 1 for v in storage[length:]) or (length and storage[0] == 1):
+            canonical = _canonical_block(storage[:length])
+            raise ValidationError(
+                f"strict: tensor '{name}': QuantScheme block size {{storage: {list(storage)}, len: {length}}} is not "
+                f"in BlockSize::new's canonical form (leading 1s stripped, unused slots 1): Burn writes "
+                f"{{storage: {list(canonical[0])}, len: {canonical[1]}}}"
+            )
+
+
+def _canonical_block(dims: tuple[int, ...]) -> tuple[tuple[int, ...], int]:
+    """cubecl's ``BlockSize::new``: strip leading 1s, keep the rest, fill the unused slots with 1."""
+    kept = list(dims)
+    while kept and kept[0] == 1:
+        kept.pop(0)
+    return tuple(kept + [1] * (5 - len(kept))), len(kept)
+
+
 def _check_layout(pack: Pack) -> int:
     """Check offsets against a re-plan in data order; returns the data-section size."""
     descriptors = pack.descriptors
@@ -65,7 +96,13 @@ def _check_layout(pack: Pack) -> int:
                 where="data order by offset",
             )
         size = element_size(d.dtype)
-        if size is not None and end - start != math.prod(d.shape) * size:
+        count = math.prod(d.shape)
+        if size is not None and count * size > U64_MAX:
+            raise ValidationError(
+                f"strict: tensor '{name}' has {count} elements ({count * size} bytes), 2^64 or more: Burn's release "
+                "writer wraps the count modulo 2^64 (debug builds panic); burnpack refuses to treat it as valid"
+            )
+        if size is not None and end - start != count * size:
             raise ValidationError(
                 f"strict: tensor '{name}' spans {end - start} bytes but its shape {list(d.shape)} and dtype "
                 f"{d.dtype.variant} need {math.prod(d.shape) * size}"

@@ -347,6 +347,11 @@ def _check_byte_len(tensor: Tensor) -> None:
     if size is None:  # QFloat: bit-packed values plus inline scales, not shape × size
         return
     expected = math.prod(tensor.shape) * size
+    if expected > U64_MAX:
+        raise ValidationError(
+            f"tensor '{tensor.name}': {math.prod(tensor.shape)} elements ({expected} bytes) is 2^64 or more; Burn's "
+            "release build wraps the count and writes the file, burnpack refuses it"
+        )
     if tensor.byte_len != expected:
         shape = "[" + ", ".join(map(str, tensor.shape)) + "]"
         raise ValidationError(
