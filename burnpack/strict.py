@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from ._generated.layout import FORMAT_VERSION, HEADER_SIZE, align
-from .dtypes import element_size
+from .dtypes import element_size, unconstructible
 from .errors import InvalidVersion, MetadataDeserializationError, ValidationError
 from .metadata import decode_metadata, encode_metadata
 from .reader import U64_MAX, Pack
@@ -55,31 +55,9 @@ def _check_metadata_encoding(pack: Pack) -> None:
 def _check_constructible(pack: Pack) -> None:
     """Values that decode and re-encode identically but that no Burn writer can construct."""
     for name, d in pack.descriptors.items():
-        scheme = d.dtype.value if d.dtype.variant == "QFloat" else None
-        block = getattr(scheme, "block", None)
-        if block is None:
-            continue
-        storage, length = tuple(block.size.storage), block.size.len
-        if length > len(storage):
-            raise ValidationError(
-                f"strict: tensor '{name}': QuantScheme block size len {length} exceeds its {len(storage)} storage "
-                "slots; no Burn writer can construct it (BlockSize::new keeps at most 5 dims)"
-            )
-        if any(v != 1 for v in storage[length:]) or (length and storage[0] == 1):
-            canonical = _canonical_block(storage[:length])
-            raise ValidationError(
-                f"strict: tensor '{name}': QuantScheme block size {{storage: {list(storage)}, len: {length}}} is not "
-                f"in BlockSize::new's canonical form (leading 1s stripped, unused slots 1): Burn writes "
-                f"{{storage: {list(canonical[0])}, len: {canonical[1]}}}"
-            )
-
-
-def _canonical_block(dims: tuple[int, ...]) -> tuple[tuple[int, ...], int]:
-    """cubecl's ``BlockSize::new``: strip leading 1s, keep the rest, fill the unused slots with 1."""
-    kept = list(dims)
-    while kept and kept[0] == 1:
-        kept.pop(0)
-    return tuple(kept + [1] * (5 - len(kept))), len(kept)
+        why = unconstructible(d.dtype)
+        if why:
+            raise ValidationError(f"strict: tensor '{name}': {why}; no Burn writer can construct it")
 
 
 def _check_layout(pack: Pack) -> int:

@@ -19,7 +19,7 @@ import numpy as np
 from ._generated.layout import FORMAT_VERSION, HEADER, MAGIC, TENSOR_ALIGNMENT, data_section_start
 from ._generated.types import DTYPE_TABLE, DType, Scalar
 from .atomic import atomic_file
-from .dtypes import debug, dtype_from_numpy, element_size
+from .dtypes import debug, dtype_from_numpy, element_size, unconstructible
 from .errors import BurnpackError, IoError, MetadataSerializationError, TensorBytesSizeMismatch, ValidationError
 from ._generated.codec import encode_TensorDescriptor_entry
 from .metadata import encode_metadata_entries
@@ -343,6 +343,9 @@ class Writer:
 
 def _check_byte_len(tensor: Tensor) -> None:
     dtype = tensor.dtype
+    why = unconstructible(dtype)
+    if why:
+        raise ValidationError(f"tensor '{tensor.name}': {why}")
     size = _UNIT_SIZES[dtype.variant] if dtype.value is None else element_size(dtype)
     if size is None:  # QFloat: bit-packed values plus inline scales, not shape × size
         return

@@ -46,6 +46,7 @@ class ReaderVector:
     load: Callable[[], bytes]
     path: Path | None = None  # the file on disk, when there is one
     source: str = "burnpack-conformance"
+    problem: str | None = None  # why the case could not be understood: it fails, the run goes on
 
     def data(self) -> bytes:
         return self.load()
@@ -60,6 +61,7 @@ class WriterVector:
     expected: Callable[[], bytes] | None  # None when the writer must refuse
     refusal: tuple[str, ...] = ()
     source: str = "burnpack-conformance"
+    problem: str | None = None  # why the case could not be understood: it fails, the run goes on
 
 
 @dataclass
@@ -96,6 +98,7 @@ def declared(content: Content | None) -> Callable[[bytes], Content]:
 
 def expectation_of(case: generate.ReaderCase) -> tuple[bytes, Expectation]:
     data, content = case.build()
+    generate.check_claims(case.id, case.description, data, content)
     return data, rules.expect(data, declared(content))
 
 
@@ -285,38 +288,60 @@ def load_burn_fixtures(root: Path) -> Vectors:
     """
     from .reference import decode_content
 
-    index = json.loads((root / "index.json").read_text(encoding="utf-8"))
+    try:
+        index = json.loads((root / "index.json").read_text(encoding="utf-8"))
+        cases = index["cases"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CorpusError(f"{root / 'index.json'}: not Burn's fixture index ({type(exc).__name__}: {exc})") from None
     out = Vectors(root=root, form="burn-fixtures")
-    for case in index["cases"]:
-        side = json.loads((root / case["sidecar"]).read_text(encoding="utf-8"))
-        category = case["kind"]
-        if case["outcome"] == "writer_rejected":
-            spec = _spec_from_writer_input(side["writer_input"])
-            kinds = tuple(dict.fromkeys([side["writer"]["size"]["error"]["variant"], side["writer"]["write"]["error"]["variant"]]))
-            out.writers.append(WriterVector(case["case"], category, case["description"], spec, None, kinds, "burn-fixtures"))
-            continue
-        path = root / case["file"]
-        data = path.read_bytes()
-        outcome = _OUTCOME[case["outcome"]]
-        if outcome == rules.ACCEPT:
-            compatible = Expected(outcome)
-            dump = _dump_from_sidecar(side)
-        else:
-            compatible = Expected(outcome, _burn_error_kinds(side, outcome))
-            dump = None
-        derived = rules.expect(data, decode_content)
-        if case["kind"] == "writer":
-            strict = Expected(rules.ACCEPT)
-        else:
-            strict = derived.strict if derived.compatible.outcome == outcome else compatible
-        if dump is None and strict.outcome == rules.ACCEPT:
-            dump = derived.dump
-        exp = Expectation(compatible, strict, dump)
-        out.readers.append(ReaderVector(case["case"], category, case["description"], exp, _file_loader(path, None), path, "burn-fixtures"))
-        if case["kind"] == "writer":
-            spec = _spec_from_fixture(side, data)
-            out.writers.append(WriterVector(case["case"], category, case["description"], spec, _file_loader(path, None), (), "burn-fixtures"))
+    for number, case in enumerate(cases):
+        try:
+            _load_burn_case(root, case, out, decode_content)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, CorpusError) as exc:
+            name = case.get("case") if isinstance(case, dict) and isinstance(case.get("case"), str) else f"case #{number}"
+            kind = case.get("kind") if isinstance(case, dict) and isinstance(case.get("kind"), str) else "unknown"
+            why = f"the runner cannot read this case: {type(exc).__name__}: {exc}"  # also its description
+            if kind == "writer_error":
+                out.writers.append(WriterVector(name, kind, why, {}, None, (), "burn-fixtures", problem=why))
+            else:
+                out.readers.append(ReaderVector(name, kind, why, Expectation(Expected(rules.ACCEPT), Expected(rules.ACCEPT), None),
+                                                lambda: b"", None, "burn-fixtures", problem=why))
     return out
+
+
+def _load_burn_case(root: Path, case: dict, out: Vectors, decode_content: Callable[[bytes], Any]) -> None:
+    side = json.loads((root / case["sidecar"]).read_text(encoding="utf-8"))
+    category = case["kind"]
+    if case["outcome"] == "writer_rejected":
+        spec = _spec_from_writer_input(side["writer_input"])
+        calls = side["writer"]
+        # size() and write() are recorded separately; either may be the call that failed.
+        kinds = tuple(dict.fromkeys(calls[call]["error"]["variant"] for call in ("size", "write") if not calls[call]["ok"]))
+        if not kinds:
+            raise CorpusError("outcome writer_rejected but neither size nor write failed")
+        out.writers.append(WriterVector(case["case"], category, case["description"], spec, None, kinds, "burn-fixtures"))
+        return
+    path = root / case["file"]
+    data = path.read_bytes()
+    outcome = _OUTCOME[case["outcome"]]
+    if outcome == rules.ACCEPT:
+        compatible = Expected(outcome)
+        dump = _dump_from_sidecar(side)
+    else:
+        compatible = Expected(outcome, _burn_error_kinds(side, outcome))
+        dump = None
+    derived = rules.expect(data, decode_content)
+    if case["kind"] == "writer":
+        strict = Expected(rules.ACCEPT)
+    else:
+        strict = derived.strict if derived.compatible.outcome == outcome else compatible
+    if dump is None and strict.outcome == rules.ACCEPT:
+        dump = derived.dump
+    exp = Expectation(compatible, strict, dump)
+    out.readers.append(ReaderVector(case["case"], category, case["description"], exp, _file_loader(path, None), path, "burn-fixtures"))
+    if case["kind"] == "writer":
+        spec = _spec_from_fixture(side, data)
+        out.writers.append(WriterVector(case["case"], category, case["description"], spec, _file_loader(path, None), (), "burn-fixtures"))
 
 
 def _burn_error_kinds(side: dict, outcome: str) -> tuple[str, ...]:
@@ -347,7 +372,10 @@ def _dump_from_sidecar(side: dict) -> dict:
 
 def _spec_from_writer_input(inp: dict) -> dict:
     return {
-        "tensors": [{k: t[k] for k in ("name", "dtype", "shape", "param_id", "data_hex")} for t in inp["tensors"]],
+        "tensors": [
+            {**{k: t[k] for k in ("name", "dtype", "shape", "param_id", "data_hex")}, **({"byte_len": t["byte_len"]} if "byte_len" in t else {})}
+            for t in inp["tensors"]
+        ],
         "metadata": {k: v for k, v in inp.get("metadata_calls", [])},
         "scalars": {k: v for k, v in inp.get("scalar_calls", [])},
     }

@@ -69,3 +69,8 @@ def test_validate_strict_prints_the_reason(tmp_path, capsys):
     assert main(["validate", str(path)]) == 0
     assert main(["validate", "--strict", str(path)]) == 1
     assert "2^64 or more" in capsys.readouterr().err
+
+
+def test_the_writer_refuses_a_block_size_no_burn_writer_can_construct():
+    with pytest.raises(burnpack.ValidationError, match="not in BlockSize::new's canonical form"):
+        Writer([Tensor.deferred("q", _blocked((1, 32, 1, 1, 1), 2), (64,), 68, lambda: bytes(68))]).size()
