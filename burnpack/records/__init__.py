@@ -16,6 +16,7 @@ numpy; torch is imported only when a caller passes torch objects.
 
 from .checkpoint import (
     CheckpointingAction,
+    CheckpointRetentionError,
     Checkpoints,
     ComposedCheckpointingStrategy,
     EpochRecords,
@@ -74,6 +75,7 @@ __all__ = [
     "ApplyError",
     "ApplyReport",
     "CheckpointingAction",
+    "CheckpointRetentionError",
     "Checkpoints",
     "ComposedCheckpointingStrategy",
     "ComposedLrScheduler",
