@@ -49,7 +49,7 @@ def destination(path: Path) -> Path:
     A dangling link names the file to create. Raises ``OSError`` (ELOOP) for a link cycle.
     """
     path = Path(path)
-    seen = set()
+    seen: set[Path] = set()
     while path.is_symlink():
         if path in seen or len(seen) >= 40:
             raise OSError(errno.ELOOP, "Too many levels of symbolic links", str(path))
@@ -75,11 +75,13 @@ def atomic_file(path: Path, *, replace: bool = True, durable: bool = True) -> It
         raise FileNotFoundError(errno.ENOENT, f"No such file or directory: {directory}{how}", str(directory))
     sweep_stale_scratch(directory)
     mode = _kept_mode(target)
-    fd = _open_unnamed(directory)
+    unnamed = _open_unnamed(directory)
     scratch: Path | None = None
+    if unnamed is None:
+        scratch, fd = _open_named(target)
+    else:
+        fd = unnamed
     try:
-        if fd is None:
-            scratch, fd = _open_named(target)
         if mode is not None:
             os.fchmod(fd, mode)
         with os.fdopen(fd, "wb", closefd=False) as stream:
@@ -111,7 +113,7 @@ def atomic_file(path: Path, *, replace: bool = True, durable: bool = True) -> It
 
 def sweep_stale_scratch(directory: Path) -> list[Path]:
     """Remove this host's scratch files in ``directory`` whose writer process is gone; returns them."""
-    removed = []
+    removed: list[Path] = []
     try:
         names = os.listdir(directory)
     except OSError:
