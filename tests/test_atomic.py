@@ -60,31 +60,50 @@ import burnpack  # noqa: E402
 from burnpack import atomic  # noqa: E402
 from burnpack.interop.formats import atomic_output  # noqa: E402
 
-# A child that writes a pack whose second tensor's provider reports on a pipe, then blocks: the
-# parent kills it exactly while the scratch file holds the first tensor and nothing is renamed.
+# A child that reports on a pipe once part of the file is written, then blocks: the parent kills it
+# exactly while the scratch file holds those bytes and nothing is renamed. Three write paths: a
+# pack with a deferred tensor (``save``), a conversion (its progress callback) and a checkpoint
+# save (the record's writer stream, wrapped).
 _BLOCKED_WRITER = """
 import os, sys, time
 import numpy as np
 import burnpack
 from burnpack import atomic
 from burnpack._generated.types import DType
-target, ready_fd, how = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+target, ready_fd, how, path = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 if how == "named":  # a platform without O_TMPFILE
     atomic._O_TMPFILE = None
-def block():
+def block(*_):
     os.write(ready_fd, b"ready")
     while True:
         time.sleep(60)
-tensors = [burnpack.Tensor.from_numpy("big", np.ones(1 << 20, np.uint8)),
-           burnpack.Tensor.deferred("late", DType.U8, (1,), 1, block)]
-burnpack.Writer(tensors).write_atomic(target)
+big = np.ones(1 << 20, np.uint8)
+if path == "save":
+    burnpack.Writer([burnpack.Tensor.from_numpy("big", big), burnpack.Tensor.deferred("late", DType.U8, (1,), 1, block)]).write_atomic(target)
+elif path == "convert":
+    from burnpack.interop import convert
+    import tempfile
+    source = os.path.join(tempfile.mkdtemp(), "src.npz")
+    np.savez(source, big=big, other=big)
+    calls = []
+    convert(source, target, overwrite=True, progress=lambda n: calls.append(n) or (len(calls) > 1 and block()))
+elif path == "checkpoint":
+    from burnpack import ModuleRecord
+    from burnpack.records import Checkpoints
+    write_stream = burnpack.Writer.write_stream
+    def half_then_block(self, stream):
+        stream.write(b"x" * (1 << 20))
+        stream.flush()
+        block()
+    burnpack.Writer.write_stream = half_then_block
+    Checkpoints.at(os.path.dirname(target)).save_epoch(1, model=ModuleRecord.from_module({"w": big}))
 """
 
 
-def _kill_mid_write(target, how):
+def _kill_mid_write(target, how, path="save", sig=signal.SIGKILL):
     read_end, write_end = os.pipe()
     child = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(_BLOCKED_WRITER), str(target), str(write_end), how],
+        [sys.executable, "-c", textwrap.dedent(_BLOCKED_WRITER), str(target), str(write_end), how, path],
         pass_fds=(write_end,),
     )
     os.close(write_end)
@@ -92,28 +111,46 @@ def _kill_mid_write(target, how):
         assert os.read(read_end, 5) == b"ready"
     finally:
         os.close(read_end)
-        child.send_signal(signal.SIGKILL)
+        child.send_signal(sig)
         child.wait()
     return child.pid
 
 
-def test_a_writer_killed_mid_write_leaves_no_file_where_unnamed_files_exist(tmp_path):
+WRITE_PATHS = {"save": "m.bpk", "convert": "m.bpk", "checkpoint": "checkpoint/model-1.bpk"}
+
+
+def _target(tmp_path, path):
+    target = tmp_path / WRITE_PATHS[path]
+    target.parent.mkdir(exist_ok=True)
+    return target
+
+
+def _others(directory, *keep):
+    return sorted(p.name for p in directory.iterdir() if p.name not in keep)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+@pytest.mark.parametrize("path", sorted(WRITE_PATHS))
+def test_a_writer_killed_mid_write_leaves_no_file_where_unnamed_files_exist(tmp_path, path, sig):
     if atomic._open_unnamed(tmp_path) is None:
         pytest.skip("this file system has no O_TMPFILE + linkat")
-    (tmp_path / "m.bpk").write_bytes(b"old")
-    _kill_mid_write(tmp_path / "m.bpk", "unnamed")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.bpk"]
-    assert (tmp_path / "m.bpk").read_bytes() == b"old"
+    target = _target(tmp_path, path)
+    target.write_bytes(b"old")
+    _kill_mid_write(target, "unnamed", path, sig)
+    assert target.read_bytes() == b"old"
+    assert _others(target.parent, target.name, "retention.json") == []
 
 
-def test_the_next_write_into_the_directory_removes_a_killed_writers_scratch_file(tmp_path):
-    (tmp_path / "m.bpk").write_bytes(b"old")
-    pid = _kill_mid_write(tmp_path / "m.bpk", "named")
-    left = [p for p in tmp_path.iterdir() if p.name != "m.bpk"]
-    assert len(left) == 1 and f"-{pid}-" in left[0].name and left[0].stat().st_size >= 1 << 20
-    assert (tmp_path / "m.bpk").read_bytes() == b"old"
-    burnpack.save({"x": np.zeros(2, np.float32)}, tmp_path / "other.bpk")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.bpk", "other.bpk"]
+@pytest.mark.parametrize("path", sorted(WRITE_PATHS))
+def test_the_next_write_into_the_directory_removes_a_killed_writers_scratch_file(tmp_path, path):
+    target = _target(tmp_path, path)
+    target.write_bytes(b"old")
+    pid = _kill_mid_write(target, "named", path)
+    left = _others(target.parent, target.name, "retention.json")
+    assert len(left) == 1 and f"-{pid}-" in left[0] and (target.parent / left[0]).stat().st_size >= 1 << 20
+    assert target.read_bytes() == b"old"
+    burnpack.save({"x": np.zeros(2, np.float32)}, target.parent / "other.bpk")
+    assert _others(target.parent, target.name, "retention.json") == ["other.bpk"]
 
 
 def test_a_scratch_file_of_a_live_writer_is_left_alone(tmp_path):
