@@ -24,6 +24,7 @@ from .checkpoint import (
     KeepLastNCheckpoints,
     LossHistory,
     MetricCheckpointingStrategy,
+    burn_valid_losses,
     default_strategy,
 )
 from .detect import RecordKind, detect_record_kind
@@ -117,6 +118,7 @@ __all__ = [
     "StateRankError",
     "StepLrScheduler",
     "Variant",
+    "burn_valid_losses",
     "default_strategy",
     "detect_record_kind",
     "infer_scheduler",

@@ -17,13 +17,15 @@ metric logs it wrote). :class:`Checkpoints` records what each ``save_epoch`` was
 ``retention.json`` beside the checkpoints, *before* it saves or deletes anything, and a fresh
 object replays that record through its strategy, so a resumed run keeps exactly the epochs an
 uninterrupted run keeps. Saving an epoch already recorded (resuming from an earlier checkpoint)
-forgets the record from that epoch on, as the learner re-runs those epochs.
+forgets the record from that epoch on, as the learner re-runs those epochs. Without that file, the
+record comes from Burn's own validation logs (:func:`burn_valid_losses`), when there are any.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -99,6 +101,64 @@ class LossHistory:
             if value < current:
                 current, best = value, i + 1
         return best
+
+
+def burn_valid_losses(artifact_dir: PathLike, metric: str = "Loss") -> dict[int, float]:
+    """The per-epoch validation value of ``metric`` a Burn learner's ``FileMetricLogger`` wrote.
+
+    ``<artifact_dir>/valid/epoch-N/<metric>.log`` holds one ``NumericEntry`` per line (``v``,
+    ``v,count`` or ``v,final``); the epoch's value is the last line when it is ``final``, else
+    the count-weighted mean, as burn-train's ``NumericMetricsAggregate`` computes it. Epochs are
+    read from 1 up to the first without values. A line Burn cannot parse (Burn panics) raises
+    ``CheckpointRetentionError``.
+    """
+    out: dict[int, float] = {}
+    epoch = 1
+    while True:
+        path = Path(artifact_dir) / "valid" / f"epoch-{epoch}" / f"{metric.replace(' ', '_')}.log"
+        try:
+            lines = [line for line in path.read_text(encoding="utf-8").split("\n") if line]
+        except FileNotFoundError:
+            return out
+        except (OSError, UnicodeError) as exc:
+            raise CheckpointRetentionError(f"cannot read Burn's metric log: {exc}", where=str(path)) from None
+        if not lines:
+            return out
+        try:
+            entries = [_numeric_entry(line) for line in lines]
+        except ValueError as exc:
+            raise CheckpointRetentionError(f"Burn's metric log has a line Burn cannot parse: {exc}", where=str(path)) from None
+        value, count = entries[-1]
+        if any(c == -1 for _, c in entries[:-1]):
+            raise CheckpointRetentionError("a 'final' entry before the last line (Burn panics)", where=str(path))
+        if count != -1:  # no final value: the count-weighted mean of the entries
+            total, n = 0.0, 0
+            for v, c in entries:  # in order, one addition at a time, as Burn's reduce
+                total += v * (1 if c is None else c)
+                n += 1 if c is None else c
+            value = total / n if n else (math.nan if total == 0 or math.isnan(total) else math.copysign(math.inf, total))
+        out[epoch] = value
+        epoch += 1
+
+
+_RUST_F64 = re.compile(r"^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)$", re.IGNORECASE)
+
+
+def _numeric_entry(line: str) -> tuple[float, int | None]:
+    """burn-train ``NumericEntry::deserialize``: (value, count); count None for a plain value, -1 for final."""
+    parts = line.split(",")
+    if len(parts) > 2:
+        raise ValueError(f"{line!r}: invalid number of values for numeric entry")
+    if not _RUST_F64.match(parts[0]):
+        raise ValueError(f"{line!r}: {parts[0]!r} is not an f64")
+    value = float(parts[0])
+    if len(parts) == 1:
+        return value, None
+    if parts[1] == "final":
+        return value, -1
+    if not re.fullmatch(r"\+?[0-9]+", parts[1]) or int(parts[1]) >= 2**64:
+        raise ValueError(f"{line!r}: {parts[1]!r} is not a usize")
+    return value, int(parts[1])
 
 
 class KeepLastNCheckpoints:
@@ -252,8 +312,19 @@ class Checkpoints:
         self.directory = directory
         self.checkpointers = {name: FileCheckpointer(directory, name) for name in RECORD_NAMES}
         self._fresh_strategy = copy.deepcopy(strategy if strategy is not None else default_strategy())
-        self._journal: list[dict[str, Any]] = self._read_journal()
+        self._journal: list[dict[str, Any]] = self._read_journal() or self._journal_from_burn_logs()
         self._replay()
+
+    def _journal_from_burn_logs(self) -> list[dict[str, Any]]:
+        """Without ``retention.json``: the epochs a Burn learner ran, with the validation losses it
+        logged in ``<artifact_dir>/valid/epoch-N/Loss.log`` (what Burn itself reads back)."""
+        if self.directory.name != "checkpoint":
+            return []
+        losses = burn_valid_losses(self.directory.parent)
+        last = max([*losses, *self.epochs()], default=0)
+        if not losses:
+            return []
+        return [{"epoch": e, **({"valid_loss": losses[e]} if e in losses else {})} for e in range(1, last + 1)]
 
     def _replay(self) -> None:
         """Bring a fresh strategy to the state an uninterrupted run has after the recorded epochs."""

@@ -16,6 +16,7 @@ from burnpack.records import (
     KeepLastNCheckpoints,
     LossHistory,
     MetricCheckpointingStrategy,
+    burn_valid_losses,
     ModuleLrScheduler,
 )
 from tests.records.helpers import IDS, two_layer_arrays, two_layer_record
@@ -231,3 +232,35 @@ def test_an_epoch_with_a_file_that_is_not_a_pack_is_not_complete(tmp_path):
     checkpoints.save_epoch(1, **_records(1))
     checkpoints.files(1)["optim"].write_bytes(b"")
     assert checkpoints.latest() is None
+
+
+# -- Burn's own metric logs ------------------------------------------------------------------------
+def _burn_logs(artifact, per_epoch):
+    for epoch, lines in enumerate(per_epoch, start=1):
+        directory = artifact / "valid" / f"epoch-{epoch}"
+        directory.mkdir(parents=True)
+        (directory / "Loss.log").write_text("".join(line + "\n" for line in lines))
+
+
+def test_burns_validation_logs_give_the_epoch_values_as_burn_aggregates_them(tmp_path):
+    _burn_logs(tmp_path, [["0.5", "1.5"], ["2.0,3", "1.0,1"], ["9.0", "0.25,final"]])
+    assert burn_valid_losses(tmp_path) == {1: 1.0, 2: 1.75, 3: 0.25}
+
+
+@pytest.mark.parametrize("line", ["abc", "1.0,2,3", " 1.0", "1.0,-2", "1_0"])
+def test_a_log_line_burn_cannot_parse_is_a_retention_error(tmp_path, line):
+    _burn_logs(tmp_path, [[line]])
+    with pytest.raises(CheckpointRetentionError):
+        burn_valid_losses(tmp_path)
+
+
+def test_resuming_a_burn_run_without_a_retention_record_replays_burns_logs(tmp_path):
+    straight = _run(tmp_path / "straight", set(), losses=LOSSES[:4])
+    artifact = tmp_path / "burn"
+    _burn_logs(artifact, [[f"{loss},final"] for loss in LOSSES[:3]])
+    checkpoints = Checkpoints(artifact)
+    for epoch in (2, 3):  # what Burn's learner left on disk after epoch 3 (1 deleted, 2 best)
+        checkpoints.checkpointers["model"].save(epoch, two_layer_record())
+    resumed = Checkpoints(artifact)
+    resumed.save_epoch(4, model=two_layer_record(), valid_loss=LOSSES[3])
+    assert resumed.epochs() == straight[-1]
