@@ -134,7 +134,7 @@ def sweep_stale_scratch(directory: Path) -> list[Path]:
 
 def _process_alive(pid: int) -> bool:
     """Whether ``pid`` is a live process here (a process of another user counts as alive)."""
-    if pid == os.getpid():
+    if pid == os.getpid() or os.name == "nt":  # Windows' os.kill terminates: never probe there
         return True
     try:
         os.kill(pid, 0)
