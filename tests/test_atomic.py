@@ -277,3 +277,15 @@ def test_a_writer_path_ending_in_dotdot_is_an_io_error_as_in_burn(tmp_path, how)
     with pytest.raises(burnpack.IoError, match=r"Is a directory \(os error 21\)"):
         getattr(burnpack.Writer(), how)(tmp_path / "sub" / "..")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sub"]
+
+
+def test_write_safetensors_replaces_the_file_and_keeps_its_mode(tmp_path):
+    from burnpack.interop.safetensors import read_safetensors, write_safetensors
+
+    target = tmp_path / "m.safetensors"
+    target.write_bytes(b"old")
+    target.chmod(0o600)
+    inode = target.stat().st_ino
+    write_safetensors({"x": np.arange(3, dtype=np.float32)}, target)
+    assert target.stat().st_ino != inode and stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert list(read_safetensors(target)[0]) == ["x"]
