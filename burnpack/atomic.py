@@ -92,14 +92,8 @@ def atomic_file(path: Path, *, replace: bool = True, durable: bool = True) -> It
         if not replace:
             _link_into_place(fd, scratch, target)
         else:
-            if scratch is None:
-                scratch = _scratch_name(target, 0)
-                for n in itertools.count(1):
-                    try:
-                        _link_fd(fd, scratch)
-                        break
-                    except FileExistsError:
-                        scratch = _scratch_name(target, n)
+            if scratch is None:  # name the unnamed file beside the target, then rename it over
+                scratch = _link_to_new_scratch(fd, target)
             os.replace(scratch, target)
         scratch = None
     finally:
@@ -162,6 +156,18 @@ def _open_named(target: Path) -> tuple[Path, int]:
         scratch = _scratch_name(target, n)
         try:
             return scratch, os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+        except FileExistsError:
+            continue
+    raise AssertionError("unreachable")
+
+
+def _link_to_new_scratch(fd: int, target: Path) -> Path:
+    """Give the unnamed file ``fd`` a fresh scratch name; returns it (only once it exists)."""
+    for n in itertools.count():
+        scratch = _scratch_name(target, n)
+        try:
+            _link_fd(fd, scratch)
+            return scratch
         except FileExistsError:
             continue
     raise AssertionError("unreachable")
