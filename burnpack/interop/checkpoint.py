@@ -675,6 +675,12 @@ def pytorch_to_burn_checkpoint(
         kind = _optimizer_kind(state.optimizer, optimizer_kind)
         report.optimizer = kind
         order = _param_order(state, state.optimizer)
+        odd = [k for k in state.optimizer["state"] if not (type(k) is int or (isinstance(k, str) and k.isdecimal()))]
+        if odd:
+            raise ConversionError(f"the optimizer state_dict's 'state' has {len(odd)} key(s) that are not parameter indices: {odd[:5]!r}")
+        beyond = sorted(int(k) for k in state.optimizer["state"] if int(k) >= len(order))
+        if beyond:
+            report.warnings.append(f"optimizer state for parameter indices {beyond[:5]} beyond the {len(order)} parameters was not converted")
         steps = set()
         for index, torch_name in enumerate(order):
             pstate = state.optimizer["state"].get(index)

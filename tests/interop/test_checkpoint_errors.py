@@ -74,3 +74,17 @@ def test_the_cli_reports_malformed_torch_metadata_without_a_traceback(tmp_path, 
     assert main(["convert-checkpoint", str(directory), str(tmp_path / "back.pt")]) != 0
     err = capsys.readouterr().err
     assert "Traceback" not in err and "convert-checkpoint" in err
+
+
+def test_optimizer_state_keys_that_are_not_parameter_indices_are_a_conversion_error(tmp_path):
+    ck = checkpoint()
+    ck["optimizer"]["state"] = {f"p{k}": v for k, v in ck["optimizer"]["state"].items()}
+    with pytest.raises(ConversionError, match="not parameter indices: \\['p0'"):
+        pytorch_to_burn_checkpoint(ck, tmp_path / "checkpoint", module_types=TYPES, seed=1)
+
+
+def test_optimizer_state_beyond_the_parameters_is_reported_not_silently_dropped(tmp_path):
+    ck = checkpoint()
+    ck["optimizer"]["state"][99] = ck["optimizer"]["state"][0]
+    report = pytorch_to_burn_checkpoint(ck, tmp_path / "checkpoint", module_types=TYPES, seed=1)
+    assert any("[99]" in w for w in report.warnings)
