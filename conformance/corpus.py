@@ -216,34 +216,49 @@ def _runtime(id: str, sha256: str) -> tuple[bytes, Expectation]:
 
 
 def _load_manifest(root: Path) -> Vectors:
-    manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
-    if manifest.get("format") != FORMAT:
-        raise CorpusError(f"{root}/manifest.json: unknown format {manifest.get('format')!r}")
+    try:
+        manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CorpusError(f"{root}/manifest.json: unreadable ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise CorpusError(f"{root}/manifest.json: unknown format {manifest.get('format') if isinstance(manifest, dict) else manifest!r}")
     out = Vectors(root=root, form=FORMAT)
     reader_data: dict[str, Callable[[], bytes]] = {}
-    for e in manifest["vectors"]:
-        if e["kind"] != "reader":
-            continue
-        path = root / e["file"]
-        if e.get("runtime") and not path.exists():
-            id, sha = e["id"], e["sha256"]
-            exp = _LazyExpectation(lambda id=id, sha=sha: _runtime(id, sha)[1])
-            reader_data[e["file"]] = lambda id=id, sha=sha: _runtime(id, sha)[0]
-            out.readers.append(ReaderVector(id, e["category"], e["description"], exp, reader_data[e["file"]]))
-            continue
-        reader_data[e["file"]] = _file_loader(path, e.get("sha256"))
-        side = json.loads((root / e["expected"]).read_text(encoding="utf-8"))
-        exp = Expectation(Expected.from_json(side["expect"]["compatible"]), Expected.from_json(side["expect"]["strict"]), side.get("dump"))
-        out.readers.append(ReaderVector(e["id"], e["category"], e["description"], exp, reader_data[e["file"]], path))
-    for e in manifest["vectors"]:
-        if e["kind"] != "writer":
-            continue
-        spec = json.loads((root / e["spec"]).read_text(encoding="utf-8"))
-        expected = None
-        if "expected_file" in e:
-            expected = reader_data.get(e["expected_file"]) or _file_loader(root / e["expected_file"], e.get("sha256"))
-        out.writers.append(WriterVector(e["id"], e["category"], e["description"], spec, expected, tuple(e.get("refusal", ()))))
+    entries = manifest.get("vectors")
+    if not isinstance(entries, list):
+        raise CorpusError(f"{root}/manifest.json: no 'vectors' list")
+    for writers in (False, True):  # readers first: writer vectors may point at their files
+        for number, e in enumerate(entries):
+            try:
+                if (e["kind"] == "writer") is writers:
+                    (_load_manifest_writer if writers else _load_manifest_reader)(root, e, out, reader_data)
+            except _UNREADABLE as exc:
+                id = e.get("id") if isinstance(e, dict) and isinstance(e.get("id"), str) else f"vector #{number}"
+                category = e.get("category") if isinstance(e, dict) and isinstance(e.get("category"), str) else "unknown"
+                _add_unreadable(out, id, category, writers, exc, FORMAT)
     return out
+
+
+def _load_manifest_reader(root: Path, e: dict, out: Vectors, reader_data: dict[str, Callable[[], bytes]]) -> None:
+    path = root / e["file"]
+    if e.get("runtime") and not path.exists():
+        id, sha = e["id"], e["sha256"]
+        exp = _LazyExpectation(lambda id=id, sha=sha: _runtime(id, sha)[1])
+        reader_data[e["file"]] = lambda id=id, sha=sha: _runtime(id, sha)[0]
+        out.readers.append(ReaderVector(id, e["category"], e["description"], exp, reader_data[e["file"]]))
+        return
+    reader_data[e["file"]] = _file_loader(path, e.get("sha256"))
+    side = json.loads((root / e["expected"]).read_text(encoding="utf-8"))
+    exp = Expectation(Expected.from_json(side["expect"]["compatible"]), Expected.from_json(side["expect"]["strict"]), side.get("dump"))
+    out.readers.append(ReaderVector(e["id"], e["category"], e["description"], exp, reader_data[e["file"]], path))
+
+
+def _load_manifest_writer(root: Path, e: dict, out: Vectors, reader_data: dict[str, Callable[[], bytes]]) -> None:
+    spec = json.loads((root / e["spec"]).read_text(encoding="utf-8"))
+    expected = None
+    if "expected_file" in e:
+        expected = reader_data.get(e["expected_file"]) or _file_loader(root / e["expected_file"], e.get("sha256"))
+    out.writers.append(WriterVector(e["id"], e["category"], e["description"], spec, expected, tuple(e.get("refusal", ()))))
 
 
 class _LazyExpectation(Expectation):
@@ -297,16 +312,24 @@ def load_burn_fixtures(root: Path) -> Vectors:
     for number, case in enumerate(cases):
         try:
             _load_burn_case(root, case, out, decode_content)
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, CorpusError) as exc:
+        except _UNREADABLE as exc:
             name = case.get("case") if isinstance(case, dict) and isinstance(case.get("case"), str) else f"case #{number}"
             kind = case.get("kind") if isinstance(case, dict) and isinstance(case.get("kind"), str) else "unknown"
-            why = f"the runner cannot read this case: {type(exc).__name__}: {exc}"  # also its description
-            if kind == "writer_error":
-                out.writers.append(WriterVector(name, kind, why, {}, None, (), "burn-fixtures", problem=why))
-            else:
-                out.readers.append(ReaderVector(name, kind, why, Expectation(Expected(rules.ACCEPT), Expected(rules.ACCEPT), None),
-                                                lambda: b"", None, "burn-fixtures", problem=why))
+            _add_unreadable(out, name, kind, kind == "writer_error", exc, "burn-fixtures")
     return out
+
+
+_UNREADABLE = (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, CorpusError)
+
+
+def _add_unreadable(out: Vectors, id: str, category: str, writer: bool, exc: Exception, source: str) -> None:
+    """A case the runner cannot understand: it fails with the reason, the rest of the run goes on."""
+    why = f"the runner cannot read this case: {type(exc).__name__}: {exc}"  # also its description
+    if writer:
+        out.writers.append(WriterVector(id, category, why, {}, None, (), source, problem=why))
+    else:
+        nothing = Expected(rules.ACCEPT)
+        out.readers.append(ReaderVector(id, category, why, Expectation(nothing, nothing, None), lambda: b"", None, source, problem=why))
 
 
 def _load_burn_case(root: Path, case: dict, out: Vectors, decode_content: Callable[[bytes], Any]) -> None:

@@ -59,3 +59,22 @@ def test_cases_the_runner_cannot_read_fail_with_a_reason_and_the_rest_still_run(
     for broken in ("good", "missing"):
         assert results[("reader", broken)]["status"] == "fail"
         assert "cannot read this case" in results[("reader", broken)]["message"]
+
+
+def test_a_corpus_vector_the_runner_cannot_read_fails_alone(tmp_path):
+    import shutil
+
+    from conformance.corpus import DEFAULT_VECTORS, load_vectors
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(DEFAULT_VECTORS, corpus)
+    (corpus / "reader" / "names" / "long_300.json").unlink()
+    manifest = json.loads((corpus / "manifest.json").read_text())
+    writer = next(e for e in manifest["vectors"] if e["kind"] == "writer")
+    del writer["spec"]
+    (corpus / "manifest.json").write_text(json.dumps(manifest))
+    vectors = load_vectors(corpus)
+    broken = {v.id: v.problem for v in [*vectors.readers, *vectors.writers] if v.problem}
+    assert set(broken) == {"names/long_300", writer["id"]}
+    assert all("cannot read this case" in why for why in broken.values())
+    assert len(vectors.readers) == manifest["counts"]["reader"]
