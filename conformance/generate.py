@@ -494,6 +494,18 @@ def _truncation(c: Corpus) -> None:
     c.raw("truncation/empty_pack_no_padding", "empty pack without its padding (20 bytes): no tensors, no size check (strict: no)",
           empty[:20], Content())
     c.raw("truncation/empty_pack_inside_metadata", "empty pack cut inside its metadata", empty[:15], None)
+    # The metadata item ends (metadata_size) where an argument still runs on: ciborium hits EOF.
+    for head, width in ((b"\xb8", 1), (b"\xb9", 2), (b"\xba", 4), (b"\xbb", 8)):
+        for present in sorted({0, width - 1}):
+            blob = b"\xa1\x67tensors" + head + b"\x00" * present
+            c.raw(f"truncation/tensors_map_length_cut_{width}_{present}",
+                  f"metadata ends inside the tensors map's {width}-byte length ({present} present): rejected on open "
+                  "(UnexpectedEof), not an empty pack", with_blob(blob), None)
+    name = cbor.enc("w")
+    c.raw("truncation/name_length_cut", "metadata ends inside a tensor name's 2-byte length: rejected on open",
+          with_blob(b"\xa1\x67tensors\xa1\x79\x00"), None)
+    c.raw("truncation/name_cut", "metadata ends inside a tensor name: rejected on open",
+          with_blob(b"\xa1\x67tensors\xa1" + name[:1]), None)
     last = PackSpec([T("a", "F32", [3], f32(1, 2, 3)), T("z", "U8", [0], b"")])
     c.raw("truncation/empty_last_padding_cut", "empty tensor last, the trailing padding cut: its range (256,256) ends past EOF",
           last.build()[:-1], last.plan()[0])
