@@ -78,3 +78,14 @@ def test_a_corpus_vector_the_runner_cannot_read_fails_alone(tmp_path):
     assert set(broken) == {"names/long_300", writer["id"]}
     assert all("cannot read this case" in why for why in broken.values())
     assert len(vectors.readers) == manifest["counts"]["reader"]
+
+
+def test_a_spec_byte_len_other_than_the_data_plans_then_fails_while_writing():
+    import pytest
+
+    from burnpack.spec import writer_from_spec
+
+    writer = writer_from_spec({"tensors": [{"name": "w", "dtype": "F32", "shape": [1], "byte_len": 4, "data_hex": "0000803f00"}]})
+    assert writer.size() == 260
+    with pytest.raises(burnpack.TensorBytesSizeMismatch):
+        writer.to_bytes()
