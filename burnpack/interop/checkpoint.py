@@ -875,7 +875,7 @@ def _scheduler_position(kind: str, sched: Any, total_iters: int | None, base: fl
     return max(guess, 0)
 
 
-_SCHEDULER_FIELDS = {  # what each closed form reads: name → (kind of value, must be > 0)
+_SCHEDULER_FIELDS: dict[str, dict[str, tuple[type, bool]]] = {  # what each closed form reads: name → (kind of value, must be > 0)
     "cosine": {"eta_min": (float, False), "T_max": (int, True)},
     "linear": {"start_factor": (float, False), "end_factor": (float, False), "total_iters": (int, True)},
     "step": {"gamma": (float, False), "step_size": (int, True)},
