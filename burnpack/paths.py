@@ -28,4 +28,6 @@ def resolve_read_path(path: PathLike) -> Path:
 def resolve_write_path(path: PathLike) -> Path:
     """Burn's writer rule: append ``.bpk`` when the path has no extension (Rust semantics)."""
     p = Path(path)
+    if p.name in ("", ".."):  # Rust's file_name() is None: nothing appended, and creating it fails
+        return p
     return p if has_extension(p) else p.with_name(p.name + ".bpk")

@@ -29,7 +29,7 @@ from ._generated.layout import (
 )
 from ._generated.types import Scalar
 from .atomic import atomic_file
-from .dtypes import UNIT_SIZES, debug, element_size
+from .dtypes import UNIT_SIZES, debug, element_size, unconstructible
 from .errors import BurnpackError, IoError, MetadataSerializationError, TensorBytesSizeMismatch, ValidationError
 from .metadata import encode_metadata_entries
 from .paths import PathLike, resolve_write_path
@@ -227,29 +227,23 @@ class Writer:
         return size
 
     def write(self, path: PathLike) -> Path:
-        """Write to ``path`` in place (``.bpk`` appended when it has no extension).
+        """Write to ``path`` (``.bpk`` appended when it has no extension), replacing the file.
 
-        A failure part-way leaves a truncated file, as Burn's ``write_to_file`` does; prefer
-        ``write_atomic``.
+        The bytes go to a scratch file that then replaces ``path`` (a new inode): a reader with
+        the old file mapped keeps its bytes, and a failure leaves the old file. Burn's
+        ``write_to_file`` truncates in place instead. Unlike ``write_atomic`` nothing is fsynced.
         """
-        target = resolve_write_path(path)
-        self.plan()
-        try:
-            with open(target, "wb") as stream:
-                self.write_stream(stream)
-        except OSError as exc:
-            raise IoError.from_os_error(exc, where=str(target)) from None
-        return target
+        return self._replace(path, durable=False)
 
     def write_atomic(self, path: PathLike) -> Path:
-        """Write a scratch sibling, fsync it, rename it over ``path``, fsync the directory.
+        """``write``, with the file and its directory fsynced before returning (survives power loss)."""
+        return self._replace(path, durable=True)
 
-        The previous file survives any failure and no scratch file is left behind.
-        """
+    def _replace(self, path: PathLike, *, durable: bool) -> Path:
         target = resolve_write_path(path)
         self.plan()
         try:
-            with atomic_file(target) as stream:
+            with atomic_file(target, durable=durable) as stream:
                 self.write_stream(stream)
         except OSError as exc:
             raise IoError.from_os_error(exc, where=str(target)) from None
@@ -258,10 +252,21 @@ class Writer:
 
 def _check_byte_len(tensor: Tensor) -> None:
     dtype = tensor.dtype
-    size = UNIT_SIZES[dtype.variant] if dtype.value is None else element_size(dtype)
+    if dtype.value is None:
+        size = UNIT_SIZES[dtype.variant]
+    else:
+        why = unconstructible(dtype)
+        if why:
+            raise ValidationError(f"tensor '{tensor.name}': {why}")
+        size = element_size(dtype)
     if size is None:  # QFloat: bit-packed values plus inline scales, not shape × size
         return
     expected = math.prod(tensor.shape) * size
+    if expected > U64_MAX:
+        raise ValidationError(
+            f"tensor '{tensor.name}': {math.prod(tensor.shape)} elements ({expected} bytes) is 2^64 or more; Burn's "
+            "release build wraps the count and writes the file, burnpack refuses it"
+        )
     if tensor.byte_len != expected:
         shape = "[" + ", ".join(map(str, tensor.shape)) + "]"
         raise ValidationError(

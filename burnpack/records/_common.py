@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import secrets
 from collections.abc import Iterable
 from typing import Any
@@ -10,14 +9,11 @@ from typing import Any
 import numpy as np
 
 from .._cbor import rust_debug_str
-from .._generated.types import DType, Scalar
-from ..dtypes import dtype_from_numpy, element_size, numpy_dtype, view_bytes_as
+from .._generated.layout import I64_MAX, I64_MIN, U64_MAX
+from .._generated.types import Scalar
 from ..errors import ValidationError
-from ..frameworks import as_numpy
 from ..reader import Pack, PathLike, load
 from ..tensor import Tensor
-
-from .._generated.layout import I64_MAX, I64_MIN, U64_MAX
 
 # Rust integer types → (min, max); what `TryFrom<Scalar>` accepts (burn-pack base.rs:203-229).
 INT_RANGES: dict[str, tuple[int, int]] = {
