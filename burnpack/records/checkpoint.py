@@ -237,7 +237,7 @@ class FileCheckpointer:
     def __init__(self, directory: PathLike, name: str, record_type: Any = None) -> None:
         self.directory = Path(directory)
         self.name = name
-        self.record_type = record_type or RECORD_TYPES.get(name, ModuleRecord)
+        self.record_type: Any = record_type or RECORD_TYPES.get(name, ModuleRecord)
 
     def path_for_epoch(self, epoch: int) -> Path:
         return self.directory / f"{self.name}-{epoch}.bpk"
@@ -485,6 +485,7 @@ class Checkpoints:
                     if record is not None:
                         self.checkpointers[name].save(epoch, record)
             else:
+                assert action.epoch is not None  # CheckpointingAction.delete always names its epoch
                 self.delete_epoch(action.epoch)
         return actions
 
