@@ -598,11 +598,13 @@ def quantize(array: Any, scheme: QuantScheme, *, backend: str = "ndarray") -> Qu
     parts = QuantizedTensor(scheme, np.empty(0, np.int8), scales, global_scale)
     divisor = parts.effective_scales()
     y = x.copy()
-    if backend == "flex":
-        _apply_per_block(y, np.float32(1) / divisor, block, np.multiply)
-    else:
-        _apply_per_block(y, np.where(divisor == 0, np.float32(0.1), divisor).astype(np.float32), block, np.divide)
-    values = np.clip(_round_half_away(y), a, b).astype(np.int8)
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        if backend == "flex":  # a subnormal scale has an infinite reciprocal: 0 · inf is NaN there
+            _apply_per_block(y, np.float32(1) / divisor, block, np.multiply)
+        else:  # NdArray's valid_scale: divide by 0.1 where the scale is 0
+            _apply_per_block(y, np.where(divisor == 0, np.float32(0.1), divisor).astype(np.float32), block, np.divide)
+        rounded = np.clip(_round_half_away(y), a, b)
+    values = np.where(np.isnan(rounded), 0, rounded).astype(np.int8)  # Rust's `NaN as i8` is 0
     return QuantizedTensor(scheme, values, scales, global_scale)
 
 
