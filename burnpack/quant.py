@@ -32,6 +32,7 @@ __all__ = [
     "QuantizedTensor",
     "decode",
     "describe",
+    "dtype_label",
     "parse_scheme",
     "quantize",
     "quantized_data_len",
@@ -182,6 +183,15 @@ def describe(scheme: QuantScheme) -> str:
     else:
         parts.append(f"tensor {(scheme.tensor or ScaleDtype.F32).name}")
     return " ".join(parts)
+
+
+def dtype_label(dtype: DType) -> str:
+    """A dtype's short human name: ``F32``, ``Bool(U8)``, ``QFloat(Q8S block 32 F16)``."""
+    if dtype.value is None:
+        return dtype.variant
+    if isinstance(dtype.value, QuantScheme):
+        return f"QFloat({describe(dtype.value)})"
+    return f"{dtype.variant}({dtype.value.value})"
 
 
 def parse_scheme(
@@ -580,7 +590,7 @@ def quantize(array: Any, scheme: QuantScheme, *, backend: str = "ndarray") -> Qu
     if x.dtype.kind != "f" and x.dtype != np.dtype(ml_dtypes.bfloat16):
         raise QuantizationError(f"only float arrays can be quantized, got {x.dtype}")
     x = np.ascontiguousarray(x, dtype=np.float32)
-    _check_quantizable(scheme, x.shape)
+    check_quantizable(scheme, x.shape)
     if not np.isfinite(x).all():
         raise QuantizationError("the array holds NaN or infinite values, which have no quantized form")
     a, b = VALUE_RANGE[scheme.value]
@@ -608,7 +618,7 @@ def quantize(array: Any, scheme: QuantScheme, *, backend: str = "ndarray") -> Qu
     return QuantizedTensor(scheme, values, scales, global_scale)
 
 
-def _check_quantizable(scheme: QuantScheme, shape: tuple[int, ...]) -> None:
+def check_quantizable(scheme: QuantScheme, shape: tuple[int, ...]) -> None:
     """Refuse what Burn's CPU quantizers refuse, with their reason."""
     if scheme.mode is not QuantMode.Symmetric:
         raise UnsupportedQuantization("only Symmetric quantization can be computed; Lookup needs a table Burn does not store")
