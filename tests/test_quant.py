@@ -601,3 +601,91 @@ def test_parse_scheme_canonicalizes_the_block_like_burn():
         parse_scheme("q9s")
     with pytest.raises(QuantizationError):
         parse_scheme("q8s", block=0)
+
+
+# -- ModuleRecord --------------------------------------------------------------------------------
+
+
+def _quantized_record() -> tuple[burnpack.ModuleRecord, np.ndarray]:
+    w = np.random.default_rng(0).standard_normal((4, 32)).astype(F32)
+    record = burnpack.ModuleRecord.from_module({"fc": {"weight": quantize(w, parse_scheme("q8s", block=32)), "bias": np.zeros(4, F32)}})
+    return burnpack.ModuleRecord.from_bytes(record.into_bytes()), w
+
+
+def test_a_module_record_keeps_quantized_tensors_as_such():
+    record, _ = _quantized_record()
+    assert record["fc.weight"].dtype.variant == "QFloat"
+    assert record.apply({"fc.weight": np.zeros((4, 32), F32), "fc.bias": np.zeros(4, F32)}).params["fc.weight"].dtype.variant == "QFloat"
+
+
+def test_casting_a_quantized_entry_to_a_float_parameter_is_refused_without_dequantize():
+    record, _ = _quantized_record()
+    with pytest.raises(burnpack.records.RecordCastError, match="dequantize=True"):
+        record.cast_to_module_dtype().apply({"fc.weight": np.zeros((4, 32), F32), "fc.bias": np.zeros(4, F32)})
+
+
+def test_apply_with_dequantize_loads_the_dequantized_values_in_the_parameter_dtype():
+    record, w = _quantized_record()
+    result = record.apply({"fc.weight": np.zeros((4, 32), np.float16), "fc.bias": np.zeros(4, F32)}, dequantize=True)
+    param = result.params["fc.weight"]
+    expected = quantize(w, parse_scheme("q8s", block=32)).dequantize()
+    assert param.dtype == burnpack.DType.F16 and param.value.tolist() == expected.astype(np.float16).tolist()
+    assert record.numpy(dequantize=True)["fc.weight"].tolist() == expected.tolist()
+
+
+# -- command line --------------------------------------------------------------------------------
+
+
+def _model(tmp_path):
+    from safetensors.numpy import save_file
+
+    rng = np.random.default_rng(0)
+    path = tmp_path / "model.safetensors"
+    save_file({"fc1.weight": rng.standard_normal((8, 64)).astype(F32), "fc1.bias": np.zeros(8, F32),
+               "norm.weight": np.ones(8, F32), "embed.weight": rng.standard_normal((10, 8)).astype(F32)}, str(path))  # fmt: skip
+    return path
+
+
+def test_convert_quantize_selects_weights_and_reports_the_error(tmp_path, capsys):
+    from burnpack.cli import main
+
+    out = tmp_path / "model.bpk"
+    assert main(["convert", str(_model(tmp_path)), str(out), "--quantize", "q8s", "--block", "32", "--scale-dtype", "f16"]) == 0
+    printed = capsys.readouterr().out
+    assert "fc1.weight: Q8S block 32 F16," in printed
+    pack = burnpack.load(out)
+    assert {n: describe(pack[n].dtype.value) for n in pack if pack[n].dtype.variant == "QFloat"} == {"fc1.weight": "Q8S block 32 F16"}
+    from safetensors.numpy import load_file
+
+    original = load_file(str(tmp_path / "model.safetensors"))["fc1.weight"]
+    assert pack["fc1.weight"].dequantize().tolist() == quantize(original, parse_scheme("q8s", block=32, scale_dtype="f16")).dequantize().tolist()
+
+
+def test_convert_include_selects_by_name_and_an_empty_selection_is_an_error(tmp_path, capsys):
+    from burnpack.cli import main
+
+    model = _model(tmp_path)
+    assert main(["convert", str(model), str(tmp_path / "a.bpk"), "--quantize", "q4s", "--include", r"^embed\."]) == 0
+    assert burnpack.load(tmp_path / "a.bpk")["embed.weight"].dtype.variant == "QFloat"
+    assert main(["convert", str(model), str(tmp_path / "b.bpk"), "--quantize", "q4s", "--include", "nothing"]) == 1
+    assert "selected no float tensor" in capsys.readouterr().err
+    assert not (tmp_path / "b.bpk").exists()
+
+
+def test_quantization_flags_without_quantize_are_an_error(tmp_path, capsys):
+    from burnpack.cli import main
+
+    assert main(["convert", str(_model(tmp_path)), str(tmp_path / "c.bpk"), "--block", "32"]) == 1
+    assert "--block applies only with --quantize" in capsys.readouterr().err
+
+
+def test_inspect_shows_the_short_scheme_and_dequantized_statistics(tmp_path, capsys):
+    from burnpack.cli import main
+
+    q = quantize(np.array([[-1.8, -1.0, 0.0, 0.5]], F32), parse_scheme("q8s", block=4, scale_dtype="f16"))
+    path = burnpack.save({"w": q}, tmp_path / "q.bpk")
+    assert main(["inspect", "--stats", str(path)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("w "))
+    values = q.dequantize()
+    assert "QFloat(Q8S block 4 F16)" in row
+    assert row.split()[-3:] == [f"{v:.6g}" for v in (values.min(), values.max(), values.astype(np.float64).mean())]
