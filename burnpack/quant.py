@@ -17,6 +17,7 @@ bytes that do not fit the scheme raise :class:`InvalidQuantizedData` naming both
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -31,6 +32,7 @@ from .errors import InvalidQuantizedData, QuantizationError, UnsupportedQuantiza
 __all__ = [
     "QuantizedTensor",
     "decode",
+    "dequantize",
     "describe",
     "dtype_label",
     "parse_scheme",
@@ -285,27 +287,55 @@ def _encode_scales(scales: np.ndarray, dtype: ScaleDtype) -> bytes:
 # -- values --------------------------------------------------------------------------------------
 
 
-def _fields(raw: np.ndarray, bits: int) -> np.ndarray:
-    """Every ``bits``-wide field of a byte stream, LSB first, sign-extended to int8."""
+@functools.cache
+def _field_table(bits: int, width: int) -> np.ndarray:
+    """Row ``i``: the sign-extended ``bits``-wide fields of the ``width``-bit pattern ``i``, LSB first."""
+    index = np.arange(1 << width, dtype=np.uint32)[:, None]
+    fields = (index >> (np.arange(width // bits, dtype=np.uint32) * bits)) & ((1 << bits) - 1)
+    sign = 1 << (bits - 1)
+    return ((fields ^ sign).astype(np.int32) - sign).astype(np.float32)
+
+
+def _fields(raw: np.ndarray, bits: int, dtype: type = np.int8, scale: np.float32 | None = None) -> np.ndarray:
+    """Every ``bits``-wide field of a byte stream, LSB first, sign-extended, as ``dtype``.
+
+    The sign extension is Burn's ``((raw << (8 - bits)) as i8) >> (8 - bits)``. A float32 output
+    of sub-byte fields is one gather from a table of 16-byte rows (the four fields of a u16 for
+    Q4, of a byte for Q2), already multiplied by ``scale`` when one is given (``fl32(S·q)``).
+    """
+    signed = raw.view(np.int8)
     if bits == 8:
-        return raw.view(np.int8)
+        return signed if dtype is np.int8 else signed.astype(dtype)
+    if dtype is np.float32:
+        width = 16 if bits == 4 and raw.size % 2 == 0 else 8
+        table = _field_table(bits, width)
+        if scale is not None:
+            table = table * np.float32(scale)
+        index = raw.view("<u2") if width == 16 else raw
+        if table.shape[1] == 4:  # rows as single 16-byte items: numpy gathers those fastest
+            return np.take(table.view(np.complex128).reshape(-1), index).view(np.float32)
+        return np.take(table, index, axis=0).reshape(-1)
     per_byte = 8 // bits
-    out = np.empty((raw.size, per_byte), np.int8)
+    out = np.empty((raw.size, per_byte), dtype)
     for k in range(per_byte):
-        out[:, k] = (raw << (8 - bits * (k + 1))).view(np.int8) >> (8 - bits)
+        shift = 8 - bits * (k + 1)
+        source = (raw << shift).view(np.int8) if shift else signed
+        np.right_shift(source, 8 - bits, out=out[:, k], casting="unsafe")
     return out.reshape(-1)
 
 
-def _unpack_words(buffer: Any, bits: int, shape: tuple[int, ...], packed_dim: int) -> np.ndarray:
-    """``PackedU32(packed_dim)`` words (LE) → int8 values in the logical shape."""
+def _unpack_words(
+    buffer: Any, bits: int, shape: tuple[int, ...], packed_dim: int, dtype: type = np.int8, scale: np.float32 | None = None
+) -> np.ndarray:
+    """``PackedU32(packed_dim)`` words (LE) → values in the logical shape, as ``dtype`` (see ``_fields``)."""
     raw = np.frombuffer(buffer, np.uint8)
     per_word = 32 // bits
     if not shape:
-        return _fields(raw[:4], bits)[:1].reshape(())
+        return _fields(raw[:4], bits, dtype, scale)[:1].reshape(())
     axis = len(shape) - 1 - packed_dim
     storage = list(shape)
     storage[axis] = -(-shape[axis] // per_word)
-    fields = _fields(raw, bits).reshape(*storage, per_word)
+    fields = _fields(raw, bits, dtype, scale).reshape(*storage, per_word)
     if axis != len(shape) - 1:
         fields = np.moveaxis(fields, -1, axis + 1)
     padded = shape[:axis] + (storage[axis] * per_word,) + shape[axis + 1 :]
@@ -443,6 +473,19 @@ def check_decodable(scheme: QuantScheme) -> None:
 
 def decode(data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int], *, name: str | None = None) -> QuantizedTensor:
     """Split a QFloat payload into its parts, checking its length against the scheme and shape."""
+    return _decode(data, scheme, shape, name, dequantize=False)
+
+
+def dequantize(data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int], *, name: str | None = None) -> np.ndarray:
+    """A QFloat payload's float32 values, bit-identical with ``decode(...).dequantize()``.
+
+    Faster: fields are unpacked straight into the float32 output (per tensor, already scaled),
+    which is then scaled in place.
+    """
+    return _decode(data, scheme, shape, name, dequantize=True)
+
+
+def _decode(data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int], name: str | None, *, dequantize: bool) -> Any:
     shape = tuple(int(d) for d in shape)
     where = f"tensor '{name}'" if name is not None else None
     try:
@@ -457,25 +500,31 @@ def decode(data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int], *
             f"({layout.value_bytes} value + {layout.scale_bytes} scale + {layout.global_bytes} global bytes)",
             where=where,
         )
-    try:
-        return _decode_parts(buffer, scheme, shape, layout)
-    except ValueError as exc:  # numpy refusing a shape no memory could hold (only with zero elements)
-        raise InvalidQuantizedData(f"shape {list(shape)}: {exc}", where=where) from None
-
-
-def _decode_parts(buffer: memoryview, scheme: QuantScheme, shape: tuple[int, ...], layout: _Layout) -> QuantizedTensor:
-    bits = VALUE_BITS[scheme.value]
-    value_region = buffer[: layout.value_bytes]
-    if scheme.store.variant == "PackedU32":
-        values = _unpack_words(value_region, bits, shape, scheme.store.value)
-    else:
-        values = np.frombuffer(value_region, np.int8).reshape(shape)
     scale_end = layout.value_bytes + layout.scale_bytes
     scales = _decode_scales(buffer[layout.value_bytes : scale_end], layout.scale_dtype).reshape(layout.grid)
     global_scale = None
     if layout.global_dtype is not None:
         global_scale = np.float32(_decode_scales(buffer[scale_end:], layout.global_dtype)[0])
-    return QuantizedTensor(scheme, values, scales, global_scale)
+    try:
+        if not dequantize:
+            return QuantizedTensor(scheme, _values(buffer[: layout.value_bytes], scheme, shape, np.int8), scales, global_scale)
+        effective = scales if global_scale is None else global_scale * scales
+        if layout.block is None and scheme.store.variant == "PackedU32" and VALUE_BITS[scheme.value] < 8:
+            return _values(buffer[: layout.value_bytes], scheme, shape, np.float32, effective[0])
+        out = _values(buffer[: layout.value_bytes], scheme, shape, np.float32)
+        _apply_per_block(out, effective, layout.block, np.multiply)
+        return out
+    except ValueError as exc:  # numpy refusing a shape no memory could hold (only with zero elements)
+        raise InvalidQuantizedData(f"shape {list(shape)}: {exc}", where=where) from None
+
+
+def _values(region: memoryview, scheme: QuantScheme, shape: tuple[int, ...], dtype: type, scale: np.float32 | None = None) -> np.ndarray:
+    """The values region in the logical shape: int8 (a view where possible), or a fresh float32
+    array (multiplied by ``scale`` when given; only for sub-byte packed fields)."""
+    if scheme.store.variant == "PackedU32":
+        return _unpack_words(region, VALUE_BITS[scheme.value], shape, scheme.store.value, dtype, scale)
+    values = np.frombuffer(region, np.int8).reshape(shape)
+    return values if dtype is np.int8 else values.astype(dtype)
 
 
 # -- legacy schemes (quant.md §5) ----------------------------------------------------------------

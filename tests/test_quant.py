@@ -388,6 +388,23 @@ def test_bytes_decode_to_the_parts_they_were_written_from(x, s):
     assert back.dequantize().tobytes() == q.dequantize().tobytes()
 
 
+@settings(max_examples=150, deadline=None)
+@given(st.data(), st.sampled_from(["Q8F", "Q8S", "Q4F", "Q4S", "Q2F", "Q2S"]), st.sampled_from(["F32", "F16", "BF16", "UE4M3"]))
+def test_the_direct_dequantize_matches_the_parts_bit_for_bit(data, value, dtype):
+    shape = data.draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=9))
+    lo, hi = burnpack.quant.VALUE_RANGE[QuantValue[value]]
+    values = data.draw(hnp.arrays(np.int8, shape, elements=st.integers(lo, hi)))
+    store = data.draw(st.sampled_from([QuantStore.Native] + [QuantStore.PackedU32(d) for d in range(max(len(shape), 1))]))
+    block = data.draw(st.sampled_from([None, (2,), (3, 2)])) if shape else None
+    s = scheme(value, store, tensor=None if block else dtype, block=block, block_dtype=dtype)
+    grid = burnpack.quant._layout(s, shape).grid
+    scales = round_up_scale(data.draw(hnp.arrays(np.float32, grid, elements=st.floats(0, 100, width=32))), ScaleDtype[dtype])
+    payload = QuantizedTensor(s, values, scales).to_bytes()
+    direct = burnpack.quant.dequantize(payload, s, shape)
+    assert direct.tobytes() == decode(payload, s, shape).dequantize().tobytes()
+    assert decode(payload, s, shape).values.tolist() == values.tolist()
+
+
 # -- Burn's fixtures -----------------------------------------------------------------------------
 
 
