@@ -501,11 +501,11 @@ def _decode(data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int], 
             where=where,
         )
     scale_end = layout.value_bytes + layout.scale_bytes
-    scales = _decode_scales(buffer[layout.value_bytes : scale_end], layout.scale_dtype).reshape(layout.grid)
     global_scale = None
     if layout.global_dtype is not None:
         global_scale = np.float32(_decode_scales(buffer[scale_end:], layout.global_dtype)[0])
     try:
+        scales = _decode_scales(buffer[layout.value_bytes : scale_end], layout.scale_dtype).reshape(layout.grid)
         if not dequantize:
             return QuantizedTensor(scheme, _values(buffer[: layout.value_bytes], scheme, shape, np.int8), scales, global_scale)
         effective = scales if global_scale is None else global_scale * scales

@@ -499,6 +499,17 @@ def test_a_block_len_beyond_its_storage_is_invalid():
         decode(bytes(12), bad, [8])
 
 
+@pytest.mark.parametrize("shape", [[0, 2**62], [2**64 - 1, 0], [0, 2**40, 3]])
+def test_an_empty_tensor_with_huge_dims_reads_or_fails_cleanly(shape):
+    s = parse_scheme("q4s", block=(4, 32), store=QuantStore.PackedU32(0))
+    try:
+        out = burnpack.quant.dequantize(bytes(quantized_data_len(s, shape)), s, shape)
+    except InvalidQuantizedData as exc:
+        assert "shape" in str(exc)
+    else:
+        assert out.size == 0
+
+
 def test_dequantizing_a_float_tensor_is_an_error():
     pack = burnpack.load(burnpack.save_bytes({"w": np.ones(2, F32)}))
     with pytest.raises(QuantizationError, match="not a quantized"):
