@@ -30,7 +30,7 @@ from burnpack import (
 from burnpack._generated.layout import HEADER, MAGIC, data_section_start
 from burnpack.quant import decode, describe, parse_scheme, quantize, quantized_data_len, round_up_scale
 
-from conftest import BURN_PACK_FIXTURES, require
+from tests.conftest import BURN_PACK_FIXTURES, require
 
 F32 = np.float32
 
