@@ -316,7 +316,7 @@ def _fields(raw: np.ndarray, bits: int, dtype: type = np.int8, scale: np.float32
             return np.take(table.view(np.complex128).reshape(-1), index).view(np.float32)
         return np.take(table, index, axis=0).reshape(-1)
     per_byte = 8 // bits
-    out = np.empty((raw.size, per_byte), dtype)
+    out: np.ndarray = np.empty((raw.size, per_byte), dtype)
     for k in range(per_byte):
         shift = 8 - bits * (k + 1)
         source = (raw << shift).view(np.int8) if shift else signed
