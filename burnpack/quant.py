@@ -664,6 +664,7 @@ def quantize(array: Any, scheme: QuantScheme, *, backend: str = "ndarray") -> Qu
             _apply_per_block(y, np.where(divisor == 0, np.float32(0.1), divisor).astype(np.float32), block, np.divide)
         rounded = np.clip(_round_half_away(y), a, b)
     values = np.where(np.isnan(rounded), 0, rounded).astype(np.int8)  # Rust's `NaN as i8` is 0
+    values.flags.writeable = scales.flags.writeable = False  # the parts stay what was quantized
     return QuantizedTensor(scheme, values, scales, global_scale)
 
 

@@ -289,6 +289,12 @@ def test_quantized_parts_are_in_the_logical_shape_and_the_block_grid():
 # -- quantize: arithmetic ------------------------------------------------------------------------
 
 
+def test_quantize_returns_read_only_parts():
+    q = quantize(np.ones(4, F32), parse_scheme("q8s"))
+    with pytest.raises(ValueError):
+        q.values[0] = 0
+
+
 def test_ties_round_half_away_from_zero():
     # scale 1.0 exactly (max 127 → 2·127/254), so x / S is x itself
     x = np.array([127, -127, 0.5, -0.5, 1.5, -1.5, 2.5], F32)
@@ -698,6 +704,13 @@ def test_convert_include_selects_by_name_and_an_empty_selection_is_an_error(tmp_
     assert main(["convert", str(model), str(tmp_path / "b.bpk"), "--quantize", "q4s", "--include", "nothing"]) == 1
     assert "selected no float tensor" in capsys.readouterr().err
     assert not (tmp_path / "b.bpk").exists()
+
+
+def test_quantizing_into_a_format_without_qfloat_is_an_error(tmp_path, capsys):
+    from burnpack.cli import main
+
+    assert main(["convert", str(_model(tmp_path)), str(tmp_path / "q.safetensors"), "--quantize", "q8s"]) == 1
+    assert "cannot hold quantized" in capsys.readouterr().err
 
 
 def test_quantization_flags_without_quantize_are_an_error(tmp_path, capsys):
