@@ -288,54 +288,39 @@ def _encode_scales(scales: np.ndarray, dtype: ScaleDtype) -> bytes:
 
 
 @functools.cache
-def _field_table(bits: int, width: int) -> np.ndarray:
-    """Row ``i``: the sign-extended ``bits``-wide fields of the ``width``-bit pattern ``i``, LSB first."""
-    index = np.arange(1 << width, dtype=np.uint32)[:, None]
-    fields = (index >> (np.arange(width // bits, dtype=np.uint32) * bits)) & ((1 << bits) - 1)
+def _field_table(bits: int, per_row: int) -> np.ndarray:
+    """``per_row`` sign-extended fields per row, row ``i`` unpacking the bit pattern ``i`` LSB first,
+    as one unsigned item per row (so a gather copies single items)."""
+    index = np.arange(1 << (bits * per_row), dtype=np.uint32)[:, None]
+    fields = (index >> (np.arange(per_row, dtype=np.uint32) * bits)) & ((1 << bits) - 1)
     sign = 1 << (bits - 1)
-    return ((fields ^ sign).astype(np.int32) - sign).astype(np.float32)
+    table = ((fields ^ sign).astype(np.int32) - sign).astype(np.int8)
+    return table.view(np.uint32 if per_row == 4 else np.uint16).reshape(-1)
 
 
-def _fields(raw: np.ndarray, bits: int, dtype: type = np.int8, scale: np.float32 | None = None) -> np.ndarray:
-    """Every ``bits``-wide field of a byte stream, LSB first, sign-extended, as ``dtype``.
+def _fields(raw: np.ndarray, bits: int) -> np.ndarray:
+    """Every ``bits``-wide field of a byte stream, LSB first, sign-extended to int8.
 
-    The sign extension is Burn's ``((raw << (8 - bits)) as i8) >> (8 - bits)``. A float32 output
-    of sub-byte fields is one gather from a table of 16-byte rows (the four fields of a u16 for
-    Q4, of a byte for Q2), already multiplied by ``scale`` when one is given (``fl32(S·q)``).
+    The sign extension is Burn's ``((raw << (8 - bits)) as i8) >> (8 - bits)``, looked up in a
+    table of every pattern: four fields per u16 (Q4) or per byte (Q2).
     """
-    signed = raw.view(np.int8)
     if bits == 8:
-        return signed if dtype is np.int8 else signed.astype(dtype)
-    if dtype is np.float32:
-        width = 16 if bits == 4 and raw.size % 2 == 0 else 8
-        table = _field_table(bits, width)
-        if scale is not None:
-            table = table * np.float32(scale)
-        index = raw.view("<u2") if width == 16 else raw
-        if table.shape[1] == 4:  # rows as single 16-byte items: numpy gathers those fastest
-            return np.take(table.view(np.complex128).reshape(-1), index).view(np.float32)
-        return np.take(table, index, axis=0).reshape(-1)
-    per_byte = 8 // bits
-    out: np.ndarray = np.empty((raw.size, per_byte), dtype)
-    for k in range(per_byte):
-        shift = 8 - bits * (k + 1)
-        source = (raw << shift).view(np.int8) if shift else signed
-        np.right_shift(source, 8 - bits, out=out[:, k], casting="unsafe")
-    return out.reshape(-1)
+        return raw.view(np.int8)
+    if bits == 4 and raw.size % 2 == 0:
+        return np.take(_field_table(4, 4), raw.view("<u2")).view(np.int8)
+    return np.take(_field_table(bits, 8 // bits), raw).view(np.int8)
 
 
-def _unpack_words(
-    buffer: Any, bits: int, shape: tuple[int, ...], packed_dim: int, dtype: type = np.int8, scale: np.float32 | None = None
-) -> np.ndarray:
-    """``PackedU32(packed_dim)`` words (LE) → values in the logical shape, as ``dtype`` (see ``_fields``)."""
+def _unpack_words(buffer: Any, bits: int, shape: tuple[int, ...], packed_dim: int) -> np.ndarray:
+    """``PackedU32(packed_dim)`` words (LE) → int8 values in the logical shape."""
     raw = np.frombuffer(buffer, np.uint8)
     per_word = 32 // bits
     if not shape:
-        return _fields(raw[:4], bits, dtype, scale)[:1].reshape(())
+        return _fields(raw[:4], bits)[:1].reshape(())
     axis = len(shape) - 1 - packed_dim
     storage = list(shape)
     storage[axis] = -(-shape[axis] // per_word)
-    fields = _fields(raw, bits, dtype, scale).reshape(*storage, per_word)
+    fields = _fields(raw, bits).reshape(*storage, per_word)
     if axis != len(shape) - 1:
         fields = np.moveaxis(fields, -1, axis + 1)
     padded = shape[:axis] + (storage[axis] * per_word,) + shape[axis + 1 :]
@@ -399,9 +384,12 @@ class QuantizedTensor:
 
     def dequantize(self) -> np.ndarray:
         """float32 values, ``fl32(S·q)`` per element: bit-exact with Burn's CPU backends."""
-        out = self.values.astype(np.float32)
+        try:
+            out = np.empty(self.values.shape, np.float32)
+        except ValueError as exc:  # a zero-element shape whose dims overflow numpy's size
+            raise InvalidQuantizedData(f"shape {list(self.shape)}: {exc}") from None
         block = None if self.scheme.block is None else _block_dims(self.scheme.block.size, out.ndim)
-        _apply_per_block(out, self.effective_scales(), block, np.multiply)
+        _apply_per_block(self.values, self.effective_scales(), block, np.multiply, out)
         return out
 
     def to_bytes(self) -> bytes:
@@ -424,26 +412,27 @@ class QuantizedTensor:
         return f"QuantizedTensor({describe(self.scheme)}, shape={list(self.shape)}, scales={list(self.scales.shape)}{g})"
 
 
-def _apply_per_block(out: np.ndarray, scales: np.ndarray, block: tuple[int, ...] | None, op: Any) -> None:
-    """``out = op(out, scale of its block)`` in place, for rectangular blocks over ``out``."""
+def _apply_per_block(x: np.ndarray, scales: np.ndarray, block: tuple[int, ...] | None, op: Any, out: np.ndarray) -> None:
+    """``out = op(x, scale of its block)`` (float32) for rectangular blocks, in one pass.
+
+    ``x`` may be int8: the ufunc converts each value exactly on the fly.
+    """
     if block is None:
-        op(out, np.float32(scales.reshape(-1)[0]), out=out)
+        op(x, np.float32(scales.reshape(-1)[0]), out=out)
         return
-    shape = out.shape
+    shape = x.shape
     grid = tuple(-(-d // b) for d, b in zip(shape, block))
     scales = scales.reshape(grid)
     if all(d % b == 0 for d, b in zip(shape, block)):
-        split = tuple(x for g, b in zip(grid, block) for x in (g, b))
-        spread = tuple(x for g in grid for x in (g, 1))
-        view = out.reshape(split)
-        op(view, scales.reshape(spread), out=view)
+        split = tuple(v for g, b in zip(grid, block) for v in (g, b))
+        spread = tuple(v for g in grid for v in (g, 1))
+        op(x.reshape(split), scales.reshape(spread), out=out.reshape(split))
         return
     full = scales
     for axis, b in enumerate(block):
         if b > 1:
             full = np.repeat(full, b, axis=axis)
-    full = full[tuple(slice(0, d) for d in shape)]
-    op(out, full, out=out)
+    op(x, full[tuple(slice(0, d) for d in shape)], out=out)
 
 
 # -- reading -------------------------------------------------------------------------------------
@@ -472,20 +461,10 @@ def check_decodable(scheme: QuantScheme) -> None:
 
 
 def decode(data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int], *, name: str | None = None) -> QuantizedTensor:
-    """Split a QFloat payload into its parts, checking its length against the scheme and shape."""
-    return _decode(data, scheme, shape, name, dequantize=False)
+    """Split a QFloat payload into its parts, checking its length against the scheme and shape.
 
-
-def dequantize(data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int], *, name: str | None = None) -> np.ndarray:
-    """A QFloat payload's float32 values, bit-identical with ``decode(...).dequantize()``.
-
-    Faster: fields are unpacked straight into the float32 output (per tensor, already scaled),
-    which is then scaled in place.
+    Native values are a zero-copy view of ``data``; packed fields are unpacked to int8.
     """
-    return _decode(data, scheme, shape, name, dequantize=True)
-
-
-def _decode(data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int], name: str | None, *, dequantize: bool) -> Any:
     shape = tuple(int(d) for d in shape)
     where = f"tensor '{name}'" if name is not None else None
     try:
@@ -504,27 +483,21 @@ def _decode(data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int], 
     global_scale = None
     if layout.global_dtype is not None:
         global_scale = np.float32(_decode_scales(buffer[scale_end:], layout.global_dtype)[0])
+    region = buffer[: layout.value_bytes]
     try:
         scales = _decode_scales(buffer[layout.value_bytes : scale_end], layout.scale_dtype).reshape(layout.grid)
-        if not dequantize:
-            return QuantizedTensor(scheme, _values(buffer[: layout.value_bytes], scheme, shape, np.int8), scales, global_scale)
-        effective = scales if global_scale is None else global_scale * scales
-        if layout.block is None and scheme.store.variant == "PackedU32" and VALUE_BITS[scheme.value] < 8:
-            return _values(buffer[: layout.value_bytes], scheme, shape, np.float32, effective[0])
-        out = _values(buffer[: layout.value_bytes], scheme, shape, np.float32)
-        _apply_per_block(out, effective, layout.block, np.multiply)
-        return out
+        if scheme.store.variant == "PackedU32":
+            values = _unpack_words(region, VALUE_BITS[scheme.value], shape, scheme.store.value)
+        else:
+            values = np.frombuffer(region, np.int8).reshape(shape)
     except ValueError as exc:  # numpy refusing a shape no memory could hold (only with zero elements)
         raise InvalidQuantizedData(f"shape {list(shape)}: {exc}", where=where) from None
+    return QuantizedTensor(scheme, values, scales, global_scale)
 
 
-def _values(region: memoryview, scheme: QuantScheme, shape: tuple[int, ...], dtype: type, scale: np.float32 | None = None) -> np.ndarray:
-    """The values region in the logical shape: int8 (a view where possible), or a fresh float32
-    array (multiplied by ``scale`` when given; only for sub-byte packed fields)."""
-    if scheme.store.variant == "PackedU32":
-        return _unpack_words(region, VALUE_BITS[scheme.value], shape, scheme.store.value, dtype, scale)
-    values = np.frombuffer(region, np.int8).reshape(shape)
-    return values if dtype is np.int8 else values.astype(dtype)
+def dequantize(data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int], *, name: str | None = None) -> np.ndarray:
+    """A QFloat payload's float32 values (``decode(...).dequantize()``)."""
+    return decode(data, scheme, shape, name=name).dequantize()
 
 
 # -- legacy schemes (quant.md §5) ----------------------------------------------------------------
@@ -656,12 +629,12 @@ def quantize(array: Any, scheme: QuantScheme, *, backend: str = "ndarray") -> Qu
         scales = np.where((scales > 0) & np.isfinite(scales), scales, round_up_scale(_F32_MIN_POSITIVE, dtype)).astype(np.float32)
     parts = QuantizedTensor(scheme, np.empty(0, np.int8), scales, global_scale)
     divisor = parts.effective_scales()
-    y = x.copy()
+    y = np.empty_like(x)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         if backend == "flex":  # a subnormal scale has an infinite reciprocal: 0 · inf is NaN there
-            _apply_per_block(y, np.float32(1) / divisor, block, np.multiply)
+            _apply_per_block(x, np.float32(1) / divisor, block, np.multiply, y)
         else:  # NdArray's valid_scale: divide by 0.1 where the scale is 0
-            _apply_per_block(y, np.where(divisor == 0, np.float32(0.1), divisor).astype(np.float32), block, np.divide)
+            _apply_per_block(x, np.where(divisor == 0, np.float32(0.1), divisor).astype(np.float32), block, np.divide, y)
         rounded = np.clip(_round_half_away(y), a, b)
     values = np.where(np.isnan(rounded), 0, rounded).astype(np.int8)  # Rust's `NaN as i8` is 0
     values.flags.writeable = scales.flags.writeable = False  # the parts stay what was quantized
