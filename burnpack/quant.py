@@ -618,7 +618,13 @@ def quantize(array: Any, scheme: QuantScheme, *, backend: str = "ndarray") -> Qu
     a, b = VALUE_RANGE[scheme.value]
     block = None if scheme.block is None else _block_dims(scheme.block.size, x.ndim)
     dtype = _scale_dtype(scheme)
-    raw = np.float32(2) * _block_max_abs(x, block) / np.float32(b - a)
+    with np.errstate(over="ignore"):
+        raw = np.float32(2) * _block_max_abs(x, block) / np.float32(b - a)
+    if not np.isfinite(raw).all():
+        raise QuantizationError(
+            "values above f32::MAX / 2 in magnitude overflow Burn's scale 2·max|x| / (b−a) to infinity "
+            "(NdArray would store an infinite scale and zeros); scale the array down first"
+        )
     global_scale = None
     if _global_dtype(scheme) is not None:
         peak = raw.max() if raw.size else np.float32(0)
