@@ -371,7 +371,7 @@ def test_dequantize_of_quantize_is_within_half_a_step(x, s, backend):
     assume(s.tensor is not None and s.block is not None or 2.0 * float(np.abs(x).max()) / (hi - lo) < maxrep)
     q = quantize(x, s, backend=backend)
     step = _step(q)
-    assume((step >= np.finfo(F32).tiny).all())
+    assume(((step >= np.finfo(F32).tiny) | (step == 0)).all())  # 0: an all-zero block (NdArray)
     error = np.abs(q.dequantize().astype(np.float64) - x)
     slack = (np.abs(x) + step * 128) * 2.0**-22  # the f32 roundings of x / S and S · q
     assert (error <= step / 2 + slack).all()
