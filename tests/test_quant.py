@@ -717,6 +717,26 @@ def test_quantizing_into_a_format_without_qfloat_is_an_error(tmp_path, capsys):
     assert "cannot hold quantized" in capsys.readouterr().err
 
 
+def test_convert_dequantize_writes_quantized_tensors_as_their_f32_values(tmp_path):
+    from safetensors.numpy import load_file
+
+    from burnpack.cli import main
+
+    q = quantize(np.random.default_rng(1).standard_normal((4, 64)).astype(F32), parse_scheme("q4s", block=32, store=QuantStore.PackedU32(0)))
+    source = burnpack.save({"w": q, "b": np.ones(4, F32)}, tmp_path / "q.bpk")
+    assert main(["convert", str(source), str(tmp_path / "f.safetensors"), "--dequantize"]) == 0
+    back = load_file(str(tmp_path / "f.safetensors"))
+    assert back["w"].dtype == F32 and back["w"].tobytes() == q.dequantize().tobytes()
+    assert back["b"].tolist() == [1.0] * 4
+
+
+def test_convert_dequantize_without_quantized_tensors_is_an_error(tmp_path, capsys):
+    from burnpack.cli import main
+
+    assert main(["convert", str(_model(tmp_path)), str(tmp_path / "d.safetensors"), "--dequantize"]) == 1
+    assert "no quantized" in capsys.readouterr().err
+
+
 def test_quantization_flags_without_quantize_are_an_error(tmp_path, capsys):
     from burnpack.cli import main
 

@@ -96,6 +96,8 @@ def register(sub: Any) -> None:
                    "default one scale per tensor")  # fmt: skip
     g.add_argument("--scale-dtype", choices=("f32", "f16", "bf16", "ue4m3"), help="scale storage (rounded up onto it; default f32)")
     g.add_argument("--include", metavar="REGEX", help="quantize the float tensors whose output name matches instead")
+    g.add_argument("--dequantize", action="store_true",
+                   help="write every quantized (QFloat) tensor as its F32 values, as Burn dequantizes them")
     p.add_argument("--bool-store", default="U8", choices=("U8", "Native", "U32"), help="Burn bool store for foreign bool tensors (default U8)")
     p.add_argument("--metadata", action="append", metavar="KEY=VALUE", help="add or override a metadata entry")
     p.add_argument("--no-metadata", action="store_true", help="do not carry the source's metadata across")
@@ -164,12 +166,15 @@ def _errors() -> tuple[type[BaseException], ...]:
 
 
 def _quantize_options(args: argparse.Namespace) -> dict[str, Any]:
-    """``quantize`` / ``quantize_include`` from the flags; a quantization flag without --quantize is an error."""
+    """``quantize`` / ``quantize_include`` / ``dequantize`` from the flags; a quantization flag
+    without --quantize is an error."""
     if args.quantize is None:
         given = [flag for flag, value in (("--block", args.block), ("--scale-dtype", args.scale_dtype), ("--include", args.include)) if value is not None]
         if given:
             raise ValueError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} only with --quantize")
-        return {}
+        return {"dequantize": True} if args.dequantize else {}
+    if args.dequantize:
+        raise ValueError("--quantize and --dequantize exclude each other")
     from ..quant import parse_scheme
 
     block = None

@@ -24,6 +24,7 @@ indices, then the adapter with module types, then filters):
 8. ``quantize`` — a ``QuantScheme``: the weights (float tensors of rank ≥ 2 named ``weight``,
    or those whose name ``quantize_include`` matches) become QFloat tensors as Burn's CPU backend
    quantizes them (``burnpack.interop.quantizing``); their error is in ``report.quantized``.
+   ``dequantize=True`` instead turns every QFloat tensor into its F32 values.
 9. ``param_ids`` — ``"keep"`` (default), ``"new"`` (a fresh random u64 per tensor, as a Burn
    ``ModuleRecord`` carries) or ``"drop"``.
 
@@ -240,6 +241,7 @@ def transform(
     stamp: bool = True,
     quantize: Any = None,
     quantize_include: str | None = None,
+    dequantize: bool = False,
     target_format: str | None = None,
     report: ConversionReport | None = None,
 ) -> tuple[TensorSet, ConversionReport]:
@@ -323,7 +325,13 @@ def transform(
             present = {e.name for e in entries}
             report.missing += [p for p in keep.paths if p not in present]
         entries = kept
-    # 8. quantize
+    # 8. quantize / dequantize
+    if dequantize:
+        from .quantizing import dequantize_entries
+
+        if quantize is not None:
+            raise ConversionError("quantize and dequantize exclude each other")
+        entries = dequantize_entries(entries)
     if quantize is not None:
         from .quantizing import quantize_entries
 

@@ -1,10 +1,12 @@
-"""The ``quantize`` step of a conversion: selected float tensors become QFloat tensors.
+"""The ``quantize`` / ``dequantize`` steps of a conversion: float tensors ↔ QFloat tensors.
 
 By default the weights Burn quantizes for deployment are selected — float tensors of rank ≥ 2
 named ``weight`` (Linear and convolution kernels) — while norms, biases and embeddings stay
 float; ``include`` (a regex searched in the output name) selects any float tensors instead. Each
 selected tensor is quantized while it is written (one at a time), and the report records its
-error against the float values: the largest absolute difference and the RMSE.
+error against the float values: the largest absolute difference and the RMSE. ``dequantize``
+turns every QFloat tensor back into F32 values, as Burn's dequantize computes them (e.g. to
+write a quantized Burn model as safetensors).
 """
 
 from __future__ import annotations
@@ -17,11 +19,12 @@ from typing import Any
 import numpy as np
 
 from .._generated.types import DType, QuantScheme
-from ..quant import check_quantizable, describe, quantize, quantized_data_len
+from ..errors import QuantizationError
+from ..quant import check_decodable, check_quantizable, describe, dequantize, quantize, quantized_data_len
 from .formats import ConversionError
 from .tensors import Entry, is_float
 
-__all__ = ["quantize_entries", "default_selection"]
+__all__ = ["default_selection", "dequantize_entries", "quantize_entries"]
 
 _EMBEDDING = re.compile(r"(^|\.)(embed[^.]*|wte|wpe|tok_embeddings)(\.|$)", re.IGNORECASE)
 
@@ -82,3 +85,33 @@ def _quantized(entry: Entry, scheme: QuantScheme, errors: dict[str, dict[str, An
         return np.frombuffer(q.to_bytes(), np.uint8)
 
     return entry.replace(dtype=DType.QFloat(scheme), load=load, byte_len=quantized_data_len(scheme, entry.shape), step=f"{entry.dtype.variant} -> {describe(scheme)}")
+
+
+def dequantize_entries(entries: Iterable[Entry]) -> list[Entry]:
+    """``entries`` with every QFloat tensor replaced by its F32 values (computed while written).
+
+    Raises :class:`ConversionError` when there is no QFloat tensor, or one that cannot be
+    dequantized (checked here, before anything is written).
+    """
+    out, found = [], 0
+    for entry in entries:
+        if entry.dtype.variant != "QFloat":
+            out.append(entry)
+            continue
+        found += 1
+        scheme = entry.dtype.value
+        try:
+            check_decodable(scheme)
+            expected = quantized_data_len(scheme, entry.shape)
+        except QuantizationError as exc:
+            raise ConversionError(f"dequantize: tensor {entry.name!r}: {exc.payload}") from None
+        if entry.byte_len is not None and entry.byte_len != expected:
+            raise ConversionError(f"dequantize: tensor {entry.name!r} holds {entry.byte_len} bytes but {describe(scheme)} on shape {list(entry.shape)} needs {expected}")
+
+        def load(entry: Entry = entry, scheme: QuantScheme = scheme) -> np.ndarray:
+            return dequantize(np.ascontiguousarray(entry.numpy()), scheme, entry.shape, name=entry.name)
+
+        out.append(entry.replace(dtype=DType.F32, load=load, step=f"{describe(scheme)} -> F32"))
+    if not found:
+        raise ConversionError("dequantize: the source holds no quantized (QFloat) tensor")
+    return out
