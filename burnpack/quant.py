@@ -466,7 +466,65 @@ def decode(data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int], *
     Native values are a zero-copy view of ``data``; packed fields are unpacked to int8.
     """
     shape = tuple(int(d) for d in shape)
-    where = f"tensor '{name}'" if name is not None else None
+    layout, region, scales, global_scale = _split(data, scheme, shape, name)
+    try:
+        values = _values(region, scheme, shape)
+    except ValueError as exc:  # numpy refusing a shape no memory could hold (only with zero elements)
+        raise InvalidQuantizedData(f"shape {list(shape)}: {exc}", where=_where(name)) from None
+    return QuantizedTensor(scheme, values, scales, global_scale)
+
+
+def dequantize(data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int], *, name: str | None = None) -> np.ndarray:
+    """A QFloat payload's float32 values, bit-identical with ``decode(...).dequantize()``.
+
+    Packed sub-byte values of a large tensor are unpacked and scaled a band of rows at a time,
+    so their int8 form stays in cache.
+    """
+    shape = tuple(int(d) for d in shape)
+    layout, region, scales, global_scale = _split(data, scheme, shape, name)
+    parts = QuantizedTensor(scheme, np.empty(0, np.int8), scales, global_scale)
+    rows = _band_rows(scheme, shape, layout)
+    if rows is None:
+        try:
+            return QuantizedTensor(scheme, _values(region, scheme, shape), scales, global_scale).dequantize()
+        except ValueError as exc:
+            raise InvalidQuantizedData(f"shape {list(shape)}: {exc}", where=_where(name)) from None
+    effective = parts.effective_scales()
+    out = np.empty(shape, np.float32)
+    row_bytes = layout.value_bytes // shape[0]
+    block0 = 1 if layout.block is None else layout.block[0]
+    for start in range(0, shape[0], rows):
+        stop = min(start + rows, shape[0])
+        band = _values(region[start * row_bytes : stop * row_bytes], scheme, (stop - start,) + shape[1:])
+        band_scales = effective if layout.block is None else effective[start // block0 : -(-stop // block0)]
+        _apply_per_block(band, band_scales, layout.block, np.multiply, out[start:stop])
+    return out
+
+
+_BAND = 1 << 18
+"""Values per band when dequantizing packed fields (their int8 form: 256 KiB, cache-sized)."""
+
+
+def _band_rows(scheme: QuantScheme, shape: tuple[int, ...], layout: _Layout) -> int | None:
+    """Rows of axis 0 per band (a multiple of the block's extent there), or None for one pass."""
+    if scheme.store != QuantStore.PackedU32(0) or VALUE_BITS[scheme.value] == 8 or len(shape) < 2:
+        return None
+    numel = math.prod(shape)
+    if numel <= 2 * _BAND:
+        return None
+    block0 = 1 if layout.block is None else layout.block[0]
+    rows = max(1, _BAND // (numel // shape[0]) // block0) * block0
+    return rows if rows < shape[0] else None
+
+
+def _where(name: str | None) -> str | None:
+    return f"tensor '{name}'" if name is not None else None
+
+
+def _split(data: Any, scheme: QuantScheme, shape: tuple[int, ...], name: str | None) -> tuple[_Layout, memoryview, np.ndarray, np.float32 | None]:
+    """The layout, the values region, the scales (block grid) and the global scale, after checking
+    that the scheme is decodable and the length is the one it needs."""
+    where = _where(name)
     try:
         check_decodable(scheme)
         layout = _layout(scheme, shape)
@@ -483,21 +541,18 @@ def decode(data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int], *
     global_scale = None
     if layout.global_dtype is not None:
         global_scale = np.float32(_decode_scales(buffer[scale_end:], layout.global_dtype)[0])
-    region = buffer[: layout.value_bytes]
     try:
         scales = _decode_scales(buffer[layout.value_bytes : scale_end], layout.scale_dtype).reshape(layout.grid)
-        if scheme.store.variant == "PackedU32":
-            values = _unpack_words(region, VALUE_BITS[scheme.value], shape, scheme.store.value)
-        else:
-            values = np.frombuffer(region, np.int8).reshape(shape)
-    except ValueError as exc:  # numpy refusing a shape no memory could hold (only with zero elements)
+    except ValueError as exc:
         raise InvalidQuantizedData(f"shape {list(shape)}: {exc}", where=where) from None
-    return QuantizedTensor(scheme, values, scales, global_scale)
+    return layout, buffer[: layout.value_bytes], scales, global_scale
 
 
-def dequantize(data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int], *, name: str | None = None) -> np.ndarray:
-    """A QFloat payload's float32 values (``decode(...).dequantize()``)."""
-    return decode(data, scheme, shape, name=name).dequantize()
+def _values(region: memoryview, scheme: QuantScheme, shape: tuple[int, ...]) -> np.ndarray:
+    """The int8 values in the logical shape (Native: a view of ``region``)."""
+    if scheme.store.variant == "PackedU32":
+        return _unpack_words(region, VALUE_BITS[scheme.value], shape, scheme.store.value)
+    return np.frombuffer(region, np.int8).reshape(shape)
 
 
 # -- legacy schemes (quant.md §5) ----------------------------------------------------------------

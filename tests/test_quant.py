@@ -413,6 +413,19 @@ def test_the_direct_dequantize_matches_the_parts_bit_for_bit(data, value, dtype)
     assert decode(payload, s, shape).values.tolist() == values.tolist()
 
 
+@pytest.mark.parametrize("value, block", [("Q4S", None), ("Q4F", (3, 32)), ("Q2S", (32,)), ("Q2F", (5, 7))])
+def test_a_large_packed_tensor_dequantizes_in_bands_to_the_same_bits(value, block):
+    shape = (1031, 601)  # more values than one band, a last dim that pads every packed line
+    rng = np.random.default_rng(2)
+    lo, hi = burnpack.quant.VALUE_RANGE[QuantValue[value]]
+    s = scheme(value, QuantStore.PackedU32(0), tensor=None if block else "F32", block=block, block_dtype="F16")
+    grid = burnpack.quant._layout(s, shape).grid
+    q = QuantizedTensor(s, rng.integers(lo, hi + 1, shape).astype(np.int8), round_up_scale(rng.random(grid), ScaleDtype.F16))
+    payload = q.to_bytes()
+    assert burnpack.quant._band_rows(s, shape, burnpack.quant._layout(s, shape)) is not None
+    assert burnpack.quant.dequantize(payload, s, shape).tobytes() == q.dequantize().tobytes()
+
+
 # -- Burn's fixtures -----------------------------------------------------------------------------
 
 
