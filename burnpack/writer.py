@@ -33,6 +33,7 @@ from .dtypes import UNIT_SIZES, debug, element_size, unconstructible
 from .errors import BurnpackError, IoError, MetadataSerializationError, TensorBytesSizeMismatch, ValidationError
 from .metadata import encode_metadata_entries
 from .paths import PathLike, resolve_write_path
+from .quant import QuantizedTensor
 from .tensor import BytesLike, Tensor
 
 __all__ = ["Plan", "Tensor", "Writer", "as_scalar", "resolve_write_path", "save", "save_bytes"]
@@ -311,23 +312,25 @@ def save_bytes(
     return Writer(_as_tensors(tensors), metadata=metadata, scalars=scalars).to_bytes()
 
 
-def _as_tensors(tensors: Mapping[str, Any] | Iterable[Tensor]) -> list[Tensor]:
-    """Tensors from a name → array (or Tensor) mapping, or from an iterable of ``Tensor``s."""
-    if not isinstance(tensors, Mapping):
-        out = list(tensors)
-        for t in out:
-            if not isinstance(t, Tensor):
-                raise ValidationError(f"expected burnpack.Tensor objects or a name → array mapping, got {type(t).__name__}")
-        return out
-    out = []
-    for name, value in tensors.items():
-        if not isinstance(value, Tensor):
-            out.append(Tensor.from_numpy(name, value))
-        elif value.name == name:
-            out.append(value)
-        else:
+def _mapping_tensor(name: str, value: Any) -> Tensor:
+    if isinstance(value, Tensor):
+        if value.name != name:
             raise ValidationError(
                 f"the mapping key {name!r} names a Tensor called {value.name!r}; use the same name, "
                 "or tensor.with_name(key) to rename it"
             )
+        return value
+    if isinstance(value, QuantizedTensor):  # a QFloat tensor: its payload, in the logical shape
+        return Tensor(name, value.dtype, value.shape, value.to_bytes())
+    return Tensor.from_numpy(name, value)
+
+
+def _as_tensors(tensors: Mapping[str, Any] | Iterable[Tensor]) -> list[Tensor]:
+    """Tensors from a name → array (or Tensor, or QuantizedTensor) mapping, or from ``Tensor``s."""
+    if isinstance(tensors, Mapping):
+        return [_mapping_tensor(name, t) for name, t in tensors.items()]
+    out = list(tensors)
+    for t in out:
+        if not isinstance(t, Tensor):
+            raise ValidationError(f"expected burnpack.Tensor objects or a name → array mapping, got {type(t).__name__}")
     return out

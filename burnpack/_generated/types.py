@@ -177,7 +177,7 @@ class DType:
     U8: ClassVar[DType]
 
     variant: str
-    value: BoolStore | QuantScheme | None
+    value: Any  # BoolStore | QuantScheme | None, by variant: use the is_* predicates to tell
 
     def __init__(self, variant: str, value: Any = None) -> None:
         if variant not in self.VARIANTS:
@@ -277,7 +277,7 @@ class QuantStore:
     Native: ClassVar[QuantStore]
 
     variant: str
-    value: int | None
+    value: Any  # int | None, by variant: use the is_* predicates to tell
 
     def __init__(self, variant: str, value: Any = None) -> None:
         if variant not in self.VARIANTS:
@@ -362,7 +362,7 @@ class Scalar:
     UNIT_VARIANTS: ClassVar[frozenset[str]] = frozenset([])
 
     variant: str
-    value: int | float | bool
+    value: Any  # int | float | bool, by variant: use the is_* predicates to tell
 
     def __init__(self, variant: str, value: Any = None) -> None:
         if variant not in self.VARIANTS:

@@ -38,6 +38,7 @@ import numpy as np
 
 from .._generated.types import DType
 from ..frameworks import is_torch_module, is_torch_tensor
+from ..quant import QuantizedTensor
 from ..tensor import Tensor
 
 _PRIMITIVES = (bool, int, float, complex, str, bytes, bytearray, np.generic)
@@ -133,8 +134,8 @@ class Reparameterized:
 
 
 def is_leaf(value: Any) -> bool:
-    """A parameter value: a ``Param``, an ndarray (any rank), a torch tensor or another array type."""
-    if isinstance(value, (Param, np.ndarray, Tensor)) or is_torch_tensor(value):
+    """A parameter value: a ``Param``, an ndarray (any rank), a quantized tensor, a torch tensor or another array type."""
+    if isinstance(value, (Param, np.ndarray, Tensor, QuantizedTensor)) or is_torch_tensor(value):
         return True
     if isinstance(value, _PRIMITIVES) or value is None or isinstance(value, (Mapping, list, tuple)):
         return False
