@@ -28,6 +28,7 @@ import numpy as np
 
 from ._generated.types import BlockScale, BlockSize, DType, QuantMode, QuantScheme, QuantStore, QuantValue, ScaleDtype
 from .errors import InvalidQuantizedData, QuantizationError, UnsupportedQuantization
+from .tensor import Tensor
 
 __all__ = [
     "QuantizedTensor",
@@ -392,7 +393,11 @@ class QuantizedTensor:
         _apply_per_block(self.values, self.effective_scales(), block, np.multiply, out)
         return out
 
-    def to_bytes(self) -> bytes:
+    def to_tensor(self, name: str, *, param_id: int | None = None) -> Tensor:
+        """This QFloat tensor as a ``burnpack.Tensor``: its payload in its logical shape."""
+        return Tensor(name, self.dtype, self.shape, self.tobytes(), param_id=param_id)
+
+    def tobytes(self) -> bytes:
         """The QFloat payload: values ‖ scales ‖ [global], as Burn's ``QuantizedBytes`` lays it out."""
         scheme, values = self.scheme, self.values
         bits = VALUE_BITS[scheme.value]

@@ -321,7 +321,7 @@ def _mapping_tensor(name: str, value: Any) -> Tensor:
             )
         return value
     if isinstance(value, QuantizedTensor):  # a QFloat tensor: its payload, in the logical shape
-        return Tensor(name, value.dtype, value.shape, value.to_bytes())
+        return value.to_tensor(name)
     return Tensor.from_numpy(name, value)
 
 

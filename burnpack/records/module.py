@@ -175,7 +175,7 @@ class ModuleRecord:
             if param_ids is not None and path in param_ids:
                 pid = param_ids[path]
             if isinstance(value, QuantizedTensor):  # kept quantized: its QFloat payload
-                value = Tensor(path, value.dtype, value.shape, value.to_bytes())
+                value = value.to_tensor(path)
             if isinstance(value, Tensor) and (dtype is None or dtype == value.dtype):
                 tensors.append(value.with_name(path, param_id=pid))
             else:
