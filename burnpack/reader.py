@@ -44,6 +44,7 @@ from .errors import (
 from .metadata import decode_metadata
 from .paths import PathLike, resolve_read_path
 from .source import BufferSource, FileSource, Source
+from .table import TensorTable, scan_table
 from .tensor import Tensor, _as_array, _blank, _freeze
 
 __all__ = ["Pack", "PathLike", "TensorView", "load"]
@@ -138,8 +139,8 @@ class Pack(Mapping[str, TensorView]):
         old_schemes: dict[str, dict] | None = None,
     ) -> None:
         self._source = source
-        self._descriptors = meta.tensors
-        self._names = sorted(meta.tensors)
+        self._descriptors: Mapping[str, TensorDescriptor] = meta.tensors
+        self._names = meta.tensors.names if isinstance(meta.tensors, TensorTable) else sorted(meta.tensors)
         self.version = version
         self.metadata_size = metadata_size
         self.metadata: dict[str, str] = meta.metadata
@@ -214,9 +215,13 @@ class Pack(Mapping[str, TensorView]):
         buffer = _zero_copy(self._source)
         if buffer is None or self.legacy_layout:
             return {view.name: view.numpy() for view in self.tensors()}
-        out = {}
         base, descriptors = self.data_section_start, self._descriptors
         limit = self._source.size - base
+        if isinstance(descriptors, TensorTable):
+            arrays = descriptors.arrays(buffer, base, limit)
+            if arrays is not None:
+                return dict(zip(self._names, arrays))
+        out = {}
         sections: dict[np.dtype, np.ndarray] = {}  # the data section viewed once per numpy dtype
         for name in self._names:
             descriptor = descriptors[name]
@@ -363,7 +368,9 @@ def _open(source: Source, *, from_file: bool, legacy_ok: bool) -> Pack:
         raise InvalidHeader(where=where)
     blob = source.read(HEADER_SIZE, metadata_size)
     try:
-        meta = legacy.decode_legacy(blob) if legacy_ok else decode_metadata(blob)
+        meta = None if legacy_ok else scan_table(blob)
+        if meta is None:
+            meta = legacy.decode_legacy(blob) if legacy_ok else decode_metadata(blob)
     except MetadataDeserializationError as exc:
         raise legacy.explain_rejection(exc, blob) from None
     if len(meta.tensors) > MAX_TENSOR_COUNT:
@@ -377,9 +384,11 @@ def _open(source: Source, *, from_file: bool, legacy_ok: bool) -> Pack:
         data_start = metadata_end
     elif old_layout:
         warnings.warn(legacy.LAYOUT_DIAGNOSIS, LegacyFormatWarning, stacklevel=3)
-    if not legacy_ok:
-        legacy.warn_misread_schemes(meta, blob)
-    old_schemes = legacy.old_qfloat_schemes(meta, blob)
+    old_schemes: dict[str, dict] = {}
+    if not isinstance(meta.tensors, TensorTable):  # a TensorTable holds no QFloat tensor: its scanner does not match them
+        if not legacy_ok:
+            legacy.warn_misread_schemes(meta, blob)
+        old_schemes = legacy.old_qfloat_schemes(meta, blob)
     return Pack(
         source=source,
         version=version,
@@ -400,7 +409,10 @@ def _check_total_size(meta: Metadata, metadata_end: int, available: int) -> int:
     """
     if not meta.tensors:
         return 0
-    max_end = max(d.data_offsets[1] for d in meta.tensors.values())
+    if isinstance(meta.tensors, TensorTable):
+        max_end = meta.tensors.max_end
+    else:
+        max_end = max(d.data_offsets[1] for d in meta.tensors.values())
     min_size = metadata_end + max_end
     if min_size > U64_MAX:
         raise ValidationError("File size calculation overflow")

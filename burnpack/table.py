@@ -1,0 +1,216 @@
+"""Tensor descriptors in columns: opening a pack of many tensors without an object per tensor.
+
+A pack's metadata is mostly its ``tensors`` map. When that map is exactly as Burn writes it
+(definite lengths, names sorted and distinct, unit or Bool dtypes), one regex pass of the
+generated descriptor pattern splits it into columns, numpy decodes the offsets, and a
+``TensorDescriptor`` is built only when a tensor is asked for. Anything else returns None and
+the reader falls back to the per-entry decoders (``burnpack.metadata.decode_metadata``), which
+also word the errors.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator, Mapping
+
+import numpy as np
+
+from ._cbor import fast_loads, map_header, uints
+from ._generated.codec import _DType_SCAN, _TensorDescriptor_RE, fast_Metadata
+from ._generated.types import Metadata, TensorDescriptor
+from .dtypes import UNIT_VIEW_SPECS
+
+__all__ = ["TensorTable", "scan_table"]
+
+_ENTRY_RE = re.compile(
+    rb"([\x60-\x77]|\x78[\x00-\xff])([\x00-\xff]{0,255}?)"  # the name, checked against its length afterwards
+    + _TensorDescriptor_RE.pattern
+    + rb"|([\x00-\xff]+)"  # anything else ends the run: findall's matches are then back to back
+)
+"""One tensors-map entry per match; names of 256 bytes or more are left to the per-entry scanner."""
+_FIXED_ENTRY_BYTES = len(b"edtype") + len(b"eshape") + len(b"ldata_offsets\x82")
+
+
+class TensorTable(Mapping[str, TensorDescriptor]):
+    """Name → ``TensorDescriptor``, stored as columns; names are sorted, as Burn writes them."""
+
+    __slots__ = ("names", "_dtype_keys", "_shape_keys", "_shapes", "starts", "ends", "_param_ids", "_index")
+
+    def __init__(
+        self,
+        names: list[str],
+        dtype_keys: list[bytes],
+        shape_keys: list[bytes],
+        shapes: dict[bytes, tuple[int, ...]],
+        starts: np.ndarray,
+        ends: np.ndarray,
+        param_ids: list[bytes],
+    ) -> None:
+        self.names = names
+        self._dtype_keys, self._shape_keys, self._shapes = dtype_keys, shape_keys, shapes
+        self.starts, self.ends = starts, ends
+        """Relative data offsets, ``uint64`` columns in name order."""
+        self._param_ids = param_ids
+        self._index: dict[str, int] | None = None
+
+    def __getitem__(self, name: str) -> TensorDescriptor:
+        index = self._index
+        if index is None:
+            index = self._index = dict(zip(self.names, range(len(self.names))))
+        i = index[name]
+        raw = self._param_ids[i]
+        param_id = None if not raw else raw[0] if len(raw) == 1 else int.from_bytes(raw[1:], "big")
+        offsets = (int(self.starts[i]), int(self.ends[i]))
+        return tuple.__new__(TensorDescriptor, (_DType_SCAN[self._dtype_keys[i]], self._shapes[self._shape_keys[i]], offsets, param_id))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __contains__(self, name: object) -> bool:
+        try:
+            self[name]  # type: ignore[index]
+        except (KeyError, TypeError):
+            return False
+        return True
+
+    @property
+    def max_end(self) -> int:
+        """The largest end offset (0 without tensors)."""
+        return int(self.ends.max()) if len(self.names) else 0
+
+    def arrays(self, buffer: memoryview, base: int, limit: int) -> list[np.ndarray] | None:
+        """Every tensor as a zero-copy array of ``buffer[base:]``, in name order, one numpy view per
+        (dtype, shape) group; None when any tensor needs the per-tensor path (Bool stores, a bad
+        range or length, no in-place view), which also raises Burn's error for it."""
+        count = len(self.names)
+        if not count:
+            return []
+        keys = list(map(bytes.__add__, self._dtype_keys, self._shape_keys))
+        groups = {key: i for i, key in enumerate(dict.fromkeys(keys))}
+        if len(groups) == 1:
+            members = [np.arange(count)]
+        else:
+            codes = np.fromiter(map(groups.__getitem__, keys), np.intp, count)
+            order = np.argsort(codes, kind="stable")
+            members = np.split(order, np.cumsum(np.bincount(codes, minlength=len(groups)))[:-1])
+        sections: dict[np.dtype, np.ndarray] = {}
+        out: list[np.ndarray] = [None] * count  # type: ignore[list-item]
+        for index in members:
+            first = int(index[0])
+            dtype = _DType_SCAN[self._dtype_keys[first]]
+            shape = self._shapes[self._shape_keys[first]]
+            size, np_dtype = UNIT_VIEW_SPECS.get(dtype.variant, (0, None)) if dtype.value is None else (0, None)
+            if not size or np_dtype is None:
+                return None
+            starts, ends = self.starts[index], self.ends[index]
+            length = math.prod(shape) * size
+            if length > limit or (ends > limit).any() or (ends < starts).any() or (ends - starts != length).any() or (starts % size).any():
+                return None
+            section = sections.get(np_dtype)
+            if section is None:
+                section = sections[np_dtype] = np.frombuffer(buffer, np_dtype, limit // size, base)
+            numel = length // size
+            at = (starts // size).tolist()
+            if shape:
+                strides = tuple(size * math.prod(shape[d + 1 :]) for d in range(len(shape)))
+                windows = np.lib.stride_tricks.as_strided(section, (section.size - numel + 1, *shape), (size, *strides))
+                views = list(map(windows.__getitem__, at))
+            else:
+                views = [section[k : k + 1].reshape(()) for k in at]
+            if len(members) == 1:
+                return views
+            for i, view in zip(index.tolist(), views):
+                out[i] = view
+        return out
+
+
+def scan_table(buf: bytes) -> Metadata | None:
+    """The metadata with its tensors as a ``TensorTable``, or None if the map is not as Burn writes it."""
+    fields = buf[0] - 0xA0 if buf else 0
+    if not 1 <= fields <= 3 or not buf.startswith(b"gtensors", 1):
+        return None
+    try:
+        count, pos = map_header(buf, 9)
+    except Exception:
+        return None
+    rows = _ENTRY_RE.findall(buf, pos)  # back to back from pos to the end of buf
+    if len(rows) < count:
+        return None
+    end = len(buf) - sum(map(_row_length, rows[count:]))
+    if count:
+        name_heads, names_raw, heads, dtypes, shape_heads, shape_bodies, starts_raw, ends_raw, param_ids, _ = zip(*rows[:count])
+        struct_heads = b"".join(heads)
+        if len(struct_heads) != count:
+            return None  # some entry is not as Burn writes it
+        if not (struct_heads.count(b"\xa3") == param_ids.count(b"") in (0, count)):
+            has_param = np.fromiter(map(len, param_ids), np.intp, count) > 0
+            if (np.frombuffer(struct_heads, np.uint8) - 0xA3 != has_param).any():
+                return None  # the struct's entry count disagrees with the fields present
+        declared = np.frombuffer(b"".join(name_heads), np.uint8).astype(np.intp)
+        if len(declared) == count:  # every name shorter than 24 bytes: the head holds the length
+            lengths = declared - 0x60
+        elif len(declared) == 2 * count:  # every name longer: 0x78 and a length byte
+            lengths = declared[1::2]
+        else:
+            widths = np.fromiter(map(len, name_heads), np.intp, count)
+            last = declared[np.cumsum(widths) - 1]
+            lengths = np.where(widths == 1, last - 0x60, last)
+        if (lengths != np.fromiter(map(len, names_raw), np.intp, count)).any():
+            return None
+        try:
+            names = b"\x00".join(names_raw).decode().split("\x00")
+        except UnicodeDecodeError:
+            return None
+        if len(names) != count or not all(map(str.__lt__, names, names[1:])):
+            return None  # a NUL in a name, or not sorted and distinct: the per-entry scanner decides
+        shape_keys = list(map(bytes.__add__, shape_heads, shape_bodies))
+        shapes = {}
+        for key in dict.fromkeys(shape_keys):
+            head_len = 1 if key[0] < 0x98 else 2 if key[0] == 0x98 else 3
+            shape = uints(key[:head_len], key[head_len:])
+            if shape is None:
+                return None
+            shapes[key] = shape
+        table = TensorTable(names, list(dtypes), shape_keys, shapes, _uint_column(starts_raw), _uint_column(ends_raw), list(param_ids))
+    else:
+        table = TensorTable([], [], [], {}, np.zeros(0, np.uint64), np.zeros(0, np.uint64), [])
+    try:
+        rest_map = fast_loads(bytes([0xA0 + fields - 1]) + buf[end:])
+        if type(rest_map) is not dict or "tensors" in rest_map:
+            return None
+        others = fast_Metadata({"tensors": {}, **rest_map})
+    except Exception:
+        return None
+    return others._replace(tensors=table)
+
+
+def _row_length(row: tuple[bytes, ...]) -> int:
+    """Bytes one findall match spans: its captures plus, for an entry, the literal keys."""
+    captured = sum(map(len, row))
+    if row[-1]:
+        return captured
+    return captured + _FIXED_ENTRY_BYTES + (len(b"hparam_id") if row[-2] else 0)
+
+
+def _uint_column(column: tuple[bytes, ...]) -> np.ndarray:
+    """CBOR unsigned integers (head and argument bytes each) as a ``uint64`` array."""
+    joined = b"".join(column)
+    raw = np.frombuffer(joined, np.uint8)
+    if len(joined) == len(column):  # every value below 24: the head is the value
+        return raw.astype(np.uint64)
+    widths = np.fromiter(map(len, column), np.intp, len(column))
+    at = np.cumsum(widths) - widths
+    out = raw[at].astype(np.uint64)
+    for width in (2, 3, 5, 9):
+        chosen = np.flatnonzero(widths == width)
+        if chosen.size:
+            value = np.zeros(chosen.size, np.uint64)
+            for k in range(1, width):
+                value = (value << np.uint64(8)) | raw[at[chosen] + k].astype(np.uint64)
+            out[chosen] = value
+    return out
+

@@ -1,0 +1,87 @@
+"""The columnar tensors table (burnpack.table) reads every map exactly as the per-entry decoders do."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+import burnpack
+from burnpack import DType, Tensor, Writer
+from burnpack.metadata import decode_metadata_exact
+from burnpack.table import TensorTable, scan_table
+from tests.strategies import packs
+
+
+def _metadata_blob(data: bytes) -> bytes:
+    size = int.from_bytes(data[6:10], "little")
+    return data[10 : 10 + size]
+
+
+def _pack(tensors: list[Tensor], **kw: object) -> bytes:
+    return Writer(tensors, **kw).to_bytes()  # type: ignore[arg-type]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(packs())
+def test_table_gives_the_descriptors_the_exact_decoder_gives(spec):
+    blob = _metadata_blob(_pack(spec.tensors, metadata=spec.metadata, scalars=spec.scalars))
+    exact = decode_metadata_exact(blob)
+    table = scan_table(blob)
+    if table is None:  # maps it cannot prove it reads as Burn does (QFloat, long names, NaN scalars...)
+        return
+    assert dict(table.tensors.items()) == exact.tensors
+    assert list(table.tensors) == sorted(exact.tensors)
+    assert (table.metadata, table.scalars) == (exact.metadata, exact.scalars)
+
+
+def test_long_short_and_mixed_names_large_offsets_and_param_ids_decode_alike():
+    tensors = [Tensor.from_numpy("a" * n, np.arange(n % 7 + 300, dtype=np.float32), param_id=n * 1_000_003 if n % 2 else None) for n in (1, 23, 24, 200, 255)]
+    tensors.append(Tensor.from_numpy("scalar", np.float64(2.5)))
+    tensors.append(Tensor.from_numpy("mask", np.array([[True, False]])))
+    blob = _metadata_blob(_pack(tensors))
+    table = scan_table(blob)
+    assert isinstance(table.tensors, TensorTable)
+    assert dict(table.tensors.items()) == decode_metadata_exact(blob).tensors
+
+
+@pytest.mark.parametrize("name", ["b\x00a", "z" * 256])
+def test_names_the_table_cannot_split_are_left_to_the_per_entry_decoder(name):
+    blob = _metadata_blob(_pack([Tensor.from_numpy(name, np.zeros(2, np.float32))]))
+    assert scan_table(blob) is None
+    assert burnpack.load(_pack([Tensor.from_numpy(name, np.zeros(2, np.float32))])).names == [name]
+
+
+def test_an_unsorted_map_is_left_to_the_per_entry_decoder():
+    blob = bytearray(_metadata_blob(_pack([Tensor.from_numpy(n, np.zeros(1, np.float32)) for n in ("a", "b")])))
+    first, second = blob.index(b"aa"), blob.index(b"ab")
+    blob[first + 1], blob[second + 1] = ord("b"), ord("a")  # swap the two names: still valid CBOR
+    assert scan_table(bytes(blob)) is None
+    assert sorted(decode_metadata_exact(bytes(blob)).tensors) == ["a", "b"]
+
+
+def test_opening_and_listing_names_builds_no_descriptor(monkeypatch):
+    built = []
+    real = TensorTable.__getitem__
+    monkeypatch.setattr(TensorTable, "__getitem__", lambda self, name: built.append(name) or real(self, name))
+    data = _pack([Tensor.from_numpy(f"t{i:03}", np.full(2, i, np.int16)) for i in range(100)])
+    pack = burnpack.load(data)
+    assert len(pack.names) == 100 and len(pack) == 100
+    arrays = pack.numpy()
+    assert built == []
+    assert [int(a[0]) for a in arrays.values()] == list(range(100))
+
+
+def test_bulk_arrays_view_the_pack_and_match_each_tensor():
+    tensors = [Tensor.from_numpy(f"g{i}", np.arange(6, dtype=np.float32).reshape(2, 3) + i) for i in range(5)]
+    tensors += [Tensor.from_numpy(f"h{i}", np.arange(i + 1, dtype=np.int64)) for i in range(5)]
+    tensors += [Tensor.from_numpy("s", np.float32(7)), Tensor.from_numpy("bf", np.ones(3, np.float16), dtype=DType.BF16)]
+    data = bytearray(_pack(tensors))
+    pack = burnpack.load(data)
+    bulk = pack.numpy()
+    assert list(bulk) == pack.names
+    for name, array in bulk.items():
+        single = pack[name].numpy()
+        assert array.dtype == single.dtype and array.shape == single.shape and array.tobytes() == single.tobytes()
+    bulk["g0"][0, 0] = 42  # a writable source gives writable views of its own bytes (no copy)
+    assert pack["g0"].numpy()[0, 0] == 42
