@@ -1,36 +1,49 @@
-"""Save/load speed of burnpack against safetensors.numpy, measured in the same process.
+"""Save/load speed of burnpack against safetensors.numpy, like with like, in one interleaved run.
 
-Two workloads (issue 2 §6): (a) ~1 GiB of float32 in 64 tensors, (b) 20,000 tiny tensors.
-Each operation is timed ``--repeat`` times; the report gives medians and burnpack/peer ratios
-(< 1 means burnpack is faster). Files go to a temporary directory on the same disk.
+Workloads: (a) float32 in 64 large tensors, (b) many tiny tensors, (c) the metadata of a pack of
+100,000 tensors (open against a bare ``cbor2.loads`` of the same bytes). Every repeat runs each
+operation once, in turn, so load changes hit both sides alike; the report gives medians and
+burnpack/peer ratios of medians (< 1 means burnpack is faster).
 
-    python benchmarks/bench.py [--repeat 5] [--big-mib 1024] [--tiny 20000] [--json out.json]
+Fair comparisons: saves at equal durability (``burnpack.save`` = scratch, fsync, rename, directory
+fsync, against ``save_file`` given the same steps; ``Writer.write`` against writing the same bytes
+to a scratch file renamed into place), ``os.sync()`` before each timed write, every timed write to
+a new name (nothing replaces a file a timed step just wrote), and loads reported three ways: open
++ names (lazy), open + sum of every tensor (the fair figure), eager copies.
+
+    python benchmarks/bench.py [--repeat 7] [--big-mib 1024] [--tiny 20000] [--many 100000]
+
+Raw samples, the commit, the load average and package versions go to
+``benchmarks/results/bench-<UTC time>.json`` (or ``--json``).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import os
+import platform
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
+from typing import Any
+from datetime import datetime, timezone
+from importlib.metadata import version
 from pathlib import Path
 
+import cbor2
 import numpy as np
 from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
 
 import burnpack
 
-
-def median_seconds(func: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        func()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+HERE = Path(__file__).resolve().parent
+_names = itertools.count()
 
 
 def workload_big(mib: int) -> dict[str, np.ndarray]:
@@ -43,73 +56,198 @@ def workload_tiny(count: int) -> dict[str, np.ndarray]:
     return {f"layers.{i}.bias": np.full(4, i, dtype=np.float32) for i in range(count)}
 
 
-def bpk_load_views(path: Path) -> None:
-    with burnpack.load(path) as pack:
-        pack.numpy()
+def fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
-def bpk_load_sum(path: Path) -> None:
-    with burnpack.load(path) as pack:
-        for array in pack.numpy().values():
-            array.sum()
+def durable_save_file(tensors: dict[str, np.ndarray], path: Path) -> None:
+    """``save_file`` given burnpack.save's steps: scratch file, fsync, rename, directory fsync."""
+    scratch = path.with_name(f".{path.name}.tmp")
+    save_file(tensors, str(scratch))
+    fd = os.open(scratch, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(scratch, path)
+    fsync_dir(path.parent)
 
 
-def st_safe_open(path: Path) -> None:
-    with safe_open(str(path), framework="np") as f:
-        for name in f.keys():
-            f.get_tensor(name)
+def raw_write(data: bytes, path: Path) -> None:
+    """The same bytes as ``Writer.write`` writes, through a scratch file renamed into place."""
+    scratch = path.with_name(f".{path.name}.tmp")
+    with open(scratch, "wb") as stream:
+        stream.write(data)
+    os.rename(scratch, path)
 
 
-def st_safe_open_sum(path: Path) -> None:
-    with safe_open(str(path), framework="np") as f:
-        for name in f.keys():
-            f.get_tensor(name).sum()
+def sum_all(arrays: object) -> None:
+    for array in arrays:  # type: ignore[attr-defined]
+        array.sum()
 
 
-def run(name: str, tensors: dict[str, np.ndarray], repeat: int, tmp: Path) -> dict[str, float]:
-    bpk, st = tmp / f"{name}.bpk", tmp / f"{name}.safetensors"
-    r: dict[str, float] = {}
-    r["save burnpack (write)"] = median_seconds(lambda: burnpack.Writer([burnpack.Tensor.from_numpy(k, v) for k, v in tensors.items()]).write(bpk), repeat)
-    r["save burnpack (save: atomic + fsync)"] = median_seconds(lambda: burnpack.save(tensors, bpk), repeat)
-    r["save safetensors (save_file)"] = median_seconds(lambda: save_file(tensors, str(st)), repeat)
-    r["load burnpack (load + numpy(), zero-copy)"] = median_seconds(lambda: bpk_load_views(bpk), repeat)
-    r["load safetensors (load_file)"] = median_seconds(lambda: load_file(str(st)), repeat)
-    r["load safetensors (safe_open + get_tensor)"] = median_seconds(lambda: st_safe_open(st), repeat)
-    r["load+sum burnpack"] = median_seconds(lambda: bpk_load_sum(bpk), repeat)
-    r["load+sum safetensors (safe_open)"] = median_seconds(lambda: st_safe_open_sum(st), repeat)
-    return r
-
-
-def report(name: str, r: dict[str, float]) -> list[str]:
-    ratios = {
-        "save: burnpack write / save_file": r["save burnpack (write)"] / r["save safetensors (save_file)"],
-        "save: burnpack save (atomic+fsync) / save_file": r["save burnpack (save: atomic + fsync)"] / r["save safetensors (save_file)"],
-        "load: burnpack / load_file": r["load burnpack (load + numpy(), zero-copy)"] / r["load safetensors (load_file)"],
-        "load: burnpack / safe_open+get_tensor": r["load burnpack (load + numpy(), zero-copy)"] / r["load safetensors (safe_open + get_tensor)"],
-        "load+sum: burnpack / safe_open": r["load+sum burnpack"] / r["load+sum safetensors (safe_open)"],
+def write_ops(tensors: dict[str, np.ndarray], tmp: Path) -> dict[str, Callable[[Path], object]]:
+    data = burnpack.save_bytes(tensors)
+    return {
+        "save: burnpack.save (scratch+fsync+rename+dir fsync)": lambda p: burnpack.save(tensors, p),
+        "save: save_file, same steps": lambda p: durable_save_file(tensors, p),
+        "write: Writer.write (no fsync)": lambda p: burnpack.Writer([burnpack.Tensor.from_numpy(k, v) for k, v in tensors.items()]).write(p),
+        "write: raw write of the same bytes": lambda p: raw_write(data, p),
+        "write: save_file (no fsync)": lambda p: save_file(tensors, str(p)),
     }
-    lines = [f"## {name}", "", "| operation | median |", "| --- | --- |"]
-    lines += [f"| {op} | {seconds * 1000:.1f} ms |" for op, seconds in r.items()]
-    lines += ["", "| ratio (burnpack / safetensors; < 1 = burnpack faster) | value |", "| --- | --- |"]
-    lines += [f"| {op} | {value:.3f} |" for op, value in ratios.items()]
-    return lines + [""]
+
+
+def read_ops(bpk: Path, st: Path) -> dict[str, Callable[[], object]]:
+    def bpk_names() -> None:
+        with burnpack.load(bpk) as pack:
+            pack.names
+
+    def bpk_numpy() -> None:
+        with burnpack.load(bpk) as pack:
+            pack.numpy()
+
+    def bpk_sum() -> None:
+        with burnpack.load(bpk) as pack:
+            sum_all(pack.numpy().values())
+
+    def bpk_eager() -> None:
+        with burnpack.load(bpk) as pack:
+            {name: array.copy() for name, array in pack.numpy().items()}
+
+    def st_names() -> None:
+        with safe_open(str(st), framework="np") as f:
+            list(f.keys())
+
+    def st_safe_open_sum() -> None:
+        with safe_open(str(st), framework="np") as f:
+            for name in f.keys():
+                f.get_tensor(name).sum()
+
+    return {
+        "open+names: burnpack": bpk_names,
+        "open+names: safe_open keys": st_names,
+        "open+numpy(): burnpack (zero-copy views)": bpk_numpy,
+        "load: load_file (copies)": lambda: load_file(str(st)),
+        "load+sum: burnpack": bpk_sum,
+        "load+sum: load_file": lambda: sum_all(load_file(str(st)).values()),
+        "load+sum: safe_open+get_tensor": st_safe_open_sum,
+        "eager copy: burnpack numpy()+copy": bpk_eager,
+    }
+
+
+def run_files(tensors: dict[str, np.ndarray], repeat: int, tmp: Path) -> dict[str, list[float]]:
+    """Interleaved samples (seconds) of every write and read operation."""
+    bpk, st = tmp / "w.bpk", tmp / "w.safetensors"
+    burnpack.save(tensors, bpk)
+    save_file(tensors, str(st))
+    writes, reads = write_ops(tensors, tmp), read_ops(bpk, st)
+    samples: dict[str, list[float]] = {name: [] for name in [*writes, *reads]}
+    for _ in range(repeat):
+        for name, op in writes.items():
+            target = tmp / f"out{next(_names)}.bin"  # a new name: nothing a timed step wrote is replaced
+            os.sync()  # one writer's fsync never pays for another's dirty pages
+            start = time.perf_counter()
+            op(target)
+            samples[name].append(time.perf_counter() - start)
+            target.unlink()
+        for name, read in reads.items():
+            start = time.perf_counter()
+            read()
+            samples[name].append(time.perf_counter() - start)
+    return samples
+
+
+def run_many(count: int, repeat: int) -> dict[str, list[float]]:
+    """Opening a pack of ``count`` tensors against a bare ``cbor2.loads`` of its metadata."""
+    data = burnpack.save_bytes({f"model.layers.{i}.mlp.up_proj.bias": np.full(2, i, np.float32) for i in range(count)})
+    metadata = bytes(data[10 : 10 + int.from_bytes(data[6:10], "little")])
+    ops: dict[str, Callable[[], object]] = {
+        "open: burnpack.load(bytes)": lambda: burnpack.load(data),
+        "decode: cbor2.loads(metadata)": lambda: cbor2.loads(metadata),
+    }
+    samples: dict[str, list[float]] = {name: [] for name in ops}
+    for _ in range(repeat):
+        for name, op in ops.items():
+            start = time.perf_counter()
+            op()
+            samples[name].append(time.perf_counter() - start)
+    return samples
+
+
+RATIOS = {
+    "load+sum: burnpack / load_file+sum (fair)": ("load+sum: burnpack", "load+sum: load_file"),
+    "load+sum: burnpack / safe_open+get_tensor+sum": ("load+sum: burnpack", "load+sum: safe_open+get_tensor"),
+    "open+numpy(): burnpack / load_file": ("open+numpy(): burnpack (zero-copy views)", "load: load_file (copies)"),
+    "open+names: burnpack / load_file": ("open+names: burnpack", "load: load_file (copies)"),
+    "open+names: burnpack / safe_open keys": ("open+names: burnpack", "open+names: safe_open keys"),
+    "eager copy: burnpack / load_file": ("eager copy: burnpack numpy()+copy", "load: load_file (copies)"),
+    "save (durable): burnpack.save / save_file same steps": (
+        "save: burnpack.save (scratch+fsync+rename+dir fsync)",
+        "save: save_file, same steps",
+    ),
+    "write: Writer.write / raw write of the same bytes": ("write: Writer.write (no fsync)", "write: raw write of the same bytes"),
+    "write: Writer.write / save_file (no fsync)": ("write: Writer.write (no fsync)", "write: save_file (no fsync)"),
+    "open 100k: burnpack.load / cbor2.loads": ("open: burnpack.load(bytes)", "decode: cbor2.loads(metadata)"),
+}
+
+
+def summarize(samples: dict[str, list[float]]) -> dict[str, object]:
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    ratios = {label: medians[a] / medians[b] for label, (a, b) in RATIOS.items() if a in medians and b in medians}
+    return {"median_ms": {k: round(v * 1000, 3) for k, v in medians.items()}, "ratios": {k: round(v, 3) for k, v in ratios.items()}}
+
+
+def environment() -> dict[str, object]:
+    commit = subprocess.run(["git", "-C", str(HERE), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = bool(subprocess.run(["git", "-C", str(HERE), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout.strip())
+    return {
+        "commit": commit,
+        "dirty": dirty,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "packages": {name: version(name) for name in ("burnpack", "numpy", "safetensors", "cbor2")},
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--big-mib", type=int, default=1024)
     parser.add_argument("--tiny", type=int, default=20_000)
+    parser.add_argument("--many", type=int, default=100_000)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
-    results = {}
+    started = datetime.now(timezone.utc)
+    out: dict[str, object] = {"started": started.isoformat(timespec="seconds"), "argv": sys.argv[1:], **environment()}
+    out["loadavg_before"] = os.getloadavg()
+    workloads: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(dir=Path.cwd()) as tmp:
-        results[f"(a) {args.big_mib} MiB float32 in 64 tensors"] = run("big", workload_big(args.big_mib), args.repeat, Path(tmp))
-        results[f"(b) {args.tiny} tiny tensors"] = run("tiny", workload_tiny(args.tiny), args.repeat, Path(tmp))
-    for name, r in results.items():
-        print("\n".join(report(name, r)))
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+        if args.big_mib:
+            samples = run_files(workload_big(args.big_mib), args.repeat, Path(tmp))
+            workloads[f"(a) {args.big_mib} MiB float32 in 64 tensors"] = {**summarize(samples), "samples_s": samples}
+        if args.tiny:
+            samples = run_files(workload_tiny(args.tiny), args.repeat, Path(tmp))
+            workloads[f"(b) {args.tiny} tiny tensors"] = {**summarize(samples), "samples_s": samples}
+    if args.many:
+        samples = run_many(args.many, args.repeat)
+        workloads[f"(c) {args.many}-tensor pack, metadata only"] = {**summarize(samples), "samples_s": samples}
+    out["loadavg_after"] = os.getloadavg()
+    out["workloads"] = workloads
+    for name, result in workloads.items():
+        print(f"## {name}")
+        for label, value in result["ratios"].items():
+            print(f"  {label}: {value}")
+        for label, value in result["median_ms"].items():
+            print(f"    {label}: {value} ms")
+    print(f"load average before {out['loadavg_before']}, after {out['loadavg_after']}")
+    path = args.json or HERE / "results" / f"bench-{started.strftime('%Y%m%dT%H%M%SZ')}.json"
+    path.write_text(json.dumps(out, indent=1) + "\n")
+    print(f"raw results: {path}")
 
 
 if __name__ == "__main__":

@@ -218,9 +218,9 @@ class Pack(Mapping[str, TensorView]):
         base, descriptors = self.data_section_start, self._descriptors
         limit = self._source.size - base
         if isinstance(descriptors, TensorTable):
-            arrays = descriptors.arrays(buffer, base, limit)
-            if arrays is not None:
-                return dict(zip(self._names, arrays))
+            bulk = descriptors.arrays(buffer, base, limit)
+            if bulk is not None:
+                return dict(zip(self._names, bulk))
         out = {}
         sections: dict[np.dtype, np.ndarray] = {}  # the data section viewed once per numpy dtype
         for name in self._names:

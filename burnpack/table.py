@@ -185,7 +185,7 @@ def scan_table(buf: bytes) -> Metadata | None:
         others = fast_Metadata({"tensors": {}, **rest_map})
     except Exception:
         return None
-    return others._replace(tensors=table)
+    return others._replace(tensors=table)  # type: ignore[arg-type]  # a read-only Mapping where the type says dict
 
 
 def _row_length(row: tuple[bytes, ...]) -> int:
