@@ -765,13 +765,15 @@ def map_header(buf: bytes, pos: int) -> tuple[int, int]:
 
 
 # -- helpers for the generated direct encoder ------------------------------------------------
-_SMALL_UINTS = [bytes((i,)) for i in range(24)]
+byte_string = tuple(bytes((i,)) for i in range(256))
+"""The one-byte ``bytes`` of each value: indexing beats building one per call on the hot paths."""
+_SMALL_UINTS = byte_string[:24]
 _ARRAY_HEADS = [bytes((0x80 | i,)) for i in range(24)]
 
 
 def _head(major: int, n: int) -> bytes:
     if n < 24:
-        return bytes((major | n,))
+        return byte_string[major | n]
     if n < 0x100:
         return bytes((major | 24, n))
     if n < 0x10000:
@@ -811,4 +813,4 @@ def text_bytes(text: str) -> bytes:
     """A definite text string: shortest-form length, then UTF-8."""
     data = text.encode("utf-8")
     n = len(data)
-    return (bytes((0x60 | n,)) if n < 24 else _head(0x60, n)) + data
+    return (byte_string[0x60 | n] if n < 24 else _head(0x60, n)) + data

@@ -12,6 +12,7 @@ from .._cbor import (
     encode,
     map_head,
     text_bytes,
+    byte_string,
     uint_array,
     uint_bytes,
     U64_MAX,
@@ -464,7 +465,7 @@ _DType_UNIT_BYTES = {v.variant: b for v, b in _DType_BYTES.items() if v.value is
 
 def encode_TensorDescriptor_entry(name: str, dtype: DType, shape: tuple[int, ...], data_offsets: tuple[int, int], param_id: int | None) -> bytes:
     """One entry of the 'tensors' map (name and TensorDescriptor) exactly as ciborium writes it."""
-    return b''.join((text_bytes(name), bytes([0xa3 + (param_id is not None)]), b'edtype' + (_DType_UNIT_BYTES[dtype.variant] if dtype.value is None else (_DType_BYTES.get(dtype) or encode(encode_DType(dtype)))), b'eshape' + uint_array(shape), b'ldata_offsets' + b'\x82' + uint_bytes(data_offsets[0]) + uint_bytes(data_offsets[1]), (b'' if param_id is None else b'hparam_id' + uint_bytes(param_id))))
+    return b''.join((text_bytes(name), byte_string[0xa3 + (param_id is not None)], b'edtype' + (_DType_UNIT_BYTES[dtype.variant] if dtype.value is None else (_DType_BYTES.get(dtype) or encode(encode_DType(dtype)))), b'eshape' + uint_array(shape), b'ldata_offsets' + b'\x82' + uint_bytes(data_offsets[0]) + uint_bytes(data_offsets[1]), (b'' if param_id is None else b'hparam_id' + uint_bytes(param_id))))
 
 
 def encode_Metadata_entries(entries: dict[str, bytes], metadata: dict[str, str], scalars: dict[str, Scalar]) -> bytes:
