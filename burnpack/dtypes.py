@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
@@ -91,3 +92,76 @@ def view_bytes_as(buffer: Any, offset: int, count: int, dtype: np.dtype) -> np.n
     if _BIG_ENDIAN_HOST and dtype == _UNIT_NUMPY["BF16"]:
         return np.frombuffer(buffer, "<u2", count, offset).astype("=u2").view(dtype)
     return np.frombuffer(buffer, dtype, count, offset)
+
+
+# -- torch -----------------------------------------------------------------------------------
+# torch stays optional: nothing here imports it until a caller asks for torch tensors. The
+# DType → torch correspondence is not a third table: it is the numpy view type above, as torch
+# itself maps numpy dtypes (bf16, which numpy only has through ml_dtypes, is torch.bfloat16).
+
+TORCH_EXTRA_HINT = "torch tensors need PyTorch: pip install 'burnpack[torch]'"
+
+
+def import_torch() -> Any:
+    """The ``torch`` module, or an ImportError naming the ``[torch]`` extra."""
+    try:
+        import torch
+    except ImportError:
+        raise ImportError(TORCH_EXTRA_HINT) from None
+    return torch
+
+
+def torch_dtype(dtype: DType, *, name: str = "tensor") -> Any:
+    """The torch dtype a tensor's bytes are viewed as (Bool stores: ``bool``, ``uint8``, ``uint32``).
+
+    QFloat has no torch dtype: a TypeError says so (its raw bytes stay available through numpy).
+    """
+    torch = import_torch()
+    if dtype.value is not None and dtype.variant != "Bool":
+        raise TypeError(f"tensor {name!r} is {debug(dtype)}, which torch has no dtype for; read its raw bytes with .numpy()")
+    np_dtype = numpy_dtype(dtype)
+    if np_dtype == _UNIT_NUMPY["BF16"]:
+        return torch.bfloat16
+    try:
+        return torch.from_numpy(np.empty(0, np_dtype)).dtype
+    except TypeError:
+        raise TypeError(f"tensor {name!r} is {debug(dtype)}, which this torch {torch.__version__} has no dtype for") from None
+
+
+def torch_from_buffer(buffer: Any, offset: int, shape: tuple[int, ...], dtype: DType, *, name: str = "tensor") -> Any:
+    """A torch tensor viewing ``buffer`` at ``offset`` (no copy), typed and shaped as a Burn tensor.
+
+    ``buffer`` must be writable memory the tensor may own a view of (torch has no read-only
+    tensors): a copy-on-write file mapping or a fresh copy. Bool stores become ``torch.bool``:
+    ``Native``/``U8`` in place when every byte is 0 or 1, otherwise (and for ``U32``) as ``!= 0``.
+    """
+    torch = import_torch()
+    target = torch_dtype(dtype, name=name)
+    raw = torch.uint8 if target == torch.bool else target  # a bool's bytes are checked before use
+    count = math.prod(shape)
+    if count == 0:
+        tensor = torch.empty(shape, dtype=raw)
+    else:
+        if _BIG_ENDIAN_HOST and raw.itemsize > 1:
+            raise TypeError("zero-copy torch tensors of little-endian data need a little-endian host")
+        tensor = torch.frombuffer(buffer, dtype=raw, count=count, offset=offset).view(shape)
+    if dtype.variant != "Bool":
+        return tensor
+    if raw.itemsize == 1 and (count == 0 or int(tensor.max()) <= 1):
+        return tensor.view(torch.bool)
+    return tensor != 0
+
+
+def numpy_from_torch(tensor: Any, *, name: str = "tensor") -> np.ndarray:
+    """A CPU numpy view (or copy, for other devices and layouts) of a dense torch tensor;
+    bf16 comes back as ``ml_dtypes.bfloat16`` through its bit pattern."""
+    torch = import_torch()
+    if tensor.layout != torch.strided or tensor.is_quantized:
+        raise TypeError(f"tensor {name!r} has layout {tensor.layout}: only dense tensors can be saved")
+    tensor = tensor.detach().cpu().contiguous()
+    if tensor.dtype == torch.bfloat16:
+        return tensor.view(torch.int16).numpy().view(_UNIT_NUMPY["BF16"])
+    try:
+        return tensor.numpy()
+    except TypeError:
+        raise TypeError(f"tensor {name!r} has torch dtype {tensor.dtype}, which Burn has no dtype for") from None

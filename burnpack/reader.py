@@ -11,8 +11,10 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
+
 import numpy as np
 
 from . import legacy
@@ -28,7 +30,7 @@ from ._generated.layout import (
     data_section_start,
 )
 from ._generated.types import DType, Metadata, Scalar, TensorDescriptor
-from .dtypes import UNIT_VIEW_SPECS, element_size, numpy_dtype, view_bytes_as
+from .dtypes import UNIT_VIEW_SPECS, element_size, import_torch, numpy_dtype, torch_dtype, torch_from_buffer, view_bytes_as
 from .errors import (
     InvalidHeader,
     InvalidMagicNumber,
@@ -117,21 +119,41 @@ class TensorView:
         """The tensor as a numpy array viewing the pack's bytes (no copy).
 
         QFloat tensors are their raw ``uint8`` bytes (values and inline scales, see ``dtype``);
-        Flex32 is float32; Bool stores are ``bool``, ``uint8`` or ``uint32``.
+        Flex32 is float32; Bool stores are ``bool``, ``uint8`` or ``uint32``. Arrays viewing a
+        file are read-only (numpy refuses writes).
         """
         view = self.memoryview()
         np_dtype = numpy_dtype(self.dtype)
-        size = element_size(self.dtype)
-        if size is None:
+        if element_size(self.dtype) is None:
             return view_bytes_as(view, 0, view.nbytes, np_dtype)
-        numel = self.numel
-        if view.nbytes != numel * size:
+        self._check_byte_len(view.nbytes)
+        return view_bytes_as(view, 0, self.numel, np_dtype).reshape(self.shape)
+
+    def torch(self) -> Any:
+        """The tensor as a torch tensor sharing the pack's memory (no copy); needs ``burnpack[torch]``.
+
+        bf16, f16, every int torch has (uint16/32/64 included) and Flex32 (float32) map directly;
+        Bool stores become ``torch.bool``; QFloat raises TypeError. Torch has no read-only
+        tensors, so a file is viewed through a copy-on-write mapping: writing into the tensor
+        changes this process's copy only, never the file. A writable ``bytearray`` source is
+        shared; ``bytes`` and remote sources give tensors over a private copy.
+        """
+        torch_dtype(self.dtype, name=self.name)  # QFloat / a dtype this torch lacks: fail before reading
+        start, end = self._pack._tensor_range(self)
+        self._check_byte_len(end - start)
+        buffer = self._pack._writable_buffer()
+        if buffer is None:
+            buffer, start = bytearray(self._pack._source.read(start, end - start)), 0
+        return torch_from_buffer(buffer, start, self.shape, self.dtype, name=self.name)
+
+    def _check_byte_len(self, nbytes: int) -> None:
+        size = element_size(self.dtype)
+        if size is not None and nbytes != self.numel * size:
             raise ValidationError(
-                f"tensor '{self.name}' holds {view.nbytes} bytes but its shape {list(self.shape)} and dtype "
-                f"{self.dtype.variant} need {numel * size}",
+                f"tensor '{self.name}' holds {nbytes} bytes but its shape {list(self.shape)} and dtype "
+                f"{self.dtype.variant} need {self.numel * size}",
                 where=f"data_offsets {list(self.data_offsets)}",
             )
-        return view_bytes_as(view, 0, numel, np_dtype).reshape(self.shape)
 
 
 class Pack(Mapping[str, TensorView]):
@@ -161,6 +183,8 @@ class Pack(Mapping[str, TensorView]):
         """True when the file has the pre-2025-12-02 layout (data right after the metadata)."""
         self._legacy_ok = legacy_ok
         self._from_file = from_file
+        self.framework = "np"
+        """What ``get_tensor`` and ``view.slice[...]`` return: ``"np"`` (numpy) or ``"pt"`` (torch)."""
 
     # -- Mapping ----------------------------------------------------------------------------
     def __getitem__(self, name: str) -> TensorView:
@@ -219,10 +243,30 @@ class Pack(Mapping[str, TensorView]):
         buffer = _zero_copy(self._source)
         if buffer is None or self.legacy_layout:
             return {view.name: view.numpy() for view in self.tensors()}
+        base = self.data_section_start
+        return self._bulk(lambda dtype, np_dtype, count: np.frombuffer(buffer, np_dtype, count, base), TensorView.numpy)
+
+    def torch(self) -> dict[str, Any]:
+        """Every tensor as a torch tensor sharing the pack's memory (see ``TensorView.torch``)."""
+        buffer = self._writable_buffer()
+        if buffer is None or self.legacy_layout:
+            return {view.name: view.torch() for view in self.tensors()}
+        base = self.data_section_start
+        return self._bulk(lambda dtype, np_dtype, count: torch_from_buffer(buffer, base, (count,), dtype), TensorView.torch)
+
+    def get_tensor(self, name: str) -> Any:
+        """One tensor in this pack's ``framework``: a numpy array (``"np"``) or torch tensor (``"pt"``)."""
+        view = self[name]
+        return view.torch() if self.framework == "pt" else view.numpy()
+
+    def _bulk(self, section_of: Callable[[DType, np.dtype, int], Any], one: Callable[[TensorView], Any]) -> dict[str, Any]:
+        """Every tensor, checked as ``tensors()`` is, as a slice of the data section viewed once
+        per dtype (``section_of(dtype, numpy dtype, element count)``); ``one(view)`` serves
+        tensors that cannot be sliced so (Bool stores, QFloat, or a range Burn rejects)."""
         out = {}
         base, descriptors = self.data_section_start, self._descriptors
         limit = self._source.size - base
-        sections: dict[np.dtype, np.ndarray] = {}  # the data section viewed once per numpy dtype
+        sections: dict[np.dtype, Any] = {}
         for name in self._names:
             dtype, shape, (start, end), _ = descriptors[name]
             size, np_dtype = UNIT_VIEW_SPECS.get(dtype.variant, (0, None)) if dtype.value is None else (0, None)
@@ -230,11 +274,11 @@ class Pack(Mapping[str, TensorView]):
             if not size or not 0 <= length <= MAX_TENSOR_SIZE or end > limit or start % size or length != math.prod(shape) * size:
                 view = self[name]  # the checked path: Bool stores, QFloat, or raises Burn's error
                 self._tensor_range(view, whole_pack=True)
-                out[name] = view.numpy()
+                out[name] = one(view)
                 continue
             section = sections.get(np_dtype)
             if section is None:
-                section = sections[np_dtype] = np.frombuffer(buffer, np_dtype, limit // size, base)
+                section = sections[np_dtype] = section_of(dtype, np_dtype, limit // size)
             out[name] = section[start // size : end // size].reshape(shape)
         return out
 
@@ -287,12 +331,26 @@ class Pack(Mapping[str, TensorView]):
         return buffer[start:end]
 
 
+    def _writable_buffer(self) -> memoryview | None:
+        writable = getattr(self._source, "writable_buffer", None)
+        return writable() if writable is not None else None
+
+
 def _zero_copy(source: Source) -> memoryview | None:
     buffer = getattr(source, "buffer", None)
     return buffer() if buffer is not None else None
 
 
-def load(source: PathLike | bytes | bytearray | memoryview | Source, *, strict: bool = False, legacy_ok: bool = False) -> Pack:
+FRAMEWORKS = {"np": "np", "numpy": "np", "pt": "pt", "torch": "pt"}
+
+
+def load(
+    source: PathLike | bytes | bytearray | memoryview | Source,
+    *,
+    strict: bool = False,
+    legacy_ok: bool = False,
+    framework: str = "np",
+) -> Pack:
     """Open a burnpack from a path (memory-mapped, lazy), bytes in memory, or any ``Source``.
 
     A ``Source`` (an object with ``size`` and ``read(offset, length)``, e.g. one serving HTTP range
@@ -302,7 +360,14 @@ def load(source: PathLike | bytes | bytearray | memoryview | Source, *, strict: 
     ``strict=True`` also rejects files no Burn writer could have produced (see ``burnpack.strict``).
     ``legacy_ok=True`` reads files from older Burn versions the way their writer meant them
     instead of the way current Burn (mis)reads them.
+
+    ``framework`` ("np" or "pt", as in safetensors' ``safe_open``) chooses what ``get_tensor``
+    and ``view.slice[...]`` return; ``"pt"`` needs torch (``pip install 'burnpack[torch]'``).
     """
+    if framework not in FRAMEWORKS:
+        raise ValueError(f"framework must be one of {sorted(FRAMEWORKS)}, not {framework!r}")
+    if FRAMEWORKS[framework] == "pt":
+        import_torch()
     if isinstance(source, (str, os.PathLike)):
         path = resolve_read_path(source)
         try:
@@ -320,6 +385,7 @@ def load(source: PathLike | bytes | bytearray | memoryview | Source, *, strict: 
         raise TypeError(f"load() takes a path, a bytes-like object or a Source, not {type(source).__name__}")
     try:
         pack = _open(data, from_file=from_file, legacy_ok=legacy_ok)
+        pack.framework = FRAMEWORKS[framework]
         if strict:
             from .strict import check_strict
 

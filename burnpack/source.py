@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import weakref
 from typing import Protocol
 
 
@@ -24,6 +25,9 @@ class Source(Protocol):
 
     def buffer(self) -> memoryview | None:
         """The whole content as a zero-copy buffer, or None if the source cannot provide one."""
+
+    def writable_buffer(self) -> memoryview | None:
+        """Optional: writable memory a torch tensor may view, or None (tensors then get copies)."""
 
 
 class BufferSource:
@@ -42,14 +46,25 @@ class BufferSource:
     def buffer(self) -> memoryview:
         return self._view
 
+    def writable_buffer(self) -> memoryview | None:
+        """The caller's buffer when it is writable (torch tensors then share it), else None."""
+        return None if self._view.readonly else self._view
+
 
 class FileSource:
-    """A file, memory-mapped read-only: tensor bytes are paged in only when touched."""
+    """A file, memory-mapped read-only: tensor bytes are paged in only when touched.
+
+    ``writable_buffer`` maps it a second time copy-on-write, for consumers that cannot be given
+    read-only memory (torch tensors): their writes stay in this process, the file never changes.
+    """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         with open(path, "rb") as file:
             self._size = os.fstat(file.fileno()).st_size
             self._map = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) if self._size else None
+            self._fd = os.dup(file.fileno()) if self._size else -1
+        self._release_fd = weakref.finalize(self, os.close, self._fd) if self._fd >= 0 else None
+        self._private: mmap.mmap | None = None
 
     @property
     def size(self) -> int:
@@ -63,8 +78,25 @@ class FileSource:
     def buffer(self) -> memoryview | None:
         return memoryview(self._map) if self._map is not None else memoryview(b"")
 
+    def writable_buffer(self) -> memoryview:
+        """The whole file as writable copy-on-write memory (mapped on first use)."""
+        if self._map is None:
+            return memoryview(bytearray())
+        if self._private is None:
+            if self._release_fd is None or not self._release_fd.alive:
+                raise ValueError("the file is closed")
+            self._private = mmap.mmap(self._fd, 0, access=mmap.ACCESS_COPY)
+        return memoryview(self._private)
+
     def close(self) -> None:
         """Unmap the file; arrays still viewing it keep the mapping alive until they are freed."""
+        if self._release_fd is not None:
+            self._release_fd()
+        if self._private is not None:
+            try:
+                self._private.close()
+            except BufferError:  # torch tensors still use it
+                pass
         if self._map is not None:
             try:
                 self._map.close()
