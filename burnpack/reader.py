@@ -43,6 +43,7 @@ from .errors import (
     ValidationError,
 )
 from .metadata import decode_metadata
+from .slices import TensorSlice
 from .source import BufferSource, FileSource, Source
 
 U64_MAX = (1 << 64) - 1
@@ -106,6 +107,11 @@ class TensorView:
     def tobytes(self) -> bytes:
         """The tensor's bytes as a copy (Burn's ``Reader::tensor_data``)."""
         return bytes(self.memoryview())
+
+    @property
+    def slice(self) -> TensorSlice:
+        """``view.slice[i:j]``, ``view.slice[:, 3]``: that part only, reading only its byte ranges."""
+        return TensorSlice(self)
 
     def read(self, offset: int = 0, length: int | None = None) -> bytes:
         """A slice of the tensor's bytes, reading only that range from the source."""
@@ -330,6 +336,13 @@ class Pack(Mapping[str, TensorView]):
             return memoryview(self._source.read(start, end - start))
         return buffer[start:end]
 
+
+    def get_slice(self, name: str) -> TensorSlice:
+        """safetensors' ``get_slice``: ``pack.get_slice(name)[i:j]``."""
+        return self[name].slice
+
+    def _zero_copy_buffer(self) -> memoryview | None:
+        return _zero_copy(self._source)
 
     def _writable_buffer(self) -> memoryview | None:
         writable = getattr(self._source, "writable_buffer", None)
