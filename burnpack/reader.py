@@ -8,12 +8,14 @@ Burn writer could not have produced. Opening reads only the header and the metad
 
 from __future__ import annotations
 
+import io
 import math
 import os
+import stat
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -44,7 +46,8 @@ from .errors import (
 )
 from .metadata import decode_metadata
 from .slices import TensorSlice
-from .source import BufferSource, FileSource, Source
+from .remote import FsspecSource, is_url
+from .source import BULK_BLOCK, BULK_GAP, BufferSource, FileObjectSource, FileSource, Source, coalesce
 
 U64_MAX = (1 << 64) - 1
 PathLike = str | os.PathLike[str]
@@ -128,7 +131,9 @@ class TensorView:
         Flex32 is float32; Bool stores are ``bool``, ``uint8`` or ``uint32``. Arrays viewing a
         file are read-only (numpy refuses writes).
         """
-        view = self.memoryview()
+        return self._numpy_of(self.memoryview())
+
+    def _numpy_of(self, view: memoryview) -> np.ndarray:
         np_dtype = numpy_dtype(self.dtype)
         if element_size(self.dtype) is None:
             return view_bytes_as(view, 0, view.nbytes, np_dtype)
@@ -146,10 +151,13 @@ class TensorView:
         """
         torch_dtype(self.dtype, name=self.name)  # QFloat / a dtype this torch lacks: fail before reading
         start, end = self._pack._tensor_range(self)
-        self._check_byte_len(end - start)
         buffer = self._pack._writable_buffer()
         if buffer is None:
-            buffer, start = bytearray(self._pack._source.read(start, end - start)), 0
+            buffer, start, end = bytearray(self._pack._source.read(start, end - start)), 0, end - start
+        return self._torch_of(buffer, start, end)
+
+    def _torch_of(self, buffer: Any, start: int, end: int) -> Any:
+        self._check_byte_len(end - start)
         return torch_from_buffer(buffer, start, self.shape, self.dtype, name=self.name)
 
     def _check_byte_len(self, nbytes: int) -> None:
@@ -247,18 +255,37 @@ class Pack(Mapping[str, TensorView]):
         Checked as ``tensors()`` is; this is the bulk path, without a ``TensorView`` per tensor.
         """
         buffer = _zero_copy(self._source)
-        if buffer is None or self.legacy_layout:
+        if self.legacy_layout:
             return {view.name: view.numpy() for view in self.tensors()}
+        if buffer is None:
+            return self._bulk_ranges(lambda view, block, start, end: view._numpy_of(memoryview(block)[start:end]))
         base = self.data_section_start
         return self._bulk(lambda dtype, np_dtype, count: np.frombuffer(buffer, np_dtype, count, base), TensorView.numpy)
 
     def torch(self) -> dict[str, Any]:
         """Every tensor as a torch tensor sharing the pack's memory (see ``TensorView.torch``)."""
         buffer = self._writable_buffer()
-        if buffer is None or self.legacy_layout:
+        if self.legacy_layout:
             return {view.name: view.torch() for view in self.tensors()}
+        if buffer is None:
+            return self._bulk_ranges(TensorView._torch_of)
         base = self.data_section_start
         return self._bulk(lambda dtype, np_dtype, count: torch_from_buffer(buffer, base, (count,), dtype), TensorView.torch)
+
+    def _bulk_ranges(self, take: Callable[[TensorView, bytearray, int, int], Any]) -> dict[str, Any]:
+        """Every tensor (checked as ``tensors()`` is) from a source without a buffer, read in
+        large blocks of neighbouring tensors: one request per block for remote files."""
+        views = self.tensors()
+        ranges = [(start, end - start) for start, end in map(self._tensor_range, views)]
+        out = {}
+        for block_start, block_end, members in coalesce(ranges, max_gap=BULK_GAP, max_block=BULK_BLOCK):
+            block = bytearray(self._source.read(block_start, block_end - block_start))
+            if len(block) != block_end - block_start:
+                raise IoError(f"short read: got {len(block)} of {block_end - block_start} bytes at offset {block_start}")
+            for i in members:
+                start = ranges[i][0] - block_start
+                out[views[i].name] = take(views[i], block, start, start + ranges[i][1])
+        return {view.name: out[view.name] for view in views}
 
     def get_tensor(self, name: str) -> Any:
         """One tensor in this pack's ``framework``: a numpy array (``"np"``) or torch tensor (``"pt"``)."""
@@ -358,13 +385,20 @@ FRAMEWORKS = {"np": "np", "numpy": "np", "pt": "pt", "torch": "pt"}
 
 
 def load(
-    source: PathLike | bytes | bytearray | memoryview | Source,
+    source: PathLike | bytes | bytearray | memoryview | BinaryIO | Source,
     *,
     strict: bool = False,
     legacy_ok: bool = False,
     framework: str = "np",
+    storage_options: Mapping[str, Any] | None = None,
 ) -> Pack:
-    """Open a burnpack from a path (memory-mapped, lazy), bytes in memory, or any ``Source``.
+    """Open a burnpack from a path (memory-mapped, lazy), a URL, a binary file object, bytes in
+    memory, or any ``Source``.
+
+    A URL (``https://``, ``s3://``, ``gs://``, ``hf://``, … with ``storage_options`` for its
+    fsspec filesystem; needs ``burnpack[remote]``) is read with range requests, see
+    ``burnpack.remote``. A file object with a file descriptor is memory-mapped; any other
+    seekable binary file object (``io.BytesIO``) is read range by range.
 
     A ``Source`` (an object with ``size`` and ``read(offset, length)``, e.g. one serving HTTP range
     requests) is read like bytes: opening reads the header and the metadata, and each tensor's
@@ -381,10 +415,15 @@ def load(
         raise ValueError(f"framework must be one of {sorted(FRAMEWORKS)}, not {framework!r}")
     if FRAMEWORKS[framework] == "pt":
         import_torch()
-    if isinstance(source, (str, os.PathLike)):
+    if storage_options is not None and not is_url(source):
+        raise ValueError("storage_options only applies to URLs")
+    if is_url(source):
+        data: Source = FsspecSource(source, storage_options)
+        from_file = True
+    elif isinstance(source, (str, os.PathLike)):
         path = resolve_read_path(source)
         try:
-            data: Source = FileSource(path)
+            data = FileSource(path)
         except OSError as exc:
             raise _os_error(exc) from None
         from_file = True
@@ -394,6 +433,9 @@ def load(
     elif hasattr(source, "read") and hasattr(source, "size"):
         data = source
         from_file = False
+    elif hasattr(source, "read") and hasattr(source, "seek"):
+        data = _file_object_source(source)
+        from_file = True
     else:
         raise TypeError(f"load() takes a path, a bytes-like object or a Source, not {type(source).__name__}")
     try:
@@ -409,6 +451,23 @@ def load(
         if close is not None:
             close()
         raise
+
+
+def _file_object_source(file: Any) -> Source:
+    """A file object with a descriptor of a regular file is mapped; others are read by range."""
+    try:
+        fd = file.fileno()
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        regular = False
+    try:
+        if regular:
+            return FileSource.from_fd(fd)
+        return FileObjectSource(file)
+    except OSError as exc:
+        raise _os_error(exc) from None
+    except (ValueError, io.UnsupportedOperation) as exc:
+        raise IoError(f"the file object cannot be read by range: {exc}") from None
 
 
 def _open(source: Source, *, from_file: bool, legacy_ok: bool) -> Pack:

@@ -39,6 +39,7 @@ from .._generated.types import BoolStore, DType
 from ..atomic import DestinationExists, atomic_file
 from ..dtypes import element_size, numpy_dtype
 from ..reader import has_extension, load
+from ..remote import is_url
 from ..writer import Tensor, Writer
 from .safetensors import SafetensorsError, build_header, read_safetensors
 from .tensors import BF16, Entry, TensorSet, dtype_name
@@ -262,6 +263,10 @@ def read_tensors(
     if isinstance(source, TensorSet):
         return source
     fmt = normalize_format(format)
+    if is_url(source):  # read by range requests through fsspec
+        if fmt not in (None, "burnpack"):
+            raise ConversionError(f"{source}: only .bpk files can be read from a URL, not {fmt}")
+        return read_burnpack(source, legacy_ok=legacy_ok)
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         if not path.exists() and fmt in (None, "burnpack") and not has_extension(path):
