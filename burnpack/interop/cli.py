@@ -49,6 +49,13 @@ def _add_type_options(p: argparse.ArgumentParser, *, infer_flag: bool = True) ->
                         "2-D weight with bias...); ambiguous ones are reported")  # fmt: skip
 
 
+def _add_sharding_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("Hugging Face sharded checkpoints (input: a model folder or its *.index.json)")
+    g.add_argument("--max-shard-size", metavar="SIZE",
+                   help="write OUTPUT as a folder of HF-style safetensors shards of at most SIZE (5GB, 500MB; decimal units "
+                        "as huggingface_hub) plus model.safetensors.index.json")  # fmt: skip
+
+
 def register(sub: Any) -> None:
     """Add ``convert`` and ``convert-checkpoint`` to the ``burnpack`` subparsers."""
     p = sub.add_parser(
@@ -98,6 +105,7 @@ def register(sub: Any) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
                    help="progress bar on stderr: auto = for outputs of 64 MiB or more, only on a terminal")
+    _add_sharding_options(p)
     p.set_defaults(handler=_convert)
 
     p = sub.add_parser(
@@ -185,6 +193,8 @@ def _convert(args: argparse.Namespace) -> int:
             "metadata": _pairs(args.metadata, "--metadata") or None,
             "stamp": not args.no_stamp,
         }
+        if args.max_shard_size is not None:
+            options["max_shard_size"] = args.max_shard_size
         progress = {"auto": "auto", "always": True, "never": None}[args.progress]
         report = convert(
             args.input,

@@ -40,10 +40,12 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, TextIO
 
 from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
-from .formats import ConversionError, read_tensors, resolve_output, write_tensors
+from .formats import ConversionError, normalize_format, read_tensors, resolve_output, write_tensors
+from .sharded import find_sharded, parse_size, read_sharded, write_sharded
 from .remap import KeyRemapper, PathFilter, insert_enum_variants, map_indices_contiguous as _contiguous, strip_enum_variants
 from .tensors import Entry, TensorSet, dtype_name
 
@@ -484,13 +486,20 @@ def convert(
     terminal and the output holds at least 64 MiB, ``True`` for a bar on a terminal whatever
     the size."""
     started = time.monotonic()
-    out_path, out_format = resolve_output(target, to_format)
-    if not overwrite and out_path.exists():
-        from .formats import OutputExistsError
+    max_shard_size = options.pop("max_shard_size", None)
+    if max_shard_size is not None:  # HF-style shards + index in the folder ``target``
+        out_path, out_format = Path(target), _sharded_format(to_format)
+    else:
+        out_path, out_format = resolve_output(target, to_format)
+        if not overwrite and out_path.exists():
+            from .formats import OutputExistsError
 
-        raise OutputExistsError(f"{out_path} exists; pass overwrite=True (--overwrite) to replace it")
+            raise OutputExistsError(f"{out_path} exists; pass overwrite=True (--overwrite) to replace it")
     top_level_key = options.get("top_level_key")
-    tset = read_tensors(source, from_format, top_level_key=top_level_key, bool_store=bool_store)
+    if isinstance(source, (str, os.PathLike)) and find_sharded(source) is not None:
+        tset = read_sharded(source, bool_store=bool_store, top_level_key=top_level_key)
+    else:
+        tset = read_tensors(source, from_format, top_level_key=top_level_key, bool_store=bool_store)
     try:
         report = ConversionReport(
             source=_describe(source), target=str(out_path), source_format=tset.format, target_format=out_format
@@ -498,7 +507,10 @@ def convert(
         result, report = transform(tset, target_format=out_format, report=report, **options)
         _note_losses(result, out_format, report)
         bar = _progress(progress, result.nbytes)
-        write_tensors(result, out_path, out_format, overwrite=overwrite, progress=bar or (lambda n: None), compress=compress)
+        if max_shard_size is not None:
+            write_sharded(result, out_path, parse_size(max_shard_size), overwrite=overwrite, progress=bar or (lambda n: None))
+        else:
+            write_tensors(result, out_path, out_format, overwrite=overwrite, progress=bar or (lambda n: None), compress=compress)
         if isinstance(bar, ProgressBar):
             bar.finish()
     finally:
@@ -508,6 +520,12 @@ def convert(
 
 
 PROGRESS_THRESHOLD = 64 << 20
+
+
+def _sharded_format(to_format: str | None) -> str:
+    if normalize_format(to_format) not in (None, "safetensors"):
+        raise ConversionError(f"--max-shard-size writes safetensors shards, not {to_format}")
+    return "safetensors"
 
 
 def _progress(setting: Any, total: int) -> Callable[[int], None] | None:
