@@ -50,7 +50,10 @@ def _add_type_options(p: argparse.ArgumentParser, *, infer_flag: bool = True) ->
 
 
 def _add_sharding_options(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("Hugging Face sharded checkpoints (input: a model folder or its *.index.json)")
+    g = p.add_argument_group(
+        "folders: an HF model folder or *.index.json, or a torch.distributed.checkpoint folder, as INPUT; "
+        "--to dcp writes a DCP folder"
+    )
     g.add_argument("--max-shard-size", metavar="SIZE",
                    help="write OUTPUT as a folder of HF-style safetensors shards of at most SIZE (5GB, 500MB; decimal units "
                         "as huggingface_hub) plus model.safetensors.index.json")  # fmt: skip
@@ -220,12 +223,13 @@ def _convert_checkpoint(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .checkpoint import burn_checkpoint_to_pytorch, pytorch_to_burn_checkpoint
+    from .dcp import is_dcp, read_dcp_object
     from .remap import parse_rule
 
     try:
         types = _pairs(args.module_type, "--module-type") or None
         rules = _type_rules(args.type_rule) or None
-        if Path(args.input).is_dir():
+        if Path(args.input).is_dir() and not is_dcp(args.input):
             _, report = burn_checkpoint_to_pytorch(
                 args.input, args.output, epoch=args.epoch, module_types=types, type_rules=rules,
                 infer_types=True, overwrite=args.overwrite,
@@ -235,7 +239,7 @@ def _convert_checkpoint(args: argparse.Namespace) -> int:
             )  # fmt: skip
         else:
             report = pytorch_to_burn_checkpoint(
-                args.input, args.output, epoch=args.epoch, model_key=args.model_key,
+                read_dcp_object(args.input) if is_dcp(args.input) else args.input, args.output, epoch=args.epoch, model_key=args.model_key,
                 optimizer_key=args.optimizer_key, scheduler_key=args.scheduler_key,
                 optimizer_kind=args.optimizer_kind, module_types=types, type_rules=rules, infer_types=True,
                 remap=[parse_rule(r) for r in args.remap or ()] or None,

@@ -45,6 +45,7 @@ from typing import Any, TextIO
 
 from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
 from .formats import ConversionError, normalize_format, read_tensors, resolve_output, write_tensors
+from .dcp import is_dcp, read_dcp, write_dcp
 from .sharded import find_sharded, parse_size, read_sharded, write_sharded
 from .remap import KeyRemapper, PathFilter, insert_enum_variants, map_indices_contiguous as _contiguous, strip_enum_variants
 from .tensors import Entry, TensorSet, dtype_name
@@ -487,8 +488,8 @@ def convert(
     the size."""
     started = time.monotonic()
     max_shard_size = options.pop("max_shard_size", None)
-    if max_shard_size is not None:  # HF-style shards + index in the folder ``target``
-        out_path, out_format = Path(target), _sharded_format(to_format)
+    if max_shard_size is not None or normalize_format(to_format) == "dcp":  # folders: HF shards + index, DCP
+        out_path, out_format = Path(target), _folder_format(to_format, max_shard_size)
     else:
         out_path, out_format = resolve_output(target, to_format)
         if not overwrite and out_path.exists():
@@ -496,7 +497,9 @@ def convert(
 
             raise OutputExistsError(f"{out_path} exists; pass overwrite=True (--overwrite) to replace it")
     top_level_key = options.get("top_level_key")
-    if isinstance(source, (str, os.PathLike)) and find_sharded(source) is not None:
+    if is_dcp(source) or normalize_format(from_format) == "dcp":
+        tset = read_dcp(source, bool_store=bool_store, top_level_key=top_level_key)
+    elif isinstance(source, (str, os.PathLike)) and find_sharded(source) is not None:
         tset = read_sharded(source, bool_store=bool_store, top_level_key=top_level_key)
     else:
         tset = read_tensors(source, from_format, top_level_key=top_level_key, bool_store=bool_store)
@@ -507,7 +510,9 @@ def convert(
         result, report = transform(tset, target_format=out_format, report=report, **options)
         _note_losses(result, out_format, report)
         bar = _progress(progress, result.nbytes)
-        if max_shard_size is not None:
+        if out_format == "dcp":
+            write_dcp(result, out_path, overwrite=overwrite, progress=bar or (lambda n: None))
+        elif max_shard_size is not None:
             write_sharded(result, out_path, parse_size(max_shard_size), overwrite=overwrite, progress=bar or (lambda n: None))
         else:
             write_tensors(result, out_path, out_format, overwrite=overwrite, progress=bar or (lambda n: None), compress=compress)
@@ -522,10 +527,11 @@ def convert(
 PROGRESS_THRESHOLD = 64 << 20
 
 
-def _sharded_format(to_format: str | None) -> str:
-    if normalize_format(to_format) not in (None, "safetensors"):
-        raise ConversionError(f"--max-shard-size writes safetensors shards, not {to_format}")
-    return "safetensors"
+def _folder_format(to_format: str | None, max_shard_size: Any) -> str:
+    fmt = normalize_format(to_format)
+    if max_shard_size is not None and fmt not in (None, "safetensors"):
+        raise ConversionError(f"--max-shard-size writes safetensors shards, not {fmt}")
+    return fmt or "safetensors"
 
 
 def _progress(setting: Any, total: int) -> Callable[[int], None] | None:

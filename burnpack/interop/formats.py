@@ -61,6 +61,7 @@ _ALIASES = {
     "safetensors": "safetensors", "st": "safetensors",
     "pytorch": "pytorch", "pt": "pytorch", "pth": "pytorch", "torch": "pytorch",
     "npz": "npz", "numpy": "npz",
+    "dcp": "dcp",  # a torch.distributed.checkpoint folder (burnpack.interop.dcp; convert only)
 }  # fmt: skip
 _EXTENSIONS = {
     ".bpk": "burnpack",
