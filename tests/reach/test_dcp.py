@@ -110,3 +110,28 @@ def test_a_corrupt_dcp_metadata_is_a_conversion_error(tmp_path):
     (tmp_path / "ck" / ".metadata").write_bytes(b"not a pickle")
     with pytest.raises(ConversionError, match="cannot read its metadata"):
         convert(tmp_path / "ck", tmp_path / "m.bpk")
+
+
+def _save_sharded_with_two_gloo_ranks(rank: int, folder: str, init: str) -> None:
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Shard, distribute_tensor
+
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=2)
+    try:
+        mesh = init_device_mesh("cpu", (2,))
+        full = torch.arange(24, dtype=torch.float32).reshape(6, 4)
+        state = {"w": distribute_tensor(full, mesh, [Shard(0)]), "b": torch.ones(3)}
+        dcp.save(state, checkpoint_id=folder)
+    finally:
+        dist.destroy_process_group()
+
+
+def test_a_checkpoint_sharded_by_two_gloo_processes_converts_whole(tmp_path):
+    folder = tmp_path / "ck"
+    torch.multiprocessing.spawn(_save_sharded_with_two_gloo_ranks, args=(str(folder), f"file://{tmp_path}/pg"), nprocs=2)
+    assert len(list(folder.glob("*.distcp"))) == 2  # each rank wrote its own shard
+    convert(folder, tmp_path / "m.bpk")
+    loaded = burnpack.torch.load_file(tmp_path / "m.bpk")
+    assert torch.equal(loaded["w"], torch.arange(24, dtype=torch.float32).reshape(6, 4))
+    assert torch.equal(loaded["b"], torch.ones(3))
