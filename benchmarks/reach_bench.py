@@ -32,6 +32,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.bench import median_seconds  # noqa: E402
+
 CONVERT_CASE = r"""
 import json, sys, time
 from burnpack.interop import convert
@@ -44,15 +46,6 @@ report = convert(sys.argv[1], sys.argv[2], overwrite=True)
 print(json.dumps({"seconds": time.perf_counter() - start, "peak_mib": hwm(), "extra_mib": hwm() - base,
                   "tensors": len(report.applied)}))
 """
-
-
-def _median_seconds(action, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def _copy(src: Path, dst: Path, fsync: bool) -> None:
@@ -90,8 +83,8 @@ def sharded(tmp: Path, gib: float, repeat: int) -> dict:
         out = subprocess.run([sys.executable, "-c", CONVERT_CASE, str(model), str(tmp / "out.bpk")],
                              check=True, capture_output=True, text=True, cwd=ROOT)  # fmt: skip
         runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
-        cps.append(_median_seconds(lambda: _copy(model, tmp / "copy", False), 1))  # alternate, so drift hits both
-        cps_fsync.append(_median_seconds(lambda: _copy(model, tmp / "copy", True), 1))
+        cps.append(median_seconds(lambda: _copy(model, tmp / "copy", False), 1))  # alternate, so drift hits both
+        cps_fsync.append(median_seconds(lambda: _copy(model, tmp / "copy", True), 1))
     shutil.rmtree(tmp / "copy", ignore_errors=True)
     cp, cp_fsync = statistics.median(cps), statistics.median(cps_fsync)
     seconds = statistics.median(r["seconds"] for r in runs)
@@ -151,8 +144,8 @@ def torch_loading(tmp: Path, repeat: int) -> dict:
     for name, ours, theirs in (("load_file", ours_load, theirs_load), ("open_get_sum", ours_sum, theirs_sum)):
         a, b = [], []
         for _ in range(repeat):  # alternate, so drift hits both
-            a.append(_median_seconds(ours, 1))
-            b.append(_median_seconds(theirs, 1))
+            a.append(median_seconds(ours, 1))
+            b.append(median_seconds(theirs, 1))
         result[name] = {"burnpack_seconds": statistics.median(a), "safetensors_seconds": statistics.median(b),
                         "ratio": statistics.median(a) / statistics.median(b), "burnpack_runs": a, "safetensors_runs": b}  # fmt: skip
     result["torch"] = torch.__version__
