@@ -55,14 +55,15 @@ def plan(shape: tuple[int, ...], index: Any) -> tuple[tuple[int, ...], np.ndarra
     starts = np.zeros(1, np.int64)
     for d in range(k):
         starts = (starts[:, None] + _positions(picks[d]) * strides[d]).ravel()
+    last = picks[k] if k >= 0 else 0
     if k < 0:
         length = inner
-    elif isinstance(picks[k], range) and picks[k].step == 1:  # a run over dim k and everything after
-        length = len(picks[k]) * inner
-        starts = starts + picks[k].start * inner if length else starts[:0]
+    elif isinstance(last, range) and last.step == 1:  # a run over dim k and everything after
+        length = len(last) * inner
+        starts = starts + last.start * inner if length else starts[:0]
     else:
         length = inner
-        starts = (starts[:, None] + _positions(picks[k]) * inner).ravel()
+        starts = (starts[:, None] + _positions(last) * inner).ravel()
     if length == 0 or math.prod(out_shape) == 0:
         return out_shape, np.zeros(0, np.int64), np.zeros(0, np.int64)
     breaks = np.flatnonzero(np.diff(starts) != length) + 1  # runs that touch become one

@@ -14,6 +14,7 @@ does: greedy filling in data order, a tensor larger than the limit in a shard of
 
 from __future__ import annotations
 
+import contextlib
 import json
 import mmap
 import os
@@ -128,9 +129,10 @@ def _safetensors_shard(path: Path, bool_store: str) -> tuple[list[Entry], dict[s
             raise ConversionError(f"{path}: too short for a safetensors file")
         mapping = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
     try:
-        arrays, metadata = parse_safetensors(mapping)
+        arrays, metadata = parse_safetensors(memoryview(mapping))
     except SafetensorsError as exc:
-        mapping.close()
+        with contextlib.suppress(BufferError):  # the parser's views of it may not be gone yet
+            mapping.close()
         raise ConversionError(f"{path}: {exc}") from None
     base = np.frombuffer(mapping, np.uint8, 1).ctypes.data if len(mapping) else 0
     taken: list[tuple[int, int]] = []
@@ -156,10 +158,8 @@ def _safetensors_shard(path: Path, bool_store: str) -> tuple[list[Entry], dict[s
 
     def close() -> None:
         arrays.clear()
-        try:
+        with contextlib.suppress(BufferError):  # arrays a caller kept still view it
             mapping.close()
-        except BufferError:  # arrays a caller kept still view it
-            pass
 
     return entries, dict(metadata), close
 

@@ -244,3 +244,10 @@ def test_cli_max_shard_size(tmp_path):
     assert (tmp_path / "hf" / "model.safetensors.index.json").exists()
     assert main(["convert", str(tmp_path / "hf"), str(tmp_path / "back.bpk"), "-q"]) == 0
     _assert_pack_is_arrays(tmp_path / "back.bpk")
+
+
+def test_a_corrupt_shard_is_a_conversion_error_naming_it(tmp_path):
+    folder = _write_sharded(tmp_path / "model", SHARDS)
+    (folder / "model-00002-of-00002.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}      ")
+    with pytest.raises(ConversionError, match="model-00002-of-00002.safetensors"):
+        convert(folder, tmp_path / "out.bpk")
