@@ -143,6 +143,9 @@ def register(sub: Any) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    p.add_argument("--dcp", action="store_true",
+                   help="Burn -> PyTorch: write OUTPUT as a torch.distributed.checkpoint folder instead of a .pt file "
+                        "(a DCP folder as INPUT is read like a .pt file)")  # fmt: skip
     p.set_defaults(handler=_convert_checkpoint)
 
 
@@ -223,20 +226,24 @@ def _convert_checkpoint(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .checkpoint import burn_checkpoint_to_pytorch, pytorch_to_burn_checkpoint
-    from .dcp import is_dcp, read_dcp_object
+    from .dcp import is_dcp, read_dcp_object, write_dcp_state
     from .remap import parse_rule
 
     try:
         types = _pairs(args.module_type, "--module-type") or None
         rules = _type_rules(args.type_rule) or None
         if Path(args.input).is_dir() and not is_dcp(args.input):
-            _, report = burn_checkpoint_to_pytorch(
-                args.input, args.output, epoch=args.epoch, module_types=types, type_rules=rules,
+            state, report = burn_checkpoint_to_pytorch(
+                args.input, None if args.dcp else args.output, epoch=args.epoch, module_types=types, type_rules=rules,
                 infer_types=True, overwrite=args.overwrite,
                 remap=[parse_rule(r) for r in args.remap or ()] or None,
                 optimizer_config=json.loads(args.optimizer_config) if args.optimizer_config else None,
                 scheduler_config=json.loads(args.scheduler_config) if args.scheduler_config else None,
             )  # fmt: skip
+            if args.dcp:
+                write_dcp_state(state.to_torch(), args.output, overwrite=args.overwrite)
+                report.target = args.output
+                report.files = {"dcp": args.output}
         else:
             report = pytorch_to_burn_checkpoint(
                 read_dcp_object(args.input) if is_dcp(args.input) else args.input, args.output, epoch=args.epoch, model_key=args.model_key,

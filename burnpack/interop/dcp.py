@@ -4,8 +4,8 @@
 (``dcp.load`` of a one-entry state dict, which reassembles FSDP/DDP shards into the full tensor),
 so converting to ``.bpk`` holds one tensor at a time. Nested state dicts become DCP's flattened
 dotted names (``model.fc.weight``, ``optim.state.0.exp_avg``); non-tensor entries are skipped.
-``read_dcp_object`` gives the whole nested state (for training checkpoints), and ``write_dcp``
-saves tensors so that ``dcp.load`` restores them. All of it runs in one process, no process group.
+``read_dcp_object`` gives the whole nested state (for training checkpoints); ``write_dcp`` and
+``write_dcp_state`` save tensors or a whole training state so that ``dcp.load`` restores them. All of it runs in one process, no process group.
 
 DCP's ``.metadata`` file is a pickle, read by torch: convert only checkpoints you trust.
 """
@@ -27,7 +27,7 @@ from ..dtypes import import_torch, numpy_dtype, numpy_from_torch
 from .formats import ConversionError, OutputExistsError, _entry_from_array
 from .tensors import Entry, TensorSet
 
-__all__ = ["is_dcp", "read_dcp", "read_dcp_object", "write_dcp"]
+__all__ = ["is_dcp", "read_dcp", "read_dcp_object", "write_dcp", "write_dcp_state"]
 
 
 def is_dcp(path: Any) -> bool:
@@ -127,13 +127,9 @@ def _owned(value: Any) -> Any:
 
 
 def write_dcp(tset: TensorSet, folder: Path, *, overwrite: bool = False, progress: Callable[[int], None] = lambda n: None) -> Path:
-    """A DCP checkpoint of the tensors (flat dotted names) that ``dcp.load`` restores, written to
-    a scratch sibling folder and renamed into place."""
+    """A DCP checkpoint of the tensors (flat dotted names) that ``dcp.load`` restores."""
     from .torch_live import to_torch_tensor
 
-    folder = Path(folder)
-    if folder.exists() and not overwrite:
-        raise OutputExistsError(f"{folder} exists; pass overwrite=True (--overwrite) to replace it")
     state = {}
     for entry in tset.entries:
         if entry.dtype.value is not None and entry.dtype.variant != "Bool":
@@ -143,6 +139,15 @@ def write_dcp(tset: TensorSet, folder: Path, *, overwrite: bool = False, progres
             array = array.astype(numpy_dtype(entry.dtype))
         state[entry.name] = to_torch_tensor(array, entry.dtype, name=entry.name, copy=False)
         progress(array.nbytes)
+    return write_dcp_state(state, folder, overwrite=overwrite)
+
+
+def write_dcp_state(state: dict[str, Any], folder: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
+    """``dcp.save`` of a (nested) state dict of torch tensors, written to a scratch sibling folder
+    and renamed into place, so a failure leaves no half-written checkpoint."""
+    folder = Path(folder)
+    if folder.exists() and not overwrite:
+        raise OutputExistsError(f"{folder} exists; pass overwrite=True (--overwrite) to replace it")
     scratch = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
         with _quiet_dcp() as dcp:
