@@ -31,6 +31,9 @@ class Source(Protocol):
     def writable_buffer(self) -> memoryview | None:
         """Optional: writable memory a torch tensor may view, or None (tensors then get copies)."""
 
+    def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> Sequence[bytes | memoryview]:
+        """Optional: several ``(offset, length)`` ranges at once (remote sources coalesce them)."""
+
 
 class BufferSource:
     """Bytes already in memory (``bytes``, ``bytearray``, ``memoryview``, ``mmap``)."""
