@@ -14,7 +14,8 @@ class RangeServer:
 
     ``mode``: ``"ok"``; ``"error"`` (500 for GETs); ``"slow"`` (GETs stall for ``stall`` seconds);
     ``"short"`` (a ranged GET announces the full range but sends half and closes);
-    ``"truncated"`` (HEAD reports the full size, GETs serve a file cut in half).
+    ``"truncated"`` (HEAD reports the full size, GETs serve a file cut in half); ``"norange"``
+    (GETs ignore Range and send the whole file).
     """
 
     def __init__(self) -> None:
@@ -58,6 +59,8 @@ class RangeServer:
                 if server.mode == "truncated":
                     data = data[: full // 2]
                 match = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range") or "")
+                if server.mode == "norange":
+                    match = None
                 if match is None:
                     body, status = data, 200
                 else:

@@ -171,3 +171,12 @@ def test_inspect_and_convert_take_a_url(http_server, tmp_path):
     from safetensors.numpy import load_file
 
     assert all(np.array_equal(load_file(out)[n], a) for n, a in TENSORS.items())
+
+
+def test_a_server_without_range_support_is_an_io_error_not_a_whole_download(http_server):
+    url = _serve(http_server)
+    http_server.mode = "norange"
+    pack = burnpack.load(url)  # the first block is the start of the file: still right
+    assert pack.names == sorted(TENSORS)
+    with pytest.raises(burnpack.IoError, match="range requests"):
+        pack["t10"].numpy()
