@@ -45,8 +45,8 @@ from .errors import (
     ValidationError,
 )
 from .metadata import decode_metadata
-from .slices import TensorSlice
 from .remote import FsspecSource, is_url
+from .slices import TensorSlice
 from .source import BULK_BLOCK, BULK_GAP, BufferSource, FileObjectSource, FileSource, Source, coalesce
 
 U64_MAX = (1 << 64) - 1
@@ -292,6 +292,10 @@ class Pack(Mapping[str, TensorView]):
         view = self[name]
         return view.torch() if self.framework == "pt" else view.numpy()
 
+    def get_slice(self, name: str) -> TensorSlice:
+        """safetensors' ``get_slice``: ``pack.get_slice(name)[i:j]``."""
+        return self[name].slice
+
     def _bulk(self, section_of: Callable[[DType, np.dtype, int], Any], one: Callable[[TensorView], Any]) -> dict[str, Any]:
         """Every tensor, checked as ``tensors()`` is, as a slice of the data section viewed once
         per dtype (``section_of(dtype, numpy dtype, element count)``); ``one(view)`` serves
@@ -363,11 +367,6 @@ class Pack(Mapping[str, TensorView]):
             return memoryview(self._source.read(start, end - start))
         return buffer[start:end]
 
-
-    def get_slice(self, name: str) -> TensorSlice:
-        """safetensors' ``get_slice``: ``pack.get_slice(name)[i:j]``."""
-        return self[name].slice
-
     def _zero_copy_buffer(self) -> memoryview | None:
         return _zero_copy(self._source)
 
@@ -437,7 +436,7 @@ def load(
         data = _file_object_source(source)
         from_file = True
     else:
-        raise TypeError(f"load() takes a path, a bytes-like object or a Source, not {type(source).__name__}")
+        raise TypeError(f"load() takes a path, a bytes-like object or a Source (or a URL, or a binary file object), not {type(source).__name__}")
     try:
         pack = _open(data, from_file=from_file, legacy_ok=legacy_ok)
         pack.framework = FRAMEWORKS[framework]
