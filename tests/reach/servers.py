@@ -4,6 +4,7 @@ bytes sent, and misbehaving on request), and an S3 endpoint (moto's server mode)
 from __future__ import annotations
 
 import re
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -81,7 +82,12 @@ class RangeServer:
                 if server.mode == "short":
                     self.close_connection = True
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request: object, client_address: object) -> None:
+                if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):  # clients that stop reading
+                    super().handle_error(request, client_address)
+
+        self._server = Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
