@@ -180,3 +180,10 @@ def test_a_server_without_range_support_is_an_io_error_not_a_whole_download(http
     assert pack.names == sorted(TENSORS)
     with pytest.raises(burnpack.IoError, match="range requests"):
         pack["t10"].numpy()
+
+
+def test_a_remote_column_slice_is_one_coalesced_request(http_server):
+    pack = burnpack.load(_serve(http_server))
+    http_server.reset_counts()
+    assert np.array_equal(pack["t02"].slice[:, 5], TENSORS["t02"][:, 5])
+    assert len(http_server.range_requests) == 1 and http_server.bytes_sent <= pack["t02"].byte_len
