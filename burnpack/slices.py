@@ -48,6 +48,8 @@ def plan(shape: tuple[int, ...], index: Any) -> tuple[tuple[int, ...], np.ndarra
     """``(result shape, run starts, run lengths)`` in elements, in the result's C order, merged."""
     picks = normalize(shape, index)
     out_shape = tuple(len(p) for p in picks if isinstance(p, range))
+    if math.prod(out_shape) == 0 or math.prod(shape) == 0:  # nothing to read (and no huge empty dims to walk)
+        return out_shape, np.zeros(0, np.int64), np.zeros(0, np.int64)
     strides = [math.prod(shape[d + 1 :]) for d in range(len(shape))]
     whole = [isinstance(p, range) and p.step == 1 and len(p) == size for p, size in zip(picks, shape)]
     k = max((d for d in range(len(shape)) if not whole[d]), default=-1)  # last dim not taken whole
@@ -64,8 +66,6 @@ def plan(shape: tuple[int, ...], index: Any) -> tuple[tuple[int, ...], np.ndarra
     else:
         length = inner
         starts = (starts[:, None] + _positions(last) * inner).ravel()
-    if length == 0 or math.prod(out_shape) == 0:
-        return out_shape, np.zeros(0, np.int64), np.zeros(0, np.int64)
     breaks = np.flatnonzero(np.diff(starts) != length) + 1  # runs that touch become one
     first = np.concatenate(([0], breaks))
     counts = np.diff(np.concatenate((first, [starts.size])))
@@ -98,19 +98,20 @@ class TensorSlice:
         size = element_size(view.dtype)
         if size is None:
             raise TypeError(f"tensor {view.name!r} is QFloat: its bytes are packed values with inline scales, not elements to slice")
+        begin, end = view._pack._tensor_range(view)
+        view._check_byte_len(end - begin)  # the shape is backed by real bytes before it is walked
         out_shape, starts, lengths = plan(view.shape, index)
-        data = _gather(view, index, starts * size, lengths * size)
+        data = _gather(view, index, begin, starts * size, lengths * size)
         if view._pack.framework == "pt":
             return torch_from_buffer(data, 0, out_shape, view.dtype, name=view.name)
         return np.frombuffer(data, numpy_dtype(view.dtype), math.prod(out_shape)).reshape(out_shape)
 
 
-def _gather(view: Any, index: Any, starts: np.ndarray, lengths: np.ndarray) -> bytearray:
-    """The planned byte runs of ``view`` concatenated: indexed in place for zero-copy sources,
-    otherwise read from the source range by range (``read_ranges`` when it batches them)."""
+def _gather(view: Any, index: Any, begin: int, starts: np.ndarray, lengths: np.ndarray) -> bytearray:
+    """The planned byte runs of ``view`` (whose bytes start at ``begin``) concatenated: indexed in
+    place for zero-copy sources, otherwise read from the source range by range (``read_ranges``
+    when it batches them)."""
     pack = view._pack
-    begin, end = pack._tensor_range(view)
-    view._check_byte_len(end - begin)
     total = int(lengths.sum())
     if pack._zero_copy_buffer() is not None:
         part = np.ascontiguousarray(view.numpy()[index])

@@ -11,6 +11,8 @@ from hypothesis import given, settings, strategies as st
 import burnpack
 from burnpack import BoolStore, DType, Tensor
 
+from test_reader import _file  # a pack around hand-written metadata
+
 from .helpers import CountingSource, bytes_read
 
 ARRAY = np.arange(4 * 5 * 6, dtype="<f4").reshape(4, 5, 6)
@@ -113,3 +115,15 @@ def test_a_short_read_is_an_io_error():
 
     with pytest.raises(burnpack.IoError, match="short read"):
         burnpack.load(Short(DATA))["x"].slice[0:2]
+
+
+def test_a_shape_the_bytes_do_not_back_is_refused_before_slicing():
+    data = _file({"tensors": {"x": {"dtype": "F32", "shape": [1 << 40, 1 << 20], "data_offsets": [0, 16]}}}, bytes(16))
+    with pytest.raises(burnpack.ValidationError, match="holds 16 bytes"):
+        burnpack.load(data)["x"].slice[:, 0]
+
+
+def test_slicing_an_empty_tensor_with_a_huge_dimension_reads_nothing():
+    data = burnpack.save_bytes([Tensor("e", DType.F32, (1 << 60, 0), b"")])
+    pack = burnpack.load(CountingSource(data))
+    assert pack["e"].slice[::2, :].shape == (1 << 59, 0)
