@@ -2,7 +2,7 @@
 
 Reading checks the index against the shards (every listed tensor is in its shard, no shard holds
 an unlisted one) and streams: each tensor is a lazy view of its memory-mapped shard, and the
-pages of a tensor are released from this process once the next one of that shard is taken, so
+pages of a tensor are released from this process once the next one (of any shard) is taken, so
 converting to one ``.bpk`` holds about one tensor at a time, not the model. A snapshot folder with
 a single ``model.safetensors`` / ``pytorch_model.bin`` is read as that file.
 
@@ -77,13 +77,14 @@ def read_sharded(path: str | os.PathLike[str], *, bool_store: str = "U8", top_le
     entries: list[Entry] = []
     closers: list[Callable[[], None]] = []
     metadata: dict[str, str] = {}
+    pages = _PageReleaser()
     try:
         for shard, listed in shards.items():
             shard_path = found.parent / shard
             if not shard_path.is_file():
                 raise ConversionError(f"{found}: shard {shard!r} is listed but {shard_path} does not exist")
             if shard.endswith(".safetensors"):
-                shard_entries, shard_metadata, close = _safetensors_shard(shard_path, bool_store)
+                shard_entries, shard_metadata, close = _safetensors_shard(shard_path, bool_store, pages)
                 closers.append(close)
                 metadata = metadata or shard_metadata
             else:
@@ -122,8 +123,25 @@ def _weight_map(index: Path) -> dict[str, str]:
     return weight_map
 
 
-def _safetensors_shard(path: Path, bool_store: str) -> tuple[list[Entry], dict[str, str], Callable[[], None]]:
-    """Entries viewing a memory-mapped shard; taking one releases the pages of the previous one."""
+class _PageReleaser:
+    """Gives back the pages of the tensor taken before, in whichever shard it was, so a streamed
+    conversion keeps about one tensor of the model resident."""
+
+    def __init__(self) -> None:
+        self._last: tuple[mmap.mmap, int, int] | None = None
+
+    def take(self, mapping: mmap.mmap, start: int, end: int) -> None:
+        if self._last is not None:
+            previous, first, last = self._last
+            first -= first % mmap.PAGESIZE
+            if last > first:
+                with contextlib.suppress(ValueError):  # its shard is already closed
+                    previous.madvise(mmap.MADV_DONTNEED, first, last - first)
+        self._last = (mapping, start, end)
+
+
+def _safetensors_shard(path: Path, bool_store: str, pages: _PageReleaser) -> tuple[list[Entry], dict[str, str], Callable[[], None]]:
+    """Entries viewing a memory-mapped shard; taking one releases the pages of the one before."""
     with open(path, "rb") as file:
         if os.fstat(file.fileno()).st_size < 8:
             raise ConversionError(f"{path}: too short for a safetensors file")
@@ -135,20 +153,11 @@ def _safetensors_shard(path: Path, bool_store: str) -> tuple[list[Entry], dict[s
             mapping.close()
         raise ConversionError(f"{path}: {exc}") from None
     base = np.frombuffer(mapping, np.uint8, 1).ctypes.data if len(mapping) else 0
-    taken: list[tuple[int, int]] = []
-
-    def release_previous() -> None:
-        if taken:
-            start, end = taken.pop()
-            start -= start % mmap.PAGESIZE
-            if end > start:
-                mapping.madvise(mmap.MADV_DONTNEED, start, end - start)
 
     def releasing(entry: Entry, array: np.ndarray) -> Entry:
         def load() -> np.ndarray:
-            release_previous()
             offset = array.ctypes.data - base if array.size else 0
-            taken.append((offset, offset + array.nbytes))
+            pages.take(mapping, offset, offset + array.nbytes)
             return take()
 
         take = entry.numpy
