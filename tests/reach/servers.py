@@ -76,9 +76,9 @@ class RangeServer:
                 if status == 206:
                     self.send_header("Content-Range", f"bytes {start}-{start + announced - 1}/{full}")
                 self.end_headers()
-                self.wfile.write(body)
-                with server._lock:
+                with server._lock:  # counted before sending: the client cannot see it before the count
                     server.bytes_sent += len(body)
+                self.wfile.write(body)
                 if server.mode == "short":
                     self.close_connection = True
 
