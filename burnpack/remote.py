@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from .errors import BurnpackError, IoError
 from .source import BULK_BLOCK, BULK_GAP, coalesce
@@ -24,7 +24,7 @@ _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
 _HTTP_TIMEOUTS = {"sock_connect": 30, "sock_read": 60}  # seconds; no request waits forever
 
 
-def is_url(value: object) -> bool:
+def is_url(value: object) -> TypeGuard[str]:
     """``scheme://…`` (a Windows drive path like ``C:\\x`` is not one)."""
     return isinstance(value, str) and _URL.match(value) is not None
 
@@ -57,6 +57,10 @@ class FsspecSource:
     @property
     def size(self) -> int:
         return self._size
+
+    def buffer(self) -> None:
+        """Remote files are read by range: no zero-copy window."""
+        return None
 
     def read(self, offset: int, length: int) -> bytes:
         if offset + length <= len(self._head):

@@ -16,7 +16,12 @@ from typing import BinaryIO, Protocol
 
 
 class Source(Protocol):
-    """A readable, fixed-size run of bytes (``buffer`` is optional)."""
+    """A readable, fixed-size run of bytes (``buffer`` is optional).
+
+    Two more methods are optional: ``writable_buffer()``, writable memory a torch tensor may view
+    (else tensors get copies), and ``read_ranges(ranges)``, several ``(offset, length)`` ranges at
+    once (remote sources coalesce them into fewer requests).
+    """
 
     @property
     def size(self) -> int:
@@ -28,11 +33,6 @@ class Source(Protocol):
     def buffer(self) -> memoryview | None:
         """The whole content as a zero-copy buffer, or None if the source cannot provide one."""
 
-    def writable_buffer(self) -> memoryview | None:
-        """Optional: writable memory a torch tensor may view, or None (tensors then get copies)."""
-
-    def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> Sequence[bytes | memoryview]:
-        """Optional: several ``(offset, length)`` ranges at once (remote sources coalesce them)."""
 
 
 class BufferSource:
@@ -146,6 +146,10 @@ class FileObjectSource:
                 parts.append(chunk)
                 length -= len(chunk)
         return b"".join(parts)
+
+    def buffer(self) -> None:
+        """File objects are read by range: no zero-copy window."""
+        return None
 
 
 BULK_GAP = 1 << 20

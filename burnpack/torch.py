@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .dtypes import import_torch, numpy_from_torch
+from .frameworks import import_torch
 from .errors import ValidationError
 from .reader import load
 from .writer import Tensor, save
@@ -132,5 +132,5 @@ def _writer_tensors(tensors: Mapping[str, Any]) -> list[Tensor]:
     for name, tensor in tensors.items():
         if type(name) is not str:
             raise ValidationError(f"tensor names must be str, got {name!r}")
-        out.append(Tensor.from_numpy(name, numpy_from_torch(tensor, name=name)))
+        out.append(Tensor.from_numpy(name, tensor))  # any layout or device; bf16 through its bits
     return out

@@ -23,8 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import import_torch, numpy_dtype, numpy_from_torch
-from .formats import ConversionError, OutputExistsError, _entry_from_array
+from .._generated.types import BoolStore
+from ..dtypes import numpy_dtype
+from ..frameworks import import_torch, numpy_to_torch, torch_to_numpy
+from ._io import ConversionError, OutputExistsError, entry_from_array
 from .tensors import Entry, TensorSet
 
 __all__ = ["is_dcp", "read_dcp", "read_dcp_object", "write_dcp", "write_dcp_state"]
@@ -56,7 +58,7 @@ def _reading(path: Path, what: str, action: Callable[[], Any]) -> Any:
         raise ConversionError(f"{path}: cannot {what}: {type(exc).__name__}: {exc}") from exc
 
 
-def read_dcp(path: str | os.PathLike[str], *, bool_store: str = "U8", top_level_key: str | None = None) -> TensorSet:
+def read_dcp(path: str | os.PathLike[str], *, bool_store: str | BoolStore = "U8", top_level_key: str | None = None) -> TensorSet:
     """The tensors of a DCP checkpoint, each loaded only when asked for (``top_level_key``
     takes the tensors under ``"<key>."``, with that prefix removed)."""
     folder = Path(path)
@@ -77,7 +79,7 @@ def read_dcp(path: str | os.PathLike[str], *, bool_store: str = "U8", top_level_
             continue
         shape = tuple(int(d) for d in item.size)
         torch_dtype = item.properties.dtype
-        prototype = _entry_from_array(fqn, numpy_from_torch(_empty(torch_dtype), name=fqn), bool_store)
+        prototype = entry_from_array(fqn, torch_to_numpy(_empty(torch_dtype)), bool_store)
         entries.append(Entry(fqn[len(prefix) :], prototype.dtype, shape, _loader(folder, fqn, shape, torch_dtype, bool_store)))
     if prefix and not entries:
         raise ConversionError(f"{folder}: no tensors under {top_level_key!r}")
@@ -90,12 +92,12 @@ def _empty(torch_dtype: Any, shape: tuple[int, ...] = (0,)) -> Any:
     return torch.empty(shape, dtype=torch_dtype)
 
 
-def _loader(folder: Path, fqn: str, shape: tuple[int, ...], torch_dtype: Any, bool_store: str) -> Callable[[], np.ndarray]:
+def _loader(folder: Path, fqn: str, shape: tuple[int, ...], torch_dtype: Any, bool_store: str | BoolStore) -> Callable[[], np.ndarray]:
     def load() -> np.ndarray:
         state = {fqn: _empty(torch_dtype, shape)}
         with _quiet_dcp() as dcp:
             _reading(folder, f"load {fqn!r}", lambda: dcp.load(state, checkpoint_id=folder, no_dist=True))
-        return _entry_from_array(fqn, numpy_from_torch(state[fqn], name=fqn), bool_store).numpy()
+        return entry_from_array(fqn, torch_to_numpy(state[fqn]), bool_store).numpy()
 
     return load
 
@@ -128,8 +130,6 @@ def _owned(value: Any) -> Any:
 
 def write_dcp(tset: TensorSet, folder: Path, *, overwrite: bool = False, progress: Callable[[int], None] = lambda n: None) -> Path:
     """A DCP checkpoint of the tensors (flat dotted names) that ``dcp.load`` restores."""
-    from .torch_live import to_torch_tensor
-
     state = {}
     for entry in tset.entries:
         if entry.dtype.value is not None and entry.dtype.variant != "Bool":
@@ -137,7 +137,7 @@ def write_dcp(tset: TensorSet, folder: Path, *, overwrite: bool = False, progres
         array = entry.numpy()
         if array.dtype != numpy_dtype(entry.dtype):
             array = array.astype(numpy_dtype(entry.dtype))
-        state[entry.name] = to_torch_tensor(array, entry.dtype, name=entry.name, copy=False)
+        state[entry.name] = numpy_to_torch(array, entry.dtype, name=entry.name, copy=False)
         progress(array.nbytes)
     return write_dcp_state(state, folder, overwrite=overwrite)
 

@@ -23,15 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 import numpy as np
 
-from .formats import (
-    ConversionError,
-    OutputExistsError,
-    _entry_from_array,
-    atomic_output,
-    read_pytorch_file,
-    read_tensors,
-    write_safetensors_file,
-)
+from .._generated.types import BoolStore
+from ._io import ConversionError, OutputExistsError, atomic_output, entry_from_array
+from .formats import read_pytorch_file, read_tensors, write_safetensors_file
 from .safetensors import SafetensorsError, parse_safetensors
 from .tensors import Entry, TensorSet
 
@@ -63,7 +57,7 @@ def find_sharded(path: str | os.PathLike[str]) -> Path | None:
     )
 
 
-def read_sharded(path: str | os.PathLike[str], *, bool_store: str = "U8", top_level_key: str | None = None) -> TensorSet:
+def read_sharded(path: str | os.PathLike[str], *, bool_store: str | BoolStore = "U8", top_level_key: str | None = None) -> TensorSet:
     """The tensors of a sharded checkpoint, shard by shard in file order, checked against its index."""
     found = find_sharded(path)
     if found is None:
@@ -140,7 +134,7 @@ class _PageReleaser:
         self._last = (mapping, start, end)
 
 
-def _safetensors_shard(path: Path, bool_store: str, pages: _PageReleaser) -> tuple[list[Entry], dict[str, str], Callable[[], None]]:
+def _safetensors_shard(path: Path, bool_store: str | BoolStore, pages: _PageReleaser) -> tuple[list[Entry], dict[str, str], Callable[[], None]]:
     """Entries viewing a memory-mapped shard; taking one releases the pages of the one before."""
     with open(path, "rb") as file:
         if os.fstat(file.fileno()).st_size < 8:
@@ -163,7 +157,7 @@ def _safetensors_shard(path: Path, bool_store: str, pages: _PageReleaser) -> tup
         take = entry.numpy
         return entry.replace(load=load)
 
-    entries = [releasing(_entry_from_array(name, array, bool_store), array) for name, array in arrays.items()]
+    entries = [releasing(entry_from_array(name, array, bool_store), array) for name, array in arrays.items()]
 
     def close() -> None:
         arrays.clear()
