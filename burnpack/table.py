@@ -128,8 +128,9 @@ class TensorTable(Mapping[str, TensorDescriptor]):
         return out
 
 
-def scan_table(buf: bytes) -> Metadata | None:
+def scan_table(buf: bytes | bytearray | memoryview) -> Metadata | None:
     """The metadata with its tensors as a ``TensorTable``, or None if the map is not as Burn writes it."""
+    buf = bytes(buf)  # a Source may answer with any bytes-like object (no copy for bytes)
     fields = buf[0] - 0xA0 if buf else 0
     if not 1 <= fields <= 3 or not buf.startswith(b"gtensors", 1):
         return None
