@@ -6,8 +6,9 @@ operation once, in turn, so load changes hit both sides alike; the report gives 
 burnpack/peer ratios of medians (< 1 means burnpack is faster).
 
 Fair comparisons: saves at equal durability (``burnpack.save`` = scratch, fsync, rename, directory
-fsync, against ``save_file`` given the same steps; ``Writer.write`` against writing the same bytes
-to a scratch file renamed into place), ``os.sync()`` before each timed write, every timed write to
+fsync, against ``save_file`` given the same steps; ``Writer.write`` of built tensors against
+writing the same bytes to a scratch file renamed into place, and from the arrays against a plain
+``save_file``), ``os.sync()`` before each timed write, every timed write to
 a new name (nothing replaces a file a timed step just wrote), and loads reported three ways: open
 + names (lazy), open + sum of every tensor (the fair figure), eager copies.
 
@@ -92,11 +93,13 @@ def sum_all(arrays: object) -> None:
 
 def write_ops(tensors: dict[str, np.ndarray], tmp: Path) -> dict[str, Callable[[Path], object]]:
     data = burnpack.save_bytes(tensors)
+    built = [burnpack.Tensor.from_numpy(k, v) for k, v in tensors.items()]
     return {
         "save: burnpack.save (scratch+fsync+rename+dir fsync)": lambda p: burnpack.save(tensors, p),
         "save: save_file, same steps": lambda p: durable_save_file(tensors, p),
-        "write: Writer.write (no fsync)": lambda p: burnpack.Writer([burnpack.Tensor.from_numpy(k, v) for k, v in tensors.items()]).write(p),
+        "write: Writer.write of built Tensors (no fsync)": lambda p: burnpack.Writer(built).write(p),
         "write: raw write of the same bytes": lambda p: raw_write(data, p),
+        "write: Writer.write from the arrays (no fsync)": lambda p: burnpack.Writer([burnpack.Tensor.from_numpy(k, v) for k, v in tensors.items()]).write(p),
         "write: save_file (no fsync)": lambda p: save_file(tensors, str(p)),
     }
 
@@ -189,9 +192,12 @@ RATIOS = {
         "save: burnpack.save (scratch+fsync+rename+dir fsync)",
         "save: save_file, same steps",
     ),
-    "write: Writer.write / raw write of the same bytes": ("write: Writer.write (no fsync)", "write: raw write of the same bytes"),
-    "write: Writer.write / save_file (no fsync)": ("write: Writer.write (no fsync)", "write: save_file (no fsync)"),
-    "open 100k: burnpack.load / cbor2.loads": ("open: burnpack.load(bytes)", "decode: cbor2.loads(metadata)"),
+    "write: Writer.write of built Tensors / raw write of the same bytes": (
+        "write: Writer.write of built Tensors (no fsync)",
+        "write: raw write of the same bytes",
+    ),
+    "write: Writer.write from the arrays / save_file (no fsync)": ("write: Writer.write from the arrays (no fsync)", "write: save_file (no fsync)"),
+    "open, many tensors: burnpack.load / cbor2.loads of its metadata": ("open: burnpack.load(bytes)", "decode: cbor2.loads(metadata)"),
 }
 
 
@@ -199,6 +205,30 @@ def summarize(samples: dict[str, list[float]]) -> dict[str, object]:
     medians = {name: statistics.median(values) for name, values in samples.items()}
     ratios = {label: medians[a] / medians[b] for label, (a, b) in RATIOS.items() if a in medians and b in medians}
     return {"median_ms": {k: round(v * 1000, 3) for k, v in medians.items()}, "ratios": {k: round(v, 3) for k, v in ratios.items()}}
+
+
+README_ROWS = [
+    "load+sum: burnpack / load_file+sum (fair)",
+    "load+sum: burnpack / safe_open+get_tensor+sum",
+    "eager copy: burnpack / load_file",
+    "open+numpy(): burnpack / load_file",
+    "open+names: burnpack / load_file",
+    "save (durable): burnpack.save / save_file same steps",
+    "write: Writer.write of built Tensors / raw write of the same bytes",
+    "write: Writer.write from the arrays / save_file (no fsync)",
+    "open, many tensors: burnpack.load / cbor2.loads of its metadata",
+]
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The README's table: one row per ratio, one column per workload (ratios of medians)."""
+    names = list(result["workloads"])
+    lines = ["| ratio of medians (< 1: burnpack faster) | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
+    for row in README_ROWS:
+        cells = [result["workloads"][name]["ratios"].get(row) for name in names]
+        if any(cell is not None for cell in cells):
+            lines.append(f"| {row} | " + " | ".join("" if cell is None else f"{cell:.2f}" for cell in cells) + " |")
+    return "\n".join(lines)
 
 
 def environment() -> dict[str, object]:
@@ -221,7 +251,11 @@ def main() -> None:
     parser.add_argument("--tiny", type=int, default=20_000)
     parser.add_argument("--many", type=int, default=100_000)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--table", type=Path, help="print the README table of a results file and exit")
     args = parser.parse_args()
+    if args.table:
+        print(markdown(json.loads(args.table.read_text())))
+        return
     started = datetime.now(timezone.utc)
     out: dict[str, object] = {"started": started.isoformat(timespec="seconds"), "argv": sys.argv[1:], **environment()}
     out["loadavg_before"] = os.getloadavg()
