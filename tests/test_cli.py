@@ -23,9 +23,9 @@ def model(tmp_path):
 def test_inspect_prints_a_table_metadata_scalars_and_a_summary(model, capsys):
     assert main(["inspect", str(model)]) == 0
     out = capsys.readouterr().out
-    assert "w     F32    [2, 3]     24" in out
+    assert "w     F32    [2, 3]       6  24 B" in out
     assert "producer = 'test'" in out and "epoch = Int(3)" in out
-    assert out.rstrip().splitlines()[-1].startswith("2 tensors, 36 B of tensor data")
+    assert out.rstrip().splitlines()[-1].startswith("2 tensors, 9 parameters, 36 B of tensor data, 1 metadata entry, 1 scalar;")
 
 
 def test_dump_json_prints_the_protocol_object(model, capsys):
@@ -46,9 +46,21 @@ def test_dump_json_reports_an_open_failure_with_exit_code_1(tmp_path, capsys):
 def test_validate_exits_0_for_a_valid_file_and_1_for_an_invalid_one(model, tmp_path, capsys):
     assert main(["validate", "--strict", str(model)]) == 0
     broken = tmp_path / "broken.bpk"
-    broken.write_bytes(model.read_bytes()[:-1])
+    broken.write_bytes(b"NRUB" + model.read_bytes()[4:30])
     assert main(["validate", str(broken)]) == 1
-    assert "ValidationError" in capsys.readouterr().err
+    assert f"burnpack: {broken}: IoError: " in capsys.readouterr().err
+
+
+def test_plain_validate_says_tensor_access_was_not_checked_and_deep_reads_every_tensor(model, tmp_path, capsys):
+    cut = tmp_path / "cut.bpk"
+    cut.write_bytes(model.read_bytes()[:-1])  # the last tensor lost a byte: Burn opens it, fails on access
+    assert main(["validate", str(cut)]) == 0
+    assert "tensor access not checked (use --deep)" in capsys.readouterr().out
+    assert main(["validate", "--deep", str(cut)]) == 1
+    err = capsys.readouterr().err
+    assert f"burnpack: {cut}: ValidationError: " in err and "1 of 2 tensors cannot be read" in err
+    assert main(["validate", "--deep", str(model)]) == 0
+    assert "all 2 tensors checked" in capsys.readouterr().out
 
 
 def test_validate_strict_rejects_what_the_default_level_accepts(model, tmp_path):
@@ -82,5 +94,10 @@ def test_output_piped_into_a_closed_reader_ends_quietly(tmp_path):
 
 
 def test_dump_without_a_file_or_batch_says_what_it_needs(capsys):
-    with pytest.raises(SystemExit, match="needs a file"):
-        main(["dump", "--json"])
+    assert main(["dump"]) == 2
+    assert capsys.readouterr().err == "burnpack: UsageError: dump needs a file (or --batch)\n"
+
+
+def test_dump_prints_json_without_the_json_flag(model, capsys):
+    assert main(["dump", str(model)]) == 0
+    assert json.loads(capsys.readouterr().out)["ok"] is True

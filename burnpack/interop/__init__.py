@@ -31,7 +31,6 @@ from .converter import convert
 _EXPORTS = {
     "transform": "converter",
     "ConversionReport": "converter",
-    "ProgressBar": "converter",
     "read_tensors": "formats",
     "write_tensors": "formats",
     "detect_format": "formats",

@@ -80,7 +80,14 @@ class ConversionError(Exception):
 
 
 class OutputExistsError(ConversionError, FileExistsError):
-    """The output exists and ``overwrite`` was not given."""
+    """The output exists and ``overwrite`` was not given (``filename`` is the output)."""
+
+    def __init__(self, path: str | os.PathLike[str], detail: str = "exists; pass overwrite=True to replace it") -> None:
+        super().__init__(f"{path} {detail}")
+        self.filename = str(path)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 def normalize_format(name: str | None) -> str | None:
@@ -319,14 +326,14 @@ def atomic_output(path: Path, *, overwrite: bool = False) -> Iterator[BinaryIO]:
     """
     path = Path(path)
     if not overwrite and path.exists():
-        raise OutputExistsError(f"{path} exists; pass overwrite=True (--overwrite) to replace it")
+        raise OutputExistsError(path)
     if path.parent and not path.parent.exists():
         raise ConversionError(f"{path.parent}: no such directory")
     try:
         with atomic_file(path, replace=overwrite) as stream:
             yield stream
     except DestinationExists:
-        raise OutputExistsError(f"{path} appeared while converting; nothing was replaced") from None
+        raise OutputExistsError(path, "appeared while converting; nothing was replaced") from None
 
 
 Progress = Callable[[int], None]

@@ -83,7 +83,8 @@ def detect_record_kind(pack: Pack) -> RecordKind:
         ids = "every tensor has a param_id" if not without_id else f"{without_id} tensor(s) without param_id"
         summary = f"{len(names)} parameters{store}, {elements:,} elements, {'/'.join(dtypes)}; {ids}"
         return RecordKind("module", summary, ["named tensors, no scalars"])
-    return RecordKind("unknown", f"generic pack: {len(names)} tensors and {len(scalars)} scalars fit no record layout")
+    tensors = f"{len(names)} tensor{'' if len(names) == 1 else 's'}"
+    return RecordKind("unknown", f"generic pack: {tensors} and {len(scalars)} scalar{'' if len(scalars) == 1 else 's'} fit no record layout")
 
 
 def _optimizer_summary(pack: Pack) -> str:

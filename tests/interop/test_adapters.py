@@ -147,7 +147,7 @@ def test_module_types_match_the_source_name_too():
 def test_module_types_report_unused_entries():
     types = ModuleTypes({"a": "Linear", "zzz": "Linear"}, [("nomatch", "Conv2d")])
     types.resolve(entry("a.weight", W))
-    assert types.unused() == ["module type 'zzz' = Struct:Linear", "module-type rule 'nomatch' = Struct:Conv2d"]
+    assert types.unused() == [("module_types", "zzz=Linear"), ("type_rules", "nomatch=Conv2d")]
 
 
 def test_module_type_inference_and_its_ambiguities():

@@ -107,9 +107,11 @@ def test_convert_errors_are_reported_with_exit_status_1(tmp_path, capsys):
     assert code == 1 and "error" in err
 
 
-def test_convert_draws_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path, capsys):
+def test_convert_progress_always_writes_lines_when_stderr_is_not_a_terminal(tmp_path, capsys):
     code, _, err = run(capsys, "convert", require(MNIST_ST), tmp_path / "o.bpk", "--progress", "always")
-    assert code == 0 and err == ""
+    assert code == 0 and err.splitlines()[-1] == "converting: done (1.4 MiB)"
+    code, _, err = run(capsys, "convert", require(MNIST_ST), tmp_path / "p.bpk")
+    assert code == 0 and err == ""  # auto: a bar only on a terminal, and only for large outputs
 
 
 def save_torch_like(path: Path, root: object) -> Path:
