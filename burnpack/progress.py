@@ -27,13 +27,15 @@ def human_size(n: float) -> str:
 
 
 class Progress:
-    """Counts bytes and shows nothing; the base of the visible kinds."""
+    """Counts work (bytes, unless ``show`` says otherwise) and shows nothing; the base of the
+    visible kinds."""
 
-    def __init__(self, total: int, stream: TextIO | None = None, label: str = "writing") -> None:
+    def __init__(self, total: int, stream: TextIO | None = None, label: str = "writing", show: Callable[[int], str] = human_size) -> None:
         self.total = max(total, 1)
         self.done = 0
         self.stream = stream if stream is not None else sys.stderr
         self.label = label
+        self.show = show
 
     def __call__(self, n: int) -> None:
         self.done += n
@@ -49,8 +51,8 @@ class Progress:
 class ProgressBar(Progress):
     """A one-line bar redrawn at most ten times a second (for a terminal)."""
 
-    def __init__(self, total: int, stream: TextIO | None = None, label: str = "writing") -> None:
-        super().__init__(total, stream, label)
+    def __init__(self, total: int, stream: TextIO | None = None, label: str = "writing", show: Callable[[int], str] = human_size) -> None:
+        super().__init__(total, stream, label, show)
         self._last = 0.0
         self._drawn = -1
 
@@ -67,7 +69,7 @@ class ProgressBar(Progress):
         frac = min(self.done / self.total, 1.0)
         width = 30
         bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
-        self.stream.write(f"\r{self.label} [{bar}] {frac * 100:5.1f}% {human_size(self.done)} / {human_size(self.total)}")
+        self.stream.write(f"\r{self.label} [{bar}] {frac * 100:5.1f}% {self.show(self.done)}/{self.show(self.total)}")
         self.stream.flush()
 
     def finish(self) -> None:
@@ -79,32 +81,36 @@ class ProgressBar(Progress):
 class ProgressLines(Progress):
     """A line at every tenth of the work (for logs, where a redrawn bar would be noise)."""
 
-    def __init__(self, total: int, stream: TextIO | None = None, label: str = "writing") -> None:
-        super().__init__(total, stream, label)
+    def __init__(self, total: int, stream: TextIO | None = None, label: str = "writing", show: Callable[[int], str] = human_size) -> None:
+        super().__init__(total, stream, label, show)
         self._shown = 0
 
     def update(self) -> None:
         tenth = min(self.done * 10 // self.total, 10)
         if tenth > self._shown and tenth < 10:
             self._shown = tenth
-            print(f"{self.label}: {tenth * 10}% ({human_size(self.done)} of {human_size(self.total)})", file=self.stream, flush=True)
+            print(f"{self.label}: {self.show(self.done)}/{self.show(self.total)} ({tenth * 10}%)", file=self.stream, flush=True)
 
     def finish(self) -> None:
-        print(f"{self.label}: done ({human_size(self.done)})", file=self.stream, flush=True)
+        print(f"{self.label}: done ({self.show(self.done)})", file=self.stream, flush=True)
 
 
-def progress_for(setting: Any, total: int, label: str = "writing", stream: TextIO | None = None) -> Callable[[int], None]:
-    """The progress display a setting asks for (see the module docstring); always callable."""
+def progress_for(
+    setting: Any, total: int, label: str = "writing", stream: TextIO | None = None, *,
+    show: Callable[[int], str] = human_size, threshold: int = THRESHOLD,
+) -> Callable[[int], None]:  # fmt: skip
+    """The progress display a setting asks for (see the module docstring); always callable.
+    ``show`` formats amounts (bytes by default); ``threshold`` is the least work ``auto`` shows."""
     if callable(setting) and not isinstance(setting, Progress):
         return setting
     stream = stream if stream is not None else sys.stderr
     terminal = hasattr(stream, "isatty") and stream.isatty()
     if setting in (None, False, "never"):
-        return Progress(total, stream, label)
+        return Progress(total, stream, label, show)
     if setting in (True, "always"):
-        return ProgressBar(total, stream, label) if terminal else ProgressLines(total, stream, label)
+        return (ProgressBar if terminal else ProgressLines)(total, stream, label, show)
     if setting == "auto":
-        return ProgressBar(total, stream, label) if terminal and total >= THRESHOLD else Progress(total, stream, label)
+        return (ProgressBar if terminal and total >= threshold else Progress)(total, stream, label, show)
     raise ValueError(f"progress is one of {', '.join(SETTINGS)}, True, False, None or a callable; got {setting!r}")
 
 

@@ -96,11 +96,40 @@ def _message(exc: BaseException, verbose: bool) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror[0].lower() + exc.strerror[1:]
     summary = getattr(exc, "legacy_summary", None)
+    if hasattr(exc, "unmatched"):
+        return _unmatched(exc.unmatched)
     text = getattr(exc, "cli_message", None) or (str(exc) if summary is None or verbose else summary)
     if summary is not None and verbose:
         text += "\n  " + str(getattr(exc, "legacy_details", ""))
-    text = text.replace("legacy_ok=True", "--legacy-ok").replace("overwrite=True", "--overwrite")
+    text = cli_spelling(text)
     return text if verbose else text.splitlines()[0] if text else type(exc).__name__
+
+
+# Python keyword spellings in library messages → the command line's.
+_SPELLINGS = [
+    (r"\blegacy_ok=True", "--legacy-ok"), (r"\boverwrite=True", "--overwrite"), (r"\ballow_unmatched=True", "--allow-unmatched"),
+    (r"\ballow_partial=True", "--allow-partial"), (r"\bmodule_types\b", "--module-type"), (r"\btype_rules\b", "--type-rule"),
+    (r"\binfer_types\b", "--infer-types"), (r"\bmap_indices_contiguous\b", "--map-indices-contiguous"),
+    (r"\bskip_enum_variants\b", "--skip-enum-variants"), (r"\benum_variants\b", "--enum-variant"),
+    (r"(?<![-\w])(adapter|remap|filter|exclude)=(?=')", r"--\1 "),
+]  # fmt: skip
+_FLAGS = {"module_types": "--module-type", "type_rules": "--type-rule", "enum_variants": "--enum-variant"}
+
+
+def _unmatched(items: list[tuple[str, str, str]]) -> str:
+    """``UnmatchedOptionError.unmatched`` in command-line spelling."""
+    parts = []
+    for option, value, why in items:
+        flag = _FLAGS.get(option, "--" + option.replace("_", "-"))
+        parts.append(f"{flag} {value}: {cli_spelling(why)}" if value else f"{flag}: {cli_spelling(why)}")
+    return "options that change nothing: " + "; ".join(parts) + " (--allow-unmatched to go on)"
+
+
+def cli_spelling(text: str) -> str:
+    """A library message with its Python option spellings replaced by the command-line flags."""
+    for pattern, flag in _SPELLINGS:
+        text = re.sub(pattern, flag, text)
+    return text
 
 
 def describe_error(exc: BaseException, default_path: str | None, *, verbose: bool = False) -> tuple[str, int]:
@@ -108,11 +137,12 @@ def describe_error(exc: BaseException, default_path: str | None, *, verbose: boo
     if isinstance(exc, CommandError):
         where = f"{exc.path}: " if exc.path else ""
         return f"burnpack: {where}{exc.kind}: {exc.message}", exc.code
-    if isinstance(exc, ImportError) and missing_extra(exc):
-        return f"burnpack: {missing_extra(exc)}", 1
-    path = _path_of(exc, default_path)
-    where = f"{path}: " if path else ""
+    cause = exc if isinstance(exc, ImportError) else exc.__cause__
+    if isinstance(cause, ImportError) and missing_extra(cause):
+        return f"burnpack: {missing_extra(cause)}", 1
     code = int(getattr(exc, "exit_code", 1))
+    path = _path_of(exc, default_path) if code != 2 or isinstance(exc, OSError) else None  # usage errors are about no file
+    where = f"{path}: " if path else ""
     line = f"burnpack: {where}{_kind(exc)}: {_message(exc, verbose)}"
     report = getattr(exc, "report", None)
     if verbose and report is not None and hasattr(report, "summary"):

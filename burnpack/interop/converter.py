@@ -241,7 +241,7 @@ class _OptionLog:
         refused = [u for u in self.unmatched if not (self.allow is True or (self.allow is not False and u[0] in self.allow))]
         for option, value, why in self.unmatched:
             if (option, value, why) not in refused:
-                report.warnings.append(f"{option}{'=' + value if value else ''} changed nothing: {why}")
+                report.warnings.append(f"{option}{' ' + value if value else ''} changed nothing: {why}")
         if refused:
             raise UnmatchedOptionError(refused, report)
 

@@ -182,10 +182,10 @@ def write_pytorch(tset: TensorSet, path: str | os.PathLike[str], *, overwrite: b
     param ids have no place in a state dict and are not written."""
     try:
         import torch
-    except ImportError:
+    except ImportError as exc:
         from .formats import ConversionError
 
-        raise ConversionError("writing a .pt file needs torch (pip install torch); reading one does not") from None
+        raise ConversionError("writing a .pt file needs torch: pip install 'burnpack[torch]' (reading one does not)") from exc
     from .formats import atomic_output
 
     for entry in tset.entries:
