@@ -225,3 +225,155 @@ def test_the_legacy_error_carries_its_details_as_attributes(legacy):
             pack.tensors()
     assert "272ca0b4a" in info.value.legacy_details and len(info.value.legacy_summary) < 160
     assert "272ca0b4a" in caught[0].message.legacy_details
+
+
+# -- inspect ----------------------------------------------------------------------------------------
+@pytest.fixture
+def layers(tmp_path):
+    path = tmp_path / "layers.bpk"
+    tensors = {f"layers.{i}.weight": np.ones((4, 4), np.float32) for i in (10, 2, 1)}
+    tensors["embed.weight"] = np.ones((8, 2), np.float16)
+    burnpack.save(tensors, path)
+    return path
+
+
+def table_names(out: str) -> list[str]:
+    lines = out.split("\n\n")[1].splitlines()[2:]
+    return [line.split()[0] for line in lines]
+
+
+def test_inspect_sorts_naturally_by_default_and_by_name_or_file_order_on_request(layers, capsys):
+    main(["inspect", str(layers)])
+    assert table_names(capsys.readouterr().out) == ["embed.weight", "layers.1.weight", "layers.2.weight", "layers.10.weight"]
+    main(["inspect", "--sort", "name", str(layers)])
+    assert table_names(capsys.readouterr().out) == ["embed.weight", "layers.1.weight", "layers.10.weight", "layers.2.weight"]
+    main(["inspect", "--sort", "file", str(layers)])
+    assert table_names(capsys.readouterr().out) == ["layers.10.weight", "layers.2.weight", "layers.1.weight", "embed.weight"]
+
+
+def test_inspect_shows_human_sizes_totals_per_dtype_and_the_parameter_count(layers, capsys):
+    main(["inspect", str(layers)])
+    out = capsys.readouterr().out
+    assert "  F16: 1 tensor, 16 parameters, 32 B" in out and "  F32: 3 tensors, 48 parameters, 192 B" in out
+    assert "4 tensors, 64 parameters, 224 B of tensor data, 0 metadata entries, 0 scalars" in out
+
+
+def test_inspect_filter_keeps_matching_names_and_says_when_none_match(layers, capsys):
+    assert main(["inspect", "--filter", r"layers\.(1|2)\.", str(layers)]) == 0
+    out = capsys.readouterr().out
+    assert table_names(out) == ["layers.1.weight", "layers.2.weight"] and "2 tensors (of 4)" in out
+    assert main(["inspect", "--filter", "nothing", str(layers)]) == 1
+    assert "no tensor name matches 'nothing'" in capsys.readouterr().out
+
+
+def test_inspect_json_is_one_object_with_totals(layers, capsys):
+    main(["inspect", "--json", str(layers)])
+    result = json.loads(capsys.readouterr().out)
+    assert result["totals"]["parameters"] == 64 and result["totals"]["by_dtype"]["F16"]["tensors"] == 1
+    assert [t["name"] for t in result["tensors"]][:2] == ["embed.weight", "layers.1.weight"]
+
+
+def test_inspect_tree_groups_by_module_with_parameter_counts(layers, capsys):
+    main(["inspect", "--tree", str(layers)])
+    out = capsys.readouterr().out
+    assert "layers/  48 parameters\n  1/  16 parameters\n    weight  F32 [4, 4]  16\n  2/" in out
+    assert "embed/  16 parameters" in out
+
+
+def test_inspect_summarizes_qfloat_schemes():
+    from burnpack import BlockScale, BlockSize, DType, QuantMode, QuantScheme, QuantStore, QuantValue, ScaleDtype
+    from burnpack.commands.inspect import dtype_text
+
+    block = QuantScheme(QuantValue.Q8S, QuantStore.Native, QuantMode.Symmetric, None, BlockScale(BlockSize((32, 1, 1, 1, 1), 1), ScaleDtype.F16))
+    assert dtype_text(DType.QFloat(block)) == "Q8S block 32 F16"
+    tensor = QuantScheme(QuantValue.Q4S, QuantStore.PackedU32(0), QuantMode.Symmetric, ScaleDtype.F32, None)
+    assert dtype_text(DType.QFloat(tensor)) == "Q4S tensor F32 PackedU32(0)"
+
+
+def test_inspect_shortens_long_names_in_the_middle_and_aligns_wide_characters(tmp_path, capsys):
+    path = tmp_path / "names.bpk"
+    long = "encoder." + "block." * 20 + "weight"
+    burnpack.save({long: np.ones(1, np.float32), "重み": np.ones(2, np.float32), "w": np.ones(3, np.float32)}, path)
+    main(["inspect", str(path)])
+    rows = capsys.readouterr().out.split("\n\n")[1].splitlines()
+    from burnpack.commands.inspect import display_width
+
+    assert any(row.startswith("encoder.block.") and "…" in row and row.split()[0].endswith(".weight") for row in rows)
+    dtype_columns = {display_width(row[: row.index(" F32")]) for row in rows[2:]}
+    assert len(dtype_columns) == 1  # the dtype column starts at the same screen column on every row
+    assert max(display_width(row.split()[0]) for row in rows[2:]) <= 60
+
+
+def test_inspect_says_what_a_non_burnpack_file_is(tmp_path, capsys):
+    from burnpack.interop.safetensors import serialize_safetensors
+
+    src = tmp_path / "m.safetensors"
+    src.write_bytes(serialize_safetensors({"w": np.ones(2, np.float32)}))
+    assert main(["inspect", str(src)]) == 1
+    assert capsys.readouterr().err == f"burnpack: {src}: NotBurnpack: safetensors file: use burnpack convert {src} OUT.bpk\n"
+
+
+def test_plurals_are_correct_for_one(tmp_path, capsys):
+    path = tmp_path / "one.bpk"
+    burnpack.save({"w": np.ones(1, np.float32)}, path, metadata={"a": "b"}, scalars={"s": 1})
+    main(["inspect", str(path)])
+    out = capsys.readouterr().out
+    assert "generic pack: 1 tensor and 1 scalar fit" in out
+    assert "\n1 tensor, 1 parameter, 4 B of tensor data, 1 metadata entry, 1 scalar;" in out
+
+
+# -- diff -------------------------------------------------------------------------------------------
+def test_diff_compares_a_pack_with_a_safetensors_file_by_content(model, tmp_path, capsys):
+    from burnpack.interop.safetensors import serialize_safetensors
+
+    same = tmp_path / "same.safetensors"
+    same.write_bytes(serialize_safetensors({"w": np.ones((2, 3), np.float32), "b": np.zeros(3, np.float32)}, {"producer": "test"}))
+    assert main(["diff", str(model), str(same)]) == 1  # the scalar exists only in the pack
+    out = capsys.readouterr().out
+    assert "- scalar 'epoch'" in out and "tensor" not in out.splitlines()[0]
+    other = tmp_path / "other.safetensors"
+    other.write_bytes(serialize_safetensors({"w": np.full((2, 3), 2, np.float32), "b": np.zeros(3, np.float32)}))
+    main(["diff", str(model), str(other)])
+    assert "~ tensor 'w': 6/6 elements differ, max abs diff 1" in capsys.readouterr().out
+
+
+def test_diff_layout_reports_header_padding_trailing_bytes_and_encoding(model, tmp_path, capsys):
+    data = bytearray(model.read_bytes())
+    variant = tmp_path / "variant.bpk"
+    data[4:6] = (0).to_bytes(2, "little")  # header version 0, which Burn reads as 1
+    variant.write_bytes(bytes(data) + b"tail")
+    assert main(["diff", str(model), str(variant)]) == 0
+    assert capsys.readouterr().out == "identical (same content, different layout: see --layout)\n"
+    assert main(["diff", "--layout", str(model), str(variant)]) == 1
+    out = capsys.readouterr().out
+    assert "~ layout header version: 1 -> 0" in out and "~ layout trailing bytes: 0 -> 4" in out
+    padded = bytearray(model.read_bytes())
+    padded[10 + burnpack.load(model).metadata_size] = 0xFF  # a non-zero padding byte
+    (tmp_path / "padded.bpk").write_bytes(bytes(padded))
+    main(["diff", "--layout", str(model), str(tmp_path / "padded.bpk")])
+    assert "~ layout nonzero padding bytes: 0 -> 1" in capsys.readouterr().out
+
+
+def test_diff_layout_sees_a_different_metadata_encoding(model, tmp_path, capsys):
+    import cbor2
+    import struct
+
+    with burnpack.load(model) as pack:
+        blob = model.read_bytes()[10 : 10 + pack.metadata_size]
+        start = pack.data_section_start
+    reencoded = cbor2.dumps(cbor2.loads(blob), canonical=True)  # same content, other key order and widths
+    assert reencoded != blob
+    body = model.read_bytes()[start:]
+    head = b"NRUB" + struct.pack("<HI", 1, len(reencoded)) + reencoded
+    (tmp_path / "re.bpk").write_bytes(head + bytes(start - len(head)) + body)
+    assert main(["diff", str(model), str(tmp_path / "re.bpk")]) == 0
+    main(["diff", "--layout", str(model), str(tmp_path / "re.bpk")])
+    assert "~ layout metadata encoding: sha256" in capsys.readouterr().out
+
+
+# -- progress ---------------------------------------------------------------------------------------
+def test_repack_progress_always_writes_lines_without_a_terminal(model, tmp_path, capsys):
+    assert main(["repack", "--progress", "always", str(model), str(tmp_path / "p.bpk")]) == 0
+    assert capsys.readouterr().err.splitlines()[-1] == "repacking: done (36 B)"
+    assert main(["repack", str(model), str(tmp_path / "q.bpk")]) == 0
+    assert capsys.readouterr().err == ""  # auto: only on a terminal, for large files

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..diff import compare_layout, diff_packs
+from ..diff import PackDiff, compare_layout, diff_packs
 from ..reader import load
 from .common import CommandError, blame
 
@@ -90,10 +90,12 @@ def run_diff(args: Any) -> int:
                 raise CommandError(args.a if not hasattr(a, "data_section_start") else args.b, "UsageError",
                                    "--layout compares two .bpk files; this one is not one", code=2)  # fmt: skip
             result = diff_packs(a, b, atol=args.atol, rtol=args.rtol)
-            both_packs = all(hasattr(x, "data_section_start") for x in (a, b))
-            result.layout_differs = result.layout_differs and both_packs  # across formats there is no shared layout
-            if args.layout:
-                compare_layout(result, a, b)
+            result.layout_differs = False  # across formats there is no shared layout
+            if all(hasattr(x, "data_section_start") for x in (a, b)):
+                layout = compare_layout(PackDiff(), a, b).layout
+                result.layout_differs = bool(layout)
+                if args.layout:  # then a layout difference is a difference
+                    result.layout = layout
     except CommandError:
         raise
     except Exception as exc:
