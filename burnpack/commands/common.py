@@ -110,7 +110,7 @@ _SPELLINGS = [
     (r"\blegacy_ok=True", "--legacy-ok"), (r"\boverwrite=True", "--overwrite"), (r"\ballow_unmatched=True", "--allow-unmatched"),
     (r"\ballow_partial=True", "--allow-partial"), (r"\bmodule_types\b", "--module-type"), (r"\btype_rules\b", "--type-rule"),
     (r"\binfer_types\b", "--infer-types"), (r"\bmap_indices_contiguous\b", "--map-indices-contiguous"),
-    (r"\bskip_enum_variants\b", "--skip-enum-variants"), (r"\benum_variants\b", "--enum-variant"),
+    (r"\bskip_enum_variants\b", "--skip-enum-variants"), (r"\benum_variants\b", "--enum-variant"), (r"\bto_format\b", "--to"),
     (r"(?<![-\w])(adapter|remap|filter|exclude)=(?=')", r"--\1 "),
 ]  # fmt: skip
 _FLAGS = {"module_types": "--module-type", "type_rules": "--type-rule", "enum_variants": "--enum-variant"}

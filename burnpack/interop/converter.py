@@ -229,10 +229,10 @@ class _OptionLog:
         self.changed: dict[str, str] = {}
         self.unmatched: list[tuple[str, str, str]] = []
 
-    def record(self, option: str, value: str, count: int, what: str, why: str) -> None:
+    def record(self, option: str, value: str, count: int, what: str, why: str, noun: str = "tensor") -> None:
         label = f"{option}={value}" if value else option
         if count:
-            self.changed[label] = f"{count} {'tensor' if count == 1 else 'tensors'} {what}"
+            self.changed[label] = f"{count} {noun if count == 1 else noun + 's'} {what}"
         else:
             self.unmatched.append((option, value, why))
 
@@ -315,8 +315,8 @@ def _adapt(
         log.record("adapter", part.name, count, "changed", why)
     for option, value in types.unused():
         log.record(option, value, 0, "", "matches no tensor's module path")
-    if types.infer and not types.inferred:
-        log.record("infer_types", "", 0, "", "could not infer any module type")
+    if types.infer:
+        log.record("infer_types", "", len(types.inferred), "inferred", "could not infer any module type", noun="module type")
     if not any(p.uses_module_types for p in parts) and not types_read_elsewhere:
         for option, value in types.given():
             log.record(option, value, 0, "", "no adapter uses module types (pytorch, to-pytorch or half)")
