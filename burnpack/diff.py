@@ -103,9 +103,9 @@ class PackDiff:
         for key, (a, b) in self.scalars.items():
             lines.append(_entry("scalar", key, _scalar_text(a), _scalar_text(b)))
         n = len(self.added) + len(self.removed) + len(self.changed)
-        summary = f"{n} tensor differences, {len(self.metadata)} metadata, {len(self.scalars)} scalar differences"
-        if self.layout:
-            summary += f", {len(self.layout)} layout differences"
+        counts = [(n, "tensor"), (len(self.metadata), "metadata"), (len(self.scalars), "scalar")]
+        counts += [(len(self.layout), "layout")] if self.layout else []
+        summary = ", ".join(f"{k} {what} difference{'' if k == 1 else 's'}" for k, what in counts)
         lines.append(summary)
         return "\n".join(lines)
 

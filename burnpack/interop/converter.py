@@ -112,7 +112,7 @@ class ConversionReport:
         lines = [
             f"{self.source} ({self.source_format}){arrow}: {c['applied']} tensors, {human_size(self.bytes)}"
             + (f", {self.scalars} scalars" if self.scalars else "")
-            + (f", {len(self.metadata)} metadata" if self.metadata else "")
+            + (f", {len(self.metadata)} metadata entr{'y' if len(self.metadata) == 1 else 'ies'}" if self.metadata else "")
             + (f" in {self.seconds:.2f}s" if self.seconds else ""),
             "  " + ", ".join(f"{k} {v}" for k, v in c.items()),
         ]
