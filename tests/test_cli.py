@@ -377,3 +377,12 @@ def test_repack_progress_always_writes_lines_without_a_terminal(model, tmp_path,
     assert capsys.readouterr().err.splitlines()[-1] == "repacking: done (36 B)"
     assert main(["repack", str(model), str(tmp_path / "q.bpk")]) == 0
     assert capsys.readouterr().err == ""  # auto: only on a terminal, for large files
+
+
+def test_convert_legacy_ok_reads_an_old_file(legacy, tmp_path, capsys):
+    assert main(["convert", str(legacy), str(tmp_path / "new.safetensors")]) == 1
+    assert "--legacy-ok" in capsys.readouterr().err
+    assert main(["convert", "--legacy-ok", "-q", str(legacy), str(tmp_path / "new.safetensors")]) == 0
+    from burnpack.interop.safetensors import parse_safetensors
+
+    assert parse_safetensors((tmp_path / "new.safetensors").read_bytes())[0]["a"].tolist() == [1.5, 2.5]
