@@ -47,7 +47,7 @@ class _EntryView:
         return self._entry.numpy()
 
     def memoryview(self) -> memoryview:
-        return memoryview(np.ascontiguousarray(self.numpy())).cast("B")
+        return np.ascontiguousarray(self.numpy()).data.cast("B")
 
 
 class _Tensors:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from ..atomic import atomic_file
@@ -117,14 +118,15 @@ def run_repack(args: Any) -> int:
         views.sort(key=lambda v: (v.data_offsets, v.name))
         bar = progress_for(args.progress, sum(v.byte_len for v in views), "repacking")
 
-        def provide(view: Any) -> Any:
-            data = view.memoryview()
-            bar(len(data))
-            return data
+        def provider(view: Any) -> Callable[[], memoryview]:
+            def provide() -> memoryview:
+                data = view.memoryview()
+                bar(len(data))
+                return data
 
-        tensors = [
-            Tensor.deferred(v.name, v.dtype, v.shape, v.byte_len, lambda v=v: provide(v), param_id=v.param_id) for v in views
-        ]
+            return provide
+
+        tensors = [Tensor.deferred(v.name, v.dtype, v.shape, v.byte_len, provider(v), param_id=v.param_id) for v in views]
         writer = Writer(tensors, metadata=pack.metadata, scalars=pack.scalars)
         writer.plan()
         with blame(target), atomic_file(target, replace=args.overwrite) as stream:

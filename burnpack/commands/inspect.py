@@ -141,7 +141,7 @@ def to_json(pack: Pack, views: Sequence[TensorView], record_kind: str) -> dict[s
     }
 
 
-def _table(rows: list[tuple[str, ...]], right: set[int], out: TextIO) -> None:
+def _table(rows: Sequence[tuple[str, ...]], right: set[int], out: TextIO) -> None:
     widths = [max(display_width(r[i]) for r in rows) for i in range(len(rows[0]))]
     for i, row in enumerate(rows):
         print("  ".join(pad(cell, w, right=j in right) for j, (cell, w) in enumerate(zip(row, widths))).rstrip(), file=out)
@@ -205,9 +205,9 @@ def print_summary(pack: Pack, views: Sequence[TensorView], out: TextIO) -> None:
             print(f"  {name}: {plural(t['tensors'], 'tensor')}, {plural(t['elements'], 'parameter')}, {human_size(t['bytes'])}", file=out)
     parameters = sum(t["elements"] for t in by_dtype.values())
     size = sum(t["bytes"] for t in by_dtype.values())
-    shown = "" if len(views) == len(pack) else f" (of {len(pack)})"
+    subset = "" if len(views) == len(pack) else f" (of {len(pack)})"
     print(
-        f"\n{plural(len(views), 'tensor')}{shown}, {plural(parameters, 'parameter')}, {human_size(size)} of tensor data, "
+        f"\n{plural(len(views), 'tensor')}{subset}, {plural(parameters, 'parameter')}, {human_size(size)} of tensor data, "
         f"{plural(len(pack.metadata), 'metadata entry', 'metadata entries')}, {plural(len(pack.scalars), 'scalar')}; "
         f"version {pack.version}, metadata {human_size(pack.metadata_size)}, data section at byte {pack.data_section_start:,}, "
         f"file {human_size(pack.file_size)}",

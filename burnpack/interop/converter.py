@@ -555,6 +555,8 @@ def convert(
     :func:`burnpack.progress.progress_for` (``"auto"``: a bar on a terminal for 64 MiB or more;
     ``"always"``: a bar on a terminal, lines otherwise)."""
     started = time.monotonic()
+    if os.path.isdir(target):
+        raise ConversionError(f"{target} is a directory; give the output's file name")
     out_path, out_format = resolve_output(target, to_format)
     if not overwrite and out_path.exists():
         from .formats import OutputExistsError

@@ -66,10 +66,13 @@ transpose) and which to a norm (to rename). They come from a ``module=`` (an ``n
 from __future__ import annotations
 
 import json
+import operator
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ...records import Checkpoints, LrSchedulerRecord, ModuleRecord, OptimizerRecord
 from ...writer import Writer
@@ -105,8 +108,8 @@ def _epoch(given: int | None, state: TorchTrainingState, report: CheckpointRepor
     """The Burn epoch: as given, else the checkpoint's ``epoch`` entry when it is an int >= 1, else 1."""
     epoch = given
     if epoch is None:
-        stored = state.extra.get("epoch")
-        stored = int(stored) if hasattr(stored, "__index__") and not isinstance(stored, bool) else None
+        value = state.extra.get("epoch")
+        stored = operator.index(value) if isinstance(value, (int, np.integer)) and not isinstance(value, bool) else None
         epoch = stored if stored is not None and stored >= 1 else 1
         if epoch != stored:
             report.warnings.append("no epoch given or stored; writing epoch 1")
@@ -132,10 +135,18 @@ def _write_records(paths: Mapping[str, Path], writers: Mapping[str, Writer], ove
     for writer in writers.values():
         writer.plan()
     next(iter(paths.values())).parent.mkdir(parents=True, exist_ok=True)
-    for name, writer in writers.items():
-        with atomic_output(paths[name], overwrite=overwrite) as stream:
-            writer.write_stream(stream)
-        report.files[name] = str(paths[name])
+    created: list[Path] = []
+    try:
+        for name, writer in writers.items():
+            fresh = not paths[name].exists()
+            with atomic_output(paths[name], overwrite=overwrite) as stream:
+                writer.write_stream(stream)
+            created += [paths[name]] if fresh else []
+            report.files[name] = str(paths[name])
+    except BaseException:  # an epoch is all three records or none of the new ones (Ctrl-C too)
+        for path in created:
+            path.unlink(missing_ok=True)
+        raise
 
 
 def pytorch_to_burn_checkpoint(

@@ -20,7 +20,7 @@ from ..formats import ConversionError
 from .model import BurnModel, TorchModel, layout_adapter
 from .state import CheckpointReport, TorchTrainingState, is_buffer_name
 
-TORCH_DEFAULTS = {
+TORCH_DEFAULTS: dict[str, dict[str, Any]] = {
     "Adam": {"lr": 0.001, "betas": (0.9, 0.999), "eps": 1e-08, "weight_decay": 0, "amsgrad": False, "maximize": False,
              "foreach": None, "capturable": False, "differentiable": False, "fused": None, "decoupled_weight_decay": False},
     "AdamW": {"lr": 0.001, "betas": (0.9, 0.999), "eps": 1e-08, "weight_decay": 0.01, "amsgrad": False, "maximize": False,
@@ -114,7 +114,7 @@ def optimizer_to_burn(state: TorchTrainingState, model: BurnModel, kind: str, re
         if pstate is None or torch_name in model.excluded:
             continue
         entry = model.by_torch.get(torch_name)
-        if entry is None:
+        if entry is None or entry.param_id is None:
             raise ConversionError(f"optimizer state for {torch_name!r}, which is not in the model")
         layout = layout_adapter(adapter, entry)
         if kind in ("Adam", "AdamW"):
@@ -198,7 +198,7 @@ def optimizer_to_pytorch(
             report.warnings.append(f"parameter {torch_name!r} is not in the Burn model record")
             continue
         entry = model.by_burn[burn_name][0]
-        st = states.get(entry.param_id)
+        st = states.get(entry.param_id) if entry.param_id is not None else None
         item = None if st is None else _torch_state(burn_name, st, kind, layout_adapter(adapter, entry))
         if item is not None:
             out[index] = item

@@ -26,7 +26,7 @@ from ..formats import ConversionError
 from .state import U64_MAX, CheckpointReport
 
 SCHEDULER_CLASSES = {"cosine": "CosineAnnealingLR", "linear": "LinearLR", "step": "StepLR", "exponential": "ExponentialLR"}
-_BURN_CLASSES = {"cosine": CosineAnnealingLrScheduler, "linear": LinearLrScheduler, "step": StepLrScheduler}
+_BURN_CLASSES: dict[str, Any] = {"cosine": CosineAnnealingLrScheduler, "linear": LinearLrScheduler, "step": StepLrScheduler}
 
 
 def scheduler_kind(sd: Mapping[str, Any] | None, given: str | None = None) -> str | None:

@@ -351,7 +351,7 @@ def new_ids(count: int, seed: int | None) -> list[int]:
     """``count`` distinct random u64 param ids (reproducible with ``seed``)."""
     rng = random.Random(seed) if seed is not None else None
     taken: set[int] = set()
-    out = []
+    out: list[int] = []
     while len(out) < count:
         value = rng.getrandbits(64) if rng is not None else secrets.randbits(64)
         if value not in taken:
