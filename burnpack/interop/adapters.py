@@ -148,8 +148,8 @@ class ModuleTypes:
         self.infer = infer
         self.inferred: dict[str, str] = {}
         self.ambiguous: dict[str, str] = {}
-        self._used_types: set[str] = set()
-        self._used_rules: set[int] = set()
+        self._used_types: dict[str, int] = {}  # path → lookups it answered
+        self._used_rules: dict[int, int] = {}
 
     @classmethod
     def from_torch_module(cls, module: Any, prefix: str = "") -> dict[str, str]:
@@ -174,12 +174,12 @@ class ModuleTypes:
             paths.append(original)
         for path in paths:
             if path in self.types:
-                self._used_types.add(path)
+                self._used_types[path] = self._used_types.get(path, 0) + 1
                 return self.types[path]
         for path in paths:
             for i, (regex, t) in enumerate(self.rules):
                 if regex.search(path):
-                    self._used_rules.add(i)
+                    self._used_rules[i] = self._used_rules.get(i, 0) + 1
                     return t
         for table in (self.torch_types, self.inferred):
             for path in paths:
@@ -187,18 +187,12 @@ class ModuleTypes:
                     return table[path]
         return None
 
-    def unused(self) -> list[tuple[str, str]]:
-        """Type-map entries and rules that no tensor used, as ``(option, "KEY=TYPE")``."""
-        short = lambda t: t.removeprefix("Struct:")  # noqa: E731
-        out = [("module_types", f"{path}={short(t)}") for path, t in self.types.items() if path not in self._used_types]
-        out += [("type_rules", f"{regex.pattern}={short(t)}") for i, (regex, t) in enumerate(self.rules) if i not in self._used_rules]
-        return out
-
-    def given(self) -> list[tuple[str, str]]:
-        """The user's own type sources, as ``(option, value)`` (torch modules are not the user's)."""
-        out = [("module_types", f"{p}={t.removeprefix('Struct:')}") for p, t in self.types.items()]
-        out += [("type_rules", f"{r.pattern}={t.removeprefix('Struct:')}") for r, t in self.rules]
-        return out + ([("infer_types", "")] if self.infer else [])
+    def given(self) -> list[tuple[str, str, int]]:
+        """The user's own type sources as ``(option, "KEY=TYPE" or "", lookups answered)`` (torch
+        modules are not the user's; inference counts the module types it found)."""
+        out = [("module_types", f"{p}={t.removeprefix('Struct:')}", self._used_types.get(p, 0)) for p, t in self.types.items()]
+        out += [("type_rules", f"{r.pattern}={t.removeprefix('Struct:')}", self._used_rules.get(i, 0)) for i, (r, t) in enumerate(self.rules)]
+        return out + ([("infer_types", "", len(self.inferred))] if self.infer else [])
 
     def run_inference(self, entries: Sequence[Entry]) -> None:
         """Guess types from parameter names and shapes (only when ``infer=True``).

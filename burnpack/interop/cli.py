@@ -74,8 +74,9 @@ def register(sub: Any) -> None:
     p.add_argument("--to", dest="to_format", metavar="FORMAT", help="burnpack, safetensors, pytorch or npz")
     p.add_argument("--adapter", action="append", metavar="NAME",
                    help="pytorch (PyTorch -> Burn: transpose Linear weights, norm weight/bias -> gamma/beta), to-pytorch "
-                        "(the reverse), half (F32 <-> F16 for Burn's module list), cast=DTYPE (every float tensor); "
-                        "repeat or join with ',' to chain")  # fmt: skip
+                        "(the reverse), half (F32 <-> F16 for the tensors of Burn's module list, not BatchNorm), "
+                        "cast=DTYPE (every float tensor); all but cast act on module types (--module-type, --type-rule, "
+                        "--infer-types); repeat or join with ',' to chain")  # fmt: skip
     p.add_argument("--remap", action="append", metavar="REGEX=REPLACEMENT",
                    help="rename tensors; rules apply in order; replacement in Burn ($1, ${name}) or Python (\\1) syntax")
     p.add_argument("--filter", action="append", metavar="REGEX", help="keep only tensors whose output name matches (searched)")

@@ -313,13 +313,15 @@ def _adapt(
             if not typed else "no tensor of the module types it acts on needs a change"
         )  # fmt: skip
         log.record("adapter", part.name, count, "changed", why)
-    for option, value in types.unused():
-        log.record(option, value, 0, "", "matches no tensor's module path")
-    if types.infer:
-        log.record("infer_types", "", len(types.inferred), "inferred", "could not infer any module type", noun="module type")
     if not any(p.uses_module_types for p in parts) and not types_read_elsewhere:
-        for option, value in types.given():
+        for option, value, _ in types.given():
             log.record(option, value, 0, "", "no adapter uses module types (pytorch, to-pytorch or half)")
+    else:
+        for option, value, count in types.given():
+            if option == "infer_types":
+                log.record(option, value, count, "inferred", "could not infer any module type", noun="module type")
+            else:
+                log.record(option, value, count, "typed", "matches no tensor's module path")
     resolved = {e.module_path for e in adapted if e.module_type} | {e.source_name.rpartition(".")[0] for e in adapted if e.module_type}
     for path, why in sorted(types.ambiguous.items()):
         if path not in resolved:

@@ -257,7 +257,8 @@ def test_the_report_says_what_each_option_changed(linear_st, tmp_path, capsys):
                        "--type-rule", "^bn$=BatchNorm", "--remap", "^bn\\.(.+)=norm.$1", "--exclude", "num_batches", "--json")  # fmt: skip
     assert code == 0
     assert json.loads(out)["options"] == {
-        "remap": "5 tensors renamed", "adapter=pytorch": "3 tensors changed", "exclude=num_batches": "1 tensor matched"}
+        "remap": "5 tensors renamed", "adapter=pytorch": "3 tensors changed", "module_types=fc1=Linear": "2 tensors typed",
+        "type_rules=^bn$=BatchNorm": "5 tensors typed", "exclude=num_batches": "1 tensor matched"}
 
 
 def test_convert_refuses_a_directory_as_output_and_an_extension_that_contradicts_to(linear_st, tmp_path, capsys):

@@ -67,10 +67,11 @@ def model_to_burn(state: TorchTrainingState, report: CheckpointReport, *, seed: 
     if dropped:
         report.not_mapped.append(f"{len(dropped)} BatchNorm num_batches_tracked buffer(s): Burn's BatchNorm has none (kept in torch.model metadata)")
     allow = options.pop("allow_unmatched", False)
-    adapted, _ = transform(
+    adapted, mapped = transform(
         TensorSet(entries, format="pytorch", module_types=state.module_types), adapter=PyTorchToBurnAdapter(),
         allow_unmatched=True if allow is True else {"adapter", "infer_types", *(allow or ())}, **options,
     )  # the adapter and type inference are implied here, so a model they leave alone is fine
+    report.options, report.warnings = dict(mapped.options), report.warnings + mapped.warnings
     check_types(adapted.entries)
     final = [e.replace(param_id=pid) for e, pid in zip(adapted.entries, new_ids(len(adapted.entries), seed))]
     excluded = {e.name for e in entries} - {e.source_name for e in final}

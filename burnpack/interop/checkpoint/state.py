@@ -84,6 +84,7 @@ class TorchTrainingState:
 class CheckpointReport:
     """What a checkpoint migration did: files, kinds, per-part counts and what could not map.
 
+    ``options``: what each model option (remap, exclude, module types...) changed.
     ``skipped_entries``: checkpoint entries that are neither a state dict nor storable as JSON
     (an ``argparse.Namespace``...), with their type; they are left out of the Burn records."""
 
@@ -102,6 +103,7 @@ class CheckpointReport:
     scheduler: str | None = None
     scheduler_position: int | None = None
     burn_configs: list[str] = field(default_factory=list)
+    options: dict[str, str] = field(default_factory=dict)
     not_mapped: list[str] = field(default_factory=list)
     skipped_entries: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -121,7 +123,8 @@ class CheckpointReport:
             pos = f" at step {self.scheduler_position}" if self.scheduler_position is not None else ""
             lines.append(f"  scheduler: {self.scheduler}{pos}")
         skipped = [f"{key} ({kind})" for key, kind in self.skipped_entries.items()]
-        for title, items in (("burn configs", self.burn_configs), ("not mapped", self.not_mapped),
+        options = [f"{option}: {what}" for option, what in self.options.items()]
+        for title, items in (("options", options), ("burn configs", self.burn_configs), ("not mapped", self.not_mapped),
                              ("skipped checkpoint entries", skipped), ("warnings", self.warnings)):  # fmt: skip
             if items:
                 lines.append(f"  {title}:")
