@@ -386,3 +386,22 @@ def test_convert_legacy_ok_reads_an_old_file(legacy, tmp_path, capsys):
     from burnpack.interop.safetensors import parse_safetensors
 
     assert parse_safetensors((tmp_path / "new.safetensors").read_bytes())[0]["a"].tolist() == [1.5, 2.5]
+
+
+def test_validate_deep_reports_every_tensor_whose_bytes_do_not_fit_its_shape(tmp_path, capsys):
+    import cbor2
+    import struct
+
+    tensors = {"a": {"dtype": "F32", "shape": [3], "data_offsets": [0, 8]}, "b": {"dtype": "F32", "shape": [1], "data_offsets": [8, 12]},
+               "c": {"dtype": "U8", "shape": [2, 2], "data_offsets": [12, 15]}}  # fmt: skip
+    blob = cbor2.dumps({"tensors": tensors})
+    start = (10 + len(blob) + 255) // 256 * 256
+    path = tmp_path / "odd.bpk"
+    path.write_bytes((b"NRUB" + struct.pack("<HI", 1, len(blob)) + blob).ljust(start, b"\0") + bytes(15))
+    assert main(["validate", str(path)]) == 0
+    capsys.readouterr()
+    assert main(["validate", "--deep", str(path)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split(": ")[2] for line in err[:2]] == ["ValidationError", "ValidationError"]
+    assert "tensor 'a' holds 8 bytes but its shape [3]" in err[0] and "tensor 'c' holds 3 bytes" in err[1]
+    assert err[2] == f"{path}: invalid: 2 of 3 tensors cannot be read"
