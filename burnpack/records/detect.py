@@ -81,7 +81,7 @@ def detect_record_kind(pack: Pack) -> RecordKind:
         dtypes = sorted({debug(v.dtype) for v in views})
         store = " (BurnpackStore)" if pack.metadata.get("format") == "burnpack" else ""
         ids = "every tensor has a param_id" if not without_id else f"{without_id} tensor{'' if without_id == 1 else 's'} without param_id"
-        summary = f"{len(names)} parameters{store}, {elements:,} elements, {'/'.join(dtypes)}; {ids}"
+        summary = f"{len(names)} parameter{'' if len(names) == 1 else 's'}{store}, {elements:,} element{'' if elements == 1 else 's'}, {'/'.join(dtypes)}; {ids}"
         return RecordKind("module", summary, ["named tensors, no scalars"])
     tensors = f"{len(names)} tensor{'' if len(names) == 1 else 's'}"
     return RecordKind("unknown", f"generic pack: {tensors} and {len(scalars)} scalar{'' if len(scalars) == 1 else 's'} fit no record layout")
