@@ -324,3 +324,27 @@ def test_the_python_api_reports_skipped_checkpoint_entries_too(tmp_path):
     src = torch_checkpoint_with_extras(tmp_path / "train.pt")
     report = pytorch_to_burn_checkpoint(src, tmp_path / "ck")
     assert report.skipped_entries == {"args": "argparse.Namespace"} and "args (argparse.Namespace)" in report.summary()
+
+
+def test_cast_through_the_python_api_casts_every_float_tensor(linear_st, tmp_path):
+    from burnpack.interop import convert
+
+    report = convert(linear_st, tmp_path / "o.bpk", adapter="cast=f16")
+    assert report.options == {"adapter=cast=F16": "6 tensors changed"}
+    with burnpack.load(tmp_path / "o.bpk") as pack:
+        assert sorted({pack[n].dtype.variant for n in pack}) == ["F16", "I64"]
+
+
+def test_the_python_api_refuses_a_directory_target_and_a_contradicting_extension(linear_st, tmp_path):
+    from burnpack.interop import ConversionError, OutputExistsError, convert
+
+    (tmp_path / "out").mkdir()
+    with pytest.raises(ConversionError, match="is a directory"):
+        convert(linear_st, tmp_path / "out")
+    assert not (tmp_path / "out.bpk").exists()
+    with pytest.raises(ConversionError, match="'.bpk' says burnpack but to_format says safetensors"):
+        convert(linear_st, tmp_path / "o.bpk", to_format="safetensors")
+    (tmp_path / "taken.bpk").write_bytes(b"keep")
+    with pytest.raises(OutputExistsError) as info:
+        convert(linear_st, tmp_path / "taken.bpk")
+    assert info.value.filename == str(tmp_path / "taken.bpk") and (tmp_path / "taken.bpk").read_bytes() == b"keep"
