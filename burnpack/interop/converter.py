@@ -207,7 +207,7 @@ def _check_unique(entries: Iterable[Entry], stage: str) -> None:
         seen[e.name] = e.source_name
 
 
-class UnmatchedOptionError(ConversionError):
+class UnmatchedOptionError(ConversionError, ValueError):
     """Options that changed nothing — a silent no-op would produce a wrong model without a hint.
 
     ``unmatched`` lists ``(option, value, why)`` with Python option names (``adapter``,

@@ -247,7 +247,7 @@ def test_unmatched_options_fail_through_the_python_api_too(linear_st, tmp_path):
     with pytest.raises(UnmatchedOptionError) as info:
         convert(linear_st, tmp_path / "o.bpk", filter=["^fc", "^nothing"], exclude="zzz")
     assert info.value.unmatched == [("filter", "^nothing", "matches no tensor name"), ("exclude", "zzz", "matches no tensor name")]
-    assert isinstance(info.value, ValueError) is False and not (tmp_path / "o.bpk").exists()
+    assert isinstance(info.value, ValueError) and not (tmp_path / "o.bpk").exists()
     report = convert(linear_st, tmp_path / "o.bpk", filter=["^fc", "^nothing"], allow_unmatched=True)
     assert sorted(report.applied) == ["fc1.bias", "fc1.weight"] and report.warnings == ["filter ^nothing changed nothing: matches no tensor name"]
 
