@@ -55,3 +55,11 @@ def test_fuzz_keeps_hypothesis_storage_out_of_the_current_directory(tmp_path, mo
     assert cli.main(["fuzz", "--engine", "hypothesis", "--seconds", "1", "--max-examples", "1", "--seed", "1",
                      "--hypothesis-dir", str(tmp_path / "db")]) == 0  # fmt: skip
     assert (tmp_path / "db").is_dir()
+
+
+def test_a_missing_hypothesis_names_the_extra(capsys, monkeypatch, tmp_path):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sys.modules, "hypothesis", None)
+    monkeypatch.setitem(sys.modules, "atheris", None)
+    assert cli.main(["fuzz", "--seconds", "1"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == "burnpack-conformance: hypothesis is not installed: pip install 'burnpack[test]'"
