@@ -17,6 +17,8 @@ How README blocks are run (follow this when you add one):
   required: e.g. the set-up commands, which ``.ci/run`` runs itself).
 * ``<!-- readme-test: same-dir -->`` on the line before a block runs it in the scratch directory
   of the block before it, e.g. a console session showing what the Python block above wrote.
+* ``<!-- readme-test: needs MODULE -->`` skips the block (and the same-dir blocks after it) when
+  MODULE cannot be imported — for optional extras such as ``torch``; CI installs them all.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import pytest
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 RUN = {"python": "python", "py": "python", "console": "console", "sh": "sh", "bash": "sh", "shell": "sh"}
-MARKER = re.compile(r"<!--\s*readme-test:\s*(?P<what>skip|same-dir)\b\s*(?P<reason>.*?)\s*-->")
+MARKER = re.compile(r"<!--\s*readme-test:\s*(?P<what>skip|same-dir|needs)\b\s*(?P<reason>.*?)\s*-->")
 TIMEOUT = 300
 
 
@@ -43,6 +45,7 @@ class Block:
     text: str
     skip: str | None = None  # the reason
     same_dir: bool = False
+    needs: str | None = None  # a module the block imports
 
 
 def readme_blocks(text: str) -> list[Block]:
@@ -63,6 +66,7 @@ def readme_blocks(text: str) -> list[Block]:
             if marker and marker["what"] == "skip":
                 block.skip = marker["reason"]
             block.same_dir = bool(marker and marker["what"] == "same-dir")
+            block.needs = marker["reason"] if marker and marker["what"] == "needs" else None
             blocks.append(block)
         i = end + 1
     return blocks
@@ -145,6 +149,9 @@ def test_readme_block_runs_as_shown(index, scratch_dirs, tmp_path_factory):
     block = BLOCKS[index]
     if block.skip:
         pytest.skip(f"README line {block.line}: {block.skip}")
+    start = max(i for i in range(index + 1) if not BLOCKS[i].same_dir)
+    for needed in {b.needs for b in BLOCKS[start : index + 1] if b.needs}:
+        pytest.importorskip(needed, reason=f"README line {block.line} needs {needed}")
     if block.same_dir:
         if index - 1 not in scratch_dirs:  # run alone (-k): replay the blocks it continues
             start = max(i for i in range(index) if not BLOCKS[i].same_dir)
