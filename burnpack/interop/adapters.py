@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from .._generated.types import DType
-from .formats import ConversionError
+from .formats import OptionError
 from .tensors import Entry, cast_array, dtype_name, is_float, parse_dtype
 
 __all__ = [
@@ -76,11 +76,9 @@ BURN_MODULE_TYPES = frozenset(_TORCH_CLASSES.values())
 """Burn's module types that adapters act on, by their short names."""
 
 
-class UnknownModuleType(ConversionError, ValueError):
+class UnknownModuleType(OptionError):
     """A module type that is neither Burn's nor a torch class name (a typo would silently leave
     weights untransposed). Custom modules are spelled ``Struct:Name`` / ``Enum:Name``."""
-
-    exit_code = 2  # a usage error on the command line
 
     def __init__(self, name: str, option: str = "module type") -> None:
         known = sorted(BURN_MODULE_TYPES)
@@ -143,7 +141,7 @@ class ModuleTypes:
             try:
                 self.rules.append((re.compile(pattern), kind))
             except re.error as exc:
-                raise ValueError(f"invalid module-type rule {pattern!r}: {exc}") from None
+                raise OptionError(f"type_rules={pattern!r}: {exc}") from None
         self.torch_types = dict(torch_types or {})
         self.infer = infer
         self.inferred: dict[str, str] = {}
@@ -454,9 +452,7 @@ def parse_adapter(spec: str | ModuleAdapter | Iterable[str | ModuleAdapter] | No
         elif key in ("f16", "bf16", "f32", "f64", "flex32", "float16", "bfloat16", "float32", "float64"):
             adapters.append(FloatCastAdapter(key))
         else:
-            raise ValueError(
-                f"unknown adapter {item!r}; expected pytorch, to-pytorch, half, cast=DTYPE or identity"
-            )
+            raise OptionError(f"unknown adapter {item!r}; expected pytorch, to-pytorch, half, cast=DTYPE or identity")
     if not adapters:
         return None
     result = adapters[0]

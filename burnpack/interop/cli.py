@@ -154,7 +154,7 @@ def _usage(option: str, exc: ValueError) -> CommandError:
 
 def _convert_options(args: argparse.Namespace) -> dict[str, Any]:
     """``transform``'s options from the command line (``--burn-import`` implies three of them)."""
-    from .remap import parse_rule
+    from .remap import KeyRemapper, parse_rule
 
     adapter = list(args.adapter or [])
     infer, contiguous = args.infer_types, args.map_indices_contiguous
@@ -167,6 +167,7 @@ def _convert_options(args: argparse.Namespace) -> dict[str, Any]:
         infer, contiguous = True, True
     try:
         remap = [parse_rule(r) for r in args.remap or ()]
+        KeyRemapper(remap)  # every pattern compiles
     except ValueError as exc:
         raise _usage("--remap", exc) from None
     return {

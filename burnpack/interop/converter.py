@@ -44,7 +44,7 @@ from typing import Any
 
 from ..progress import finish, human_size, progress_for
 from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
-from .formats import ConversionError, read_tensors, resolve_output, write_tensors
+from .formats import ConversionError, OptionError, read_tensors, resolve_output, write_tensors
 from .remap import KeyRemapper, PathFilter, insert_enum_variants, map_indices_contiguous as _contiguous, strip_enum_variants
 from .tensors import Entry, TensorSet, dtype_name
 
@@ -334,7 +334,10 @@ def _filters(entries: list[Entry], keep_spec: Any, drop_spec: Any, log: _OptionL
     """Step 7: ``filter`` keeps, ``exclude`` drops; each regex must find some name."""
     for option, spec in (("filter", keep_spec), ("exclude", drop_spec)):
         for pattern in _patterns(spec):
-            regex = re.compile(pattern)
+            try:
+                regex = re.compile(pattern)
+            except re.error as exc:
+                raise OptionError(f"{option}={pattern!r}: {exc}") from None
             n = sum(1 for e in entries if regex.search(e.name))
             log.record(option, pattern, n, "matched", "matches no tensor name")
     keep, drop = PathFilter.coerce(keep_spec), PathFilter.coerce(drop_spec)

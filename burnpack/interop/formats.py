@@ -79,6 +79,13 @@ class ConversionError(Exception):
     """A conversion cannot be done as asked (unsupported dtype, unknown format, ...)."""
 
 
+class OptionError(ConversionError, ValueError):
+    """An option is malformed (a regex that does not compile, an unknown adapter or module type):
+    a usage error, exit status 2 on the command line."""
+
+    exit_code = 2
+
+
 class OutputExistsError(ConversionError, FileExistsError):
     """The output exists and ``overwrite`` was not given (``filename`` is the output)."""
 

@@ -97,9 +97,9 @@ def test_convert_metadata_options(tmp_path, capsys):
     assert set(burnpack.load(tmp_path / "b.bpk").metadata) == {"format", "producer", "version"}
 
 
-def test_convert_errors_are_reported_with_exit_status_1(tmp_path, capsys):
+def test_convert_errors_are_reported_with_exit_status_1_and_usage_errors_with_2(tmp_path, capsys):
     code, _, err = run(capsys, "convert", require(MNIST_ST), tmp_path / "o.bpk", "--adapter", "sideways")
-    assert code == 1 and "unknown adapter" in err
+    assert code == 2 and "unknown adapter" in err
     code, _, err = run(capsys, "convert", tmp_path / "absent.bpk", tmp_path / "o.bpk")
     assert code == 1 and "error" in err
     (tmp_path / "junk.bin").write_bytes(b"\x00" * 32)
@@ -348,3 +348,18 @@ def test_the_python_api_refuses_a_directory_target_and_a_contradicting_extension
     with pytest.raises(OutputExistsError) as info:
         convert(linear_st, tmp_path / "taken.bpk")
     assert info.value.filename == str(tmp_path / "taken.bpk") and (tmp_path / "taken.bpk").read_bytes() == b"keep"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--filter", "["], "burnpack: OptionError: --filter '[': unterminated character set at position 0"),
+        (["--exclude", "("], "burnpack: OptionError: --exclude '(': missing ), unterminated subpattern at position 0"),
+        (["--remap", "[=x"], "burnpack: UsageError: --remap: invalid remap pattern '[': unterminated character set at position 0"),
+        (["--adapter", "pytorch", "--type-rule", "(=Linear"], "burnpack: OptionError: --type-rule '(': missing ), unterminated subpattern at position 0"),
+        (["--adapter", "bogus"], "burnpack: OptionError: unknown adapter 'bogus'; expected pytorch, to-pytorch, half, cast=DTYPE or identity"),
+    ],
+)  # fmt: skip
+def test_malformed_options_are_usage_errors(linear_st, tmp_path, capsys, options, message):
+    code, out, err = run(capsys, "convert", linear_st, tmp_path / "o.bpk", *options)
+    assert (code, out, err) == (2, "", message + "\n") and not (tmp_path / "o.bpk").exists()
