@@ -84,6 +84,7 @@ from .model import model_metadata, model_to_burn, model_to_pytorch
 from . import optimizer as optimizer_mapper
 from .optimizer import optimizer_to_burn, optimizer_to_pytorch
 from .scheduler import scheduler_to_burn, scheduler_to_pytorch
+from .stored import torch_meta
 from .state import (
     FORMAT_TAG,
     META_PREFIX,
@@ -92,7 +93,6 @@ from .state import (
     describe,
     jsonable,
     read_torch_training_state,
-    torch_meta,
 )
 
 __all__ = [

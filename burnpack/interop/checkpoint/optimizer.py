@@ -89,6 +89,16 @@ def param_order(state: TorchTrainingState, optimizer_sd: Mapping[str, Any]) -> l
     return list(names)  # torch numbers parameters in the order the groups list them
 
 
+def _check_state_keys(states: Mapping[Any, Any], parameters: int, report: CheckpointReport) -> None:
+    """State keys are parameter indices (ints, or decimal strings after a JSON round trip)."""
+    odd = [k for k in states if not (type(k) is int or (isinstance(k, str) and k.isdecimal()))]
+    if odd:
+        raise ConversionError(f"the optimizer state_dict's 'state' has {len(odd)} key(s) that are not parameter indices: {odd[:5]!r}")
+    beyond = sorted(int(k) for k in states if int(k) >= parameters)
+    if beyond:
+        report.warnings.append(f"optimizer state for parameter indices {beyond[:5]} beyond the {parameters} parameters was not converted")
+
+
 def _adam_state(name: str, pstate: Mapping[str, Any], layout: Any) -> AdamState:
     missing = {"step", "exp_avg", "exp_avg_sq"} - set(pstate)
     if missing:
@@ -108,6 +118,7 @@ def optimizer_to_burn(state: TorchTrainingState, model: BurnModel, kind: str, re
     assert state.optimizer is not None
     record, adapter = OptimizerRecord(), PyTorchToBurnAdapter()
     order = param_order(state, state.optimizer)
+    _check_state_keys(state.optimizer["state"], len(order), report)
     steps = set()
     for index, torch_name in enumerate(order):
         pstate = state.optimizer["state"].get(index, state.optimizer["state"].get(str(index)))

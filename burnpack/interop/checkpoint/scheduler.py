@@ -148,6 +148,33 @@ def closed_form_lr(kind: str, sd: Mapping[str, Any], group: int, k: int) -> floa
     return exp_lrs(base, float(sd["gamma"]), k)[-1]
 
 
+_FIELDS: dict[str, dict[str, tuple[type, bool]]] = {  # what each closed form reads: name → (kind of value, must be > 0)
+    "cosine": {"eta_min": (float, False), "T_max": (int, True)},
+    "linear": {"start_factor": (float, False), "end_factor": (float, False), "total_iters": (int, True)},
+    "step": {"gamma": (float, False), "step_size": (int, True)},
+    "exponential": {"gamma": (float, False)},
+}
+
+
+def _state_problem(kind: str, sd: Mapping[str, Any]) -> str | None:
+    """What a PyTorch scheduler state of ``kind`` lacks for the conversion, or None."""
+
+    def number(v: Any, integral: bool) -> bool:
+        return not isinstance(v, bool) and (isinstance(v, int) if integral else isinstance(v, (int, float)) and math.isfinite(v))
+
+    lrs = sd.get("base_lrs")
+    if not isinstance(lrs, list) or not lrs or not all(number(v, False) for v in lrs):
+        return "'base_lrs' must be a non-empty list of numbers"
+    if "last_epoch" in sd and not number(sd["last_epoch"], True):
+        return "'last_epoch' must be an integer"
+    for field, (kind_of, positive) in _FIELDS[kind].items():
+        if field not in sd:
+            return f"{SCHEDULER_CLASSES[kind]} needs {field!r}"
+        if not number(sd[field], kind_of is int) or (positive and sd[field] <= 0):
+            return f"{field!r} must be {'a positive integer' if kind_of is int and positive else 'a number'}, got {sd[field]!r}"
+    return None
+
+
 def _torch_kind(record: LrSchedulerRecord, meta: Mapping[str, Any] | None, config: dict[str, Any], report: CheckpointReport) -> str | None:
     if meta is not None:
         return {v: k for k, v in SCHEDULER_CLASSES.items()}[meta["kind"]]
@@ -168,8 +195,9 @@ def scheduler_to_pytorch(
     if kind is None:
         return None
     sd = {**(dict(meta["state"]) if meta is not None else {}), **settings}
-    if "base_lrs" not in sd:
-        raise ConversionError("scheduler_config needs 'base_lrs'")
+    problem = _state_problem(kind, sd)
+    if problem:
+        raise ConversionError(f"scheduler state (stored torch.scheduler metadata or scheduler_config): {problem}")
     report.scheduler = SCHEDULER_CLASSES[kind]
     groups = len(sd["base_lrs"])
     positions = []

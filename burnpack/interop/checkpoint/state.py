@@ -7,7 +7,6 @@ entries are kept as ``extra``. :class:`CheckpointReport` says what a migration d
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import secrets
@@ -18,7 +17,6 @@ from typing import Any
 
 import numpy as np
 
-from ...records import OptimizerRecord
 from ..formats import ConversionError
 
 U64_MAX = (1 << 64) - 1
@@ -215,12 +213,16 @@ def _state_dict(value: Any) -> Any:
 def _model_arrays(model: Any) -> dict[str, np.ndarray]:
     model_sd = _to_plain(model)
     if isinstance(model_sd, dict) and all(isinstance(v, np.ndarray) for v in model_sd.values()):
-        return dict(model_sd)
-    from ..formats import _flatten_arrays
+        arrays = dict(model_sd)
+    else:
+        from ..formats import _flatten_arrays
 
-    arrays = dict(_flatten_arrays(model_sd)) if isinstance(model_sd, dict) else None
-    if not arrays:
-        raise ConversionError("the model part is not a state_dict of tensors")
+        arrays = dict(_flatten_arrays(model_sd)) if isinstance(model_sd, dict) else {}
+        if not arrays:
+            raise ConversionError("the model part is not a state_dict of tensors")
+    odd = [k for k in arrays if not isinstance(k, str)]
+    if odd:
+        raise ConversionError(f"the model state_dict has {len(odd)} key(s) that are not parameter names (strings): {odd[:5]!r}")
     return arrays
 
 
@@ -326,22 +328,6 @@ def from_json(value: Any) -> Any:
     if isinstance(value, list):
         return [from_json(v) for v in value]
     return value
-
-
-def torch_meta(record: OptimizerRecord) -> dict[str, Any]:
-    """The ``torch.*`` metadata a PyTorch → Burn migration stored in the optimizer record."""
-    out = {}
-    for key, value in record.metadata.items():
-        if key.startswith(META_PREFIX):
-            name = key[len(META_PREFIX):]
-            if name == "format":
-                out[name] = value
-                continue
-            try:
-                out[name] = from_json(json.loads(value))
-            except ValueError as exc:
-                raise ConversionError(f"optim record metadata {key!r} is not JSON: {exc}") from None
-    return out
 
 
 def describe(value: Any) -> str:
