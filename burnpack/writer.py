@@ -23,6 +23,7 @@ from .dtypes import debug, dtype_from_numpy, element_size, unconstructible
 from .errors import BurnpackError, IoError, MetadataSerializationError, TensorBytesSizeMismatch, ValidationError
 from ._generated.codec import encode_TensorDescriptor_entry
 from .metadata import encode_metadata_entries
+from .quant import QuantizedTensor
 from .reader import has_extension
 
 U64_MAX = (1 << 64) - 1
@@ -407,9 +408,17 @@ def save_bytes(
     return Writer(_as_tensors(tensors), metadata=metadata, scalars=scalars).to_bytes()
 
 
+def _mapping_tensor(name: str, value: Any) -> Tensor:
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, QuantizedTensor):  # a QFloat tensor: its payload, in the logical shape
+        return Tensor(name, value.dtype, value.shape, value.to_bytes())
+    return Tensor.from_numpy(name, value)
+
+
 def _as_tensors(tensors: Mapping[str, Any] | Iterable[Tensor]) -> list[Tensor]:
     if isinstance(tensors, Mapping):
-        return [t if isinstance(t, Tensor) else Tensor.from_numpy(name, t) for name, t in tensors.items()]
+        return [_mapping_tensor(name, t) for name, t in tensors.items()]
     out = list(tensors)
     for t in out:
         if not isinstance(t, Tensor):

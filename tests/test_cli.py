@@ -280,14 +280,14 @@ def test_inspect_tree_groups_by_module_with_parameter_counts(layers, capsys):
     assert "embed/  16 parameters" in out
 
 
-def test_inspect_summarizes_qfloat_schemes():
-    from burnpack import BlockScale, BlockSize, DType, QuantMode, QuantScheme, QuantStore, QuantValue, ScaleDtype
-    from burnpack.commands.inspect import dtype_text
+def test_inspect_summarizes_qfloat_schemes(tmp_path, capsys):
+    from burnpack.quant import parse_scheme, quantize
 
-    block = QuantScheme(QuantValue.Q8S, QuantStore.Native, QuantMode.Symmetric, None, BlockScale(BlockSize((32, 1, 1, 1, 1), 1), ScaleDtype.F16))
-    assert dtype_text(DType.QFloat(block)) == "Q8S block 32 F16"
-    tensor = QuantScheme(QuantValue.Q4S, QuantStore.PackedU32(0), QuantMode.Symmetric, ScaleDtype.F32, None)
-    assert dtype_text(DType.QFloat(tensor)) == "Q4S tensor F32 PackedU32(0)"
+    q = quantize(np.ones((2, 32), np.float32), parse_scheme("q8s", block=32, scale_dtype="f16"))
+    path = burnpack.save({"w": q}, tmp_path / "q.bpk")
+    main(["inspect", str(path)])
+    out = capsys.readouterr().out
+    assert "w     QFloat(Q8S block 32 F16)  [2, 32]" in out and "\n  QFloat: 1 tensor" not in out
 
 
 def test_inspect_shortens_long_names_in_the_middle_and_aligns_wide_characters(tmp_path, capsys):

@@ -3,7 +3,7 @@
 Tensors are listed in natural order (``layers.2`` before ``layers.10``) unless ``--sort``
 says ``name`` (byte-wise, Burn's order) or ``file`` (data order); ``--filter`` keeps the names a
 regex finds. Sizes are human (KiB, MiB...), totals are given per dtype with the parameter count
-(elements), QFloat schemes are summarized (``Q8S block 32 F16``), long names are shortened in
+(elements), QFloat schemes are summarized (``QFloat(Q8S block 32 F16)``), long names are shortened in
 the middle so that columns stay readable, and East-Asian wide characters count double.
 """
 
@@ -16,10 +16,12 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
-from .._generated.types import DType
-from ..dtypes import debug
+import numpy as np
+
 from ..dump import scalar_json
+from ..errors import BurnpackError
 from ..progress import human_size
+from ..quant import dtype_label
 from ..reader import Pack, TensorView
 from .common import CommandError
 
@@ -33,6 +35,7 @@ def register_options(p: Any) -> None:
     p.add_argument("--filter", metavar="REGEX", help="only tensors whose name the regex finds")
     p.add_argument("--tree", action="store_true", help="group tensors by module path, with per-module parameter counts")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    p.add_argument("--stats", action="store_true", help="add min/max/mean of each tensor's values (QFloat: dequantized)")
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
@@ -76,20 +79,19 @@ def pad(text: str, width: int, *, right: bool = False) -> str:
     return fill + text if right else text + fill
 
 
-def dtype_text(dtype: DType) -> str:
-    """The dtype as a column: ``F32``, ``Bool(U8)``, a QFloat scheme summarized (``Q8S block 32 F16``)."""
-    if dtype.variant != "QFloat":
-        return debug(dtype)
-    scheme = dtype.value
-    parts = [scheme.value.value]
-    if scheme.block is not None:
-        dims = scheme.block.size.storage[: scheme.block.size.len]
-        parts += ["block", "x".join(map(str, dims)), scheme.block.dtype.value]
-    if scheme.tensor is not None:
-        parts += ["tensor" if scheme.block is None else "+ tensor", scheme.tensor.value]
-    if scheme.store.variant != "Native":
-        parts.append(f"{scheme.store.variant}({scheme.store.value})")
-    return " ".join(parts)
+def _stats(view: TensorView, notes: list[str]) -> tuple[str, str, str]:
+    """min, max, mean of a tensor's values (QFloat: dequantized), or dashes with a note why not."""
+    try:
+        values = view.numpy(dequantize=True)
+    except BurnpackError as exc:
+        notes.append(f"  {view.name}: {exc.payload}")
+        return ("-", "-", "-")
+    if values.size == 0 or values.dtype.kind not in "fiub":
+        return ("-", "-", "-")
+    values = values.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN/inf values give NaN/inf statistics, no warning
+        low, high, mean = (f"{v:.6g}" for v in (values.min(), values.max(), values.mean()))
+    return low, high, mean
 
 
 def select(pack: Pack, *, sort: str = "natural", pattern: str | None = None) -> list[TensorView]:
@@ -112,7 +114,7 @@ def totals(views: Iterable[TensorView]) -> dict[str, dict[str, int]]:
     """Per dtype: tensors, elements (parameters) and bytes."""
     out: dict[str, dict[str, int]] = {}
     for view in views:
-        entry = out.setdefault(dtype_text(view.dtype) if view.dtype.variant != "QFloat" else "QFloat", {"tensors": 0, "elements": 0, "bytes": 0})
+        entry = out.setdefault(dtype_label(view.dtype) if view.dtype.variant != "QFloat" else "QFloat", {"tensors": 0, "elements": 0, "bytes": 0})
         entry["tensors"] += 1
         entry["elements"] += math.prod(view.shape)
         entry["bytes"] += max(view.byte_len, 0)
@@ -129,7 +131,7 @@ def to_json(pack: Pack, views: Sequence[TensorView], record_kind: str) -> dict[s
         "file_size": pack.file_size,
         "tensors": [
             {
-                "name": v.name, "dtype": v.dtype.to_serde(), "dtype_text": dtype_text(v.dtype), "shape": list(v.shape),
+                "name": v.name, "dtype": v.dtype.to_serde(), "dtype_text": dtype_label(v.dtype), "shape": list(v.shape),
                 "elements": math.prod(v.shape), "bytes": v.byte_len, "param_id": v.param_id, "data_offsets": list(v.data_offsets),
             }  # fmt: skip
             for v in views
@@ -153,12 +155,17 @@ def _shape(view: TensorView) -> str:
     return "[" + ", ".join(map(str, view.shape)) + "]"
 
 
-def print_table(views: Sequence[TensorView], out: TextIO, *, name_width: int = NAME_WIDTH) -> None:
-    rows = [("name", "dtype", "shape", "params", "size", "param_id")]
+def print_table(views: Sequence[TensorView], out: TextIO, *, stats: bool = False, name_width: int = NAME_WIDTH) -> None:
+    rows = [("name", "dtype", "shape", "params", "size", "param_id") + (("min", "max", "mean") if stats else ())]
+    notes: list[str] = []
     for v in views:
         pid = "-" if v.param_id is None else str(v.param_id)
-        rows.append((shorten(v.name, name_width), dtype_text(v.dtype), _shape(v), f"{math.prod(v.shape):,}", human_size(max(v.byte_len, 0)), pid))
-    _table(rows, {3, 4, 5}, out)
+        row = (shorten(v.name, name_width), dtype_label(v.dtype), _shape(v), f"{math.prod(v.shape):,}", human_size(max(v.byte_len, 0)), pid)
+        rows.append(row + (_stats(v, notes) if stats else ()))
+    _table(rows, {3, 4, 5, 6, 7, 8}, out)
+    if notes:
+        print("\nno statistics for:", file=out)
+        print("\n".join(notes), file=out)
 
 
 def print_tree(views: Sequence[TensorView], out: TextIO, *, name_width: int = NAME_WIDTH) -> None:
@@ -179,7 +186,7 @@ def print_tree(views: Sequence[TensorView], out: TextIO, *, name_width: int = NA
             child, indent = node[key], "  " * depth
             label = shorten(key, max(name_width - len(indent), 8))
             if isinstance(child, TensorView):
-                print(f"{indent}{label}  {dtype_text(child.dtype)} {_shape(child)}  {math.prod(child.shape):,}", file=out)
+                print(f"{indent}{label}  {dtype_label(child.dtype)} {_shape(child)}  {math.prod(child.shape):,}", file=out)
             else:
                 print(f"{indent}{label}/  {plural(count(child), 'parameter')}", file=out)
                 walk(child, depth + 1)
@@ -243,6 +250,6 @@ def inspect(pack: Pack, args: Any, out: TextIO) -> int:
         elif args.tree:
             print_tree(views, out)
         else:
-            print_table(views, out)
+            print_table(views, out, stats=args.stats)
         print_summary(pack, views, out)
     return 1 if args.filter and not views else 0

@@ -21,7 +21,11 @@ indices, then the adapter with module types, then filters):
    ``Applier`` looks them up. Expected names without a tensor are *missing*, tensors no
    expected name took are *unused* (and not written), shape mismatches are errors.
 7. ``filter`` (keep) / ``exclude`` (drop) on the output names; dropped tensors are *skipped*.
-8. ``param_ids`` — ``"keep"`` (default), ``"new"`` (a fresh random u64 per tensor, as a Burn
+8. ``quantize`` — a ``QuantScheme``: the weights (float tensors of rank ≥ 2 named ``weight``,
+   or those whose name ``quantize_include`` matches) become QFloat tensors as Burn's CPU backend
+   quantizes them (``burnpack.interop.quantizing``); their error is in ``report.quantized``.
+   ``dequantize=True`` instead turns every QFloat tensor into its F32 values.
+9. ``param_ids`` — ``"keep"`` (default), ``"new"`` (a fresh random u64 per tensor, as a Burn
    ``ModuleRecord`` carries) or ``"drop"``.
 
 Metadata: the source's user metadata is carried across (safetensors ``__metadata__`` ↔ burnpack
@@ -79,6 +83,7 @@ class ConversionReport:
     missing: list[str] = field(default_factory=list)
     unused: list[str] = field(default_factory=list)
     transformed: dict[str, list[str]] = field(default_factory=dict)
+    quantized: dict[str, dict[str, Any]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     options: dict[str, str] = field(default_factory=dict)
@@ -129,6 +134,8 @@ class ConversionReport:
         section("options", [f"{option}: {what}" for option, what in self.options.items()])
         section("renamed", [f"{a} -> {b}" for a, b in self.renamed.items()])
         section("transformed", [f"{n}: {', '.join(s)}" for n, s in self.transformed.items()])
+        section("quantized (error vs float: max abs, RMSE)",
+                [f"{n}: {q['scheme']}, {q['max_abs']:.4g}, {q['rmse']:.4g}" for n, q in self.quantized.items()])  # fmt: skip
         section("skipped", self.skipped)
         section("missing", self.missing)
         section("unused", self.unused)
@@ -355,8 +362,31 @@ def _filters(entries: list[Entry], keep_spec: Any, drop_spec: Any, log: _OptionL
     return kept
 
 
+def _quantization(
+    entries: list[Entry], quantize: Any, include: str | None, dequantize: bool, target_format: str | None,
+    report: ConversionReport,
+) -> list[Entry]:  # fmt: skip
+    """Step 8: quantize the selected weights, or dequantize every QFloat tensor (each raises when
+    it selects nothing, so neither is a silent no-op)."""
+    if dequantize:
+        from .quantizing import dequantize_entries
+
+        if quantize is not None:
+            raise ConversionError("quantize and dequantize exclude each other")
+        entries = dequantize_entries(entries)
+    if quantize is not None:
+        from .quantizing import quantize_entries
+
+        if target_format not in (None, "burnpack"):
+            raise ConversionError(f"quantize: {target_format} cannot hold quantized (QFloat) tensors; write a .bpk")
+        entries = quantize_entries(entries, quantize, include, report.quantized, report.warnings)
+    elif include is not None:
+        raise ConversionError("quantize_include (--include) selects tensors to quantize: it needs quantize (--quantize)")
+    return entries
+
+
 def _param_ids(entries: list[Entry], mode: str) -> list[Entry]:
-    """Step 8: keep the ids, give fresh random ones (as a Burn ModuleRecord has), or drop them."""
+    """Step 9: keep the ids, give fresh random ones (as a Burn ModuleRecord has), or drop them."""
     if mode == "keep":
         return entries
     if mode == "drop":
@@ -415,6 +445,9 @@ def transform(
     keep_metadata: bool = True,
     metadata: Mapping[str, str] | None = None,
     stamp: bool = True,
+    quantize: Any = None,
+    quantize_include: str | None = None,
+    dequantize: bool = False,
     allow_unmatched: bool | Iterable[str] = False,
     target_format: str | None = None,
     report: ConversionReport | None = None,
@@ -453,6 +486,7 @@ def transform(
     if expected is not None:
         entries = _match_expected(entries, expected, types, adapter, report)
     entries = _filters(entries, filter, exclude, log, report)
+    entries = _quantization(entries, quantize, quantize_include, dequantize, target_format, report)
     entries = _param_ids(entries, param_ids)
     out_meta = _out_metadata(tset, target_format, keep_metadata, metadata, stamp)
     scalars = dict(tset.scalars)
