@@ -24,8 +24,8 @@ from typing import Any, NoReturn
 
 import cbor2
 
-U64_MAX = (1 << 64) - 1
-I64_MAX = (1 << 63) - 1
+from ._generated.layout import I64_MAX, MAX_CBOR_DEPTH, U64_MAX
+
 I128_MAX = (1 << 127) - 1
 
 # Header kinds (ciborium-ll hdr.rs ``Header``).
@@ -294,7 +294,7 @@ def fast_loads(blob: bytes | memoryview) -> Any:
             semantic_decoders=_REFUSE_ALL_TAGS,
             allow_indefinite=False,
             allow_duplicate_keys=False,
-            max_depth=128,
+            max_depth=MAX_CBOR_DEPTH,
         )
     except Exception as exc:  # any refusal or malformation: let the exact decoder judge
         raise Fallback from exc

@@ -100,8 +100,8 @@ class PackDiff:
             lines.append(f"~ tensor {c.name!r}: " + "; ".join(parts))
         for key, (a, b) in self.metadata.items():
             lines.append(_entry("metadata", key, a, b))
-        for key, (a, b) in self.scalars.items():
-            lines.append(_entry("scalar", key, _scalar_text(a), _scalar_text(b)))
+        for key, (sa, sb) in self.scalars.items():
+            lines.append(_entry("scalar", key, _scalar_text(sa), _scalar_text(sb)))
         n = len(self.added) + len(self.removed) + len(self.changed)
         counts = [(n, "tensor"), (len(self.metadata), "metadata"), (len(self.scalars), "scalar")]
         counts += [(len(self.layout), "layout")] if self.layout else []
@@ -128,7 +128,7 @@ def _scalar_text(s: dict | None) -> str | None:
 
 def _values(view: Any) -> np.ndarray | None:
     """The tensor as a flat numeric array (bool as uint8), or None for QFloat / bad lengths."""
-    if view.dtype.variant == "QFloat":
+    if view.dtype.is_quantized:
         return None
     try:
         array = view.numpy().reshape(-1)

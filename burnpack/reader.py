@@ -12,7 +12,6 @@ import math
 import os
 import warnings
 from collections.abc import Iterator, Mapping
-from pathlib import Path
 import numpy as np
 
 from . import legacy, quant
@@ -25,10 +24,11 @@ from ._generated.layout import (
     MAX_METADATA_SIZE,
     MAX_TENSOR_COUNT,
     MAX_TENSOR_SIZE,
+    U64_MAX,
     data_section_start,
 )
-from ._generated.types import DType, Metadata, Scalar, TensorDescriptor
-from .dtypes import UNIT_VIEW_SPECS, element_size, numpy_dtype, view_bytes_as
+from ._generated.types import Metadata, Scalar, TensorDescriptor
+from .dtypes import UNIT_VIEW_SPECS
 from .errors import (
     InvalidHeader,
     InvalidMagicNumber,
@@ -41,75 +41,51 @@ from .errors import (
     ValidationError,
 )
 from .metadata import decode_metadata
+from .paths import PathLike, resolve_read_path
 from .source import BufferSource, FileSource, Source
+from .tensor import Tensor, _as_array, _blank, _freeze
 
-U64_MAX = (1 << 64) - 1
-PathLike = str | os.PathLike[str]
-
-
-def resolve_read_path(path: PathLike) -> Path:
-    """Burn's reader rule: an extensionless path that does not exist gets ``.bpk`` appended."""
-    p = Path(path)
-    if not has_extension(p) and not p.exists():
-        return p.with_name(p.name + ".bpk")
-    return p
+__all__ = ["Pack", "PathLike", "TensorView", "load"]
 
 
-def has_extension(path: Path) -> bool:
-    """Rust's ``Path::extension().is_some()``: a dot after the first character of the name.
+class TensorView(Tensor):
+    """One tensor of an open pack: a ``Tensor`` whose bytes are read from the pack on demand.
 
-    Unlike Python's ``suffix``, ``"trail."`` has an (empty) extension and ``".hidden"`` has none.
+    ``memoryview()`` and ``numpy()`` are zero-copy windows on memory-mapped files; each access
+    runs Burn's checks for that tensor (``tensor_data``).
     """
-    name = path.name
-    return "." in name[1:] if name not in ("", ".", "..") else False
 
+    __slots__ = ("_pack", "data_offsets")
 
-def _os_error(exc: OSError) -> IoError:
-    if exc.errno is not None:
-        return IoError(f"{exc.strerror} (os error {exc.errno})", where=str(exc.filename or ""))
-    return IoError(str(exc))
+    _pack: Pack
+    data_offsets: tuple[int, int]
 
-
-class TensorView:
-    """One tensor of an open pack: its descriptor, and its bytes on demand (zero-copy)."""
-
-    __slots__ = ("_pack", "name", "dtype", "shape", "data_offsets", "param_id")
-
-    def __init__(self, pack: Pack, name: str, descriptor: TensorDescriptor) -> None:
-        self._pack = pack
-        self.name = name
-        self.dtype: DType = descriptor.dtype
-        self.shape: tuple[int, ...] = descriptor.shape
-        self.data_offsets: tuple[int, int] = descriptor.data_offsets
-        self.param_id: int | None = descriptor.param_id
+    def __new__(cls, pack: Pack, name: str, descriptor: TensorDescriptor) -> TensorView:  # type: ignore[misc]
+        view = _blank(cls)
+        view._pack = pack
+        view.name = name
+        view.dtype = descriptor.dtype
+        view.shape = descriptor.shape
+        view.data_offsets = descriptor.data_offsets
+        view.param_id = descriptor.param_id
+        view.byte_len = descriptor.data_offsets[1] - descriptor.data_offsets[0]
+        view._data = view._provider = None
+        return _freeze(view, cls)
 
     def __repr__(self) -> str:
         return f"TensorView({self.name!r}, dtype={self.dtype!r}, shape={list(self.shape)}, param_id={self.param_id})"
-
-    @property
-    def byte_len(self) -> int:
-        """Bytes the descriptor's offsets span."""
-        start, end = self.data_offsets
-        return end - start
-
-    @property
-    def numel(self) -> int:
-        """Number of elements the shape holds (1 for a 0-d tensor)."""
-        return math.prod(self.shape)
 
     def memoryview(self) -> memoryview:
         """The tensor's bytes without copying (read-only for files)."""
         return self._pack._tensor_bytes(self)
 
-    def tobytes(self) -> bytes:
-        """The tensor's bytes as a copy (Burn's ``Reader::tensor_data``)."""
-        return bytes(self.memoryview())
-
     def read(self, offset: int = 0, length: int | None = None) -> bytes:
         """A slice of the tensor's bytes, reading only that range from the source."""
         start, end = self._pack._tensor_range(self)
-        if offset < 0 or offset > end - start:
-            raise ValueError(f"offset {offset} is outside tensor {self.name!r} of {end - start} bytes")
+        if type(offset) is not int or offset < 0 or offset > end - start:
+            raise ValueError(f"offset {offset!r} is outside tensor {self.name!r} of {end - start} bytes")
+        if length is not None and (type(length) is not int or length < 0):
+            raise ValueError(f"length must be a non-negative int or None, got {length!r}")
         length = end - start - offset if length is None else min(length, end - start - offset)
         return self._pack._source.read(start + offset, length)
 
@@ -120,27 +96,15 @@ class TensorView:
         or with ``dequantize=True`` their float32 values (see :meth:`dequantize`); Flex32 is
         float32; Bool stores are ``bool``, ``uint8`` or ``uint32``.
         """
-        if dequantize and self.dtype.variant == "QFloat":
+        if dequantize and self.dtype.is_quantized:
             return self.dequantize()
-        view = self.memoryview()
-        np_dtype = numpy_dtype(self.dtype)
-        size = element_size(self.dtype)
-        if size is None:
-            return view_bytes_as(view, 0, view.nbytes, np_dtype)
-        numel = self.numel
-        if view.nbytes != numel * size:
-            raise ValidationError(
-                f"tensor '{self.name}' holds {view.nbytes} bytes but its shape {list(self.shape)} and dtype "
-                f"{self.dtype.variant} need {numel * size}",
-                where=f"data_offsets {list(self.data_offsets)}",
-            )
-        return view_bytes_as(view, 0, numel, np_dtype).reshape(self.shape)
+        return _as_array(self, self.memoryview(), where=f"data_offsets {list(self.data_offsets)}")
 
     def quantized(self) -> quant.QuantizedTensor:
         """A QFloat tensor in parts: int8 ``values`` (logical shape), ``scales`` (block grid),
         ``global_scale`` and ``scheme``; raises ``QuantizationError`` for other dtypes, schemes
         the bytes alone cannot give, and payloads whose length does not fit the scheme."""
-        if self.dtype.variant != "QFloat":
+        if not self.dtype.is_quantized:
             raise QuantizationError(f"tensor '{self.name}' is {self.dtype.variant}, not a quantized (QFloat) tensor")
         old = self._pack._old_schemes.get(self.name)
         if old is None:
@@ -151,7 +115,7 @@ class TensorView:
 
     def dequantize(self) -> np.ndarray:
         """A QFloat tensor's float32 values, ``fl32(S·q)`` bit for bit as Burn's CPU backends compute."""
-        if self.dtype.variant == "QFloat" and self.name not in self._pack._old_schemes:
+        if self.dtype.is_quantized and self.name not in self._pack._old_schemes:
             return quant.dequantize(self.memoryview(), self.dtype.value, self.shape, name=self.name)
         return self.quantized().dequantize()
 
@@ -254,8 +218,9 @@ class Pack(Mapping[str, TensorView]):
         limit = self._source.size - base
         sections: dict[np.dtype, np.ndarray] = {}  # the data section viewed once per numpy dtype
         for name in self._names:
-            dtype, shape, (start, end), _ = descriptors[name]
-            size, np_dtype = UNIT_VIEW_SPECS.get(dtype.variant, (0, None)) if dtype.value is None else (0, None)
+            descriptor = descriptors[name]
+            dtype, shape, (start, end) = descriptor.dtype, descriptor.shape, descriptor.data_offsets
+            size, np_dtype = UNIT_VIEW_SPECS.get(dtype.variant, _NO_VIEW) if dtype.value is None else _NO_VIEW
             length = end - start
             if not size or not 0 <= length <= MAX_TENSOR_SIZE or end > limit or start % size or length != math.prod(shape) * size:
                 view = self[name]  # the checked path: Bool stores, QFloat, or raises Burn's error
@@ -270,7 +235,7 @@ class Pack(Mapping[str, TensorView]):
 
     def dequantize(self) -> dict[str, np.ndarray]:
         """Every QFloat tensor's float32 values, by name (other tensors are left out)."""
-        return {name: self[name].dequantize() for name in self._names if self._descriptors[name].dtype.variant == "QFloat"}
+        return {name: self[name].dequantize() for name in self._names if self._descriptors[name].dtype.is_quantized}
 
     @property
     def descriptors(self) -> dict[str, TensorDescriptor]:
@@ -322,6 +287,10 @@ class Pack(Mapping[str, TensorView]):
         return buffer[start:end]
 
 
+_NO_VIEW: tuple[int, np.dtype] = (0, np.dtype("V1"))
+"""Size 0: the dtype has no in-place view (Bool stores, QFloat, or bf16 on big-endian hosts)."""
+
+
 def _zero_copy(source: Source) -> memoryview | None:
     buffer = getattr(source, "buffer", None)
     return buffer() if buffer is not None else None
@@ -343,7 +312,7 @@ def load(source: PathLike | bytes | bytearray | memoryview | Source, *, strict: 
         try:
             data: Source = FileSource(path)
         except OSError as exc:
-            raise _os_error(exc) from None
+            raise IoError.from_os_error(exc) from None
         from_file = True
     elif isinstance(source, (bytes, bytearray, memoryview)):
         data = BufferSource(source)

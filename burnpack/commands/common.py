@@ -84,8 +84,8 @@ def _path_of(exc: BaseException, default: str | None) -> str | None:
 
 
 def _kind(exc: BaseException) -> str:
-    variant = getattr(exc, "variant", None)
-    return variant if isinstance(variant, str) else type(exc).__name__
+    variant = getattr(exc, "variant", None)  # Burn's error kind; the base class has none of its own
+    return variant if isinstance(variant, str) and variant != "BurnpackError" else type(exc).__name__
 
 
 def _message(exc: BaseException, verbose: bool) -> str:

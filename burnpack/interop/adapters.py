@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from .._generated.types import DType
-from .formats import OptionError
+from ._io import OptionError
 from .tensors import Entry, cast_array, dtype_name, is_float, parse_dtype
 
 __all__ = [
@@ -298,7 +298,7 @@ class ChainAdapter(ModuleAdapter):
 
 
 def _transpose(entry: Entry) -> Entry:
-    load = entry._load
+    load = entry.numpy
 
     def transposed() -> np.ndarray:
         return np.ascontiguousarray(load().T)
@@ -348,7 +348,7 @@ class BurnToPyTorchAdapter(_PyTorchAdapter):
 
 
 def _cast(entry: Entry, target: DType) -> Entry:
-    load = entry._load
+    load = entry.numpy
     source = entry.dtype
 
     def cast() -> np.ndarray:

@@ -46,10 +46,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..frameworks import is_torch_module
 from ..progress import finish, human_size, progress_for
 from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
-from .formats import ConversionError, OptionError, read_tensors, resolve_output, write_tensors
+from ._io import ConversionError, OptionError
+from .formats import read_tensors, resolve_output, write_tensors
 from .remap import KeyRemapper, PathFilter, insert_enum_variants, map_indices_contiguous as _contiguous, strip_enum_variants
+from .._generated.types import BoolStore, DType
 from .tensors import Entry, TensorSet, dtype_name
 
 __all__ = ["ConversionReport", "UnmatchedOptionError", "convert", "transform"]
@@ -153,16 +156,19 @@ class ConversionReport:
 def _expectation(expect: Any) -> tuple[dict[str, tuple[int, ...] | None], dict[str, str]]:
     """``({name: shape or None}, {module path: type})`` from names, a name → shape/array
     mapping, a ``TensorSet``, a file path, a ``torch.nn.Module`` or a record-layer structure."""
-    from .torch_live import _is_module, module_types_of
+    from .torch_live import module_types_of
 
+    shapes: dict[str, tuple[int, ...] | None]
     if isinstance(expect, (str, os.PathLike)):
         with read_tensors(expect) as tset:
-            return {e.name: e.shape for e in tset.entries}, dict(tset.module_types)
+            shapes = {e.name: e.shape for e in tset.entries}
+            return shapes, dict(tset.module_types)
     if isinstance(expect, TensorSet):
-        return {e.name: e.shape for e in expect.entries}, dict(expect.module_types)
-    if _is_module(expect):
-        names = {k: tuple(v.shape) for k, v in expect.state_dict().items()}
-        return names, module_types_of(expect)
+        shapes = {e.name: e.shape for e in expect.entries}
+        return shapes, dict(expect.module_types)
+    if is_torch_module(expect):
+        shapes = {k: tuple(v.shape) for k, v in expect.state_dict().items()}
+        return shapes, module_types_of(expect)
     if isinstance(expect, Mapping):
         out: dict[str, tuple[int, ...] | None] = {}
 
@@ -578,7 +584,7 @@ def convert(
     from_format: str | None = None,
     to_format: str | None = None,
     overwrite: bool = False,
-    bool_store: str = "U8",
+    bool_store: str | BoolStore = BoolStore.U8,
     compress: bool = False,
     progress: Callable[[int], None] | bool | str | None = None,
     legacy_ok: bool = False,
@@ -598,7 +604,7 @@ def convert(
         raise ConversionError(f"{target} is a directory; give the output's file name")
     out_path, out_format = resolve_output(target, to_format)
     if not overwrite and out_path.exists():
-        from .formats import OutputExistsError
+        from ._io import OutputExistsError
 
         raise OutputExistsError(out_path)
     top_level_key = options.get("top_level_key")
@@ -638,8 +644,8 @@ def _note_losses(tset: TensorSet, target_format: str, report: ConversionReport) 
         report.warnings.append(f"{len(tset.metadata)} metadata entr(y/ies) dropped: a state dict has no place for them")
     if target_format in ("safetensors", "pytorch"):
         for e in tset.entries:
-            if e.dtype.variant == "Flex32":
+            if e.dtype == DType.Flex32:
                 report.warnings.append(f"{e.name}: Flex32 written as F32")
-            elif e.dtype.variant == "Bool" and e.dtype.value is not None and e.dtype.value.value == "U32":
+            elif e.dtype == DType.Bool(BoolStore.U32):
                 report.warnings.append(f"{e.name}: {dtype_name(e.dtype)} written as 1-byte bool")
 

@@ -44,6 +44,9 @@ import ml_dtypes
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from .._generated.types import DTYPE_INFO
+from ..errors import BurnpackError
+
 __all__ = ["PyTorchReadError", "UnsafePickleError", "read_pytorch", "read_pytorch_object"]
 
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
@@ -71,7 +74,7 @@ _ZIP_ERRORS = (
 )
 
 
-class PyTorchReadError(Exception):
+class PyTorchReadError(BurnpackError, ValueError):
     """The file is not a checkpoint this reader can load: truncated, corrupt or unsupported."""
 
 
@@ -212,10 +215,7 @@ _STORAGE_DTYPES = {
     "Byte": np.dtype(np.uint8),
     "Bool": np.dtype(np.bool_),
 }
-_TORCH_DTYPE_NAMES = (
-    "float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8",
-    "bool",
-)  # fmt: skip
+_TORCH_DTYPE_NAMES = tuple(dict.fromkeys(info.torch for info in DTYPE_INFO.values() if info.torch is not None))
 
 
 def _markers() -> dict[tuple[str, str], object]:

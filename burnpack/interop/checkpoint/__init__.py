@@ -77,7 +77,9 @@ import numpy as np
 from ...records import Checkpoints, LrSchedulerRecord, ModuleRecord, OptimizerRecord
 from ...writer import Writer
 from ..adapters import ModuleTypes
-from ..formats import ConversionError, OutputExistsError, atomic_output, burnpack_writer
+from ...frameworks import is_torch_module
+from .._io import ConversionError, OutputExistsError, atomic_output
+from ..formats import burnpack_writer
 from ..remap import KeyRemapper
 from ..tensors import TensorSet
 from .model import model_metadata, model_to_burn, model_to_pytorch
@@ -208,7 +210,7 @@ def pytorch_to_burn_checkpoint(
         optim_record.metadata[META_PREFIX + key] = value if isinstance(value, str) else json.dumps(jsonable(value), allow_nan=True)
     writers = {
         "model": burnpack_writer(TensorSet(burn_model.entries)),
-        "optim": Writer([t.writer_tensor() for t in optim_record.tensors], metadata=optim_record.metadata, scalars=optim_record.scalars),
+        "optim": Writer(optim_record.tensors, metadata=optim_record.metadata, scalars=optim_record.scalars),
         "scheduler": Writer([], scalars=sched_record.scalars),
     }
     _write_records(paths, writers, overwrite, report)
@@ -241,7 +243,7 @@ def burn_checkpoint_to_pytorch(
     ``remap`` rules turn Burn paths (after the adapter's renames) into PyTorch names when no
     stored name map says otherwise.
     """
-    from ..torch_live import _is_module, module_types_of
+    from ..torch_live import module_types_of
 
     ckpts = Checkpoints.find(checkpoint_dir)
     epoch = ckpts.latest() if epoch is None else epoch
@@ -256,7 +258,7 @@ def burn_checkpoint_to_pytorch(
     optim_rec = OptimizerRecord.load(files["optim"]) if "optim" in files else OptimizerRecord()
     sched_rec = LrSchedulerRecord.load(files["scheduler"]) if "scheduler" in files else LrSchedulerRecord()
     meta = torch_meta(optim_rec)
-    live = module if module is not None and _is_module(module) else None
+    live = module if module is not None and is_torch_module(module) else None
     torch_types = {**(module_types_of(live) if live is not None else {}), **meta.get("model", {}).get("types", {})}
     types = ModuleTypes(module_types, type_rules, torch_types=torch_types, infer=infer_types)
     remapper = remap if isinstance(remap, KeyRemapper) or remap is None else KeyRemapper(remap)

@@ -18,7 +18,8 @@ import numpy as np
 from ...records import ModuleRecord
 from ..adapters import BurnToPyTorchAdapter, ModuleTypes, PyTorchToBurnAdapter
 from ..converter import transform
-from ..formats import ConversionError, _entry_from_array
+from ..._generated.types import BoolStore
+from .._io import ConversionError, entry_from_array
 from ..remap import KeyRemapper
 from ..tensors import Entry, TensorSet
 from .state import CheckpointReport, TorchTrainingState, new_ids
@@ -62,7 +63,7 @@ def model_to_burn(state: TorchTrainingState, report: CheckpointReport, *, seed: 
         if name.rpartition(".")[2] == BATCHES_TRACKED:
             dropped[name] = array
         else:
-            entries.append(_entry_from_array(name, array, "U8"))
+            entries.append(entry_from_array(name, array, BoolStore.U8))
     report.dropped = list(dropped)
     if dropped:
         report.not_mapped.append(f"{len(dropped)} BatchNorm num_batches_tracked buffer(s): Burn's BatchNorm has none (kept in torch.model metadata)")

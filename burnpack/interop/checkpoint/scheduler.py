@@ -22,8 +22,9 @@ from ...records import (
     StepLrScheduler,
 )
 from ...records.scheduler import ConstantLr
-from ..formats import ConversionError
-from .state import U64_MAX, CheckpointReport
+from .._io import ConversionError
+from ..._generated.layout import U64_MAX
+from .state import CheckpointReport
 
 SCHEDULER_CLASSES = {"cosine": "CosineAnnealingLR", "linear": "LinearLR", "step": "StepLR", "exponential": "ExponentialLR"}
 _BURN_CLASSES: dict[str, Any] = {"cosine": CosineAnnealingLrScheduler, "linear": LinearLrScheduler, "step": StepLrScheduler}

@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from ..formats import ConversionError
+from ...frameworks import is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
+from .._io import ConversionError
 
-U64_MAX = (1 << 64) - 1
 META_PREFIX = "torch."
 FORMAT_TAG = "burnpack.interop.checkpoint/1"
 _BUFFER_SUFFIXES = ("running_mean", "running_var", "num_batches_tracked")
@@ -49,11 +49,9 @@ class TorchTrainingState:
 
     def to_torch(self) -> dict[str, Any]:
         """The checkpoint dict with torch tensors, ready for ``torch.save`` / ``load_state_dict``."""
-        from ..torch_live import to_torch_tensor
-
         def conv(value: Any) -> Any:
             if isinstance(value, np.ndarray):
-                return to_torch_tensor(value)
+                return numpy_to_torch(value)
             if isinstance(value, dict):
                 return type(value)((k, conv(v)) for k, v in value.items())
             if isinstance(value, (list, tuple)):
@@ -140,10 +138,8 @@ def _to_plain(value: Any, depth: int = 0) -> Any:
     """Torch tensors → numpy; containers copied; everything else as is."""
     if depth > 64:
         raise ConversionError("checkpoint nests more than 64 deep")
-    from ..torch_live import _is_tensor, from_torch_tensor
-
-    if _is_tensor(value):
-        return from_torch_tensor(value)
+    if is_torch_tensor(value):
+        return torch_to_numpy(value)
     if isinstance(value, dict):
         items = ((k, _to_plain(v, depth + 1)) for k, v in value.items())
         return OrderedDict(items) if isinstance(value, OrderedDict) else dict(items)
@@ -167,14 +163,12 @@ def is_scheduler_sd(value: Any) -> bool:
 def _take(root: dict[Any, Any], explicit: str | None, names: Sequence[str], test: Callable[[Any], bool]) -> tuple[str, Any] | None:
     """Pop one part out of a checkpoint dict: by the key given, a usual key, its shape, or as the
     only item of a list (Lightning: ``"optimizer_states": [sd]``). Returns ``(key, value)``."""
-    from ..torch_live import _is_module
-
     if explicit is not None:
         if explicit not in root:
             raise ConversionError(f"no {explicit!r} in the checkpoint; keys: {sorted(map(str, root))}")
         return explicit, root.pop(explicit)
     for name in names:
-        if name in root and (test(_to_plain(root[name])) or _is_module(root[name]) or hasattr(root[name], "state_dict")):
+        if name in root and (test(_to_plain(root[name])) or is_torch_module(root[name]) or hasattr(root[name], "state_dict")):
             return name, root.pop(name)
     for name, value in list(root.items()):
         if test(_to_plain(value)):
@@ -261,12 +255,12 @@ def read_torch_training_state(
     live module gives the exact index → parameter mapping even for custom parameter groups.
     """
     from ..pytorch import read_pytorch_object
-    from ..torch_live import _is_module, module_types_of
+    from ..torch_live import module_types_of
 
     keys: dict[str, str] = {}
     live_optimizer = optimizer if hasattr(optimizer, "param_groups") and hasattr(optimizer, "state_dict") else None
     root = read_pytorch_object(source) if isinstance(source, (str, os.PathLike)) else source
-    if _is_module(root):
+    if is_torch_module(root):
         module, model, root = module or root, model if model is not None else root, None
     elif root is not None and not isinstance(root, dict):
         raise ConversionError(f"a training checkpoint must be a dict, got a {type(root).__name__}")
@@ -280,7 +274,7 @@ def read_torch_training_state(
         extra = {str(key): _to_plain(value) for key, value in root.items()}
     if model is None:
         raise ConversionError("no model state_dict found; pass model= or model_key=")
-    if _is_module(model):
+    if is_torch_module(model):
         module = module or model
     optimizer_sd, scheduler_sd = _to_plain(_state_dict(optimizer)), _to_plain(_state_dict(scheduler))
     if optimizer_sd is not None and not is_optimizer_sd(optimizer_sd):

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ...records import OptimizerRecord
-from ..formats import ConversionError
+from .._io import ConversionError
 from .optimizer import TORCH_DEFAULTS
 from .scheduler import SCHEDULER_CLASSES
 from .state import META_PREFIX, from_json
