@@ -49,12 +49,18 @@ def test_a_missing_fuzz_engine_names_what_to_install(capsys, monkeypatch):
 
 
 def test_fuzz_keeps_hypothesis_storage_out_of_the_current_directory(tmp_path, monkeypatch):
+    import hypothesis.configuration
+
+    homes = []
+    real = hypothesis.configuration.set_hypothesis_home_dir
+    monkeypatch.setattr(hypothesis.configuration, "set_hypothesis_home_dir", lambda d: (homes.append(d), real(d)))
     monkeypatch.chdir(tmp_path)
     assert cli.main(["fuzz", "--engine", "hypothesis", "--seconds", "1", "--max-examples", "1", "--seed", "1"]) == 0
-    assert not (tmp_path / ".hypothesis").exists() and list(tmp_path.iterdir()) == []
+    assert list(tmp_path.iterdir()) == [] and homes[-1] is None  # restored afterwards
+    assert homes[0] is not None and not Path(homes[0]).is_relative_to(tmp_path) and not Path(homes[0]).exists()
     assert cli.main(["fuzz", "--engine", "hypothesis", "--seconds", "1", "--max-examples", "1", "--seed", "1",
                      "--hypothesis-dir", str(tmp_path / "db")]) == 0  # fmt: skip
-    assert (tmp_path / "db").is_dir()
+    assert homes[-2] == tmp_path / "db"
 
 
 def test_a_missing_hypothesis_names_the_extra(capsys, monkeypatch, tmp_path):
