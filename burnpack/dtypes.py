@@ -6,6 +6,7 @@ Every table here is derived from the generated ``DTYPE_INFO`` / ``BOOL_STORE_INF
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
@@ -158,3 +159,4 @@ def view_bytes_as(buffer: Any, offset: int, count: int, dtype: np.dtype) -> np.n
     if _BIG_ENDIAN_HOST and dtype == _BF16:
         return np.frombuffer(buffer, "<u2", count, offset).astype("=u2").view(dtype)
     return np.frombuffer(buffer, dtype, count, offset)
+

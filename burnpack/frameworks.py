@@ -8,6 +8,8 @@ Flex32 ``float32``, bfloat16 travels through its 16-bit pattern (numpy has no bf
 
 from __future__ import annotations
 
+import math
+import sys
 import warnings
 from typing import Any
 
@@ -88,3 +90,53 @@ def numpy_to_torch(array: np.ndarray, dtype: DType | None = None, *, name: str =
         if want is not None and tensor.dtype != want:
             tensor = tensor.to(want)
     return tensor if device is None else tensor.to(device)
+
+
+TORCH_EXTRA_HINT = "torch tensors need PyTorch: pip install 'burnpack[torch]'"
+
+
+def import_torch() -> Any:
+    """The ``torch`` module, or an ImportError naming the ``[torch]`` extra."""
+    try:
+        import torch
+    except ImportError:
+        raise ImportError(TORCH_EXTRA_HINT) from None
+    return torch
+
+
+def torch_view_dtype(dtype: DType, *, name: str = "tensor") -> Any:
+    """The torch dtype a tensor's bytes are viewed as in place: ``torch_dtype``, except that a
+    Bool store is viewed as its own integer type (``uint8``, ``uint32``) and checked before it
+    becomes ``torch.bool``. QFloat has none: a TypeError says so (its raw bytes stay in numpy)."""
+    torch = import_torch()
+    if dtype.is_quantized:
+        raise TypeError(f"tensor {name!r} is {debug(dtype)}, which torch has no dtype for; read its raw bytes with .numpy()")
+    if dtype.is_bool:
+        return torch.uint8 if element_size(dtype) == 1 else torch.uint32
+    try:
+        return torch_dtype(dtype)
+    except ValueError as exc:
+        raise TypeError(f"tensor {name!r}: {exc}") from None
+
+
+def torch_from_buffer(buffer: Any, offset: int, shape: tuple[int, ...], dtype: DType, *, name: str = "tensor") -> Any:
+    """A torch tensor viewing ``buffer`` at ``offset`` (no copy), typed and shaped as a Burn tensor.
+
+    ``buffer`` must be writable memory the tensor may own a view of (torch has no read-only
+    tensors): a copy-on-write file mapping or a fresh copy. Bool stores become ``torch.bool``:
+    ``Native``/``U8`` in place when every byte is 0 or 1, otherwise (and for ``U32``) as ``!= 0``.
+    """
+    torch = import_torch()
+    raw = torch_view_dtype(dtype, name=name)
+    count = math.prod(shape)
+    if count == 0:
+        tensor = torch.empty(shape, dtype=raw)
+    else:
+        if sys.byteorder == "big" and raw.itemsize > 1:
+            raise TypeError("zero-copy torch tensors of little-endian data need a little-endian host")
+        tensor = torch.frombuffer(buffer, dtype=raw, count=count, offset=offset).view(shape)
+    if not dtype.is_bool:
+        return tensor
+    if raw.itemsize == 1 and (count == 0 or int(tensor.max()) <= 1):
+        return tensor.view(torch.bool)
+    return tensor != 0

@@ -8,10 +8,15 @@ Burn writer could not have produced. Opening reads only the header and the metad
 
 from __future__ import annotations
 
+import builtins
+import io
 import math
 import os
+import stat
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, BinaryIO, cast
+
 import numpy as np
 
 from . import legacy, quant
@@ -27,8 +32,8 @@ from ._generated.layout import (
     U64_MAX,
     data_section_start,
 )
-from ._generated.types import Metadata, Scalar, TensorDescriptor
-from .dtypes import UNIT_VIEW_SPECS
+from ._generated.types import DType, Metadata, Scalar, TensorDescriptor
+from .dtypes import UNIT_VIEW_SPECS, element_size
 from .errors import (
     InvalidHeader,
     InvalidMagicNumber,
@@ -41,8 +46,11 @@ from .errors import (
     ValidationError,
 )
 from .metadata import decode_metadata
+from .frameworks import import_torch, torch_from_buffer, torch_view_dtype
 from .paths import PathLike, resolve_read_path
-from .source import BufferSource, FileSource, Source
+from .remote import FsspecSource, is_url
+from .slices import TensorSlice
+from .source import BULK_BLOCK, BULK_GAP, BufferSource, FileObjectSource, FileSource, Source, coalesce
 from .tensor import Tensor, _as_array, _blank, _freeze
 
 __all__ = ["Pack", "PathLike", "TensorView", "load"]
@@ -79,6 +87,11 @@ class TensorView(Tensor):
         """The tensor's bytes without copying (read-only for files)."""
         return self._pack._tensor_bytes(self)
 
+    @property
+    def slice(self) -> TensorSlice:
+        """``view.slice[i:j]``, ``view.slice[:, 3]``: that part only, reading only its byte ranges."""
+        return TensorSlice(self)
+
     def read(self, offset: int = 0, length: int | None = None) -> bytes:
         """A slice of the tensor's bytes, reading only that range from the source."""
         start, end = self._pack._tensor_range(self)
@@ -94,11 +107,44 @@ class TensorView(Tensor):
 
         QFloat tensors are their raw ``uint8`` bytes (values and inline scales, see ``dtype``),
         or with ``dequantize=True`` their float32 values (see :meth:`dequantize`); Flex32 is
-        float32; Bool stores are ``bool``, ``uint8`` or ``uint32``.
+        float32; Bool stores are ``bool``, ``uint8`` or ``uint32``. Arrays viewing a file are
+        read-only (numpy refuses writes).
         """
         if dequantize and self.dtype.is_quantized:
             return self.dequantize()
-        return _as_array(self, self.memoryview(), where=f"data_offsets {list(self.data_offsets)}")
+        return self._numpy_of(self.memoryview())
+
+    def _numpy_of(self, view: builtins.memoryview) -> np.ndarray:
+        return _as_array(self, view, where=f"data_offsets {list(self.data_offsets)}")
+
+    def torch(self) -> Any:
+        """The tensor as a torch tensor sharing the pack's memory (no copy); needs ``burnpack[torch]``.
+
+        bf16, f16, every int torch has (uint16/32/64 included) and Flex32 (float32) map directly;
+        Bool stores become ``torch.bool``; QFloat raises TypeError. Torch has no read-only
+        tensors, so a file is viewed through a copy-on-write mapping: writing into the tensor
+        changes this process's copy only, never the file. A writable ``bytearray`` source is
+        shared; ``bytes`` and remote sources give tensors over a private copy.
+        """
+        torch_view_dtype(self.dtype, name=self.name)  # QFloat / a dtype this torch lacks: fail before reading
+        start, end = self._pack._tensor_range(self)
+        buffer: Any = self._pack._writable_buffer()
+        if buffer is None:
+            buffer, start, end = bytearray(self._pack._source.read(start, end - start)), 0, end - start
+        return self._torch_of(buffer, start, end)
+
+    def _torch_of(self, buffer: Any, start: int, end: int) -> Any:
+        self._check_byte_len(end - start)
+        return torch_from_buffer(buffer, start, self.shape, self.dtype, name=self.name)
+
+    def _check_byte_len(self, nbytes: int) -> None:
+        size = element_size(self.dtype)
+        if size is not None and nbytes != self.numel * size:
+            raise ValidationError(
+                f"tensor '{self.name}' holds {nbytes} bytes but its shape {list(self.shape)} and dtype "
+                f"{self.dtype.variant} need {self.numel * size}",
+                where=f"data_offsets {list(self.data_offsets)}",
+            )
 
     def quantized(self) -> quant.QuantizedTensor:
         """A QFloat tensor in parts: int8 ``values`` (logical shape), ``scales`` (block grid),
@@ -148,6 +194,8 @@ class Pack(Mapping[str, TensorView]):
         """True when the file has the pre-2025-12-02 layout (data right after the metadata)."""
         self._legacy_ok = legacy_ok
         self._from_file = from_file
+        self.framework = "np"
+        """What ``get_tensor`` and ``view.slice[...]`` return: ``"np"`` (numpy) or ``"pt"`` (torch)."""
         self._old_schemes: dict[str, dict] = old_schemes or {}
         """QFloat schemes in a pre-2026-08-19 shape, as written (quant.md §5), by tensor name."""
 
@@ -211,12 +259,55 @@ class Pack(Mapping[str, TensorView]):
             arrays.update(self.dequantize())
             return arrays
         buffer = _zero_copy(self._source)
-        if buffer is None or self.legacy_layout:
+        if self.legacy_layout:
             return {view.name: view.numpy() for view in self.tensors()}
+        if buffer is None:
+            return self._bulk_ranges(lambda view, block, start, end: view._numpy_of(memoryview(block)[start:end]))
+        base = self.data_section_start
+        return self._bulk(lambda dtype, np_dtype, count: np.frombuffer(buffer, np_dtype, count, base), TensorView.numpy)
+
+    def torch(self) -> dict[str, Any]:
+        """Every tensor as a torch tensor sharing the pack's memory (see ``TensorView.torch``)."""
+        buffer = self._writable_buffer()
+        if self.legacy_layout:
+            return {view.name: view.torch() for view in self.tensors()}
+        if buffer is None:
+            return self._bulk_ranges(TensorView._torch_of)
+        base = self.data_section_start
+        return self._bulk(lambda dtype, np_dtype, count: torch_from_buffer(buffer, base, (count,), dtype), TensorView.torch)
+
+    def _bulk_ranges(self, take: Callable[[TensorView, bytearray, int, int], Any]) -> dict[str, Any]:
+        """Every tensor (checked as ``tensors()`` is) from a source without a buffer, read in
+        large blocks of neighbouring tensors: one request per block for remote files."""
+        views = self.tensors()
+        ranges = [(start, end - start) for start, end in map(self._tensor_range, views)]
+        out = {}
+        for block_start, block_end, members in coalesce(ranges, max_gap=BULK_GAP, max_block=BULK_BLOCK):
+            block = bytearray(self._source.read(block_start, block_end - block_start))
+            if len(block) != block_end - block_start:
+                raise IoError(f"short read: got {len(block)} of {block_end - block_start} bytes at offset {block_start}")
+            for i in members:
+                start = ranges[i][0] - block_start
+                out[views[i].name] = take(views[i], block, start, start + ranges[i][1])
+        return {view.name: out[view.name] for view in views}
+
+    def get_tensor(self, name: str) -> Any:
+        """One tensor in this pack's ``framework``: a numpy array (``"np"``) or torch tensor (``"pt"``)."""
+        view = self[name]
+        return view.torch() if self.framework == "pt" else view.numpy()
+
+    def get_slice(self, name: str) -> TensorSlice:
+        """safetensors' ``get_slice``: ``pack.get_slice(name)[i:j]``."""
+        return self[name].slice
+
+    def _bulk(self, section_of: Callable[[DType, np.dtype, int], Any], one: Callable[[TensorView], Any]) -> dict[str, Any]:
+        """Every tensor, checked as ``tensors()`` is, as a slice of the data section viewed once
+        per dtype (``section_of(dtype, numpy dtype, element count)``); ``one(view)`` serves
+        tensors that cannot be sliced so (Bool stores, QFloat, or a range Burn rejects)."""
         out = {}
         base, descriptors = self.data_section_start, self._descriptors
         limit = self._source.size - base
-        sections: dict[np.dtype, np.ndarray] = {}  # the data section viewed once per numpy dtype
+        sections: dict[np.dtype, Any] = {}
         for name in self._names:
             descriptor = descriptors[name]
             dtype, shape, (start, end) = descriptor.dtype, descriptor.shape, descriptor.data_offsets
@@ -225,11 +316,11 @@ class Pack(Mapping[str, TensorView]):
             if not size or not 0 <= length <= MAX_TENSOR_SIZE or end > limit or start % size or length != math.prod(shape) * size:
                 view = self[name]  # the checked path: Bool stores, QFloat, or raises Burn's error
                 self._tensor_range(view, whole_pack=True)
-                out[name] = view.numpy()
+                out[name] = one(view)
                 continue
             section = sections.get(np_dtype)
             if section is None:
-                section = sections[np_dtype] = np.frombuffer(buffer, np_dtype, limit // size, base)
+                section = sections[np_dtype] = section_of(dtype, np_dtype, limit // size)
             out[name] = section[start // size : end // size].reshape(shape)
         return out
 
@@ -286,6 +377,13 @@ class Pack(Mapping[str, TensorView]):
             return memoryview(self._source.read(start, end - start))
         return buffer[start:end]
 
+    def _zero_copy_buffer(self) -> memoryview | None:
+        return _zero_copy(self._source)
+
+    def _writable_buffer(self) -> memoryview | None:
+        writable = getattr(self._source, "writable_buffer", None)
+        return writable() if writable is not None else None
+
 
 _NO_VIEW: tuple[int, np.dtype] = (0, np.dtype("V1"))
 """Size 0: the dtype has no in-place view (Bool stores, QFloat, or bf16 on big-endian hosts)."""
@@ -296,8 +394,24 @@ def _zero_copy(source: Source) -> memoryview | None:
     return buffer() if buffer is not None else None
 
 
-def load(source: PathLike | bytes | bytearray | memoryview | Source, *, strict: bool = False, legacy_ok: bool = False) -> Pack:
-    """Open a burnpack from a path (memory-mapped, lazy), bytes in memory, or any ``Source``.
+FRAMEWORKS = {"np": "np", "numpy": "np", "pt": "pt", "torch": "pt"}
+
+
+def load(
+    source: PathLike | bytes | bytearray | memoryview | BinaryIO | Source,
+    *,
+    strict: bool = False,
+    legacy_ok: bool = False,
+    framework: str = "np",
+    storage_options: Mapping[str, Any] | None = None,
+) -> Pack:
+    """Open a burnpack from a path (memory-mapped, lazy), a URL, a binary file object, bytes in
+    memory, or any ``Source``.
+
+    A URL (``https://``, ``s3://``, ``gs://``, ``hf://``, … with ``storage_options`` for its
+    fsspec filesystem; needs ``burnpack[remote]``) is read with range requests, see
+    ``burnpack.remote``. A file object with a file descriptor is memory-mapped; any other
+    seekable binary file object (``io.BytesIO``) is read range by range.
 
     A ``Source`` (an object with ``size`` and ``read(offset, length)``, e.g. one serving HTTP range
     requests) is read like bytes: opening reads the header and the metadata, and each tensor's
@@ -306,11 +420,23 @@ def load(source: PathLike | bytes | bytearray | memoryview | Source, *, strict: 
     ``strict=True`` also rejects files no Burn writer could have produced (see ``burnpack.strict``).
     ``legacy_ok=True`` reads files from older Burn versions the way their writer meant them
     instead of the way current Burn (mis)reads them.
+
+    ``framework`` ("np" or "pt", as in safetensors' ``safe_open``) chooses what ``get_tensor``
+    and ``view.slice[...]`` return; ``"pt"`` needs torch (``pip install 'burnpack[torch]'``).
     """
-    if isinstance(source, (str, os.PathLike)):
+    if framework not in FRAMEWORKS:
+        raise ValueError(f"framework must be one of {sorted(FRAMEWORKS)}, not {framework!r}")
+    if FRAMEWORKS[framework] == "pt":
+        import_torch()
+    if storage_options is not None and not is_url(source):
+        raise ValueError("storage_options only applies to URLs")
+    if is_url(source):
+        data: Source = FsspecSource(source, storage_options)
+        from_file = True
+    elif isinstance(source, (str, os.PathLike)):
         path = resolve_read_path(source)
         try:
-            data: Source = FileSource(path)
+            data = FileSource(path)
         except OSError as exc:
             raise IoError.from_os_error(exc) from None
         from_file = True
@@ -318,12 +444,16 @@ def load(source: PathLike | bytes | bytearray | memoryview | Source, *, strict: 
         data = BufferSource(source)
         from_file = False
     elif hasattr(source, "read") and hasattr(source, "size"):
-        data = source
+        data = cast(Source, source)  # anything with size and read(offset, length)
         from_file = False
+    elif hasattr(source, "read") and hasattr(source, "seek"):
+        data = _file_object_source(source)
+        from_file = True
     else:
-        raise TypeError(f"load() takes a path, a bytes-like object or a Source, not {type(source).__name__}")
+        raise TypeError(f"load() takes a path, a bytes-like object or a Source (or a URL, or a binary file object), not {type(source).__name__}")
     try:
         pack = _open(data, from_file=from_file, legacy_ok=legacy_ok)
+        pack.framework = FRAMEWORKS[framework]
         if strict:
             from .strict import check_strict
 
@@ -334,6 +464,23 @@ def load(source: PathLike | bytes | bytearray | memoryview | Source, *, strict: 
         if close is not None:
             close()
         raise
+
+
+def _file_object_source(file: Any) -> Source:
+    """A file object with a descriptor of a regular file is mapped; others are read by range."""
+    try:
+        fd = file.fileno()
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        regular = False
+    try:
+        if regular:
+            return FileSource.from_fd(fd)
+        return FileObjectSource(file)
+    except OSError as exc:
+        raise IoError.from_os_error(exc) from None
+    except (ValueError, io.UnsupportedOperation) as exc:
+        raise IoError(f"the file object cannot be read by range: {exc}") from None
 
 
 def _open(source: Source, *, from_file: bool, legacy_ok: bool) -> Pack:

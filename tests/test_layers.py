@@ -188,9 +188,10 @@ def test_installed_burnpack_imports_only_its_declared_dependencies():
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     declared = {dep.split(">")[0].split("=")[0].split("[")[0].strip().replace("-", "_") for dep in project["dependencies"]}
-    optional = {dep.split("=")[0].strip() for dep in project["optional-dependencies"]["torch"]}
+    extras = project["optional-dependencies"]
+    optional = {dep.split("=")[0].split(">")[0].strip() for extra in ("torch", "remote") for dep in extras[extra]}
     imports = _third_party_imports("burnpack")
     assert set(imports) - declared - optional == set()
     assert declared <= set(imports), "a runtime dependency nothing imports belongs in an extra"
-    for name in optional:  # torch: imported only inside the functions that need it
+    for name in optional:  # torch, fsspec...: imported only inside the functions that need them
         assert imports.get(name, set()) <= {"function"}, name

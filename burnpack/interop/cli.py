@@ -56,6 +56,16 @@ def _add_type_options(p: argparse.ArgumentParser, *, infer_flag: bool = True) ->
                         "2-D weight with bias...); ambiguous ones are reported")  # fmt: skip
 
 
+def _add_sharding_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(
+        "folders: an HF model folder or *.index.json, or a torch.distributed.checkpoint folder, as INPUT; "
+        "--to dcp writes a DCP folder"
+    )
+    g.add_argument("--max-shard-size", metavar="SIZE",
+                   help="write OUTPUT as a folder of HF-style safetensors shards of at most SIZE (5GB, 500MB; decimal units "
+                        "as huggingface_hub) plus model.safetensors.index.json")  # fmt: skip
+
+
 def register(sub: Any) -> None:
     """Add ``convert`` and ``convert-checkpoint`` to the ``burnpack`` subparsers."""
     p = sub.add_parser(
@@ -119,6 +129,7 @@ def register(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the full report as JSON instead of the summary")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     add_progress_option(p)
+    _add_sharding_options(p)
     p.set_defaults(handler=_convert)
 
     p = sub.add_parser(
@@ -155,6 +166,9 @@ def register(sub: Any) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    p.add_argument("--dcp", action="store_true",
+                   help="Burn -> PyTorch: write OUTPUT as a torch.distributed.checkpoint folder instead of a .pt file "
+                        "(a DCP folder as INPUT is read like a .pt file)")  # fmt: skip
     p.set_defaults(handler=_convert_checkpoint)
 
 
@@ -216,12 +230,16 @@ def _quantize_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _convert(args: argparse.Namespace) -> int:
     from .converter import convert
-    from .formats import resolve_output
+    from .formats import normalize_format, resolve_output
 
     options = _convert_options(args)
-    with blame(args.output):
-        out_path, _ = resolve_output(args.output, args.to_format)
-    check_output(args.output, out_path, overwrite=args.overwrite)
+    if args.max_shard_size is not None:
+        options["max_shard_size"] = args.max_shard_size
+    out_path: str | Path = args.output
+    if args.max_shard_size is None and normalize_format(args.to_format) != "dcp":  # folder outputs have their own rules
+        with blame(args.output):
+            out_path, _ = resolve_output(args.output, args.to_format)
+        check_output(args.output, out_path, overwrite=args.overwrite)
     with blame(args.input):
         report = convert(
             args.input, out_path, from_format=args.from_format, to_format=args.to_format, overwrite=args.overwrite,
@@ -260,6 +278,7 @@ def _checkpoint_output(args: argparse.Namespace, to_burn: bool) -> None:
 
 def _convert_checkpoint(args: argparse.Namespace) -> int:
     from .checkpoint import burn_checkpoint_to_pytorch, pytorch_to_burn_checkpoint
+    from .dcp import is_dcp, read_dcp_object, write_dcp_state
     from .remap import parse_rule
 
     types = _pairs(args.module_type, "--module-type") or None
@@ -268,19 +287,24 @@ def _convert_checkpoint(args: argparse.Namespace) -> int:
         remap = [parse_rule(r) for r in args.remap or ()] or None
     except ValueError as exc:
         raise _usage("--remap", exc) from None
-    to_burn = not Path(args.input).is_dir()
-    _checkpoint_output(args, to_burn)
+    to_burn = not Path(args.input).is_dir() or is_dcp(args.input)
+    if not (args.dcp and not to_burn):  # a DCP output is a folder, written by write_dcp_state's rules
+        _checkpoint_output(args, to_burn)
     with blame(args.input):
         if not to_burn:
-            _, report = burn_checkpoint_to_pytorch(
-                args.input, args.output, epoch=args.epoch, module_types=types, type_rules=rules, infer_types=True,
-                overwrite=args.overwrite, remap=remap,
+            state, report = burn_checkpoint_to_pytorch(
+                args.input, None if args.dcp else args.output, epoch=args.epoch, module_types=types, type_rules=rules,
+                infer_types=True, overwrite=args.overwrite, remap=remap,
                 optimizer_config=_json_option("--optimizer-config", args.optimizer_config),
                 scheduler_config=_json_option("--scheduler-config", args.scheduler_config),
             )  # fmt: skip
+            if args.dcp:
+                write_dcp_state(state.to_torch(), args.output, overwrite=args.overwrite)
+                report.target = args.output
+                report.files = {"dcp": args.output}
         else:
             report = pytorch_to_burn_checkpoint(
-                args.input, args.output, epoch=args.epoch, model_key=args.model_key,
+                read_dcp_object(args.input) if is_dcp(args.input) else args.input, args.output, epoch=args.epoch, model_key=args.model_key,
                 optimizer_key=args.optimizer_key, scheduler_key=args.scheduler_key,
                 optimizer_kind=args.optimizer_kind, module_types=types, type_rules=rules, infer_types=True,
                 remap=remap, enum_variants=_pairs(args.enum_variant, "--enum-variant") or None,

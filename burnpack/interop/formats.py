@@ -38,6 +38,7 @@ from .._generated.types import BoolStore, DType
 from ..dtypes import dtype_from_safetensors, element_size, numpy_dtype, safetensors_code
 from ..paths import has_extension
 from ..reader import load
+from ..remote import is_url
 from ..tensor import le_c_bytes
 from ..writer import Tensor, Writer
 from ._io import ConversionError, OutputExistsError, atomic_output, entry_from_array
@@ -61,6 +62,7 @@ _ALIASES = {
     "safetensors": "safetensors", "st": "safetensors",
     "pytorch": "pytorch", "pt": "pytorch", "pth": "pytorch", "torch": "pytorch",
     "npz": "npz", "numpy": "npz",
+    "dcp": "dcp",  # a torch.distributed.checkpoint folder (burnpack.interop.dcp; convert only)
 }  # fmt: skip
 _EXTENSIONS = {
     ".bpk": "burnpack",
@@ -225,6 +227,10 @@ def read_tensors(
     if isinstance(source, TensorSet):
         return source
     fmt = normalize_format(format)
+    if is_url(source):  # read by range requests through fsspec
+        if fmt not in (None, "burnpack"):
+            raise ConversionError(f"{source}: only .bpk files can be read from a URL, not {fmt}")
+        return read_burnpack(source, legacy_ok=legacy_ok)
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         if not path.exists() and fmt in (None, "burnpack") and not has_extension(path):
