@@ -226,6 +226,38 @@ def fast_loads(blob: bytes | memoryview) -> Any:
         raise Fallback from exc
 
 
+def _tag_value(tag: cbor2.CBORTag, immutable: bool = False) -> Any:
+    return tag.value
+
+
+def _semantic_value(value: Any, immutable: bool = False) -> Any:
+    return value
+
+
+# Every tag is read as the item it wraps, as ciborium does: no bignum, rational, decimal,
+# shared-reference or set is ever built, so decoding stays linear in the bytes present.
+_IGNORE_ALL_TAGS = {tag: _semantic_value for tag in _SEMANTIC_TAGS}
+
+
+def plain_loads(blob: bytes | memoryview, *, max_depth: int) -> Any:
+    """Decode one CBOR item into plain values, every tag ignored (Burn ignores tags).
+
+    For the paths that look at metadata Burn's schema does not describe (legacy encodings, the
+    diagnosis of a rejected file). Map keys must be text or bytes (as in every burnpack map), so
+    no crafted key can collide hashes. Raises ``Fallback`` for anything cbor2 cannot read.
+    """
+    try:
+        return cbor2.loads(
+            blob,
+            tag_hook=_tag_value,
+            semantic_decoders=_IGNORE_ALL_TAGS,
+            strict_hashable_types=True,
+            max_depth=max_depth,
+        )
+    except Exception as exc:  # malformed, too deep, unhashable keys: nothing plain to return
+        raise Fallback from exc
+
+
 Header = tuple  # (kind, argument, offset)
 
 

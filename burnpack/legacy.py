@@ -18,9 +18,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-import cbor2
-
-from ._generated.layout import TENSOR_ALIGNMENT
+from ._cbor import Fallback, encode, plain_loads
+from ._generated.layout import MAX_CBOR_DEPTH, TENSOR_ALIGNMENT
 from ._generated.types import Metadata
 from .errors import LegacyFormatWarning, MetadataDeserializationError
 from .metadata import decode_metadata
@@ -64,14 +63,28 @@ def has_prealignment_layout(meta: Metadata, metadata_end: int, max_end: int, fil
     return True
 
 
-def _raw_descriptors(blob: bytes) -> dict[str, Any]:
-    """The descriptors as cbor2 reads them, or {} when cbor2 cannot (nothing to diagnose then)."""
+# Words every legacy encoding contains; metadata without them has nothing to diagnose or rewrite.
+_LEGACY_MARKERS = (b"Bool", b"U32", b"param", b"level")
+
+
+def _raw_tree(blob: bytes) -> dict | None:
+    """The metadata as plain values (tags ignored, as Burn ignores them), or None when there is
+    nothing legacy in it or it is not a CBOR map (nothing to diagnose then)."""
+    if not any(marker in blob for marker in _LEGACY_MARKERS):
+        return None
     try:
-        raw = cbor2.loads(blob)
-        tensors = raw.get("tensors") if isinstance(raw, dict) else None
-        return {k: v for k, v in tensors.items() if isinstance(v, dict)} if isinstance(tensors, dict) else {}
-    except Exception:
+        raw = plain_loads(blob, max_depth=MAX_CBOR_DEPTH)
+    except Fallback:
+        return None
+    return raw if isinstance(raw, dict) else None
+
+
+def _raw_descriptors(raw: dict | None) -> dict[str, dict]:
+    """The tensor descriptors of a plain metadata tree (the dicts themselves, to rewrite)."""
+    tensors = raw.get("tensors") if raw is not None else None
+    if not isinstance(tensors, dict):
         return {}
+    return {k: v for k, v in tensors.items() if isinstance(k, str) and isinstance(v, dict)}
 
 
 def _qfloat_scheme(descriptor: dict) -> dict | None:
@@ -83,7 +96,7 @@ def _qfloat_scheme(descriptor: dict) -> dict | None:
 
 def explain_rejection(error: MetadataDeserializationError, blob: bytes) -> MetadataDeserializationError:
     """The same error, with a diagnosis added when the rejection comes from an older Burn encoding."""
-    for name, descriptor in _raw_descriptors(blob).items():
+    for name, descriptor in _raw_descriptors(_raw_tree(blob)).items():
         scheme = _qfloat_scheme(descriptor)
         if descriptor.get("dtype") == "Bool":
             diagnosis = BOOL_DIAGNOSIS.format(name=name)
@@ -100,7 +113,7 @@ def warn_misread_schemes(meta: Metadata, blob: bytes) -> None:
     """Warn about old-shape QFloat schemes, which Burn accepts but misreads."""
     if not any(d.dtype.variant == "QFloat" for d in meta.tensors.values()):
         return
-    for name, descriptor in _raw_descriptors(blob).items():
+    for name, descriptor in _raw_descriptors(_raw_tree(blob)).items():
         scheme = _qfloat_scheme(descriptor)
         if scheme is not None and ("param" in scheme or "level" in scheme):
             warnings.warn(SCHEME_DIAGNOSIS.format(name=name), LegacyFormatWarning, stacklevel=4)
@@ -121,7 +134,7 @@ def _modern_scheme(scheme: dict) -> dict:
     }
     if isinstance(level, dict) and "Block" in level:
         modern.update(tensor=None, block={"size": level["Block"], "dtype": param})
-    elif isinstance(level, dict) and "BlockTensor" in level:
+    elif isinstance(level, dict) and isinstance(level.get("BlockTensor"), dict):
         inner = level["BlockTensor"]
         modern.update(block={"size": inner.get("block"), "dtype": param}, tensor=inner.get("global", "F32"))
     if "param" not in scheme and "level" not in scheme:
@@ -130,10 +143,14 @@ def _modern_scheme(scheme: dict) -> dict:
 
 
 def decode_legacy(blob: bytes) -> Metadata:
-    """Decode metadata, first rewriting older Burn encodings into the current ones."""
-    descriptors = _raw_descriptors(blob)
+    """Decode metadata, first rewriting older Burn encodings into the current ones.
+
+    Anything the rewrite cannot make sense of is left to ``decode_metadata``, which rejects it
+    with Burn's error; tags are ignored throughout, so the rewrite is linear in the blob.
+    """
+    raw = _raw_tree(blob)
     changed = False
-    for descriptor in descriptors.values():
+    for descriptor in _raw_descriptors(raw).values():
         scheme = _qfloat_scheme(descriptor)
         if descriptor.get("dtype") == "Bool":
             descriptor["dtype"] = {"Bool": "Native"}
@@ -143,6 +160,8 @@ def decode_legacy(blob: bytes) -> Metadata:
             changed = True
     if not changed:
         return decode_metadata(blob)
-    raw = cbor2.loads(blob)
-    raw["tensors"].update(descriptors)
-    return decode_metadata(cbor2.dumps(raw))
+    try:
+        rewritten = encode(raw)
+    except Exception:  # a value cbor2 cannot write back: Burn's verdict on the original bytes
+        return decode_metadata(blob)
+    return decode_metadata(rewritten)

@@ -64,6 +64,27 @@ def has_extension(path: Path) -> bool:
     return "." in name[1:] if name not in ("", ".", "..") else False
 
 
+NUMPY_MAX_DIMS = 64
+_INTP_MAX = int(np.iinfo(np.intp).max)
+
+
+def check_numpy_shape(name: str, shape: tuple[int, ...], itemsize: int) -> None:
+    """Refuse a shape numpy cannot hold: more than 64 dimensions, or more bytes than it can index.
+
+    Such a file opens (Burn allows any rank and u64 dimensions); only the numpy view is refused.
+    """
+    if len(shape) > NUMPY_MAX_DIMS:
+        raise ValidationError(
+            f"tensor '{name}' has {len(shape)} dimensions; numpy arrays have at most {NUMPY_MAX_DIMS}",
+            where="numpy()",
+        )
+    if math.prod(dim for dim in shape if dim) * max(itemsize, 1) > _INTP_MAX:
+        raise ValidationError(
+            f"tensor '{name}' of shape {list(shape)} holds more elements than numpy can index",
+            where="numpy()",
+        )
+
+
 def _os_error(exc: OSError) -> IoError:
     if exc.errno is not None:
         return IoError(f"{exc.strerror} (os error {exc.errno})", where=str(exc.filename or ""))
@@ -124,6 +145,7 @@ class TensorView:
         size = element_size(self.dtype)
         if size is None:
             return view_bytes_as(view, 0, view.nbytes, np_dtype)
+        check_numpy_shape(self.name, self.shape, np_dtype.itemsize)
         numel = self.numel
         if view.nbytes != numel * size:
             raise ValidationError(
@@ -227,7 +249,15 @@ class Pack(Mapping[str, TensorView]):
             dtype, shape, (start, end), _ = descriptors[name]
             size, np_dtype = UNIT_VIEW_SPECS.get(dtype.variant, (0, None)) if dtype.value is None else (0, None)
             length = end - start
-            if not size or not 0 <= length <= MAX_TENSOR_SIZE or end > limit or start % size or length != math.prod(shape) * size:
+            if (
+                not size
+                or not 0 <= length <= MAX_TENSOR_SIZE
+                or end > limit
+                or start % size
+                or length != math.prod(shape) * size
+                or len(shape) > NUMPY_MAX_DIMS
+                or 0 in shape
+            ):
                 view = self[name]  # the checked path: Bool stores, QFloat, or raises Burn's error
                 self._tensor_range(view, whole_pack=True)
                 out[name] = view.numpy()

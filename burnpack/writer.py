@@ -16,7 +16,16 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ._generated.layout import FORMAT_VERSION, HEADER, MAGIC, TENSOR_ALIGNMENT, data_section_start
+from ._generated.layout import (
+    FORMAT_VERSION,
+    HEADER,
+    MAGIC,
+    MAX_METADATA_SIZE,
+    MAX_TENSOR_COUNT,
+    MAX_TENSOR_SIZE,
+    TENSOR_ALIGNMENT,
+    data_section_start,
+)
 from ._generated.types import DTYPE_TABLE, DType, Scalar
 from .atomic import atomic_file
 from .dtypes import debug, dtype_from_numpy, element_size
@@ -228,11 +237,21 @@ class Writer:
     def plan(self) -> tuple[bytes, list[int], int]:
         """(metadata bytes, data-section start of each tensor, data-section size); raises before I/O."""
         if self._plan is None:
+            # Burn's writer has no limits, but its reader refuses what exceeds them: refuse here.
+            if len(self.tensors) > MAX_TENSOR_COUNT:
+                raise ValidationError(
+                    f"{len(self.tensors)} tensors exceed the maximum of {MAX_TENSOR_COUNT} a reader accepts"
+                )
             entries: dict[str, bytes] = {}
             starts: list[int] = []
             offset = 0
             for tensor in self.tensors:
                 _check_byte_len(tensor)
+                if tensor.byte_len > MAX_TENSOR_SIZE:
+                    raise ValidationError(
+                        f"tensor '{tensor.name}' of {tensor.byte_len} bytes exceeds the maximum of "
+                        f"{MAX_TENSOR_SIZE} bytes a reader accepts"
+                    )
                 start = -(-offset // TENSOR_ALIGNMENT) * TENSOR_ALIGNMENT
                 end = start + tensor.byte_len
                 if end > U64_MAX:
@@ -247,8 +266,10 @@ class Writer:
                 starts.append(start)
                 offset = end
             blob = encode_metadata_entries(entries, self.metadata, self.scalars)
-            if len(blob) > 0xFFFFFFFF:
-                raise IoError(f"Metadata size {len(blob)} exceeds maximum of {0xFFFFFFFF} bytes")
+            if len(blob) > MAX_METADATA_SIZE:
+                raise ValidationError(
+                    f"Metadata size {len(blob)} exceeds the maximum of {MAX_METADATA_SIZE} bytes a reader accepts"
+                )
             self._plan = (blob, starts, offset)
         return self._plan
 

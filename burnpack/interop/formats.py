@@ -39,6 +39,7 @@ from .._generated.types import BoolStore, DType
 from ..atomic import DestinationExists, atomic_file
 from ..dtypes import element_size, numpy_dtype
 from ..reader import has_extension, load
+from ..source import open_regular
 from ..writer import Tensor, Writer
 from .safetensors import SafetensorsError, build_header, read_safetensors
 from .tensors import BF16, Entry, TensorSet, dtype_name
@@ -99,7 +100,7 @@ def format_from_extension(path: str | os.PathLike[str]) -> str | None:
 def detect_format(path: str | os.PathLike[str]) -> str:
     """The format of an existing file, from its first bytes (the extension is only a tiebreak)."""
     p = Path(path)
-    with p.open("rb") as f:
+    with open_regular(p) as f:
         head = f.read(512)
         size = os.fstat(f.fileno()).st_size
     if head[:4] == b"NRUB":

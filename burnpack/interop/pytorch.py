@@ -44,6 +44,8 @@ import ml_dtypes
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ..source import open_regular
+
 __all__ = ["PyTorchReadError", "UnsafePickleError", "read_pytorch", "read_pytorch_object"]
 
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
@@ -631,7 +633,7 @@ def _tar_tensors(blob: bytes, storages: Mapping[str, _Storage]) -> dict[str, _Te
 
 def _load(path: Path) -> tuple[object, dict[_Storage, np.ndarray]]:
     """Read the file in the layout its first bytes announce."""
-    with path.open("rb") as file:
+    with open_regular(path) as file:
         head = file.read(262)
         file.seek(0)
         if head[:4] == b"PK\x03\x04":

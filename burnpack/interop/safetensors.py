@@ -24,6 +24,8 @@ from collections.abc import Mapping, Sequence
 import ml_dtypes
 import numpy as np
 
+from ..source import open_regular
+
 __all__ = [
     "SafetensorsError",
     "build_header",
@@ -68,7 +70,7 @@ def read_safetensors(path: str | os.PathLike[str]) -> tuple[dict[str, np.ndarray
     order. Raises :class:`SafetensorsError` for an invalid file, ``OSError`` if it cannot be
     opened.
     """
-    with open(path, "rb") as file:
+    with open_regular(path) as file:
         size = os.fstat(file.fileno()).st_size
         if size < 8:
             raise SafetensorsError(f"file is {size} bytes, too short for the 8-byte header length")
@@ -142,10 +144,11 @@ def _json_object(pairs: list[tuple[str, object]]) -> dict[str, object]:
     """A JSON object, refusing repeated keys (``json`` silently keeps the last) and strings
     escaping lone surrogates (``json`` decodes them; they are not UTF-8 and serde_json, which
     the safetensors library uses, refuses them)."""
-    result = dict(pairs)
-    if len(result) != len(pairs):
-        repeated = next(key for key, _ in pairs if sum(k == key for k, _ in pairs) > 1)
-        raise SafetensorsError(f"header repeats the key {repeated!r}")
+    result: dict[str, object] = {}
+    for key, value in pairs:
+        if key in result:
+            raise SafetensorsError(f"header repeats the key {key!r}")
+        result[key] = value
     for text in [key for key, _ in pairs] + [value for _, value in pairs if isinstance(value, str)]:
         try:
             text.encode("utf-8")

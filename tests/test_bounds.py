@@ -1,0 +1,200 @@
+"""Resource bounds of the burnpack reader and writer on hostile input (README "Bounded on hostile input").
+
+Every test counts work or bounds memory; none times anything.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import sys
+import threading
+import tracemalloc
+
+import cbor2
+import numpy as np
+import pytest
+
+import burnpack
+from burnpack import Tensor, Writer
+from burnpack._cbor import plain_loads
+from burnpack._generated.layout import MAX_TENSOR_COUNT
+from burnpack.interop.safetensors import SafetensorsError, parse_safetensors
+
+
+def _file(blob: bytes, data: bytes = b"") -> bytes:
+    head = b"NRUB" + struct.pack("<HI", 1, len(blob)) + blob
+    return head + bytes(-len(head) % 256) + data
+
+
+def _peak(func) -> int:
+    tracemalloc.start()
+    try:
+        func()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _bool_tensor() -> dict:
+    return {"a": {"dtype": "Bool", "shape": [1], "data_offsets": [0, 1]}}
+
+
+def _shared_doubling(levels: int) -> bytes:
+    """A CBOR array whose last item, with shared references resolved, holds 2**levels leaves."""
+    items = [b"\xd8\x1c\x81\x01"]  # shareable(0): [1]
+    for index in range(levels):
+        ref = b"\xd8\x1d" + cbor2.dumps(index)  # sharedref(index)
+        items.append(b"\xd8\x1c\x82" + ref + ref)  # shareable: [previous, previous]
+    return b"\x99" + struct.pack(">H", len(items)) + b"".join(items)
+
+
+# -- CBOR tags are ignored, as Burn ignores them ----------------------------------------------
+@pytest.mark.parametrize(
+    "tagged, plain",
+    [
+        (cbor2.CBORTag(30, [3, 4]), [3, 4]),  # rational
+        (cbor2.CBORTag(4, [-2, 27315]), [-2, 27315]),  # decimal fraction
+        (cbor2.CBORTag(5, [1, 3]), [1, 3]),  # bigfloat
+        (cbor2.CBORTag(258, [1, 2]), [1, 2]),  # set
+        (cbor2.CBORTag(2, b"\x01\x00"), b"\x01\x00"),  # bignum
+        (cbor2.CBORTag(1000, "x"), "x"),  # unknown tag
+    ],
+)
+def test_the_plain_decoder_reads_a_tagged_item_as_the_item_it_wraps(tagged, plain):
+    assert plain_loads(cbor2.dumps(tagged), max_depth=128) == plain
+
+
+def test_the_plain_decoder_reads_shared_references_as_their_index_without_expanding_them():
+    assert plain_loads(_shared_doubling(3), max_depth=128)[-1] == [2, 2]
+
+
+def test_a_rejected_file_with_big_rationals_is_diagnosed_without_building_them():
+    big = (1 << (8 * 200_000)) - 1
+    blob = cbor2.dumps({"tensors": _bool_tensor(), "x": cbor2.CBORTag(30, [big, big - 2])})
+    calls = []
+    sys.setprofile(lambda frame, event, arg: calls.append(frame.f_code.co_filename) if event == "call" else None)
+    try:
+        with pytest.raises(burnpack.MetadataDeserializationError, match="legacy_ok"):
+            burnpack.load(_file(blob, b"\x01"))
+    finally:
+        sys.setprofile(None)
+    assert not [name for name in calls if name.endswith(("fractions.py", "_pydecimal.py"))]
+
+
+# -- legacy_ok ---------------------------------------------------------------------------------
+def test_legacy_rewrite_of_a_tiny_file_with_shared_references_stays_small():
+    head = cbor2.dumps({"tensors": _bool_tensor()})
+    blob = b"\xa2" + head[1:] + cbor2.dumps("junk") + _shared_doubling(24)  # a second, unknown field
+    data = _file(blob, b"\x01")
+    assert len(data) < 1024
+    peak = _peak(lambda: burnpack.load(data, legacy_ok=True))
+    assert peak < 4 * 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    "scheme",
+    [
+        {"value": "Q8S", "param": "F32", "store": "Native", "mode": "Symmetric", "level": {"BlockTensor": 5}},
+        {"value": "Q8S", "param": "F32", "store": "U32", "mode": "Symmetric", "level": {"Block": []}},
+        {"value": "Q8S", "param": 1.5, "store": "U32", "mode": None, "level": "Tensor"},
+        {"store": "U32"},
+    ],
+)
+def test_crafted_legacy_schemes_are_refused_with_burnpack_errors(scheme):
+    blob = cbor2.dumps({"tensors": {"q": {"dtype": {"QFloat": scheme}, "shape": [1], "data_offsets": [0, 1]}}})
+    try:
+        burnpack.load(_file(blob, b"\x01"), legacy_ok=True)
+    except burnpack.BurnpackError:
+        pass
+
+
+def test_a_legacy_file_whose_metadata_is_not_a_map_gets_burns_error():
+    with pytest.raises(burnpack.MetadataDeserializationError):
+        burnpack.load(_file(cbor2.dumps(["Bool", "U32"])), legacy_ok=True)
+
+
+# -- numpy's limits ------------------------------------------------------------------------------
+@pytest.mark.parametrize("shape", [[1] * 65, [1 << 62, 1 << 62, 0], [1 << 63, 0]])
+def test_a_shape_numpy_cannot_hold_opens_but_numpy_raises_a_burnpack_error(shape):
+    blob = cbor2.dumps({"tensors": {"t": {"dtype": "F32", "shape": shape, "data_offsets": [0, 0]}}})
+    with burnpack.load(_file(blob)) as pack:
+        assert pack["t"].shape == tuple(shape)
+        with pytest.raises(burnpack.ValidationError, match="numpy"):
+            pack["t"].numpy()
+        with pytest.raises(burnpack.ValidationError, match="numpy"):
+            pack.numpy()
+
+
+# -- non-regular files ---------------------------------------------------------------------------
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
+    fifo = tmp_path / "pipe.bpk"
+    os.mkfifo(fifo)
+    outcome: list[BaseException] = []
+    reader = threading.Thread(target=lambda: _capture(outcome, lambda: burnpack.load(fifo)), daemon=True)
+    reader.start()
+    reader.join(timeout=30)
+    if reader.is_alive():  # the fix is gone: unblock the reader before failing
+        with open(fifo, "wb"):
+            pass
+        pytest.fail("load() blocked on a FIFO")
+    assert isinstance(outcome[0], burnpack.IoError) and "FIFO" in str(outcome[0])
+
+
+def _capture(out: list, func) -> None:
+    try:
+        func()
+    except BaseException as exc:  # noqa: BLE001 - handed to the test thread
+        out.append(exc)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
+def test_a_character_device_is_refused():
+    with pytest.raises(burnpack.IoError, match="character device"):
+        burnpack.load("/dev/zero")
+
+
+# -- writer and reader agree on the limits ------------------------------------------------------
+def test_the_writer_refuses_more_tensors_than_a_reader_accepts():
+    empty = np.zeros(0, dtype=np.uint8)
+    writer = Writer(Tensor.from_numpy(f"t{i}", empty) for i in range(MAX_TENSOR_COUNT + 1))
+    with pytest.raises(burnpack.ValidationError, match=str(MAX_TENSOR_COUNT)):
+        writer.size()
+
+
+def test_the_writer_refuses_metadata_larger_than_a_reader_accepts():
+    writer = Writer(metadata={"k": "x" * (100 * 1024 * 1024)})
+    with pytest.raises(burnpack.ValidationError, match="Metadata size"):
+        writer.size()
+
+
+# -- safetensors ---------------------------------------------------------------------------------
+def _calls(func) -> int:
+    count = 0
+
+    def profile(frame, event, arg):
+        nonlocal count
+        count += event in ("call", "c_call")
+
+    sys.setprofile(profile)
+    try:
+        func()
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+def _repeated_key_header(entries: int) -> bytes:
+    body = ",".join(f'"k{i}":{{}}' for i in range(entries)) + ',"k0":{}'
+    header = ("{" + body + "}").encode()
+    return struct.pack("<Q", len(header)) + header
+
+
+def test_the_safetensors_repeated_key_check_is_linear_in_the_header():
+    def refuse(entries: int) -> None:
+        with pytest.raises(SafetensorsError, match="repeats"):
+            parse_safetensors(_repeated_key_header(entries))
+
+    small, large = _calls(lambda: refuse(2_000)), _calls(lambda: refuse(8_000))
+    assert large < 5 * small
