@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import struct
 import zipfile
@@ -38,9 +39,10 @@ import numpy as np
 from .._generated.types import BoolStore, DType
 from ..atomic import DestinationExists, atomic_file
 from ..dtypes import element_size, numpy_dtype
-from ..reader import has_extension, load
+from ..reader import NUMPY_MAX_DIMS, has_extension, load
 from ..source import open_regular
 from ..writer import Tensor, Writer
+from .archive import ZIP_ERRORS, InflateBudget
 from .safetensors import SafetensorsError, build_header, read_safetensors
 from .tensors import BF16, Entry, TensorSet, dtype_name
 
@@ -109,7 +111,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         try:
             with zipfile.ZipFile(p) as archive:
                 names = archive.namelist()
-        except (zipfile.BadZipFile, OSError) as exc:
+        except ZIP_ERRORS as exc:
             raise ConversionError(f"{p}: broken zip archive: {exc}") from None
         if any(n == "data.pkl" or n.endswith("/data.pkl") for n in names):
             return "pytorch"
@@ -187,45 +189,79 @@ def read_pytorch_file(path: Any, *, top_level_key: str | None = None, bool_store
 
 
 def read_npz(path: Any, *, bool_store: str = "U8") -> TensorSet:
-    """A ``.npz`` archive (``allow_pickle=False``). A 0-d string ``__metadata__`` member holding
-    JSON ``{"metadata": {...}, "dtypes": {...}}`` (what :func:`write_npz` adds) restores the
-    metadata and the Burn dtypes numpy cannot express (BF16, Bool stores, Flex32)."""
+    """A ``.npz`` archive of ``.npy`` members (no pickle). A 0-d string ``__metadata__`` member
+    holding JSON ``{"metadata": {...}, "dtypes": {...}}`` (what :func:`write_npz` adds) restores
+    the metadata and the Burn dtypes numpy cannot express (BF16, Bool stores, Flex32).
+
+    Each member's ``.npy`` header is checked against the member's declared size before its data
+    is read, and compressed members inflate only within the archive's budget (``archive``)."""
     try:
-        archive = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
-        raise ConversionError(f"{path}: not a readable .npz archive: {exc}") from None
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise ConversionError(f"{path}: holds a single array, not an .npz archive of named arrays")
-    with archive:
-        return _read_npz_members(path, archive, bool_store)
+        with open_regular(path) as file:
+            archive = zipfile.ZipFile(file)
+            with archive:
+                budget = InflateBudget(os.fstat(file.fileno()).st_size, ConversionError)
+                arrays = {_npz_name(info): _read_npy(archive, info, budget) for info in archive.infolist()}
+    except ConversionError as exc:
+        raise ConversionError(f"{path}: {exc}") from None
+    except (*ZIP_ERRORS, MemoryError, RecursionError, SyntaxError) as exc:
+        if isinstance(exc, OSError) and not isinstance(exc, zipfile.BadZipFile) and exc.errno is not None:
+            raise  # the file cannot be opened: the caller's OSError
+        raise ConversionError(f"{path}: not a readable .npz archive: {type(exc).__name__}: {exc}") from None
+    return _npz_tensor_set(path, arrays, bool_store)
 
 
-def _read_npz_members(path: Any, archive: Any, bool_store: str) -> TensorSet:
+def _npz_name(info: zipfile.ZipInfo) -> str:
+    if not info.filename.endswith(".npy") or info.is_dir():
+        raise ConversionError(f"member {info.filename!r} is not a .npy array")
+    return info.filename[:-4]
+
+
+def _read_npy(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: InflateBudget) -> np.ndarray:
+    """One ``.npy`` member: its header, checked against the member's size, then its data."""
+    budget.check(info)
+    with archive.open(info) as member:
+        version = np.lib.format.read_magic(member)
+        if version == (1, 0):
+            shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(member)
+        elif version == (2, 0):
+            shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(member)
+        else:
+            raise ConversionError(f"member {info.filename!r} has .npy format version {version}, not 1.0 or 2.0")
+        if dtype.hasobject:
+            raise ConversionError(f"member {info.filename!r} holds Python objects, which need pickle")
+        if len(shape) > NUMPY_MAX_DIMS or any(dim < 0 for dim in shape) or dtype.itemsize == 0:
+            raise ConversionError(f"member {info.filename!r} has an invalid shape {shape} or dtype {dtype}")
+        nbytes = math.prod(shape) * dtype.itemsize
+        present = info.file_size - member.tell()
+        if nbytes != present:
+            raise ConversionError(
+                f"member {info.filename!r}: its header declares {shape} x {dtype} = {nbytes} bytes, "
+                f"the member holds {present}"
+            )
+        data = member.read(nbytes)
+    if len(data) != nbytes:
+        raise ConversionError(f"member {info.filename!r} is truncated")
+    return np.frombuffer(data, dtype).reshape(shape, order="F" if fortran_order else "C")
+
+
+def _npz_tensor_set(path: Any, arrays: dict[str, np.ndarray], bool_store: str) -> TensorSet:
     metadata: dict[str, str] = {}
-    dtypes: dict[str, str] = {}
-    names = list(archive.files)
-    if _METADATA_KEY in names:
-        info = archive[_METADATA_KEY]
-        if info.ndim == 0 and info.dtype.kind == "U":
-            try:
-                parsed = json.loads(str(info))
-            except ValueError as exc:
-                raise ConversionError(f"{path}: {_METADATA_KEY} is not JSON: {exc}") from None
-            meta_part = parsed.get("metadata") or {} if isinstance(parsed, dict) else None
-            dtypes_part = parsed.get("dtypes") or {} if isinstance(parsed, dict) else None
-            if not isinstance(meta_part, dict) or not isinstance(dtypes_part, dict):
-                raise ConversionError(f"{path}: {_METADATA_KEY} must be a JSON object of 'metadata' and 'dtypes' objects")
-            metadata = {str(k): str(v) for k, v in meta_part.items()}
-            dtypes = dict(dtypes_part)
-            names.remove(_METADATA_KEY)
-    entries = []
-    for name in names:
+    dtypes: dict[str, Any] = {}
+    info = arrays.get(_METADATA_KEY)
+    if info is not None and info.ndim == 0 and info.dtype.kind == "U":
         try:
-            array = archive[name]
-        except ValueError as exc:  # object arrays need pickle
-            raise ConversionError(f"{path}: member {name!r} cannot be read without pickle: {exc}") from None
-        except (OSError, EOFError, zipfile.BadZipFile) as exc:
-            raise ConversionError(f"{path}: member {name!r} is unreadable: {exc}") from None
+            parsed = json.loads(str(info))
+        except (ValueError, RecursionError) as exc:
+            raise ConversionError(f"{path}: {_METADATA_KEY} is not JSON: {exc}") from None
+        meta_part = parsed.get("metadata") or {} if isinstance(parsed, dict) else None
+        dtypes_part = parsed.get("dtypes") or {} if isinstance(parsed, dict) else None
+        if not isinstance(meta_part, dict) or not isinstance(dtypes_part, dict):
+            raise ConversionError(f"{path}: {_METADATA_KEY} must be a JSON object of 'metadata' and 'dtypes' objects")
+        metadata = {str(k): str(v) for k, v in meta_part.items()}
+        dtypes = dict(dtypes_part)
+        del arrays[_METADATA_KEY]
+    entries = []
+    for name, array in arrays.items():
         try:
             entries.append(_npz_entry(name, array, dtypes.get(name), bool_store))
         except ValueError as exc:  # an unknown dtype hint, a dtype burnpack lacks, a failed cast
