@@ -29,6 +29,7 @@ import json
 import math
 import os
 import struct
+import tokenize
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -195,18 +196,18 @@ def read_npz(path: Any, *, bool_store: str = "U8") -> TensorSet:
 
     Each member's ``.npy`` header is checked against the member's declared size before its data
     is read, and compressed members inflate only within the archive's budget (``archive``)."""
-    try:
-        with open_regular(path) as file:
+    with open_regular(path) as file:  # a file that cannot be opened is the caller's OSError
+        try:
             archive = zipfile.ZipFile(file)
             with archive:
                 budget = InflateBudget(os.fstat(file.fileno()).st_size, ConversionError)
                 arrays = {_npz_name(info): _read_npy(archive, info, budget) for info in archive.infolist()}
-    except ConversionError as exc:
-        raise ConversionError(f"{path}: {exc}") from None
-    except (*ZIP_ERRORS, MemoryError, RecursionError, SyntaxError) as exc:
-        if isinstance(exc, OSError) and not isinstance(exc, zipfile.BadZipFile) and exc.errno is not None:
-            raise  # the file cannot be opened: the caller's OSError
-        raise ConversionError(f"{path}: not a readable .npz archive: {type(exc).__name__}: {exc}") from None
+        except ConversionError as exc:
+            raise ConversionError(f"{path}: {exc}") from None
+        except (*ZIP_ERRORS, MemoryError, RecursionError, SyntaxError, tokenize.TokenError) as exc:
+            # numpy's header parser tokenizes and literal-evals the header; zipfile seeks where
+            # the directory says: corrupt archives surface as any of these
+            raise ConversionError(f"{path}: not a readable .npz archive: {type(exc).__name__}: {exc}") from None
     return _npz_tensor_set(path, arrays, bool_store)
 
 
