@@ -17,6 +17,8 @@ Two decoders and one encoder helper live here; the generated module
 
 from __future__ import annotations
 
+import io
+import re
 import struct
 import unicodedata
 from collections.abc import Callable
@@ -207,6 +209,15 @@ _SEMANTIC_TAGS = (0, 1, 2, 3, 4, 5, 25, 28, 29, 30, 35, 36, 37, 100, 256, 258, 2
 _REFUSE_ALL_TAGS = {tag: _refuse_tag for tag in _SEMANTIC_TAGS}
 
 
+_FAST_OPTIONS: dict[str, Any] = {
+    "tag_hook": _refuse_tag,
+    "semantic_decoders": _REFUSE_ALL_TAGS,
+    "allow_indefinite": False,
+    "allow_duplicate_keys": False,
+}
+_FAST_DEPTH = 16
+
+
 def fast_loads(blob: bytes | memoryview) -> Any:
     """Decode one CBOR item with cbor2, refusing whatever ciborium could read differently.
 
@@ -214,14 +225,7 @@ def fast_loads(blob: bytes | memoryview) -> Any:
     else cbor2 returns is checked by the generated validators. Raises ``Fallback``.
     """
     try:
-        return cbor2.loads(
-            blob,
-            tag_hook=_refuse_tag,
-            semantic_decoders=_REFUSE_ALL_TAGS,
-            allow_indefinite=False,
-            allow_duplicate_keys=False,
-            max_depth=128,
-        )
+        return cbor2.loads(blob, max_depth=128, **_FAST_OPTIONS)
     except Exception as exc:  # any refusal or malformation: let the exact decoder judge
         raise Fallback from exc
 
@@ -280,7 +284,7 @@ def canonical_len(header: Header) -> int:
 class Decoder:
     """ciborium's pull decoder + serde ``Deserializer`` over one metadata blob."""
 
-    __slots__ = ("buf", "pos", "end", "pushed", "depth", "scratch", "context")
+    __slots__ = ("buf", "pos", "end", "pushed", "depth", "scratch", "context", "fast")
 
     def __init__(self, buf: bytes, *, depth: int, scratch: int) -> None:
         self.buf = buf
@@ -290,6 +294,7 @@ class Decoder:
         self.depth = depth
         self.scratch = scratch
         self.context: str | None = None  # the tensor / key being read, for error messages
+        self.fast: tuple[io.BytesIO, cbor2.CBORDecoder] | None = None
 
     # -- ciborium-ll Decoder -------------------------------------------------------------
     def offset(self) -> int:
@@ -393,6 +398,29 @@ class Decoder:
                     raise syntax(offset) from None
                 stored = full[exc.start :]
                 yield full[: exc.start].decode("utf-8")
+
+    def fast_item(self, validate: Callable[[Any], Any]) -> Any:
+        """The next item through cbor2's C decoder and ``validate`` (a generated fast validator),
+        or None with nothing consumed when that path cannot prove it reads the item as Burn does.
+
+        The item is read with ``fast_loads``' refusals and at most ``_FAST_DEPTH`` levels deep, so
+        it is only tried where the recursion limit is that far away; the validators accept only
+        the plain shapes Burn writes, which nest less deeply.
+        """
+        if self.pushed is not None or self.depth < _FAST_DEPTH:
+            return None
+        if self.fast is None:  # one C decoder per blob, rebuilt after a refusal left it mid-item
+            stream = io.BytesIO(self.buf)
+            self.fast = (stream, cbor2.CBORDecoder(stream, max_depth=_FAST_DEPTH, **_FAST_OPTIONS))
+        stream, decoder = self.fast
+        stream.seek(self.pos)
+        try:
+            value = validate(decoder.decode())
+        except Exception:  # any refusal or malformation: the exact path judges the item
+            self.fast = None
+            return None
+        self.pos = stream.tell()
+        return value
 
     def recurse(self, func: Callable[[], Any]) -> Any:
         if self.depth == 0:
@@ -516,6 +544,14 @@ class Decoder:
             h = self.pull()
             if h[0] == TAG:
                 continue
+            if h[0] == TEXT and h[1] is not None and h[1] <= self.scratch:
+                # One segment in one scratch chunk: what ``segments`` does, without generators.
+                offset = self.pos - canonical_len(h)
+                data = self.read_exact(h[1])
+                try:
+                    return data.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise syntax(offset) from None
             if h[0] == TEXT:
                 return "".join(self.segments(h, self.scratch, text=True))
             raise self.expected(h, "string")
@@ -648,47 +684,112 @@ class Decoder:
         return name, (read() if read is not None else None)
 
     def skip(self) -> None:
-        """serde's IgnoredAny through ``deserialize_any``: consume one item of any kind."""
-        h = self.pull()
-        kind, arg, _ = h
-        if kind in (POS, NEG, FLOAT):
-            return
-        if kind == BYTES:
-            if arg is not None and arg <= self.scratch:
-                self.read_exact(arg)
-            else:
-                for _ in self.segments(h, self.scratch, text=False):
-                    pass
-            return
-        if kind == TEXT:
-            if arg is not None and arg <= self.scratch:
-                self.push(h)
-                self.identifier()
-            else:
-                for _ in self.segments(h, self.scratch, text=True):
-                    pass
-            return
-        if kind == ARRAY:
-            self.recurse(lambda: [self.skip() for _ in self._elements(arg)])
-            return
-        if kind == MAP:
-            self.recurse(lambda: [(self.skip(), self.skip()) for _ in self._elements(arg)])
-            return
-        if kind == TAG:
-            nxt = self.pull()
-            self.push(nxt)
-            if arg in (_BIGPOS, _BIGNEG) and nxt[0] == BYTES and nxt[1] is not None and nxt[1] <= 16:
-                negative, raw = self.integer(h)
-                if negative and raw > I128_MAX:
-                    raise semantic("integer too large")
-                return
-            self.recurse(self.skip)
-            return
-        if kind == SIMPLE:
-            if arg in (_FALSE, _TRUE, _NULL, _UNDEFINED):
-                return
-            raise self.expected(h, "known simple value")
-        raise self.expected(h, "non-break")
+        """serde's IgnoredAny through ``deserialize_any``: consume one item of any kind.
+
+        Iterative: ``stack`` holds what each open container still holds (a count of items, or
+        an indefinite marker), so nesting costs no Python recursion, and a run of one-byte
+        scalars inside a definite container is consumed by one regex match. Tokens are pulled,
+        pushed back and checked in exactly the order of serde's recursive walk, so errors and
+        their offsets are the same.
+        """
+        stack: list[int] = []
+        depth = self.depth
+        try:
+            while True:
+                top = stack[-1] if stack else 0
+                if top == _IND_SEQ or top == _IND_KEY:  # an indefinite container may end here
+                    h = self.pull()
+                    if h[0] == BREAK:
+                        stack.pop()
+                        self.depth += 1
+                        if self._finished(stack):
+                            return
+                        continue
+                    self.push(h)
+                elif top > 1 and self.pushed is None:
+                    run = _SCALAR_RUN.match(self.buf, self.pos, min(self.end, self.pos + top)).end() - self.pos
+                    if run:
+                        self.pos += run
+                        if run < top:
+                            stack[-1] = top - run
+                            continue
+                        stack[-1] = 1
+                        if self._finished(stack):
+                            return
+                        continue
+                h = self.pull()
+                kind, arg, _ = h
+                if kind == BYTES:
+                    if arg is not None and arg <= self.scratch:
+                        self.read_exact(arg)
+                    else:
+                        for _ in self.segments(h, self.scratch, text=False):
+                            pass
+                elif kind == TEXT:
+                    if arg is not None and arg <= self.scratch:
+                        self.push(h)
+                        self.identifier()
+                    else:
+                        for _ in self.segments(h, self.scratch, text=True):
+                            pass
+                elif kind == ARRAY or kind == MAP:
+                    if self.depth == 0:
+                        raise recursion_limit(self.offset())
+                    self.depth -= 1
+                    if arg is None:
+                        stack.append(_IND_SEQ if kind == ARRAY else _IND_KEY)
+                        continue
+                    if arg:
+                        stack.append(arg if kind == ARRAY else 2 * arg)
+                        continue
+                    self.depth += 1  # empty: complete at once
+                elif kind == TAG:
+                    nxt = self.pull()
+                    self.push(nxt)
+                    if arg in (_BIGPOS, _BIGNEG) and nxt[0] == BYTES and nxt[1] is not None and nxt[1] <= 16:
+                        negative, raw = self.integer(h)
+                        if negative and raw > I128_MAX:
+                            raise semantic("integer too large")
+                    else:
+                        if self.depth == 0:
+                            raise recursion_limit(self.offset())
+                        self.depth -= 1
+                        stack.append(1)  # the tagged item
+                        continue
+                elif kind == SIMPLE:
+                    if arg not in (_FALSE, _TRUE, _NULL, _UNDEFINED):
+                        raise self.expected(h, "known simple value")
+                elif kind == BREAK:
+                    raise self.expected(h, "non-break")
+                if self._finished(stack):
+                    return
+        finally:
+            self.depth = depth
+
+    def _finished(self, stack: list[int]) -> bool:
+        """One item is complete: count it off its container (closing those it fills); True when
+        it was the outermost item."""
+        while stack:
+            top = stack[-1]
+            if top > 1:
+                stack[-1] = top - 1
+                return False
+            if top == 1:
+                stack.pop()
+                self.depth += 1
+                continue
+            if top == _IND_KEY:
+                stack[-1] = _IND_VALUE
+            elif top == _IND_VALUE:
+                stack[-1] = _IND_KEY
+            return False
+        return True
+
+
+# Markers of open indefinite containers in ``Decoder.skip``'s stack (definite ones hold counts).
+_IND_SEQ, _IND_KEY, _IND_VALUE = -1, -2, -3
+# One-byte scalars: small unsigned and negative integers, false, true, null, undefined.
+_SCALAR_RUN = re.compile(rb"[\x00-\x17\x20-\x37\xf4-\xf7]*")
 
 
 # -- helpers for the generated canonical scanner ---------------------------------------------

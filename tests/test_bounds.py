@@ -198,3 +198,58 @@ def test_the_safetensors_repeated_key_check_is_linear_in_the_header():
 
     small, large = _calls(lambda: refuse(2_000)), _calls(lambda: refuse(8_000))
     assert large < 5 * small
+
+
+# -- the exact decoder: faster, with the same verdicts -------------------------------------------
+def _with_unknown_field(junk: bytes) -> bytes:
+    """``{"tensors": {}, "z": <junk>}``: Burn skips the unknown field's item."""
+    return b"\xa2" + cbor2.dumps({"tensors": {}})[1:] + b"\x61z" + junk
+
+
+_NOTHING = "Metadata(tensors={}, metadata={}, scalars={})"
+
+
+@pytest.mark.parametrize(
+    "junk, verdict",
+    [
+        ("85010220f6f5", _NOTHING),  # a run of one-byte scalars filling an array
+        ("830102820304", _NOTHING),  # a run, then a nested array
+        ("9fa10102bf0304ffff", _NOTHING),  # indefinite containers
+        ("8480a09fffbfff", _NOTHING),  # empty containers of every kind
+        ("a20102031820", _NOTHING),  # a definite map
+        ("bf6161ff", 'Semantic(None, "invalid type: break, expected non-break") (metadata byte 16)'),
+        ("8301f002", 'Semantic(None, "invalid type: simple, expected known simple value") (metadata byte 15)'),
+        ("850102", 'Io(Error { kind: UnexpectedEof, message: "failed to fill whole buffer" }) (metadata byte 15)'),
+        ("c6" * 200 + "01", "RecursionLimitExceeded (metadata byte 140)"),
+        ("81" * 200 + "01", "RecursionLimitExceeded (metadata byte 140)"),
+        ("c350" + "ff" * 16, 'Semantic(None, "integer too large") (metadata byte 30)'),
+        ("8262fffe01", "Syntax(13) (metadata byte 13)"),
+    ],
+)
+def test_skipping_an_unknown_field_gives_serdes_verdict_and_offset(junk, verdict):
+    from burnpack.metadata import decode_metadata_exact
+
+    try:
+        got = repr(decode_metadata_exact(_with_unknown_field(bytes.fromhex(junk))))
+    except burnpack.MetadataDeserializationError as exc:
+        got = str(exc)
+    assert got == verdict
+
+
+def test_skipping_a_long_array_of_small_integers_costs_a_constant_number_of_calls():
+    from burnpack.metadata import decode_metadata_exact
+
+    short = _with_unknown_field(cbor2.dumps([7] * 1_000))
+    long = _with_unknown_field(cbor2.dumps([7] * 200_000))
+    assert _calls(lambda: decode_metadata_exact(long)) == _calls(lambda: decode_metadata_exact(short))
+
+
+def test_the_exact_decoder_reads_plain_tensor_entries_in_a_few_calls_each():
+    from burnpack.metadata import decode_metadata_exact
+
+    def blob(count: int) -> bytes:
+        tensors = {f"t{i}": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]} for i in range(count)}
+        return cbor2.dumps({"tensors": tensors, "z": cbor2.CBORTag(99, 0)})  # the tag rules out the fast paths
+
+    per_entry = (_calls(lambda: decode_metadata_exact(blob(2_000))) - _calls(lambda: decode_metadata_exact(blob(1_000)))) / 1_000
+    assert per_entry < 40  # the token-by-token walk made over 150
