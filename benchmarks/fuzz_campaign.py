@@ -465,6 +465,7 @@ def _git(*args: str) -> str:
 
 def run_campaign(*, seconds: float, workers: int, seed: int, limit: int | None = None, failures_dir: str = "") -> dict[str, Any]:
     corpus = seed_corpus()
+    commit, dirty = _git("rev-parse", "HEAD"), bool(_git("status", "--porcelain", "--untracked-files=no", "--", "burnpack"))
     started = time.time()
     deadline = started + seconds
     jobs = [(w, workers, seed, deadline, limit, failures_dir) for w in range(workers)]
@@ -478,8 +479,8 @@ def run_campaign(*, seconds: float, workers: int, seed: int, limit: int | None =
     return {
         "tool": "benchmarks/fuzz_campaign.py",
         "burnpack_version": getattr(burnpack, "__version__", "unknown"),
-        "commit": _git("rev-parse", "HEAD"),
-        "tree_dirty": bool(_git("status", "--porcelain", "--untracked-files=no", "--", "burnpack")),
+        "commit": commit,
+        "tree_dirty": dirty,
         "python": platform.python_version(),
         "numpy": np.__version__,
         "seed": seed,
