@@ -429,8 +429,8 @@ def _scratch_dir() -> str:
     return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
 
 
-def _worker(args: tuple[int, int, int, float, int | None, str]) -> dict[str, Any]:
-    worker, workers, seed, deadline, limit, failures_dir = args
+def _worker(args: tuple[int, int, int, float, int | None, str, str]) -> dict[str, Any]:
+    worker, workers, seed, deadline, limit, failures_dir, progress = args
     warnings.simplefilter("ignore")
     signal.signal(signal.SIGPROF, _on_alarm)
     corpus = seed_corpus()
@@ -453,6 +453,9 @@ def _worker(args: tuple[int, int, int, float, int | None, str]) -> dict[str, Any
                 if failures_dir:
                     Path(failures_dir, f"{index}-{reader}{suffix}").write_bytes(data)
             index += workers
+            if progress and sum(counts.values()) % 20_000 == 0:
+                with open(progress, "a") as log:
+                    log.write(f"{time.strftime('%H:%M:%S')} worker {worker}: {sum(counts.values())} inputs, {sum(kinds.values())} failures\n")
     return {"counts": counts, "kinds": kinds, "failures": failures, "cpu_seconds": time.process_time() - cpu}
 
 
@@ -463,12 +466,14 @@ def _git(*args: str) -> str:
         return "unknown"
 
 
-def run_campaign(*, seconds: float, workers: int, seed: int, limit: int | None = None, failures_dir: str = "") -> dict[str, Any]:
+def run_campaign(
+    *, seconds: float, workers: int, seed: int, limit: int | None = None, failures_dir: str = "", progress: str = ""
+) -> dict[str, Any]:
     corpus = seed_corpus()
     commit, dirty = _git("rev-parse", "HEAD"), bool(_git("status", "--porcelain", "--untracked-files=no", "--", "burnpack"))
     started = time.time()
     deadline = started + seconds
-    jobs = [(w, workers, seed, deadline, limit, failures_dir) for w in range(workers)]
+    jobs = [(w, workers, seed, deadline, limit, failures_dir, progress) for w in range(workers)]
     if workers == 1:
         parts = [_worker(jobs[0])]
     else:
@@ -511,6 +516,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, help="stop after this many inputs in total")
     parser.add_argument("--json", type=Path, help="write the result here")
     parser.add_argument("--failures-dir", default="", help="save every failing input here")
+    parser.add_argument("--progress", default="", help="append a line per worker every 20,000 inputs to this file")
     parser.add_argument("--replay", type=int, help="rerun one input index in this process and print its verdict")
     args = parser.parse_args(argv)
     if args.replay is not None:
@@ -520,7 +526,9 @@ def main(argv: list[str] | None = None) -> int:
             verdict = judge(reader, data, Path(tmp) / "input", random.Random(f"read:{args.seed}:{args.replay}"))
         print(json.dumps({"index": args.replay, "reader": reader, "size": len(data), "verdict": verdict}))
         return 0 if verdict is None else 1
-    result = run_campaign(seconds=args.seconds, workers=args.workers, seed=args.seed, limit=args.limit, failures_dir=args.failures_dir)
+    result = run_campaign(
+        seconds=args.seconds, workers=args.workers, seed=args.seed, limit=args.limit, failures_dir=args.failures_dir, progress=args.progress
+    )
     text = json.dumps(result, indent=1)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
