@@ -17,7 +17,6 @@ Two decoders and one encoder helper live here; the generated module
 
 from __future__ import annotations
 
-import io
 import re
 import struct
 import unicodedata
@@ -216,14 +215,53 @@ _FAST_OPTIONS: dict[str, Any] = {
     "allow_duplicate_keys": False,
 }
 _FAST_DEPTH = 16
+# cbor2 builds a Python object per item, up to ~64 bytes per input byte (an empty list per 0x80),
+# so it only ever sees a bounded stretch of the input: a whole blob up to _FAST_LOADS_LIMIT, a
+# single map value up to _FAST_WINDOW. Larger input is left to the exact decoder, which builds
+# only the values of Burn's schema.
+_FAST_LOADS_LIMIT = 1 << 18
+_FAST_WINDOW = 1 << 16
+
+
+class _Window:
+    """A read-only file over ``buf`` ending at ``limit``: what cbor2 may read of one item."""
+
+    __slots__ = ("buf", "pos", "limit")
+
+    def __init__(self, buf: bytes) -> None:
+        self.buf = buf
+        self.pos = 0
+        self.limit = len(buf)
+
+    def read(self, size: int = -1) -> bytes:
+        end = self.limit if size is None or size < 0 else min(self.limit, self.pos + size)
+        data = self.buf[self.pos : end]
+        self.pos = max(self.pos, end)
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self.pos = offset if whence == 0 else self.pos + offset if whence == 1 else self.limit + offset
+        return self.pos
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
 
 
 def fast_loads(blob: bytes | memoryview) -> Any:
     """Decode one CBOR item with cbor2, refusing whatever ciborium could read differently.
 
-    Refused: tags, indefinite lengths, duplicate map keys, nesting past Burn's limit. Whatever
-    else cbor2 returns is checked by the generated validators. Raises ``Fallback``.
+    Refused: tags, indefinite lengths, duplicate map keys, nesting past Burn's limit, blobs over
+    ``_FAST_LOADS_LIMIT``. Whatever else cbor2 returns is checked by the generated validators.
+    Raises ``Fallback``.
     """
+    if len(blob) > _FAST_LOADS_LIMIT:
+        raise Fallback
     try:
         return cbor2.loads(blob, max_depth=128, **_FAST_OPTIONS)
     except Exception as exc:  # any refusal or malformation: let the exact decoder judge
@@ -243,22 +281,28 @@ def _semantic_value(value: Any, immutable: bool = False) -> Any:
 _IGNORE_ALL_TAGS = {tag: _semantic_value for tag in _SEMANTIC_TAGS}
 
 
-def plain_loads(blob: bytes | memoryview, *, max_depth: int) -> Any:
-    """Decode one CBOR item into plain values, every tag ignored (Burn ignores tags).
+def plain_item(buf: bytes, pos: int) -> tuple[Any, int]:
+    """One CBOR item at ``pos`` as plain values, every tag ignored (Burn ignores tags), and the
+    position after it.
 
     For the paths that look at metadata Burn's schema does not describe (legacy encodings, the
     diagnosis of a rejected file). Map keys must be text or bytes (as in every burnpack map), so
-    no crafted key can collide hashes. Raises ``Fallback`` for anything cbor2 cannot read.
+    no crafted key can collide hashes; the item must fit in ``_FAST_WINDOW`` bytes, so the objects
+    built stay bounded. Raises ``Fallback`` for anything else.
     """
+    window = _Window(buf)
+    window.pos, window.limit = pos, min(len(buf), pos + _FAST_WINDOW)
+    decoder = cbor2.CBORDecoder(
+        window,
+        tag_hook=_tag_value,
+        semantic_decoders=_IGNORE_ALL_TAGS,
+        strict_hashable_types=True,
+        max_depth=_FAST_DEPTH,
+        read_size=512,
+    )
     try:
-        return cbor2.loads(
-            blob,
-            tag_hook=_tag_value,
-            semantic_decoders=_IGNORE_ALL_TAGS,
-            strict_hashable_types=True,
-            max_depth=max_depth,
-        )
-    except Exception as exc:  # malformed, too deep, unhashable keys: nothing plain to return
+        return decoder.decode(), window.tell()
+    except Exception as exc:  # malformed, too deep or too long, unhashable keys
         raise Fallback from exc
 
 
@@ -294,7 +338,7 @@ class Decoder:
         self.depth = depth
         self.scratch = scratch
         self.context: str | None = None  # the tensor / key being read, for error messages
-        self.fast: tuple[io.BytesIO, cbor2.CBORDecoder] | None = None
+        self.fast: tuple[_Window, cbor2.CBORDecoder] | None = None
 
     # -- ciborium-ll Decoder -------------------------------------------------------------
     def offset(self) -> int:
@@ -410,16 +454,16 @@ class Decoder:
         if self.pushed is not None or self.depth < _FAST_DEPTH:
             return None
         if self.fast is None:  # one C decoder per blob, rebuilt after a refusal left it mid-item
-            stream = io.BytesIO(self.buf)
-            self.fast = (stream, cbor2.CBORDecoder(stream, max_depth=_FAST_DEPTH, **_FAST_OPTIONS))
-        stream, decoder = self.fast
-        stream.seek(self.pos)
+            window = _Window(self.buf)
+            self.fast = (window, cbor2.CBORDecoder(window, max_depth=_FAST_DEPTH, read_size=512, **_FAST_OPTIONS))
+        window, decoder = self.fast
+        window.pos, window.limit = self.pos, min(self.end, self.pos + _FAST_WINDOW)
         try:
             value = validate(decoder.decode())
         except Exception:  # any refusal or malformation: the exact path judges the item
             self.fast = None
             return None
-        self.pos = stream.tell()
+        self.pos = window.tell()
         return value
 
     def recurse(self, func: Callable[[], Any]) -> Any:
@@ -706,16 +750,11 @@ class Decoder:
                             return
                         continue
                     self.push(h)
-                elif top > 1 and self.pushed is None:
-                    run = _SCALAR_RUN.match(self.buf, self.pos, min(self.end, self.pos + top)).end() - self.pos
-                    if run:
-                        self.pos += run
-                        if run < top:
-                            stack[-1] = top - run
-                            continue
-                        stack[-1] = 1
-                        if self._finished(stack):
-                            return
+                elif top > 0 and self.pushed is None:
+                    before = (self.pos, len(stack))
+                    if self._skip_plain(stack):
+                        return
+                    if (self.pos, len(stack)) != before:
                         continue
                 h = self.pull()
                 kind, arg, _ = h
@@ -766,6 +805,78 @@ class Decoder:
         finally:
             self.depth = depth
 
+    def _skip_plain(self, stack: list[int]) -> bool:
+        """``skip``'s inner loop for the tokens that cannot fail: while the innermost open
+        container is definite, consume scalars, short strings, definite containers and non-bignum
+        tags straight from the bytes, leaving at the first token that needs the careful path
+        (which then reads it from the same state). True when the outermost item completed."""
+        buf, pos, end, depth, scratch = self.buf, self.pos, self.end, self.depth, self.scratch
+        done = False
+        while stack and stack[-1] > 0 and pos < end:
+            initial = buf[pos]
+            if initial in _ONE_BYTE_SCALARS and stack[-1] > 1:
+                run = _SCALAR_RUN.match(buf, pos, min(end, pos + stack[-1] - 1)).end() - pos
+                pos += run
+                stack[-1] -= run
+                continue
+            major, info = initial >> 5, initial & 0x1F
+            if info < 24:
+                arg, head = info, 1
+            elif info < 28:
+                head = 1 + (1 << (info - 24))
+                if pos + head > end:
+                    break
+                arg = int.from_bytes(buf[pos + 1 : pos + head], "big")
+            else:
+                break
+            if major <= 1:
+                pos += head
+            elif major == 7:
+                if not (20 <= info <= 23 or 25 <= info <= 27):
+                    break
+                pos += head
+            elif major <= 3:
+                if arg > scratch or pos + head + arg > end:
+                    break
+                if major == 3:
+                    try:
+                        buf[pos + head : pos + head + arg].decode("utf-8")
+                    except UnicodeDecodeError:
+                        break
+                pos += head + arg
+            elif major <= 5:
+                if depth == 0:
+                    break
+                pos += head
+                items = arg if major == 4 else 2 * arg
+                if items:
+                    depth -= 1
+                    stack.append(items)
+                    continue
+            else:  # a tag: ignored, its item read next (bignums need the careful path)
+                if arg in (_BIGPOS, _BIGNEG) or depth == 0:
+                    break
+                pos += head
+                depth -= 1
+                stack.append(1)
+                continue
+            while stack:  # the item is complete: count it off, closing the containers it fills
+                top = stack[-1]
+                if top > 1:
+                    stack[-1] = top - 1
+                    break
+                if top == 1:
+                    stack.pop()
+                    depth += 1
+                    continue
+                stack[-1] = _IND_VALUE if top == _IND_KEY else _IND_KEY if top == _IND_VALUE else top
+                break
+            else:
+                done = True
+                break
+        self.pos, self.depth = pos, depth
+        return done
+
     def _finished(self, stack: list[int]) -> bool:
         """One item is complete: count it off its container (closing those it fills); True when
         it was the outermost item."""
@@ -790,6 +901,7 @@ class Decoder:
 _IND_SEQ, _IND_KEY, _IND_VALUE = -1, -2, -3
 # One-byte scalars: small unsigned and negative integers, false, true, null, undefined.
 _SCALAR_RUN = re.compile(rb"[\x00-\x17\x20-\x37\xf4-\xf7]*")
+_ONE_BYTE_SCALARS = frozenset([*range(0x00, 0x18), *range(0x20, 0x38), *range(0xF4, 0xF8)])
 
 
 # -- helpers for the generated canonical scanner ---------------------------------------------

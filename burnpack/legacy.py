@@ -16,10 +16,10 @@ By default burnpack behaves like current Burn (same acceptance, same stage) but 
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import NamedTuple
 
-from ._cbor import Fallback, encode, plain_loads
-from ._generated.layout import MAX_CBOR_DEPTH, TENSOR_ALIGNMENT
+from ._cbor import MAP, TAG, CborError, Decoder, Fallback, encode, plain_item
+from ._generated.layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH, TENSOR_ALIGNMENT
 from ._generated.types import Metadata
 from .errors import LegacyFormatWarning, MetadataDeserializationError
 from .metadata import decode_metadata
@@ -67,24 +67,52 @@ def has_prealignment_layout(meta: Metadata, metadata_end: int, max_end: int, fil
 _LEGACY_MARKERS = (b"Bool", b"U32", b"param", b"level")
 
 
-def _raw_tree(blob: bytes) -> dict | None:
-    """The metadata as plain values (tags ignored, as Burn ignores them), or None when there is
-    nothing legacy in it or it is not a CBOR map (nothing to diagnose then)."""
+class _Entry(NamedTuple):
+    """One tensor entry of the metadata: its descriptor as plain values and where its bytes are."""
+
+    descriptor: dict
+    start: int
+    end: int
+
+
+def _raw_descriptors(blob: bytes) -> dict[str, _Entry]:
+    """The tensor descriptors as plain values (tags ignored, as Burn ignores them), or {} when
+    there is nothing legacy in the blob or it cannot be walked (nothing to diagnose then).
+
+    The walk is Burn's own (the exact decoder's tokens; other fields skipped) and each descriptor
+    is decoded alone, so time and memory follow the blob whatever it holds.
+    """
     if not any(marker in blob for marker in _LEGACY_MARKERS):
-        return None
-    try:
-        raw = plain_loads(blob, max_depth=MAX_CBOR_DEPTH)
-    except Fallback:
-        return None
-    return raw if isinstance(raw, dict) else None
-
-
-def _raw_descriptors(raw: dict | None) -> dict[str, dict]:
-    """The tensor descriptors of a plain metadata tree (the dicts themselves, to rewrite)."""
-    tensors = raw.get("tensors") if raw is not None else None
-    if not isinstance(tensors, dict):
         return {}
-    return {k: v for k, v in tensors.items() if isinstance(k, str) and isinstance(v, dict)}
+    d = Decoder(bytes(blob), depth=MAX_CBOR_DEPTH, scratch=CBOR_SCRATCH_SIZE)
+    found: dict[str, _Entry] = {}
+    try:
+        for _ in d._elements(_map_length(d)):
+            if d.identifier() != "tensors":
+                d.skip()
+                continue
+            for _ in d._elements(_map_length(d)):
+                name = d.string()
+                if d.pushed is not None:
+                    return found
+                start = d.pos
+                descriptor, d.pos = plain_item(d.buf, start)
+                if isinstance(descriptor, dict):
+                    found[name] = _Entry(descriptor, start, d.pos)
+            return found
+    except (CborError, Fallback):
+        pass
+    return found
+
+
+def _map_length(d: Decoder) -> int | None:
+    while True:
+        h = d.pull()
+        if h[0] == TAG:
+            continue
+        if h[0] != MAP:
+            raise Fallback
+        return h[1]
 
 
 def _qfloat_scheme(descriptor: dict) -> dict | None:
@@ -96,7 +124,7 @@ def _qfloat_scheme(descriptor: dict) -> dict | None:
 
 def explain_rejection(error: MetadataDeserializationError, blob: bytes) -> MetadataDeserializationError:
     """The same error, with a diagnosis added when the rejection comes from an older Burn encoding."""
-    for name, descriptor in _raw_descriptors(_raw_tree(blob)).items():
+    for name, (descriptor, _, _) in _raw_descriptors(blob).items():
         scheme = _qfloat_scheme(descriptor)
         if descriptor.get("dtype") == "Bool":
             diagnosis = BOOL_DIAGNOSIS.format(name=name)
@@ -113,7 +141,7 @@ def warn_misread_schemes(meta: Metadata, blob: bytes) -> None:
     """Warn about old-shape QFloat schemes, which Burn accepts but misreads."""
     if not any(d.dtype.variant == "QFloat" for d in meta.tensors.values()):
         return
-    for name, descriptor in _raw_descriptors(_raw_tree(blob)).items():
+    for name, (descriptor, _, _) in _raw_descriptors(blob).items():
         scheme = _qfloat_scheme(descriptor)
         if scheme is not None and ("param" in scheme or "level" in scheme):
             warnings.warn(SCHEME_DIAGNOSIS.format(name=name), LegacyFormatWarning, stacklevel=4)
@@ -145,23 +173,26 @@ def _modern_scheme(scheme: dict) -> dict:
 def decode_legacy(blob: bytes) -> Metadata:
     """Decode metadata, first rewriting older Burn encodings into the current ones.
 
-    Anything the rewrite cannot make sense of is left to ``decode_metadata``, which rejects it
-    with Burn's error; tags are ignored throughout, so the rewrite is linear in the blob.
+    Each descriptor in an old encoding is re-encoded in place; every other byte is kept, so the
+    rewrite is linear in the blob. What the rewrite cannot make sense of is left to
+    ``decode_metadata``, which rejects it with Burn's error.
     """
-    raw = _raw_tree(blob)
-    changed = False
-    for descriptor in _raw_descriptors(raw).values():
+    pieces: list[bytes] = []
+    position = 0
+    for descriptor, start, end in _raw_descriptors(blob).values():
         scheme = _qfloat_scheme(descriptor)
         if descriptor.get("dtype") == "Bool":
             descriptor["dtype"] = {"Bool": "Native"}
-            changed = True
         elif scheme is not None and _modern_scheme(scheme) is not scheme:
             descriptor["dtype"] = {"QFloat": _modern_scheme(scheme)}
-            changed = True
-    if not changed:
+        else:
+            continue
+        try:
+            rewritten = encode(descriptor)
+        except Exception:  # a value cbor2 cannot write back: Burn's verdict on the original bytes
+            return decode_metadata(blob)
+        pieces += [blob[position:start], rewritten]
+        position = end
+    if not pieces:
         return decode_metadata(blob)
-    try:
-        rewritten = encode(raw)
-    except Exception:  # a value cbor2 cannot write back: Burn's verdict on the original bytes
-        return decode_metadata(blob)
-    return decode_metadata(rewritten)
+    return decode_metadata(b"".join(pieces) + blob[position:])

@@ -251,8 +251,10 @@ def _npz_tensor_set(path: Any, arrays: dict[str, np.ndarray], bool_store: str) -
     info = arrays.get(_METADATA_KEY)
     if info is not None and info.ndim == 0 and info.dtype.kind == "U":
         try:
-            parsed = json.loads(str(info))
-        except (ValueError, RecursionError) as exc:
+            # From the raw UTF-32 code units: numpy's str() passes code points past U+10FFFF through.
+            text = info.astype(info.dtype.newbyteorder("<")).tobytes().decode("utf-32-le").rstrip("\0")
+            parsed = json.loads(text)
+        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
             raise ConversionError(f"{path}: {_METADATA_KEY} is not JSON: {exc}") from None
         meta_part = parsed.get("metadata") or {} if isinstance(parsed, dict) else None
         dtypes_part = parsed.get("dtypes") or {} if isinstance(parsed, dict) else None

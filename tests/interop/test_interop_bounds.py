@@ -187,6 +187,8 @@ def test_an_npy_header_announcing_more_than_its_member_holds_is_refused_before_a
         ({"x.npy": _npy_header("{'descr': '<f4', 'fortran_order': False, 'shape': " + "[" * 3000 + "]" * 3000 + "}")}, zipfile.ZIP_STORED),
         ({"x.npy": _npy_header("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,)}")}, zipfile.ZIP_STORED),
         ({"x.npy": _npy_header("{'descr': 'V0', 'fortran_order': False, 'shape': (5,)}")}, zipfile.ZIP_STORED),
+        # metadata text holding a code point past U+10FFFF (numpy's str() lets it through)
+        ({"__metadata__.npy": _npy_header("{'descr': '<U1', 'fortran_order': False, 'shape': ()}") + (0x110000).to_bytes(4, "little")}, zipfile.ZIP_STORED),
     ],
 )
 def test_a_corrupt_npz_is_a_conversion_error_from_convert(tmp_path, members, compression):
