@@ -10,6 +10,7 @@ Tests parameterized over a fixture folder are still collected when it is absent:
 from __future__ import annotations
 
 import os
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
@@ -50,3 +51,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     marker = item.get_closest_marker("fixtures_missing")
     if marker is not None:
         require(marker.args[0])
+
+
+def peak_bytes(func: Callable[[], object]) -> int:
+    """Peak bytes Python allocated while ``func`` ran (tracemalloc): for memory-bound tests."""
+    tracemalloc.start()
+    try:
+        func()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()

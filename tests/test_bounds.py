@@ -9,7 +9,6 @@ import os
 import struct
 import sys
 import threading
-import tracemalloc
 
 import cbor2
 import numpy as np
@@ -20,20 +19,12 @@ from burnpack import Tensor, Writer
 from burnpack._cbor import plain_item
 from burnpack._generated.layout import MAX_TENSOR_COUNT
 from burnpack.interop.safetensors import SafetensorsError, parse_safetensors
+from tests.conftest import peak_bytes
 
 
 def _file(blob: bytes, data: bytes = b"") -> bytes:
     head = b"NRUB" + struct.pack("<HI", 1, len(blob)) + blob
     return head + bytes(-len(head) % 256) + data
-
-
-def _peak(func) -> int:
-    tracemalloc.start()
-    try:
-        func()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
 
 
 def _bool_tensor() -> dict:
@@ -88,7 +79,7 @@ def test_legacy_rewrite_of_a_tiny_file_with_shared_references_stays_small():
     blob = b"\xa2" + head[1:] + cbor2.dumps("junk") + _shared_doubling(24)  # a second, unknown field
     data = _file(blob, b"\x01")
     assert len(data) < 1024
-    peak = _peak(lambda: burnpack.load(data, legacy_ok=True))
+    peak = peak_bytes(lambda: burnpack.load(data, legacy_ok=True))
     assert peak < 4 * 1024 * 1024
 
 
@@ -268,7 +259,7 @@ def test_metadata_whose_unknown_field_would_become_millions_of_objects_stays_sma
             with pytest.raises(burnpack.MetadataDeserializationError, match="legacy_ok"):
                 burnpack.load(data)
 
-    assert _peak(load) < 16 * 1024 * 1024
+    assert peak_bytes(load) < 16 * 1024 * 1024
 
 
 def test_a_tensor_entry_hiding_a_huge_unknown_field_is_not_built_in_memory():
@@ -277,4 +268,4 @@ def test_a_tensor_entry_hiding_a_huge_unknown_field_is_not_built_in_memory():
     blob = b"\xa1" + cbor2.dumps("tensors") + b"\xa1\x61t" + bytes([entry[0] + 1]) + entry[1:] + b"\x61z" + junk
     with burnpack.load(_file(blob, bytes(4))) as pack:
         assert pack["t"].shape == (1,)
-    assert _peak(lambda: burnpack.load(_file(blob, bytes(4))).close()) < 16 * 1024 * 1024
+    assert peak_bytes(lambda: burnpack.load(_file(blob, bytes(4))).close()) < 16 * 1024 * 1024

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import tarfile
-import tracemalloc
 import zipfile
 from pathlib import Path
 
@@ -18,18 +17,10 @@ from burnpack.interop.archive import INFLATE_LIMIT_BASE
 from burnpack.interop.converter import convert
 from burnpack.interop.formats import ConversionError, read_npz
 from burnpack.interop.pytorch import EXPANSION_LIMIT, PyTorchReadError, read_pytorch
+from tests.conftest import peak_bytes
 from tests.interop.test_pytorch_reader import f32, storage_ref, tensor, torch_pickle, write_zip
 
 MIB = 1024 * 1024
-
-
-def _peak(func) -> int:
-    tracemalloc.start()
-    try:
-        func()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
 
 
 def _raises_within(error: type[Exception], match: str, func, limit: int = 8 * MIB) -> None:
@@ -37,7 +28,7 @@ def _raises_within(error: type[Exception], match: str, func, limit: int = 8 * MI
         with pytest.raises(error, match=match):
             func()
 
-    assert _peak(call) < limit
+    assert peak_bytes(call) < limit
 
 
 def _pickle_zip(path: Path, pickle: bytes) -> Path:
