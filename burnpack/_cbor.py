@@ -814,8 +814,9 @@ class Decoder:
         done = False
         while stack and stack[-1] > 0 and pos < end:
             initial = buf[pos]
-            if initial in _ONE_BYTE_SCALARS and stack[-1] > 1:
-                run = _SCALAR_RUN.match(buf, pos, min(end, pos + stack[-1] - 1)).end() - pos
+            if initial in _ONE_BYTE_ITEMS and stack[-1] > 1 and (depth or initial in _ONE_BYTE_SCALARS):
+                # Empty arrays and maps only count as plain below the recursion limit.
+                run = (_ITEM_RUN if depth else _SCALAR_RUN).match(buf, pos, min(end, pos + stack[-1] - 1)).end() - pos
                 pos += run
                 stack[-1] -= run
                 continue
@@ -902,6 +903,9 @@ _IND_SEQ, _IND_KEY, _IND_VALUE = -1, -2, -3
 # One-byte scalars: small unsigned and negative integers, false, true, null, undefined.
 _SCALAR_RUN = re.compile(rb"[\x00-\x17\x20-\x37\xf4-\xf7]*")
 _ONE_BYTE_SCALARS = frozenset([*range(0x00, 0x18), *range(0x20, 0x38), *range(0xF4, 0xF8)])
+# ... and empty arrays and maps (0x80, 0xa0), one-byte items as long as one more level is allowed.
+_ITEM_RUN = re.compile(rb"[\x00-\x17\x20-\x37\xf4-\xf7\x80\xa0]*")
+_ONE_BYTE_ITEMS = _ONE_BYTE_SCALARS | {0x80, 0xA0}
 
 
 # -- helpers for the generated canonical scanner ---------------------------------------------

@@ -213,6 +213,8 @@ _NOTHING = "Metadata(tensors={}, metadata={}, scalars={})"
         ("850102", 'Io(Error { kind: UnexpectedEof, message: "failed to fill whole buffer" }) (metadata byte 15)'),
         ("c6" * 200 + "01", "RecursionLimitExceeded (metadata byte 140)"),
         ("81" * 200 + "01", "RecursionLimitExceeded (metadata byte 140)"),
+        ("81" * 125 + "83" + "80a080", _NOTHING),  # empty containers one level above the limit
+        ("81" * 126 + "83" + "80a080", "RecursionLimitExceeded (metadata byte 140)"),  # ... and at it
         ("c350" + "ff" * 16, 'Semantic(None, "integer too large") (metadata byte 30)'),
         ("8262fffe01", "Syntax(13) (metadata byte 13)"),
     ],
@@ -269,3 +271,14 @@ def test_a_tensor_entry_hiding_a_huge_unknown_field_is_not_built_in_memory():
     with burnpack.load(_file(blob, bytes(4))) as pack:
         assert pack["t"].shape == (1,)
     assert peak_bytes(lambda: burnpack.load(_file(blob, bytes(4))).close()) < 16 * 1024 * 1024
+
+
+def test_a_safetensors_header_denser_in_json_containers_than_any_listing_is_refused_before_parsing():
+    header = b'{"a":{"dtype":"U8","shape":[0],"data_offsets":[0,0],"x":[' + b"{}," * 700_000 + b"{}]}}"
+    data = struct.pack("<Q", len(header)) + header
+
+    def parse() -> None:
+        with pytest.raises(SafetensorsError, match="JSON objects and arrays"):
+            parse_safetensors(data)
+
+    assert peak_bytes(parse) < 8 * 1024 * 1024

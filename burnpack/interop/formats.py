@@ -44,7 +44,7 @@ from ..reader import NUMPY_MAX_DIMS, has_extension, load
 from ..source import open_regular
 from ..writer import Tensor, Writer
 from .archive import ZIP_ERRORS, InflateBudget
-from .safetensors import SafetensorsError, build_header, read_safetensors
+from .safetensors import SafetensorsError, build_header, check_json_density, read_safetensors
 from .tensors import BF16, Entry, TensorSet, dtype_name
 
 __all__ = [
@@ -253,6 +253,7 @@ def _npz_tensor_set(path: Any, arrays: dict[str, np.ndarray], bool_store: str) -
         try:
             # From the raw UTF-32 code units: numpy's str() passes code points past U+10FFFF through.
             text = info.astype(info.dtype.newbyteorder("<")).tobytes().decode("utf-32-le").rstrip("\0")
+            check_json_density(text, ConversionError, f"{path}: {_METADATA_KEY}")
             parsed = json.loads(text)
         except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
             raise ConversionError(f"{path}: {_METADATA_KEY} is not JSON: {exc}") from None
