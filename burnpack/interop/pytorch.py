@@ -284,18 +284,37 @@ def _storage_arg(storage: object) -> _Storage:
 
 _MEMO_PUTS = frozenset({"PUT", "BINPUT", "LONG_BINPUT"})
 _EXTENSIONS = frozenset({"EXT1", "EXT2", "EXT4"})
+# Opcodes that build a fresh object of some 30-100 bytes. Checkpoints spend at least 5 pickle
+# bytes per such object; a run of one-byte ``]`` would cost 60x its size. Allowed: one per 4
+# bytes, plus _OBJECT_SLACK.
+_BUILDS_OBJECT = frozenset({
+    "EMPTY_LIST", "EMPTY_DICT", "EMPTY_SET", "LIST", "DICT", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3",
+    "FROZENSET", "BINUNICODE", "SHORT_BINUNICODE", "BINUNICODE8", "UNICODE", "STRING", "BINSTRING",
+    "SHORT_BINSTRING", "BINBYTES", "SHORT_BINBYTES", "BINBYTES8", "BYTEARRAY8", "BINFLOAT", "FLOAT",
+    "LONG", "LONG1", "LONG4", "BININT", "INT", "REDUCE", "NEWOBJ", "NEWOBJ_EX", "OBJ", "INST",
+})  # fmt: skip
+_OBJECT_SLACK = 1 << 20
 
 
 def _check_opcodes(file: BinaryIO | mmap.mmap) -> None:
     """Walk the pickle at ``file``'s position (then rewind) before anything is built.
 
     Refused: a memo index beyond the pickle's own length (the C unpickler sizes its memo by the
-    index, so one opcode could claim gigabytes) and the EXT opcodes, which resolve through
-    ``copyreg``'s extension registry and cache instead of the allowlist. Linear in the pickle.
+    index, so one opcode could claim gigabytes), the EXT opcodes, which resolve through
+    ``copyreg``'s extension registry and cache instead of the allowlist, and more new objects
+    than bytes can pay for (``_BUILDS_OBJECT``). Linear in the pickle.
     """
     start = file.tell()
+    objects = 0
     try:
         for opcode, arg, position in pickletools.genops(file):
+            if opcode.name in _BUILDS_OBJECT:
+                objects += 1
+                if objects > _OBJECT_SLACK + (position - start) // 4:
+                    raise PyTorchReadError(
+                        f"the pickle builds more than {objects - 1} objects in {position - start} bytes, "
+                        "more than one per 4 bytes: refused before unpickling"
+                    )
             if opcode.name in _EXTENSIONS:
                 raise PyTorchReadError(f"pickle opcode {opcode.name} (copyreg extension) is not allowed")
             if opcode.name in _MEMO_PUTS and (type(arg) is not int or not 0 <= arg <= position - start):

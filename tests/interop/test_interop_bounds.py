@@ -44,6 +44,11 @@ def test_a_memo_index_beyond_the_pickle_is_refused_before_the_memo_grows(tmp_pat
     _raises_within(PyTorchReadError, "memo index", lambda: read_pytorch(path))
 
 
+def test_a_pickle_building_an_object_per_byte_is_refused_before_unpickling(tmp_path):
+    path = _pickle_zip(tmp_path / "t.pt", b"\x80\x02" + b"]" * 3_000_000 + b".")  # 3M empty lists
+    _raises_within(PyTorchReadError, "objects", lambda: read_pytorch(path), limit=16 * MIB)
+
+
 @pytest.mark.parametrize("opcode", [b"\x82\x01", b"\x83\x01\x00", b"\x84\x01\x00\x00\x00"])
 def test_extension_opcodes_are_refused_whatever_copyreg_holds(tmp_path, opcode):
     path = _pickle_zip(tmp_path / "t.pt", b"\x80\x02" + opcode + b".")
