@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import signal
+import warnings
 from pathlib import Path
 
 import pytest
@@ -70,8 +71,9 @@ def test_inputs_are_a_function_of_seed_and_index_only():
     assert {reader for reader, _ in first} == set(campaign.READERS)
 
 
-def test_a_short_campaign_covers_every_reader_without_failures(tmp_path):
-    result = campaign.run_campaign(seconds=600, workers=1, seed=3, limit=400)
+def test_a_short_campaign_covers_every_reader_without_failures(alarm):
+    with warnings.catch_warnings():  # the in-process worker silences warnings, as workers do
+        result = campaign.run_campaign(seconds=600, workers=1, seed=3, limit=400)
     assert result["inputs"] == 400
     assert all(count == 100 for count in result["inputs_per_reader"].values())
     assert result["failures"] == 0, result["failure_samples"][:5]
