@@ -18,8 +18,8 @@ bytes, each reader must
   even when the reader turned it into a burnpack error).
 
 Input ``i`` of a campaign is generated from ``(seed, i)`` alone, so any failure is replayed with
-``--replay i`` (same seed corpus required: the corpus digest is recorded). Workers take the
-indices ``i ≡ w (mod workers)``. The result JSON (inputs per reader, failures, version, commit,
+``--replay i`` (same seed corpus required: the corpus digest is recorded). Workers take blocks of
+four consecutive indices (one input per reader) in turn. The result JSON (inputs per reader, failures, version, commit,
 corpus digest) is what ``benchmarks/results/fuzz_campaign.json`` holds.
 
     python benchmarks/fuzz_campaign.py --seconds 60 --workers 2 --json out.json
@@ -439,8 +439,13 @@ def _worker(args: tuple[int, int, int, float, int | None, str, str]) -> dict[str
     failures: list[dict[str, Any]] = []
     cpu = time.process_time()
     with tempfile.TemporaryDirectory(dir=_scratch_dir(), prefix="bpk-fuzz-") as tmp:
-        index = worker
-        while time.time() < deadline and (limit is None or index < limit):
+        step = 0
+        while True:
+            # Blocks of one input per reader, dealt round-robin: every worker gets every reader.
+            index = (step // len(READERS)) * len(READERS) * workers + worker * len(READERS) + step % len(READERS)
+            step += 1
+            if time.time() >= deadline or (limit is not None and index >= limit):
+                break
             reader, data = generate(corpus, seed, index)
             suffix = {"bpk": ".bpk", "pytorch": ".pt", "safetensors": ".safetensors", "npz": ".npz"}[reader]
             verdict = judge(reader, data, Path(tmp) / f"input{suffix}", random.Random(f"read:{seed}:{index}"))
@@ -452,7 +457,6 @@ def _worker(args: tuple[int, int, int, float, int | None, str, str]) -> dict[str
                     failures.append({"index": index, "reader": reader, "kind": verdict[0], "detail": verdict[1], "sha256": digest, "size": len(data)})
                 if failures_dir:
                     Path(failures_dir, f"{index}-{reader}{suffix}").write_bytes(data)
-            index += workers
             if progress and sum(counts.values()) % 20_000 == 0:
                 with open(progress, "a") as log:
                     log.write(f"{time.strftime('%H:%M:%S')} worker {worker}: {sum(counts.values())} inputs, {sum(kinds.values())} failures\n")
