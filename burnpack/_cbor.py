@@ -22,7 +22,7 @@ import struct
 import unicodedata
 from collections.abc import Callable
 from decimal import Decimal
-from typing import Any, NoReturn
+from typing import IO, Any, NoReturn, cast
 
 import cbor2
 
@@ -293,7 +293,7 @@ def plain_item(buf: bytes, pos: int) -> tuple[Any, int]:
     window = _Window(buf)
     window.pos, window.limit = pos, min(len(buf), pos + _FAST_WINDOW)
     decoder = cbor2.CBORDecoder(
-        window,
+        cast("IO[bytes]", window),
         tag_hook=_tag_value,
         semantic_decoders=_IGNORE_ALL_TAGS,
         strict_hashable_types=True,
@@ -455,7 +455,8 @@ class Decoder:
             return None
         if self.fast is None:  # one C decoder per blob, rebuilt after a refusal left it mid-item
             window = _Window(self.buf)
-            self.fast = (window, cbor2.CBORDecoder(window, max_depth=_FAST_DEPTH, read_size=512, **_FAST_OPTIONS))
+            decoder = cbor2.CBORDecoder(cast("IO[bytes]", window), max_depth=_FAST_DEPTH, read_size=512, **_FAST_OPTIONS)
+            self.fast = (window, decoder)
         window, decoder = self.fast
         window.pos, window.limit = self.pos, min(self.end, self.pos + _FAST_WINDOW)
         try:
@@ -816,7 +817,8 @@ class Decoder:
             initial = buf[pos]
             if initial in _ONE_BYTE_ITEMS and stack[-1] > 1 and (depth or initial in _ONE_BYTE_SCALARS):
                 # Empty arrays and maps only count as plain below the recursion limit.
-                run = (_ITEM_RUN if depth else _SCALAR_RUN).match(buf, pos, min(end, pos + stack[-1] - 1)).end() - pos
+                match = (_ITEM_RUN if depth else _SCALAR_RUN).match(buf, pos, min(end, pos + stack[-1] - 1))
+                run = match.end() - pos if match else 0  # the patterns match the empty run too
                 pos += run
                 stack[-1] -= run
                 continue

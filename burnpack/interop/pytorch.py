@@ -39,7 +39,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import ml_dtypes
 import numpy as np
@@ -307,7 +307,8 @@ def _check_opcodes(file: BinaryIO | mmap.mmap) -> None:
     start = file.tell()
     objects = 0
     try:
-        for opcode, arg, position in pickletools.genops(file):
+        for opcode, arg, at in pickletools.genops(cast(BinaryIO, file)):
+            position = at if at is not None else start  # positions come from file.tell()
             if opcode.name in _BUILDS_OBJECT:
                 objects += 1
                 if objects > _OBJECT_SLACK + (position - start) // 4:
@@ -506,7 +507,7 @@ def _load_zip(file: BinaryIO, mapped: mmap.mmap | None = None) -> tuple[object, 
                 raise PyTorchReadError(
                     f"storage {key!r} holds {info.file_size} bytes, expected {count} x {dtype}"
                 )
-            raw = _stored_member(mapped, info)
+            raw: bytes | memoryview | None = _stored_member(mapped, info)
             if raw is None:
                 raw = budget.read(archive, info)
             storage = storages[key] = _Storage(key, dtype)
