@@ -217,17 +217,21 @@ def _npz_name(info: zipfile.ZipInfo) -> str:
     return info.filename[:-4]
 
 
+_NPY_HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+
+
 def _read_npy(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: InflateBudget) -> np.ndarray:
     """One ``.npy`` member: its header, checked against the member's size, then its data."""
     budget.check(info)
     with archive.open(info) as member:
         version = np.lib.format.read_magic(member)
-        if version == (1, 0):
-            shape, fortran_order, dtype = np.lib.format.read_array_header_1_0(member)
-        elif version == (2, 0):
-            shape, fortran_order, dtype = np.lib.format.read_array_header_2_0(member)
-        else:
+        if version not in _NPY_HEADER_READERS:
             raise ConversionError(f"member {info.filename!r} has .npy format version {version}, not 1.0 or 2.0")
+        try:
+            shape, fortran_order, dtype = _NPY_HEADER_READERS[version](member)
+        except (ValueError, TypeError, SyntaxError, RecursionError, tokenize.TokenError) as exc:
+            # numpy tokenizes, literal-evals and sorts the header dict: a crafted one fails anywhere
+            raise ConversionError(f"member {info.filename!r} has an unreadable .npy header: {type(exc).__name__}: {exc}") from None
         if dtype.hasobject:
             raise ConversionError(f"member {info.filename!r} holds Python objects, which need pickle")
         if len(shape) > NUMPY_MAX_DIMS or any(dim < 0 for dim in shape) or dtype.itemsize == 0:

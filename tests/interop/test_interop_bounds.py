@@ -183,6 +183,7 @@ def test_an_npy_header_announcing_more_than_its_member_holds_is_refused_before_a
         ({"x.npy": _npy_header("{'descr': '<f4', 'fortran_order': False, 'shape': " + "[" * 3000 + "]" * 3000 + "}")}, zipfile.ZIP_STORED),
         ({"x.npy": _npy_header("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,)}")}, zipfile.ZIP_STORED),
         ({"x.npy": _npy_header("{'descr': 'V0', 'fortran_order': False, 'shape': (5,)}")}, zipfile.ZIP_STORED),
+        ({"x.npy": _npy_header("{'descr': '<f4', b'fortran_order': False, 'shape': (1,)}")}, zipfile.ZIP_STORED),  # mixed key types
         # metadata text holding a code point past U+10FFFF (numpy's str() lets it through)
         ({"__metadata__.npy": _npy_header("{'descr': '<U1', 'fortran_order': False, 'shape': ()}") + (0x110000).to_bytes(4, "little")}, zipfile.ZIP_STORED),
     ],
