@@ -22,15 +22,19 @@ from .errors import (
     InvalidHeader,
     InvalidMagicNumber,
     InvalidVersion,
+    InvalidQuantizedData,
     IoError,
     LegacyFormatError,
     LegacyFormatWarning,
     MetadataDeserializationError,
     MetadataSerializationError,
+    QuantizationError,
     TensorBytesSizeMismatch,
     TensorNotFound,
+    UnsupportedQuantization,
     ValidationError,
 )
+from .quant import QuantizedTensor, quantize
 from .reader import Pack, TensorView, load
 from .writer import Tensor, Writer, save, save_bytes
 from .records import LrSchedulerRecord, ModuleRecord, OptimizerRecord
@@ -45,6 +49,7 @@ __all__ = [
     "DType",
     "InvalidHeader",
     "InvalidMagicNumber",
+    "InvalidQuantizedData",
     "InvalidVersion",
     "IoError",
     "LegacyFormatError",
@@ -59,16 +64,20 @@ __all__ = [
     "QuantScheme",
     "QuantStore",
     "QuantValue",
+    "QuantizationError",
+    "QuantizedTensor",
     "Scalar",
     "ScaleDtype",
     "Tensor",
     "TensorBytesSizeMismatch",
     "TensorDescriptor",
     "TensorNotFound",
+    "UnsupportedQuantization",
     "TensorView",
     "ValidationError",
     "Writer",
     "load",
+    "quantize",
     "save",
     "save_bytes",
 ]

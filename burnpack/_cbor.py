@@ -21,7 +21,6 @@ import re
 import struct
 import unicodedata
 from collections.abc import Callable
-from decimal import Decimal
 from typing import IO, Any, NoReturn, cast
 
 import cbor2
@@ -97,13 +96,88 @@ def recursion_limit(offset: int) -> CborError:
 
 
 def rust_float(value: float) -> str:
-    """Rust's ``Display`` of an f64 (never exponent notation), as serde's ``Unexpected::Float``."""
+    """Rust's ``Display`` of an f64 (never exponent notation), as serde's ``Unexpected::Float``.
+
+    The digits are Rust's shortest round-trip digits (``shortest_digits``), which differ from
+    Python's ``repr`` when two shortest forms are equally close: Rust rounds up, Python to even.
+    """
     if value != value:
         return "NaN"
+    sign = "-" if struct.pack(">d", value)[0] & 0x80 else ""
     if value in (float("inf"), float("-inf")):
-        return "inf" if value > 0 else "-inf"
-    text = format(Decimal(repr(value)), "f")
-    return text if "." in text else text + ".0"
+        return sign + "inf"
+    if value == 0:
+        return sign + "0.0"
+    digits, k = shortest_digits(abs(value))
+    if k <= 0:
+        return f"{sign}0.{'0' * -k}{digits}"
+    if k < len(digits):
+        return f"{sign}{digits[:k]}.{digits[k:]}"
+    return f"{sign}{digits}{'0' * (k - len(digits))}.0"
+
+
+def shortest_digits(value: float) -> tuple[str, int]:
+    """Rust's shortest digits ``d`` and exponent ``k`` of a finite positive f64: value ≈ 0.d × 10^k.
+
+    core::num::flt2dec: the value's rounding interval as Rust's ``decode`` states it (inclusive
+    when the integer mantissa is even, which subnormals always are; asymmetric below every power
+    of two), then Dragon4's free-format digit generation, stopping at the first digit that lies
+    inside the interval and rounding the last digit up on a tie.
+    """
+    bits = struct.unpack("<Q", struct.pack("<d", value))[0]
+    biased, fraction = (bits >> 52) & 0x7FF, bits & ((1 << 52) - 1)
+    if biased == 0:  # subnormal: integer_decode doubles the mantissa
+        mant, exp = fraction << 1, -1075
+        inclusive = True
+        minus = plus = 1
+    else:
+        mant, exp = fraction | (1 << 52), biased - 1075
+        inclusive = mant % 2 == 0
+        if mant == 1 << 52:  # the lower neighbour is half as far away
+            mant, minus, plus, exp = mant << 2, 1, 2, exp - 2
+        else:
+            mant, minus, plus, exp = mant << 1, 1, 1, exp - 1
+    log2_high = (mant + plus).bit_length() - 1 + exp
+    scale = 1
+    if exp < 0:
+        scale <<= -exp
+    else:
+        mant, minus, plus = mant << exp, minus << exp, plus << exp
+
+    def below(a: int, b: int) -> bool:  # Rust's `a.cmp(&b) < rounding`
+        return a <= b if inclusive else a < b
+
+    k = log2_high * 30103 // 100000 - 1  # 10^k < high: counted up to the right exponent below
+    while True:  # the smallest k with not (10^k below high)
+        if k >= 0:
+            s, m, mi, pl = scale * 10**k, mant, minus, plus
+        else:
+            s, m, mi, pl = scale, mant * 10**-k, minus * 10**-k, plus * 10**-k
+        if not below(s, m + pl):
+            break
+        k += 1
+    m, mi, pl = m * 10, mi * 10, pl * 10
+    out = []
+    while True:
+        digit, m = divmod(m, s)
+        out.append(digit)
+        down = below(m, mi)
+        up = below(s, m + pl)
+        if down or up:
+            break
+        m, mi, pl = m * 10, mi * 10, pl * 10
+    if up and (not down or 2 * m >= s):
+        i = len(out) - 1
+        while i >= 0 and out[i] == 9:
+            out[i] = 0
+            i -= 1
+        if i < 0:  # 0.99…9 rounds up to 1.0: one more integer digit
+            out = [1]
+            k += 1
+        else:
+            out[i] += 1
+    text = "".join(map(str, out)).rstrip("0") or "0"
+    return text, k
 
 
 def one_of(names: tuple[str, ...]) -> str:
@@ -935,6 +1009,8 @@ def map_header(buf: bytes, pos: int) -> tuple[int, int]:
         return head - 0xA0, pos + 1
     if 0xB8 <= head <= 0xBB:
         width = 1 << (head - 0xB8)
+        if pos + 1 + width > len(buf):  # the length runs past the end: the exact decoder reports it
+            raise Fallback
         return int.from_bytes(buf[pos + 1 : pos + 1 + width], "big"), pos + 1 + width
     raise Fallback
 

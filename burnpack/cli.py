@@ -16,7 +16,9 @@ from typing import Any
 
 from . import diff as diff_cli
 from . import spec as spec_cli
-from .dtypes import debug
+import numpy as np
+
+from .quant import dtype_label
 from .dump import dump, scalar_json
 from .interop import cli as interop_cli
 from .records import cli as records_cli
@@ -33,18 +35,37 @@ def _human(n: int) -> str:
     raise AssertionError
 
 
-def _inspect(pack: Pack, out) -> None:
-    rows = [("name", "dtype", "shape", "bytes", "param_id")]
+def _stats(view: Any, notes: list[str]) -> tuple[str, str, str]:
+    """min, max, mean of a tensor's values (QFloat: dequantized), or dashes with a note why not."""
+    try:
+        values = view.numpy(dequantize=True)
+    except BurnpackError as exc:
+        notes.append(f"  {view.name}: {exc.payload}")
+        return ("-", "-", "-")
+    if values.size == 0 or values.dtype.kind not in "fiub":
+        return ("-", "-", "-")
+    values = values.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN/inf values give NaN/inf statistics, no warning
+        return tuple(f"{v:.6g}" for v in (values.min(), values.max(), values.mean()))  # type: ignore[return-value]
+
+
+def _inspect(pack: Pack, out, *, stats: bool = False) -> None:
+    rows = [("name", "dtype", "shape", "bytes", "param_id") + (("min", "max", "mean") if stats else ())]
     total = 0
+    notes: list[str] = []
     for view in (pack[name] for name in pack):
         total += max(view.byte_len, 0)
         pid = "-" if view.param_id is None else str(view.param_id)
-        rows.append((view.name, debug(view.dtype), "[" + ", ".join(map(str, view.shape)) + "]", str(view.byte_len), pid))
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+        row = (view.name, dtype_label(view.dtype), "[" + ", ".join(map(str, view.shape)) + "]", str(view.byte_len), pid)
+        rows.append(row + (_stats(view, notes) if stats else ()))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for i, row in enumerate(rows):
         print("  ".join(cell.ljust(w) if j < 3 else cell.rjust(w) for j, (cell, w) in enumerate(zip(row, widths))).rstrip(), file=out)
         if i == 0:
             print("  ".join("-" * w for w in widths), file=out)
+    if notes:
+        print("\nno statistics for:", file=out)
+        print("\n".join(notes), file=out)
     if pack.metadata:
         print("\nmetadata:", file=out)
         for key, value in sorted(pack.metadata.items()):
@@ -76,7 +97,7 @@ def _repack(src: str, dst: str) -> None:
 def _run_inspect(args: Any) -> int:
     with load(args.file) as pack:
         print(records_cli.record_kind_line(pack) + "\n")
-        _inspect(pack, sys.stdout)
+        _inspect(pack, sys.stdout, stats=args.stats)
     return 0
 
 
@@ -109,6 +130,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("inspect", help="print a table of tensors, metadata and scalars")
     p.add_argument("file")
+    p.add_argument("--stats", action="store_true", help="add min/max/mean of each tensor's values (QFloat: dequantized)")
     p.set_defaults(handler=_run_inspect)
     p = sub.add_parser("dump", help="print the pack as one JSON object (the conformance protocol)")
     p.add_argument("--json", action="store_true", required=True, help="JSON output (the only format)")

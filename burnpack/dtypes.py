@@ -31,6 +31,30 @@ def element_size(dtype: DType) -> int | None:
     return None
 
 
+def unconstructible(dtype: DType) -> str | None:
+    """Why no Burn writer can construct ``dtype`` though Burn's reader decodes it, or None.
+
+    A QFloat block size comes only from cubecl's ``BlockSize::new``: leading 1s stripped, at
+    most 5 dims kept, unused storage slots 1 (format.md §3.1); deserialization keeps any value.
+    """
+    block = getattr(dtype.value, "block", None) if dtype.variant == "QFloat" else None
+    if block is None:
+        return None
+    storage, length = list(block.size.storage), block.size.len
+    if length > len(storage):
+        return f"QuantScheme block size len {length} exceeds its {len(storage)} storage slots (BlockSize::new keeps at most 5 dims)"
+    if any(v != 1 for v in storage[length:]) or (length and storage[0] == 1):
+        kept = storage[:length]
+        while kept and kept[0] == 1:
+            kept.pop(0)
+        canonical = kept + [1] * (len(storage) - len(kept))
+        return (
+            f"QuantScheme block size {{storage: {storage}, len: {length}}} is not in BlockSize::new's canonical form "
+            f"(leading 1s stripped, unused slots 1): Burn writes {{storage: {canonical}, len: {len(kept)}}}"
+        )
+    return None
+
+
 def numpy_dtype(dtype: DType) -> np.dtype:
     """The numpy dtype a tensor's bytes are viewed as (QFloat: raw ``uint8``; Flex32: float32).
 

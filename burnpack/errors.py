@@ -90,6 +90,21 @@ class LegacyFormatError(ValidationError):
     variant = "ValidationError"
 
 
+class QuantizationError(ValidationError, ValueError):
+    """A QFloat tensor cannot be quantized or dequantized as asked (also a ``ValueError``)."""
+
+    variant = "ValidationError"
+
+
+class UnsupportedQuantization(QuantizationError):
+    """The scheme is valid but its values cannot be recovered from the file alone (Lookup, UE8M0,
+    fp8/fp4 values, an old release's ambiguous layout); the message says why."""
+
+
+class InvalidQuantizedData(QuantizationError):
+    """A QFloat tensor's bytes do not fit its scheme and shape (e.g. the wrong length)."""
+
+
 class LegacyFormatWarning(UserWarning):
     """A file that current Burn reads differently from how its writer meant it."""
 

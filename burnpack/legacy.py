@@ -147,6 +147,25 @@ def warn_misread_schemes(meta: Metadata, blob: bytes) -> None:
             warnings.warn(SCHEME_DIAGNOSIS.format(name=name), LegacyFormatWarning, stacklevel=4)
 
 
+def _is_old_scheme(scheme: dict) -> bool:
+    return "param" in scheme or "level" in scheme or scheme.get("store") == "U32"
+
+
+def old_qfloat_schemes(meta: Metadata, blob: bytes) -> dict[str, dict]:
+    """QFloat schemes written in an older Burn's shape, as written, by tensor name (quant.md §5).
+
+    The decoded scheme no longer says how the writer laid the bytes out; dequantizing needs it.
+    """
+    if not any(d.dtype.variant == "QFloat" for d in meta.tensors.values()):
+        return {}
+    out = {}
+    for name, (descriptor, _, _) in _raw_descriptors(blob).items():
+        scheme = _qfloat_scheme(descriptor)
+        if scheme is not None and name in meta.tensors and _is_old_scheme(scheme):
+            out[name] = scheme
+    return out
+
+
 def _modern_scheme(scheme: dict) -> dict:
     if "param" not in scheme and "level" not in scheme and scheme.get("store") != "U32":
         return scheme

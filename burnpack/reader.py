@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 import numpy as np
 
-from . import legacy
+from . import legacy, quant
 from ._generated.layout import (
     FORMAT_VERSION,
     HEADER,
@@ -37,6 +37,7 @@ from .errors import (
     LegacyFormatError,
     LegacyFormatWarning,
     MetadataDeserializationError,
+    QuantizationError,
     TensorNotFound,
     ValidationError,
 )
@@ -134,12 +135,15 @@ class TensorView:
         length = end - start - offset if length is None else min(length, end - start - offset)
         return self._pack._source.read(start + offset, length)
 
-    def numpy(self) -> np.ndarray:
+    def numpy(self, *, dequantize: bool = False) -> np.ndarray:
         """The tensor as a numpy array viewing the pack's bytes (no copy).
 
-        QFloat tensors are their raw ``uint8`` bytes (values and inline scales, see ``dtype``);
-        Flex32 is float32; Bool stores are ``bool``, ``uint8`` or ``uint32``.
+        QFloat tensors are their raw ``uint8`` bytes (values and inline scales, see ``dtype``),
+        or with ``dequantize=True`` their float32 values (see :meth:`dequantize`); Flex32 is
+        float32; Bool stores are ``bool``, ``uint8`` or ``uint32``.
         """
+        if dequantize and self.dtype.variant == "QFloat":
+            return self.dequantize()
         view = self.memoryview()
         np_dtype = numpy_dtype(self.dtype)
         size = element_size(self.dtype)
@@ -154,6 +158,25 @@ class TensorView:
                 where=f"data_offsets {list(self.data_offsets)}",
             )
         return view_bytes_as(view, 0, numel, np_dtype).reshape(self.shape)
+
+    def quantized(self) -> quant.QuantizedTensor:
+        """A QFloat tensor in parts: int8 ``values`` (logical shape), ``scales`` (block grid),
+        ``global_scale`` and ``scheme``; raises ``QuantizationError`` for other dtypes, schemes
+        the bytes alone cannot give, and payloads whose length does not fit the scheme."""
+        if self.dtype.variant != "QFloat":
+            raise QuantizationError(f"tensor '{self.name}' is {self.dtype.variant}, not a quantized (QFloat) tensor")
+        old = self._pack._old_schemes.get(self.name)
+        if old is None:
+            return quant.decode(self.memoryview(), self.dtype.value, self.shape, name=self.name)
+        if not self._pack._legacy_ok:
+            raise quant.UnsupportedQuantization(quant.legacy_refusal(old), where=f"tensor '{self.name}'")
+        return quant.decode_legacy(self.memoryview(), old, self.dtype.value, self.shape, name=self.name)
+
+    def dequantize(self) -> np.ndarray:
+        """A QFloat tensor's float32 values, ``fl32(S·q)`` bit for bit as Burn's CPU backends compute."""
+        if self.dtype.variant == "QFloat" and self.name not in self._pack._old_schemes:
+            return quant.dequantize(self.memoryview(), self.dtype.value, self.shape, name=self.name)
+        return self.quantized().dequantize()
 
 
 class Pack(Mapping[str, TensorView]):
@@ -170,6 +193,7 @@ class Pack(Mapping[str, TensorView]):
         legacy_layout: bool,
         legacy_ok: bool,
         from_file: bool,
+        old_schemes: dict[str, dict] | None = None,
     ) -> None:
         self._source = source
         self._descriptors = meta.tensors
@@ -183,6 +207,8 @@ class Pack(Mapping[str, TensorView]):
         """True when the file has the pre-2025-12-02 layout (data right after the metadata)."""
         self._legacy_ok = legacy_ok
         self._from_file = from_file
+        self._old_schemes: dict[str, dict] = old_schemes or {}
+        """QFloat schemes in a pre-2026-08-19 shape, as written (quant.md §5), by tensor name."""
 
     # -- Mapping ----------------------------------------------------------------------------
     def __getitem__(self, name: str) -> TensorView:
@@ -233,11 +259,16 @@ class Pack(Mapping[str, TensorView]):
             self._tensor_range(view, whole_pack=True)
         return views
 
-    def numpy(self) -> dict[str, np.ndarray]:
+    def numpy(self, *, dequantize: bool = False) -> dict[str, np.ndarray]:
         """Every tensor as a zero-copy numpy array, keyed by name in sorted order.
 
         Checked as ``tensors()`` is; this is the bulk path, without a ``TensorView`` per tensor.
+        ``dequantize=True`` gives QFloat tensors as their float32 values instead of raw bytes.
         """
+        if dequantize:
+            arrays = self.numpy()
+            arrays.update(self.dequantize())
+            return arrays
         buffer = _zero_copy(self._source)
         if buffer is None or self.legacy_layout:
             return {view.name: view.numpy() for view in self.tensors()}
@@ -267,6 +298,10 @@ class Pack(Mapping[str, TensorView]):
                 section = sections[np_dtype] = np.frombuffer(buffer, np_dtype, limit // size, base)
             out[name] = section[start // size : end // size].reshape(shape)
         return out
+
+    def dequantize(self) -> dict[str, np.ndarray]:
+        """Every QFloat tensor's float32 values, by name (other tensors are left out)."""
+        return {name: self[name].dequantize() for name in self._names if self._descriptors[name].dtype.variant == "QFloat"}
 
     @property
     def descriptors(self) -> dict[str, TensorDescriptor]:
@@ -405,6 +440,7 @@ def _open(source: Source, *, from_file: bool, legacy_ok: bool) -> Pack:
         warnings.warn(legacy.LAYOUT_DIAGNOSIS, LegacyFormatWarning, stacklevel=3)
     if not legacy_ok:
         legacy.warn_misread_schemes(meta, blob)
+    old_schemes = legacy.old_qfloat_schemes(meta, blob)
     return Pack(
         source=source,
         version=version,
@@ -414,6 +450,7 @@ def _open(source: Source, *, from_file: bool, legacy_ok: bool) -> Pack:
         legacy_layout=old_layout,
         legacy_ok=legacy_ok,
         from_file=from_file,
+        old_schemes=old_schemes,
     )
 
 

@@ -13,6 +13,8 @@ A spec lists the tensors in write (= data) order with their bytes, plus metadata
     }
 
 ``dtype`` is Burn's serde form (as in ``dump --json``); ``param_id`` may be omitted or null;
+an optional ``byte_len`` declares a length other than ``data_hex``'s (a source that then produces
+the wrong bytes: planning succeeds, writing fails with ``TensorBytesSizeMismatch``, as in Burn);
 a Float scalar's ``f64_bits`` (when given) is authoritative, so NaN payloads and -0.0 survive
 JSON; ``value`` may then be ``"nan"``, ``"inf"``, ``"-inf"``. A malformed spec raises
 ``SpecError``; a well-formed spec the writer refuses (duplicate names, wrong byte lengths,
@@ -104,6 +106,10 @@ def tensor_from_json(obj: Any, index: int) -> Tensor:
         data = bytes.fromhex(data_hex)
     except ValueError:
         raise SpecError(f"{where}: data_hex is not hexadecimal") from None
+    if "byte_len" in obj:  # the length the tensor declares, when its source produces other bytes
+        byte_len = _need(obj, "byte_len", int, where)
+        if byte_len != len(data):
+            return Tensor.deferred(name, dtype, shape, byte_len, lambda: data, param_id=param_id)
     return Tensor(name, dtype, shape, data, param_id=param_id)
 
 

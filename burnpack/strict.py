@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 
 from ._generated.layout import FORMAT_VERSION, HEADER_SIZE, align
-from .dtypes import element_size
+from .dtypes import element_size, unconstructible
 from .errors import InvalidVersion, MetadataDeserializationError, ValidationError
 from .metadata import decode_metadata, encode_metadata
-from .reader import Pack
+from .reader import U64_MAX, Pack
 
 
 def check_strict(pack: Pack) -> None:
@@ -25,6 +25,7 @@ def check_strict(pack: Pack) -> None:
     if pack.legacy_layout:
         raise ValidationError("strict: pre-alignment (legacy) layout")
     _check_metadata_encoding(pack)
+    _check_constructible(pack)
     data_size = _check_layout(pack)
     expected_size = pack.data_section_start + data_size
     if pack.file_size != expected_size:
@@ -51,6 +52,14 @@ def _check_metadata_encoding(pack: Pack) -> None:
     )
 
 
+def _check_constructible(pack: Pack) -> None:
+    """Values that decode and re-encode identically but that no Burn writer can construct."""
+    for name, d in pack.descriptors.items():
+        why = unconstructible(d.dtype)
+        if why:
+            raise ValidationError(f"strict: tensor '{name}': {why}; no Burn writer can construct it")
+
+
 def _check_layout(pack: Pack) -> int:
     """Check offsets against a re-plan in data order; returns the data-section size."""
     descriptors = pack.descriptors
@@ -65,7 +74,13 @@ def _check_layout(pack: Pack) -> int:
                 where="data order by offset",
             )
         size = element_size(d.dtype)
-        if size is not None and end - start != math.prod(d.shape) * size:
+        count = math.prod(d.shape)
+        if size is not None and count * size > U64_MAX:
+            raise ValidationError(
+                f"strict: tensor '{name}' has {count} elements ({count * size} bytes), 2^64 or more: Burn's release "
+                "writer wraps the count modulo 2^64 (debug builds panic); burnpack refuses to treat it as valid"
+            )
+        if size is not None and end - start != count * size:
             raise ValidationError(
                 f"strict: tensor '{name}' spans {end - start} bytes but its shape {list(d.shape)} and dtype "
                 f"{d.dtype.variant} need {math.prod(d.shape) * size}"

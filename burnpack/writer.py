@@ -28,10 +28,11 @@ from ._generated.layout import (
 )
 from ._generated.types import DTYPE_TABLE, DType, Scalar
 from .atomic import atomic_file
-from .dtypes import debug, dtype_from_numpy, element_size
+from .dtypes import debug, dtype_from_numpy, element_size, unconstructible
 from .errors import BurnpackError, IoError, MetadataSerializationError, TensorBytesSizeMismatch, ValidationError
 from ._generated.codec import encode_TensorDescriptor_entry
 from .metadata import encode_metadata_entries
+from .quant import QuantizedTensor
 from .reader import has_extension
 
 U64_MAX = (1 << 64) - 1
@@ -339,29 +340,23 @@ class Writer:
         return size
 
     def write(self, path: PathLike) -> Path:
-        """Write to ``path`` in place (``.bpk`` appended when it has no extension).
+        """Write to ``path`` (``.bpk`` appended when it has no extension), replacing the file.
 
-        A failure part-way leaves a truncated file, as Burn's ``write_to_file`` does; prefer
-        ``write_atomic``.
+        The bytes go to a scratch file that then replaces ``path`` (a new inode): a reader with
+        the old file mapped keeps its bytes, and a failure leaves the old file. Burn's
+        ``write_to_file`` truncates in place instead. Unlike ``write_atomic`` nothing is fsynced.
         """
-        target = resolve_write_path(path)
-        self.plan()
-        try:
-            with open(target, "wb") as stream:
-                self.write_stream(stream)
-        except OSError as exc:
-            raise IoError(f"{exc.strerror} (os error {exc.errno})", where=str(target)) from None
-        return target
+        return self._replace(path, durable=False)
 
     def write_atomic(self, path: PathLike) -> Path:
-        """Write a scratch sibling, fsync it, rename it over ``path``, fsync the directory.
+        """``write``, with the file and its directory fsynced before returning (survives power loss)."""
+        return self._replace(path, durable=True)
 
-        The previous file survives any failure and no scratch file is left behind.
-        """
+    def _replace(self, path: PathLike, *, durable: bool) -> Path:
         target = resolve_write_path(path)
         self.plan()
         try:
-            with atomic_file(target) as stream:
+            with atomic_file(target, durable=durable) as stream:
                 self.write_stream(stream)
         except OSError as exc:
             raise IoError(f"{exc.strerror} (os error {exc.errno})", where=str(target)) from None
@@ -370,10 +365,18 @@ class Writer:
 
 def _check_byte_len(tensor: Tensor) -> None:
     dtype = tensor.dtype
+    why = unconstructible(dtype)
+    if why:
+        raise ValidationError(f"tensor '{tensor.name}': {why}")
     size = _UNIT_SIZES[dtype.variant] if dtype.value is None else element_size(dtype)
     if size is None:  # QFloat: bit-packed values plus inline scales, not shape × size
         return
     expected = math.prod(tensor.shape) * size
+    if expected > U64_MAX:
+        raise ValidationError(
+            f"tensor '{tensor.name}': {math.prod(tensor.shape)} elements ({expected} bytes) is 2^64 or more; Burn's "
+            "release build wraps the count and writes the file, burnpack refuses it"
+        )
     if tensor.byte_len != expected:
         shape = "[" + ", ".join(map(str, tensor.shape)) + "]"
         raise ValidationError(
@@ -400,6 +403,8 @@ def _produce(tensor: Tensor) -> memoryview:
 def resolve_write_path(path: PathLike) -> Path:
     """Burn's writer rule: append ``.bpk`` when the path has no extension (Rust semantics)."""
     p = Path(path)
+    if p.name in ("", ".."):  # Rust's file_name() is None: nothing appended, and creating it fails
+        return p
     return p if has_extension(p) else p.with_name(p.name + ".bpk")
 
 
@@ -424,9 +429,17 @@ def save_bytes(
     return Writer(_as_tensors(tensors), metadata=metadata, scalars=scalars).to_bytes()
 
 
+def _mapping_tensor(name: str, value: Any) -> Tensor:
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, QuantizedTensor):  # a QFloat tensor: its payload, in the logical shape
+        return Tensor(name, value.dtype, value.shape, value.to_bytes())
+    return Tensor.from_numpy(name, value)
+
+
 def _as_tensors(tensors: Mapping[str, Any] | Iterable[Tensor]) -> list[Tensor]:
     if isinstance(tensors, Mapping):
-        return [t if isinstance(t, Tensor) else Tensor.from_numpy(name, t) for name, t in tensors.items()]
+        return [_mapping_tensor(name, t) for name, t in tensors.items()]
     out = list(tensors)
     for t in out:
         if not isinstance(t, Tensor):

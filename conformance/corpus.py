@@ -46,6 +46,7 @@ class ReaderVector:
     load: Callable[[], bytes]
     path: Path | None = None  # the file on disk, when there is one
     source: str = "burnpack-conformance"
+    problem: str | None = None  # why the case could not be understood: it fails, the run goes on
 
     def data(self) -> bytes:
         return self.load()
@@ -60,6 +61,7 @@ class WriterVector:
     expected: Callable[[], bytes] | None  # None when the writer must refuse
     refusal: tuple[str, ...] = ()
     source: str = "burnpack-conformance"
+    problem: str | None = None  # why the case could not be understood: it fails, the run goes on
 
 
 @dataclass
@@ -96,6 +98,7 @@ def declared(content: Content | None) -> Callable[[bytes], Content]:
 
 def expectation_of(case: generate.ReaderCase) -> tuple[bytes, Expectation]:
     data, content = case.build()
+    generate.check_claims(case.id, case.description, data, content)
     return data, rules.expect(data, declared(content))
 
 
@@ -213,34 +216,49 @@ def _runtime(id: str, sha256: str) -> tuple[bytes, Expectation]:
 
 
 def _load_manifest(root: Path) -> Vectors:
-    manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
-    if manifest.get("format") != FORMAT:
-        raise CorpusError(f"{root}/manifest.json: unknown format {manifest.get('format')!r}")
+    try:
+        manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CorpusError(f"{root}/manifest.json: unreadable ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise CorpusError(f"{root}/manifest.json: unknown format {manifest.get('format') if isinstance(manifest, dict) else manifest!r}")
     out = Vectors(root=root, form=FORMAT)
     reader_data: dict[str, Callable[[], bytes]] = {}
-    for e in manifest["vectors"]:
-        if e["kind"] != "reader":
-            continue
-        path = root / e["file"]
-        if e.get("runtime") and not path.exists():
-            id, sha = e["id"], e["sha256"]
-            exp = _LazyExpectation(lambda id=id, sha=sha: _runtime(id, sha)[1])
-            reader_data[e["file"]] = lambda id=id, sha=sha: _runtime(id, sha)[0]
-            out.readers.append(ReaderVector(id, e["category"], e["description"], exp, reader_data[e["file"]]))
-            continue
-        reader_data[e["file"]] = _file_loader(path, e.get("sha256"))
-        side = json.loads((root / e["expected"]).read_text(encoding="utf-8"))
-        exp = Expectation(Expected.from_json(side["expect"]["compatible"]), Expected.from_json(side["expect"]["strict"]), side.get("dump"))
-        out.readers.append(ReaderVector(e["id"], e["category"], e["description"], exp, reader_data[e["file"]], path))
-    for e in manifest["vectors"]:
-        if e["kind"] != "writer":
-            continue
-        spec = json.loads((root / e["spec"]).read_text(encoding="utf-8"))
-        expected = None
-        if "expected_file" in e:
-            expected = reader_data.get(e["expected_file"]) or _file_loader(root / e["expected_file"], e.get("sha256"))
-        out.writers.append(WriterVector(e["id"], e["category"], e["description"], spec, expected, tuple(e.get("refusal", ()))))
+    entries = manifest.get("vectors")
+    if not isinstance(entries, list):
+        raise CorpusError(f"{root}/manifest.json: no 'vectors' list")
+    for writers in (False, True):  # readers first: writer vectors may point at their files
+        for number, e in enumerate(entries):
+            try:
+                if (e["kind"] == "writer") is writers:
+                    (_load_manifest_writer if writers else _load_manifest_reader)(root, e, out, reader_data)
+            except _UNREADABLE as exc:
+                id = e.get("id") if isinstance(e, dict) and isinstance(e.get("id"), str) else f"vector #{number}"
+                category = e.get("category") if isinstance(e, dict) and isinstance(e.get("category"), str) else "unknown"
+                _add_unreadable(out, id, category, writers, exc, FORMAT)
     return out
+
+
+def _load_manifest_reader(root: Path, e: dict, out: Vectors, reader_data: dict[str, Callable[[], bytes]]) -> None:
+    path = root / e["file"]
+    if e.get("runtime") and not path.exists():
+        id, sha = e["id"], e["sha256"]
+        exp = _LazyExpectation(lambda id=id, sha=sha: _runtime(id, sha)[1])
+        reader_data[e["file"]] = lambda id=id, sha=sha: _runtime(id, sha)[0]
+        out.readers.append(ReaderVector(id, e["category"], e["description"], exp, reader_data[e["file"]]))
+        return
+    reader_data[e["file"]] = _file_loader(path, e.get("sha256"))
+    side = json.loads((root / e["expected"]).read_text(encoding="utf-8"))
+    exp = Expectation(Expected.from_json(side["expect"]["compatible"]), Expected.from_json(side["expect"]["strict"]), side.get("dump"))
+    out.readers.append(ReaderVector(e["id"], e["category"], e["description"], exp, reader_data[e["file"]], path))
+
+
+def _load_manifest_writer(root: Path, e: dict, out: Vectors, reader_data: dict[str, Callable[[], bytes]]) -> None:
+    spec = json.loads((root / e["spec"]).read_text(encoding="utf-8"))
+    expected = None
+    if "expected_file" in e:
+        expected = reader_data.get(e["expected_file"]) or _file_loader(root / e["expected_file"], e.get("sha256"))
+    out.writers.append(WriterVector(e["id"], e["category"], e["description"], spec, expected, tuple(e.get("refusal", ()))))
 
 
 class _LazyExpectation(Expectation):
@@ -285,38 +303,68 @@ def load_burn_fixtures(root: Path) -> Vectors:
     """
     from .reference import decode_content
 
-    index = json.loads((root / "index.json").read_text(encoding="utf-8"))
+    try:
+        index = json.loads((root / "index.json").read_text(encoding="utf-8"))
+        cases = index["cases"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CorpusError(f"{root / 'index.json'}: not Burn's fixture index ({type(exc).__name__}: {exc})") from None
     out = Vectors(root=root, form="burn-fixtures")
-    for case in index["cases"]:
-        side = json.loads((root / case["sidecar"]).read_text(encoding="utf-8"))
-        category = case["kind"]
-        if case["outcome"] == "writer_rejected":
-            spec = _spec_from_writer_input(side["writer_input"])
-            kinds = tuple(dict.fromkeys([side["writer"]["size"]["error"]["variant"], side["writer"]["write"]["error"]["variant"]]))
-            out.writers.append(WriterVector(case["case"], category, case["description"], spec, None, kinds, "burn-fixtures"))
-            continue
-        path = root / case["file"]
-        data = path.read_bytes()
-        outcome = _OUTCOME[case["outcome"]]
-        if outcome == rules.ACCEPT:
-            compatible = Expected(outcome)
-            dump = _dump_from_sidecar(side)
-        else:
-            compatible = Expected(outcome, _burn_error_kinds(side, outcome))
-            dump = None
-        derived = rules.expect(data, decode_content)
-        if case["kind"] == "writer":
-            strict = Expected(rules.ACCEPT)
-        else:
-            strict = derived.strict if derived.compatible.outcome == outcome else compatible
-        if dump is None and strict.outcome == rules.ACCEPT:
-            dump = derived.dump
-        exp = Expectation(compatible, strict, dump)
-        out.readers.append(ReaderVector(case["case"], category, case["description"], exp, _file_loader(path, None), path, "burn-fixtures"))
-        if case["kind"] == "writer":
-            spec = _spec_from_fixture(side, data)
-            out.writers.append(WriterVector(case["case"], category, case["description"], spec, _file_loader(path, None), (), "burn-fixtures"))
+    for number, case in enumerate(cases):
+        try:
+            _load_burn_case(root, case, out, decode_content)
+        except _UNREADABLE as exc:
+            name = case.get("case") if isinstance(case, dict) and isinstance(case.get("case"), str) else f"case #{number}"
+            kind = case.get("kind") if isinstance(case, dict) and isinstance(case.get("kind"), str) else "unknown"
+            _add_unreadable(out, name, kind, kind == "writer_error", exc, "burn-fixtures")
     return out
+
+
+_UNREADABLE = (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError, CorpusError)
+
+
+def _add_unreadable(out: Vectors, id: str, category: str, writer: bool, exc: Exception, source: str) -> None:
+    """A case the runner cannot understand: it fails with the reason, the rest of the run goes on."""
+    why = f"the runner cannot read this case: {type(exc).__name__}: {exc}"  # also its description
+    if writer:
+        out.writers.append(WriterVector(id, category, why, {}, None, (), source, problem=why))
+    else:
+        nothing = Expected(rules.ACCEPT)
+        out.readers.append(ReaderVector(id, category, why, Expectation(nothing, nothing, None), lambda: b"", None, source, problem=why))
+
+
+def _load_burn_case(root: Path, case: dict, out: Vectors, decode_content: Callable[[bytes], Any]) -> None:
+    side = json.loads((root / case["sidecar"]).read_text(encoding="utf-8"))
+    category = case["kind"]
+    if case["outcome"] == "writer_rejected":
+        spec = _spec_from_writer_input(side["writer_input"])
+        calls = side["writer"]
+        # size() and write() are recorded separately; either may be the call that failed.
+        kinds = tuple(dict.fromkeys(calls[call]["error"]["variant"] for call in ("size", "write") if not calls[call]["ok"]))
+        if not kinds:
+            raise CorpusError("outcome writer_rejected but neither size nor write failed")
+        out.writers.append(WriterVector(case["case"], category, case["description"], spec, None, kinds, "burn-fixtures"))
+        return
+    path = root / case["file"]
+    data = path.read_bytes()
+    outcome = _OUTCOME[case["outcome"]]
+    if outcome == rules.ACCEPT:
+        compatible = Expected(outcome)
+        dump = _dump_from_sidecar(side)
+    else:
+        compatible = Expected(outcome, _burn_error_kinds(side, outcome))
+        dump = None
+    derived = rules.expect(data, decode_content)
+    if case["kind"] == "writer":
+        strict = Expected(rules.ACCEPT)
+    else:
+        strict = derived.strict if derived.compatible.outcome == outcome else compatible
+    if dump is None and strict.outcome == rules.ACCEPT:
+        dump = derived.dump
+    exp = Expectation(compatible, strict, dump)
+    out.readers.append(ReaderVector(case["case"], category, case["description"], exp, _file_loader(path, None), path, "burn-fixtures"))
+    if case["kind"] == "writer":
+        spec = _spec_from_fixture(side, data)
+        out.writers.append(WriterVector(case["case"], category, case["description"], spec, _file_loader(path, None), (), "burn-fixtures"))
 
 
 def _burn_error_kinds(side: dict, outcome: str) -> tuple[str, ...]:
@@ -347,7 +395,10 @@ def _dump_from_sidecar(side: dict) -> dict:
 
 def _spec_from_writer_input(inp: dict) -> dict:
     return {
-        "tensors": [{k: t[k] for k in ("name", "dtype", "shape", "param_id", "data_hex")} for t in inp["tensors"]],
+        "tensors": [
+            {**{k: t[k] for k in ("name", "dtype", "shape", "param_id", "data_hex")}, **({"byte_len": t["byte_len"]} if "byte_len" in t else {})}
+            for t in inp["tensors"]
+        ],
         "metadata": {k: v for k, v in inp.get("metadata_calls", [])},
         "scalars": {k: v for k, v in inp.get("scalar_calls", [])},
     }

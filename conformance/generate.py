@@ -14,6 +14,7 @@ the checked-in copy is up to date).
 from __future__ import annotations
 
 import copy
+import re
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -83,6 +84,39 @@ class Corpus:
 
     def refuse(self, id: str, description: str, spec: PackSpec | dict, kind: str = "ValidationError") -> None:
         self.writers.append(WriterCase(id, description, spec if isinstance(spec, dict) else spec.to_json(), refusal=kind))
+
+
+# -- what descriptions claim ---------------------------------------------------------------------
+_COUNT_WORDS = {"one": 1, "single": 1, "two": 2, "three": 3}
+
+
+def _metadata_end(data: bytes, content: Content | None) -> int:
+    return 10 + struct.unpack_from("<I", data, 6)[0]
+
+
+_CLAIMS: list[tuple[re.Pattern[str], str, Callable[[bytes, Content | None], int | None]]] = [
+    (re.compile(r"10 \+ M (?:=|is) (\d+)"), "10 + M", _metadata_end),
+    (re.compile(r"(?:file (?:is|=) |: )(\d+) bytes(?=[,;)]|$)"), "file length", lambda data, content: len(data)),
+    (re.compile(r"the first (\d+) bytes of"), "file length", lambda data, content: len(data)),
+    (re.compile(r"\b(\d+|one|single|two|three) tensors?\b"), "tensor count",
+     lambda data, content: None if content is None else len(content.tensors)),
+    (re.compile(r"\b(\d+) entries\b"), "metadata entries", lambda data, content: None if content is None else len(content.metadata)),
+]
+
+
+def check_claims(id: str, description: str, data: bytes, content: Content | None) -> None:
+    """Fail when a vector's description states a number its file does not have.
+
+    Recognised claims: ``10 + M = N`` (metadata end), ``file is N bytes`` / ``: N bytes,``,
+    ``the first N bytes of``, ``N tensors`` and ``N entries`` (metadata entries).
+    """
+    for pattern, what, measure in _CLAIMS:
+        for match in pattern.finditer(description):
+            word = match.group(1)
+            claimed = _COUNT_WORDS[word] if word in _COUNT_WORDS else int(word)
+            actual = measure(data, content)
+            if actual is not None and actual != claimed:
+                raise AssertionError(f"vector {id}: the description says {what} {claimed} ({match.group(0)!r}), the file has {actual}")
 
 
 # -- byte helpers ---------------------------------------------------------------------------------
@@ -367,9 +401,9 @@ def _scalars(c: Corpus) -> None:
 
 
 # -- layout ---------------------------------------------------------------------------------------
-def _meta_len_spec(target: int) -> PackSpec:
+def _meta_len_spec(target: int, tensors: list[T] | None = None) -> PackSpec:
     """A pack whose metadata item is exactly ``target`` bytes (grown through a metadata value)."""
-    base = PackSpec([T("a", "F32", [3], f32(1, 2, 3)), T("b", "U8", [1], b"\x05")], {"pad": ""})
+    base = PackSpec(tensors if tensors is not None else [T("a", "F32", [3], f32(1, 2, 3)), T("b", "U8", [1], b"\x05")], {"pad": ""})
     empty = len(base.plan()[0].canonical_cbor())
     # A text value of n bytes costs n + head(n); search the n that lands exactly.
     for n in range(0, target):
@@ -460,6 +494,18 @@ def _truncation(c: Corpus) -> None:
     c.raw("truncation/empty_pack_no_padding", "empty pack without its padding (20 bytes): no tensors, no size check (strict: no)",
           empty[:20], Content())
     c.raw("truncation/empty_pack_inside_metadata", "empty pack cut inside its metadata", empty[:15], None)
+    # The metadata item ends (metadata_size) where an argument still runs on: ciborium hits EOF.
+    for head, width in ((b"\xb8", 1), (b"\xb9", 2), (b"\xba", 4), (b"\xbb", 8)):
+        for present in sorted({0, width - 1}):
+            blob = b"\xa1\x67tensors" + head + b"\x00" * present
+            c.raw(f"truncation/tensors_map_length_cut_{width}_{present}",
+                  f"metadata ends inside the tensors map's {width}-byte length ({present} present): rejected on open "
+                  "(UnexpectedEof), not an empty pack", with_blob(blob), None)
+    name = cbor.enc("w")
+    c.raw("truncation/name_length_cut", "metadata ends inside a tensor name's 2-byte length: rejected on open",
+          with_blob(b"\xa1\x67tensors\xa1\x79\x00"), None)
+    c.raw("truncation/name_cut", "metadata ends inside a tensor name: rejected on open",
+          with_blob(b"\xa1\x67tensors\xa1" + name[:1]), None)
     last = PackSpec([T("a", "F32", [3], f32(1, 2, 3)), T("z", "U8", [0], b"")])
     c.raw("truncation/empty_last_padding_cut", "empty tensor last, the trailing padding cut: its range (256,256) ends past EOF",
           last.build()[:-1], last.plan()[0])
@@ -678,9 +724,18 @@ def _cbor(c: Corpus) -> None:  # noqa: C901 - a table of cases
          _qfloat_tree(block={"size": {"storage": [32, 1, 1, 1, 1, 1], "len": 1}, "dtype": "F16"}), None)
     case("qfloat_blocksize_u8_overflow", "block size storage entry 256 (a u8)",
          _qfloat_tree(block={"size": {"storage": [256, 1, 1, 1, 1], "len": 1}, "dtype": "F16"}), None)
-    case("qfloat_blocksize_noncanonical", "block size [1,32,1,1,1] len 2: read as written (no canonicalisation; strict: OK too)",
+    case("qfloat_blocksize_noncanonical", "block size [1,32,1,1,1] len 2: read as written (no canonicalisation); strict: "
+         "rejected, BlockSize::new strips the leading 1",
          _qfloat_tree(block={"size": {"storage": [1, 32, 1, 1, 1], "len": 2}, "dtype": "F16"}),
          _qfloat_content(block={"size": {"storage": [1, 32, 1, 1, 1], "len": 2}, "dtype": "F16"}))
+    case("qfloat_blocksize_len_over_storage", "block size len 6 over 5 storage slots: read as written; strict: rejected, "
+         "no Burn writer can construct it",
+         _qfloat_tree(block={"size": {"storage": [32, 1, 1, 1, 1], "len": 6}, "dtype": "F16"}),
+         _qfloat_content(block={"size": {"storage": [32, 1, 1, 1, 1], "len": 6}, "dtype": "F16"}))
+    case("qfloat_blocksize_unused_slots_zero", "block size [32,0,0,0,0] len 1: read as written; strict: rejected, "
+         "BlockSize::new fills unused slots with 1",
+         _qfloat_tree(block={"size": {"storage": [32, 0, 0, 0, 0], "len": 1}, "dtype": "F16"}),
+         _qfloat_content(block={"size": {"storage": [32, 0, 0, 0, 0], "len": 1}, "dtype": "F16"}))
     case("qfloat_explicit_nulls_default", "the default scheme with explicit nulls (what Burn writes)",
          _qfloat_tree(tensor=None, block=None), _qfloat_content(tensor=None, block=None))
     # -- duplicate keys
@@ -839,9 +894,13 @@ def _legacy(c: Corpus) -> None:
     c.raw("legacy/prealignment_two_tensors", "pre-2025-12-02 layout: data right after the metadata, tensors back to back; "
           "current Burn looks at the aligned start, the last tensor runs past EOF", *prealigned(two))
     c.raw("legacy/prealignment_single_tensor", "pre-alignment layout with one tensor", *prealigned(one("w", "U8", [4], b"\x01\x02\x03\x04")))
-    lucky = _meta_len_spec(246)
-    c.raw("legacy/prealignment_aligned_by_chance", "pre-alignment file whose 10 + M is 256: identical to the current layout",
-          *prealigned(PackSpec(lucky.tensors[:1], lucky.metadata)))
+    near = _meta_len_spec(246)
+    c.raw("legacy/prealignment_aligned_by_chance", "pre-alignment file with one tensor and 10 + M = 216 (its metadata "
+          "was padded before the second tensor was dropped): current Burn reads the tensor at the aligned start 256, past its end",
+          *prealigned(PackSpec(near.tensors[:1], near.metadata)))
+    lucky = _meta_len_spec(246, [T("a", "F32", [3], f32(1, 2, 3))])
+    c.raw("legacy/prealignment_metadata_end_256", "pre-alignment file with one tensor whose 10 + M = 256: byte for byte "
+          "the current layout, so current Burn reads it as written (both entry points)", *prealigned(lucky))
     old_bool = base_tree()
     old_bool["tensors"]["bias"]["dtype"] = "Bool"
     c.raw("legacy/old_bool_dtype", "dtype 'Bool' as written before 2026-03-19 (no BoolStore): rejected by current Burn",

@@ -71,7 +71,7 @@ def qfloat(value: str, store: Any = None, mode: str = "Symmetric", tensor: str |
     if block is not None:
         dims, scale = block
         kept = list(dims)
-        while len(kept) > 1 and kept[0] == 1:
+        while kept and kept[0] == 1:  # [1] → len 0, as BlockSize::new
             kept.pop(0)
         storage = kept + [1] * (5 - len(kept))
         block_json = {"size": {"storage": storage, "len": len(kept)}, "dtype": scale}

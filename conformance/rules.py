@@ -151,6 +151,20 @@ def prealignment_layout(content: Content, m: int, size: int) -> bool:
     return True
 
 
+def _unconstructible_block(dtype: Any) -> str | None:
+    """Why a QFloat block size is not one cubecl's ``BlockSize::new`` produces (format.md §3.1), or None."""
+    scheme = dtype.get("QFloat") if isinstance(dtype, dict) else None
+    block = scheme.get("block") if isinstance(scheme, dict) else None
+    if not isinstance(block, dict):
+        return None
+    storage, length = list(block["size"]["storage"]), block["size"]["len"]
+    if length > len(storage):
+        return f"block size len {length} exceeds its {len(storage)} storage slots"
+    if any(v != 1 for v in storage[length:]) or (length and storage[0] == 1):
+        return f"block size {storage} len {length} is not BlockSize::new's canonical form"
+    return None
+
+
 def _strict(data: bytes, content: Content, blob: bytes, version: int, m: int, d: int) -> Expected | None:
     """The strict rules (a file strictly valid iff re-writing it in its data order reproduces it).
 
@@ -164,6 +178,10 @@ def _strict(data: bytes, content: Content, blob: bytes, version: int, m: int, d:
         return _reject(REJECT_OPEN, "ValidationError", why="strict: pre-alignment layout")
     if blob != content.canonical_cbor():
         return _reject(REJECT_OPEN, "MetadataDeserializationError", why="strict: metadata is not the canonical encoding")
+    for name, t in content.tensors.items():
+        why = _unconstructible_block(t.dtype)
+        if why:
+            return _reject(REJECT_OPEN, "ValidationError", why=f"strict: {name!r}: {why}")
     order = sorted(content.tensors, key=lambda n: (content.tensors[n].data_offsets, n))
     position = 0
     for name in order:
@@ -172,6 +190,8 @@ def _strict(data: bytes, content: Content, blob: bytes, version: int, m: int, d:
         if s != align(position):
             return _reject(REJECT_OPEN, "ValidationError", why=f"strict: {name!r} starts at {s}, writer puts it at {align(position)}")
         size = element_size(t.dtype)
+        if size is not None and numel(t.shape) * size > U64_MAX:
+            return _reject(REJECT_OPEN, "ValidationError", why=f"strict: {name!r} needs 2^64 bytes or more (Burn's release writer wraps)")
         if size is not None and e - s != numel(t.shape) * size:
             return _reject(REJECT_OPEN, "ValidationError", why=f"strict: {name!r} spans {e - s} bytes, shape needs {numel(t.shape) * size}")
         if any(data[d + position : d + s]):

@@ -643,6 +643,9 @@ def _expect_text(expected: Expected) -> str:
 def _run_one_reader(reader: Callable[[Path, str], dict], vector: ReaderVector, level: str, scratch: Path) -> Result:
     expected = vector.expect.level(level)
     result = Result(vector.id, vector.category, "reader", level, PASS, expected=_expect_text(expected), source=vector.source)
+    if vector.problem is not None:
+        result.status, result.message, result.actual = FAIL, vector.problem, "not run"
+        return result
     start = time.perf_counter()
     try:
         path = vector.path
@@ -676,7 +679,7 @@ def run_readers(vectors: Vectors, reader: Callable[[Path, str], dict], *, levels
         scratch = Path(tmp)
         # Runtime vectors are written before the pool starts, so workers never race on them.
         for v in vectors.readers:
-            if v.path is None:
+            if v.path is None and v.problem is None:
                 (scratch / (v.id.replace("/", "__") + ".bpk")).write_bytes(v.data())
 
         def work(task: tuple[ReaderVector, str]) -> Result:
@@ -708,6 +711,11 @@ def run_writers(vectors: Vectors, writer: Callable[[dict, Path], WriterOutcome],
     def work(vector: WriterVector) -> Result:
         expected_text = f"refusal {'|'.join(vector.refusal)}" if vector.refusal else "bytes"
         result = Result(vector.id, vector.category, "writer", None, PASS, expected=expected_text, source=vector.source)
+        if vector.problem is not None:
+            result.status, result.message, result.actual = FAIL, vector.problem, "not run"
+            if progress:
+                progress(result)
+            return result
         t0 = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="bpk-writer-") as tmp:
             outcome = writer(vector.spec, Path(tmp))

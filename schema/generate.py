@@ -673,6 +673,8 @@ def gen_scanner(schema: Schema) -> list[str]:
         "            name = buf[pos + 1 + width : name_end]",
         "        else:",
         "            raise Fallback",
+        "        if name_end > len(buf):",
+        "            raise Fallback  # the name (or its length) runs past the end: the exact decoder says how",
         "        m = match(buf, name_end)",
         "        if m is None:",
         "            raise Fallback",

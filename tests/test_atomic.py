@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import stat
+from pathlib import Path
+
 import pytest
 
 from burnpack.atomic import DestinationExists, atomic_file
@@ -42,3 +45,247 @@ def test_a_file_exists_error_from_the_callers_block_is_not_taken_for_a_collision
         with atomic_file(tmp_path / "out.bin", replace=False):
             raise FileExistsError("the caller's own")
     assert not isinstance(info.value, DestinationExists)
+
+
+# -- faults: a killed writer, mapped readers, symlinks, modes --------------------------------------
+import os  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import textwrap  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+import burnpack  # noqa: E402
+from burnpack import atomic  # noqa: E402
+from burnpack.interop.formats import atomic_output  # noqa: E402
+
+# A child that reports on a pipe once part of the file is written, then blocks: the parent kills it
+# exactly while the scratch file holds those bytes and nothing is renamed. Three write paths: a
+# pack with a deferred tensor (``save``), a conversion (its progress callback) and a checkpoint
+# save (the record's writer stream, wrapped).
+_BLOCKED_WRITER = """
+import os, sys, time
+import numpy as np
+import burnpack
+from burnpack import atomic
+from burnpack._generated.types import DType
+target, ready_fd, how, path = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+if how == "named":  # a platform without O_TMPFILE
+    atomic._O_TMPFILE = None
+def block(*_):
+    os.write(ready_fd, b"ready")
+    while True:
+        time.sleep(60)
+big = np.ones(1 << 20, np.uint8)
+if path == "save":
+    burnpack.Writer([burnpack.Tensor.from_numpy("big", big), burnpack.Tensor.deferred("late", DType.U8, (1,), 1, block)]).write_atomic(target)
+elif path == "convert":
+    from burnpack.interop import convert
+    import tempfile
+    source = os.path.join(tempfile.mkdtemp(), "src.npz")
+    np.savez(source, big=big, other=big)
+    calls = []
+    convert(source, target, overwrite=True, progress=lambda n: calls.append(n) or (len(calls) > 1 and block()))
+elif path == "checkpoint":
+    from burnpack import ModuleRecord
+    from burnpack.records import Checkpoints
+    write_stream = burnpack.Writer.write_stream
+    def half_then_block(self, stream):
+        stream.write(b"x" * (1 << 20))
+        stream.flush()
+        block()
+    burnpack.Writer.write_stream = half_then_block
+    Checkpoints.at(os.path.dirname(target)).save_epoch(1, model=ModuleRecord.from_module({"w": big}))
+"""
+
+
+def _kill_mid_write(target, how, path="save", sig=signal.SIGKILL):
+    read_end, write_end = os.pipe()
+    child = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(_BLOCKED_WRITER), str(target), str(write_end), how, path],
+        pass_fds=(write_end,),
+    )
+    os.close(write_end)
+    try:
+        assert os.read(read_end, 5) == b"ready"
+    finally:
+        os.close(read_end)
+        child.send_signal(sig)
+        child.wait()
+    return child.pid
+
+
+WRITE_PATHS = {"save": "m.bpk", "convert": "m.bpk", "checkpoint": "checkpoint/model-1.bpk"}
+
+
+def _target(tmp_path, path):
+    target = tmp_path / WRITE_PATHS[path]
+    target.parent.mkdir(exist_ok=True)
+    return target
+
+
+def _others(directory, *keep):
+    return sorted(p.name for p in directory.iterdir() if p.name not in keep)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+@pytest.mark.parametrize("path", sorted(WRITE_PATHS))
+def test_a_writer_killed_mid_write_leaves_no_file_where_unnamed_files_exist(tmp_path, path, sig):
+    if atomic._open_unnamed(tmp_path) is None:
+        pytest.skip("this file system has no O_TMPFILE + linkat")
+    target = _target(tmp_path, path)
+    target.write_bytes(b"old")
+    _kill_mid_write(target, "unnamed", path, sig)
+    assert target.read_bytes() == b"old"
+    assert _others(target.parent, target.name, "retention.json") == []
+
+
+@pytest.mark.parametrize("path", sorted(WRITE_PATHS))
+def test_the_next_write_into_the_directory_removes_a_killed_writers_scratch_file(tmp_path, path):
+    target = _target(tmp_path, path)
+    target.write_bytes(b"old")
+    pid = _kill_mid_write(target, "named", path)
+    left = _others(target.parent, target.name, "retention.json")
+    assert len(left) == 1 and f"-{pid}-" in left[0] and (target.parent / left[0]).stat().st_size >= 1 << 20
+    assert target.read_bytes() == b"old"
+    burnpack.save({"x": np.zeros(2, np.float32)}, target.parent / "other.bpk")
+    assert _others(target.parent, target.name, "retention.json") == ["other.bpk"]
+
+
+def test_a_scratch_file_of_a_live_writer_is_left_alone(tmp_path):
+    live = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    try:
+        scratch = tmp_path / f".m.bpk.{atomic._HOST}-{live.pid}-0{atomic.SCRATCH_SUFFIX}"
+        scratch.write_bytes(b"in progress")
+        burnpack.save({"x": np.zeros(2, np.float32)}, tmp_path / "other.bpk")
+        assert scratch.exists()
+    finally:
+        live.communicate(b"")
+    assert atomic.sweep_stale_scratch(tmp_path) == [scratch]
+
+
+def test_files_that_only_look_like_scratch_files_are_never_removed(tmp_path):
+    other_host = "00000000" if atomic._HOST != "00000000" else "11111111"
+    kept = [
+        tmp_path / f".m.bpk.{other_host}-999999999-0{atomic.SCRATCH_SUFFIX}",
+        tmp_path / "m.bpk.999999999-0.tmp",
+        tmp_path / f"m.bpk.{atomic._HOST}-999999999-0{atomic.SCRATCH_SUFFIX}",
+    ]
+    for path in kept:
+        path.write_bytes(b"x")
+    assert atomic.sweep_stale_scratch(tmp_path) == []
+    assert all(p.exists() for p in kept)
+
+
+_MAPPED_READER = """
+import sys
+import numpy as np
+import burnpack
+path = sys.argv[1]
+pack = burnpack.load(path)
+before = pack["a"].numpy()
+burnpack.Writer([burnpack.Tensor.from_numpy("a", np.zeros(4, np.float32))]).write(path)
+burnpack.Writer([burnpack.Tensor.from_numpy("b", np.zeros(4, np.float32))]).write(path)
+assert pack["a"].numpy().tolist() == [1.0, 2.0, 3.0, 4.0], pack["a"].numpy()
+print("alive")
+"""
+
+
+@pytest.mark.parametrize("how", ["write", "write_atomic"])
+def test_a_reader_with_the_file_mapped_survives_a_rewrite(tmp_path, how):
+    path = tmp_path / "m.bpk"
+    getattr(burnpack.Writer([burnpack.Tensor.from_numpy("a", np.arange(1, 5, dtype=np.float32))]), how)(path)
+    inode = path.stat().st_ino
+    done = subprocess.run([sys.executable, "-c", _MAPPED_READER, str(path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr  # -7 would be SIGBUS
+    assert done.stdout == "alive\n"
+    assert path.stat().st_ino != inode
+
+
+def _writers():
+    tensors = {"x": np.arange(3, dtype=np.float32)}
+
+    def overwrite_convert(path):
+        with atomic_output(path, overwrite=True) as stream:
+            burnpack.Writer(burnpack.writer._as_tensors(tensors)).write_stream(stream)
+
+    return {
+        "Writer.write": lambda path: burnpack.Writer(burnpack.writer._as_tensors(tensors)).write(path),
+        "Writer.write_atomic": lambda path: burnpack.Writer(burnpack.writer._as_tensors(tensors)).write_atomic(path),
+        "save": lambda path: burnpack.save(tensors, path),
+        "atomic_output": overwrite_convert,
+    }
+
+
+@pytest.mark.parametrize("writer", sorted(_writers()))
+def test_every_writer_replaces_a_symlinks_target_and_keeps_the_link(tmp_path, writer):
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / "m.bpk"
+    target.write_bytes(b"old")
+    link = tmp_path / "link.bpk"
+    link.symlink_to(Path("real") / "m.bpk")
+    _writers()[writer](link)
+    assert link.is_symlink() and os.readlink(link) == str(Path("real") / "m.bpk")
+    assert burnpack.load(target).names == ["x"]
+    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == ["m.bpk"]
+
+
+@pytest.mark.parametrize("writer", sorted(_writers()))
+def test_every_writer_creates_the_target_of_a_dangling_symlink(tmp_path, writer):
+    link = tmp_path / "link.bpk"
+    link.symlink_to(tmp_path / "new.bpk")
+    _writers()[writer](link)
+    assert link.is_symlink() and burnpack.load(tmp_path / "new.bpk").names == ["x"]
+
+
+def test_a_dangling_symlink_into_a_missing_directory_names_that_directory(tmp_path):
+    link = tmp_path / "link.bpk"
+    link.symlink_to(tmp_path / "gone" / "new.bpk")
+    with pytest.raises(burnpack.IoError, match=r"gone.*symbolic link"):
+        burnpack.save({"x": np.zeros(1, np.float32)}, link)
+
+
+def test_a_symlink_cycle_is_an_io_error(tmp_path):
+    (tmp_path / "a.bpk").symlink_to(tmp_path / "b.bpk")
+    (tmp_path / "b.bpk").symlink_to(tmp_path / "a.bpk")
+    with pytest.raises(burnpack.IoError, match="symbolic links"):
+        burnpack.save({"x": np.zeros(1, np.float32)}, tmp_path / "a.bpk")
+
+
+@pytest.mark.parametrize("writer", sorted(_writers()))
+def test_every_writer_keeps_the_mode_of_the_file_it_replaces(tmp_path, writer):
+    target = tmp_path / "m.bpk"
+    target.write_bytes(b"old")
+    target.chmod(0o600)
+    _writers()[writer](target)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+
+
+def test_a_new_file_gets_the_umask_mode(tmp_path):
+    old = os.umask(0o027)
+    try:
+        burnpack.save({"x": np.zeros(1, np.float32)}, tmp_path / "m.bpk")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "m.bpk").stat().st_mode) == 0o640
+
+
+@pytest.mark.parametrize("how", ["write", "write_atomic"])
+def test_a_writer_path_ending_in_dotdot_is_an_io_error_as_in_burn(tmp_path, how):
+    (tmp_path / "sub").mkdir()
+    with pytest.raises(burnpack.IoError, match=r"Is a directory \(os error 21\)"):
+        getattr(burnpack.Writer(), how)(tmp_path / "sub" / "..")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sub"]
+
+
+def test_write_safetensors_replaces_the_file_and_keeps_its_mode(tmp_path):
+    from burnpack.interop.safetensors import read_safetensors, write_safetensors
+
+    target = tmp_path / "m.safetensors"
+    target.write_bytes(b"old")
+    target.chmod(0o600)
+    inode = target.stat().st_ino
+    write_safetensors({"x": np.arange(3, dtype=np.float32)}, target)
+    assert target.stat().st_ino != inode and stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert list(read_safetensors(target)[0]) == ["x"]

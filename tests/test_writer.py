@@ -219,8 +219,9 @@ def test_an_atomic_write_whose_rename_fails_leaves_no_scratch(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dir.bpk"]
 
 
-def test_a_plain_write_that_fails_midway_leaves_a_truncated_file_as_burn_does(tmp_path):
+def test_a_plain_write_that_fails_midway_keeps_the_old_file_unlike_burn(tmp_path):
     target = tmp_path / "m.bpk"
+    target.write_bytes(b"old")
 
     def boom():
         raise RuntimeError("late failure")
@@ -228,7 +229,8 @@ def test_a_plain_write_that_fails_midway_leaves_a_truncated_file_as_burn_does(tm
     writer = Writer([f32("a", [1]), Tensor.deferred("b", DType.U8, (1,), 1, boom)])
     with pytest.raises(burnpack.IoError):
         writer.write(target)
-    assert 0 < target.stat().st_size < writer.size()
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["m.bpk"]
 
 
 @pytest.mark.parametrize(

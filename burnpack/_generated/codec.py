@@ -443,6 +443,8 @@ def scan_Metadata(buf: bytes) -> Metadata:
             name = buf[pos + 1 + width : name_end]
         else:
             raise Fallback
+        if name_end > len(buf):
+            raise Fallback  # the name (or its length) runs past the end: the exact decoder says how
         m = match(buf, name_end)
         if m is None:
             raise Fallback

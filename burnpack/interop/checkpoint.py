@@ -303,6 +303,9 @@ def read_torch_training_state(
         model_sd = dict(_flatten_arrays(model_sd)) if isinstance(model_sd, dict) else None
         if not model_sd:
             raise ConversionError("the model part is not a state_dict of tensors")
+    odd = [k for k in model_sd if not isinstance(k, str)]
+    if odd:
+        raise ConversionError(f"the model state_dict has {len(odd)} key(s) that are not parameter names (strings): {odd[:5]!r}")
     optimizer_sd = _to_plain(optimizer) if optimizer is not None else None
     if optimizer_sd is not None and not _is_optimizer_sd(optimizer_sd):
         raise ConversionError("the optimizer part is not an optimizer state_dict (no 'state' / 'param_groups')")
@@ -672,6 +675,12 @@ def pytorch_to_burn_checkpoint(
         kind = _optimizer_kind(state.optimizer, optimizer_kind)
         report.optimizer = kind
         order = _param_order(state, state.optimizer)
+        odd = [k for k in state.optimizer["state"] if not (type(k) is int or (isinstance(k, str) and k.isdecimal()))]
+        if odd:
+            raise ConversionError(f"the optimizer state_dict's 'state' has {len(odd)} key(s) that are not parameter indices: {odd[:5]!r}")
+        beyond = sorted(int(k) for k in state.optimizer["state"] if int(k) >= len(order))
+        if beyond:
+            report.warnings.append(f"optimizer state for parameter indices {beyond[:5]} beyond the {len(order)} parameters was not converted")
         steps = set()
         for index, torch_name in enumerate(order):
             pstate = state.optimizer["state"].get(index)
@@ -789,9 +798,56 @@ def _torch_meta(record: OptimizerRecord) -> dict[str, Any]:
                 continue
             try:
                 out[name] = _from_json(json.loads(value))
-            except ValueError as exc:
-                raise ConversionError(f"optim record metadata {key!r} is not JSON: {exc}") from None
+            except (ValueError, TypeError) as exc:
+                raise ConversionError(f"optim record metadata {key!r} is not JSON of burnpack's form: {exc}") from None
+            problem = _torch_meta_problem(name, out[name])
+            if problem:
+                raise ConversionError(f"optim record metadata {key!r} is malformed: {problem}")
     return out
+
+
+def _is_str_map(value: Any) -> bool:
+    return isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+
+
+def _is_str_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _torch_meta_problem(name: str, value: Any) -> str | None:
+    """What is wrong with one ``torch.*`` entry (as ``pytorch_to_burn_checkpoint`` writes it), or None."""
+    if name in ("extra", "keys") and not isinstance(value, dict):
+        return "expected an object"
+    if name == "keys" and not _is_str_map(value):
+        return "expected an object of strings"
+    if name == "model":
+        if not isinstance(value, dict):
+            return "expected an object"
+        for field, ok in (("order", _is_str_list), ("names", _is_str_map), ("types", _is_str_map)):
+            if field in value and not ok(value[field]):
+                return f"'{field}' has the wrong form"
+        dropped = value.get("dropped")
+        if dropped is not None:
+            if not isinstance(dropped, dict):
+                return "'dropped' is not an object"
+            for tensor, info in dropped.items():
+                try:
+                    np.array(info["value"], dtype=info["dtype"])
+                except (KeyError, TypeError, ValueError, OverflowError) as exc:
+                    return f"'dropped' entry {tensor!r}: {type(exc).__name__}: {exc}"
+    if name == "optimizer":
+        if not isinstance(value, dict) or value.get("kind") not in _TORCH_DEFAULTS:
+            return f"expected an object whose 'kind' is one of {sorted(_TORCH_DEFAULTS)}"
+        if not _is_str_list(value.get("param_names")):
+            return "'param_names' is not a list of strings"
+        if not isinstance(value.get("param_groups"), list) or not all(isinstance(g, dict) for g in value["param_groups"]):
+            return "'param_groups' is not a list of objects"
+    if name == "scheduler":
+        if not isinstance(value, dict) or value.get("kind") not in _SCHEDULER_CLASSES.values():
+            return f"expected an object whose 'kind' is one of {sorted(_SCHEDULER_CLASSES.values())}"
+        if not isinstance(value.get("state"), dict):
+            return "'state' is not an object"
+    return None
 
 
 def _scheduler_position(kind: str, sched: Any, total_iters: int | None, base: float, gamma: float | None, stored: int | None) -> int:
@@ -817,6 +873,34 @@ def _scheduler_position(kind: str, sched: Any, total_iters: int | None, base: fl
         if k >= 1 and _exp_lrs(base, gamma, k - 1)[-1] == prev:
             return k
     return max(guess, 0)
+
+
+_SCHEDULER_FIELDS: dict[str, dict[str, tuple[type, bool]]] = {  # what each closed form reads: name → (kind of value, must be > 0)
+    "cosine": {"eta_min": (float, False), "T_max": (int, True)},
+    "linear": {"start_factor": (float, False), "end_factor": (float, False), "total_iters": (int, True)},
+    "step": {"gamma": (float, False), "step_size": (int, True)},
+    "exponential": {"gamma": (float, False)},
+}
+
+
+def _scheduler_state_problem(kind: str, sd: Mapping[str, Any]) -> str | None:
+    """What a PyTorch scheduler state of ``kind`` lacks for the conversion, or None."""
+
+    def number(v: Any, integral: bool) -> bool:
+        return not isinstance(v, bool) and (isinstance(v, int) if integral else isinstance(v, (int, float)) and math.isfinite(v))
+
+    lrs = sd.get("base_lrs")
+    if not isinstance(lrs, list) or not lrs or not all(number(v, False) for v in lrs):
+        return "'base_lrs' must be a non-empty list of numbers"
+    if "last_epoch" in sd and not number(sd["last_epoch"], True):
+        return "'last_epoch' must be an integer"
+    needed = _SCHEDULER_FIELDS[kind]
+    for field, (kind_of, positive) in needed.items():
+        if field not in sd:
+            return f"{_SCHEDULER_CLASSES[kind]} needs {field!r}"
+        if not number(sd[field], kind_of is int) or (positive and sd[field] <= 0):
+            return f"{field!r} must be {'a positive integer' if kind_of is int and positive else 'a number'}, got {sd[field]!r}"
+    return None
 
 
 def _closed_form_lr(kind: str, sd: Mapping[str, Any], group: int, k: int) -> float:
@@ -1005,9 +1089,9 @@ def burn_checkpoint_to_pytorch(
     if skind is not None:
         base_sd = dict(smeta["state"]) if smeta is not None else {}
         base_sd.update(sconfig)
-        for key in ("base_lrs",):
-            if key not in base_sd:
-                raise ConversionError(f"scheduler_config needs {key!r}")
+        problem = _scheduler_state_problem(skind, base_sd)
+        if problem:
+            raise ConversionError(f"scheduler state (stored torch.scheduler metadata or scheduler_config): {problem}")
         report.scheduler = _SCHEDULER_CLASSES[skind]
         groups_n = len(base_sd["base_lrs"])
         positions = []

@@ -88,6 +88,16 @@ def register(sub: Any) -> None:
     p.add_argument("--allow-partial", action="store_true", help="with --expect: missing tensors are not an error")
     p.add_argument("--param-ids", choices=("keep", "new", "drop"), default="keep",
                    help="keep ids from a .bpk source (default), give every tensor a fresh one (as a Burn ModuleRecord has), or drop them")
+    g = p.add_argument_group("quantization (output .bpk; Burn's CPU backend arithmetic)")
+    g.add_argument("--quantize", metavar="VALUE", choices=("q8s", "q8f", "q4s", "q4f", "q2s", "q2f"),
+                   help="quantize the weights (float tensors of rank >= 2 named 'weight'; norms, biases and embeddings "
+                        "stay float): q8s, q8f, q4s, q4f, q2s or q2f, one byte per value (Native store)")  # fmt: skip
+    g.add_argument("--block", metavar="N[xM...]", help="one scale per block of N values along the last dim (4x32: rectangles); "
+                   "default one scale per tensor")  # fmt: skip
+    g.add_argument("--scale-dtype", choices=("f32", "f16", "bf16", "ue4m3"), help="scale storage (rounded up onto it; default f32)")
+    g.add_argument("--include", metavar="REGEX", help="quantize the float tensors whose output name matches instead")
+    g.add_argument("--dequantize", action="store_true",
+                   help="write every quantized (QFloat) tensor as its F32 values, as Burn dequantizes them")
     p.add_argument("--bool-store", default="U8", choices=("U8", "Native", "U32"), help="Burn bool store for foreign bool tensors (default U8)")
     p.add_argument("--metadata", action="append", metavar="KEY=VALUE", help="add or override a metadata entry")
     p.add_argument("--no-metadata", action="store_true", help="do not carry the source's metadata across")
@@ -155,6 +165,28 @@ def _errors() -> tuple[type[BaseException], ...]:
     return (ConversionError, PyTorchReadError, SafetensorsError, BurnpackError, OSError, ValueError, KeyError, TypeError)
 
 
+def _quantize_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``quantize`` / ``quantize_include`` / ``dequantize`` from the flags; a quantization flag
+    without --quantize is an error."""
+    if args.quantize is None:
+        given = [flag for flag, value in (("--block", args.block), ("--scale-dtype", args.scale_dtype), ("--include", args.include)) if value is not None]
+        if given:
+            raise ValueError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} only with --quantize")
+        return {"dequantize": True} if args.dequantize else {}
+    if args.dequantize:
+        raise ValueError("--quantize and --dequantize exclude each other")
+    from ..quant import parse_scheme
+
+    block = None
+    if args.block is not None:
+        try:
+            block = tuple(int(part) for part in args.block.lower().split("x"))
+        except ValueError:
+            raise ValueError(f"--block {args.block!r} is not N or NxM...") from None
+    scheme = parse_scheme(args.quantize, block=block, scale_dtype=args.scale_dtype or "f32")
+    return {"quantize": scheme, "quantize_include": args.include}
+
+
 def _convert(args: argparse.Namespace) -> int:
     from .converter import convert
     from .remap import parse_rule
@@ -184,6 +216,7 @@ def _convert(args: argparse.Namespace) -> int:
             "keep_metadata": not args.no_metadata,
             "metadata": _pairs(args.metadata, "--metadata") or None,
             "stamp": not args.no_stamp,
+            **_quantize_options(args),
         }
         progress = {"auto": "auto", "always": True, "never": None}[args.progress]
         report = convert(

@@ -21,7 +21,11 @@ indices, then the adapter with module types, then filters):
    ``Applier`` looks them up. Expected names without a tensor are *missing*, tensors no
    expected name took are *unused* (and not written), shape mismatches are errors.
 7. ``filter`` (keep) / ``exclude`` (drop) on the output names; dropped tensors are *skipped*.
-8. ``param_ids`` — ``"keep"`` (default), ``"new"`` (a fresh random u64 per tensor, as a Burn
+8. ``quantize`` — a ``QuantScheme``: the weights (float tensors of rank ≥ 2 named ``weight``,
+   or those whose name ``quantize_include`` matches) become QFloat tensors as Burn's CPU backend
+   quantizes them (``burnpack.interop.quantizing``); their error is in ``report.quantized``.
+   ``dequantize=True`` instead turns every QFloat tensor into its F32 values.
+9. ``param_ids`` — ``"keep"`` (default), ``"new"`` (a fresh random u64 per tensor, as a Burn
    ``ModuleRecord`` carries) or ``"drop"``.
 
 Metadata: the source's user metadata is carried across (safetensors ``__metadata__`` ↔ burnpack
@@ -76,6 +80,7 @@ class ConversionReport:
     missing: list[str] = field(default_factory=list)
     unused: list[str] = field(default_factory=list)
     transformed: dict[str, list[str]] = field(default_factory=dict)
+    quantized: dict[str, dict[str, Any]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     module_types: dict[str, str] = field(default_factory=dict)
@@ -124,6 +129,8 @@ class ConversionReport:
 
         section("renamed", [f"{a} -> {b}" for a, b in self.renamed.items()])
         section("transformed", [f"{n}: {', '.join(s)}" for n, s in self.transformed.items()])
+        section("quantized (error vs float: max abs, RMSE)",
+                [f"{n}: {q['scheme']}, {q['max_abs']:.4g}, {q['rmse']:.4g}" for n, q in self.quantized.items()])  # fmt: skip
         section("skipped", self.skipped)
         section("missing", self.missing)
         section("unused", self.unused)
@@ -232,6 +239,9 @@ def transform(
     keep_metadata: bool = True,
     metadata: Mapping[str, str] | None = None,
     stamp: bool = True,
+    quantize: Any = None,
+    quantize_include: str | None = None,
+    dequantize: bool = False,
     target_format: str | None = None,
     report: ConversionReport | None = None,
 ) -> tuple[TensorSet, ConversionReport]:
@@ -315,7 +325,22 @@ def transform(
             present = {e.name for e in entries}
             report.missing += [p for p in keep.paths if p not in present]
         entries = kept
-    # 8. param ids
+    # 8. quantize / dequantize
+    if dequantize:
+        from .quantizing import dequantize_entries
+
+        if quantize is not None:
+            raise ConversionError("quantize and dequantize exclude each other")
+        entries = dequantize_entries(entries)
+    if quantize is not None:
+        from .quantizing import quantize_entries
+
+        if target_format not in (None, "burnpack"):
+            raise ConversionError(f"quantize: {target_format} cannot hold quantized (QFloat) tensors; write a .bpk")
+        entries = quantize_entries(entries, quantize, quantize_include, report.quantized, report.warnings)
+    elif quantize_include is not None:
+        raise ConversionError("quantize_include (--include) selects tensors to quantize: it needs quantize (--quantize)")
+    # 9. param ids
     if param_ids == "new":
         taken: set[int] = set()
         fresh = []

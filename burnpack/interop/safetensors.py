@@ -20,10 +20,12 @@ import mmap
 import os
 import struct
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
 
+from ..atomic import atomic_file
 from ..source import open_regular
 
 __all__ = [
@@ -261,9 +263,10 @@ def write_safetensors(
     metadata: Mapping[str, str] | None = None,
 ) -> None:
     """Write ``tensors`` (and string ``metadata``) to ``path`` as :func:`serialize_safetensors`
-    lays them out, streaming one tensor at a time rather than building the file in memory."""
+    lays them out, streaming one tensor at a time rather than building the file in memory. The
+    file is replaced, never truncated in place (``burnpack.atomic``: readers may have it mapped)."""
     header, arrays = _prepare(tensors, metadata)
-    with open(path, "wb") as file:
+    with atomic_file(Path(path), durable=False) as file:
         file.write(header)
         for array in arrays:
             file.write(_little_endian_bytes(array))

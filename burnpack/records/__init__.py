@@ -16,6 +16,7 @@ numpy; torch is imported only when a caller passes torch objects.
 
 from .checkpoint import (
     CheckpointingAction,
+    CheckpointRetentionError,
     Checkpoints,
     ComposedCheckpointingStrategy,
     EpochRecords,
@@ -23,6 +24,7 @@ from .checkpoint import (
     KeepLastNCheckpoints,
     LossHistory,
     MetricCheckpointingStrategy,
+    burn_valid_losses,
     default_strategy,
 )
 from .detect import RecordKind, detect_record_kind
@@ -74,6 +76,7 @@ __all__ = [
     "ApplyError",
     "ApplyReport",
     "CheckpointingAction",
+    "CheckpointRetentionError",
     "Checkpoints",
     "ComposedCheckpointingStrategy",
     "ComposedLrScheduler",
@@ -115,6 +118,7 @@ __all__ = [
     "StateRankError",
     "StepLrScheduler",
     "Variant",
+    "burn_valid_losses",
     "default_strategy",
     "detect_record_kind",
     "infer_scheduler",

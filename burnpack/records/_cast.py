@@ -32,13 +32,18 @@ def _kind(dtype: DType) -> str:
     return "qfloat"
 
 
+def is_float(dtype: DType) -> bool:
+    """Burn's ``DType::is_float``: F64, F32, Flex32, F16, BF16."""
+    return _kind(dtype) == "float"
+
+
 def cast_array(array: np.ndarray, src: DType, dst: DType, *, where: str) -> np.ndarray:
     """``array`` (holding ``src`` elements) converted to ``dst`` elements, as Burn converts them."""
     if src == dst:
         return array
     src_kind, dst_kind = _kind(src), _kind(dst)
     if "qfloat" in (src_kind, dst_kind):
-        raise RecordCastError(f"{where}: cannot convert {debug(src)} to {debug(dst)} (quantized data)")
+        raise RecordCastError(f"{where}: cannot convert {debug(src)} to {debug(dst)} (quantized data; apply(..., dequantize=True) loads its dequantized values)")
     out_dtype = numpy_dtype(dst)
     if dst.variant == "Bool":
         return (array != 0).astype(out_dtype)

@@ -11,10 +11,21 @@ Retention: the default strategy composes ``KeepLastNCheckpoints(2)`` with a
 are deleted only once *every* strategy has dropped it — the last two epochs plus the best one
 stay. Both strategies and their composition are ported as they are (they are stateful, like the
 learner's), and :class:`Checkpoints` applies them on every :meth:`Checkpoints.save_epoch`.
+
+Restarts: the strategies' state depends on every epoch seen so far (Burn rebuilds it from the
+metric logs it wrote). :class:`Checkpoints` records what each ``save_epoch`` was told in
+``retention.json`` beside the checkpoints, *before* it saves or deletes anything, and a fresh
+object replays that record through its strategy, so a resumed run keeps exactly the epochs an
+uninterrupted run keeps. Saving an epoch already recorded (resuming from an earlier checkpoint)
+forgets the record from that epoch on, as the learner re-runs those epochs. Without that file, the
+record comes from Burn's own validation logs (:func:`burn_valid_losses`), when there are any.
 """
 
 from __future__ import annotations
 
+import copy
+import json
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -22,7 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
-from ..errors import IoError
+from ..atomic import atomic_file
+from ..errors import BurnpackError, IoError
 from .module import ModuleRecord
 from .optimizer import OptimizerRecord
 from .scheduler import LrSchedulerRecord
@@ -32,6 +44,8 @@ RECORD_NAMES = ("model", "optim", "scheduler")
 RECORD_TYPES: dict[str, type] = {"model": ModuleRecord, "optim": OptimizerRecord, "scheduler": LrSchedulerRecord}
 _FILE = re.compile(r"^(?P<name>.+)-(?P<epoch>0|[1-9][0-9]*)\.bpk$")
 _F64_MAX = 1.7976931348623157e308
+RETENTION_FILE = "retention.json"
+_RETENTION_FORMAT = "burnpack-checkpoint-retention/1"
 
 
 # --------------------------------------------------------------------------------------------
@@ -87,6 +101,64 @@ class LossHistory:
             if value < current:
                 current, best = value, i + 1
         return best
+
+
+def burn_valid_losses(artifact_dir: PathLike, metric: str = "Loss") -> dict[int, float]:
+    """The per-epoch validation value of ``metric`` a Burn learner's ``FileMetricLogger`` wrote.
+
+    ``<artifact_dir>/valid/epoch-N/<metric>.log`` holds one ``NumericEntry`` per line (``v``,
+    ``v,count`` or ``v,final``); the epoch's value is the last line when it is ``final``, else
+    the count-weighted mean, as burn-train's ``NumericMetricsAggregate`` computes it. Epochs are
+    read from 1 up to the first without values. A line Burn cannot parse (Burn panics) raises
+    ``CheckpointRetentionError``.
+    """
+    out: dict[int, float] = {}
+    epoch = 1
+    while True:
+        path = Path(artifact_dir) / "valid" / f"epoch-{epoch}" / f"{metric.replace(' ', '_')}.log"
+        try:
+            lines = [line for line in path.read_text(encoding="utf-8").split("\n") if line]
+        except FileNotFoundError:
+            return out
+        except (OSError, UnicodeError) as exc:
+            raise CheckpointRetentionError(f"cannot read Burn's metric log: {exc}", where=str(path)) from None
+        if not lines:
+            return out
+        try:
+            entries = [_numeric_entry(line) for line in lines]
+        except ValueError as exc:
+            raise CheckpointRetentionError(f"Burn's metric log has a line Burn cannot parse: {exc}", where=str(path)) from None
+        value, count = entries[-1]
+        if any(c == -1 for _, c in entries[:-1]):
+            raise CheckpointRetentionError("a 'final' entry before the last line (Burn panics)", where=str(path))
+        if count != -1:  # no final value: the count-weighted mean of the entries
+            total, n = 0.0, 0
+            for v, c in entries:  # in order, one addition at a time, as Burn's reduce
+                total += v * (1 if c is None else c)
+                n += 1 if c is None else c
+            value = total / n if n else (math.nan if total == 0 or math.isnan(total) else math.copysign(math.inf, total))
+        out[epoch] = value
+        epoch += 1
+
+
+_RUST_F64 = re.compile(r"^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)$", re.IGNORECASE)
+
+
+def _numeric_entry(line: str) -> tuple[float, int | None]:
+    """burn-train ``NumericEntry::deserialize``: (value, count); count None for a plain value, -1 for final."""
+    parts = line.split(",")
+    if len(parts) > 2:
+        raise ValueError(f"{line!r}: invalid number of values for numeric entry")
+    if not _RUST_F64.match(parts[0]):
+        raise ValueError(f"{line!r}: {parts[0]!r} is not an f64")
+    value = float(parts[0])
+    if len(parts) == 1:
+        return value, None
+    if parts[1] == "final":
+        return value, -1
+    if not re.fullmatch(r"\+?[0-9]+", parts[1]) or int(parts[1]) >= 2**64:
+        raise ValueError(f"{line!r}: {parts[1]!r} is not a usize")
+    return value, int(parts[1])
 
 
 class KeepLastNCheckpoints:
@@ -202,6 +274,10 @@ class FileCheckpointer:
         return sorted(found)
 
 
+class CheckpointRetentionError(IoError):
+    """``retention.json`` exists but cannot be read back; retention would go wrong silently."""
+
+
 class EpochRecords(NamedTuple):
     """The three records of one epoch (None where the file is absent)."""
 
@@ -235,8 +311,72 @@ class Checkpoints:
     def _init(self, directory: Path, strategy: Any) -> None:
         self.directory = directory
         self.checkpointers = {name: FileCheckpointer(directory, name) for name in RECORD_NAMES}
-        self.strategy = strategy if strategy is not None else default_strategy()
+        self._fresh_strategy = copy.deepcopy(strategy if strategy is not None else default_strategy())
+        self._journal: list[dict[str, Any]] = self._read_journal() or self._journal_from_burn_logs()
+        self._replay()
+
+    def _journal_from_burn_logs(self) -> list[dict[str, Any]]:
+        """Without ``retention.json``: the epochs a Burn learner ran, with the validation losses it
+        logged in ``<artifact_dir>/valid/epoch-N/Loss.log`` (what Burn itself reads back)."""
+        if self.directory.name != "checkpoint":
+            return []
+        losses = burn_valid_losses(self.directory.parent)
+        last = max([*losses, *self.epochs()], default=0)
+        if not losses:
+            return []
+        return [{"epoch": e, **({"valid_loss": losses[e]} if e in losses else {})} for e in range(1, last + 1)]
+
+    def _replay(self) -> None:
+        """Bring a fresh strategy to the state an uninterrupted run has after the recorded epochs."""
+        self.strategy = copy.deepcopy(self._fresh_strategy)
         self.valid_losses: dict[int, float] = {}
+        for entry in self._journal:
+            if entry.get("valid_loss") is not None:
+                self.valid_losses[entry["epoch"]] = entry["valid_loss"]
+            self.strategy.checkpointing(entry["epoch"], LossHistory(self.valid_losses, entry.get("best_epoch")))
+
+    @property
+    def retention_file(self) -> Path:
+        return self.directory / RETENTION_FILE
+
+    def _read_journal(self) -> list[dict[str, Any]]:
+        path = self.retention_file
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise IoError(f"{exc.strerror} (os error {exc.errno})", where=str(path)) from None
+        try:
+            data = json.loads(text)
+            if data.get("format") != _RETENTION_FORMAT:
+                raise ValueError(f"format {data.get('format')!r}, expected {_RETENTION_FORMAT!r}")
+            entries = data["epochs"]
+            previous = 0
+            for entry in entries:
+                epoch, loss, best = entry["epoch"], entry.get("valid_loss"), entry.get("best_epoch")
+                if type(epoch) is not int or epoch <= previous:
+                    raise ValueError(f"epoch {epoch!r} out of order")
+                if loss is not None and type(loss) not in (int, float):
+                    raise ValueError(f"epoch {epoch}: valid_loss {loss!r} is not a number")
+                if best is not None and type(best) is not int:
+                    raise ValueError(f"epoch {epoch}: best_epoch {best!r} is not an integer")
+                previous = epoch
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise CheckpointRetentionError(
+                f"unreadable retention record ({exc}); remove it to restart retention from the files alone",
+                where=str(path),
+            ) from None
+        return list(entries)
+
+    def _write_journal(self) -> None:
+        text = json.dumps({"format": _RETENTION_FORMAT, "epochs": self._journal}, indent=1) + "\n"
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            with atomic_file(self.retention_file) as stream:
+                stream.write(text.encode("utf-8"))
+        except OSError as exc:
+            raise IoError(f"{exc.strerror} (os error {exc.errno})", where=str(self.retention_file)) from None
 
     def __repr__(self) -> str:
         return f"<Checkpoints {self.directory}: epochs {self.epochs()}>"
@@ -247,13 +387,35 @@ class Checkpoints:
         return sorted({e for c in self.checkpointers.values() for e in c.epochs()})
 
     def complete_epochs(self) -> list[int]:
-        """Epochs with all three files (the ones a learner can resume from)."""
-        per = [set(c.epochs()) for c in self.checkpointers.values()]
-        return sorted(set.intersection(*per))
+        """Epochs a learner can resume from: all three files present, each opens and holds its
+        whole data section (a file cut short by a crash does not count)."""
+        return [e for e in self._epochs_with_all_files() if self.is_complete(e)]
 
     def latest(self) -> int | None:
-        epochs = self.complete_epochs()
-        return epochs[-1] if epochs else None
+        """The newest complete epoch (checked newest first, so older epochs are not opened)."""
+        for epoch in reversed(self._epochs_with_all_files()):
+            if self.is_complete(epoch):
+                return epoch
+        return None
+
+    def is_complete(self, epoch: int) -> bool:
+        """Whether each of the three files of ``epoch`` opens and its data section is whole."""
+        from ..reader import load
+
+        for checkpointer in self.checkpointers.values():
+            try:
+                with load(checkpointer.path_for_epoch(epoch)) as pack:
+                    # Burn's open check counts from the metadata end, not the aligned data start.
+                    end = max((d.data_offsets[1] for d in pack.descriptors.values()), default=0)
+                    if pack.file_size < pack.data_section_start + end:
+                        return False
+            except BurnpackError:
+                return False
+        return True
+
+    def _epochs_with_all_files(self) -> list[int]:
+        per = [set(c.epochs()) for c in self.checkpointers.values()]
+        return sorted(set.intersection(*per))
 
     def files(self, epoch: int) -> dict[str, Path]:
         """``{"model" | "optim" | "scheduler": path}`` of the files present for ``epoch``."""
@@ -305,9 +467,18 @@ class Checkpoints:
         """
         if epoch < 1:
             raise ValueError(f"epochs are 1-based, got {epoch}")
+        if self._journal and epoch <= self._journal[-1]["epoch"]:  # resumed from an earlier epoch
+            self._journal = [e for e in self._journal if e["epoch"] < epoch]
+            self._replay()
+        entry: dict[str, Any] = {"epoch": epoch}
         if valid_loss is not None:
+            entry["valid_loss"] = float(valid_loss)
             self.valid_losses[epoch] = float(valid_loss)
+        if best_epoch is not None:
+            entry["best_epoch"] = int(best_epoch)
         actions = self.strategy.checkpointing(epoch, LossHistory(self.valid_losses, best_epoch))
+        self._journal.append(entry)
+        self._write_journal()  # before any file changes: a crash mid-save is replayed correctly
         for action in actions:
             if action.kind == "save":
                 for name, record in (("model", model), ("optim", optim), ("scheduler", scheduler)):

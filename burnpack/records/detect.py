@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..dtypes import debug
+from ..quant import dtype_label
 from ..reader import Pack
 from ._common import parse_u64
 from .optimizer import RANK_KEY, OptimizerRecord, state_kind
@@ -78,7 +78,7 @@ def detect_record_kind(pack: Pack) -> RecordKind:
         views = [pack[n] for n in names]
         without_id = sum(1 for v in views if v.param_id is None)
         elements = sum(v.numel for v in views)
-        dtypes = sorted({debug(v.dtype) for v in views})
+        dtypes = sorted({dtype_label(v.dtype) for v in views})
         store = " (BurnpackStore)" if pack.metadata.get("format") == "burnpack" else ""
         ids = "every tensor has a param_id" if not without_id else f"{without_id} tensor(s) without param_id"
         summary = f"{len(names)} parameters{store}, {elements:,} elements, {'/'.join(dtypes)}; {ids}"

@@ -25,9 +25,10 @@ import numpy as np
 
 from .._generated.types import DType
 from ..dtypes import dtype_from_numpy
-from ..errors import ValidationError
+from ..errors import QuantizationError, ValidationError
+from ..quant import QuantizedTensor, decode
 from ..writer import Writer
-from ._cast import cast_array
+from ._cast import cast_array, is_float
 from ._common import (
     RecordTensor,
     is_torch_module,
@@ -174,6 +175,8 @@ class ModuleRecord:
                 value, pid, dtype = leaf.value, leaf.param_id, leaf.dtype
             if param_ids is not None and path in param_ids:
                 pid = param_ids[path]
+            if isinstance(value, QuantizedTensor):  # kept quantized: its QFloat payload
+                value = RecordTensor(path, value.dtype, value.shape, value.to_bytes())
             if isinstance(value, RecordTensor) and (dtype is None or dtype == value.dtype):
                 tensors.append(value.with_name(path, param_id=pid))
             else:
@@ -294,9 +297,10 @@ class ModuleRecord:
     def num_elements(self) -> int:
         return sum(t.numel for t in self.tensors)
 
-    def numpy(self) -> dict[str, np.ndarray]:
-        """``{path: array}`` (zero-copy for loaded records)."""
-        return {t.name: t.numpy() for t in self.tensors}
+    def numpy(self, *, dequantize: bool = False) -> dict[str, np.ndarray]:
+        """``{path: array}`` (zero-copy for loaded records); ``dequantize=True`` gives QFloat
+        tensors as their float32 values instead of their raw bytes."""
+        return {t.name: dequantized(t) if dequantize and _is_quantized(t.dtype) else t.numpy() for t in self.tensors}
 
     def params(self) -> dict[str, Param]:
         """``{path: Param(array, param_id, dtype)}``: a structure ``from_module`` turns back into
@@ -339,7 +343,7 @@ class ModuleRecord:
         """What :meth:`apply` would find, without applying or raising."""
         return self._apply(target, dry_run=True)[2]
 
-    def apply(self, target: Any) -> LoadResult:
+    def apply(self, target: Any, *, dequantize: bool = False) -> LoadResult:
         """Load into ``target`` (Burn's ``module.try_load_record(record)``), raising on failure.
 
         ``target``: a mapping ``{path: array or Param}``, a nested structure (dicts, lists,
@@ -347,8 +351,12 @@ class ModuleRecord:
         (updated in place). Raises :class:`RecordValidationError` with Burn's message —
         ``Apply errors: [...]``, ``Missing tensors: [...]`` or ``Unused tensors: [...]``, checked
         in that order — and the full report.
+
+        Quantized (QFloat) entries stay quantized. ``dequantize=True`` loads them into float
+        parameters as their dequantized values, cast to the parameter's float dtype (F32 when
+        the parameter has none); a parameter that is itself QFloat still takes the quantized data.
         """
-        module, params, report = self._apply(target, dry_run=False)
+        module, params, report = self._apply(target, dry_run=False, dequantize=dequantize)
         if self._validate and report.errors:
             raise RecordValidationError(
                 f"Apply errors: {rust_debug_list(e.message for e in report.errors)}", kind="apply", report=report
@@ -363,7 +371,7 @@ class ModuleRecord:
             )
         return LoadResult(module, params, report)
 
-    def _apply(self, target: Any, *, dry_run: bool) -> tuple[Any, dict[str, Param], ApplyReport]:
+    def _apply(self, target: Any, *, dry_run: bool, dequantize: bool = False) -> tuple[Any, dict[str, Param], ApplyReport]:
         entries = {t.name: t for t in self.tensors}  # a later duplicate wins, as in Burn's HashMap
         report = ApplyReport()
         params: dict[str, Param] = {}
@@ -381,6 +389,11 @@ class ModuleRecord:
             report.applied.append(path)
             if dry_run:
                 return None
+            if dequantize and _is_quantized(entry.dtype):
+                wanted = current_dtype()
+                if not _is_quantized(wanted):
+                    wanted = wanted if is_float(wanted) else DType.F32
+                    return entry, wanted, cast_array(dequantized(entry), DType.F32, wanted, where=path)
             dtype = entry.dtype if self._dtype_policy is DTypePolicy.FromRecord else current_dtype()
             if dtype != entry.dtype:
                 return entry, dtype, cast_array(entry.numpy(), entry.dtype, dtype, where=path)
@@ -445,6 +458,13 @@ def load_record(target: Any, record: ModuleRecord) -> LoadResult:
 
 def _is_quantized(dtype: DType) -> bool:
     return dtype.variant == "QFloat"
+
+
+def dequantized(tensor: RecordTensor) -> np.ndarray:
+    """A QFloat record tensor's float32 values (``QuantizationError`` when they cannot be had)."""
+    if not _is_quantized(tensor.dtype):
+        raise QuantizationError(f"tensor '{tensor.name}' is {tensor.dtype.variant}, not a quantized (QFloat) tensor")
+    return decode(tensor.numpy(), tensor.dtype.value, tensor.shape, name=tensor.name).dequantize()
 
 
 def _maybe_dtype(array: np.ndarray) -> DType | None:

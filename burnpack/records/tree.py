@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from .._generated.types import DType
+from ..quant import QuantizedTensor
 from ._common import RecordTensor, is_torch_module, is_torch_tensor
 
 _PRIMITIVES = (bool, int, float, complex, str, bytes, bytearray, np.generic)
@@ -132,8 +133,8 @@ class Reparameterized:
 
 
 def is_leaf(value: Any) -> bool:
-    """A parameter value: a ``Param``, an ndarray (any rank), a torch tensor or another array type."""
-    if isinstance(value, (Param, np.ndarray, RecordTensor)) or is_torch_tensor(value):
+    """A parameter value: a ``Param``, an ndarray (any rank), a quantized tensor, a torch tensor or another array type."""
+    if isinstance(value, (Param, np.ndarray, RecordTensor, QuantizedTensor)) or is_torch_tensor(value):
         return True
     if isinstance(value, _PRIMITIVES) or value is None or isinstance(value, (Mapping, list, tuple)):
         return False

@@ -9,12 +9,14 @@ from burnpack import LrSchedulerRecord, ModuleRecord, OptimizerRecord
 from burnpack.records import (
     AdamState,
     CheckpointingAction,
+    CheckpointRetentionError,
     Checkpoints,
     ComposedCheckpointingStrategy,
     CosineAnnealingLrScheduler,
     KeepLastNCheckpoints,
     LossHistory,
     MetricCheckpointingStrategy,
+    burn_valid_losses,
     ModuleLrScheduler,
 )
 from tests.records.helpers import IDS, two_layer_arrays, two_layer_record
@@ -42,7 +44,7 @@ def _files(directory) -> list[str]:
 def test_save_epoch_writes_burns_three_files(tmp_path):
     checkpoints = Checkpoints(tmp_path)
     assert checkpoints.save_epoch(1, **_records(1)) == [SAVE]
-    assert _files(tmp_path / "checkpoint") == ["model-1.bpk", "optim-1.bpk", "scheduler-1.bpk"]
+    assert _files(tmp_path / "checkpoint") == ["model-1.bpk", "optim-1.bpk", "retention.json", "scheduler-1.bpk"]
 
 
 def test_epochs_are_listed_and_opened_as_their_record_types(tmp_path):
@@ -90,7 +92,7 @@ def test_overwriting_an_epoch_leaves_no_scratch_files(tmp_path):
     checkpoints = Checkpoints(tmp_path)
     checkpoints.save_epoch(1, **_records(1))
     checkpoints.save_epoch(1, **_records(5))
-    assert _files(tmp_path / "checkpoint") == ["model-1.bpk", "optim-1.bpk", "scheduler-1.bpk"]
+    assert _files(tmp_path / "checkpoint") == ["model-1.bpk", "optim-1.bpk", "retention.json", "scheduler-1.bpk"]
     assert checkpoints.optim(1).step == 5
 
 
@@ -107,7 +109,7 @@ def test_default_retention_also_keeps_the_best_validation_epoch(tmp_path):
     for epoch, loss in zip(range(1, 7), [0.9, 0.3, 0.5, 0.6, 0.7, 0.8]):
         checkpoints.save_epoch(epoch, **_records(epoch), valid_loss=loss)
     assert checkpoints.epochs() == [2, 5, 6]
-    assert len(list((tmp_path / "checkpoint").iterdir())) == 9
+    assert len(list((tmp_path / "checkpoint").glob("*.bpk"))) == 9
 
 
 def test_a_new_best_epoch_releases_the_old_one(tmp_path):
@@ -165,3 +167,100 @@ def test_a_checkpoint_directory_that_cannot_be_created_is_an_io_error(tmp_path):
     record = ModuleRecord.from_module({"w": np.ones(2, np.float32)})
     with pytest.raises(burnpack.IoError):
         Checkpoints(blocker).save_epoch(1, model=record)
+
+
+# -- restarts ------------------------------------------------------------------------------------
+LOSSES = [0.9, 0.3, 0.5, 0.6, 0.7, 0.8, 0.2, 0.4]
+
+
+def _run(tmp_path, restarts: set[int], losses=LOSSES, **kw) -> list[list[int]]:
+    """Epochs on disk after each epoch; a fresh Checkpoints object before each epoch in ``restarts``."""
+    checkpoints = Checkpoints(tmp_path)
+    kept = []
+    for epoch, loss in enumerate(losses, start=1):
+        if epoch in restarts:
+            checkpoints = Checkpoints(tmp_path)
+        checkpoints.save_epoch(epoch, model=two_layer_record(), valid_loss=loss, **kw)
+        kept.append(checkpoints.epochs())
+    return kept
+
+
+@pytest.mark.parametrize("restarts", [{3}, {4}, {2, 5}, set(range(2, 9))], ids=str)
+def test_a_resumed_run_keeps_exactly_what_an_uninterrupted_run_keeps(tmp_path, restarts):
+    assert _run(tmp_path / "resumed", restarts) == _run(tmp_path / "straight", set())
+
+
+def test_a_resumed_run_keeps_the_best_epoch_saved_before_the_restart(tmp_path):
+    kept = _run(tmp_path, {4})
+    assert all(2 in epochs for epochs in kept[1:6])  # epoch 2 (loss 0.3) stays best until epoch 7
+    assert kept[-1] == [7, 8]
+
+
+def test_resuming_from_an_earlier_epoch_forgets_the_epochs_it_re_runs(tmp_path):
+    checkpoints = Checkpoints(tmp_path)
+    for epoch, loss in zip(range(1, 5), [0.9, 0.1, 0.5, 0.6]):
+        checkpoints.save_epoch(epoch, model=two_layer_record(), valid_loss=loss)
+    resumed = Checkpoints(tmp_path)  # the learner resumes from epoch 2 and runs 3 again, worse
+    resumed.save_epoch(3, model=two_layer_record(), valid_loss=0.05)
+    straight = Checkpoints(tmp_path / "straight")
+    for epoch, loss in zip(range(1, 4), [0.9, 0.1, 0.05]):
+        straight.save_epoch(epoch, model=two_layer_record(), valid_loss=loss)
+    assert resumed.strategy.checkpointing(5, LossHistory(resumed.valid_losses)) == \
+        straight.strategy.checkpointing(5, LossHistory(straight.valid_losses))
+
+
+def test_an_unreadable_retention_record_is_a_clear_error(tmp_path):
+    Checkpoints(tmp_path).save_epoch(1, model=two_layer_record(), valid_loss=0.5)
+    (tmp_path / "checkpoint" / "retention.json").write_text('{"format": "burnpack-checkpoint-retention/1", "epochs": [{"epoch": "x"}]}')
+    with pytest.raises(CheckpointRetentionError, match="retention record"):
+        Checkpoints(tmp_path)
+
+
+# -- completeness ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["model", "optim", "scheduler"])
+def test_an_epoch_with_a_truncated_file_is_not_complete(tmp_path, name):
+    checkpoints = Checkpoints(tmp_path)
+    for epoch in (1, 2):
+        checkpoints.save_epoch(epoch, **_records(epoch))
+    path = checkpoints.files(2)[name]
+    path.write_bytes(path.read_bytes()[:-1])  # the data section is one byte short
+    assert checkpoints.complete_epochs() == [1] and checkpoints.latest() == 1
+
+
+def test_an_epoch_with_a_file_that_is_not_a_pack_is_not_complete(tmp_path):
+    checkpoints = Checkpoints(tmp_path)
+    checkpoints.save_epoch(1, **_records(1))
+    checkpoints.files(1)["optim"].write_bytes(b"")
+    assert checkpoints.latest() is None
+
+
+# -- Burn's own metric logs ------------------------------------------------------------------------
+def _burn_logs(artifact, per_epoch):
+    for epoch, lines in enumerate(per_epoch, start=1):
+        directory = artifact / "valid" / f"epoch-{epoch}"
+        directory.mkdir(parents=True)
+        (directory / "Loss.log").write_text("".join(line + "\n" for line in lines))
+
+
+def test_burns_validation_logs_give_the_epoch_values_as_burn_aggregates_them(tmp_path):
+    _burn_logs(tmp_path, [["0.5", "1.5"], ["2.0,3", "1.0,1"], ["9.0", "0.25,final"]])
+    assert burn_valid_losses(tmp_path) == {1: 1.0, 2: 1.75, 3: 0.25}
+
+
+@pytest.mark.parametrize("line", ["abc", "1.0,2,3", " 1.0", "1.0,-2", "1_0"])
+def test_a_log_line_burn_cannot_parse_is_a_retention_error(tmp_path, line):
+    _burn_logs(tmp_path, [[line]])
+    with pytest.raises(CheckpointRetentionError):
+        burn_valid_losses(tmp_path)
+
+
+def test_resuming_a_burn_run_without_a_retention_record_replays_burns_logs(tmp_path):
+    straight = _run(tmp_path / "straight", set(), losses=LOSSES[:4])
+    artifact = tmp_path / "burn"
+    _burn_logs(artifact, [[f"{loss},final"] for loss in LOSSES[:3]])
+    checkpoints = Checkpoints(artifact)
+    for epoch in (2, 3):  # what Burn's learner left on disk after epoch 3 (1 deleted, 2 best)
+        checkpoints.checkpointers["model"].save(epoch, two_layer_record())
+    resumed = Checkpoints(artifact)
+    resumed.save_epoch(4, model=two_layer_record(), valid_loss=LOSSES[3])
+    assert resumed.epochs() == straight[-1]

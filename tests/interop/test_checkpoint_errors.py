@@ -1,0 +1,90 @@
+"""convert-checkpoint turns malformed input into one clear error, never a traceback."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from burnpack.cli import main
+from burnpack.interop.checkpoint import burn_checkpoint_to_pytorch, pytorch_to_burn_checkpoint
+from burnpack.interop.formats import ConversionError
+from burnpack.records import OptimizerRecord
+from tests.interop.test_checkpoint import TYPES, checkpoint
+
+
+def test_a_model_state_dict_with_non_string_keys_is_a_conversion_error(tmp_path):
+    ck = checkpoint()
+    ck["model"][3] = np.zeros(2, np.float32)
+    with pytest.raises(ConversionError, match=r"not parameter names \(strings\): \[3\]"):
+        pytorch_to_burn_checkpoint(ck, tmp_path / "checkpoint", module_types=TYPES, seed=1)
+    assert not (tmp_path / "checkpoint").exists() or not any((tmp_path / "checkpoint").iterdir())
+
+
+def _converted(tmp_path):
+    directory = tmp_path / "checkpoint"
+    pytorch_to_burn_checkpoint(checkpoint(), directory, module_types=TYPES, seed=1)
+    return directory
+
+
+def _corrupt(directory, key, value):
+    path = directory / "optim-4.bpk"
+    record = OptimizerRecord.load(path)
+    metadata = dict(record.metadata)
+    if callable(value):
+        metadata[key] = json.dumps(value(json.loads(metadata[key])))
+    else:
+        metadata[key] = value
+    from burnpack import Writer
+
+    Writer([t.writer_tensor() for t in record.tensors], metadata=metadata, scalars=record.scalars).write(path)
+
+
+CORRUPTIONS = {
+    "not JSON": ("torch.model", "{"),
+    "a bad ndarray dtype": ("torch.extra", json.dumps({"x": {"__ndarray__": 1, "dtype": "no-such-dtype"}})),
+    "model not an object": ("torch.model", "[1, 2]"),
+    "model names not strings": ("torch.model", lambda m: {**m, "names": {"a": 1}}),
+    "model order not a list": ("torch.model", lambda m: {**m, "order": "fc.weight"}),
+    "a dropped tensor with a bad dtype": ("torch.model", lambda m: {**m, "dropped": {"x": {"value": 1, "dtype": "nope"}}}),
+    "unknown optimizer kind": ("torch.optimizer", lambda o: {**o, "kind": "Lion"}),
+    "optimizer without param_names": ("torch.optimizer", lambda o: {k: v for k, v in o.items() if k != "param_names"}),
+    "param_groups not objects": ("torch.optimizer", lambda o: {**o, "param_groups": [1]}),
+    "unknown scheduler kind": ("torch.scheduler", lambda s: {**s, "kind": "OneCycleLR"}),
+    "scheduler state without T_max": ("torch.scheduler", lambda s: {**s, "state": {k: v for k, v in s["state"].items() if k != "T_max"}}),
+    "scheduler T_max zero": ("torch.scheduler", lambda s: {**s, "state": {**s["state"], "T_max": 0}}),
+    "scheduler base_lrs not numbers": ("torch.scheduler", lambda s: {**s, "state": {**s["state"], "base_lrs": ["x"]}}),
+    "keys not strings": ("torch.keys", json.dumps({"model": 1})),
+}
+
+
+@pytest.mark.parametrize("key, value", CORRUPTIONS.values(), ids=CORRUPTIONS.keys())
+def test_malformed_torch_metadata_in_the_optim_record_is_a_conversion_error(tmp_path, key, value):
+    directory = _converted(tmp_path)
+    _corrupt(directory, key, value)
+    with pytest.raises(ConversionError, match="torch|scheduler"):
+        burn_checkpoint_to_pytorch(directory)
+
+
+@pytest.mark.parametrize("key, value", [CORRUPTIONS["model names not strings"], CORRUPTIONS["scheduler T_max zero"]])
+def test_the_cli_reports_malformed_torch_metadata_without_a_traceback(tmp_path, capsys, key, value):
+    directory = _converted(tmp_path)
+    _corrupt(directory, key, value)
+    assert main(["convert-checkpoint", str(directory), str(tmp_path / "back.pt")]) != 0
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "convert-checkpoint" in err
+
+
+def test_optimizer_state_keys_that_are_not_parameter_indices_are_a_conversion_error(tmp_path):
+    ck = checkpoint()
+    ck["optimizer"]["state"] = {f"p{k}": v for k, v in ck["optimizer"]["state"].items()}
+    with pytest.raises(ConversionError, match="not parameter indices: \\['p0'"):
+        pytorch_to_burn_checkpoint(ck, tmp_path / "checkpoint", module_types=TYPES, seed=1)
+
+
+def test_optimizer_state_beyond_the_parameters_is_reported_not_silently_dropped(tmp_path):
+    ck = checkpoint()
+    ck["optimizer"]["state"][99] = ck["optimizer"]["state"][0]
+    report = pytorch_to_burn_checkpoint(ck, tmp_path / "checkpoint", module_types=TYPES, seed=1)
+    assert any("[99]" in w for w in report.warnings)
