@@ -40,11 +40,17 @@ class InflateBudget:
     """The bytes an archive of ``archive_size`` bytes may inflate to, spent member by member."""
 
     def __init__(self, archive_size: int, error: type[Exception]) -> None:
+        self.archive_size = archive_size
         self.left = INFLATE_LIMIT_BASE + INFLATE_LIMIT_FACTOR * archive_size
         self._error = error
 
     def check(self, info: zipfile.ZipInfo) -> None:
         """Refuse a member whose declared size its compressed bytes cannot hold or the budget cannot pay."""
+        if info.compress_size > self.archive_size:  # a read of that many bytes would allocate them first
+            raise self._error(
+                f"zip record {info.filename!r} declares {info.compress_size} bytes, more than the "
+                f"archive's {self.archive_size}"
+            )
         if info.compress_type == zipfile.ZIP_STORED:
             if info.file_size != info.compress_size:
                 raise self._error(

@@ -91,6 +91,15 @@ def test_a_record_declaring_more_than_deflate_can_expand_is_refused(tmp_path):
     _raises_within(PyTorchReadError, "declares", lambda: read_pytorch(path))
 
 
+def test_a_stored_record_declaring_more_bytes_than_the_archive_is_refused_before_reading(tmp_path):
+    path = _pickle_zip(tmp_path / "t.pt", torch_pickle({}))
+    raw = bytearray(path.read_bytes())
+    central = raw.rindex(b"PK\x01\x02")  # data.pkl (stored): 3 GB compressed and uncompressed
+    raw[central + 20 : central + 28] = (3 << 30).to_bytes(4, "little") * 2
+    path.write_bytes(bytes(raw))
+    _raises_within(PyTorchReadError, "more than the archive", lambda: read_pytorch(path))
+
+
 # -- tar ----------------------------------------------------------------------------------------------
 def test_a_sparse_tar_member_is_refused(tmp_path):
     sparse_map = b"1\n0\n1\n".ljust(512, b"\0")  # one region: offset 0, 1 byte
