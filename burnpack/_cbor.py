@@ -25,8 +25,8 @@ from typing import IO, Any, NoReturn, cast
 
 import cbor2
 
-U64_MAX = (1 << 64) - 1
-I64_MAX = (1 << 63) - 1
+from ._generated.layout import I64_MAX, MAX_CBOR_DEPTH, U64_MAX
+
 I128_MAX = (1 << 127) - 1
 
 # Header kinds (ciborium-ll hdr.rs ``Header``).
@@ -337,7 +337,7 @@ def fast_loads(blob: bytes | memoryview) -> Any:
     if len(blob) > _FAST_LOADS_LIMIT:
         raise Fallback
     try:
-        return cbor2.loads(blob, max_depth=128, **_FAST_OPTIONS)
+        return cbor2.loads(blob, max_depth=MAX_CBOR_DEPTH, **_FAST_OPTIONS)
     except Exception as exc:  # any refusal or malformation: let the exact decoder judge
         raise Fallback from exc
 

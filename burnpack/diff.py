@@ -119,7 +119,7 @@ def _scalar_text(s: dict | None) -> str | None:
 
 def _values(view: TensorView) -> np.ndarray | None:
     """The tensor as a flat numeric array (bool as uint8), or None for QFloat / bad lengths."""
-    if view.dtype.variant == "QFloat":
+    if view.dtype.is_quantized:
         return None
     try:
         array = view.numpy().reshape(-1)

@@ -1,34 +1,44 @@
-"""Element types: Burn's ``DType`` ↔ numpy, element sizes, and Burn's Debug rendering."""
+"""Element types: Burn's ``DType`` ↔ numpy / torch / safetensors, element sizes, Debug rendering.
+
+Every table here is derived from the generated ``DTYPE_INFO`` / ``BOOL_STORE_INFO``
+(``schema/metadata.toml``); torch is imported only by the torch functions.
+"""
 
 from __future__ import annotations
 
+import math
 import sys
 from typing import Any
 
 import ml_dtypes
 import numpy as np
 
-from ._generated.types import BOOL_STORE_TABLE, DTYPE_TABLE, BoolStore, DType
+from ._generated.types import BOOL_STORE_INFO, DTYPE_INFO, BoolStore, DType
 
 _BIG_ENDIAN_HOST = sys.byteorder == "big"
+_BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
 def _np_dtype(name: str) -> np.dtype:
-    return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(name)
+    return _BF16 if name == _BF16.name else np.dtype(name)
 
 
-_UNIT_NUMPY = {name: _np_dtype(np_name) for name, (_, np_name) in DTYPE_TABLE.items()}
-_BOOL_NUMPY = {name: _np_dtype(np_name) for name, (_, np_name) in BOOL_STORE_TABLE.items()}
+_UNIT_NUMPY = {name: _np_dtype(info.numpy) for name, info in DTYPE_INFO.items() if info.numpy is not None}
+_BOOL_NUMPY = {name: _np_dtype(info.numpy) for name, info in BOOL_STORE_INFO.items() if info.numpy is not None}
 _QFLOAT_NUMPY = np.dtype("u1")
+UNIT_SIZES: dict[str, int | None] = {name: info.size for name, info in DTYPE_INFO.items()}
+"""DType variant → element size (None for Bool and QFloat, whose size depends on the payload)."""
+_BOOL_SIZES = {name: info.size for name, info in BOOL_STORE_INFO.items()}
+NATIVE_BOOL = DType.Bool(BoolStore.Native)
+"""What a bool array of numpy or torch becomes."""
 
 
 def element_size(dtype: DType) -> int | None:
     """Bytes per element, or None for QFloat (bit-packed values plus inline scales)."""
-    if dtype.value is None:
-        return DTYPE_TABLE[dtype.variant][0]
-    if dtype.variant == "Bool":
-        return BOOL_STORE_TABLE[dtype.value.value][0]
-    return None
+    size = UNIT_SIZES[dtype.variant]
+    if size is None and isinstance(dtype.value, BoolStore):
+        return _BOOL_SIZES[dtype.value.value]
+    return size
 
 
 def unconstructible(dtype: DType) -> str | None:
@@ -37,7 +47,7 @@ def unconstructible(dtype: DType) -> str | None:
     A QFloat block size comes only from cubecl's ``BlockSize::new``: leading 1s stripped, at
     most 5 dims kept, unused storage slots 1 (format.md §3.1); deserialization keeps any value.
     """
-    block = getattr(dtype.value, "block", None) if dtype.variant == "QFloat" else None
+    block = getattr(dtype.value, "block", None) if dtype.is_quantized else None
     if block is None:
         return None
     storage, length = list(block.size.storage), block.size.len
@@ -62,26 +72,25 @@ def numpy_dtype(dtype: DType) -> np.dtype:
     """
     if dtype.value is None:
         return _UNIT_NUMPY[dtype.variant]
-    if dtype.variant == "Bool":
+    if isinstance(dtype.value, BoolStore):
         return _BOOL_NUMPY[dtype.value.value]
     return _QFLOAT_NUMPY
 
 
-_FROM_NUMPY: dict[Any, DType] = {
-    np.dtype("<f8"): DType.F64,
-    np.dtype("<f4"): DType.F32,
-    np.dtype("<f2"): DType.F16,
-    np.dtype(ml_dtypes.bfloat16): DType.BF16,
-    np.dtype("<i8"): DType.I64,
-    np.dtype("<i4"): DType.I32,
-    np.dtype("<i2"): DType.I16,
-    np.dtype("i1"): DType.I8,
-    np.dtype("<u8"): DType.U64,
-    np.dtype("<u4"): DType.U32,
-    np.dtype("<u2"): DType.U16,
-    np.dtype("u1"): DType.U8,
-    np.dtype("?"): DType.Bool(BoolStore.Native),
-}
+def _first_by(key: str) -> dict[Any, DType]:
+    """Library name → the first unit DType with that name (F32 before Flex32)."""
+    out: dict[Any, DType] = {}
+    for name, info in DTYPE_INFO.items():
+        value = getattr(info, key)
+        if value is not None and name in DType.UNIT_VARIANTS:
+            out.setdefault(value, getattr(DType, name))
+    return out
+
+
+_FROM_NUMPY: dict[Any, DType] = {_np_dtype(k): v for k, v in _first_by("numpy").items()}
+_FROM_NUMPY[np.dtype("?")] = NATIVE_BOOL
+_FROM_SAFETENSORS = {**_first_by("safetensors"), DTYPE_INFO[NATIVE_BOOL.variant].safetensors: NATIVE_BOOL}
+_FROM_TORCH_NAME = {**_first_by("torch"), DTYPE_INFO[NATIVE_BOOL.variant].torch: NATIVE_BOOL}
 
 
 def dtype_from_numpy(dt: np.dtype) -> DType:
@@ -93,25 +102,61 @@ def dtype_from_numpy(dt: np.dtype) -> DType:
         raise ValueError(f"numpy dtype {dt} has no burnpack equivalent") from None
 
 
+def safetensors_code(dtype: DType) -> str | None:
+    """The safetensors dtype code a tensor of ``dtype`` is written as (None: safetensors has none)."""
+    return DTYPE_INFO[dtype.variant].safetensors
+
+
+def dtype_from_safetensors(code: str) -> DType:
+    """The Burn dtype for a safetensors dtype code; raises ValueError if none fits."""
+    try:
+        return _FROM_SAFETENSORS[code]
+    except KeyError:
+        raise ValueError(f"safetensors dtype {code} has no burnpack equivalent") from None
+
+
+def torch_dtype(dtype: DType) -> Any:
+    """The torch dtype a tensor of ``dtype`` becomes (any Bool store: ``torch.bool``).
+
+    Raises ValueError for QFloat and for dtypes the installed torch lacks (old torch: uint16-64).
+    """
+    import torch
+
+    name = DTYPE_INFO[dtype.variant].torch
+    if name is None or not hasattr(torch, name):
+        raise ValueError(f"torch {torch.__version__} has no dtype for {debug(dtype)}")
+    return getattr(torch, name)
+
+
+def dtype_from_torch(dtype: Any) -> DType:
+    """The Burn dtype for a torch dtype; raises ValueError if none fits."""
+    name = str(dtype).removeprefix("torch.")
+    try:
+        return _FROM_TORCH_NAME[name]
+    except KeyError:
+        raise ValueError(f"torch dtype {dtype} has no Burn equivalent") from None
+
+
 def debug(dtype: DType) -> str:
     """Rust's ``{:?}`` of a DType, as in Burn's error messages (``F32``, ``Bool(U32)``)."""
     if dtype.value is None:
         return dtype.variant
-    if dtype.variant == "Bool":
-        return f"Bool({dtype.value.value})"
-    return f"QFloat({dtype.value!r})"
+    if isinstance(dtype.value, BoolStore):
+        return f"{dtype.variant}({dtype.value.value})"
+    return f"{dtype.variant}({dtype.value!r})"
 
 
 UNIT_VIEW_SPECS: dict[str, tuple[int, np.dtype]] = {
     name: (size, _UNIT_NUMPY[name])
-    for name, (size, _) in DTYPE_TABLE.items()
-    if not (_BIG_ENDIAN_HOST and name == "BF16")  # ml_dtypes' bfloat16 is native-endian only
-}
+    for name, size in UNIT_SIZES.items()
+    if size is not None and not (_BIG_ENDIAN_HOST and _UNIT_NUMPY[name] == _BF16)
+}  # ml_dtypes' bfloat16 is native-endian only
 """Unit dtypes whose bytes numpy views in place: variant → (element size, numpy dtype)."""
 
 
 def view_bytes_as(buffer: Any, offset: int, count: int, dtype: np.dtype) -> np.ndarray:
     """A zero-copy 1-D view of ``count`` elements at ``offset`` (bf16 is byte-swapped on BE hosts)."""
-    if _BIG_ENDIAN_HOST and dtype == _UNIT_NUMPY["BF16"]:
+    if _BIG_ENDIAN_HOST and dtype == _BF16:
         return np.frombuffer(buffer, "<u2", count, offset).astype("=u2").view(dtype)
     return np.frombuffer(buffer, dtype, count, offset)
+

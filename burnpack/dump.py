@@ -22,7 +22,7 @@ from .reader import Pack, PathLike, load
 
 def scalar_json(scalar: Scalar) -> dict[str, Any]:
     """A scalar as ``{"type", "value"}`` (+ ``"f64_bits"`` for floats, which JSON cannot hold exactly)."""
-    if scalar.variant != "Float":
+    if not scalar.is_float:
         return {"type": scalar.variant, "value": scalar.value}
     value = scalar.value
     shown: Any = value
@@ -30,7 +30,7 @@ def scalar_json(scalar: Scalar) -> dict[str, Any]:
         shown = "nan"
     elif math.isinf(value):
         shown = "inf" if value > 0 else "-inf"
-    return {"type": "Float", "value": shown, "f64_bits": f"0x{float_to_bits(value):016x}"}
+    return {"type": scalar.variant, "value": shown, "f64_bits": f"0x{float_to_bits(value):016x}"}
 
 
 def pack_json(pack: Pack) -> dict[str, Any]:

@@ -7,9 +7,16 @@ message text where Burn has one; ``str(error)`` adds where the problem is (tenso
 
 from __future__ import annotations
 
+import builtins
+
 
 class BurnpackError(Exception):
-    """Base class: anything wrong with a burnpack file, its content or a write request."""
+    """Base class: anything wrong with a burnpack file, its content or a write request.
+
+    Subclasses also derive from the standard exception a Python caller would catch for the same
+    problem: ``TensorNotFound`` is a ``KeyError``, ``IoError`` an ``OSError``, the checks on a
+    file's content ``ValueError``s.
+    """
 
     variant: str = "BurnpackError"
 
@@ -21,64 +28,85 @@ class BurnpackError(Exception):
 
     default_message = "burnpack error"
 
+    def __str__(self) -> str:
+        # The message as given: KeyError would quote it, OSError would rebuild it from errno.
+        return BaseException.__str__(self)
+
     @property
     def display(self) -> str:
         """Burn's ``Display`` rendering of this error (``"Validation error: ..."``)."""
         return _DISPLAY[self.variant].format(self.payload)
 
 
-class InvalidHeader(BurnpackError):
+class InvalidHeader(BurnpackError, ValueError):
     """The 10-byte header is missing or shorter than the metadata it announces."""
 
     variant = "InvalidHeader"
     default_message = "invalid header: the file is too short for its header or metadata"
 
 
-class InvalidMagicNumber(BurnpackError):
+class InvalidMagicNumber(BurnpackError, ValueError):
     """The file does not start with ``NRUB`` (u32 0x4255524E little-endian)."""
 
     variant = "InvalidMagicNumber"
     default_message = "invalid magic number: not a burnpack file (expected bytes 4e 52 55 42 'NRUB')"
 
 
-class InvalidVersion(BurnpackError):
+class InvalidVersion(BurnpackError, ValueError):
     """The header's format version is newer than this implementation understands."""
 
     variant = "InvalidVersion"
     default_message = "unsupported format version"
 
 
-class MetadataSerializationError(BurnpackError):
+class MetadataSerializationError(BurnpackError, ValueError):
     """The metadata could not be encoded (e.g. a name that is not valid Unicode)."""
 
     variant = "MetadataSerializationError"
 
 
-class MetadataDeserializationError(BurnpackError):
+class MetadataDeserializationError(BurnpackError, ValueError):
     """The CBOR metadata does not decode to burnpack's metadata structure."""
 
     variant = "MetadataDeserializationError"
 
 
-class ValidationError(BurnpackError):
+class ValidationError(BurnpackError, ValueError):
     """A size, count, offset or name violates burnpack's rules."""
 
     variant = "ValidationError"
 
 
-class IoError(BurnpackError):
-    """Reading or writing the underlying file failed, or a deferred tensor source failed."""
+class IoError(BurnpackError, OSError):
+    """Reading or writing the underlying file failed, or a deferred tensor source failed.
+
+    Raised for an operating-system error it keeps ``errno``, ``strerror`` and ``filename`` and is
+    also the matching ``OSError`` subclass (a missing file is a ``FileNotFoundError``).
+    """
 
     variant = "IoError"
 
+    @classmethod
+    def from_os_error(cls, exc: OSError, *, where: str | None = None) -> IoError:
+        """Burn's ``Io`` error for ``exc`` (``"<strerror> (os error <errno>)"``), typed like it."""
+        if exc.errno is None:
+            error = cls(str(exc), where=where)
+        else:
+            filename = exc.filename
+            if where is None and filename is not None:
+                where = str(filename)
+            error = _OS_ERROR_CLASSES.get(type(exc), cls)(f"{exc.strerror} (os error {exc.errno})", where=where)
+            error.errno, error.strerror, error.filename = exc.errno, exc.strerror, filename
+        return error
 
-class TensorNotFound(BurnpackError):
+
+class TensorNotFound(BurnpackError, KeyError):
     """No tensor of that name is in the pack."""
 
     variant = "TensorNotFound"
 
 
-class TensorBytesSizeMismatch(BurnpackError):
+class TensorBytesSizeMismatch(BurnpackError, ValueError):
     """A deferred tensor source produced a different number of bytes than it declared."""
 
     variant = "TensorBytesSizeMismatch"
@@ -90,8 +118,24 @@ class LegacyFormatError(ValidationError):
     variant = "ValidationError"
 
 
-class QuantizationError(ValidationError, ValueError):
-    """A QFloat tensor cannot be quantized or dequantized as asked (also a ``ValueError``)."""
+def _os_error_classes() -> dict[type[OSError], type[IoError]]:
+    """One ``IoError`` subclass per standard ``OSError`` subclass (``IoError.FileNotFoundError``...)."""
+    table: dict[type[OSError], type[IoError]] = {}
+    for name in dir(builtins):
+        base = getattr(builtins, name)
+        if isinstance(base, type) and issubclass(base, OSError) and base is not OSError and name == base.__name__:
+            cls = type(name, (IoError, base), {"__doc__": f"An ``IoError`` that is also a ``{name}``.", "__module__": __name__})
+            cls.__qualname__ = f"IoError.{name}"
+            setattr(IoError, name, cls)
+            table[base] = cls
+    return table
+
+
+_OS_ERROR_CLASSES = _os_error_classes()
+
+
+class QuantizationError(ValidationError):
+    """A QFloat tensor cannot be quantized or dequantized as asked (a ``ValueError``, as every ``ValidationError``)."""
 
     variant = "ValidationError"
 

@@ -139,7 +139,7 @@ def explain_rejection(error: MetadataDeserializationError, blob: bytes) -> Metad
 
 def warn_misread_schemes(meta: Metadata, blob: bytes) -> None:
     """Warn about old-shape QFloat schemes, which Burn accepts but misreads."""
-    if not any(d.dtype.variant == "QFloat" for d in meta.tensors.values()):
+    if not any(d.dtype.is_quantized for d in meta.tensors.values()):
         return
     for name, (descriptor, _, _) in _raw_descriptors(blob).items():
         scheme = _qfloat_scheme(descriptor)
@@ -156,7 +156,7 @@ def old_qfloat_schemes(meta: Metadata, blob: bytes) -> dict[str, dict]:
 
     The decoded scheme no longer says how the writer laid the bytes out; dequantizing needs it.
     """
-    if not any(d.dtype.variant == "QFloat" for d in meta.tensors.values()):
+    if not any(d.dtype.is_quantized for d in meta.tensors.values()):
         return {}
     out = {}
     for name, (descriptor, _, _) in _raw_descriptors(blob).items():

@@ -28,6 +28,7 @@ import numpy as np
 
 from ._generated.types import BlockScale, BlockSize, DType, QuantMode, QuantScheme, QuantStore, QuantValue, ScaleDtype
 from .errors import InvalidQuantizedData, QuantizationError, UnsupportedQuantization
+from .tensor import Tensor
 
 __all__ = [
     "QuantizedTensor",
@@ -140,7 +141,7 @@ def _value_bytes(scheme: QuantScheme, shape: tuple[int, ...]) -> int:
     store = scheme.store
     if store == QuantStore.Native:
         return math.prod(shape) * ((bits + 7) // 8)
-    if store.variant == "PackedNative":
+    if store.is_packed_native:
         stored_bits = bits * (2 if scheme.value is QuantValue.E2M1 else 1)
         per_element, stored_bytes = stored_bits // bits, (stored_bits + 7) // 8
     else:
@@ -170,9 +171,9 @@ def describe(scheme: QuantScheme) -> str:
     """A short human form of a scheme: ``Q8S block 32 F16``, ``Q4S packed u32 block 4x32 UE4M3 + tensor F32``."""
     parts = [scheme.value.name]
     store = scheme.store
-    if store.variant == "PackedU32":
+    if store.is_packed_u32:
         parts.append("packed u32" + (f" dim {store.value}" if store.value else ""))
-    elif store.variant == "PackedNative":
+    elif store.is_packed_native:
         parts.append("packed native" + (f" dim {store.value}" if store.value else ""))
     if scheme.mode is QuantMode.Lookup:
         parts.append("lookup")
@@ -392,11 +393,15 @@ class QuantizedTensor:
         _apply_per_block(self.values, self.effective_scales(), block, np.multiply, out)
         return out
 
-    def to_bytes(self) -> bytes:
+    def to_tensor(self, name: str, *, param_id: int | None = None) -> Tensor:
+        """This QFloat tensor as a ``burnpack.Tensor``: its payload in its logical shape."""
+        return Tensor(name, self.dtype, self.shape, self.tobytes(), param_id=param_id)
+
+    def tobytes(self) -> bytes:
         """The QFloat payload: values ‖ scales ‖ [global], as Burn's ``QuantizedBytes`` lays it out."""
         scheme, values = self.scheme, self.values
         bits = VALUE_BITS[scheme.value]
-        if scheme.store.variant == "PackedU32":
+        if scheme.store.is_packed_u32:
             out = _pack_words(values, bits, scheme.store.value)
         else:
             out = values.astype(np.int8).tobytes()
@@ -453,7 +458,7 @@ def check_decodable(scheme: QuantScheme) -> None:
         )
     if ScaleDtype.UE8M0 in (_scale_dtype(scheme), _global_dtype(scheme)):
         raise UnsupportedQuantization("UE8M0 scales: Burn has no codec for them (encode/decode are unimplemented)")
-    if scheme.store.variant == "PackedNative":
+    if scheme.store.is_packed_native:
         raise UnsupportedQuantization(
             f"{scheme.value.name} in a PackedNative store: that store is defined only for E2M1 and no Burn backend "
             "reads or writes it for integer values"
@@ -550,7 +555,7 @@ def _split(data: Any, scheme: QuantScheme, shape: tuple[int, ...], name: str | N
 
 def _values(region: memoryview, scheme: QuantScheme, shape: tuple[int, ...]) -> np.ndarray:
     """The int8 values in the logical shape (Native: a view of ``region``)."""
-    if scheme.store.variant == "PackedU32":
+    if scheme.store.is_packed_u32:
         return _unpack_words(region, VALUE_BITS[scheme.value], shape, scheme.store.value)
     return np.frombuffer(region, np.int8).reshape(shape)
 
@@ -591,7 +596,7 @@ def decode_legacy(data: Any, raw: Mapping[str, Any], scheme: QuantScheme, shape:
     try:
         check_decodable(scheme)
         numel, bits = math.prod(shape), VALUE_BITS[scheme.value]
-        packed = scheme.store.variant == "PackedU32"
+        packed = scheme.store.is_packed_u32
         value_bytes = -(-numel * bits // 32) * 4 if packed else numel
         block = None
         if scheme.block is not None:
@@ -709,9 +714,9 @@ def check_quantizable(scheme: QuantScheme, shape: tuple[int, ...]) -> None:
     if scheme.value not in VALUE_RANGE:
         raise UnsupportedQuantization(f"{scheme.value.name}: Burn's CPU backends quantize integer values only (Q8F/Q8S/Q4F/Q4S/Q2F/Q2S)")
     store = scheme.store
-    if store.variant == "PackedNative":
+    if store.is_packed_native:
         raise UnsupportedQuantization("PackedNative stores only E2M1 values; use QuantStore.Native or PackedU32(0)")
-    if store.variant == "PackedU32":
+    if store.is_packed_u32:
         per_word = 32 // VALUE_BITS[scheme.value]
         if store.value != 0 or not shape or shape[-1] % per_word:
             raise UnsupportedQuantization(

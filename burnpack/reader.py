@@ -8,11 +8,15 @@ Burn writer could not have produced. Opening reads only the header and the metad
 
 from __future__ import annotations
 
+import builtins
+import io
 import math
 import os
+import stat
 import warnings
-from collections.abc import Iterator, Mapping
-from pathlib import Path
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, BinaryIO, cast
+
 import numpy as np
 
 from . import legacy, quant
@@ -25,10 +29,11 @@ from ._generated.layout import (
     MAX_METADATA_SIZE,
     MAX_TENSOR_COUNT,
     MAX_TENSOR_SIZE,
+    U64_MAX,
     data_section_start,
 )
 from ._generated.types import DType, Metadata, Scalar, TensorDescriptor
-from .dtypes import UNIT_VIEW_SPECS, element_size, numpy_dtype, view_bytes_as
+from .dtypes import UNIT_VIEW_SPECS, element_size
 from .errors import (
     InvalidHeader,
     InvalidMagicNumber,
@@ -42,96 +47,59 @@ from .errors import (
     ValidationError,
 )
 from .metadata import decode_metadata
-from .source import BufferSource, FileSource, Source
+from .frameworks import import_torch, torch_from_buffer, torch_view_dtype
+from .paths import PathLike, resolve_read_path
+from .remote import FsspecSource, is_url
+from .slices import TensorSlice
+from .source import BULK_BLOCK, BULK_GAP, BufferSource, FileObjectSource, FileSource, Source, coalesce
+from .tensor import NUMPY_MAX_DIMS, Tensor, _as_array, _blank, _freeze
 
-U64_MAX = (1 << 64) - 1
-PathLike = str | os.PathLike[str]
-
-
-def resolve_read_path(path: PathLike) -> Path:
-    """Burn's reader rule: an extensionless path that does not exist gets ``.bpk`` appended."""
-    p = Path(path)
-    if not has_extension(p) and not p.exists():
-        return p.with_name(p.name + ".bpk")
-    return p
+__all__ = ["Pack", "PathLike", "TensorView", "load"]
 
 
-def has_extension(path: Path) -> bool:
-    """Rust's ``Path::extension().is_some()``: a dot after the first character of the name.
+class TensorView(Tensor):
+    """One tensor of an open pack: a ``Tensor`` whose bytes are read from the pack on demand.
 
-    Unlike Python's ``suffix``, ``"trail."`` has an (empty) extension and ``".hidden"`` has none.
+    ``memoryview()`` and ``numpy()`` are zero-copy windows on memory-mapped files; each access
+    runs Burn's checks for that tensor (``tensor_data``).
     """
-    name = path.name
-    return "." in name[1:] if name not in ("", ".", "..") else False
 
+    __slots__ = ("_pack", "data_offsets")
 
-NUMPY_MAX_DIMS = 64
-_INTP_MAX = int(np.iinfo(np.intp).max)
+    _pack: Pack
+    data_offsets: tuple[int, int]
 
-
-def check_numpy_shape(name: str, shape: tuple[int, ...], itemsize: int) -> None:
-    """Refuse a shape numpy cannot hold: more than 64 dimensions, or more bytes than it can index.
-
-    Such a file opens (Burn allows any rank and u64 dimensions); only the numpy view is refused.
-    """
-    if len(shape) > NUMPY_MAX_DIMS:
-        raise ValidationError(
-            f"tensor '{name}' has {len(shape)} dimensions; numpy arrays have at most {NUMPY_MAX_DIMS}",
-            where="numpy()",
-        )
-    if math.prod(dim for dim in shape if dim) * max(itemsize, 1) > _INTP_MAX:
-        raise ValidationError(
-            f"tensor '{name}' of shape {list(shape)} holds more elements than numpy can index",
-            where="numpy()",
-        )
-
-
-def _os_error(exc: OSError) -> IoError:
-    if exc.errno is not None:
-        return IoError(f"{exc.strerror} (os error {exc.errno})", where=str(exc.filename or ""))
-    return IoError(str(exc))
-
-
-class TensorView:
-    """One tensor of an open pack: its descriptor, and its bytes on demand (zero-copy)."""
-
-    __slots__ = ("_pack", "name", "dtype", "shape", "data_offsets", "param_id")
-
-    def __init__(self, pack: Pack, name: str, descriptor: TensorDescriptor) -> None:
-        self._pack = pack
-        self.name = name
-        self.dtype: DType = descriptor.dtype
-        self.shape: tuple[int, ...] = descriptor.shape
-        self.data_offsets: tuple[int, int] = descriptor.data_offsets
-        self.param_id: int | None = descriptor.param_id
+    def __new__(cls, pack: Pack, name: str, descriptor: TensorDescriptor) -> TensorView:  # type: ignore[misc]
+        view = _blank(cls)
+        view._pack = pack
+        view.name = name
+        view.dtype = descriptor.dtype
+        view.shape = descriptor.shape
+        view.data_offsets = descriptor.data_offsets
+        view.param_id = descriptor.param_id
+        view.byte_len = descriptor.data_offsets[1] - descriptor.data_offsets[0]
+        view._data = view._provider = None
+        return _freeze(view, cls)
 
     def __repr__(self) -> str:
         return f"TensorView({self.name!r}, dtype={self.dtype!r}, shape={list(self.shape)}, param_id={self.param_id})"
-
-    @property
-    def byte_len(self) -> int:
-        """Bytes the descriptor's offsets span."""
-        start, end = self.data_offsets
-        return end - start
-
-    @property
-    def numel(self) -> int:
-        """Number of elements the shape holds (1 for a 0-d tensor)."""
-        return math.prod(self.shape)
 
     def memoryview(self) -> memoryview:
         """The tensor's bytes without copying (read-only for files)."""
         return self._pack._tensor_bytes(self)
 
-    def tobytes(self) -> bytes:
-        """The tensor's bytes as a copy (Burn's ``Reader::tensor_data``)."""
-        return bytes(self.memoryview())
+    @property
+    def slice(self) -> TensorSlice:
+        """``view.slice[i:j]``, ``view.slice[:, 3]``: that part only, reading only its byte ranges."""
+        return TensorSlice(self)
 
     def read(self, offset: int = 0, length: int | None = None) -> bytes:
         """A slice of the tensor's bytes, reading only that range from the source."""
         start, end = self._pack._tensor_range(self)
-        if offset < 0 or offset > end - start:
-            raise ValueError(f"offset {offset} is outside tensor {self.name!r} of {end - start} bytes")
+        if type(offset) is not int or offset < 0 or offset > end - start:
+            raise ValueError(f"offset {offset!r} is outside tensor {self.name!r} of {end - start} bytes")
+        if length is not None and (type(length) is not int or length < 0):
+            raise ValueError(f"length must be a non-negative int or None, got {length!r}")
         length = end - start - offset if length is None else min(length, end - start - offset)
         return self._pack._source.read(start + offset, length)
 
@@ -140,30 +108,50 @@ class TensorView:
 
         QFloat tensors are their raw ``uint8`` bytes (values and inline scales, see ``dtype``),
         or with ``dequantize=True`` their float32 values (see :meth:`dequantize`); Flex32 is
-        float32; Bool stores are ``bool``, ``uint8`` or ``uint32``.
+        float32; Bool stores are ``bool``, ``uint8`` or ``uint32``. Arrays viewing a file are
+        read-only (numpy refuses writes).
         """
-        if dequantize and self.dtype.variant == "QFloat":
+        if dequantize and self.dtype.is_quantized:
             return self.dequantize()
-        view = self.memoryview()
-        np_dtype = numpy_dtype(self.dtype)
+        return self._numpy_of(self.memoryview())
+
+    def _numpy_of(self, view: builtins.memoryview) -> np.ndarray:
+        return _as_array(self, view, where=f"data_offsets {list(self.data_offsets)}")
+
+    def torch(self) -> Any:
+        """The tensor as a torch tensor sharing the pack's memory (no copy); needs ``burnpack[torch]``.
+
+        bf16, f16, every int torch has (uint16/32/64 included) and Flex32 (float32) map directly;
+        Bool stores become ``torch.bool``; QFloat raises TypeError. Torch has no read-only
+        tensors, so a file is viewed through a copy-on-write mapping: writing into the tensor
+        changes this process's copy only, never the file. A writable ``bytearray`` source is
+        shared; ``bytes`` and remote sources give tensors over a private copy.
+        """
+        torch_view_dtype(self.dtype, name=self.name)  # QFloat / a dtype this torch lacks: fail before reading
+        start, end = self._pack._tensor_range(self)
+        buffer: Any = self._pack._writable_buffer()
+        if buffer is None:
+            buffer, start, end = bytearray(self._pack._source.read(start, end - start)), 0, end - start
+        return self._torch_of(buffer, start, end)
+
+    def _torch_of(self, buffer: Any, start: int, end: int) -> Any:
+        self._check_byte_len(end - start)
+        return torch_from_buffer(buffer, start, self.shape, self.dtype, name=self.name)
+
+    def _check_byte_len(self, nbytes: int) -> None:
         size = element_size(self.dtype)
-        if size is None:
-            return view_bytes_as(view, 0, view.nbytes, np_dtype)
-        check_numpy_shape(self.name, self.shape, np_dtype.itemsize)
-        numel = self.numel
-        if view.nbytes != numel * size:
+        if size is not None and nbytes != self.numel * size:
             raise ValidationError(
-                f"tensor '{self.name}' holds {view.nbytes} bytes but its shape {list(self.shape)} and dtype "
-                f"{self.dtype.variant} need {numel * size}",
+                f"tensor '{self.name}' holds {nbytes} bytes but its shape {list(self.shape)} and dtype "
+                f"{self.dtype.variant} need {self.numel * size}",
                 where=f"data_offsets {list(self.data_offsets)}",
             )
-        return view_bytes_as(view, 0, numel, np_dtype).reshape(self.shape)
 
     def quantized(self) -> quant.QuantizedTensor:
         """A QFloat tensor in parts: int8 ``values`` (logical shape), ``scales`` (block grid),
         ``global_scale`` and ``scheme``; raises ``QuantizationError`` for other dtypes, schemes
         the bytes alone cannot give, and payloads whose length does not fit the scheme."""
-        if self.dtype.variant != "QFloat":
+        if not self.dtype.is_quantized:
             raise QuantizationError(f"tensor '{self.name}' is {self.dtype.variant}, not a quantized (QFloat) tensor")
         old = self._pack._old_schemes.get(self.name)
         if old is None:
@@ -174,7 +162,7 @@ class TensorView:
 
     def dequantize(self) -> np.ndarray:
         """A QFloat tensor's float32 values, ``fl32(S·q)`` bit for bit as Burn's CPU backends compute."""
-        if self.dtype.variant == "QFloat" and self.name not in self._pack._old_schemes:
+        if self.dtype.is_quantized and self.name not in self._pack._old_schemes:
             return quant.dequantize(self.memoryview(), self.dtype.value, self.shape, name=self.name)
         return self.quantized().dequantize()
 
@@ -207,6 +195,8 @@ class Pack(Mapping[str, TensorView]):
         """True when the file has the pre-2025-12-02 layout (data right after the metadata)."""
         self._legacy_ok = legacy_ok
         self._from_file = from_file
+        self.framework = "np"
+        """What ``get_tensor`` and ``view.slice[...]`` return: ``"np"`` (numpy) or ``"pt"`` (torch)."""
         self._old_schemes: dict[str, dict] = old_schemes or {}
         """QFloat schemes in a pre-2026-08-19 shape, as written (quant.md §5), by tensor name."""
 
@@ -270,15 +260,59 @@ class Pack(Mapping[str, TensorView]):
             arrays.update(self.dequantize())
             return arrays
         buffer = _zero_copy(self._source)
-        if buffer is None or self.legacy_layout:
+        if self.legacy_layout:
             return {view.name: view.numpy() for view in self.tensors()}
+        if buffer is None:
+            return self._bulk_ranges(lambda view, block, start, end: view._numpy_of(memoryview(block)[start:end]))
+        base = self.data_section_start
+        return self._bulk(lambda dtype, np_dtype, count: np.frombuffer(buffer, np_dtype, count, base), TensorView.numpy)
+
+    def torch(self) -> dict[str, Any]:
+        """Every tensor as a torch tensor sharing the pack's memory (see ``TensorView.torch``)."""
+        buffer = self._writable_buffer()
+        if self.legacy_layout:
+            return {view.name: view.torch() for view in self.tensors()}
+        if buffer is None:
+            return self._bulk_ranges(TensorView._torch_of)
+        base = self.data_section_start
+        return self._bulk(lambda dtype, np_dtype, count: torch_from_buffer(buffer, base, (count,), dtype), TensorView.torch)
+
+    def _bulk_ranges(self, take: Callable[[TensorView, bytearray, int, int], Any]) -> dict[str, Any]:
+        """Every tensor (checked as ``tensors()`` is) from a source without a buffer, read in
+        large blocks of neighbouring tensors: one request per block for remote files."""
+        views = self.tensors()
+        ranges = [(start, end - start) for start, end in map(self._tensor_range, views)]
+        out = {}
+        for block_start, block_end, members in coalesce(ranges, max_gap=BULK_GAP, max_block=BULK_BLOCK):
+            block = bytearray(self._source.read(block_start, block_end - block_start))
+            if len(block) != block_end - block_start:
+                raise IoError(f"short read: got {len(block)} of {block_end - block_start} bytes at offset {block_start}")
+            for i in members:
+                start = ranges[i][0] - block_start
+                out[views[i].name] = take(views[i], block, start, start + ranges[i][1])
+        return {view.name: out[view.name] for view in views}
+
+    def get_tensor(self, name: str) -> Any:
+        """One tensor in this pack's ``framework``: a numpy array (``"np"``) or torch tensor (``"pt"``)."""
+        view = self[name]
+        return view.torch() if self.framework == "pt" else view.numpy()
+
+    def get_slice(self, name: str) -> TensorSlice:
+        """safetensors' ``get_slice``: ``pack.get_slice(name)[i:j]``."""
+        return self[name].slice
+
+    def _bulk(self, section_of: Callable[[DType, np.dtype, int], Any], one: Callable[[TensorView], Any]) -> dict[str, Any]:
+        """Every tensor, checked as ``tensors()`` is, as a slice of the data section viewed once
+        per dtype (``section_of(dtype, numpy dtype, element count)``); ``one(view)`` serves
+        tensors that cannot be sliced so (Bool stores, QFloat, or a range Burn rejects)."""
         out = {}
         base, descriptors = self.data_section_start, self._descriptors
         limit = self._source.size - base
-        sections: dict[np.dtype, np.ndarray] = {}  # the data section viewed once per numpy dtype
+        sections: dict[np.dtype, Any] = {}
         for name in self._names:
-            dtype, shape, (start, end), _ = descriptors[name]
-            size, np_dtype = UNIT_VIEW_SPECS.get(dtype.variant, (0, None)) if dtype.value is None else (0, None)
+            descriptor = descriptors[name]
+            dtype, shape, (start, end) = descriptor.dtype, descriptor.shape, descriptor.data_offsets
+            size, np_dtype = UNIT_VIEW_SPECS.get(dtype.variant, _NO_VIEW) if dtype.value is None else _NO_VIEW
             length = end - start
             if (
                 not size
@@ -291,17 +325,17 @@ class Pack(Mapping[str, TensorView]):
             ):
                 view = self[name]  # the checked path: Bool stores, QFloat, or raises Burn's error
                 self._tensor_range(view, whole_pack=True)
-                out[name] = view.numpy()
+                out[name] = one(view)
                 continue
             section = sections.get(np_dtype)
             if section is None:
-                section = sections[np_dtype] = np.frombuffer(buffer, np_dtype, limit // size, base)
+                section = sections[np_dtype] = section_of(dtype, np_dtype, limit // size)
             out[name] = section[start // size : end // size].reshape(shape)
         return out
 
     def dequantize(self) -> dict[str, np.ndarray]:
         """Every QFloat tensor's float32 values, by name (other tensors are left out)."""
-        return {name: self[name].dequantize() for name in self._names if self._descriptors[name].dtype.variant == "QFloat"}
+        return {name: self[name].dequantize() for name in self._names if self._descriptors[name].dtype.is_quantized}
 
     @property
     def descriptors(self) -> dict[str, TensorDescriptor]:
@@ -351,14 +385,41 @@ class Pack(Mapping[str, TensorView]):
             return memoryview(self._source.read(start, end - start))
         return buffer[start:end]
 
+    def _zero_copy_buffer(self) -> memoryview | None:
+        return _zero_copy(self._source)
+
+    def _writable_buffer(self) -> memoryview | None:
+        writable = getattr(self._source, "writable_buffer", None)
+        return writable() if writable is not None else None
+
+
+_NO_VIEW: tuple[int, np.dtype] = (0, np.dtype("V1"))
+"""Size 0: the dtype has no in-place view (Bool stores, QFloat, or bf16 on big-endian hosts)."""
+
 
 def _zero_copy(source: Source) -> memoryview | None:
     buffer = getattr(source, "buffer", None)
     return buffer() if buffer is not None else None
 
 
-def load(source: PathLike | bytes | bytearray | memoryview | Source, *, strict: bool = False, legacy_ok: bool = False) -> Pack:
-    """Open a burnpack from a path (memory-mapped, lazy), bytes in memory, or any ``Source``.
+FRAMEWORKS = {"np": "np", "numpy": "np", "pt": "pt", "torch": "pt"}
+
+
+def load(
+    source: PathLike | bytes | bytearray | memoryview | BinaryIO | Source,
+    *,
+    strict: bool = False,
+    legacy_ok: bool = False,
+    framework: str = "np",
+    storage_options: Mapping[str, Any] | None = None,
+) -> Pack:
+    """Open a burnpack from a path (memory-mapped, lazy), a URL, a binary file object, bytes in
+    memory, or any ``Source``.
+
+    A URL (``https://``, ``s3://``, ``gs://``, ``hf://``, … with ``storage_options`` for its
+    fsspec filesystem; needs ``burnpack[remote]``) is read with range requests, see
+    ``burnpack.remote``. A file object with a file descriptor is memory-mapped; any other
+    seekable binary file object (``io.BytesIO``) is read range by range.
 
     A ``Source`` (an object with ``size`` and ``read(offset, length)``, e.g. one serving HTTP range
     requests) is read like bytes: opening reads the header and the metadata, and each tensor's
@@ -367,24 +428,40 @@ def load(source: PathLike | bytes | bytearray | memoryview | Source, *, strict: 
     ``strict=True`` also rejects files no Burn writer could have produced (see ``burnpack.strict``).
     ``legacy_ok=True`` reads files from older Burn versions the way their writer meant them
     instead of the way current Burn (mis)reads them.
+
+    ``framework`` ("np" or "pt", as in safetensors' ``safe_open``) chooses what ``get_tensor``
+    and ``view.slice[...]`` return; ``"pt"`` needs torch (``pip install 'burnpack[torch]'``).
     """
-    if isinstance(source, (str, os.PathLike)):
+    if framework not in FRAMEWORKS:
+        raise ValueError(f"framework must be one of {sorted(FRAMEWORKS)}, not {framework!r}")
+    if FRAMEWORKS[framework] == "pt":
+        import_torch()
+    if storage_options is not None and not is_url(source):
+        raise ValueError("storage_options only applies to URLs")
+    if is_url(source):
+        data: Source = FsspecSource(source, storage_options)
+        from_file = True
+    elif isinstance(source, (str, os.PathLike)):
         path = resolve_read_path(source)
         try:
-            data: Source = FileSource(path)
+            data = FileSource(path)
         except OSError as exc:
-            raise _os_error(exc) from None
+            raise IoError.from_os_error(exc) from None
         from_file = True
     elif isinstance(source, (bytes, bytearray, memoryview)):
         data = BufferSource(source)
         from_file = False
     elif hasattr(source, "read") and hasattr(source, "size"):
-        data = source
+        data = cast(Source, source)  # anything with size and read(offset, length)
         from_file = False
+    elif hasattr(source, "read") and hasattr(source, "seek"):
+        data = _file_object_source(source)
+        from_file = True
     else:
-        raise TypeError(f"load() takes a path, a bytes-like object or a Source, not {type(source).__name__}")
+        raise TypeError(f"load() takes a path, a bytes-like object or a Source (or a URL, or a binary file object), not {type(source).__name__}")
     try:
         pack = _open(data, from_file=from_file, legacy_ok=legacy_ok)
+        pack.framework = FRAMEWORKS[framework]
         if strict:
             from .strict import check_strict
 
@@ -395,6 +472,23 @@ def load(source: PathLike | bytes | bytearray | memoryview | Source, *, strict: 
         if close is not None:
             close()
         raise
+
+
+def _file_object_source(file: Any) -> Source:
+    """A file object with a descriptor of a regular file is mapped; others are read by range."""
+    try:
+        fd = file.fileno()
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        regular = False
+    try:
+        if regular:
+            return FileSource.from_fd(fd)
+        return FileObjectSource(file)
+    except OSError as exc:
+        raise IoError.from_os_error(exc) from None
+    except (ValueError, io.UnsupportedOperation) as exc:
+        raise IoError(f"the file object cannot be read by range: {exc}") from None
 
 
 def _open(source: Source, *, from_file: bool, legacy_ok: bool) -> Pack:

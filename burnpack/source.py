@@ -11,6 +11,9 @@ import errno
 import mmap
 import os
 import stat
+import threading
+import weakref
+from collections.abc import Sequence
 from typing import BinaryIO, Protocol
 
 from .errors import IoError
@@ -50,7 +53,12 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
 
 
 class Source(Protocol):
-    """A readable, fixed-size run of bytes (``buffer`` is optional)."""
+    """A readable, fixed-size run of bytes (``buffer`` is optional).
+
+    Two more methods are optional: ``writable_buffer()``, writable memory a torch tensor may view
+    (else tensors get copies), and ``read_ranges(ranges)``, several ``(offset, length)`` ranges at
+    once (remote sources coalesce them into fewer requests).
+    """
 
     @property
     def size(self) -> int:
@@ -61,6 +69,7 @@ class Source(Protocol):
 
     def buffer(self) -> memoryview | None:
         """The whole content as a zero-copy buffer, or None if the source cannot provide one."""
+
 
 
 class BufferSource:
@@ -79,14 +88,35 @@ class BufferSource:
     def buffer(self) -> memoryview:
         return self._view
 
+    def writable_buffer(self) -> memoryview | None:
+        """The caller's buffer when it is writable (torch tensors then share it), else None."""
+        return None if self._view.readonly else self._view
+
 
 class FileSource:
-    """A file, memory-mapped read-only: tensor bytes are paged in only when touched."""
+    """A file, memory-mapped read-only: tensor bytes are paged in only when touched.
+
+    ``writable_buffer`` maps it a second time copy-on-write, for consumers that cannot be given
+    read-only memory (torch tensors): their writes stay in this process, the file never changes.
+    """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         with open_regular(path) as file:
-            self._size = os.fstat(file.fileno()).st_size
-            self._map = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) if self._size else None
+            self._map_fd(file.fileno())
+
+    @classmethod
+    def from_fd(cls, fd: int) -> FileSource:
+        """Map an open file descriptor (it is duplicated: the caller keeps and closes its own)."""
+        source = cls.__new__(cls)
+        source._map_fd(fd)
+        return source
+
+    def _map_fd(self, fd: int) -> None:
+        self._size = os.fstat(fd).st_size
+        self._map = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if self._size else None
+        self._fd = os.dup(fd) if self._size else -1
+        self._release_fd = weakref.finalize(self, os.close, self._fd) if self._fd >= 0 else None
+        self._private: mmap.mmap | None = None
 
     @property
     def size(self) -> int:
@@ -100,10 +130,91 @@ class FileSource:
     def buffer(self) -> memoryview | None:
         return memoryview(self._map) if self._map is not None else memoryview(b"")
 
+    def writable_buffer(self) -> memoryview:
+        """The whole file as writable copy-on-write memory (mapped on first use)."""
+        if self._map is None:
+            return memoryview(bytearray())
+        if self._private is None:
+            if self._release_fd is None or not self._release_fd.alive:
+                raise ValueError("the file is closed")
+            self._private = mmap.mmap(self._fd, 0, access=mmap.ACCESS_COPY)
+        return memoryview(self._private)
+
     def close(self) -> None:
         """Unmap the file; arrays still viewing it keep the mapping alive until they are freed."""
+        if self._release_fd is not None:
+            self._release_fd()
+        if self._private is not None:
+            try:
+                self._private.close()
+            except BufferError:  # torch tensors still use it
+                pass
         if self._map is not None:
             try:
                 self._map.close()
             except BufferError:  # exported numpy views still use it; the GC unmaps it later
                 pass
+
+
+class FileObjectSource:
+    """A seekable binary file object (``io.BytesIO``, a socket-backed or compressed stream, …),
+    read range by range: each read seeks, so the object's position moves; reads are serialised."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        self._file = file
+        self._lock = threading.Lock()
+        self._size = file.seek(0, os.SEEK_END)
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def read(self, offset: int, length: int) -> bytes:
+        length = max(0, min(length, self._size - offset))
+        parts = []
+        with self._lock:
+            self._file.seek(offset)
+            while length > 0:
+                chunk = self._file.read(length)
+                if not chunk:
+                    break
+                if not isinstance(chunk, (bytes, bytearray, memoryview)):
+                    raise TypeError(f"the file object returned {type(chunk).__name__}, not bytes: open it in binary mode")
+                parts.append(chunk)
+                length -= len(chunk)
+        return b"".join(parts)
+
+    def buffer(self) -> None:
+        """File objects are read by range: no zero-copy window."""
+        return None
+
+
+BULK_GAP = 1 << 20
+"""Bytes between two ranges below which one request reads both (a pack pads by < 256 bytes)."""
+BULK_BLOCK = 64 << 20
+"""Largest block a coalesced request asks for (a larger single range is its own request)."""
+
+
+def coalesce(ranges: Sequence[tuple[int, int]], *, max_gap: int, max_block: int) -> list[tuple[int, int, list[int]]]:
+    """Group ``(offset, length)`` ranges into blocks that are each read with one request.
+
+    Ranges are taken in offset order; one joins the current block while the gap before it is at
+    most ``max_gap`` and the block stays within ``max_block`` bytes (a larger range is a block of
+    its own). Returns ``(block start, block end, indices of its ranges)``.
+    """
+    blocks: list[tuple[int, int, list[int]]] = []
+    block_start = block_end = 0
+    members: list[int] = []
+    for i in sorted(range(len(ranges)), key=lambda i: ranges[i][0]):
+        start, length = ranges[i]
+        end = start + length
+        if members and start - block_end <= max_gap and max(end, block_end) - block_start <= max_block:
+            block_end = max(end, block_end)
+            members.append(i)
+            continue
+        if members:
+            blocks.append((block_start, block_end, members))
+        block_start, block_end, members = start, end, [i]
+    if members:
+        blocks.append((block_start, block_end, members))
+    return blocks

@@ -32,11 +32,11 @@ from typing import Any
 
 from ._generated.types import DType, Scalar
 from .dump import scalar_json
-from .errors import ValidationError
+from .errors import BurnpackError, ValidationError
 from .writer import Tensor, Writer
 
 
-class SpecError(ValueError):
+class SpecError(BurnpackError, ValueError):
     """The spec itself is malformed (not JSON, a missing field, a wrong type)."""
 
 

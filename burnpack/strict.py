@@ -10,12 +10,15 @@ padding, and the file length.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-from ._generated.layout import FORMAT_VERSION, HEADER_SIZE, align
+from ._generated.layout import FORMAT_VERSION, HEADER_SIZE, U64_MAX, align
 from .dtypes import element_size, unconstructible
 from .errors import InvalidVersion, MetadataDeserializationError, ValidationError
 from .metadata import decode_metadata, encode_metadata
-from .reader import U64_MAX, Pack
+
+if TYPE_CHECKING:  # the reader calls this module; it needs the Pack only as a type
+    from .reader import Pack
 
 
 def check_strict(pack: Pack) -> None:

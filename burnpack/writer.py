@@ -8,165 +8,42 @@ first byte is written; deferred tensors are produced one at a time while writing
 from __future__ import annotations
 
 import math
-import os
-import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO
+from types import MappingProxyType
+from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 
+from ._generated.codec import encode_TensorDescriptor_entry
 from ._generated.layout import (
     FORMAT_VERSION,
     HEADER,
+    I64_MAX,
+    I64_MIN,
     MAGIC,
     MAX_METADATA_SIZE,
     MAX_TENSOR_COUNT,
     MAX_TENSOR_SIZE,
+    METADATA_SIZE_FIELD_MAX,
     TENSOR_ALIGNMENT,
+    U64_MAX,
     data_section_start,
 )
-from ._generated.types import DTYPE_TABLE, DType, Scalar
+from ._generated.types import Scalar
 from .atomic import atomic_file
-from .dtypes import debug, dtype_from_numpy, element_size, unconstructible
+from .dtypes import UNIT_SIZES, debug, element_size, unconstructible
 from .errors import BurnpackError, IoError, MetadataSerializationError, TensorBytesSizeMismatch, ValidationError
-from ._generated.codec import encode_TensorDescriptor_entry
 from .metadata import encode_metadata_entries
+from .paths import PathLike, resolve_write_path
 from .quant import QuantizedTensor
-from .reader import has_extension
+from .tensor import BytesLike, Tensor
 
-U64_MAX = (1 << 64) - 1
-I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+__all__ = ["Plan", "Tensor", "Writer", "as_scalar", "resolve_write_path", "save", "save_bytes"]
+
 _ZEROS = bytes(TENSOR_ALIGNMENT)  # every padding run is shorter than the alignment
-_BIG_ENDIAN_HOST = sys.byteorder == "big"
-_UNIT_SIZES = {name: size for name, (size, _) in DTYPE_TABLE.items()}
 _CHUNK = 8 << 20
 _SMALL = 64 << 10  # tensors below this size are copied into the current chunk
-PathLike = str | os.PathLike[str]
-BytesLike = bytes | bytearray | memoryview
-
-
-class Tensor:
-    """One tensor to write: name, dtype, shape, optional param id, and its bytes or a provider.
-
-    Build it with ``Tensor.from_numpy`` (any layout or byte order; written C-order little-endian),
-    ``Tensor(name, dtype, shape, data)`` for raw little-endian bytes, or ``Tensor.deferred`` for a
-    callable that produces the bytes only when the writer reaches this tensor.
-    """
-
-    __slots__ = ("name", "dtype", "shape", "param_id", "byte_len", "_data", "_provider")
-
-    def __init__(
-        self,
-        name: str,
-        dtype: DType,
-        shape: Iterable[int],
-        data: BytesLike | np.ndarray,
-        *,
-        param_id: int | None = None,
-    ) -> None:
-        self._init(name, dtype, shape, param_id)
-        if isinstance(data, np.ndarray):
-            data = _le_c_bytes(data)
-        self._data = memoryview(data).cast("B")
-        self._provider = None
-        self.byte_len = self._data.nbytes
-
-    @classmethod
-    def from_numpy(cls, name: str, array: Any, *, param_id: int | None = None, dtype: DType | None = None) -> Tensor:
-        """A tensor from an array-like; the dtype follows numpy unless given (e.g. Flex32, Bool(U8))."""
-        array = np.asarray(array)
-        if dtype is None:
-            try:
-                dtype = dtype_from_numpy(array.dtype)
-            except ValueError as exc:
-                raise ValidationError(f"tensor '{name}': {exc}") from None
-        tensor = cls.__new__(cls)
-        tensor._init(name, dtype, array.shape, param_id, numpy_shape=True)
-        tensor._data = _le_c_bytes(array)
-        tensor._provider = None
-        tensor.byte_len = tensor._data.nbytes
-        return tensor
-
-    @classmethod
-    def deferred(
-        cls,
-        name: str,
-        dtype: DType,
-        shape: Iterable[int],
-        byte_len: int,
-        provider: Callable[[], BytesLike | np.ndarray],
-        *,
-        param_id: int | None = None,
-    ) -> Tensor:
-        """A tensor whose bytes come from ``provider()``, called once, while its data is written."""
-        tensor = cls.__new__(cls)
-        tensor._init(name, dtype, shape, param_id)
-        if type(byte_len) is not int or byte_len < 0:
-            raise ValidationError(f"tensor '{name}': byte_len must be a non-negative int, got {byte_len!r}")
-        tensor.byte_len = byte_len
-        tensor._data = None
-        tensor._provider = provider
-        return tensor
-
-    def _init(self, name: str, dtype: DType, shape: Iterable[int], param_id: int | None, *, numpy_shape: bool = False) -> None:
-        if type(name) is not str:
-            raise ValidationError(f"tensor name must be a str, got {type(name).__name__}")
-        if not name.isascii():
-            try:
-                name.encode("utf-8")
-            except UnicodeEncodeError:
-                raise ValidationError(f"tensor name {name!r} is not valid Unicode (lone surrogate)") from None
-        if not isinstance(dtype, DType):
-            raise ValidationError(f"tensor '{name}': dtype must be a burnpack.DType, got {dtype!r}")
-        if not numpy_shape:  # a numpy shape is already a tuple of non-negative ints
-            shape = tuple(shape)
-            if not all(type(dim) is int and 0 <= dim <= U64_MAX for dim in shape):
-                shape = tuple(map(_u64_dim(name, shape), shape))
-        if param_id is not None:
-            if not isinstance(param_id, (int, np.integer)) or not 0 <= param_id <= U64_MAX:
-                raise ValidationError(f"tensor '{name}': param_id {param_id!r} is not a u64")
-            param_id = int(param_id)
-        self.name = name
-        self.dtype = dtype
-        self.shape = shape
-        self.param_id = param_id
-
-    def __repr__(self) -> str:
-        kind = "deferred" if self._provider is not None else "resident"
-        return f"Tensor({self.name!r}, {self.dtype!r}, shape={list(self.shape)}, {self.byte_len} bytes {kind})"
-
-    def to_bytes(self) -> memoryview:
-        """The tensor's bytes (a deferred tensor runs its provider on every call)."""
-        if self._provider is None:
-            return self._data
-        data = self._provider()
-        if isinstance(data, np.ndarray):
-            data = _le_c_bytes(data)
-        return memoryview(data).cast("B")
-
-
-def _u64_dim(name: str, shape: tuple) -> Callable[[Any], int]:
-    def check(dim: Any) -> int:
-        if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
-            raise ValidationError(f"tensor '{name}': shape {list(shape)} must hold ints")
-        if not 0 <= dim <= U64_MAX:
-            raise ValidationError(f"tensor '{name}': dimension {dim} is outside 0..2^64-1")
-        return int(dim)
-
-    return check
-
-
-def _le_c_bytes(array: np.ndarray) -> memoryview:
-    """The array's elements as C-order little-endian bytes, without copying when already so."""
-    dtype = array.dtype
-    if dtype.byteorder == ">" or (dtype.byteorder == "=" and _BIG_ENDIAN_HOST and dtype.itemsize > 1):
-        array = array.astype(dtype.newbyteorder("<"))
-    try:
-        return memoryview(array).cast("B")  # C-contiguous arrays of buffer-exportable dtypes
-    except (TypeError, ValueError, BufferError):
-        array = np.ascontiguousarray(array)
-        return memoryview(array.reshape(-1).view(np.uint8)) if array.size else memoryview(b"")
 
 
 def as_scalar(name: str, value: Any) -> Scalar:
@@ -184,22 +61,28 @@ def as_scalar(name: str, value: Any) -> Scalar:
 
 
 def _check_scalar(name: str, scalar: Scalar) -> None:
-    kind, value = scalar.variant, scalar.value
-    ok = {
-        "Int": lambda: type(value) is int and I64_MIN <= value <= I64_MAX,
-        "UInt": lambda: type(value) is int and 0 <= value <= U64_MAX,
-        "Float": lambda: type(value) is float,
-        "Bool": lambda: type(value) is bool,
-    }[kind]()
-    if not ok:
-        raise ValidationError(f"scalar '{name}': {value!r} does not fit Scalar.{kind}")
+    if not scalar.payload_fits():
+        raise ValidationError(f"scalar '{name}': {scalar.value!r} does not fit Scalar.{scalar.variant}")
+
+
+class Plan(NamedTuple):
+    """What a writer decided before writing anything."""
+
+    metadata: bytes
+    """The CBOR metadata blob."""
+    starts: tuple[int, ...]
+    """Each tensor's start in the data section, in data order."""
+    data_size: int
+    """Bytes from the data section's start to the end of the last tensor."""
 
 
 class Writer:
     """A planned burnpack: tensors in data order, user metadata and typed scalars.
 
     ``size()`` is known before anything is produced; ``to_bytes``, ``write_into``, ``write`` and
-    ``write_atomic`` all produce the same bytes.
+    ``write_atomic`` all produce the same bytes. What a writer writes changes only through
+    ``with_metadata`` / ``with_scalar``, which re-plan: its tensors are an immutable tuple of
+    immutable ``Tensor``s, ``metadata`` and ``scalars`` read-only views.
     """
 
     def __init__(
@@ -209,20 +92,38 @@ class Writer:
         metadata: Mapping[str, str] | None = None,
         scalars: Mapping[str, Any] | None = None,
     ) -> None:
-        self.tensors = list(tensors)
-        self.metadata: dict[str, str] = {}
-        self.scalars: dict[str, Scalar] = {}
-        self._plan: tuple[bytes, list[int], int] | None = None
+        self._tensors = tuple(tensors)
+        for tensor in self._tensors:
+            if not isinstance(tensor, Tensor):
+                raise ValidationError(f"expected burnpack.Tensor objects, got {type(tensor).__name__}")
+        self._metadata: dict[str, str] = {}
+        self._scalars: dict[str, Scalar] = {}
+        self._plan: Plan | None = None
         for key, value in (metadata or {}).items():
             self.with_metadata(key, value)
         for key, value in (scalars or {}).items():
             self.with_scalar(key, value)
 
+    @property
+    def tensors(self) -> tuple[Tensor, ...]:
+        """The tensors, in data order."""
+        return self._tensors
+
+    @property
+    def metadata(self) -> Mapping[str, str]:
+        """User metadata (read-only: add entries with ``with_metadata``)."""
+        return MappingProxyType(self._metadata)
+
+    @property
+    def scalars(self) -> Mapping[str, Scalar]:
+        """Typed scalars (read-only: add entries with ``with_scalar``)."""
+        return MappingProxyType(self._scalars)
+
     def with_metadata(self, key: str, value: str) -> Writer:
         """Add one metadata entry (a later value for the same key wins, as in Burn)."""
         if type(key) is not str or type(value) is not str:
             raise ValidationError(f"metadata entries must be str → str, got {key!r}: {value!r}")
-        self.metadata[key] = value
+        self._metadata[key] = value
         self._plan = None
         return self
 
@@ -230,30 +131,31 @@ class Writer:
         """Add one typed scalar (a later value for the same key wins, as in Burn)."""
         if type(key) is not str:
             raise ValidationError(f"scalar names must be str, got {key!r}")
-        self.scalars[key] = as_scalar(key, value)
+        self._scalars[key] = as_scalar(key, value)
         self._plan = None
         return self
 
     # -- planning ----------------------------------------------------------------------------
-    def plan(self) -> tuple[bytes, list[int], int]:
+    def plan(self) -> Plan:
         """(metadata bytes, data-section start of each tensor, data-section size); raises before I/O."""
         if self._plan is None:
             # Burn's writer has no limits, but its reader refuses what exceeds them: refuse here.
-            if len(self.tensors) > MAX_TENSOR_COUNT:
+            if len(self._tensors) > MAX_TENSOR_COUNT:
                 raise ValidationError(
-                    f"{len(self.tensors)} tensors exceed the maximum of {MAX_TENSOR_COUNT} a reader accepts"
+                    f"{len(self._tensors)} tensors exceed the maximum of {MAX_TENSOR_COUNT} a reader accepts"
                 )
             entries: dict[str, bytes] = {}
             starts: list[int] = []
             offset = 0
-            for tensor in self.tensors:
+            alignment = TENSOR_ALIGNMENT
+            for tensor in self._tensors:
                 _check_byte_len(tensor)
                 if tensor.byte_len > MAX_TENSOR_SIZE:
                     raise ValidationError(
                         f"tensor '{tensor.name}' of {tensor.byte_len} bytes exceeds the maximum of "
                         f"{MAX_TENSOR_SIZE} bytes a reader accepts"
                     )
-                start = -(-offset // TENSOR_ALIGNMENT) * TENSOR_ALIGNMENT
+                start = -(-offset // alignment) * alignment  # align(offset), inlined: one call less per tensor
                 end = start + tensor.byte_len
                 if end > U64_MAX:
                     raise IoError(f"Tensor offset overflow: {start} + {tensor.byte_len} exceeds maximum")
@@ -266,18 +168,20 @@ class Writer:
                     raise MetadataSerializationError(f"tensor '{name}': cannot encode its descriptor: {exc}") from None
                 starts.append(start)
                 offset = end
-            blob = encode_metadata_entries(entries, self.metadata, self.scalars)
+            blob = encode_metadata_entries(entries, self._metadata, self._scalars)
             if len(blob) > MAX_METADATA_SIZE:
                 raise ValidationError(
                     f"Metadata size {len(blob)} exceeds the maximum of {MAX_METADATA_SIZE} bytes a reader accepts"
                 )
-            self._plan = (blob, starts, offset)
+            if len(blob) > METADATA_SIZE_FIELD_MAX:
+                raise IoError(f"Metadata size {len(blob)} exceeds maximum of {METADATA_SIZE_FIELD_MAX} bytes")
+            self._plan = Plan(blob, tuple(starts), offset)
         return self._plan
 
     def size(self) -> int:
         """Total file size in bytes, without producing any deferred tensor."""
-        blob, _, data_size = self.plan()
-        return data_section_start(len(blob)) + data_size
+        plan = self.plan()
+        return data_section_start(len(plan.metadata)) + plan.data_size
 
     # -- output ------------------------------------------------------------------------------
     def _chunks(self) -> Iterable[BytesLike]:
@@ -286,14 +190,15 @@ class Writer:
         Small tensors and the padding between them are gathered into one chunk, so that many tiny
         tensors cost one write rather than two each.
         """
-        blob, starts, _ = self.plan()
+        plan = self.plan()
+        blob = plan.metadata
         batch = bytearray(HEADER.pack(MAGIC, FORMAT_VERSION, len(blob)))
         batch += blob
         batch += _ZEROS[: data_section_start(len(blob)) - HEADER.size - len(blob)]
         position = 0
-        for tensor, start in zip(self.tensors, starts):
+        for tensor, start in zip(self._tensors, plan.starts, strict=True):
             batch += _ZEROS[: start - position]  # at most 255 bytes between tensors
-            if tensor._provider is not None and batch:  # stream what is ready before running a provider
+            if tensor._data is None and batch:  # stream what is ready before producing a lazy tensor
                 yield batch
                 batch = bytearray()
             data = _produce(tensor)
@@ -359,16 +264,19 @@ class Writer:
             with atomic_file(target, durable=durable) as stream:
                 self.write_stream(stream)
         except OSError as exc:
-            raise IoError(f"{exc.strerror} (os error {exc.errno})", where=str(target)) from None
+            raise IoError.from_os_error(exc, where=str(target)) from None
         return target
 
 
 def _check_byte_len(tensor: Tensor) -> None:
     dtype = tensor.dtype
-    why = unconstructible(dtype)
-    if why:
-        raise ValidationError(f"tensor '{tensor.name}': {why}")
-    size = _UNIT_SIZES[dtype.variant] if dtype.value is None else element_size(dtype)
+    if dtype.value is None:
+        size = UNIT_SIZES[dtype.variant]
+    else:
+        why = unconstructible(dtype)
+        if why:
+            raise ValidationError(f"tensor '{tensor.name}': {why}")
+        size = element_size(dtype)
     if size is None:  # QFloat: bit-packed values plus inline scales, not shape × size
         return
     expected = math.prod(tensor.shape) * size
@@ -387,7 +295,7 @@ def _check_byte_len(tensor: Tensor) -> None:
 
 def _produce(tensor: Tensor) -> memoryview:
     try:
-        data = tensor.to_bytes()
+        data = tensor.memoryview()
     except BurnpackError:
         raise
     except Exception as exc:
@@ -398,14 +306,6 @@ def _produce(tensor: Tensor) -> memoryview:
             f"(expected {tensor.byte_len}, got {data.nbytes})"
         )
     return data
-
-
-def resolve_write_path(path: PathLike) -> Path:
-    """Burn's writer rule: append ``.bpk`` when the path has no extension (Rust semantics)."""
-    p = Path(path)
-    if p.name in ("", ".."):  # Rust's file_name() is None: nothing appended, and creating it fails
-        return p
-    return p if has_extension(p) else p.with_name(p.name + ".bpk")
 
 
 def save(
@@ -431,13 +331,19 @@ def save_bytes(
 
 def _mapping_tensor(name: str, value: Any) -> Tensor:
     if isinstance(value, Tensor):
+        if value.name != name:
+            raise ValidationError(
+                f"the mapping key {name!r} names a Tensor called {value.name!r}; use the same name, "
+                "or tensor.with_name(key) to rename it"
+            )
         return value
     if isinstance(value, QuantizedTensor):  # a QFloat tensor: its payload, in the logical shape
-        return Tensor(name, value.dtype, value.shape, value.to_bytes())
+        return value.to_tensor(name)
     return Tensor.from_numpy(name, value)
 
 
 def _as_tensors(tensors: Mapping[str, Any] | Iterable[Tensor]) -> list[Tensor]:
+    """Tensors from a name → array (or Tensor, or QuantizedTensor) mapping, or from ``Tensor``s."""
     if isinstance(tensors, Mapping):
         return [_mapping_tensor(name, t) for name, t in tensors.items()]
     out = list(tensors)

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from . import corpus as corpus_mod
 from .corpus import DEFAULT_VECTORS, CorpusError, load_vectors
+from .crosscheck import cross_check
+from .generate import build_corpus
 from .runner import ExternalBatchReader, ExternalReader, ExternalWriter, PythonReader, PythonWriter, Report, run_readers, run_writers
 
 README = Path(__file__).resolve().parent / "VECTORS.md"
@@ -44,7 +46,7 @@ def _export(args: argparse.Namespace) -> int:
 
 def _generate(args: argparse.Namespace) -> int:
     if not args.check:
-        return corpus_mod.main(["--out", str(args.out)])
+        return regenerate(["--out", str(args.out)])
     import filecmp
     import tempfile
 
@@ -192,6 +194,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+
+
+def regenerate(argv: list[str] | None = None) -> int:
+    """Regenerate the checked-in corpus (after cross-checking it against burnpack)."""
+    parser = argparse.ArgumentParser(prog="python -m conformance.generate", description="regenerate conformance/vectors")
+    parser.add_argument("--out", type=Path, default=DEFAULT_VECTORS)
+    parser.add_argument("--no-check", action="store_true", help="skip the cross-check against the reference implementation")
+    args = parser.parse_args(argv)
+    corpus = build_corpus()
+    if not args.no_check:
+        problems = cross_check(corpus)
+        if problems:
+            for p in problems:
+                print(p)
+            print(f"{len(problems)} disagreements between the declared expectations and burnpack: not written")
+            return 1
+    if args.out.exists():
+        shutil.rmtree(args.out / "reader", ignore_errors=True)
+        shutil.rmtree(args.out / "writer", ignore_errors=True)
+    manifest = corpus_mod.write_corpus(args.out, corpus)
+    size = sum(f.stat().st_size for f in args.out.rglob("*") if f.is_file())
+    print(f"wrote {manifest['counts']['reader']} reader and {manifest['counts']['writer']} writer vectors "
+          f"to {os.path.relpath(args.out)} ({size / 1e6:.2f} MB)")
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

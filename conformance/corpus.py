@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -414,32 +413,3 @@ def _spec_from_fixture(side: dict, data: bytes) -> dict:
         tensors.append({"name": name, "dtype": t["dtype"], "shape": t["shape"], "param_id": t["param_id"], "data_hex": data[d + s : d + e].hex()})
     scalars = {n: {k: s[k] for k in ("type", "value", "f64_bits") if k in s} for n, s in side["scalars"].items()}
     return {"tensors": tensors, "metadata": side["metadata"], "scalars": scalars}
-
-
-# -- command line: regenerate the checked-in corpus --------------------------------------------------
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-    import shutil
-
-    parser = argparse.ArgumentParser(prog="python -m conformance.generate", description="regenerate conformance/vectors")
-    parser.add_argument("--out", type=Path, default=DEFAULT_VECTORS)
-    parser.add_argument("--no-check", action="store_true", help="skip the cross-check against the reference implementation")
-    args = parser.parse_args(argv)
-    corpus = generate.build_corpus()
-    if not args.no_check:
-        from .reference import cross_check
-
-        problems = cross_check(corpus)
-        if problems:
-            for p in problems:
-                print(p)
-            print(f"{len(problems)} disagreements between the declared expectations and burnpack: not written")
-            return 1
-    if args.out.exists():
-        shutil.rmtree(args.out / "reader", ignore_errors=True)
-        shutil.rmtree(args.out / "writer", ignore_errors=True)
-    manifest = write_corpus(args.out, corpus)
-    size = sum(f.stat().st_size for f in args.out.rglob("*") if f.is_file())
-    print(f"wrote {manifest['counts']['reader']} reader and {manifest['counts']['writer']} writer vectors "
-          f"to {os.path.relpath(args.out)} ({size / 1e6:.2f} MB)")
-    return 0

@@ -2,8 +2,7 @@
 
 ``dump`` / ``write`` are burnpack's reader and writer in the in-process API's shape;
 ``decode_content`` is burnpack's CBOR decoder in the shape the expectation rules take;
-``cross_check`` compares the declared expectations of every generated vector with what burnpack
-does, so a generator mistake (or a burnpack bug) is caught before the corpus is written.
+``conformance.crosscheck`` compares the corpus's declared expectations with what they do.
 """
 
 from __future__ import annotations
@@ -47,28 +46,4 @@ def write(spec: dict) -> bytes:
     return bytes_from_spec(spec)
 
 
-def cross_check(corpus: Any) -> list[str]:
-    """Every disagreement between the corpus's declared expectations and burnpack."""
-    from .corpus import expectation_of
-    from .runner import check_reader_result, check_writer_result, writer_outcome_of
-
-    problems = []
-    for case in corpus.readers:
-        if case.runtime:
-            continue
-        data, exp = expectation_of(case)
-        for level in ("compatible", "strict"):
-            ok, message, _ = check_reader_result(exp.level(level), exp.dump, dump(data, level))
-            if not ok:
-                problems.append(f"reader {case.id} [{level}]: {message}")
-    for case in corpus.writers:
-        outcome = writer_outcome_of(lambda spec: write(spec), case.spec)
-        expected = next((r for r in corpus.readers if r.id == case.expected_reader), None)
-        expected_bytes = expected.build()[0] if expected is not None else None
-        ok, message, _ = check_writer_result(expected_bytes, (case.refusal,) if case.refusal else (), outcome)
-        if not ok:
-            problems.append(f"writer {case.id}: {message}")
-    return problems
-
-
-__all__ = ["burnpack", "cross_check", "decode_content", "dump", "write"]
+__all__ = ["burnpack", "decode_content", "dump", "write"]

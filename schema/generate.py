@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import struct
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -33,6 +34,8 @@ CDDL = ROOT / "schema" / "burnpack.cddl"
 
 BANNER = "# generated from schema/metadata.toml and schema/layout.py by schema/generate.py — do not edit\n"
 PRIMITIVES = {"u8", "u64", "i64", "f64", "bool", "str"}
+INT_RANGES = {"u8": (0, (1 << 8) - 1), "u64": (0, (1 << 64) - 1), "i64": (-(1 << 63), (1 << 63) - 1)}
+"""The schema's integer types → (min, max)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -88,6 +91,9 @@ class Variant:
     value: Type | None = None
     size: int | None = None
     numpy: str | None = None
+    kind: str | None = None
+    torch: str | None = None
+    safetensors: str | None = None
 
 
 @dataclass
@@ -123,7 +129,15 @@ def load_schema() -> Schema:
             e["name"],
             e["doc"],
             [
-                Variant(v["name"], parse_type(v["value"]) if "value" in v else None, v.get("size"), v.get("numpy"))
+                Variant(
+                    v["name"],
+                    parse_type(v["value"]) if "value" in v else None,
+                    v.get("size"),
+                    v.get("numpy"),
+                    v.get("kind"),
+                    v.get("torch"),
+                    v.get("safetensors"),
+                )
                 for v in e["variants"]
             ],
         )
@@ -166,11 +180,17 @@ def gen_layout(schema: Schema) -> str:
         f"HEADER_SIZE = {layout.HEADER_SIZE}",
         f"HEADER_FIELDS = {tuple(names)!r}",
         f"HEADER = struct.Struct({fmt!r})",
+        *(f"{name.upper()}_FIELD_MAX = {(1 << 8 * struct.calcsize('<' + code)) - 1}" for name, code in zip(names, fmt[1:])),
         f"TENSOR_ALIGNMENT = {layout.TENSOR_ALIGNMENT}",
         "",
     ]
     for key, value in schema.limits.items():
         lines.append(f"{key.upper()} = {value}")
+    lines.append("")
+    for kind, (lo, hi) in INT_RANGES.items():
+        if lo:
+            lines.append(f"{kind.upper()}_MIN = {lo}")
+        lines.append(f"{kind.upper()}_MAX = {hi}")
     lines += [
         "",
         "",
@@ -223,7 +243,12 @@ def gen_types(schema: Schema) -> str:
         "",
         "import enum",
         "import struct",
-        "from typing import Any, NamedTuple",
+        "from collections.abc import Callable",
+        "from typing import Any, ClassVar, NamedTuple",
+        "",
+        "SERDE: dict[str, Callable[[Any], Any]] = {}",
+        '"""Burn\'s serde form, both ways: filled in by ``codec`` (which this package imports first),',
+        'so that these types need not import the codec that is written in terms of them."""',
         "",
     ]
     for e in schema.enums.values():
@@ -261,16 +286,12 @@ def serde_methods(name: str) -> list[str]:
         "",
         "    def to_serde(self) -> Any:",
         '        """Burn\'s serde form of this value, as plain data (what serde_json would write)."""',
-        "        from .codec import serde",
-        "",
-        "        return serde(self)",
+        '        return SERDE["to_serde"](self)',
         "",
         "    @classmethod",
         f"    def from_serde(cls, data: Any) -> {name}:",
         '        """Parse Burn\'s serde form; raises ValueError for anything else."""',
-        f"        from .codec import from_serde_{name}",
-        "",
-        f"        return from_serde_{name}(data)",
+        f'        return SERDE["from_serde_{name}"](data)',
     ]
 
 
@@ -289,8 +310,12 @@ def gen_tagged_enum(e: Enum, schema: Schema) -> list[str]:
         '    """',
         "",
         '    __slots__ = ("variant", "value")',
-        f"    VARIANTS = {tuple(v.name for v in e.variants)!r}",
-        f"    UNIT_VARIANTS = frozenset({units!r})",
+        f"    VARIANTS: ClassVar[tuple[str, ...]] = {tuple(v.name for v in e.variants)!r}",
+        f"    UNIT_VARIANTS: ClassVar[frozenset[str]] = frozenset({units!r})",
+        *(f"    {u}: ClassVar[{e.name}]" for u in units),
+        "",
+        "    variant: str",
+        f"    value: Any  # {payload_annotation(e, schema)}, by variant: use the is_* predicates to tell",
         "",
         "    def __init__(self, variant: str, value: Any = None) -> None:",
         "        if variant not in self.VARIANTS:",
@@ -326,6 +351,8 @@ def gen_tagged_enum(e: Enum, schema: Schema) -> list[str]:
         f"        return ({e.name}, (self.variant, self.value))",
     ]
     lines += serde_methods(e.name)
+    lines += gen_predicates(e)
+    lines += gen_payload_check(e)
     for v in newtypes:
         lines += [
             "",
@@ -336,22 +363,85 @@ def gen_tagged_enum(e: Enum, schema: Schema) -> list[str]:
         ]
     lines.append("")
     for u in units:
-        lines.append(f"{e.name}.{u} = {e.name}({u!r})  # type: ignore[attr-defined]")
+        lines.append(f"{e.name}.{u} = {e.name}({u!r})")
     return lines
+
+
+def payload_annotation(e: Enum, schema: Schema) -> str:
+    """The type of a tagged enum's ``value``: the union of its payload types (None for units)."""
+    kinds = list(dict.fromkeys(py_annotation(v.value, schema) for v in e.variants if v.value is not None))
+    if any(v.value is None for v in e.variants):
+        kinds.append("None")
+    return " | ".join(kinds)
+
+
+def gen_predicates(e: Enum) -> list[str]:
+    """``is_<kind>`` properties when the variants declare kinds, else one ``is_<variant>`` each."""
+    groups: dict[str, list[str]] = {}
+    for v in e.variants:
+        groups.setdefault(v.kind or re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", v.name).lower(), []).append(v.name)
+    lines = []
+    for kind, names in groups.items():
+        test = f"self.variant == {names[0]!r}" if len(names) == 1 else f"self.variant in {tuple(names)!r}"
+        lines += [
+            "",
+            "    @property",
+            f"    def is_{kind}(self) -> bool:",
+            f'        """True for {", ".join(f"``{n}``" for n in names)}."""',
+            f"        return {test}",
+        ]
+    return lines
+
+
+def primitive_check(t: Type, x: str) -> str:
+    """An expression: the Python value ``x`` is a valid value of the primitive type ``t``."""
+    if t.kind in INT_RANGES:
+        lo, hi = INT_RANGES[t.kind]
+        return f"type({x}) is int and {lo} <= {x} <= {hi}"
+    return f"type({x}) is {py_annotation(t, None)}"  # type: ignore[arg-type]
+
+
+def gen_payload_check(e: Enum) -> list[str]:
+    """``payload_fits()`` for enums whose payloads are all primitives (Scalar, QuantStore)."""
+    newtypes = [v for v in e.variants if v.value is not None]
+    if not newtypes or any(v.value.kind not in PRIMITIVES for v in newtypes):
+        return []
+    lines = [
+        "",
+        "    def payload_fits(self) -> bool:",
+        '        """Whether the value fits the variant\'s type (e.g. ``Int``: an int in the i64 range)."""',
+    ]
+    for v in newtypes:
+        lines += [f"        if self.variant == {v.name!r}:", f"            return {primitive_check(v.value, 'self.value')}"]
+    return lines + ["        return self.value is None"]
 
 
 def gen_dtype_table(schema: Schema) -> list[str]:
     dtype = schema.enums["DType"]
     bool_store = schema.enums["BoolStore"]
+
+    def info(v: Variant) -> str:
+        return f"ElementInfo({v.kind!r}, {v.size!r}, {v.numpy!r}, {v.torch!r}, {v.safetensors!r})"
+
     lines = [
         "",
         "",
-        "DTYPE_TABLE: dict[str, tuple[int, str]] = {",
-        '    # unit DType variant -> (element size in bytes, numpy dtype name)',
+        "class ElementInfo(NamedTuple):",
+        '    """An element type: its kind, size in bytes and its names in numpy, torch and safetensors."""',
+        "",
+        "    kind: str | None",
+        "    size: int | None",
+        "    numpy: str | None",
+        "    torch: str | None",
+        "    safetensors: str | None",
+        "",
+        "",
+        "DTYPE_INFO: dict[str, ElementInfo] = {",
+        "    # DType variant -> element info (Bool: see BOOL_STORE_INFO; QFloat: bit-packed, no size)",
     ]
-    lines += [f"    {v.name!r}: ({v.size}, {v.numpy!r})," for v in dtype.variants if v.value is None]
-    lines += ["}", "", "BOOL_STORE_TABLE: dict[str, tuple[int, str]] = {"]
-    lines += [f"    {v.name!r}: ({v.size}, {v.numpy!r})," for v in bool_store.variants]
+    lines += [f"    {v.name!r}: {info(v)}," for v in dtype.variants]
+    lines += ["}", "", "BOOL_STORE_INFO: dict[str, ElementInfo] = {", "    # BoolStore variant -> how a Bool tensor stores each element"]
+    lines += [f"    {v.name!r}: {info(v)}," for v in bool_store.variants]
     lines += ["}", ""]
     return lines
 
@@ -399,7 +489,7 @@ def gen_encoders(schema: Schema) -> list[str]:
         if not fields:
             lines.append(f"    return {{{', '.join(fixed)}}}")
             continue
-        lines.append(f"    out = {{{', '.join(fixed)}}}")
+        lines.append(f"    out: dict[str, Any] = {{{', '.join(fixed)}}}")
         for f in fields:
             expr = enc_expr(f.type, f"v.{f.name}", schema)
             if f.absent == "omit_if_empty":
@@ -417,7 +507,9 @@ def gen_encoders(schema: Schema) -> list[str]:
         lines += [f"    if v.value is None:", "        return v.variant"]
         for var in e.variants:
             if var.value is not None:
-                lines += [f"    if v.variant == {var.name!r}:", f"        return {{{var.name!r}: {enc_expr(var.value, 'v.value', schema)}}}"]
+                payload = py_annotation(var.value, schema)
+                check = f"isinstance(v.value, {payload})" if var.value.kind not in ("u8", "u64", "i64") else "type(v.value) is int"
+                lines += [f"    if v.variant == {var.name!r} and {check}:", f"        return {{{var.name!r}: {enc_expr(var.value, 'v.value', schema)}}}"]
         lines.append(f'    raise AssertionError(v.variant)')
     return lines
 
@@ -443,15 +535,15 @@ def _fast_check(t: Type, x: str, target: str, schema: Schema, indent: str) -> li
     if k == "str":
         return [f"{i}if type({x}) is not str:", f"{i}    raise Fallback", f"{i}{target} = {x}"]
     if k == "map":
-        val_lines = fast_check(t.inner, "val", "checked", schema, i + "    ")
+        val_lines = fast_check(t.inner, "val", f"{target}_item", schema, i + "    ")
         identity = t.inner.kind == "str"
         lines = [f"{i}if type({x}) is not dict:", f"{i}    raise Fallback"]
         if identity:
             lines += [f"{i}for key, val in {x}.items():", f"{i}    if type(key) is not str or type(val) is not str:", f"{i}        raise Fallback", f"{i}{target} = {x}"]
             return lines
-        lines += [f"{i}out = {{}}", f"{i}for key, val in {x}.items():", f"{i}    if type(key) is not str:", f"{i}        raise Fallback"]
+        lines += [f"{i}{target}_out: dict[str, Any] = {{}}", f"{i}for key, val in {x}.items():", f"{i}    if type(key) is not str:", f"{i}        raise Fallback"]
         lines += val_lines
-        lines += [f"{i}    out[key] = checked", f"{i}{target} = out"]
+        lines += [f"{i}    {target}_out[key] = {target}_item", f"{i}{target} = {target}_out"]
         return lines
     if k in ("seq", "tuple", "array"):
         lines = [f"{i}if type({x}) is not list:", f"{i}    raise Fallback"]
@@ -482,8 +574,8 @@ def gen_fast(schema: Schema) -> list[str]:
             if v.value is None:
                 continue
             lines.append(f"    if name == {v.name!r}:")
-            lines += fast_check(v.value, "payload", "value", schema, "        ")
-            lines.append(f"        return {e.name}({v.name!r}, value)")
+            lines += fast_check(v.value, "payload", f"value_{v.name}", schema, "        ")
+            lines.append(f"        return {e.name}({v.name!r}, value_{v.name})")
         lines.append("    raise Fallback")
         if units:
             lines.append(f"_{e.name}_UNITS = {{name: getattr({e.name}, name) for name in {tuple(units)!r}}}")
@@ -768,7 +860,7 @@ def gen_serde(schema: Schema) -> list[str]:
     lines = [
         "",
         "",
-        f"_ENCODERS = {{{', '.join(f'{k}: encode_{k}' for k in kinds)}}}",
+        f"_ENCODERS: dict[type, Callable[[Any], Any]] = {{{', '.join(f'{k}: encode_{k}' for k in kinds)}}}",
         "",
         "",
         "def _plain(tree: Any) -> Any:",
@@ -784,6 +876,25 @@ def gen_serde(schema: Schema) -> list[str]:
         "def serde(value: Any) -> Any:",
         '    """Burn\'s serde form of a metadata value, as plain data."""',
         "    return _plain(_ENCODERS[type(value)](value))",
+        "",
+        "",
+        "def _has_nan(data: Any) -> bool:",
+        "    if type(data) is dict:",
+        "        return any(_has_nan(v) for v in data.values())",
+        "    if type(data) in (list, tuple):",
+        "        return any(_has_nan(v) for v in data)",
+        "    return type(data) is float and data != data",
+        "",
+        "",
+        "def _tree(data: Any) -> Any:",
+        '    """Plain data as an encoder tree: floats keep their exact bits (NaN payloads included)."""',
+        "    if type(data) is dict:",
+        "        return {k: _tree(v) for k, v in data.items()}",
+        "    if type(data) in (list, tuple):",
+        "        return [_tree(v) for v in data]",
+        "    if type(data) is float:",
+        "        return ShortestFloat(float_to_bits(data))",
+        "    return data",
     ]
     for k in kinds:
         lines += [
@@ -793,8 +904,15 @@ def gen_serde(schema: Schema) -> list[str]:
             "    try:",
             f"        return fast_{k}(data)",
             "    except Exception:",
+            "        if not _has_nan(data):",
+            f'            raise ValueError(f"not Burn\'s serde form of {k}: {{data!r}}") from None',
+            "    try:  # the fast validators leave NaN floats (and their payload bits) to the exact decoder",
+            f"        return exact_{k}(Decoder(encode(_tree(data)), depth=MAX_CBOR_DEPTH, scratch=CBOR_SCRATCH_SIZE))",
+            "    except Exception:",
             f'        raise ValueError(f"not Burn\'s serde form of {k}: {{data!r}}") from None',
         ]
+    lines += ["", "", 'SERDE["to_serde"] = serde']
+    lines += [f'SERDE["from_serde_{k}"] = from_serde_{k}' for k in kinds]
     return lines
 
 
@@ -827,7 +945,8 @@ def gen_codec(schema: Schema) -> str:
         "    semantic,",
         "    uints,",
         ")",
-        f"from .types import {', '.join(types)}",
+        "from .layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH",
+        f"from .types import SERDE, {', '.join(types)}",
         "",
         "I64_MIN = -I64_MAX - 1",
         "_ABSENT = object()",
@@ -922,7 +1041,9 @@ def gen_cddl(schema: Schema) -> str:
 def outputs() -> dict[Path, str]:
     schema = load_schema()
     return {
-        GENERATED / "__init__.py": BANNER + '"""Code generated from schema/ — see schema/generate.py."""\n',
+        GENERATED / "__init__.py": BANNER
+        + '"""Code generated from schema/ — see schema/generate.py."""\n\n'
+        + "from . import codec  # noqa: F401 - gives the types their serde form (types.SERDE)\n",
         GENERATED / "layout.py": gen_layout(schema),
         GENERATED / "types.py": gen_types(schema),
         GENERATED / "codec.py": gen_codec(schema),

@@ -69,13 +69,13 @@ def raw_pack(tensors: dict[str, tuple[object, list[int], bytes]]) -> bytes:
 
 def test_vector_1_q8_words_pack_lsb_first():
     q8 = scheme("Q8S", QuantStore.PackedU32(0), tensor="F32")
-    packed = QuantizedTensor(q8, np.array([-128, 2, -3, 127], np.int8), np.ones(1, F32)).to_bytes()
+    packed = QuantizedTensor(q8, np.array([-128, 2, -3, 127], np.int8), np.ones(1, F32)).tobytes()
     assert packed[:4] == words(2147287680) == bytes.fromhex("8002fd7f")
 
 
 def test_vector_1_a_partial_word_is_zero_padded_and_unpacks_to_its_values():
     q8 = scheme("Q8S", QuantStore.PackedU32(0), tensor="F32")
-    packed = QuantizedTensor(q8, np.array([-128, 2, -3, 127, 55], np.int8), np.ones(1, F32)).to_bytes()
+    packed = QuantizedTensor(q8, np.array([-128, 2, -3, 127, 55], np.int8), np.ones(1, F32)).tobytes()
     assert packed[:8] == words(2147287680, 55)
     assert decode(words(55) + f32_bytes(1.0), q8, [1]).values.tolist() == [55]
 
@@ -90,15 +90,15 @@ def test_vector_2_q4s_words_unpack_low_nibble_first():
 
 def test_vector_3_per_tensor_q8s_native_bytes():
     q = QuantizedTensor(scheme("Q8S", tensor="F32"), np.array([[0, 25, 51], [76, 102, 127]], np.int8), np.array([0.03937008], F32))
-    assert q.to_bytes() == bytes.fromhex("00 19 33 4c 66 7f 85 42 21 3d")
-    assert decode(q.to_bytes(), q.scheme, [2, 3]).values.tolist() == [[0, 25, 51], [76, 102, 127]]
+    assert q.tobytes() == bytes.fromhex("00 19 33 4c 66 7f 85 42 21 3d")
+    assert decode(q.tobytes(), q.scheme, [2, 3]).values.tolist() == [[0, 25, 51], [76, 102, 127]]
 
 
 def test_vector_4_two_level_layout_is_values_block_scales_then_f32_global():
     s = scheme("Q8S", tensor="F32", block=(4,), block_dtype="UE4M3")
     values = np.array([0, 25, 51, 76, 102, 127, -128, -1], np.int8)
     q = QuantizedTensor(s, values, np.array([0.5, 0.125], F32), F32(3.0))
-    data = q.to_bytes()
+    data = q.tobytes()
     assert len(data) == 8 + 2 + 4 == quantized_data_len(s, [8])
     assert data == bytes.fromhex("00 19 33 4c 66 7f 80 ff 30 20 00 00 40 40")
     back = decode(data, s, [8])
@@ -110,8 +110,8 @@ def test_vector_4_two_level_layout_is_values_block_scales_then_f32_global():
 def test_vector_5_one_level_ue4m3_block_scales():
     s = scheme("Q8S", block=(4,), block_dtype="UE4M3")
     q = QuantizedTensor(s, np.array([0, 25, 51, 76, 102, 127, -128, -1], np.int8), np.array([0.5, 0.125], F32))
-    assert q.to_bytes()[-2:] == bytes.fromhex("30 20")
-    assert decode(q.to_bytes(), s, [8]).scales.tolist() == [0.5, 0.125]
+    assert q.tobytes()[-2:] == bytes.fromhex("30 20")
+    assert decode(q.tobytes(), s, [8]).scales.tolist() == [0.5, 0.125]
 
 
 @pytest.mark.parametrize("dtype", [ScaleDtype.F32, ScaleDtype.F16, ScaleDtype.BF16, ScaleDtype.UE4M3])
@@ -142,7 +142,7 @@ def test_vector_8_ndarray_reference_quantize_and_exact_dequantize():
     assert q.scales.view("<u4").tolist() == [0x3C6836D4]
     assert q.values.tolist() == [-127, -71, 0, 35]
     assert q.dequantize().tolist() == np.array([-1.8, -1.0062993, 0.0, 0.496063], F32).tolist()
-    assert q.to_bytes() == bytes.fromhex("81 b9 00 23 d4 36 68 3c")
+    assert q.tobytes() == bytes.fromhex("81 b9 00 23 d4 36 68 3c")
 
 
 def test_vector_8_per_block_of_4_gives_the_same_result_twice():
@@ -183,7 +183,7 @@ def test_vector_9_per_block_8_int8_data_round_trips_through_bytes():
     s = parse_scheme("q8s", block=8)
     values = np.array([-127, -71, 0, 35, -127, -71, 0, 35, -32, -63, -95, -127, -32, -63, -95, -127], np.int8)
     q = QuantizedTensor(s, values, np.array([0.014173228, 0.00031496], F32))
-    back = decode(q.to_bytes(), s, [16])
+    back = decode(q.tobytes(), s, [16])
     assert back.values.tolist() == values.tolist() and back.scales.tolist() == q.scales.tolist()
 
 
@@ -228,7 +228,7 @@ def test_length_formula_worked_example_of_section_2_5():
 def test_packed_line_padding_is_dropped_per_line():
     values = np.arange(-4, 5, dtype=np.int8).reshape(3, 3)
     s = scheme("Q4S", QuantStore.PackedU32(0))
-    data = QuantizedTensor(s, values, np.ones(1, F32)).to_bytes()
+    data = QuantizedTensor(s, values, np.ones(1, F32)).tobytes()
     assert len(data) == quantized_data_len(s, [3, 3]) == 16
     assert decode(data, s, [3, 3]).values.tolist() == values.tolist()
 
@@ -236,7 +236,7 @@ def test_packed_line_padding_is_dropped_per_line():
 def test_packing_along_an_outer_dim_keeps_the_logical_order():
     values = np.arange(-8, 16, dtype=np.int8).reshape(3, 8) % 16 - 8
     s = scheme("Q4F", QuantStore.PackedU32(1))
-    data = QuantizedTensor(s, values.astype(np.int8), np.ones(1, F32)).to_bytes()
+    data = QuantizedTensor(s, values.astype(np.int8), np.ones(1, F32)).tobytes()
     assert len(data) == 8 * 4 + 4  # storage shape [ceil(3/8), 8] words
     assert decode(data, s, [3, 8]).values.tolist() == values.tolist()
 
@@ -246,7 +246,7 @@ def test_native_store_keeps_one_signed_byte_per_value(value):
     lo, hi = burnpack.quant.VALUE_RANGE[QuantValue[value]]
     values = np.arange(lo, hi + 1, dtype=np.int8)
     s = scheme(value, tensor="F16")
-    data = QuantizedTensor(s, values, np.array([0.5], F32)).to_bytes()
+    data = QuantizedTensor(s, values, np.array([0.5], F32)).tobytes()
     assert data[: values.size] == values.tobytes() and len(data) == values.size + 2
     assert decode(data, s, [values.size]).dequantize().tolist() == (values * F32(0.5)).tolist()
 
@@ -272,7 +272,7 @@ def test_every_scale_dtype_round_trips_through_a_pack(dtype, tmp_path):
     path = burnpack.save({"w": q}, tmp_path / "q.bpk")
     with burnpack.load(path) as pack:
         view = pack["w"]
-        assert view.dtype == q.dtype and view.tobytes() == q.to_bytes()
+        assert view.dtype == q.dtype and view.tobytes() == q.tobytes()
         assert view.dequantize().tolist() == q.dequantize().tolist()
         assert pack.numpy(dequantize=True)["w"].tolist() == q.dequantize().tolist()
         assert list(pack.dequantize()) == ["w"]
@@ -384,14 +384,14 @@ def test_quantize_is_idempotent_on_its_own_output(x, value, block, backend):
     s = parse_scheme(value, block=block)
     first = quantize(x, s, backend=backend)
     again = quantize(first.dequantize(), s, backend=backend)
-    assert again.to_bytes() == first.to_bytes()
+    assert again.tobytes() == first.tobytes()
 
 
 @settings(max_examples=100, deadline=None)
 @given(_FLOATS, st.one_of(_SCHEMES, _TWO_LEVEL))
 def test_bytes_decode_to_the_parts_they_were_written_from(x, s):
     q = quantize(x, s)
-    back = decode(q.to_bytes(), s, q.shape)
+    back = decode(q.tobytes(), s, q.shape)
     assert back.values.tolist() == q.values.tolist() and back.scales.tolist() == q.scales.tolist()
     assert back.dequantize().tobytes() == q.dequantize().tobytes()
 
@@ -407,7 +407,7 @@ def test_the_direct_dequantize_matches_the_parts_bit_for_bit(data, value, dtype)
     s = scheme(value, store, tensor=None if block else dtype, block=block, block_dtype=dtype)
     grid = burnpack.quant._layout(s, shape).grid
     scales = round_up_scale(data.draw(hnp.arrays(np.float32, grid, elements=st.floats(0, 100, width=32))), ScaleDtype[dtype])
-    payload = QuantizedTensor(s, values, scales).to_bytes()
+    payload = QuantizedTensor(s, values, scales).tobytes()
     direct = burnpack.quant.dequantize(payload, s, shape)
     assert direct.tobytes() == decode(payload, s, shape).dequantize().tobytes()
     assert decode(payload, s, shape).values.tolist() == values.tolist()
@@ -421,7 +421,7 @@ def test_a_large_packed_tensor_dequantizes_in_bands_to_the_same_bits(value, bloc
     s = scheme(value, QuantStore.PackedU32(0), tensor=None if block else "F32", block=block, block_dtype="F16")
     grid = burnpack.quant._layout(s, shape).grid
     q = QuantizedTensor(s, rng.integers(lo, hi + 1, shape).astype(np.int8), round_up_scale(rng.random(grid), ScaleDtype.F16))
-    payload = q.to_bytes()
+    payload = q.tobytes()
     assert burnpack.quant._band_rows(s, shape, burnpack.quant._layout(s, shape)) is not None
     assert burnpack.quant.dequantize(payload, s, shape).tobytes() == q.dequantize().tobytes()
 
@@ -560,8 +560,8 @@ def test_packed_u32_quantize_packs_what_native_stores():
     native = quantize(x, parse_scheme("q4s", block=8))
     packed = quantize(x, parse_scheme("q4s", block=8, store=QuantStore.PackedU32(0)))
     assert packed.values.tolist() == native.values.tolist()
-    assert len(packed.to_bytes()) == 3 * 2 * 4 + 6 * 4
-    assert decode(packed.to_bytes(), packed.scheme, [3, 16]).values.tolist() == native.values.tolist()
+    assert len(packed.tobytes()) == 3 * 2 * 4 + 6 * 4
+    assert decode(packed.tobytes(), packed.scheme, [3, 16]).values.tolist() == native.values.tolist()
 
 
 # -- older releases (quant.md §5) ----------------------------------------------------------------

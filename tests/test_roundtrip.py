@@ -28,7 +28,7 @@ def test_write_then_read_gives_back_every_tensor_metadata_and_scalar(spec):
     for tensor in spec.tensors:
         view = pack[tensor.name]
         assert (view.dtype, view.shape, view.param_id) == (tensor.dtype, tensor.shape, tensor.param_id)
-        assert view.tobytes() == bytes(tensor.to_bytes())
+        assert view.tobytes() == tensor.tobytes()
     assert pack.metadata == spec.metadata
     assert pack.scalars == spec.scalars  # Scalar equality compares float bits (NaN payloads, -0.0)
 

@@ -25,7 +25,8 @@ from .._cbor import (
     semantic,
     uints,
 )
-from .types import Metadata, TensorDescriptor, QuantScheme, BlockScale, BlockSize, DType, BoolStore, QuantValue, QuantStore, QuantMode, ScaleDtype, Scalar
+from .layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH
+from .types import SERDE, Metadata, TensorDescriptor, QuantScheme, BlockScale, BlockSize, DType, BoolStore, QuantValue, QuantStore, QuantMode, ScaleDtype, Scalar
 
 I64_MIN = -I64_MAX - 1
 _ABSENT = object()
@@ -48,7 +49,7 @@ def _fast_or_exact(d: Decoder, fast: Callable[[Any], Any], exact: Callable[[Deco
 
 def encode_Metadata(v: Metadata) -> dict:
     """Metadata as ciborium writes it: keys in declaration order."""
-    out = {'tensors': {k: encode_TensorDescriptor(v.tensors[k]) for k in sorted(v.tensors)}}
+    out: dict[str, Any] = {'tensors': {k: encode_TensorDescriptor(v.tensors[k]) for k in sorted(v.tensors)}}
     if v.metadata:
         out['metadata'] = {k: v.metadata[k] for k in sorted(v.metadata)}
     if v.scalars:
@@ -58,7 +59,7 @@ def encode_Metadata(v: Metadata) -> dict:
 
 def encode_TensorDescriptor(v: TensorDescriptor) -> dict:
     """TensorDescriptor as ciborium writes it: keys in declaration order."""
-    out = {'dtype': encode_DType(v.dtype), 'shape': list(v.shape), 'data_offsets': list(v.data_offsets)}
+    out: dict[str, Any] = {'dtype': encode_DType(v.dtype), 'shape': list(v.shape), 'data_offsets': list(v.data_offsets)}
     if v.param_id is not None:
         out['param_id'] = v.param_id
     return out
@@ -83,9 +84,9 @@ def encode_DType(v: DType) -> Any:
     """Unit variants as text, newtype variants as a one-entry map."""
     if v.value is None:
         return v.variant
-    if v.variant == 'Bool':
+    if v.variant == 'Bool' and isinstance(v.value, BoolStore):
         return {'Bool': v.value.value}
-    if v.variant == 'QFloat':
+    if v.variant == 'QFloat' and isinstance(v.value, QuantScheme):
         return {'QFloat': encode_QuantScheme(v.value)}
     raise AssertionError(v.variant)
 
@@ -94,9 +95,9 @@ def encode_QuantStore(v: QuantStore) -> Any:
     """Unit variants as text, newtype variants as a one-entry map."""
     if v.value is None:
         return v.variant
-    if v.variant == 'PackedNative':
+    if v.variant == 'PackedNative' and type(v.value) is int:
         return {'PackedNative': v.value}
-    if v.variant == 'PackedU32':
+    if v.variant == 'PackedU32' and type(v.value) is int:
         return {'PackedU32': v.value}
     raise AssertionError(v.variant)
 
@@ -105,13 +106,13 @@ def encode_Scalar(v: Scalar) -> Any:
     """Unit variants as text, newtype variants as a one-entry map."""
     if v.value is None:
         return v.variant
-    if v.variant == 'Int':
+    if v.variant == 'Int' and type(v.value) is int:
         return {'Int': v.value}
-    if v.variant == 'UInt':
+    if v.variant == 'UInt' and type(v.value) is int:
         return {'UInt': v.value}
-    if v.variant == 'Float':
+    if v.variant == 'Float' and isinstance(v.value, float):
         return {'Float': ShortestFloat(float_to_bits(v.value))}
-    if v.variant == 'Bool':
+    if v.variant == 'Bool' and isinstance(v.value, bool):
         return {'Bool': v.value}
     raise AssertionError(v.variant)
 
@@ -123,11 +124,11 @@ def fast_DType(raw: Any) -> DType:
         raise Fallback
     ((name, payload),) = raw.items()
     if name == 'Bool':
-        value = fast_BoolStore(payload)
-        return DType('Bool', value)
+        value_Bool = fast_BoolStore(payload)
+        return DType('Bool', value_Bool)
     if name == 'QFloat':
-        value = fast_QuantScheme(payload)
-        return DType('QFloat', value)
+        value_QFloat = fast_QuantScheme(payload)
+        return DType('QFloat', value_QFloat)
     raise Fallback
 _DType_UNITS = {name: getattr(DType, name) for name in ('F64', 'F32', 'Flex32', 'F16', 'BF16', 'I64', 'I32', 'I16', 'I8', 'U64', 'U32', 'U16', 'U8')}
 
@@ -153,13 +154,13 @@ def fast_QuantStore(raw: Any) -> QuantStore:
     if name == 'PackedNative':
         if type(payload) is not int or payload < 0 or payload > U64_MAX:
             raise Fallback
-        value = payload
-        return QuantStore('PackedNative', value)
+        value_PackedNative = payload
+        return QuantStore('PackedNative', value_PackedNative)
     if name == 'PackedU32':
         if type(payload) is not int or payload < 0 or payload > U64_MAX:
             raise Fallback
-        value = payload
-        return QuantStore('PackedU32', value)
+        value_PackedU32 = payload
+        return QuantStore('PackedU32', value_PackedU32)
     raise Fallback
 _QuantStore_UNITS = {name: getattr(QuantStore, name) for name in ('Native',)}
 
@@ -185,23 +186,23 @@ def fast_Scalar(raw: Any) -> Scalar:
     if name == 'Int':
         if type(payload) is not int or payload < I64_MIN or payload > I64_MAX:
             raise Fallback
-        value = payload
-        return Scalar('Int', value)
+        value_Int = payload
+        return Scalar('Int', value_Int)
     if name == 'UInt':
         if type(payload) is not int or payload < 0 or payload > U64_MAX:
             raise Fallback
-        value = payload
-        return Scalar('UInt', value)
+        value_UInt = payload
+        return Scalar('UInt', value_UInt)
     if name == 'Float':
         if type(payload) is not float or payload != payload:
             raise Fallback  # NaN payloads need the exact decoder
-        value = payload
-        return Scalar('Float', value)
+        value_Float = payload
+        return Scalar('Float', value_Float)
     if name == 'Bool':
         if type(payload) is not bool:
             raise Fallback
-        value = payload
-        return Scalar('Bool', value)
+        value_Bool = payload
+        return Scalar('Bool', value_Bool)
     raise Fallback
 
 
@@ -214,13 +215,13 @@ def fast_Metadata(raw: Any) -> Metadata:
     f_tensors = raw['tensors']
     if type(f_tensors) is not dict:
         raise Fallback
-    out = {}
+    f_tensors_out: dict[str, Any] = {}
     for key, val in f_tensors.items():
         if type(key) is not str:
             raise Fallback
-        checked = fast_TensorDescriptor(val)
-        out[key] = checked
-    f_tensors = out
+        f_tensors_item = fast_TensorDescriptor(val)
+        f_tensors_out[key] = f_tensors_item
+    f_tensors = f_tensors_out
     f_metadata = raw.get('metadata', _ABSENT)
     if f_metadata is _ABSENT:
         f_metadata = {}
@@ -236,13 +237,13 @@ def fast_Metadata(raw: Any) -> Metadata:
     else:
         if type(f_scalars) is not dict:
             raise Fallback
-        out = {}
+        f_scalars_out: dict[str, Any] = {}
         for key, val in f_scalars.items():
             if type(key) is not str:
                 raise Fallback
-            checked = fast_Scalar(val)
-            out[key] = checked
-        f_scalars = out
+            f_scalars_item = fast_Scalar(val)
+            f_scalars_out[key] = f_scalars_item
+        f_scalars = f_scalars_out
     return tuple.__new__(Metadata, (f_tensors, f_metadata, f_scalars,))
 
 
@@ -486,7 +487,7 @@ def encode_Metadata_bytes(metadata: Metadata) -> bytes:
     return encode_Metadata_entries(entries, metadata.metadata, metadata.scalars)
 
 
-_ENCODERS = {Metadata: encode_Metadata, TensorDescriptor: encode_TensorDescriptor, QuantScheme: encode_QuantScheme, BlockScale: encode_BlockScale, BlockSize: encode_BlockSize, DType: encode_DType, QuantStore: encode_QuantStore, Scalar: encode_Scalar}
+_ENCODERS: dict[type, Callable[[Any], Any]] = {Metadata: encode_Metadata, TensorDescriptor: encode_TensorDescriptor, QuantScheme: encode_QuantScheme, BlockScale: encode_BlockScale, BlockSize: encode_BlockSize, DType: encode_DType, QuantStore: encode_QuantStore, Scalar: encode_Scalar}
 
 
 def _plain(tree: Any) -> Any:
@@ -504,9 +505,33 @@ def serde(value: Any) -> Any:
     return _plain(_ENCODERS[type(value)](value))
 
 
+def _has_nan(data: Any) -> bool:
+    if type(data) is dict:
+        return any(_has_nan(v) for v in data.values())
+    if type(data) in (list, tuple):
+        return any(_has_nan(v) for v in data)
+    return type(data) is float and data != data
+
+
+def _tree(data: Any) -> Any:
+    """Plain data as an encoder tree: floats keep their exact bits (NaN payloads included)."""
+    if type(data) is dict:
+        return {k: _tree(v) for k, v in data.items()}
+    if type(data) in (list, tuple):
+        return [_tree(v) for v in data]
+    if type(data) is float:
+        return ShortestFloat(float_to_bits(data))
+    return data
+
+
 def from_serde_Metadata(data: Any) -> Metadata:
     try:
         return fast_Metadata(data)
+    except Exception:
+        if not _has_nan(data):
+            raise ValueError(f"not Burn's serde form of Metadata: {data!r}") from None
+    try:  # the fast validators leave NaN floats (and their payload bits) to the exact decoder
+        return exact_Metadata(Decoder(encode(_tree(data)), depth=MAX_CBOR_DEPTH, scratch=CBOR_SCRATCH_SIZE))
     except Exception:
         raise ValueError(f"not Burn's serde form of Metadata: {data!r}") from None
 
@@ -515,12 +540,22 @@ def from_serde_TensorDescriptor(data: Any) -> TensorDescriptor:
     try:
         return fast_TensorDescriptor(data)
     except Exception:
+        if not _has_nan(data):
+            raise ValueError(f"not Burn's serde form of TensorDescriptor: {data!r}") from None
+    try:  # the fast validators leave NaN floats (and their payload bits) to the exact decoder
+        return exact_TensorDescriptor(Decoder(encode(_tree(data)), depth=MAX_CBOR_DEPTH, scratch=CBOR_SCRATCH_SIZE))
+    except Exception:
         raise ValueError(f"not Burn's serde form of TensorDescriptor: {data!r}") from None
 
 
 def from_serde_QuantScheme(data: Any) -> QuantScheme:
     try:
         return fast_QuantScheme(data)
+    except Exception:
+        if not _has_nan(data):
+            raise ValueError(f"not Burn's serde form of QuantScheme: {data!r}") from None
+    try:  # the fast validators leave NaN floats (and their payload bits) to the exact decoder
+        return exact_QuantScheme(Decoder(encode(_tree(data)), depth=MAX_CBOR_DEPTH, scratch=CBOR_SCRATCH_SIZE))
     except Exception:
         raise ValueError(f"not Burn's serde form of QuantScheme: {data!r}") from None
 
@@ -529,12 +564,22 @@ def from_serde_BlockScale(data: Any) -> BlockScale:
     try:
         return fast_BlockScale(data)
     except Exception:
+        if not _has_nan(data):
+            raise ValueError(f"not Burn's serde form of BlockScale: {data!r}") from None
+    try:  # the fast validators leave NaN floats (and their payload bits) to the exact decoder
+        return exact_BlockScale(Decoder(encode(_tree(data)), depth=MAX_CBOR_DEPTH, scratch=CBOR_SCRATCH_SIZE))
+    except Exception:
         raise ValueError(f"not Burn's serde form of BlockScale: {data!r}") from None
 
 
 def from_serde_BlockSize(data: Any) -> BlockSize:
     try:
         return fast_BlockSize(data)
+    except Exception:
+        if not _has_nan(data):
+            raise ValueError(f"not Burn's serde form of BlockSize: {data!r}") from None
+    try:  # the fast validators leave NaN floats (and their payload bits) to the exact decoder
+        return exact_BlockSize(Decoder(encode(_tree(data)), depth=MAX_CBOR_DEPTH, scratch=CBOR_SCRATCH_SIZE))
     except Exception:
         raise ValueError(f"not Burn's serde form of BlockSize: {data!r}") from None
 
@@ -543,12 +588,22 @@ def from_serde_DType(data: Any) -> DType:
     try:
         return fast_DType(data)
     except Exception:
+        if not _has_nan(data):
+            raise ValueError(f"not Burn's serde form of DType: {data!r}") from None
+    try:  # the fast validators leave NaN floats (and their payload bits) to the exact decoder
+        return exact_DType(Decoder(encode(_tree(data)), depth=MAX_CBOR_DEPTH, scratch=CBOR_SCRATCH_SIZE))
+    except Exception:
         raise ValueError(f"not Burn's serde form of DType: {data!r}") from None
 
 
 def from_serde_QuantStore(data: Any) -> QuantStore:
     try:
         return fast_QuantStore(data)
+    except Exception:
+        if not _has_nan(data):
+            raise ValueError(f"not Burn's serde form of QuantStore: {data!r}") from None
+    try:  # the fast validators leave NaN floats (and their payload bits) to the exact decoder
+        return exact_QuantStore(Decoder(encode(_tree(data)), depth=MAX_CBOR_DEPTH, scratch=CBOR_SCRATCH_SIZE))
     except Exception:
         raise ValueError(f"not Burn's serde form of QuantStore: {data!r}") from None
 
@@ -557,4 +612,20 @@ def from_serde_Scalar(data: Any) -> Scalar:
     try:
         return fast_Scalar(data)
     except Exception:
+        if not _has_nan(data):
+            raise ValueError(f"not Burn's serde form of Scalar: {data!r}") from None
+    try:  # the fast validators leave NaN floats (and their payload bits) to the exact decoder
+        return exact_Scalar(Decoder(encode(_tree(data)), depth=MAX_CBOR_DEPTH, scratch=CBOR_SCRATCH_SIZE))
+    except Exception:
         raise ValueError(f"not Burn's serde form of Scalar: {data!r}") from None
+
+
+SERDE["to_serde"] = serde
+SERDE["from_serde_Metadata"] = from_serde_Metadata
+SERDE["from_serde_TensorDescriptor"] = from_serde_TensorDescriptor
+SERDE["from_serde_QuantScheme"] = from_serde_QuantScheme
+SERDE["from_serde_BlockScale"] = from_serde_BlockScale
+SERDE["from_serde_BlockSize"] = from_serde_BlockSize
+SERDE["from_serde_DType"] = from_serde_DType
+SERDE["from_serde_QuantStore"] = from_serde_QuantStore
+SERDE["from_serde_Scalar"] = from_serde_Scalar

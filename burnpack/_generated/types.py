@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import enum
 import struct
-from typing import Any, NamedTuple
+from collections.abc import Callable
+from typing import Any, ClassVar, NamedTuple
+
+SERDE: dict[str, Callable[[Any], Any]] = {}
+"""Burn's serde form, both ways: filled in by ``codec`` (which this package imports first),
+so that these types need not import the codec that is written in terms of them."""
 
 
 
@@ -70,16 +75,12 @@ class Metadata(NamedTuple):
 
     def to_serde(self) -> Any:
         """Burn's serde form of this value, as plain data (what serde_json would write)."""
-        from .codec import serde
-
-        return serde(self)
+        return SERDE["to_serde"](self)
 
     @classmethod
     def from_serde(cls, data: Any) -> Metadata:
         """Parse Burn's serde form; raises ValueError for anything else."""
-        from .codec import from_serde_Metadata
-
-        return from_serde_Metadata(data)
+        return SERDE["from_serde_Metadata"](data)
 
 
 class TensorDescriptor(NamedTuple):
@@ -92,16 +93,12 @@ class TensorDescriptor(NamedTuple):
 
     def to_serde(self) -> Any:
         """Burn's serde form of this value, as plain data (what serde_json would write)."""
-        from .codec import serde
-
-        return serde(self)
+        return SERDE["to_serde"](self)
 
     @classmethod
     def from_serde(cls, data: Any) -> TensorDescriptor:
         """Parse Burn's serde form; raises ValueError for anything else."""
-        from .codec import from_serde_TensorDescriptor
-
-        return from_serde_TensorDescriptor(data)
+        return SERDE["from_serde_TensorDescriptor"](data)
 
 
 class QuantScheme(NamedTuple):
@@ -115,16 +112,12 @@ class QuantScheme(NamedTuple):
 
     def to_serde(self) -> Any:
         """Burn's serde form of this value, as plain data (what serde_json would write)."""
-        from .codec import serde
-
-        return serde(self)
+        return SERDE["to_serde"](self)
 
     @classmethod
     def from_serde(cls, data: Any) -> QuantScheme:
         """Parse Burn's serde form; raises ValueError for anything else."""
-        from .codec import from_serde_QuantScheme
-
-        return from_serde_QuantScheme(data)
+        return SERDE["from_serde_QuantScheme"](data)
 
 
 class BlockScale(NamedTuple):
@@ -135,16 +128,12 @@ class BlockScale(NamedTuple):
 
     def to_serde(self) -> Any:
         """Burn's serde form of this value, as plain data (what serde_json would write)."""
-        from .codec import serde
-
-        return serde(self)
+        return SERDE["to_serde"](self)
 
     @classmethod
     def from_serde(cls, data: Any) -> BlockScale:
         """Parse Burn's serde form; raises ValueError for anything else."""
-        from .codec import from_serde_BlockScale
-
-        return from_serde_BlockScale(data)
+        return SERDE["from_serde_BlockScale"](data)
 
 
 class BlockSize(NamedTuple):
@@ -155,16 +144,12 @@ class BlockSize(NamedTuple):
 
     def to_serde(self) -> Any:
         """Burn's serde form of this value, as plain data (what serde_json would write)."""
-        from .codec import serde
-
-        return serde(self)
+        return SERDE["to_serde"](self)
 
     @classmethod
     def from_serde(cls, data: Any) -> BlockSize:
         """Parse Burn's serde form; raises ValueError for anything else."""
-        from .codec import from_serde_BlockSize
-
-        return from_serde_BlockSize(data)
+        return SERDE["from_serde_BlockSize"](data)
 
 
 class DType:
@@ -175,8 +160,24 @@ class DType:
     """
 
     __slots__ = ("variant", "value")
-    VARIANTS = ('F64', 'F32', 'Flex32', 'F16', 'BF16', 'I64', 'I32', 'I16', 'I8', 'U64', 'U32', 'U16', 'U8', 'Bool', 'QFloat')
-    UNIT_VARIANTS = frozenset(['F64', 'F32', 'Flex32', 'F16', 'BF16', 'I64', 'I32', 'I16', 'I8', 'U64', 'U32', 'U16', 'U8'])
+    VARIANTS: ClassVar[tuple[str, ...]] = ('F64', 'F32', 'Flex32', 'F16', 'BF16', 'I64', 'I32', 'I16', 'I8', 'U64', 'U32', 'U16', 'U8', 'Bool', 'QFloat')
+    UNIT_VARIANTS: ClassVar[frozenset[str]] = frozenset(['F64', 'F32', 'Flex32', 'F16', 'BF16', 'I64', 'I32', 'I16', 'I8', 'U64', 'U32', 'U16', 'U8'])
+    F64: ClassVar[DType]
+    F32: ClassVar[DType]
+    Flex32: ClassVar[DType]
+    F16: ClassVar[DType]
+    BF16: ClassVar[DType]
+    I64: ClassVar[DType]
+    I32: ClassVar[DType]
+    I16: ClassVar[DType]
+    I8: ClassVar[DType]
+    U64: ClassVar[DType]
+    U32: ClassVar[DType]
+    U16: ClassVar[DType]
+    U8: ClassVar[DType]
+
+    variant: str
+    value: Any  # BoolStore | QuantScheme | None, by variant: use the is_* predicates to tell
 
     def __init__(self, variant: str, value: Any = None) -> None:
         if variant not in self.VARIANTS:
@@ -206,16 +207,37 @@ class DType:
 
     def to_serde(self) -> Any:
         """Burn's serde form of this value, as plain data (what serde_json would write)."""
-        from .codec import serde
-
-        return serde(self)
+        return SERDE["to_serde"](self)
 
     @classmethod
     def from_serde(cls, data: Any) -> DType:
         """Parse Burn's serde form; raises ValueError for anything else."""
-        from .codec import from_serde_DType
+        return SERDE["from_serde_DType"](data)
 
-        return from_serde_DType(data)
+    @property
+    def is_float(self) -> bool:
+        """True for ``F64``, ``F32``, ``Flex32``, ``F16``, ``BF16``."""
+        return self.variant in ('F64', 'F32', 'Flex32', 'F16', 'BF16')
+
+    @property
+    def is_int(self) -> bool:
+        """True for ``I64``, ``I32``, ``I16``, ``I8``."""
+        return self.variant in ('I64', 'I32', 'I16', 'I8')
+
+    @property
+    def is_uint(self) -> bool:
+        """True for ``U64``, ``U32``, ``U16``, ``U8``."""
+        return self.variant in ('U64', 'U32', 'U16', 'U8')
+
+    @property
+    def is_bool(self) -> bool:
+        """True for ``Bool``."""
+        return self.variant == 'Bool'
+
+    @property
+    def is_quantized(self) -> bool:
+        """True for ``QFloat``."""
+        return self.variant == 'QFloat'
 
     @classmethod
     def Bool(cls, value: BoolStore) -> DType:
@@ -227,19 +249,19 @@ class DType:
         """The ``QFloat`` variant."""
         return cls('QFloat', value)
 
-DType.F64 = DType('F64')  # type: ignore[attr-defined]
-DType.F32 = DType('F32')  # type: ignore[attr-defined]
-DType.Flex32 = DType('Flex32')  # type: ignore[attr-defined]
-DType.F16 = DType('F16')  # type: ignore[attr-defined]
-DType.BF16 = DType('BF16')  # type: ignore[attr-defined]
-DType.I64 = DType('I64')  # type: ignore[attr-defined]
-DType.I32 = DType('I32')  # type: ignore[attr-defined]
-DType.I16 = DType('I16')  # type: ignore[attr-defined]
-DType.I8 = DType('I8')  # type: ignore[attr-defined]
-DType.U64 = DType('U64')  # type: ignore[attr-defined]
-DType.U32 = DType('U32')  # type: ignore[attr-defined]
-DType.U16 = DType('U16')  # type: ignore[attr-defined]
-DType.U8 = DType('U8')  # type: ignore[attr-defined]
+DType.F64 = DType('F64')
+DType.F32 = DType('F32')
+DType.Flex32 = DType('Flex32')
+DType.F16 = DType('F16')
+DType.BF16 = DType('BF16')
+DType.I64 = DType('I64')
+DType.I32 = DType('I32')
+DType.I16 = DType('I16')
+DType.I8 = DType('I8')
+DType.U64 = DType('U64')
+DType.U32 = DType('U32')
+DType.U16 = DType('U16')
+DType.U8 = DType('U8')
 
 
 class QuantStore:
@@ -250,8 +272,12 @@ class QuantStore:
     """
 
     __slots__ = ("variant", "value")
-    VARIANTS = ('Native', 'PackedNative', 'PackedU32')
-    UNIT_VARIANTS = frozenset(['Native'])
+    VARIANTS: ClassVar[tuple[str, ...]] = ('Native', 'PackedNative', 'PackedU32')
+    UNIT_VARIANTS: ClassVar[frozenset[str]] = frozenset(['Native'])
+    Native: ClassVar[QuantStore]
+
+    variant: str
+    value: Any  # int | None, by variant: use the is_* predicates to tell
 
     def __init__(self, variant: str, value: Any = None) -> None:
         if variant not in self.VARIANTS:
@@ -281,16 +307,35 @@ class QuantStore:
 
     def to_serde(self) -> Any:
         """Burn's serde form of this value, as plain data (what serde_json would write)."""
-        from .codec import serde
-
-        return serde(self)
+        return SERDE["to_serde"](self)
 
     @classmethod
     def from_serde(cls, data: Any) -> QuantStore:
         """Parse Burn's serde form; raises ValueError for anything else."""
-        from .codec import from_serde_QuantStore
+        return SERDE["from_serde_QuantStore"](data)
 
-        return from_serde_QuantStore(data)
+    @property
+    def is_native(self) -> bool:
+        """True for ``Native``."""
+        return self.variant == 'Native'
+
+    @property
+    def is_packed_native(self) -> bool:
+        """True for ``PackedNative``."""
+        return self.variant == 'PackedNative'
+
+    @property
+    def is_packed_u32(self) -> bool:
+        """True for ``PackedU32``."""
+        return self.variant == 'PackedU32'
+
+    def payload_fits(self) -> bool:
+        """Whether the value fits the variant's type (e.g. ``Int``: an int in the i64 range)."""
+        if self.variant == 'PackedNative':
+            return type(self.value) is int and 0 <= self.value <= 18446744073709551615
+        if self.variant == 'PackedU32':
+            return type(self.value) is int and 0 <= self.value <= 18446744073709551615
+        return self.value is None
 
     @classmethod
     def PackedNative(cls, value: int) -> QuantStore:
@@ -302,7 +347,7 @@ class QuantStore:
         """The ``PackedU32`` variant."""
         return cls('PackedU32', value)
 
-QuantStore.Native = QuantStore('Native')  # type: ignore[attr-defined]
+QuantStore.Native = QuantStore('Native')
 
 
 class Scalar:
@@ -313,8 +358,11 @@ class Scalar:
     """
 
     __slots__ = ("variant", "value")
-    VARIANTS = ('Int', 'UInt', 'Float', 'Bool')
-    UNIT_VARIANTS = frozenset([])
+    VARIANTS: ClassVar[tuple[str, ...]] = ('Int', 'UInt', 'Float', 'Bool')
+    UNIT_VARIANTS: ClassVar[frozenset[str]] = frozenset([])
+
+    variant: str
+    value: Any  # int | float | bool, by variant: use the is_* predicates to tell
 
     def __init__(self, variant: str, value: Any = None) -> None:
         if variant not in self.VARIANTS:
@@ -346,16 +394,44 @@ class Scalar:
 
     def to_serde(self) -> Any:
         """Burn's serde form of this value, as plain data (what serde_json would write)."""
-        from .codec import serde
-
-        return serde(self)
+        return SERDE["to_serde"](self)
 
     @classmethod
     def from_serde(cls, data: Any) -> Scalar:
         """Parse Burn's serde form; raises ValueError for anything else."""
-        from .codec import from_serde_Scalar
+        return SERDE["from_serde_Scalar"](data)
 
-        return from_serde_Scalar(data)
+    @property
+    def is_int(self) -> bool:
+        """True for ``Int``."""
+        return self.variant == 'Int'
+
+    @property
+    def is_uint(self) -> bool:
+        """True for ``UInt``."""
+        return self.variant == 'UInt'
+
+    @property
+    def is_float(self) -> bool:
+        """True for ``Float``."""
+        return self.variant == 'Float'
+
+    @property
+    def is_bool(self) -> bool:
+        """True for ``Bool``."""
+        return self.variant == 'Bool'
+
+    def payload_fits(self) -> bool:
+        """Whether the value fits the variant's type (e.g. ``Int``: an int in the i64 range)."""
+        if self.variant == 'Int':
+            return type(self.value) is int and -9223372036854775808 <= self.value <= 9223372036854775807
+        if self.variant == 'UInt':
+            return type(self.value) is int and 0 <= self.value <= 18446744073709551615
+        if self.variant == 'Float':
+            return type(self.value) is float
+        if self.variant == 'Bool':
+            return type(self.value) is bool
+        return self.value is None
 
     @classmethod
     def Int(cls, value: int) -> Scalar:
@@ -379,25 +455,38 @@ class Scalar:
 
 
 
-DTYPE_TABLE: dict[str, tuple[int, str]] = {
-    # unit DType variant -> (element size in bytes, numpy dtype name)
-    'F64': (8, '<f8'),
-    'F32': (4, '<f4'),
-    'Flex32': (4, '<f4'),
-    'F16': (2, '<f2'),
-    'BF16': (2, 'bfloat16'),
-    'I64': (8, '<i8'),
-    'I32': (4, '<i4'),
-    'I16': (2, '<i2'),
-    'I8': (1, 'i1'),
-    'U64': (8, '<u8'),
-    'U32': (4, '<u4'),
-    'U16': (2, '<u2'),
-    'U8': (1, 'u1'),
+class ElementInfo(NamedTuple):
+    """An element type: its kind, size in bytes and its names in numpy, torch and safetensors."""
+
+    kind: str | None
+    size: int | None
+    numpy: str | None
+    torch: str | None
+    safetensors: str | None
+
+
+DTYPE_INFO: dict[str, ElementInfo] = {
+    # DType variant -> element info (Bool: see BOOL_STORE_INFO; QFloat: bit-packed, no size)
+    'F64': ElementInfo('float', 8, '<f8', 'float64', 'F64'),
+    'F32': ElementInfo('float', 4, '<f4', 'float32', 'F32'),
+    'Flex32': ElementInfo('float', 4, '<f4', 'float32', 'F32'),
+    'F16': ElementInfo('float', 2, '<f2', 'float16', 'F16'),
+    'BF16': ElementInfo('float', 2, 'bfloat16', 'bfloat16', 'BF16'),
+    'I64': ElementInfo('int', 8, '<i8', 'int64', 'I64'),
+    'I32': ElementInfo('int', 4, '<i4', 'int32', 'I32'),
+    'I16': ElementInfo('int', 2, '<i2', 'int16', 'I16'),
+    'I8': ElementInfo('int', 1, 'i1', 'int8', 'I8'),
+    'U64': ElementInfo('uint', 8, '<u8', 'uint64', 'U64'),
+    'U32': ElementInfo('uint', 4, '<u4', 'uint32', 'U32'),
+    'U16': ElementInfo('uint', 2, '<u2', 'uint16', 'U16'),
+    'U8': ElementInfo('uint', 1, 'u1', 'uint8', 'U8'),
+    'Bool': ElementInfo('bool', None, None, 'bool', 'BOOL'),
+    'QFloat': ElementInfo('quantized', None, None, None, None),
 }
 
-BOOL_STORE_TABLE: dict[str, tuple[int, str]] = {
-    'Native': (1, '?'),
-    'U8': (1, 'u1'),
-    'U32': (4, '<u4'),
+BOOL_STORE_INFO: dict[str, ElementInfo] = {
+    # BoolStore variant -> how a Bool tensor stores each element
+    'Native': ElementInfo('bool', 1, '?', None, None),
+    'U8': ElementInfo('bool', 1, 'u1', None, None),
+    'U32': ElementInfo('bool', 4, '<u4', None, None),
 }

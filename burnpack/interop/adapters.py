@@ -252,7 +252,7 @@ class ChainAdapter(ModuleAdapter):
 
 
 def _transpose(entry: Entry) -> Entry:
-    load = entry._load
+    load = entry.numpy
 
     def transposed() -> np.ndarray:
         return np.ascontiguousarray(load().T)
@@ -301,7 +301,7 @@ class BurnToPyTorchAdapter(_PyTorchAdapter):
 
 
 def _cast(entry: Entry, target: DType) -> Entry:
-    load = entry._load
+    load = entry.numpy
     source = entry.dtype
 
     def cast() -> np.ndarray:

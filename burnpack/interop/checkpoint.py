@@ -73,6 +73,7 @@ from typing import Any
 
 import numpy as np
 
+from ..frameworks import is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
 from ..records import (
     AdamState,
     Checkpoints,
@@ -87,11 +88,14 @@ from ..records import (
     StepLrScheduler,
 )
 from ..records.scheduler import ConstantLr
+from .._generated.layout import U64_MAX
+from .._generated.types import BoolStore
 from ..writer import Writer
 from .adapters import BurnToPyTorchAdapter, ModuleTypes, PyTorchToBurnAdapter
 from .converter import transform
 from .remap import KeyRemapper
-from .formats import ConversionError, OutputExistsError, atomic_output, burnpack_writer
+from ._io import ConversionError, OutputExistsError, atomic_output, entry_from_array
+from .formats import burnpack_writer
 from .tensors import Entry, TensorSet
 
 __all__ = [
@@ -102,7 +106,6 @@ __all__ = [
     "read_torch_training_state",
 ]
 
-U64_MAX = (1 << 64) - 1
 META_PREFIX = "torch."
 _FORMAT_TAG = "burnpack.interop.checkpoint/1"
 _BUFFER_SUFFIXES = ("running_mean", "running_var", "num_batches_tracked")
@@ -150,11 +153,10 @@ class TorchTrainingState:
 
     def to_torch(self) -> dict[str, Any]:
         """The checkpoint dict with torch tensors, ready for ``torch.save`` / ``load_state_dict``."""
-        from .torch_live import to_torch_tensor
 
         def conv(value: Any) -> Any:
             if isinstance(value, np.ndarray):
-                return to_torch_tensor(value)
+                return numpy_to_torch(value)
             if isinstance(value, dict):
                 return type(value)((k, conv(v)) for k, v in value.items())
             if isinstance(value, list):
@@ -185,10 +187,9 @@ def _to_plain(value: Any, depth: int = 0) -> Any:
     """Torch tensors → numpy; containers copied; everything else as is."""
     if depth > 64:
         raise ConversionError("checkpoint nests more than 64 deep")
-    from .torch_live import _is_tensor, from_torch_tensor
 
-    if _is_tensor(value):
-        return from_torch_tensor(value)
+    if is_torch_tensor(value):
+        return torch_to_numpy(value)
     if isinstance(value, dict):
         return type(value)((k, _to_plain(v, depth + 1)) for k, v in value.items()) if isinstance(value, OrderedDict) else {k: _to_plain(v, depth + 1) for k, v in value.items()}
     if isinstance(value, list):
@@ -232,7 +233,7 @@ def read_torch_training_state(
     live module gives the exact index → parameter mapping even for custom parameter groups.
     """
     from .pytorch import read_pytorch_object
-    from .torch_live import _is_module, module_types_of
+    from .torch_live import module_types_of
 
     def load(value: Any) -> Any:
         if isinstance(value, (str, os.PathLike)):
@@ -245,7 +246,7 @@ def read_torch_training_state(
     module_obj = module
     live_optimizer = optimizer if optimizer is not None and hasattr(optimizer, "param_groups") and hasattr(optimizer, "state_dict") else None
     if root is not None:
-        if _is_module(root):
+        if is_torch_module(root):
             module_obj = module_obj or root
             model = model if model is not None else root
             root = None
@@ -261,7 +262,7 @@ def read_torch_training_state(
                 keys[part] = explicit
                 return root.pop(explicit)
             for name in names:
-                if name in root and (test(_to_plain(root[name])) or _is_module(root[name]) or hasattr(root[name], "state_dict")):
+                if name in root and (test(_to_plain(root[name])) or is_torch_module(root[name]) or hasattr(root[name], "state_dict")):
                     keys[part] = name
                     return root.pop(name)
             for name, value in list(root.items()):
@@ -287,7 +288,7 @@ def read_torch_training_state(
     model = load(model)
     if model is None:
         raise ConversionError("no model state_dict found; pass model= or model_key=")
-    if _is_module(model):
+    if is_torch_module(model):
         module_obj = module_obj or model
         model = model.state_dict()
     optimizer = load(optimizer)
@@ -623,14 +624,13 @@ def pytorch_to_burn_checkpoint(
             raise OutputExistsError(f"{', '.join(existing)} exist(s); pass overwrite=True (--overwrite) to replace")
 
     # -- model ---------------------------------------------------------------------------------
-    from .formats import _entry_from_array
 
     entries, dropped = [], {}
     for name, array in state.model.items():
         if name.rpartition(".")[2] == "num_batches_tracked":
             dropped[name] = array
             continue
-        entries.append(_entry_from_array(name, array, "U8"))
+        entries.append(entry_from_array(name, array, BoolStore.U8))
     report.dropped = list(dropped)
     if dropped:
         report.not_mapped.append(f"{len(dropped)} BatchNorm num_batches_tracked buffer(s): Burn's BatchNorm has none (kept in torch.model metadata)")
@@ -766,7 +766,7 @@ def pytorch_to_burn_checkpoint(
     directory.mkdir(parents=True, exist_ok=True)
     writers = {
         "model": burnpack_writer(TensorSet(final)),
-        "optim": Writer([t.writer_tensor() for t in optim_record.tensors], metadata=optim_record.metadata, scalars=optim_record.scalars),
+        "optim": Writer(optim_record.tensors, metadata=optim_record.metadata, scalars=optim_record.scalars),
         "scheduler": Writer([], scalars=sched_record.scalars),
     }
     for writer in writers.values():
@@ -958,9 +958,9 @@ def burn_checkpoint_to_pytorch(
     sched_rec = LrSchedulerRecord.load(files["scheduler"]) if "scheduler" in files else LrSchedulerRecord()
     meta = _torch_meta(optim_rec)
     mmeta = meta.get("model", {})
-    from .torch_live import _is_module, module_types_of
+    from .torch_live import module_types_of
 
-    torch_types = dict(module_types_of(module)) if module is not None and _is_module(module) else {}
+    torch_types = dict(module_types_of(module)) if module is not None and is_torch_module(module) else {}
     torch_types.update(mmeta.get("types", {}))
 
     # -- model ---------------------------------------------------------------------------------
@@ -988,14 +988,14 @@ def burn_checkpoint_to_pytorch(
         for name, info in dropped.items():
             model_sd[name] = np.array(info["value"], dtype=info["dtype"])
     else:
-        want = list(module.state_dict()) if module is not None and _is_module(module) else None
+        want = list(module.state_dict()) if module is not None and is_torch_module(module) else None
         for e in typed:
             if e.module_type == "Struct:BatchNorm" and e.param == "running_var":
                 name = by_burn[e.name][1].rpartition(".")[0] + ".num_batches_tracked"
                 if want is None or name in want:
                     model_sd[name] = np.array(0, dtype=np.int64)
                     report.warnings.append(f"{name} set to 0: Burn does not track it")
-    order = mmeta.get("order") or (list(module.state_dict()) if module is not None and _is_module(module) else None)
+    order = mmeta.get("order") or (list(module.state_dict()) if module is not None and is_torch_module(module) else None)
     if order is not None:
         missing = [n for n in order if n not in model_sd]
         if missing:
@@ -1025,7 +1025,7 @@ def burn_checkpoint_to_pytorch(
             param_names = list(ometa["param_names"])
             groups = [dict(g) for g in ometa["param_groups"]]
         else:
-            if module is not None and _is_module(module):
+            if module is not None and is_torch_module(module):
                 param_names = [n for n, _ in module.named_parameters()]
             else:
                 param_names = [n for n in model_sd if not _is_buffer_name(n) and model_sd[n].dtype.kind in "fc"]

@@ -49,6 +49,16 @@ def _add_type_options(p: argparse.ArgumentParser, *, infer_flag: bool = True) ->
                         "2-D weight with bias...); ambiguous ones are reported")  # fmt: skip
 
 
+def _add_sharding_options(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group(
+        "folders: an HF model folder or *.index.json, or a torch.distributed.checkpoint folder, as INPUT; "
+        "--to dcp writes a DCP folder"
+    )
+    g.add_argument("--max-shard-size", metavar="SIZE",
+                   help="write OUTPUT as a folder of HF-style safetensors shards of at most SIZE (5GB, 500MB; decimal units "
+                        "as huggingface_hub) plus model.safetensors.index.json")  # fmt: skip
+
+
 def register(sub: Any) -> None:
     """Add ``convert`` and ``convert-checkpoint`` to the ``burnpack`` subparsers."""
     p = sub.add_parser(
@@ -108,6 +118,7 @@ def register(sub: Any) -> None:
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
                    help="progress bar on stderr: auto = for outputs of 64 MiB or more, only on a terminal")
+    _add_sharding_options(p)
     p.set_defaults(handler=_convert)
 
     p = sub.add_parser(
@@ -142,6 +153,9 @@ def register(sub: Any) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    p.add_argument("--dcp", action="store_true",
+                   help="Burn -> PyTorch: write OUTPUT as a torch.distributed.checkpoint folder instead of a .pt file "
+                        "(a DCP folder as INPUT is read like a .pt file)")  # fmt: skip
     p.set_defaults(handler=_convert_checkpoint)
 
 
@@ -218,6 +232,8 @@ def _convert(args: argparse.Namespace) -> int:
             "stamp": not args.no_stamp,
             **_quantize_options(args),
         }
+        if args.max_shard_size is not None:
+            options["max_shard_size"] = args.max_shard_size
         progress = {"auto": "auto", "always": True, "never": None}[args.progress]
         report = convert(
             args.input,
@@ -243,22 +259,27 @@ def _convert_checkpoint(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from .checkpoint import burn_checkpoint_to_pytorch, pytorch_to_burn_checkpoint
+    from .dcp import is_dcp, read_dcp_object, write_dcp_state
     from .remap import parse_rule
 
     try:
         types = _pairs(args.module_type, "--module-type") or None
         rules = _type_rules(args.type_rule) or None
-        if Path(args.input).is_dir():
-            _, report = burn_checkpoint_to_pytorch(
-                args.input, args.output, epoch=args.epoch, module_types=types, type_rules=rules,
+        if Path(args.input).is_dir() and not is_dcp(args.input):
+            state, report = burn_checkpoint_to_pytorch(
+                args.input, None if args.dcp else args.output, epoch=args.epoch, module_types=types, type_rules=rules,
                 infer_types=True, overwrite=args.overwrite,
                 remap=[parse_rule(r) for r in args.remap or ()] or None,
                 optimizer_config=json.loads(args.optimizer_config) if args.optimizer_config else None,
                 scheduler_config=json.loads(args.scheduler_config) if args.scheduler_config else None,
             )  # fmt: skip
+            if args.dcp:
+                write_dcp_state(state.to_torch(), args.output, overwrite=args.overwrite)
+                report.target = args.output
+                report.files = {"dcp": args.output}
         else:
             report = pytorch_to_burn_checkpoint(
-                args.input, args.output, epoch=args.epoch, model_key=args.model_key,
+                read_dcp_object(args.input) if is_dcp(args.input) else args.input, args.output, epoch=args.epoch, model_key=args.model_key,
                 optimizer_key=args.optimizer_key, scheduler_key=args.scheduler_key,
                 optimizer_kind=args.optimizer_kind, module_types=types, type_rules=rules, infer_types=True,
                 remap=[parse_rule(r) for r in args.remap or ()] or None,

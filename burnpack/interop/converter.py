@@ -44,11 +44,16 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any, TextIO
 
+from ..frameworks import is_torch_module
 from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
-from .formats import ConversionError, read_tensors, resolve_output, write_tensors
+from .formats import ConversionError, normalize_format, read_tensors, resolve_output, write_tensors
+from .dcp import is_dcp, read_dcp, write_dcp
+from .sharded import find_sharded, parse_size, read_sharded, write_sharded
 from .remap import KeyRemapper, PathFilter, insert_enum_variants, map_indices_contiguous as _contiguous, strip_enum_variants
+from .._generated.types import BoolStore, DType
 from .tensors import Entry, TensorSet, dtype_name
 
 __all__ = ["ConversionReport", "convert", "transform"]
@@ -156,16 +161,19 @@ def _human(n: float) -> str:
 def _expectation(expect: Any) -> tuple[dict[str, tuple[int, ...] | None], dict[str, str]]:
     """``({name: shape or None}, {module path: type})`` from names, a name → shape/array
     mapping, a ``TensorSet``, a file path, a ``torch.nn.Module`` or a record-layer structure."""
-    from .torch_live import _is_module, module_types_of
+    from .torch_live import module_types_of
 
+    shapes: dict[str, tuple[int, ...] | None]
     if isinstance(expect, (str, os.PathLike)):
         with read_tensors(expect) as tset:
-            return {e.name: e.shape for e in tset.entries}, dict(tset.module_types)
+            shapes = {e.name: e.shape for e in tset.entries}
+            return shapes, dict(tset.module_types)
     if isinstance(expect, TensorSet):
-        return {e.name: e.shape for e in expect.entries}, dict(expect.module_types)
-    if _is_module(expect):
-        names = {k: tuple(v.shape) for k, v in expect.state_dict().items()}
-        return names, module_types_of(expect)
+        shapes = {e.name: e.shape for e in expect.entries}
+        return shapes, dict(expect.module_types)
+    if is_torch_module(expect):
+        shapes = {k: tuple(v.shape) for k, v in expect.state_dict().items()}
+        return shapes, module_types_of(expect)
     if isinstance(expect, Mapping):
         out: dict[str, tuple[int, ...] | None] = {}
 
@@ -495,7 +503,7 @@ def convert(
     from_format: str | None = None,
     to_format: str | None = None,
     overwrite: bool = False,
-    bool_store: str = "U8",
+    bool_store: str | BoolStore = BoolStore.U8,
     compress: bool = False,
     progress: Callable[[int], None] | bool | str | None = None,
     **options: Any,
@@ -509,13 +517,22 @@ def convert(
     terminal and the output holds at least 64 MiB, ``True`` for a bar on a terminal whatever
     the size."""
     started = time.monotonic()
-    out_path, out_format = resolve_output(target, to_format)
-    if not overwrite and out_path.exists():
-        from .formats import OutputExistsError
+    max_shard_size = options.pop("max_shard_size", None)
+    if max_shard_size is not None or normalize_format(to_format) == "dcp":  # folders: HF shards + index, DCP
+        out_path, out_format = Path(target), _folder_format(to_format, max_shard_size)
+    else:
+        out_path, out_format = resolve_output(target, to_format)
+        if not overwrite and out_path.exists():
+            from .formats import OutputExistsError
 
-        raise OutputExistsError(f"{out_path} exists; pass overwrite=True (--overwrite) to replace it")
+            raise OutputExistsError(f"{out_path} exists; pass overwrite=True (--overwrite) to replace it")
     top_level_key = options.get("top_level_key")
-    tset = read_tensors(source, from_format, top_level_key=top_level_key, bool_store=bool_store)
+    if is_dcp(source) or normalize_format(from_format) == "dcp":
+        tset = read_dcp(source, bool_store=bool_store, top_level_key=top_level_key)
+    elif isinstance(source, (str, os.PathLike)) and find_sharded(source) is not None:
+        tset = read_sharded(source, bool_store=bool_store, top_level_key=top_level_key)
+    else:
+        tset = read_tensors(source, from_format, top_level_key=top_level_key, bool_store=bool_store)
     try:
         report = ConversionReport(
             source=_describe(source), target=str(out_path), source_format=tset.format, target_format=out_format
@@ -523,7 +540,12 @@ def convert(
         result, report = transform(tset, target_format=out_format, report=report, **options)
         _note_losses(result, out_format, report)
         bar = _progress(progress, result.nbytes)
-        write_tensors(result, out_path, out_format, overwrite=overwrite, progress=bar or (lambda n: None), compress=compress)
+        if out_format == "dcp":
+            write_dcp(result, out_path, overwrite=overwrite, progress=bar or (lambda n: None))
+        elif max_shard_size is not None:
+            write_sharded(result, out_path, parse_size(max_shard_size), overwrite=overwrite, progress=bar or (lambda n: None))
+        else:
+            write_tensors(result, out_path, out_format, overwrite=overwrite, progress=bar or (lambda n: None), compress=compress)
         if isinstance(bar, ProgressBar):
             bar.finish()
     finally:
@@ -533,6 +555,13 @@ def convert(
 
 
 PROGRESS_THRESHOLD = 64 << 20
+
+
+def _folder_format(to_format: str | None, max_shard_size: Any) -> str:
+    fmt = normalize_format(to_format)
+    if max_shard_size is not None and fmt not in (None, "safetensors"):
+        raise ConversionError(f"--max-shard-size writes safetensors shards, not {fmt}")
+    return fmt or "safetensors"
 
 
 def _progress(setting: Any, total: int) -> Callable[[int], None] | None:
@@ -567,8 +596,8 @@ def _note_losses(tset: TensorSet, target_format: str, report: ConversionReport) 
         report.warnings.append(f"{len(tset.metadata)} metadata entr(y/ies) dropped: a state dict has no place for them")
     if target_format in ("safetensors", "pytorch"):
         for e in tset.entries:
-            if e.dtype.variant == "Flex32":
+            if e.dtype == DType.Flex32:
                 report.warnings.append(f"{e.name}: Flex32 written as F32")
-            elif e.dtype.variant == "Bool" and e.dtype.value is not None and e.dtype.value.value == "U32":
+            elif e.dtype == DType.Bool(BoolStore.U32):
                 report.warnings.append(f"{e.name}: {dtype_name(e.dtype)} written as 1-byte bool")
 

@@ -24,7 +24,6 @@ unless ``overwrite=True``.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -33,16 +32,20 @@ import tokenize
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 
 from .._generated.types import BoolStore, DType
-from ..atomic import DestinationExists, atomic_file
-from ..dtypes import element_size, numpy_dtype
-from ..reader import NUMPY_MAX_DIMS, has_extension, load
+from ..dtypes import dtype_from_safetensors, element_size, numpy_dtype, safetensors_code
+from ..paths import has_extension
+from ..reader import load
 from ..source import open_regular
+from ..tensor import NUMPY_MAX_DIMS
+from ..remote import is_url
+from ..tensor import le_c_bytes
 from ..writer import Tensor, Writer
+from ._io import ConversionError, OutputExistsError, atomic_output, entry_from_array
 from .archive import ZIP_ERRORS, InflateBudget
 from .safetensors import SafetensorsError, build_header, check_json_density, read_safetensors
 from .tensors import BF16, Entry, TensorSet, dtype_name
@@ -64,6 +67,7 @@ _ALIASES = {
     "safetensors": "safetensors", "st": "safetensors",
     "pytorch": "pytorch", "pt": "pytorch", "pth": "pytorch", "torch": "pytorch",
     "npz": "npz", "numpy": "npz",
+    "dcp": "dcp",  # a torch.distributed.checkpoint folder (burnpack.interop.dcp; convert only)
 }  # fmt: skip
 _EXTENSIONS = {
     ".bpk": "burnpack",
@@ -71,20 +75,7 @@ _EXTENSIONS = {
     ".pt": "pytorch", ".pth": "pytorch", ".bin": "pytorch", ".ckpt": "pytorch", ".tar": "pytorch",
     ".npz": "npz",
 }  # fmt: skip
-_SAFETENSORS_CODES = {
-    "F64": "F64", "F32": "F32", "Flex32": "F32", "F16": "F16", "BF16": "BF16",
-    "I64": "I64", "I32": "I32", "I16": "I16", "I8": "I8",
-    "U64": "U64", "U32": "U32", "U16": "U16", "U8": "U8",
-}  # fmt: skip
 _METADATA_KEY = "__metadata__"
-
-
-class ConversionError(Exception):
-    """A conversion cannot be done as asked (unsupported dtype, unknown format, ...)."""
-
-
-class OutputExistsError(ConversionError, FileExistsError):
-    """The output exists and ``overwrite`` was not given."""
 
 
 def normalize_format(name: str | None) -> str | None:
@@ -136,31 +127,6 @@ def detect_format(path: str | os.PathLike[str]) -> str:
 # --------------------------------------------------------------------------------------------
 # Reading
 # --------------------------------------------------------------------------------------------
-_BOOL_STORES = {"native": BoolStore.Native, "u8": BoolStore.U8, "u32": BoolStore.U32}
-
-
-def _bool_dtype(store: str | BoolStore) -> DType:
-    if isinstance(store, BoolStore):
-        return DType.Bool(store)
-    try:
-        return DType.Bool(_BOOL_STORES[str(store).strip().lower()])
-    except KeyError:
-        raise ConversionError(f"unknown bool store {store!r}; expected Native, U8 or U32") from None
-
-
-def _entry_from_array(name: str, array: np.ndarray, bool_store: str) -> Entry:
-    """An entry for a foreign array; numpy ``bool`` becomes ``Bool(bool_store)``."""
-    if array.dtype == np.bool_:
-        dtype = _bool_dtype(bool_store)
-        if dtype.value == BoolStore.Native:
-            return Entry.from_array(name, array, dtype=dtype)
-        want = numpy_dtype(dtype)
-        if want == np.uint8:
-            return Entry(name, dtype, array.shape, lambda: array.view(np.uint8))  # same bytes
-        return Entry(name, dtype, array.shape, lambda: array.astype(want))
-    return Entry.from_array(name, array)
-
-
 def read_burnpack(source: Any, *, legacy_ok: bool = False) -> TensorSet:
     """A ``.bpk`` path or bytes: entries in data order, ids, metadata and scalars kept."""
     pack = load(source, legacy_ok=legacy_ok)
@@ -173,23 +139,23 @@ def read_burnpack(source: Any, *, legacy_ok: bool = False) -> TensorSet:
     return TensorSet(entries, dict(pack.metadata), dict(pack.scalars), format="burnpack", closers=[pack.close])
 
 
-def read_safetensors_file(path: Any, *, bool_store: str = "U8") -> TensorSet:
+def read_safetensors_file(path: Any, *, bool_store: str | BoolStore = BoolStore.U8) -> TensorSet:
     """A ``.safetensors`` file (validated, memory-mapped); ``__metadata__`` becomes metadata."""
     arrays, metadata = read_safetensors(path)
-    entries = [_entry_from_array(name, array, bool_store) for name, array in arrays.items()]
+    entries = [entry_from_array(name, array, bool_store) for name, array in arrays.items()]
     return TensorSet(entries, dict(metadata), format="safetensors")
 
 
-def read_pytorch_file(path: Any, *, top_level_key: str | None = None, bool_store: str = "U8") -> TensorSet:
+def read_pytorch_file(path: Any, *, top_level_key: str | None = None, bool_store: str | BoolStore = BoolStore.U8) -> TensorSet:
     """A ``torch.save`` file read without torch and without running pickled code."""
     from .pytorch import read_pytorch
 
     arrays = read_pytorch(path, top_level_key=top_level_key)
-    entries = [_entry_from_array(name, array, bool_store) for name, array in arrays.items()]
+    entries = [entry_from_array(name, array, bool_store) for name, array in arrays.items()]
     return TensorSet(entries, format="pytorch", top_level_key=top_level_key)
 
 
-def read_npz(path: Any, *, bool_store: str = "U8") -> TensorSet:
+def read_npz(path: Any, *, bool_store: str | BoolStore = BoolStore.U8) -> TensorSet:
     """A ``.npz`` archive of ``.npy`` members (no pickle). A 0-d string ``__metadata__`` member
     holding JSON ``{"metadata": {...}, "dtypes": {...}}`` (what :func:`write_npz` adds) restores
     the metadata and the Burn dtypes numpy cannot express (BF16, Bool stores, Flex32).
@@ -249,7 +215,7 @@ def _read_npy(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: InflateBu
     return np.frombuffer(data, dtype).reshape(shape, order="F" if fortran_order else "C")
 
 
-def _npz_tensor_set(path: Any, arrays: dict[str, np.ndarray], bool_store: str) -> TensorSet:
+def _npz_tensor_set(path: Any, arrays: dict[str, np.ndarray], bool_store: str | BoolStore) -> TensorSet:
     metadata: dict[str, str] = {}
     dtypes: dict[str, Any] = {}
     info = arrays.get(_METADATA_KEY)
@@ -277,7 +243,7 @@ def _npz_tensor_set(path: Any, arrays: dict[str, np.ndarray], bool_store: str) -
     return TensorSet(entries, metadata, format="npz")
 
 
-def _npz_entry(name: str, array: np.ndarray, hint: Any, bool_store: str) -> Entry:
+def _npz_entry(name: str, array: np.ndarray, hint: Any, bool_store: str | BoolStore) -> Entry:
     if hint is not None:
         from .tensors import parse_dtype
 
@@ -287,10 +253,10 @@ def _npz_entry(name: str, array: np.ndarray, hint: Any, bool_store: str) -> Entr
             array = array.view(want)
         elif array.dtype != want:
             array = array.astype(want)
-        return Entry.from_array(name, array, dtype=dtype)
+        return Entry.from_numpy(name, array, dtype=dtype)
     if array.dtype.kind == "V":
         raise ValueError(f"raw dtype {array.dtype} and no dtype hint")
-    return _entry_from_array(name, array, bool_store)
+    return entry_from_array(name, array, bool_store)
 
 
 def read_tensors(
@@ -298,7 +264,7 @@ def read_tensors(
     format: str | None = None,
     *,
     top_level_key: str | None = None,
-    bool_store: str = "U8",
+    bool_store: str | BoolStore = BoolStore.U8,
     legacy_ok: bool = False,
 ) -> TensorSet:
     """Read any supported source: a path (format from content), bytes (burnpack or
@@ -307,6 +273,10 @@ def read_tensors(
     if isinstance(source, TensorSet):
         return source
     fmt = normalize_format(format)
+    if is_url(source):  # read by range requests through fsspec
+        if fmt not in (None, "burnpack"):
+            raise ConversionError(f"{source}: only .bpk files can be read from a URL, not {fmt}")
+        return read_burnpack(source, legacy_ok=legacy_ok)
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         if not path.exists() and fmt in (None, "burnpack") and not has_extension(path):
@@ -326,7 +296,7 @@ def read_tensors(
         from .safetensors import parse_safetensors
 
         arrays, metadata = parse_safetensors(source)
-        entries = [_entry_from_array(n, a, bool_store) for n, a in arrays.items()]
+        entries = [entry_from_array(n, a, bool_store) for n, a in arrays.items()]
         return TensorSet(entries, dict(metadata), format="safetensors")
     from .torch_live import is_torch_object, read_torch
 
@@ -338,7 +308,7 @@ def read_tensors(
             root = source[top_level_key]
         entries = []
         for name, value in _flatten_arrays(root):
-            entries.append(_entry_from_array(name, np.asarray(value), bool_store))
+            entries.append(entry_from_array(name, np.asarray(value), bool_store))
         return TensorSet(entries, format="memory", top_level_key=top_level_key)
     raise TypeError(f"cannot read tensors from a {type(source).__name__}")
 
@@ -355,25 +325,6 @@ def _flatten_arrays(tree: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
 # --------------------------------------------------------------------------------------------
 # Writing
 # --------------------------------------------------------------------------------------------
-@contextlib.contextmanager
-def atomic_output(path: Path, *, overwrite: bool = False) -> Iterator[BinaryIO]:
-    """A stream whose bytes land at ``path`` only if the block succeeds.
-
-    The data goes to ``<name>.<pid>-<n>.tmp`` beside ``path``, is fsynced, then renamed over
-    ``path`` (``overwrite``) or hard-linked to it, which fails if ``path`` appeared meanwhile.
-    """
-    path = Path(path)
-    if not overwrite and path.exists():
-        raise OutputExistsError(f"{path} exists; pass overwrite=True (--overwrite) to replace it")
-    if path.parent and not path.parent.exists():
-        raise ConversionError(f"{path.parent}: no such directory")
-    try:
-        with atomic_file(path, replace=overwrite) as stream:
-            yield stream
-    except DestinationExists:
-        raise OutputExistsError(f"{path} appeared while converting; nothing was replaced") from None
-
-
 Progress = Callable[[int], None]
 
 
@@ -414,7 +365,7 @@ def write_burnpack(tset: TensorSet, path: Path, *, overwrite: bool = False, prog
 
 def _safetensors_array(entry: Entry) -> tuple[str, Callable[[], np.ndarray]]:
     dtype = entry.dtype
-    if dtype.variant == "Bool":
+    if dtype.is_bool:
         def load() -> np.ndarray:
             array = entry.numpy()
             if array.dtype != np.bool_:
@@ -423,18 +374,11 @@ def _safetensors_array(entry: Entry) -> tuple[str, Callable[[], np.ndarray]]:
                 array = array.astype(np.bool_)
             return array
 
-        return "BOOL", load
-    code = _SAFETENSORS_CODES.get(dtype.variant) if dtype.value is None else None
+        return safetensors_code(dtype) or "", load
+    code = safetensors_code(dtype)
     if code is None:
         raise ConversionError(f"tensor {entry.name!r}: safetensors cannot hold {dtype_name(dtype)}")
     return code, entry.numpy
-
-
-def _le_bytes(array: np.ndarray) -> memoryview:
-    if array.dtype.byteorder == ">":
-        array = array.astype(array.dtype.newbyteorder("<"))
-    array = np.ascontiguousarray(array)
-    return memoryview(array.reshape(-1).view(np.uint8)) if array.size else memoryview(b"")
 
 
 def write_safetensors_file(tset: TensorSet, path: Path, *, overwrite: bool = False, progress: Progress = _noop) -> Path:
@@ -442,7 +386,7 @@ def write_safetensors_file(tset: TensorSet, path: Path, *, overwrite: bool = Fal
     specs, loaders = [], []
     for entry in tset.entries:
         code, loader = _safetensors_array(entry)
-        itemsize = 1 if code in ("BOOL", "U8", "I8") else {"F16": 2, "BF16": 2, "I16": 2, "U16": 2, "F32": 4, "I32": 4, "U32": 4}.get(code, 8)
+        itemsize = element_size(dtype_from_safetensors(code)) or 0
         specs.append((entry.name, code, entry.shape, entry.numel * itemsize))
         loaders.append(loader)
     try:
@@ -453,7 +397,7 @@ def write_safetensors_file(tset: TensorSet, path: Path, *, overwrite: bool = Fal
         stream.write(header)
         for index in order:
             array = loaders[index]()
-            data = _le_bytes(array)
+            data = le_c_bytes(array)
             if data.nbytes != specs[index][3]:
                 raise ConversionError(f"tensor {specs[index][0]!r}: produced {data.nbytes} bytes, expected {specs[index][3]}")
             stream.write(data)
@@ -470,7 +414,7 @@ def write_npz(tset: TensorSet, path: Path, *, overwrite: bool = False, compress:
     for entry in tset.entries:
         if element_size(entry.dtype) is None:
             raise ConversionError(f"tensor {entry.name!r}: .npz cannot hold {dtype_name(entry.dtype)}")
-        if entry.dtype.variant in ("BF16", "Flex32", "Bool"):
+        if entry.dtype.is_bool or entry.dtype in (DType.BF16, DType.Flex32):
             hints[entry.name] = dtype_name(entry.dtype)
         if entry.name == _METADATA_KEY:
             raise ConversionError(f"a tensor named {_METADATA_KEY!r} cannot be written to .npz")

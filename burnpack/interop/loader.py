@@ -19,7 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..records import LoadResult, ModuleRecord, RecordTensor
+from .._generated.types import BoolStore
+from ..frameworks import is_torch_module
+from ..records import LoadResult, ModuleRecord
+from ..tensor import Tensor
 from .converter import ConversionReport, _describe, transform
 from .formats import read_tensors
 
@@ -30,7 +33,7 @@ def load_record(
     source: Any,
     *,
     from_format: str | None = None,
-    bool_store: str = "U8",
+    bool_store: str | BoolStore = BoolStore.U8,
     param_ids: str = "keep",
     **options: Any,
 ) -> tuple[ModuleRecord, ConversionReport]:
@@ -41,7 +44,7 @@ def load_record(
     try:
         report = ConversionReport(source=_describe(source), source_format=tset.format, target_format="record")
         result, report = transform(tset, report=report, param_ids=param_ids, **options)
-        tensors = [RecordTensor(e.name, e.dtype, e.shape, e.numpy(), param_id=e.param_id) for e in result.entries]
+        tensors = [Tensor(e.name, e.dtype, e.shape, e.numpy(), param_id=e.param_id) for e in result.entries]
     finally:
         tset.close()
     return ModuleRecord(tensors), report
@@ -55,7 +58,7 @@ def load_into(
     validate: bool = True,
     dtype_policy: str = "FromRecord",
     from_format: str | None = None,
-    bool_store: str = "U8",
+    bool_store: str | BoolStore = BoolStore.U8,
     **options: Any,
 ) -> tuple[LoadResult, ConversionReport]:
     """Load ``source`` into ``target`` with Burn's transformations; returns the record layer's
@@ -65,9 +68,8 @@ def load_into(
     ``remap=...``, ``map_indices_contiguous=True``, ``filter=...``, ``module_types=...``).
     ``dtype_policy="CastToModule"`` casts the data to each target parameter's dtype.
     """
-    from .torch_live import _is_module
 
-    if _is_module(target):
+    if is_torch_module(target):
         options.setdefault("module", target)
     record, report = load_record(
         source, from_format=from_format, bool_store=bool_store, expect=target,

@@ -45,6 +45,8 @@ import ml_dtypes
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from .._generated.types import DTYPE_INFO
+from ..errors import BurnpackError
 from ..source import open_regular
 from .archive import ZIP_ERRORS, InflateBudget
 
@@ -70,7 +72,7 @@ _ENTRY_SLACK = 4096
 EXPANSION_LIMIT = 64 * 1024 * 1024
 
 
-class PyTorchReadError(Exception):
+class PyTorchReadError(BurnpackError, ValueError):
     """The file is not a checkpoint this reader can load: truncated, corrupt or unsupported."""
 
 
@@ -154,10 +156,7 @@ _STORAGE_DTYPES = {
     "Byte": np.dtype(np.uint8),
     "Bool": np.dtype(np.bool_),
 }
-_TORCH_DTYPE_NAMES = (
-    "float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8",
-    "bool",
-)  # fmt: skip
+_TORCH_DTYPE_NAMES = tuple(dict.fromkeys(info.torch for info in DTYPE_INFO.values() if info.torch is not None))
 
 
 def _markers() -> dict[tuple[str, str], object]:

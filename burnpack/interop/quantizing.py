@@ -82,7 +82,7 @@ def _quantized(entry: Entry, scheme: QuantScheme, errors: dict[str, dict[str, An
             "max_abs": float(np.abs(diff).max()) if diff.size else 0.0,
             "rmse": math.sqrt(float(np.mean(diff * diff))) if diff.size else 0.0,
         }
-        return np.frombuffer(q.to_bytes(), np.uint8)
+        return np.frombuffer(q.tobytes(), np.uint8)
 
     return entry.replace(dtype=DType.QFloat(scheme), load=load, byte_len=quantized_data_len(scheme, entry.shape), step=f"{entry.dtype.variant} -> {describe(scheme)}")
 
@@ -95,7 +95,7 @@ def dequantize_entries(entries: Iterable[Entry]) -> list[Entry]:
     """
     out, found = [], 0
     for entry in entries:
-        if entry.dtype.variant != "QFloat":
+        if not entry.dtype.is_quantized:
             out.append(entry)
             continue
         found += 1

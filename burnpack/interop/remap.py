@@ -286,7 +286,8 @@ class PathFilter:
             return cls(regexes=[value])
         if callable(value):
             return cls(predicates=[value])
-        regexes, predicates = [], []
+        regexes: list[str] = []
+        predicates: list[Predicate] = []
         for item in value:
             (predicates if callable(item) else regexes).append(item)
         return cls(regexes=regexes, predicates=predicates)

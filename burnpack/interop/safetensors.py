@@ -22,10 +22,11 @@ import struct
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 
 from ..atomic import atomic_file
+from ..dtypes import dtype_from_safetensors, numpy_dtype
+from ..errors import BurnpackError
 from ..source import open_regular
 
 __all__ = [
@@ -40,27 +41,14 @@ __all__ = [
 # safetensors' own bound (MAX_HEADER_SIZE): a larger header is refused before it is read.
 _MAX_HEADER = 100_000_000
 _MAX_DIMS = 64  # numpy's limit on array rank
-# Dtype codes in the order of safetensors' ``Dtype`` enum, which is by increasing alignment;
-# the writer lays tensors out from the end of this list.
-_DTYPES = {
-    "BOOL": np.dtype(np.bool_),
-    "U8": np.dtype(np.uint8),
-    "I8": np.dtype(np.int8),
-    "I16": np.dtype("<i2"),
-    "U16": np.dtype("<u2"),
-    "F16": np.dtype("<f2"),
-    "BF16": np.dtype(ml_dtypes.bfloat16),
-    "I32": np.dtype("<i4"),
-    "U32": np.dtype("<u4"),
-    "F32": np.dtype("<f4"),
-    "F64": np.dtype("<f8"),
-    "I64": np.dtype("<i8"),
-    "U64": np.dtype("<u8"),
-}
+# Dtype codes in the order of safetensors' ``Dtype`` enum (safetensors' names, by increasing
+# alignment); the writer lays tensors out from the end of this list.
+_CODE_ORDER = ("BOOL", "U8", "I8", "I16", "U16", "F16", "BF16", "I32", "U32", "F32", "F64", "I64", "U64")
+_DTYPES = {code: numpy_dtype(dtype_from_safetensors(code)) for code in _CODE_ORDER}
 _ALIGNMENT_RANK = {code: rank for rank, code in enumerate(_DTYPES)}
 
 
-class SafetensorsError(Exception):
+class SafetensorsError(BurnpackError, ValueError):
     """The bytes are not a valid safetensors file, or the tensors cannot be written as one."""
 
 

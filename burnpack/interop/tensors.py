@@ -19,23 +19,28 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from .._generated.types import BoolStore, DType, Scalar
-from ..dtypes import debug, dtype_from_numpy, element_size, numpy_dtype
+from .._generated.types import DTYPE_INFO, BoolStore, DType, Scalar
+from ..dtypes import NATIVE_BOOL, debug, dtype_from_numpy, element_size, numpy_dtype
+from ..tensor import Tensor, _blank, _describe, _freeze
 
 __all__ = ["Entry", "TensorSet", "cast_array", "dtype_name", "is_float", "parse_dtype"]
 
-_FLOATS = {"F64", "F32", "Flex32", "F16", "BF16"}
-_NAMES = {
-    "f64": DType.F64, "float64": DType.F64, "double": DType.F64,
-    "f32": DType.F32, "float32": DType.F32, "float": DType.F32,
-    "flex32": DType.Flex32,
-    "f16": DType.F16, "float16": DType.F16, "half": DType.F16,
-    "bf16": DType.BF16, "bfloat16": DType.BF16,
-    "i64": DType.I64, "i32": DType.I32, "i16": DType.I16, "i8": DType.I8,
-    "u64": DType.U64, "u32": DType.U32, "u16": DType.U16, "u8": DType.U8,
-    "bool": DType.Bool(BoolStore.Native), "bool(native)": DType.Bool(BoolStore.Native),
-    "bool(u8)": DType.Bool(BoolStore.U8), "bool(u32)": DType.Bool(BoolStore.U32),
-}  # fmt: skip
+def _dtype_names() -> dict[str, DType]:
+    """Every spelling ``parse_dtype`` takes: Burn's names, torch's, C's, and the Bool stores."""
+    names: dict[str, DType] = {"double": DType.F64, "float": DType.F32, "half": DType.F16}
+    for variant, info in DTYPE_INFO.items():
+        if variant in DType.UNIT_VARIANTS:
+            dtype = getattr(DType, variant)
+            names[variant.lower()] = dtype
+            if info.torch is not None:
+                names.setdefault(info.torch, dtype)
+    names[DTYPE_INFO[NATIVE_BOOL.variant].torch or ""] = NATIVE_BOOL
+    for store in BoolStore:
+        names[debug(DType.Bool(store)).lower()] = DType.Bool(store)
+    return names
+
+
+_NAMES = _dtype_names()
 
 
 def parse_dtype(value: str | DType) -> DType:
@@ -55,7 +60,7 @@ def dtype_name(dtype: DType) -> str:
 
 def is_float(dtype: DType) -> bool:
     """Burn's ``DType::is_float``: F64, F32, Flex32, F16, BF16."""
-    return dtype.value is None and dtype.variant in _FLOATS
+    return dtype.is_float
 
 
 def cast_array(array: np.ndarray, target: DType) -> np.ndarray:
@@ -66,18 +71,24 @@ def cast_array(array: np.ndarray, target: DType) -> np.ndarray:
     return array.astype(want)
 
 
-class Entry:
-    """One tensor: name, dtype, shape, ``param_id``, module type and a lazy loader.
+class Entry(Tensor):
+    """One tensor on its way through a conversion: a deferred ``Tensor`` plus where it came from.
 
+    Its bytes come from a loader that produces its elements as a numpy array only when asked;
     ``numpy()`` calls the loader each time (nothing is cached, so a writer holding only entries
-    holds no tensor data). ``source_name`` is the name the tensor had in the input; ``steps``
-    lists what was done to it (``"transposed"``, ``"F32 -> F16"``...).
+    holds no tensor data). ``module_type`` is the Burn module type of the module that owns it (when
+    known), ``source_name`` the name the tensor had in the input, and ``steps`` lists what was done
+    to it (``"transposed"``, ``"F32 -> F16"``...).
     """
 
-    __slots__ = ("name", "dtype", "shape", "param_id", "module_type", "source_name", "steps", "_load", "byte_len")
+    __slots__ = ("module_type", "source_name", "steps")
 
-    def __init__(
-        self,
+    module_type: str | None
+    source_name: str
+    steps: tuple[str, ...]
+
+    def __new__(  # type: ignore[misc]
+        cls,
         name: str,
         dtype: DType,
         shape: Iterable[int],
@@ -88,26 +99,28 @@ class Entry:
         source_name: str | None = None,
         steps: Iterable[str] = (),
         byte_len: int | None = None,
-    ) -> None:
-        self.name = name
-        self.dtype = dtype
-        self.shape = tuple(int(d) for d in shape)
-        self._load = load
-        self.param_id = param_id
-        self.module_type = module_type
-        self.source_name = name if source_name is None else source_name
-        self.steps = tuple(steps)
+    ) -> Entry:
+        entry = _blank(cls)
+        _describe(entry, name, dtype, shape, param_id)
         size = element_size(dtype)
-        self.byte_len = byte_len if size is None else math.prod(self.shape) * size
+        if size is not None:
+            byte_len = math.prod(entry.shape) * size
+        elif byte_len is None:  # QFloat: only its data knows its length
+            byte_len = load().nbytes
+        entry.byte_len, entry._data, entry._provider = byte_len, None, load
+        entry.module_type = module_type
+        entry.source_name = name if source_name is None else source_name
+        entry.steps = tuple(steps)
+        return _freeze(entry, cls)
 
     @classmethod
-    def from_array(
+    def from_numpy(  # type: ignore[override]
         cls,
         name: str,
         array: np.ndarray,
         *,
-        dtype: DType | None = None,
         param_id: int | None = None,
+        dtype: DType | None = None,
         source_name: str | None = None,
     ) -> Entry:
         """An entry holding an array already in memory (its dtype from numpy unless given)."""
@@ -117,32 +130,31 @@ class Entry:
 
     def numpy(self) -> np.ndarray:
         """The elements (numpy dtype per ``burnpack.dtypes.numpy_dtype``), shaped."""
-        return self._load()
+        assert self._provider is not None
+        return self._provider()  # type: ignore[return-value]
 
-    def replace(self, **changes: Any) -> Entry:
+    def replace(self, **changes: Any) -> Entry:  # type: ignore[override]
         """A copy with some fields changed (``load=`` for a new loader; ``step=`` appends one)."""
         step = changes.pop("step", None)
-        twin = Entry.__new__(Entry)
-        for slot in Entry.__slots__:
-            setattr(twin, slot, getattr(self, slot))
-        if "load" in changes:
-            twin._load = changes.pop("load")
-        for key, value in changes.items():
-            setattr(twin, key, tuple(value) if key == "shape" else value)
+        fields: dict[str, Any] = {
+            "name": self.name,
+            "dtype": self.dtype,
+            "shape": self.shape,
+            "load": self._provider,
+            "param_id": self.param_id,
+            "module_type": self.module_type,
+            "source_name": self.source_name,
+            "steps": self.steps,
+            "byte_len": self.byte_len,
+        }
+        unknown = set(changes) - set(fields)
+        if unknown:
+            raise TypeError(f"Entry has no field(s) {sorted(unknown)}")
+        fields.update(changes)
         if step is not None:
-            twin.steps = (*self.steps, step)
-        size = element_size(twin.dtype)
-        if size is not None:
-            twin.byte_len = math.prod(twin.shape) * size
-        return twin
-
-    @property
-    def rank(self) -> int:
-        return len(self.shape)
-
-    @property
-    def numel(self) -> int:
-        return math.prod(self.shape)
+            fields["steps"] = (*fields["steps"], step)
+        name, dtype, shape, load = fields.pop("name"), fields.pop("dtype"), fields.pop("shape"), fields.pop("load")
+        return Entry(name, dtype, shape, load, **fields)
 
     @property
     def param(self) -> str:
@@ -217,7 +229,7 @@ class TensorSet:
         self.close()
 
     @classmethod
-    def from_arrays(
+    def from_numpy(
         cls,
         arrays: Mapping[str, Any],
         *,
@@ -230,7 +242,7 @@ class TensorSet:
         for name, array in arrays.items():
             array = np.asarray(array)
             dtype = (dtypes or {}).get(name)
-            entries.append(Entry.from_array(name, array, dtype=dtype))
+            entries.append(Entry.from_numpy(name, array, dtype=dtype))
         return cls(entries, dict(metadata or {}), format=format)
 
 

@@ -36,7 +36,6 @@ from .errors import (
     StateRankError,
     io_display,
 )
-from ._common import RecordTensor
 from .module import ApplyError, ApplyReport, DTypePolicy, LoadResult, ModuleRecord, load_record
 from .optimizer import (
     AdaGradState,
@@ -108,7 +107,6 @@ __all__ = [
     "RecordCastError",
     "RecordError",
     "RecordKind",
-    "RecordTensor",
     "RecordValidationError",
     "Reparameterized",
     "RmsPropState",

@@ -12,23 +12,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._generated.types import DType
+from .._generated.types import BoolStore, DType
 from ..dtypes import debug, numpy_dtype
 from .errors import RecordCastError
 
-_FLOATS = {"F64", "F32", "Flex32", "F16", "BF16"}
-_SIGNED = {"I64", "I32", "I16", "I8"}
-_UNSIGNED = {"U64", "U32", "U16", "U8"}
-
-
 def _kind(dtype: DType) -> str:
-    if dtype.variant in _FLOATS:
+    if dtype.is_float:
         return "float"
-    if dtype.variant in _SIGNED or dtype.variant in _UNSIGNED:
+    if dtype.is_int or dtype.is_uint:
         return "int"
-    if dtype.variant == "Bool":
+    if dtype.is_bool:
         # Burn reads Bool(U8) / Bool(U32) data as its integer store (cast.rs try_cast_clone).
-        return "bool" if dtype.value.value == "Native" else "int"
+        return "bool" if dtype.value is BoolStore.Native else "int"
     return "qfloat"
 
 
@@ -45,7 +40,7 @@ def cast_array(array: np.ndarray, src: DType, dst: DType, *, where: str) -> np.n
     if "qfloat" in (src_kind, dst_kind):
         raise RecordCastError(f"{where}: cannot convert {debug(src)} to {debug(dst)} (quantized data; apply(..., dequantize=True) loads its dequantized values)")
     out_dtype = numpy_dtype(dst)
-    if dst.variant == "Bool":
+    if dst.is_bool:
         return (array != 0).astype(out_dtype)
     if src_kind == "bool":
         return array.astype(np.uint8).astype(out_dtype)

@@ -1,8 +1,7 @@
-"""Pieces every record kind shares: tensors, param ids, scalar conversions, Rust renderings."""
+"""Pieces every record kind shares: param ids, scalar conversions, Rust renderings, reading packs."""
 
 from __future__ import annotations
 
-import math
 import secrets
 from collections.abc import Iterable
 from typing import Any
@@ -10,14 +9,11 @@ from typing import Any
 import numpy as np
 
 from .._cbor import rust_debug_str
-from .._generated.types import DType, Scalar
-from ..dtypes import dtype_from_numpy, element_size, numpy_dtype, view_bytes_as
+from .._generated.layout import I64_MAX, I64_MIN, U64_MAX
+from .._generated.types import Scalar
 from ..errors import ValidationError
 from ..reader import Pack, PathLike, load
-from ..writer import Tensor
-
-U64_MAX = (1 << 64) - 1
-I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
+from ..tensor import Tensor
 
 # Rust integer types → (min, max); what `TryFrom<Scalar>` accepts (burn-pack base.rs:203-229).
 INT_RANGES: dict[str, tuple[int, int]] = {
@@ -81,15 +77,16 @@ def scalar_value(rust_type: str, scalar: Scalar | None) -> Any:
     """
     if scalar is None:
         return None
-    kind, value = scalar.variant, scalar.value
+    value = scalar.value
     if rust_type == "bool":
-        return value if kind == "Bool" else None
+        return value if scalar.is_bool else None
+    integer = scalar.is_int or scalar.is_uint
     if rust_type in ("f32", "f64"):
-        if kind not in ("Float", "Int", "UInt"):
+        if not (scalar.is_float or integer):
             return None
         number = float(value)
         return float(np.float32(number)) if rust_type == "f32" else number
-    if kind not in ("Int", "UInt"):
+    if not integer:
         return None
     lo, hi = INT_RANGES[rust_type]
     return value if lo <= value <= hi else None
@@ -105,157 +102,7 @@ def shape_debug(shape: Iterable[int]) -> str:
     return "Shape { dims: [" + ", ".join(str(d) for d in shape) + "] }"
 
 
-class RecordTensor:
-    """One tensor of a record: its name, ``param_id``, dtype, shape and data.
-
-    Data read from a file stays a zero-copy view of the file until asked for; data given as an
-    array keeps that array. ``numpy()`` returns the elements (QFloat: its raw ``uint8`` bytes).
-    """
-
-    __slots__ = ("name", "param_id", "dtype", "shape", "_array", "_raw")
-
-    def __init__(
-        self,
-        name: str,
-        dtype: DType,
-        shape: Iterable[int],
-        data: np.ndarray | memoryview | bytes,
-        *,
-        param_id: int | None = None,
-    ) -> None:
-        self.name = name
-        self.dtype = dtype
-        self.shape = tuple(int(d) for d in shape)
-        self.param_id = None if param_id is None else int(param_id)
-        if isinstance(data, np.ndarray):
-            self._array, self._raw = data, None
-        else:
-            self._array, self._raw = None, memoryview(data).cast("B")
-
-    @classmethod
-    def from_array(cls, name: str, array: Any, *, param_id: int | None = None, dtype: DType | None = None) -> RecordTensor:
-        """A tensor from an array-like; the dtype follows numpy unless given (Flex32, Bool(U8), ...)."""
-        array = to_numpy(array)
-        if dtype is not None and element_size(dtype) is None:
-            raise ValidationError(
-                f"tensor '{name}': give QFloat data as a RecordTensor (its bytes do not have its logical shape)"
-            )
-        if dtype is None:
-            try:
-                dtype = dtype_from_numpy(array.dtype)
-            except ValueError as exc:
-                raise ValidationError(f"tensor '{name}': {exc}") from None
-        else:
-            want = numpy_dtype(dtype)
-            if element_size(dtype) is not None and array.dtype != want:
-                array = array.astype(want)
-        return cls(name, dtype, array.shape, array, param_id=param_id)
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        array = self.numpy()
-        return array if dtype is None else array.astype(dtype)
-
-    def with_name(self, name: str, *, param_id: int | None = None) -> RecordTensor:
-        """The same data under another name (and id, when given)."""
-        twin = RecordTensor.__new__(RecordTensor)
-        twin.name, twin.dtype, twin.shape = name, self.dtype, self.shape
-        twin.param_id = self.param_id if param_id is None else int(param_id)
-        twin._array, twin._raw = self._array, self._raw
-        return twin
-
-    def __repr__(self) -> str:
-        return f"RecordTensor({self.name!r}, {self.dtype!r}, shape={list(self.shape)}, param_id={self.param_id})"
-
-    @property
-    def rank(self) -> int:
-        return len(self.shape)
-
-    @property
-    def numel(self) -> int:
-        return math.prod(self.shape)
-
-    @property
-    def byte_len(self) -> int:
-        if self._raw is not None:
-            return self._raw.nbytes
-        size = element_size(self.dtype)
-        return self._array.nbytes if size is None else self.numel * size
-
-    def numpy(self) -> np.ndarray:
-        """The elements as an array of this tensor's shape (no copy for file data)."""
-        if self._array is not None:
-            return self._array
-        np_dtype = numpy_dtype(self.dtype)
-        size = element_size(self.dtype)
-        if size is None:
-            return view_bytes_as(self._raw, 0, self._raw.nbytes, np_dtype)
-        if self._raw.nbytes != self.numel * size:
-            raise ValidationError(
-                f"tensor '{self.name}' holds {self._raw.nbytes} bytes but its shape {list(self.shape)} and dtype "
-                f"{self.dtype.variant} need {self.numel * size}"
-            )
-        return view_bytes_as(self._raw, 0, self.numel, np_dtype).reshape(self.shape)
-
-    def tobytes(self) -> bytes:
-        """The little-endian bytes as written to a file."""
-        if self._raw is not None:
-            return bytes(self._raw)
-        return bytes(self.writer_tensor().to_bytes())
-
-    def writer_tensor(self) -> Tensor:
-        """This tensor as the format layer's ``Tensor`` (bytes are not copied)."""
-        if self._raw is not None:
-            return Tensor(self.name, self.dtype, self.shape, self._raw, param_id=self.param_id)
-        if element_size(self.dtype) is None:  # QFloat: raw bytes, logical shape
-            return Tensor(self.name, self.dtype, self.shape, self._array.reshape(-1).view(np.uint8), param_id=self.param_id)
-        array = self._array
-        if array.dtype != numpy_dtype(self.dtype):
-            array = array.astype(numpy_dtype(self.dtype))
-        return Tensor(self.name, self.dtype, self.shape, array, param_id=self.param_id)
-
-    def same_content(self, other: RecordTensor) -> bool:
-        """Equal name, id, dtype, shape and bytes."""
-        return (
-            self.name == other.name
-            and self.param_id == other.param_id
-            and self.dtype == other.dtype
-            and self.shape == other.shape
-            and self.tobytes() == other.tobytes()
-        )
-
-
-def to_numpy(value: Any) -> np.ndarray:
-    """An array from numpy data, a torch tensor (bf16 included) or anything ``np.asarray`` takes."""
-    if is_torch_tensor(value):
-        return torch_to_numpy(value)
-    return np.asarray(value)
-
-
-def is_torch_tensor(value: Any) -> bool:
-    """True for a ``torch.Tensor`` (or Parameter) without importing torch."""
-    module = type(value).__module__ or ""
-    return module.startswith("torch") and hasattr(value, "detach") and hasattr(value, "dtype")
-
-
-def is_torch_module(value: Any) -> bool:
-    """True for a ``torch.nn.Module`` without importing torch."""
-    return any(
-        (cls.__module__ or "").startswith("torch.nn") and cls.__name__ == "Module" for cls in type(value).__mro__
-    )
-
-
-def torch_to_numpy(tensor: Any) -> np.ndarray:
-    """A torch tensor as numpy; bfloat16 goes through its 16-bit pattern (numpy has no bf16)."""
-    import ml_dtypes
-    import torch  # only reached when the caller handed us torch objects
-
-    tensor = tensor.detach().cpu()
-    if tensor.dtype == torch.bfloat16:
-        return tensor.contiguous().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
-    return tensor.contiguous().numpy()
-
-
-def pack_tensors_in_data_order(pack: Pack) -> list[RecordTensor]:
+def pack_tensors_in_data_order(pack: Pack) -> list[Tensor]:
     """Every tensor of ``pack`` (Burn's ``into_tensors`` checks), in the order of its data.
 
     Burn returns them by name; keeping the data order instead is what lets a loaded record
@@ -263,7 +110,7 @@ def pack_tensors_in_data_order(pack: Pack) -> list[RecordTensor]:
     """
     views = pack.tensors()
     views.sort(key=lambda v: (v.data_offsets[0], v.data_offsets[1]))
-    return [RecordTensor(v.name, v.dtype, v.shape, v.memoryview(), param_id=v.param_id) for v in views]
+    return [Tensor(v.name, v.dtype, v.shape, v.memoryview(), param_id=v.param_id) for v in views]
 
 
 def open_pack(source: PathLike | bytes | bytearray | memoryview) -> Pack:

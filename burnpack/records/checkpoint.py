@@ -234,10 +234,10 @@ def default_strategy() -> ComposedCheckpointingStrategy:
 class FileCheckpointer:
     """Burn's ``FileCheckpointer``: ``<directory>/<name>-<epoch>.bpk``."""
 
-    def __init__(self, directory: PathLike, name: str, record_type: type | None = None) -> None:
+    def __init__(self, directory: PathLike, name: str, record_type: Any = None) -> None:
         self.directory = Path(directory)
         self.name = name
-        self.record_type = record_type or RECORD_TYPES.get(name, ModuleRecord)
+        self.record_type: Any = record_type or RECORD_TYPES.get(name, ModuleRecord)
 
     def path_for_epoch(self, epoch: int) -> Path:
         return self.directory / f"{self.name}-{epoch}.bpk"
@@ -247,7 +247,7 @@ class FileCheckpointer:
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise IoError(f"{exc.strerror} (os error {exc.errno})", where=str(self.directory)) from None
+            raise IoError.from_os_error(exc, where=str(self.directory)) from None
         return record.save(self.path_for_epoch(epoch))
 
     def restore(self, epoch: int) -> Any:
@@ -262,7 +262,7 @@ class FileCheckpointer:
         except FileNotFoundError:
             return False
         except OSError as exc:
-            raise IoError(f"{exc.strerror} (os error {exc.errno})", where=str(path)) from None
+            raise IoError.from_os_error(exc, where=str(path)) from None
 
     def epochs(self) -> list[int]:
         found = set()
@@ -346,7 +346,7 @@ class Checkpoints:
         except FileNotFoundError:
             return []
         except OSError as exc:
-            raise IoError(f"{exc.strerror} (os error {exc.errno})", where=str(path)) from None
+            raise IoError.from_os_error(exc, where=str(path)) from None
         try:
             data = json.loads(text)
             if data.get("format") != _RETENTION_FORMAT:
@@ -376,7 +376,7 @@ class Checkpoints:
             with atomic_file(self.retention_file) as stream:
                 stream.write(text.encode("utf-8"))
         except OSError as exc:
-            raise IoError(f"{exc.strerror} (os error {exc.errno})", where=str(self.retention_file)) from None
+            raise IoError.from_os_error(exc, where=str(self.retention_file)) from None
 
     def __repr__(self) -> str:
         return f"<Checkpoints {self.directory}: epochs {self.epochs()}>"
@@ -485,6 +485,7 @@ class Checkpoints:
                     if record is not None:
                         self.checkpointers[name].save(epoch, record)
             else:
+                assert action.epoch is not None  # CheckpointingAction.delete always names its epoch
                 self.delete_epoch(action.epoch)
         return actions
 

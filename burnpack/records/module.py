@@ -28,16 +28,15 @@ from ..dtypes import dtype_from_numpy
 from ..errors import QuantizationError, ValidationError
 from ..quant import QuantizedTensor, decode
 from ..writer import Writer
+from ..frameworks import as_numpy, is_torch_module
+from ..tensor import Tensor
 from ._cast import cast_array, is_float
 from ._common import (
-    RecordTensor,
-    is_torch_module,
     new_param_id,
     open_pack,
     pack_tensors_in_data_order,
     rust_debug_list,
     shape_debug,
-    to_numpy,
 )
 from .errors import RecordValidationError
 from .tree import Param, RunningState, is_leaf, iter_params, map_params
@@ -123,12 +122,12 @@ class LoadResult:
     report: ApplyReport
 
     @property
-    def param_ids(self) -> dict[str, int]:
+    def param_ids(self) -> dict[str, int | None]:
         return {path: p.param_id for path, p in self.params.items()}
 
     def numpy(self) -> dict[str, np.ndarray]:
         """``{path: array}`` of every parameter after the load."""
-        return {path: to_numpy(p.value) for path, p in self.params.items()}
+        return {path: as_numpy(p.value) for path, p in self.params.items()}
 
 
 class ModuleRecord:
@@ -143,14 +142,14 @@ class ModuleRecord:
 
     def __init__(
         self,
-        tensors: Iterable[RecordTensor] = (),
+        tensors: Iterable[Tensor] = (),
         *,
         dtype_policy: DTypePolicy = DTypePolicy.FromRecord,
         allow_partial: bool = False,
         allow_unused: bool = False,
         validate: bool = True,
     ) -> None:
-        self.tensors: list[RecordTensor] = list(tensors)
+        self.tensors: list[Tensor] = list(tensors)
         taken = {t.param_id for t in self.tensors if t.param_id is not None}
         for i, tensor in enumerate(self.tensors):
             if tensor.param_id is None:  # Burn: `param_id.unwrap_or_else(ParamId::new)`
@@ -176,20 +175,20 @@ class ModuleRecord:
             if param_ids is not None and path in param_ids:
                 pid = param_ids[path]
             if isinstance(value, QuantizedTensor):  # kept quantized: its QFloat payload
-                value = RecordTensor(path, value.dtype, value.shape, value.to_bytes())
-            if isinstance(value, RecordTensor) and (dtype is None or dtype == value.dtype):
+                value = value.to_tensor(path)
+            if isinstance(value, Tensor) and (dtype is None or dtype == value.dtype):
                 tensors.append(value.with_name(path, param_id=pid))
             else:
-                if isinstance(value, RecordTensor):
+                if isinstance(value, Tensor):
                     value = value.numpy()
-                tensors.append(RecordTensor.from_array(path, value, param_id=pid, dtype=dtype))
+                tensors.append(Tensor.from_numpy(path, value, param_id=pid, dtype=dtype))
         return cls(tensors)
 
     @classmethod
     def from_tensors(
-        cls, tensors: Mapping[str, Any] | Iterable[RecordTensor], *, param_ids: Mapping[str, int] | None = None
+        cls, tensors: Mapping[str, Any] | Iterable[Tensor], *, param_ids: Mapping[str, int] | None = None
     ) -> ModuleRecord:
-        """A record from ``{path: array or Param}`` (in data order) or ``RecordTensor`` objects."""
+        """A record from ``{path: array or Param}`` (in data order) or ``Tensor`` objects."""
         if isinstance(tensors, Mapping):
             return cls.from_module(dict(tensors), param_ids=param_ids)
         items = list(tensors)
@@ -209,7 +208,7 @@ class ModuleRecord:
 
     # -- output ------------------------------------------------------------------------------
     def _writer(self) -> Writer:
-        return Writer([t.writer_tensor() for t in self.tensors])
+        return Writer(self.tensors)
 
     def into_bytes(self) -> bytes:
         """The burnpack bytes Burn's ``into_bytes`` writes: tensors with ids, nothing else."""
@@ -273,7 +272,7 @@ class ModuleRecord:
     def __contains__(self, path: object) -> bool:
         return any(t.name == path for t in self.tensors)
 
-    def __getitem__(self, path: str) -> RecordTensor:
+    def __getitem__(self, path: str) -> Tensor:
         for tensor in self.tensors:
             if tensor.name == path:
                 return tensor
@@ -289,7 +288,7 @@ class ModuleRecord:
         return [t.name for t in self.tensors]
 
     @property
-    def param_ids(self) -> dict[str, int]:
+    def param_ids(self) -> dict[str, int | None]:
         """``{path: param_id}``."""
         return {t.name: t.param_id for t in self.tensors}
 
@@ -304,7 +303,7 @@ class ModuleRecord:
 
     def params(self) -> dict[str, Param]:
         """``{path: Param(array, param_id, dtype)}``: a structure ``from_module`` turns back into
-        this very record (QFloat data stays a ``RecordTensor``: its bytes are not its shape)."""
+        this very record (QFloat data stays a ``Tensor``: its bytes are not its shape)."""
         return {t.name: Param(t if _is_quantized(t.dtype) else t.numpy(), t.param_id, t.dtype) for t in self.tensors}
 
     def into_record_group(
@@ -313,7 +312,7 @@ class ModuleRecord:
         paths: Iterable[str] | None = None,
         ids: Iterable[int] | None = None,
         regex: str | None = None,
-        predicate: Callable[[str, int], bool] | None = None,
+        predicate: Callable[[str, int | None], bool] | None = None,
     ) -> ModuleRecord:
         """The record of a parameter group (Burn's ``into_record_group``): entries matching any
         of ``paths`` (exact), ``ids``, ``regex`` (searched, like Rust's ``is_match``) or
@@ -322,7 +321,7 @@ class ModuleRecord:
         id_set = set(ids or ())
         pattern = re.compile(regex) if regex is not None else None
 
-        def keep(t: RecordTensor) -> bool:
+        def keep(t: Tensor) -> bool:
             return (
                 t.name in path_set
                 or t.param_id in id_set
@@ -409,24 +408,26 @@ class ModuleRecord:
                 value, pid, dtype = leaf, None, None
                 if isinstance(leaf, Param):
                     value, pid, dtype = leaf.value, leaf.param_id, leaf.dtype
-                elif isinstance(leaf, RecordTensor):
+                elif isinstance(leaf, Tensor):
                     pid = leaf.param_id
-                if isinstance(value, RecordTensor):
+                if isinstance(value, Tensor):
                     array, shape = None, value.shape
                     dtype = dtype if dtype is not None else value.dtype
                 else:
-                    array = to_numpy(value)
+                    array = as_numpy(value)
                     shape = tuple(int(d) for d in array.shape)
 
                 def current_dtype() -> DType:
                     if dtype is not None:
                         return dtype
+                    assert array is not None  # a Tensor leaf always has its dtype
                     try:
                         return dtype_from_numpy(array.dtype)
                     except ValueError as exc:
                         raise ValidationError(f"{path}: {exc}") from None
 
                 hit = resolve(path, current_dtype, shape)
+                param: Param
                 if hit is not None and isinstance(leaf, RunningState):  # keeps its own id
                     _, new_dtype, data = hit
                     param = RunningState(data, pid if pid is not None else new_param_id(taken_ids), new_dtype)
@@ -457,10 +458,10 @@ def load_record(target: Any, record: ModuleRecord) -> LoadResult:
 
 
 def _is_quantized(dtype: DType) -> bool:
-    return dtype.variant == "QFloat"
+    return dtype.is_quantized
 
 
-def dequantized(tensor: RecordTensor) -> np.ndarray:
+def dequantized(tensor: Tensor) -> np.ndarray:
     """A QFloat record tensor's float32 values (``QuantizationError`` when they cannot be had)."""
     if not _is_quantized(tensor.dtype):
         raise QuantizationError(f"tensor '{tensor.name}' is {tensor.dtype.variant}, not a quantized (QFloat) tensor")

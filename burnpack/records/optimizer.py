@@ -25,7 +25,9 @@ import numpy as np
 
 from .._generated.types import Scalar
 from ..writer import Writer
-from ._common import RecordTensor, open_pack, pack_tensors_in_data_order, parse_u64, scalar_value, to_numpy
+from ..frameworks import as_numpy
+from ..tensor import Tensor
+from ._common import open_pack, pack_tensors_in_data_order, parse_u64, scalar_value
 from .errors import MissingParamIdError, StateRankError
 from .state import (
     Field,
@@ -61,7 +63,7 @@ class OptimizerState:
 
     def flatten(self, prefix: str) -> tuple[list[tuple[str, Any]], list[tuple[str, Scalar]]]:
         """``(tensors, scalars)`` named under ``prefix``, in Burn's field order."""
-        return flatten(self.SCHEMA, {f.name: getattr(self, f.name) for f in dc_fields(self)}, prefix)
+        return flatten(self.SCHEMA, {f.name: getattr(self, f.name) for f in dc_fields(self)}, prefix)  # type: ignore[arg-type]  # every state is a dataclass
 
     @classmethod
     def unflatten(cls, prefix: str, source: StateSource, missing: list[str] | None = None) -> OptimizerState | None:
@@ -70,7 +72,7 @@ class OptimizerState:
             return None
         converted = {}
         for name, value in values.items():
-            if isinstance(value, RecordTensor):
+            if isinstance(value, Tensor):
                 value = value.numpy()
             elif isinstance(value, list):
                 value = [v.numpy() for v in value]
@@ -96,7 +98,7 @@ class OptimizerState:
 
     def tensors(self) -> dict[str, np.ndarray]:
         """The state tensors by leaf name (``momentum.moment_1``...)."""
-        return {name: to_numpy(value) for name, value in self.flatten("")[0]}
+        return {name: as_numpy(value) for name, value in self.flatten("")[0]}
 
 
 @dataclass
@@ -269,7 +271,7 @@ class ParamEntries:
     param_id: int
     path: str | None
     rank: int | None
-    tensors: dict[str, RecordTensor]
+    tensors: dict[str, Tensor]
     scalars: dict[str, Scalar]
 
     @property
@@ -290,7 +292,7 @@ class ConsistencyReport:
     a parameter that never got a gradient."""
     only_in_optimizer: list[tuple[int, str | None]] = field(default_factory=list)
     """State for ids the model does not have: the two files do not belong together."""
-    rank_mismatches: list[tuple[int, str, int, int]] = field(default_factory=list)
+    rank_mismatches: list[tuple[int, str, int, int | None]] = field(default_factory=list)
     """``(id, path, model rank, optimizer __rank)``."""
     shape_mismatches: list[tuple[int, str, tuple[int, ...], tuple[int, ...]]] = field(default_factory=list)
     """``(id, state tensor name, parameter shape, state tensor shape)``."""
@@ -333,11 +335,11 @@ class OptimizerRecord:
 
     def __init__(
         self,
-        tensors: Iterable[RecordTensor] = (),
+        tensors: Iterable[Tensor] = (),
         scalars: Mapping[str, Scalar] | None = None,
         metadata: Mapping[str, str] | None = None,
     ) -> None:
-        self.tensors: list[RecordTensor] = list(tensors)
+        self.tensors: list[Tensor] = list(tensors)
         self.scalars: dict[str, Scalar] = dict(scalars or {})
         self.metadata: dict[str, str] = dict(metadata or {})
 
@@ -356,7 +358,7 @@ class OptimizerRecord:
         return cls(pack_tensors_in_data_order(pack), pack.scalars, pack.metadata)
 
     def _writer(self) -> Writer:
-        return Writer([t.writer_tensor() for t in self.tensors], metadata=self.metadata, scalars=self.scalars)
+        return Writer(self.tensors, metadata=self.metadata, scalars=self.scalars)
 
     def into_bytes(self) -> bytes:
         return self._writer().to_bytes()
@@ -432,12 +434,14 @@ class OptimizerRecord:
         out = {pid: ParamEntries(pid, paths.get(pid), rank, {}, {}) for pid, rank in ranks.items()}
         for t in self.tensors:
             head, _, leaf = t.name.partition(".")
-            entry = out.get(parse_u64(head)) if leaf else None
+            pid = parse_u64(head) if leaf else None
+            entry = out.get(pid) if pid is not None else None
             if entry is not None and head == str(entry.param_id):
                 entry.tensors[leaf] = t
         for key, value in self.scalars.items():
             head, _, leaf = key.partition(".")
-            entry = out.get(parse_u64(head)) if leaf and leaf != RANK_KEY else None
+            pid = parse_u64(head) if leaf and leaf != RANK_KEY else None
+            entry = out.get(pid) if pid is not None else None
             if entry is not None and head == str(entry.param_id):
                 entry.scalars[leaf] = value
         return out
@@ -466,7 +470,7 @@ class OptimizerRecord:
             self._check_ranks(entry.param_id, entry.rank, state)
         return state
 
-    def _check_ranks(self, param_id: int, rank: int, state: OptimizerState) -> None:
+    def _check_ranks(self, param_id: int, rank: int | None, state: OptimizerState) -> None:
         for name, value in state.flatten(str(param_id))[0]:
             ndim = np.ndim(value)
             if ndim != rank:
@@ -537,6 +541,8 @@ class OptimizerRecord:
         by_path = module.param_ids if module is not None else {}
         shapes = {t.name: t.shape for t in module.tensors} if module is not None else {}
         by_id = {i: p for p, i in by_path.items()}
+        path: str | None
+        rank: int | None
         for key, state in states.items():
             if isinstance(key, str):
                 if key not in by_path:
@@ -586,7 +592,7 @@ class OptimizerRecord:
         if not isinstance(state, OptimizerState):
             raise TypeError(f"expected an OptimizerState (AdamState, SgdState, ...), got {type(state).__name__}")
         tensors, scalars = state.flatten(str(param_id))
-        arrays = [(name, value if isinstance(value, RecordTensor) else to_numpy(value)) for name, value in tensors]
+        arrays = [(name, value if isinstance(value, Tensor) else as_numpy(value)) for name, value in tensors]
         if rank is None and arrays:
             rank = _ndim(arrays[0][1])
         if rank is None:
@@ -626,7 +632,9 @@ class OptimizerRecord:
 
     def lbfgs(self) -> LBFGSState | None:
         """``LBFGS::load_record``'s view: the global state, or None where Burn keeps its own."""
-        return LBFGSState.unflatten("", self._source())
+        state = LBFGSState.unflatten("", self._source())
+        assert state is None or isinstance(state, LBFGSState)
+        return state
 
     # -- consistency with a model record -------------------------------------------------------
     def check(self, model: Any) -> ConsistencyReport:
@@ -651,7 +659,7 @@ class OptimizerRecord:
                     report.shape_mismatches.append((pid, t.name, target.shape, t.shape))
         return report
 
-    def __iter__(self) -> Iterator[RecordTensor]:
+    def __iter__(self) -> Iterator[Tensor]:
         return iter(self.tensors)
 
 
@@ -662,11 +670,11 @@ def _check_id(param_id: Any) -> int:
 
 
 def _ndim(value: Any) -> int:
-    return value.rank if isinstance(value, RecordTensor) else int(np.ndim(value))
+    return value.rank if isinstance(value, Tensor) else int(np.ndim(value))
 
 
-def _record_tensor(name: str, value: Any, param_id: int | None) -> RecordTensor:
-    if isinstance(value, RecordTensor):
+def _record_tensor(name: str, value: Any, param_id: int | None) -> Tensor:
+    if isinstance(value, Tensor):
         return value.with_name(name, param_id=param_id)
-    return RecordTensor.from_array(name, value, param_id=param_id)
+    return Tensor.from_numpy(name, value, param_id=param_id)
 

@@ -34,7 +34,8 @@ from typing import Any, ClassVar
 
 from .._generated.types import Scalar
 from ..writer import Writer, as_scalar
-from ._common import U64_MAX, open_pack, scalar_for, scalar_value
+from .._generated.layout import U64_MAX
+from ._common import open_pack, scalar_for, scalar_value
 from .state import join_path
 
 PathLike = str | os.PathLike[str]
@@ -166,7 +167,7 @@ class LrScheduler:
         if self.KEY is None:
             return self
         value = record.scalar(self.KEY, self.RUST_TYPE)
-        return self if value is None else replace(self, **{self.ATTR: value})
+        return self if value is None else replace(self, **{self.ATTR: value})  # type: ignore[type-var]  # subclasses are dataclasses
 
     def missing(self, record: LrSchedulerRecord, prefix: str = "") -> list[str]:
         """The keys ``load_record`` would not find (missing or of an incompatible kind)."""
@@ -264,7 +265,7 @@ class _Nested(LrScheduler):
     def load_record(self, record: LrSchedulerRecord) -> LrScheduler:
         loaded = super().load_record(record)
         children = [child.load_record(record.record(str(i))) for i, child in enumerate(self.schedulers)]
-        return replace(loaded, schedulers=children)
+        return replace(loaded, schedulers=children)  # type: ignore[type-var]  # a dataclass, as its subclasses
 
     def missing(self, record: LrSchedulerRecord, prefix: str = "") -> list[str]:
         out = super().missing(record, prefix)
@@ -356,7 +357,7 @@ def infer_scheduler(record: LrSchedulerRecord, *, module: bool = True) -> LrSche
                 raise ValueError(f"{key}: {value!r} is not a {cls.RUST_TYPE}")
             return cls(loaded)
     if key == "step":
-        if value.variant == "Float":
+        if value.is_float:
             return NoamLrScheduler(value.value)
         # A UInt `step` alone: a sequential scheduler whose children are all constant.
         return SequentialLrScheduler([], step=scalar_value("usize", value) or 0)

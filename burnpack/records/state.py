@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._generated.types import Scalar
-from ._common import RecordTensor, scalar_for, scalar_value
+from ..tensor import Tensor
+from ._common import scalar_for, scalar_value
 
 
 def join_path(prefix: str, leaf: str) -> str:
@@ -45,8 +46,10 @@ class Field:
 
     kind: str
     key: str
-    attr: str | None = None
-    rust_type: str | None = None
+    attr: str = ""
+    """The Python attribute (empty for nested states, whose children carry their own)."""
+    rust_type: str = ""
+    """The Rust type of a scalar (empty for tensors and nested states)."""
     children: tuple[Field, ...] = ()
 
 
@@ -79,7 +82,7 @@ def opt_nested(key: str, *children: Field) -> Field:
 
 
 def _attrs(fields: tuple[Field, ...]) -> list[str]:
-    out = []
+    out: list[str] = []
     for f in fields:
         out.extend(_attrs(f.children) if f.kind in ("nested", "opt_nested") else [f.attr])
     return out
@@ -136,11 +139,11 @@ class StateSource:
     Tensors are taken (removed) by name, scalars are read and left in place.
     """
 
-    def __init__(self, tensors: Mapping[str, RecordTensor], scalars: Mapping[str, Scalar]) -> None:
+    def __init__(self, tensors: Mapping[str, Tensor], scalars: Mapping[str, Scalar]) -> None:
         self.tensors = dict(tensors)
         self.scalars = dict(scalars)
 
-    def take_tensor(self, name: str) -> RecordTensor | None:
+    def take_tensor(self, name: str) -> Tensor | None:
         return self.tensors.pop(name, None)
 
     def scalar(self, name: str) -> Scalar | None:
@@ -152,7 +155,7 @@ class StateSource:
 
 
 def unflatten(fields: tuple[Field, ...], prefix: str, source: StateSource, missing: list[str] | None = None) -> dict[str, Any] | None:
-    """The attribute values rebuilt from ``source`` (tensors as ``RecordTensor``), or None
+    """The attribute values rebuilt from ``source`` (tensors as ``Tensor``), or None
     where Burn's derived ``state_unflatten`` returns None. ``missing`` collects why."""
     values: dict[str, Any] = {}
     ok = True
@@ -174,7 +177,7 @@ def unflatten(fields: tuple[Field, ...], prefix: str, source: StateSource, missi
             values[f.attr] = source.take_tensor(name)
         elif f.kind == "vec_tensor":
             length = scalar_value("usize", source.scalar(f"{name}.len"))
-            items = []
+            items: list[Tensor] = []
             if length is None:
                 fail(f"{name}.len", "scalar missing or not an unsigned integer")
             else:

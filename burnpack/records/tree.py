@@ -37,8 +37,9 @@ from typing import Any
 import numpy as np
 
 from .._generated.types import DType
+from ..frameworks import is_torch_module, is_torch_tensor
 from ..quant import QuantizedTensor
-from ._common import RecordTensor, is_torch_module, is_torch_tensor
+from ..tensor import Tensor
 
 _PRIMITIVES = (bool, int, float, complex, str, bytes, bytearray, np.generic)
 
@@ -134,7 +135,7 @@ class Reparameterized:
 
 def is_leaf(value: Any) -> bool:
     """A parameter value: a ``Param``, an ndarray (any rank), a quantized tensor, a torch tensor or another array type."""
-    if isinstance(value, (Param, np.ndarray, RecordTensor, QuantizedTensor)) or is_torch_tensor(value):
+    if isinstance(value, (Param, np.ndarray, Tensor, QuantizedTensor)) or is_torch_tensor(value):
         return True
     if isinstance(value, _PRIMITIVES) or value is None or isinstance(value, (Mapping, list, tuple)):
         return False
@@ -208,8 +209,9 @@ def map_params(tree: Any, fn: Callable[[str, Any], Any], prefix: str = "") -> An
         )
     if isinstance(tree, Mapping):
         items = [(key, map_params(value, fn, _join(prefix, str(key)))) for key, value in tree.items()]
+        rebuild: Any = type(tree)  # the same mapping type, when it can be built from pairs
         try:
-            return type(tree)(items)
+            return rebuild(items)
         except TypeError:
             return dict(items)
     if _is_namedtuple(tree):

@@ -20,7 +20,7 @@ from burnpack.interop.tensors import Entry
 
 
 def entry(name: str, array: np.ndarray, mt: str | None = None) -> Entry:
-    e = Entry.from_array(name, array)
+    e = Entry.from_numpy(name, array)
     return e.replace(module_type=mt) if mt else e
 
 

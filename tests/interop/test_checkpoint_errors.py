@@ -38,7 +38,7 @@ def _corrupt(directory, key, value):
         metadata[key] = value
     from burnpack import Writer
 
-    Writer([t.writer_tensor() for t in record.tensors], metadata=metadata, scalars=record.scalars).write(path)
+    Writer(record.tensors, metadata=metadata, scalars=record.scalars).write(path)
 
 
 CORRUPTIONS = {

@@ -316,7 +316,7 @@ def test_param_ids_keep_new_and_drop(tmp_path):
 
 
 def test_expect_looks_up_enum_variants_and_alternative_names_like_burn(tmp_path):
-    tset = TensorSet.from_arrays({
+    tset = TensorSet.from_numpy({
         "conv.dconv.weight": np.ones((2, 1, 3, 3), np.float32),
         "norm.weight": np.ones(2, np.float32),
         "norm.bias": np.zeros(2, np.float32),
@@ -332,7 +332,7 @@ def test_expect_looks_up_enum_variants_and_alternative_names_like_burn(tmp_path)
 
 
 def test_expect_refuses_shape_mismatches_unless_validate_false():
-    tset = TensorSet.from_arrays({"w": np.ones(3, np.float32)})
+    tset = TensorSet.from_numpy({"w": np.ones(3, np.float32)})
     with pytest.raises(ConversionError, match="shape mismatch"):
         transform(tset, expect={"w": (4,)})
     out, report = transform(tset, expect={"w": (4,)}, validate=False, allow_partial=True)
@@ -376,7 +376,7 @@ def test_progress_bar_draws_only_on_a_terminal_for_large_outputs(tmp_path, monke
 def test_in_memory_mappings_and_entries_convert(tmp_path):
     convert({"a": {"b": np.ones(2, np.float32)}}, tmp_path / "m.bpk")
     assert burnpack.load(tmp_path / "m.bpk").names == ["a.b"]
-    tset = TensorSet([Entry.from_array("x", np.arange(3, dtype=np.int16))])
+    tset = TensorSet([Entry.from_numpy("x", np.arange(3, dtype=np.int16))])
     convert(tset, tmp_path / "e.safetensors")
     assert parse_safetensors((tmp_path / "e.safetensors").read_bytes())[0]["x"].tolist() == [0, 1, 2]
 

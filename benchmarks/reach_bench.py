@@ -1,0 +1,213 @@
+"""Reach benchmarks: sharded conversion vs ``cp``, torch loading vs ``safetensors.torch``, and the
+bytes a remote pack transfers. Ratios are taken in one run on one machine.
+
+    nice -n 19 python benchmarks/reach_bench.py [--gib 2] [--repeat 3] [--dir /tmp] [--json out.json]
+
+1. Sharded: a generated ``--gib`` GiB model in 4 HF safetensors shards (64 float32 tensors of
+   equal size) converted to one ``.bpk`` in a fresh process: time and the RSS high-water mark
+   (VmHWM, which counts mapped input pages too) above the process's baseline after imports,
+   against ``cp`` of the same shards (and ``cp`` + fsync, as convert fsyncs its output).
+2. Torch: 1 GiB in 64 float32 tensors. ``burnpack.torch.load_file`` vs
+   ``safetensors.torch.load_file``; ``load(framework="pt")`` + ``get_tensor`` + ``sum`` vs
+   ``safe_open(framework="pt")`` + ``get_tensor`` + ``sum``. Medians of ``--repeat`` runs, warm cache.
+3. Remote: a 1 GiB pack of 256 tensors of 4 MiB on a local HTTP server with Range support: bytes
+   and requests to open, to read one tensor, and for ``pack.numpy()``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.bench import median_seconds  # noqa: E402
+
+CONVERT_CASE = r"""
+import json, sys, time
+from burnpack.interop import convert
+def hwm():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) for l in f if l.startswith("VmHWM")) / 1024
+base = hwm()
+start = time.perf_counter()
+report = convert(sys.argv[1], sys.argv[2], overwrite=True)
+print(json.dumps({"seconds": time.perf_counter() - start, "peak_mib": hwm(), "extra_mib": hwm() - base,
+                  "tensors": len(report.applied)}))
+"""
+
+
+def _copy(src: Path, dst: Path, fsync: bool) -> None:
+    shutil.rmtree(dst, ignore_errors=True)
+    subprocess.run(["cp", "-r", str(src), str(dst)], check=True)
+    if fsync:
+        for path in dst.iterdir():
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
+def sharded(tmp: Path, gib: float, repeat: int) -> dict:
+    from burnpack.interop import convert
+
+    count = 64
+    elements = int(gib * (1 << 30) / count / 4)
+    rng = np.random.default_rng(0)
+    source = tmp / "one.bpk"
+    import burnpack
+
+    tensors = [burnpack.Tensor.deferred(f"layers.{i}.weight", burnpack.DType.F32, (elements,), elements * 4,
+                                        lambda: rng.standard_normal(elements, dtype=np.float32)) for i in range(count)]  # fmt: skip
+    burnpack.Writer(tensors).write(source)
+    model = tmp / "hf"
+    convert(source, model, max_shard_size=f"{gib * (1 << 30) / 4 / 1e6 + 1:.3f}MB")
+    source.unlink()
+    shards = sorted(p.name for p in model.iterdir() if p.suffix == ".safetensors")
+    total = sum((model / s).stat().st_size for s in shards)
+    runs, cps, cps_fsync = [], [], []
+    for _ in range(repeat):
+        (tmp / "out.bpk").unlink(missing_ok=True)
+        out = subprocess.run([sys.executable, "-c", CONVERT_CASE, str(model), str(tmp / "out.bpk")],
+                             check=True, capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+        cps.append(median_seconds(lambda: _copy(model, tmp / "copy", False), 1))  # alternate, so drift hits both
+        cps_fsync.append(median_seconds(lambda: _copy(model, tmp / "copy", True), 1))
+    shutil.rmtree(tmp / "copy", ignore_errors=True)
+    cp, cp_fsync = statistics.median(cps), statistics.median(cps_fsync)
+    seconds = statistics.median(r["seconds"] for r in runs)
+    return {
+        "shards": shards,
+        "bytes": total,
+        "largest_tensor_mib": elements * 4 / 2**20,
+        "convert_seconds": seconds,
+        "cp_seconds": cp,
+        "cp_fsync_seconds": cp_fsync,
+        "ratio_vs_cp": seconds / cp,
+        "ratio_vs_cp_fsync": seconds / cp_fsync,
+        "peak_rss_mib": max(r["peak_mib"] for r in runs),
+        "extra_rss_mib": max(r["extra_mib"] for r in runs),
+        "runs": runs,
+        "cp_runs": cps,
+        "cp_fsync_runs": cps_fsync,
+    }
+
+
+def torch_loading(tmp: Path, repeat: int) -> dict:
+    import torch
+    from safetensors import safe_open
+    from safetensors.numpy import save_file
+    from safetensors.torch import load_file as st_load_file
+
+    import burnpack
+    import burnpack.torch
+
+    rng = np.random.default_rng(1)
+    arrays = {f"t{i:02d}": rng.standard_normal((1 << 22,), dtype=np.float32) for i in range(64)}  # 16 MiB each
+    bpk = burnpack.save(arrays, tmp / "g.bpk")
+    st = tmp / "g.safetensors"
+    save_file(arrays, st)
+    del arrays
+
+    def ours_load() -> None:
+        tensors = burnpack.torch.load_file(bpk)
+        assert len(tensors) == 64
+
+    def theirs_load() -> None:
+        tensors = st_load_file(st)
+        assert len(tensors) == 64
+
+    def ours_sum() -> float:
+        pack = burnpack.load(bpk, framework="pt")
+        return float(sum(pack.get_tensor(name).sum() for name in pack))
+
+    def theirs_sum() -> float:
+        with safe_open(st, framework="pt") as f:
+            return float(sum(f.get_tensor(k).sum() for k in f.keys()))
+
+    for action in (ours_load, theirs_load, ours_sum, theirs_sum):  # warm the page cache
+        action()
+    assert abs(ours_sum() - theirs_sum()) < 1e-3 * abs(theirs_sum()) + 1
+    result = {}
+    for name, ours, theirs in (("load_file", ours_load, theirs_load), ("open_get_sum", ours_sum, theirs_sum)):
+        a, b = [], []
+        for _ in range(repeat):  # alternate, so drift hits both
+            a.append(median_seconds(ours, 1))
+            b.append(median_seconds(theirs, 1))
+        result[name] = {"burnpack_seconds": statistics.median(a), "safetensors_seconds": statistics.median(b),
+                        "ratio": statistics.median(a) / statistics.median(b), "burnpack_runs": a, "safetensors_runs": b}  # fmt: skip
+    result["torch"] = torch.__version__
+    return result
+
+
+def remote(tmp: Path) -> dict:
+    import burnpack
+    from tests.reach.servers import RangeServer
+
+    rng = np.random.default_rng(2)
+    tensors = [burnpack.Tensor.deferred(f"t{i:03d}", burnpack.DType.F32, (1 << 20,), 4 << 20,
+                                        lambda: rng.standard_normal(1 << 20, dtype=np.float32)) for i in range(256)]  # fmt: skip
+    data = burnpack.Writer(tensors).to_bytes()
+    server = RangeServer()
+    try:
+        server.files["/big.bpk"] = data
+        url = server.url("/big.bpk")
+        start = time.perf_counter()
+        pack = burnpack.load(url)
+        open_seconds = time.perf_counter() - start
+        opened = {"requests": len(server.requests), "range_requests": len(server.range_requests), "bytes": server.bytes_sent,
+                  "seconds": open_seconds}  # fmt: skip
+        server.reset_counts()
+        pack["t100"].numpy()
+        one = {"requests": len(server.requests), "bytes": server.bytes_sent, "tensor_bytes": 4 << 20}
+        server.reset_counts()
+        start = time.perf_counter()
+        arrays = pack.numpy()
+        everything = {"requests": len(server.requests), "bytes": server.bytes_sent, "seconds": time.perf_counter() - start,
+                      "tensors": len(arrays)}  # fmt: skip
+    finally:
+        server.close()
+    return {"file_bytes": len(data), "open": opened, "one_4mib_tensor": one, "numpy_all": everything}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--gib", type=float, default=2.0, help="size of the sharded model")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--dir", type=Path, help="where the files go (default: a temporary directory)")
+    parser.add_argument("--json", type=Path)
+    parser.add_argument("--only", choices=("sharded", "torch", "remote"), action="append")
+    args = parser.parse_args()
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    results: dict = {"commit": commit, "machine": f"{os.cpu_count()} CPUs, shared with other jobs", "argv": sys.argv[1:]}
+    parts = args.only or ["sharded", "torch", "remote"]
+    with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
+        tmp = Path(tmp)
+        if "sharded" in parts:
+            results["sharded"] = sharded(tmp, args.gib, args.repeat)
+            print(json.dumps({k: v for k, v in results["sharded"].items() if k != "runs"}), flush=True)
+        if "torch" in parts:
+            results["torch"] = torch_loading(tmp, args.repeat)
+            print(json.dumps({k: {kk: vv for kk, vv in v.items() if not kk.endswith("runs")} if isinstance(v, dict) else v
+                              for k, v in results["torch"].items()}), flush=True)  # fmt: skip
+        if "remote" in parts:
+            results["remote"] = remote(tmp)
+            print(json.dumps(results["remote"]), flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

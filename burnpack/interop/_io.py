@@ -1,0 +1,71 @@
+"""What every interop reader and writer shares: the conversion errors, atomic output files, and
+foreign arrays as entries (numpy ``bool`` becomes a Burn ``Bool`` of the chosen store)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+
+from .._generated.types import BoolStore, DType
+from ..atomic import DestinationExists, atomic_file
+from ..dtypes import numpy_dtype
+from ..errors import BurnpackError
+from .tensors import Entry
+
+__all__ = ["ConversionError", "OutputExistsError", "atomic_output", "bool_dtype", "entry_from_array"]
+
+
+class ConversionError(BurnpackError):
+    """A conversion cannot be done as asked (unsupported dtype, unknown format, ...)."""
+
+
+class OutputExistsError(ConversionError, FileExistsError):
+    """The output exists and ``overwrite`` was not given."""
+
+
+_BOOL_STORES = {store.name.lower(): store for store in BoolStore}
+
+
+def bool_dtype(store: str | BoolStore) -> DType:
+    if isinstance(store, BoolStore):
+        return DType.Bool(store)
+    try:
+        return DType.Bool(_BOOL_STORES[str(store).strip().lower()])
+    except KeyError:
+        raise ConversionError(f"unknown bool store {store!r}; expected Native, U8 or U32") from None
+
+
+def entry_from_array(name: str, array: np.ndarray, bool_store: str | BoolStore) -> Entry:
+    """An entry for a foreign array; numpy ``bool`` becomes ``Bool(bool_store)``."""
+    if array.dtype == np.bool_:
+        dtype = bool_dtype(bool_store)
+        if dtype.value == BoolStore.Native:
+            return Entry.from_numpy(name, array, dtype=dtype)
+        want = numpy_dtype(dtype)
+        if want == np.uint8:
+            return Entry(name, dtype, array.shape, lambda: array.view(np.uint8))  # same bytes
+        return Entry(name, dtype, array.shape, lambda: array.astype(want))
+    return Entry.from_numpy(name, array)
+
+
+@contextlib.contextmanager
+def atomic_output(path: Path, *, overwrite: bool = False) -> Iterator[BinaryIO]:
+    """A stream whose bytes land at ``path`` only if the block succeeds.
+
+    The data goes to ``<name>.<pid>-<n>.tmp`` beside ``path``, is fsynced, then renamed over
+    ``path`` (``overwrite``) or hard-linked to it, which fails if ``path`` appeared meanwhile.
+    """
+    path = Path(path)
+    if not overwrite and path.exists():
+        raise OutputExistsError(f"{path} exists; pass overwrite=True (--overwrite) to replace it")
+    if path.parent and not path.parent.exists():
+        raise ConversionError(f"{path.parent}: no such directory")
+    try:
+        with atomic_file(path, replace=overwrite) as stream:
+            yield stream
+    except DestinationExists:
+        raise OutputExistsError(f"{path} appeared while converting; nothing was replaced") from None

@@ -1,0 +1,233 @@
+"""Hugging Face sharded checkpoints: a folder (or its ``*.index.json``) in, HF-style shards out.
+
+Reading checks the index against the shards (every listed tensor is in its shard, no shard holds
+an unlisted one) and streams: each tensor is a lazy view of its memory-mapped shard, and the
+pages of a tensor are released from this process once the next one (of any shard) is taken, so
+converting to one ``.bpk`` holds about one tensor at a time, not the model. A snapshot folder with
+a single ``model.safetensors`` / ``pytorch_model.bin`` is read as that file.
+
+Writing (``max_shard_size``) splits as ``huggingface_hub.split_torch_state_dict_into_shards``
+does: greedy filling in data order, a tensor larger than the limit in a shard of its own,
+``model-00001-of-0000N.safetensors`` names, and ``model.safetensors.index.json`` with
+``{"metadata": {"total_size": ...}, "weight_map": {...}}``; one shard is plain ``model.safetensors``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import mmap
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+import numpy as np
+
+from .._generated.types import BoolStore
+from ._io import ConversionError, OutputExistsError, atomic_output, entry_from_array
+from .formats import read_pytorch_file, read_tensors, write_safetensors_file
+from .safetensors import SafetensorsError, parse_safetensors
+from .tensors import Entry, TensorSet
+
+__all__ = ["find_sharded", "parse_size", "read_sharded", "split_into_shards", "write_sharded"]
+
+INDEX_NAMES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
+SINGLE_NAMES = ("model.safetensors", "pytorch_model.bin")
+_MAX_INDEX = 64 << 20  # an index lists names: far below this for any real model
+_SIZE_UNITS = {"TB": 10**12, "GB": 10**9, "MB": 10**6, "KB": 10**3}  # huggingface_hub's (decimal)
+
+
+def find_sharded(path: str | os.PathLike[str]) -> Path | None:
+    """The index (or single weights file) a model folder or ``*.index.json`` path stands for;
+    None when ``path`` is neither."""
+    p = Path(path)
+    if p.is_file() and p.name.endswith(".index.json"):
+        return p
+    if not p.is_dir():
+        return None
+    for name in (*INDEX_NAMES, *SINGLE_NAMES):
+        if (p / name).is_file():
+            return p / name
+    indexes = sorted(p.glob("*.index.json"))
+    if len(indexes) == 1:
+        return indexes[0]
+    raise ConversionError(
+        f"{p}: no {' / '.join(INDEX_NAMES)} or single {' / '.join(SINGLE_NAMES)} here"
+        + (f" (several indexes: {[i.name for i in indexes]}; pass one)" if indexes else "")
+    )
+
+
+def read_sharded(path: str | os.PathLike[str], *, bool_store: str | BoolStore = "U8", top_level_key: str | None = None) -> TensorSet:
+    """The tensors of a sharded checkpoint, shard by shard in file order, checked against its index."""
+    found = find_sharded(path)
+    if found is None:
+        raise ConversionError(f"{path}: not a model folder or an *.index.json file")
+    if not found.name.endswith(".index.json"):
+        return read_tensors(found, bool_store=bool_store, top_level_key=top_level_key)
+    weight_map = _weight_map(found)
+    shards: dict[str, list[str]] = {}
+    for name, shard in weight_map.items():
+        shards.setdefault(shard, []).append(name)
+    entries: list[Entry] = []
+    closers: list[Callable[[], None]] = []
+    metadata: dict[str, str] = {}
+    pages = _PageReleaser()
+    try:
+        for shard, listed in shards.items():
+            shard_path = found.parent / shard
+            if not shard_path.is_file():
+                raise ConversionError(f"{found}: shard {shard!r} is listed but {shard_path} does not exist")
+            if shard.endswith(".safetensors"):
+                shard_entries, shard_metadata, close = _safetensors_shard(shard_path, bool_store, pages)
+                closers.append(close)
+                metadata = metadata or shard_metadata
+            else:
+                tset = read_pytorch_file(shard_path, top_level_key=top_level_key, bool_store=bool_store)
+                shard_entries = tset.entries
+                closers.append(tset.close)
+            held = {e.name for e in shard_entries}
+            absent = [name for name in listed if name not in held]
+            if absent:
+                raise ConversionError(f"{found}: shard {shard!r} does not hold {len(absent)} tensor(s) the index lists there: {absent[:10]}")
+            unlisted = sorted(held - set(listed))
+            if unlisted:
+                raise ConversionError(f"{found}: shard {shard!r} holds {len(unlisted)} tensor(s) the index does not list there: {unlisted[:10]}")
+            entries.extend(shard_entries)
+    except BaseException:
+        for close in closers:
+            close()
+        raise
+    fmt = "safetensors" if found.name.endswith(".safetensors.index.json") else "pytorch"
+    return TensorSet(entries, metadata, format=fmt, top_level_key=top_level_key, closers=closers)
+
+
+def _weight_map(index: Path) -> dict[str, str]:
+    if index.stat().st_size > _MAX_INDEX:
+        raise ConversionError(f"{index}: {index.stat().st_size} bytes is more than an index of tensor names needs ({_MAX_INDEX})")
+    try:
+        parsed = json.loads(index.read_bytes())
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ConversionError(f"{index}: not JSON: {exc}") from None
+    weight_map = parsed.get("weight_map") if isinstance(parsed, dict) else None
+    if not isinstance(weight_map, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()):
+        raise ConversionError(f"{index}: needs a \"weight_map\" object of tensor name -> shard file name")
+    for shard in set(weight_map.values()):
+        if not shard or Path(shard).is_absolute() or Path(shard).name != shard or shard in (".", ".."):
+            raise ConversionError(f"{index}: shard {shard!r} is not a file name in the checkpoint folder")
+    return weight_map
+
+
+class _PageReleaser:
+    """Gives back the pages of the tensor taken before, in whichever shard it was, so a streamed
+    conversion keeps about one tensor of the model resident."""
+
+    def __init__(self) -> None:
+        self._last: tuple[mmap.mmap, int, int] | None = None
+
+    def take(self, mapping: mmap.mmap, start: int, end: int) -> None:
+        if self._last is not None:
+            previous, first, last = self._last
+            first -= first % mmap.PAGESIZE
+            if last > first:
+                with contextlib.suppress(ValueError):  # its shard is already closed
+                    previous.madvise(mmap.MADV_DONTNEED, first, last - first)
+        self._last = (mapping, start, end)
+
+
+def _safetensors_shard(path: Path, bool_store: str | BoolStore, pages: _PageReleaser) -> tuple[list[Entry], dict[str, str], Callable[[], None]]:
+    """Entries viewing a memory-mapped shard; taking one releases the pages of the one before."""
+    with open(path, "rb") as file:
+        if os.fstat(file.fileno()).st_size < 8:
+            raise ConversionError(f"{path}: too short for a safetensors file")
+        mapping = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        arrays, metadata = parse_safetensors(memoryview(mapping))
+    except SafetensorsError as exc:
+        with contextlib.suppress(BufferError):  # the parser's views of it may not be gone yet
+            mapping.close()
+        raise ConversionError(f"{path}: {exc}") from None
+    base = np.frombuffer(mapping, np.uint8, 1).ctypes.data if len(mapping) else 0
+
+    def releasing(entry: Entry, array: np.ndarray) -> Entry:
+        def load() -> np.ndarray:
+            offset = array.ctypes.data - base if array.size else 0
+            pages.take(mapping, offset, offset + array.nbytes)
+            return take()
+
+        take = entry.numpy
+        return entry.replace(load=load)
+
+    entries = [releasing(entry_from_array(name, array, bool_store), array) for name, array in arrays.items()]
+
+    def close() -> None:
+        arrays.clear()
+        with contextlib.suppress(BufferError):  # arrays a caller kept still view it
+            mapping.close()
+
+    return entries, dict(metadata), close
+
+
+# -- writing ------------------------------------------------------------------------------------
+def parse_size(size: str | int) -> int:
+    """``"5GB"`` → 5_000_000_000 (huggingface_hub's units: TB, GB, MB, KB, decimal), or an int."""
+    if isinstance(size, int) and not isinstance(size, bool):
+        value = size
+    else:
+        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]B)\s*", str(size), re.I)
+        if match is None:
+            raise ValueError(f"max shard size {size!r} is not a number with a unit of KB, MB, GB or TB (e.g. 5GB)")
+        value = int(float(match[1]) * _SIZE_UNITS[match[2].upper()])
+    if value <= 0:
+        raise ValueError(f"max shard size {size!r} must be positive")
+    return value
+
+
+def split_into_shards(sizes: list[tuple[str, int]], max_shard_size: int) -> list[list[str]]:
+    """Names grouped into shards, as ``huggingface_hub`` splits a state dict."""
+    shards: list[list[str]] = []
+    current: list[str] = []
+    current_size = 0
+    for name, size in sizes:
+        if size > max_shard_size:
+            shards.append([name])
+            continue
+        if current_size + size > max_shard_size:
+            shards.append(current)
+            current, current_size = [], 0
+        current.append(name)
+        current_size += size
+    if current:
+        shards.append(current)
+    return shards
+
+
+def write_sharded(
+    tset: TensorSet, folder: Path, max_shard_size: int, *, overwrite: bool = False, progress: Callable[[int], None] = lambda n: None
+) -> list[Path]:
+    """HF-style safetensors shards plus their index in ``folder`` (created if missing); returns
+    the files written. Each shard is written atomically, the index last."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ConversionError(f"{folder}: sharded output goes to a folder, and this is a file")
+    groups = split_into_shards([(e.name, e.byte_len or 0) for e in tset.entries], max_shard_size)
+    names = ["model.safetensors"] if len(groups) <= 1 else [f"model-{i + 1:05d}-of-{len(groups):05d}.safetensors" for i in range(len(groups))]
+    index_path = folder / "model.safetensors.index.json"
+    targets = [folder / n for n in names] + ([index_path] if len(groups) > 1 else [])
+    if not overwrite:
+        existing = [str(t) for t in targets if t.exists()]
+        if existing:
+            raise OutputExistsError(f"{existing[0]} exists; pass overwrite=True (--overwrite) to replace it")
+    folder.mkdir(parents=True, exist_ok=True)
+    by_name = {e.name: e for e in tset.entries}
+    shard_metadata = {**tset.metadata, "format": "pt"}
+    for group, name in zip(groups or [[]], names):
+        shard = TensorSet([by_name[n] for n in group], dict(shard_metadata), format=tset.format)
+        write_safetensors_file(shard, folder / name, overwrite=overwrite, progress=progress)
+    if len(groups) > 1:
+        index = {
+            "metadata": {"total_size": sum(e.byte_len or 0 for e in tset.entries)},
+            "weight_map": {n: names[i] for i, group in enumerate(groups) for n in group},
+        }
+        with atomic_output(index_path, overwrite=overwrite) as stream:
+            stream.write(json.dumps(index, indent=2).encode())
+    return targets

@@ -1,0 +1,114 @@
+"""Servers on 127.0.0.1 started by the tests: HTTP with Range support (counting requests and
+bytes sent, and misbehaving on request), and an S3 endpoint (moto's server mode)."""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+class RangeServer:
+    """Serves ``files`` (path → bytes) with HEAD and ranged GET.
+
+    ``mode``: ``"ok"``; ``"error"`` (500 for GETs); ``"slow"`` (GETs stall for ``stall`` seconds);
+    ``"short"`` (a ranged GET announces the full range but sends half and closes);
+    ``"truncated"`` (HEAD reports the full size, GETs serve a file cut in half); ``"norange"``
+    (GETs ignore Range and send the whole file).
+    """
+
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+        self.mode = "ok"
+        self.stall = 3.0
+        self.requests: list[tuple[str, str, str | None]] = []  # (method, path, Range header)
+        self.bytes_sent = 0
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_HEAD(self) -> None:
+                server._record(self)
+                data = server.files.get(self.path)
+                if data is None:
+                    self.send_error(404)
+                    return
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Accept-Ranges", "bytes")
+                self.end_headers()
+
+            def do_GET(self) -> None:
+                server._record(self)
+                data = server.files.get(self.path)
+                if data is None:
+                    self.send_error(404)
+                    return
+                if server.mode == "error":
+                    self.send_error(500)
+                    return
+                if server.mode == "slow":
+                    time.sleep(server.stall)
+                full = len(data)
+                if server.mode == "truncated":
+                    data = data[: full // 2]
+                match = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range") or "")
+                if server.mode == "norange":
+                    match = None
+                if match is None:
+                    body, status = data, 200
+                else:
+                    start = int(match[1])
+                    end = min(int(match[2]) + 1 if match[2] else len(data), len(data))
+                    body, status = data[start:end], 206
+                announced = len(body)
+                if server.mode == "short" and status == 206:
+                    body = body[: len(body) // 2]
+                self.send_response(status)
+                self.send_header("Content-Length", str(announced))
+                if status == 206:
+                    self.send_header("Content-Range", f"bytes {start}-{start + announced - 1}/{full}")
+                self.end_headers()
+                with server._lock:  # counted before sending: the client cannot see it before the count
+                    server.bytes_sent += len(body)
+                self.wfile.write(body)
+                if server.mode == "short":
+                    self.close_connection = True
+
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request: object, client_address: object) -> None:
+                if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):  # clients that stop reading
+                    super().handle_error(request, client_address)
+
+        self._server = Server(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def _record(self, handler: BaseHTTPRequestHandler) -> None:
+        with self._lock:
+            self.requests.append((handler.command, handler.path, handler.headers.get("Range")))
+
+    def url(self, path: str) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}{path}"
+
+    def reset_counts(self) -> None:
+        with self._lock:
+            self.requests.clear()
+            self.bytes_sent = 0
+
+    @property
+    def range_requests(self) -> list[tuple[str, str, str | None]]:
+        return [r for r in self.requests if r[0] == "GET"]
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()

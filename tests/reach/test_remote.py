@@ -1,0 +1,189 @@
+"""Packs at URLs through fsspec: an HTTP server with Range support and an S3 endpoint (moto),
+both on 127.0.0.1 and started by the tests. Requests and bytes fetched are counted."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import burnpack
+
+pytest.importorskip("fsspec")
+aiohttp = pytest.importorskip("aiohttp")
+
+TENSORS = {f"t{i:02d}": np.full((64, 64), i, dtype=np.float32) for i in range(24)}  # 16 KiB each
+DATA = burnpack.save_bytes(TENSORS, metadata={"producer": "test"})
+
+
+def _serve(server, data: bytes = DATA, path: str = "/model.bpk") -> str:
+    server.files[path] = data
+    return server.url(path)
+
+
+def test_opening_a_url_makes_one_size_request_and_one_range_request(http_server):
+    url = _serve(http_server)
+    pack = burnpack.load(url)
+    methods = [method for method, _, _ in http_server.requests]
+    assert methods == ["HEAD", "GET"]
+    assert http_server.range_requests[0][2] == "bytes=0-65535"
+    assert pack.names == sorted(TENSORS)
+
+
+def test_metadata_over_64_kib_costs_one_more_range_request(http_server):
+    big = burnpack.save_bytes({"w": np.ones(4, np.float32)}, metadata={"blob": "x" * 100_000})
+    pack = burnpack.load(_serve(http_server, big))
+    assert len(http_server.range_requests) == 2
+    assert pack.metadata["blob"] == "x" * 100_000
+
+
+def test_a_tensor_read_fetches_exactly_its_range(http_server):
+    pack = burnpack.load(_serve(http_server))
+    http_server.reset_counts()
+    view = pack["t20"]
+    assert np.array_equal(view.numpy(), TENSORS["t20"])
+    start = pack.data_section_start + view.data_offsets[0]
+    assert http_server.range_requests == [("GET", "/model.bpk", f"bytes={start}-{start + view.byte_len - 1}")]
+    assert http_server.bytes_sent == view.byte_len
+
+
+def test_a_row_slice_of_a_remote_tensor_is_one_small_request(http_server):
+    pack = burnpack.load(_serve(http_server))
+    http_server.reset_counts()
+    assert np.array_equal(pack["t21"].slice[10:12], TENSORS["t21"][10:12])
+    assert len(http_server.range_requests) == 1 and http_server.bytes_sent == 2 * 64 * 4
+
+
+def test_remote_numpy_fetches_everything_in_one_coalesced_request(http_server):
+    pack = burnpack.load(_serve(http_server))
+    http_server.reset_counts()
+    _same_arrays = pack.numpy()
+    assert len(http_server.range_requests) == 1
+    assert http_server.bytes_sent <= len(DATA)
+    assert all(np.array_equal(_same_arrays[n], a) for n, a in TENSORS.items())
+
+
+def test_remote_torch_tensors_are_read_in_coalesced_requests(http_server):
+    torch = pytest.importorskip("torch")
+    pack = burnpack.load(_serve(http_server), framework="pt")
+    http_server.reset_counts()
+    tensors = pack.torch()
+    assert len(http_server.range_requests) == 1
+    assert torch.equal(tensors["t03"], torch.full((64, 64), 3.0))
+
+
+def test_a_missing_url_is_an_io_error(http_server):
+    with pytest.raises(burnpack.IoError, match="not found"):
+        burnpack.load(http_server.url("/nothing.bpk"))
+
+
+def test_a_server_error_is_an_io_error(http_server):
+    url = _serve(http_server)
+    http_server.mode = "error"
+    with pytest.raises(burnpack.IoError, match="500|Internal Server Error"):
+        burnpack.load(url)
+
+
+def test_a_stalled_server_times_out_with_an_io_error(http_server):
+    url = _serve(http_server)
+    http_server.mode = "slow"
+    options = {"client_kwargs": {"timeout": aiohttp.ClientTimeout(sock_read=0.3)}}
+    with pytest.raises(burnpack.IoError, match="Timeout"):
+        burnpack.load(url, storage_options=options)
+    assert len(http_server.range_requests) == 1  # no retry loop
+
+
+def test_a_short_response_is_an_io_error(http_server):
+    pack = burnpack.load(_serve(http_server))
+    http_server.mode = "short"
+    with pytest.raises(burnpack.IoError):
+        pack["t05"].numpy()
+
+
+def test_a_file_shorter_than_the_server_claims_is_an_io_error(http_server):
+    pack = burnpack.load(_serve(http_server))
+    http_server.mode = "truncated"
+    with pytest.raises(burnpack.IoError, match="short read"):
+        pack["t23"].numpy()
+
+
+# -- S3 (moto server) ------------------------------------------------------------------------
+@pytest.fixture
+def s3_options(s3_endpoint, monkeypatch):
+    pytest.importorskip("s3fs")
+    return {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": s3_endpoint, "region_name": "us-east-1"}}
+
+
+@pytest.fixture
+def s3_url(s3_options):
+    boto3 = pytest.importorskip("boto3")
+    client = boto3.client(
+        "s3", aws_access_key_id="testing", aws_secret_access_key="testing", **s3_options["client_kwargs"]
+    )
+    client.create_bucket(Bucket="packs")
+    client.put_object(Bucket="packs", Key="model.bpk", Body=DATA)
+    return "s3://packs/model.bpk"
+
+
+@pytest.fixture
+def s3_fetches(monkeypatch):
+    import s3fs
+
+    fetched: list[tuple[int, int]] = []
+    original = s3fs.core.S3File._fetch_range
+
+    def counting(self, start: int, end: int) -> bytes:
+        data = original(self, start, end)
+        fetched.append((start, len(data)))
+        return data
+
+    monkeypatch.setattr(s3fs.core.S3File, "_fetch_range", counting)
+    return fetched
+
+
+def test_s3_open_reads_one_range_and_a_tensor_reads_its_own(s3_url, s3_options, s3_fetches):
+    pack = burnpack.load(s3_url, storage_options=s3_options)
+    assert s3_fetches == [(0, 65536)]
+    view = pack["t07"]
+    assert np.array_equal(view.numpy(), TENSORS["t07"])
+    assert s3_fetches[1:] == [(pack.data_section_start + view.data_offsets[0], view.byte_len)]
+
+
+def test_s3_numpy_is_one_coalesced_request(s3_url, s3_options, s3_fetches):
+    pack = burnpack.load(s3_url, storage_options=s3_options)
+    s3_fetches.clear()
+    arrays = pack.numpy()
+    assert len(s3_fetches) == 1 and all(np.array_equal(arrays[n], a) for n, a in TENSORS.items())
+
+
+def test_a_missing_s3_object_is_an_io_error(s3_url, s3_options):
+    with pytest.raises(burnpack.IoError):
+        burnpack.load("s3://packs/absent.bpk", storage_options=s3_options)
+
+
+# -- command line --------------------------------------------------------------------------------
+def test_inspect_and_convert_take_a_url(http_server, tmp_path):
+    from burnpack.cli import main
+
+    url = _serve(http_server)
+    assert main(["inspect", url]) == 0
+    out = tmp_path / "model.safetensors"
+    assert main(["convert", url, str(out)]) == 0
+    from safetensors.numpy import load_file
+
+    assert all(np.array_equal(load_file(out)[n], a) for n, a in TENSORS.items())
+
+
+def test_a_server_without_range_support_is_an_io_error_not_a_whole_download(http_server):
+    url = _serve(http_server)
+    http_server.mode = "norange"
+    pack = burnpack.load(url)  # the first block is the start of the file: still right
+    assert pack.names == sorted(TENSORS)
+    with pytest.raises(burnpack.IoError, match="range requests"):
+        pack["t10"].numpy()
+
+
+def test_a_remote_column_slice_is_one_coalesced_request(http_server):
+    pack = burnpack.load(_serve(http_server))
+    http_server.reset_counts()
+    assert np.array_equal(pack["t02"].slice[:, 5], TENSORS["t02"][:, 5])
+    assert len(http_server.range_requests) == 1 and http_server.bytes_sent <= pack["t02"].byte_len

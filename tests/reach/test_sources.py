@@ -1,0 +1,72 @@
+"""Where a pack can come from: paths, bytes, memoryviews, file objects, and URLs through fsspec
+(see test_remote.py)."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+import burnpack
+from burnpack.source import FileSource, coalesce
+
+TENSORS = {f"t{i:02d}": np.full((64, 64), i, dtype=np.float32) for i in range(24)}  # 16 KiB each
+DATA = burnpack.save_bytes(TENSORS, metadata={"producer": "test"})
+
+
+def _same(pack: burnpack.Pack) -> None:
+    assert pack.names == sorted(TENSORS) and pack.metadata == {"producer": "test"}
+    arrays = pack.numpy()
+    for name, array in TENSORS.items():
+        assert np.array_equal(arrays[name], array)
+        assert np.array_equal(pack[name].numpy(), array)
+
+
+# -- in-process sources ------------------------------------------------------------------------
+@pytest.mark.parametrize("make", [bytes, bytearray, memoryview, io.BytesIO], ids=lambda f: f.__name__)
+def test_bytes_like_and_file_objects_read_the_same(make):
+    _same(burnpack.load(make(DATA)))
+
+
+def test_a_file_object_of_a_regular_file_is_memory_mapped(tmp_path):
+    (tmp_path / "p.bpk").write_bytes(DATA)
+    with open(tmp_path / "p.bpk", "rb") as file, burnpack.load(file) as pack:
+        assert isinstance(pack._source, FileSource)
+        _same(pack)
+
+
+def test_a_bytesio_bulk_read_is_one_read():
+    class Counting(io.BytesIO):
+        reads = 0
+
+        def read(self, n: int = -1) -> bytes:
+            Counting.reads += 1
+            return super().read(n)
+
+    pack = burnpack.load(Counting(DATA))
+    Counting.reads = 0
+    pack.numpy()
+    assert Counting.reads == 1
+
+
+def test_a_text_file_object_is_refused(tmp_path):
+    (tmp_path / "p.bpk").write_bytes(DATA)
+    with pytest.raises(TypeError, match="binary mode"):
+        burnpack.load(io.StringIO("NRUB" + "x" * 20))
+
+
+def test_a_truncated_file_object_fails_like_a_truncated_file():
+    with pytest.raises(burnpack.ValidationError, match="truncated"):
+        burnpack.load(io.BytesIO(DATA[:-100]))
+
+
+def test_storage_options_without_a_url_is_an_error():
+    with pytest.raises(ValueError, match="storage_options"):
+        burnpack.load(DATA, storage_options={"anon": True})
+
+
+def test_coalesce_groups_neighbours_within_gap_and_block():
+    ranges = [(0, 10), (300, 10), (5000, 10), (20, 10)]
+    assert coalesce(ranges, max_gap=300, max_block=1 << 20) == [(0, 310, [0, 3, 1]), (5000, 5010, [2])]
+    assert coalesce(ranges, max_gap=300, max_block=100) == [(0, 30, [0, 3]), (300, 310, [1]), (5000, 5010, [2])]
