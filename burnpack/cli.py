@@ -1,167 +1,91 @@
-"""The ``burnpack`` command: inspect, dump, validate and repack ``.bpk`` files.
+"""The ``burnpack`` command: inspect, dump, validate, repack, pack, diff, convert, checkpoints.
 
-Subcommands of the higher layers (records, interop, conformance helpers) register themselves
-through their ``register(subparsers)``; every subcommand sets a ``handler(args) -> exit code``.
+Subcommands register themselves through their module's ``register(subparsers)`` and set a
+``handler(args) -> exit code``. ``main`` gives every command the same behaviour: failures as one
+line ``burnpack: PATH: Kind: message`` (exit 1; 2 for usage errors), Ctrl-C as one line and exit
+130 (atomic writes leave nothing behind), a closed output pipe ends quietly, and a missing
+optional dependency names the extra that installs it.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from . import diff as diff_cli
-from . import spec as spec_cli
-import numpy as np
-
-from .quant import dtype_label
-from .dump import dump, scalar_json
+from . import __version__
+from .commands import diff as diff_cmd
+from .commands import files as files_cmd
+from .commands import pack as pack_cmd
+from .commands.common import describe_error, first_path
+from .errors import LegacyFormatWarning
 from .interop import cli as interop_cli
 from .records import cli as records_cli
-from .errors import BurnpackError, LegacyFormatWarning
-from .reader import Pack, load
-from .writer import Tensor, Writer
 
-
-def _human(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError
-
-
-def _stats(view: Any, notes: list[str]) -> tuple[str, str, str]:
-    """min, max, mean of a tensor's values (QFloat: dequantized), or dashes with a note why not."""
-    try:
-        values = view.numpy(dequantize=True)
-    except BurnpackError as exc:
-        notes.append(f"  {view.name}: {exc.payload}")
-        return ("-", "-", "-")
-    if values.size == 0 or values.dtype.kind not in "fiub":
-        return ("-", "-", "-")
-    values = values.astype(np.float64)
-    with np.errstate(invalid="ignore", over="ignore"):  # NaN/inf values give NaN/inf statistics, no warning
-        return tuple(f"{v:.6g}" for v in (values.min(), values.max(), values.mean()))  # type: ignore[return-value]
-
-
-def _inspect(pack: Pack, out, *, stats: bool = False) -> None:
-    rows = [("name", "dtype", "shape", "bytes", "param_id") + (("min", "max", "mean") if stats else ())]
-    total = 0
-    notes: list[str] = []
-    for view in (pack[name] for name in pack):
-        total += max(view.byte_len, 0)
-        pid = "-" if view.param_id is None else str(view.param_id)
-        row = (view.name, dtype_label(view.dtype), "[" + ", ".join(map(str, view.shape)) + "]", str(view.byte_len), pid)
-        rows.append(row + (_stats(view, notes) if stats else ()))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    for i, row in enumerate(rows):
-        print("  ".join(cell.ljust(w) if j < 3 else cell.rjust(w) for j, (cell, w) in enumerate(zip(row, widths))).rstrip(), file=out)
-        if i == 0:
-            print("  ".join("-" * w for w in widths), file=out)
-    if notes:
-        print("\nno statistics for:", file=out)
-        print("\n".join(notes), file=out)
-    if pack.metadata:
-        print("\nmetadata:", file=out)
-        for key, value in sorted(pack.metadata.items()):
-            print(f"  {key} = {value!r}", file=out)
-    if pack.scalars:
-        print("\nscalars:", file=out)
-        for key, scalar in sorted(pack.scalars.items()):
-            shown = scalar_json(scalar)
-            bits = f"  ({shown['f64_bits']})" if "f64_bits" in shown else ""
-            print(f"  {key} = {scalar.variant}({shown['value']}){bits}", file=out)
-    print(
-        f"\n{len(pack)} tensors, {_human(total)} of tensor data, {len(pack.metadata)} metadata entries, "
-        f"{len(pack.scalars)} scalars; version {pack.version}, metadata {pack.metadata_size} bytes, "
-        f"data section at byte {pack.data_section_start}, file {pack.file_size} bytes",
-        file=out,
-    )
-
-
-def _repack(src: str, dst: str) -> None:
-    with load(src) as pack:
-        views = pack.tensors()
-        views.sort(key=lambda v: (v.data_offsets, v.name))
-        tensors = [
-            Tensor.deferred(v.name, v.dtype, v.shape, v.byte_len, v.memoryview, param_id=v.param_id) for v in views
-        ]
-        Writer(tensors, metadata=pack.metadata, scalars=pack.scalars).write_atomic(dst)
-
-
-def _run_inspect(args: Any) -> int:
-    with load(args.file) as pack:
-        print(records_cli.record_kind_line(pack) + "\n")
-        _inspect(pack, sys.stdout, stats=args.stats)
-    return 0
-
-
-def _run_dump(args: Any) -> int:
-    if args.batch:
-        from .batch import serve
-
-        return serve(sys.stdin, sys.stdout, strict=args.strict)
-    if args.file is None:
-        raise SystemExit("burnpack dump: needs a file (or --batch)")
-    result = dump(args.file, strict=args.strict)
-    print(json.dumps(result, ensure_ascii=False, indent=1))
-    return 0 if result["ok"] else 1
-
-
-def _run_validate(args: Any) -> int:
-    with load(args.file, strict=args.strict) as pack:
-        pack.tensors()
-    print(f"{args.file}: valid{' (strict)' if args.strict else ''}")
-    return 0
-
-
-def _run_repack(args: Any) -> int:
-    _repack(args.input, args.output)
-    return 0
+# The argument each command's errors are about when the error itself names no file.
+_PATH_ARGUMENTS = ("file", "input", "spec", "a", "directory")
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="burnpack", description="Inspect, check, convert and rewrite Burn .bpk files.")
+    parser.add_argument("--version", action="version", version=f"burnpack {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="full error details (legacy diagnoses, reports)")
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("inspect", help="print a table of tensors, metadata and scalars")
-    p.add_argument("file")
-    p.add_argument("--stats", action="store_true", help="add min/max/mean of each tensor's values (QFloat: dequantized)")
-    p.set_defaults(handler=_run_inspect)
-    p = sub.add_parser("dump", help="print the pack as one JSON object (the conformance protocol)")
-    p.add_argument("--json", action="store_true", required=True, help="JSON output (the only format)")
-    p.add_argument("--strict", action="store_true", help="also reject what no Burn writer produces")
-    p.add_argument("--batch", action="store_true", help="answer JSON-line requests {path, level} from stdin, one object per line")
-    p.add_argument("file", nargs="?")
-    p.set_defaults(handler=_run_dump)
-    p = sub.add_parser("validate", help="exit 0 if the file is valid, 1 with the error otherwise")
-    p.add_argument("--strict", action="store_true", help="also reject what no Burn writer produces")
-    p.add_argument("file")
-    p.set_defaults(handler=_run_validate)
-    p = sub.add_parser("repack", help="rewrite a file canonically, keeping its data order")
-    p.add_argument("input")
-    p.add_argument("output")
-    p.set_defaults(handler=_run_repack)
-    spec_cli.register(sub)
-    diff_cli.register(sub)
+    files_cmd.register(sub)
+    pack_cmd.register(sub)
+    diff_cmd.register(sub)
     records_cli.register(sub)
     interop_cli.register(sub)
+    for command in sub.choices.values():  # --verbose also after the command name
+        command.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="full error details")
     return parser
+
+
+def _reported() -> tuple[type[BaseException], ...]:
+    """The failures reported in one line; anything else is a bug and keeps its traceback."""
+    from .commands.common import CommandError
+    from .errors import BurnpackError
+    from .interop.formats import ConversionError
+    from .interop.pytorch import PyTorchReadError
+    from .interop.safetensors import SafetensorsError
+    from .records.errors import RecordError
+
+    return (CommandError, BurnpackError, ConversionError, PyTorchReadError, SafetensorsError, RecordError,
+            OSError, ValueError, KeyError, ImportError)  # fmt: skip
+
+
+def _show_warning(message: Any, category: type[Warning], *rest: Any, verbose: bool = False) -> None:
+    summary = getattr(message, "legacy_summary", None) or str(message)
+    details = getattr(message, "legacy_details", None)
+    text = summary.replace("legacy_ok=True", "--legacy-ok")
+    print(f"burnpack: warning: {text}" + (f"\n  {details}" if verbose and details else ""), file=sys.stderr)
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe: point stdout at /dev/null so the interpreter's final flush is silent."""
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    verbose = args.verbose
     warnings.simplefilter("always", LegacyFormatWarning)
-    warnings.showwarning = lambda message, *rest: print(f"warning: {message}", file=sys.stderr)
+    warnings.showwarning = lambda message, category, *rest: _show_warning(message, category, verbose=verbose)
     try:
-        return args.handler(args)
-    except BurnpackError as exc:
-        print(f"{getattr(args, 'file', None) or getattr(args, 'input', '')}: {exc.variant}: {exc}", file=sys.stderr)
-        return 1
+        return int(args.handler(args))
+    except KeyboardInterrupt:
+        print("burnpack: interrupted", file=sys.stderr)
+        return 130
     except BrokenPipeError:  # output piped into e.g. `head`: stop quietly, as Unix tools do
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _quiet_stdout()
         return 1
+    except _reported() as exc:
+        line, code = describe_error(exc, first_path(args, *_PATH_ARGUMENTS), verbose=verbose)
+        print(line, file=sys.stderr)
+        return code

@@ -1,13 +1,16 @@
-"""``burnpack diff A B``: what differs between two packs.
+"""What differs between two packs: their content, and on request their layout.
 
-Tensors added, removed or changed (dtype, shape, param id, bytes), with the largest absolute and
-relative difference for numeric tensors of the same element count; metadata and scalars added,
-removed or changed. Data layout (offsets, padding, data order) is not content: two files that
-differ only there are reported identical, with a note.
+Content: tensors added, removed or changed (dtype, shape, param id, bytes), with the largest
+absolute and relative difference for numeric tensors of the same element count; metadata and
+scalars added, removed or changed. Layout (:func:`layout_of`): header version, metadata size and
+encoding, data section start, tensor offsets and order, padding and trailing bytes — how the
+same content was written. ``diff_packs`` compares anything pack-like (``names``, ``tensors()``,
+``metadata``, ``scalars``), so the command line can compare a pack with a safetensors file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +19,7 @@ import numpy as np
 
 from .dtypes import debug
 from .dump import scalar_json
-from .reader import Pack, TensorView
+from .reader import Pack
 
 _EXACT_INTS = (np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32)
 
@@ -53,10 +56,12 @@ class PackDiff:
     metadata: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
     scalars: dict[str, tuple[dict | None, dict | None]] = field(default_factory=dict)
     layout_differs: bool = False
+    layout: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # filled by compare_layout
 
     @property
     def identical(self) -> bool:
-        return not (self.added or self.removed or self.changed or self.metadata or self.scalars)
+        """Same content (and, when the layout was compared, the same layout)."""
+        return not (self.added or self.removed or self.changed or self.metadata or self.scalars or self.layout)
 
     def to_json(self) -> dict:
         return {
@@ -67,13 +72,14 @@ class PackDiff:
             "metadata": {k: {"a": a, "b": b} for k, (a, b) in self.metadata.items()},
             "scalars": {k: {"a": a, "b": b} for k, (a, b) in self.scalars.items()},
             "layout_differs": self.layout_differs,
+            "layout": {k: {"a": a, "b": b} for k, (a, b) in self.layout.items()},
         }
 
     def render(self, a_name: str = "A", b_name: str = "B") -> str:
         if self.identical:
-            note = " (same content, different layout: offsets, padding or data order)" if self.layout_differs else ""
+            note = " (same content, different layout: see --layout)" if self.layout_differs else ""
             return f"identical{note}"
-        lines = []
+        lines = [f"~ layout {key}: {a} -> {b}" for key, (a, b) in self.layout.items()]
         for name in self.added:
             lines.append(f"+ tensor {name!r} (only in {b_name})")
         for name in self.removed:
@@ -94,10 +100,13 @@ class PackDiff:
             lines.append(f"~ tensor {c.name!r}: " + "; ".join(parts))
         for key, (a, b) in self.metadata.items():
             lines.append(_entry("metadata", key, a, b))
-        for key, (a, b) in self.scalars.items():
-            lines.append(_entry("scalar", key, _scalar_text(a), _scalar_text(b)))
+        for key, (sa, sb) in self.scalars.items():
+            lines.append(_entry("scalar", key, _scalar_text(sa), _scalar_text(sb)))
         n = len(self.added) + len(self.removed) + len(self.changed)
-        lines.append(f"{n} tensor differences, {len(self.metadata)} metadata, {len(self.scalars)} scalar differences")
+        counts = [(n, "tensor"), (len(self.metadata), "metadata"), (len(self.scalars), "scalar")]
+        counts += [(len(self.layout), "layout")] if self.layout else []
+        summary = ", ".join(f"{k} {what} difference{'' if k == 1 else 's'}" for k, what in counts)
+        lines.append(summary)
         return "\n".join(lines)
 
 
@@ -117,7 +126,7 @@ def _scalar_text(s: dict | None) -> str | None:
     return f"{s['type']}({s['value']}){bits}"
 
 
-def _values(view: TensorView) -> np.ndarray | None:
+def _values(view: Any) -> np.ndarray | None:
     """The tensor as a flat numeric array (bool as uint8), or None for QFloat / bad lengths."""
     if view.dtype.is_quantized:
         return None
@@ -160,8 +169,8 @@ def _numeric_diff(change: TensorChange, a: np.ndarray, b: np.ndarray, atol: floa
     return bool(np.any(beyond))
 
 
-def diff_packs(a: Pack, b: Pack, *, atol: float = 0.0, rtol: float = 0.0) -> PackDiff:
-    """Compare two open packs (every tensor is read)."""
+def diff_packs(a: Any, b: Any, *, atol: float = 0.0, rtol: float = 0.0) -> PackDiff:
+    """Compare two open packs, or pack-like tensor sources (every tensor is read)."""
     out = PackDiff()
     names_a, names_b = set(a.names), set(b.names)
     out.added = sorted(names_b - names_a)
@@ -203,34 +212,61 @@ def diff_packs(a: Pack, b: Pack, *, atol: float = 0.0, rtol: float = 0.0) -> Pac
     return out
 
 
-# -- ``burnpack diff A B`` ----------------------------------------------------------------------------
-def register(sub: Any) -> None:
-    """Add the ``diff`` subcommand to ``burnpack``'s argument parser."""
-    p = sub.add_parser("diff", help="compare two files: tensors added/removed/changed, metadata, scalars (exit 0 when identical)")
-    p.add_argument("a")
-    p.add_argument("b")
-    p.add_argument("--json", action="store_true", help="print the differences as one JSON object")
-    p.add_argument("--atol", type=float, default=0.0, help="numeric tensors within this absolute difference count as equal")
-    p.add_argument("--rtol", type=float, default=0.0, help="numeric tensors within this relative difference count as equal")
-    p.set_defaults(handler=run_diff)
+def layout_of(pack: Pack) -> dict[str, Any]:
+    """How a pack's content is laid out: what ``--layout`` compares. Reads only the metadata and
+    the bytes between tensors (padding), all present in the file."""
+    source = pack._source
+    ranges = sorted((view.data_offsets, name) for name, view in pack.items())
+    data_end = pack.data_section_start + max((end for (_, end), _ in ranges), default=0)
+    nonzero = _nonzero_bytes(source, 10 + pack.metadata_size, pack.data_section_start)
+    position = 0
+    for (start, end), _ in ranges:
+        nonzero += _nonzero_bytes(source, pack.data_section_start + position, pack.data_section_start + start)
+        position = max(position, end)
+    metadata = source.read(10, pack.metadata_size)
+    return {
+        "header version": pack.version,
+        "metadata size": pack.metadata_size,
+        "metadata encoding": f"sha256 {hashlib.sha256(metadata).hexdigest()[:16]}",
+        "data section start": pack.data_section_start,
+        "data order": [name for _, name in ranges],
+        "tensor offsets": {name: list(offsets) for offsets, name in ranges},
+        "nonzero padding bytes": nonzero,
+        "trailing bytes": max(pack.file_size - data_end, 0),
+    }
 
 
-def run_diff(args: Any) -> int:
-    """Exit 0 when identical, 1 when different, 2 when a file cannot be read."""
-    import json
-    import sys
+def _nonzero_bytes(source: Any, start: int, end: int) -> int:
+    end = min(end, source.size)
+    count = 0
+    for offset in range(start, end, 1 << 20):
+        chunk = source.read(offset, min(1 << 20, end - offset))
+        count += len(chunk) - chunk.count(0)
+    return count
 
-    from .errors import BurnpackError
-    from .reader import load
 
-    try:
-        with load(args.a) as a, load(args.b) as b:
-            result = diff_packs(a, b, atol=args.atol, rtol=args.rtol)
-    except BurnpackError as exc:
-        print(f"burnpack diff: {exc.variant}: {exc}", file=sys.stderr)
-        return 2
-    if args.json:
-        print(json.dumps(result.to_json(), ensure_ascii=False, indent=1))
-    else:
-        print(result.render(args.a, args.b))
-    return 0 if result.identical else 1
+def compare_layout(result: PackDiff, a: Pack, b: Pack) -> PackDiff:
+    """Add the layout differences of ``a`` and ``b`` to ``result`` (which then is not identical)."""
+    layout_a, layout_b = layout_of(a), layout_of(b)
+    for key, value in layout_a.items():
+        other = layout_b[key]
+        if value == other:
+            continue
+        if key == "tensor offsets":
+            moved = sorted(n for n in value.keys() & other.keys() if value[n] != other[n])
+            if moved:
+                first = moved[0]
+                result.layout[key] = (f"{first} at {value[first]}", f"{first} at {other[first]} ({len(moved)} moved)")
+        elif key == "data order":
+            order_a, order_b = [n for n in value if n in other], [n for n in other if n in value]
+            if order_a != order_b:
+                result.layout[key] = (_head(order_a), _head(order_b))
+        else:
+            result.layout[key] = (value, other)
+    if result.layout:
+        result.layout_differs = True
+    return result
+
+
+def _head(names: list[str], n: int = 4) -> str:
+    return ", ".join(names[:n]) + (", ..." if len(names) > n else "")

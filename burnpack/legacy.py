@@ -21,28 +21,55 @@ from typing import NamedTuple
 from ._cbor import MAP, TAG, CborError, Decoder, Fallback, encode, plain_item
 from ._generated.layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH, TENSOR_ALIGNMENT
 from ._generated.types import Metadata
-from .errors import LegacyFormatWarning, MetadataDeserializationError
+from .errors import BurnpackError, LegacyFormatWarning, MetadataDeserializationError
 from .metadata import decode_metadata
 
+# Each diagnosis is a one-line summary (what the file is, what to do) plus the details (which
+# Burn versions and commits); errors and warnings carry both as ``legacy_summary`` /
+# ``legacy_details`` attributes, and their text holds only the summary.
 LAYOUT_DIAGNOSIS = (
-    "this file has the pre-alignment layout written by Burn 0.19 (before commit 272ca0b4a, 2025-12-02; "
-    "Burn 0.20 and later align tensors): "
-    "tensor data starts right after the metadata instead of at the next 256-byte boundary, so current "
-    "Burn reads shifted bytes; open it with legacy_ok=True to read it as written"
+    "pre-alignment layout of a Burn 0.19 file, which current Burn reads shifted; open it with legacy_ok=True"
+)
+LAYOUT_DETAILS = (
+    "Burn 0.19 (before commit 272ca0b4a, 2025-12-02) started tensor data right after the metadata; Burn 0.20 "
+    "and later read it at the next 256-byte boundary, so they see shifted bytes or fail"
 )
 BOOL_DIAGNOSIS = (
-    'tensor {name!r} has the dtype "Bool" written by Burn 0.19-0.20 (before bool stores, commit bcaabad86, '
-    "2026-03-19); current Burn rejects it; open it with legacy_ok=True to read it as Bool(Native)"
+    'tensor {name!r}: dtype "Bool" of a Burn 0.19-0.20 file, which current Burn rejects; open it with legacy_ok=True'
+)
+BOOL_DETAILS = (
+    'Burn 0.19-0.20 (before bool stores, commit bcaabad86, 2026-03-19) wrote a bool dtype as the bare text "Bool"; '
+    "legacy_ok=True reads it as Bool(Native)"
 )
 STORE_DIAGNOSIS = (
-    'tensor {name!r} has a QFloat store "U32" written by Burn 0.19 (before cubecl bump f3c0aebfd, '
-    "2026-01-14); current Burn rejects it; open it with legacy_ok=True to read it as PackedU32(0)"
+    'tensor {name!r}: QFloat store "U32" of a Burn 0.19 file, which current Burn rejects; open it with legacy_ok=True'
+)
+STORE_DETAILS = (
+    'Burn 0.19 (before the cubecl bump f3c0aebfd, 2026-01-14) wrote the QFloat store "U32"; legacy_ok=True reads '
+    "it as PackedU32(0)"
 )
 SCHEME_DIAGNOSIS = (
-    "tensor {name!r} has a QFloat scheme in the pre-2026-08-19 shape (keys 'param'/'level', written by "
-    "every Burn release from 0.19 to 0.22.0-pre.2, before commit a8f9b960f); current Burn ignores those "
-    "keys and reads it as the default per-tensor scheme; open it with legacy_ok=True to read it as written"
+    "tensor {name!r}: pre-2026-08-19 QFloat scheme, which current Burn misreads as the default; open it with legacy_ok=True"
 )
+SCHEME_DETAILS = (
+    "every Burn release from 0.19 to 0.22.0-pre.2 (before commit a8f9b960f, 2026-08-19) wrote QFloat schemes with "
+    "'param'/'level' keys; current Burn ignores them and reads the default per-tensor F32 scheme"
+)
+
+
+def legacy_warning(summary: str, details: str) -> LegacyFormatWarning:
+    """A warning whose text is the one-line summary, with the details as an attribute."""
+    warning = LegacyFormatWarning(summary)
+    warning.legacy_summary = summary  # type: ignore[attr-defined]
+    warning.legacy_details = details  # type: ignore[attr-defined]
+    return warning
+
+
+def with_diagnosis(error: BurnpackError, summary: str, details: str) -> BurnpackError:
+    """``error`` carrying a legacy diagnosis as attributes (its text already holds the summary)."""
+    error.legacy_summary = summary  # type: ignore[attr-defined]
+    error.legacy_details = details  # type: ignore[attr-defined]
+    return error
 
 
 def has_prealignment_layout(meta: Metadata, metadata_end: int, max_end: int, file_size: int) -> bool:
@@ -127,13 +154,15 @@ def explain_rejection(error: MetadataDeserializationError, blob: bytes) -> Metad
     for name, (descriptor, _, _) in _raw_descriptors(blob).items():
         scheme = _qfloat_scheme(descriptor)
         if descriptor.get("dtype") == "Bool":
-            diagnosis = BOOL_DIAGNOSIS.format(name=name)
+            diagnosis, details = BOOL_DIAGNOSIS.format(name=name), BOOL_DETAILS
         elif scheme is not None and scheme.get("store") == "U32":
-            diagnosis = STORE_DIAGNOSIS.format(name=name)
+            diagnosis, details = STORE_DIAGNOSIS.format(name=name), STORE_DETAILS
         else:
             continue
         where = f"{error.where}; {diagnosis}" if error.where else diagnosis
-        return MetadataDeserializationError(error.payload, where=where)
+        explained = MetadataDeserializationError(error.payload, where=where)
+        with_diagnosis(explained, diagnosis, details)
+        return explained
     return error
 
 
@@ -144,7 +173,7 @@ def warn_misread_schemes(meta: Metadata, blob: bytes) -> None:
     for name, (descriptor, _, _) in _raw_descriptors(blob).items():
         scheme = _qfloat_scheme(descriptor)
         if scheme is not None and ("param" in scheme or "level" in scheme):
-            warnings.warn(SCHEME_DIAGNOSIS.format(name=name), LegacyFormatWarning, stacklevel=4)
+            warnings.warn(legacy_warning(SCHEME_DIAGNOSIS.format(name=name), SCHEME_DETAILS), stacklevel=4)
 
 
 def _is_old_scheme(scheme: dict) -> bool:

@@ -40,7 +40,6 @@ from .errors import (
     InvalidVersion,
     IoError,
     LegacyFormatError,
-    LegacyFormatWarning,
     MetadataDeserializationError,
     QuantizationError,
     TensorNotFound,
@@ -371,7 +370,8 @@ class Pack(Mapping[str, TensorView]):
             else:
                 message = f"Tensor data range {start}..{end} is out of bounds (buffer is {available} bytes)"
             if diagnose_legacy:  # Burn's own error, with the diagnosis beside it
-                raise LegacyFormatError(message, where=f"tensor '{name}', file is {available} bytes; {legacy.LAYOUT_DIAGNOSIS}")
+                error = LegacyFormatError(message, where=f"tensor '{name}', file is {available} bytes; {legacy.LAYOUT_DIAGNOSIS}")
+                raise legacy.with_diagnosis(error, legacy.LAYOUT_DIAGNOSIS, legacy.LAYOUT_DETAILS)
             raise ValidationError(message, where=f"tensor '{name}', file is {available} bytes")
         # An in-range tensor of a pre-alignment-looking file is returned as Burn returns it: the
         # layout cannot be told apart from a modern file cut at exactly 10 + M + max_end, whose
@@ -531,7 +531,7 @@ def _open(source: Source, *, from_file: bool, legacy_ok: bool) -> Pack:
     if old_layout and legacy_ok:
         data_start = metadata_end
     elif old_layout:
-        warnings.warn(legacy.LAYOUT_DIAGNOSIS, LegacyFormatWarning, stacklevel=3)
+        warnings.warn(legacy.legacy_warning(legacy.LAYOUT_DIAGNOSIS, legacy.LAYOUT_DETAILS), stacklevel=3)
     if not legacy_ok:
         legacy.warn_misread_schemes(meta, blob)
     old_schemes = legacy.old_qfloat_schemes(meta, blob)

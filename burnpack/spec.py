@@ -159,37 +159,3 @@ def spec_from_pack(pack: Any, *, order: str = "data") -> dict:
         "metadata": dict(pack.metadata),
         "scalars": {name: scalar_json(s) for name, s in sorted(pack.scalars.items())},
     }
-
-
-# -- ``burnpack pack SPEC.json OUT`` -----------------------------------------------------------------
-def register(sub: Any) -> None:
-    """Add the ``pack`` subcommand to ``burnpack``'s argument parser."""
-    p = sub.add_parser("pack", help="build a .bpk file from a writer spec (JSON: tensors in write order, metadata, scalars)")
-    p.add_argument("spec", help="the spec file (see burnpack.spec), or - for standard input")
-    p.add_argument("output", help="the file to write (atomically; .bpk is appended when there is no extension)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON ({ok, path, size} or {ok: false, error})")
-    p.set_defaults(handler=run_pack)
-
-
-def run_pack(args: Any) -> int:
-    import sys
-
-    from .errors import BurnpackError
-
-    try:
-        spec = json.loads(sys.stdin.read()) if args.spec == "-" else load_spec(args.spec)
-        target = writer_from_spec(spec).write_atomic(args.output)
-    except SpecError as exc:
-        print(f"burnpack pack: bad spec: {exc}", file=sys.stderr)
-        if args.json:
-            print(json.dumps({"ok": False, "error": {"variant": "SpecError", "message": str(exc)}}))
-        return 2
-    except (BurnpackError, OSError, json.JSONDecodeError) as exc:
-        variant = getattr(exc, "variant", type(exc).__name__)
-        print(f"burnpack pack: {variant}: {exc}", file=sys.stderr)
-        if args.json:
-            print(json.dumps({"ok": False, "error": {"variant": variant, "message": str(exc)}}))
-        return 1
-    if args.json:
-        print(json.dumps({"ok": True, "path": str(target), "size": target.stat().st_size}))
-    return 0

@@ -2,7 +2,8 @@
 
 Exit codes: 0 everything passed (or the command succeeded); 1 at least one vector failed,
 crashed or hung (``run``), or the fuzzer found a failing input (``fuzz``); 2 usage errors, an
-unreadable vectors directory, or a corpus that is out of date (``generate --check``).
+unreadable vectors directory, or a corpus that is out of date (``generate --check``); 130 when
+interrupted (Ctrl-C). Output piped into a reader that stops early (``| head``) ends quietly.
 """
 
 from __future__ import annotations
@@ -12,8 +13,14 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
+
+from burnpack import __version__
+from burnpack.commands.common import missing_extra
+from burnpack.progress import finish, progress_for
 
 from . import corpus as corpus_mod
 from .corpus import DEFAULT_VECTORS, CorpusError, load_vectors
@@ -76,6 +83,26 @@ def _write_reports(report: Report, args: argparse.Namespace) -> None:
         Path(args.junit).write_text(report.to_junit(), encoding="utf-8")
 
 
+def _progress(args: argparse.Namespace, total: int) -> tuple[Callable[[Any], None], Callable[[int], None]]:
+    """``N/M`` on stderr as vectors finish (a bar on a terminal, lines with ``--progress always``);
+    ``--verbose`` adds one line per vector. Results arrive from worker threads."""
+    bar = progress_for(args.progress, total, "vectors", show=str, threshold=1)
+    lock = threading.Lock()
+    done = 0
+
+    def progress(r: Any) -> None:
+        nonlocal done
+        with lock:
+            done += 1
+            if args.verbose:
+                level = f" [{r.level}]" if r.level else ""
+                print(f"[{done}/{total}] {r.status:>7} {r.kind} {r.id}{level}" + (f": {r.message}" if r.message else ""),
+                      file=sys.stderr, flush=True)  # fmt: skip
+            bar(1)
+
+    return progress, bar
+
+
 def _run(args: argparse.Namespace) -> int:
     try:
         vectors = load_vectors(args.vectors).select(args.select or ())
@@ -83,11 +110,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"burnpack-conformance: cannot load vectors: {exc}", file=sys.stderr)
         return 2
     levels = ("compatible", "strict") if args.level == "both" else (args.level,)
-    progress = None
-    if args.verbose:
-        def progress(r):  # noqa: E306
-            print(f"{r.status:>7} {r.kind} {r.id}" + (f" [{r.level}]" if r.level else "") + (f": {r.message}" if r.message else ""),
-                  file=sys.stderr, flush=True)
+    total = (len(vectors.readers) * len(levels) if args.reader or args.reader_batch or args.self_test else 0) + (
+        len(vectors.writers) if args.writer or args.self_test else 0)  # fmt: skip
+    progress, bar = _progress(args, total)
     report: Report | None = None
     try:
         if args.reader or args.reader_batch or args.self_test:
@@ -110,6 +135,7 @@ def _run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"burnpack-conformance: {exc}", file=sys.stderr)
         return 2
+    finish(bar)
     assert report is not None
     if not report.results:
         print("burnpack-conformance: no vectors selected", file=sys.stderr)
@@ -133,12 +159,13 @@ def _fuzz(args: argparse.Namespace) -> int:
     from .fuzz import fuzz
 
     return fuzz(seconds=args.seconds, engine=args.engine, save_dir=args.save_dir, reader=args.reader, seed=args.seed,
-                timeout=args.timeout, max_examples=args.max_examples)
+                timeout=args.timeout, max_examples=args.max_examples, hypothesis_dir=args.hypothesis_dir)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="burnpack-conformance", description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"burnpack-conformance {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("export", help="write the corpus (every vector, manifest, README, protocol) to DIR")
@@ -163,6 +190,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--json-report", metavar="FILE", help="write a JSON report")
     p.add_argument("--junit", metavar="FILE", help="write a JUnit XML report")
     p.add_argument("-v", "--verbose", action="store_true", help="print every vector as it finishes")
+    p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
+                   help="N/M progress on stderr: auto = on a terminal; always = also as lines without one")  # fmt: skip
     p.set_defaults(func=_run)
 
     p = sub.add_parser("list", help="list the vectors and their expected outcomes")
@@ -179,6 +208,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--timeout", type=float, default=20.0, help="seconds per external reader call")
     p.add_argument("--max-examples", type=int, default=None, help="stop after this many inputs (Hypothesis engine)")
+    p.add_argument("--hypothesis-dir", type=Path, default=None,
+                   help="keep Hypothesis's example database and caches here (default: a temporary directory, "
+                        "so nothing is written to the current directory)")  # fmt: skip
     p.set_defaults(func=_fuzz)
 
     p = sub.add_parser("generate", help="regenerate the checked-in corpus from the generators")
@@ -193,7 +225,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"burnpack-conformance: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        print("burnpack-conformance: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `burnpack-conformance list | head`: stop quietly
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 1
+    except ImportError as exc:
+        advice = missing_extra(exc)
+        if advice is None:
+            raise
+        print(f"burnpack-conformance: {advice}", file=sys.stderr)
+        return 2
 
 
 def regenerate(argv: list[str] | None = None) -> int:

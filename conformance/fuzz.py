@@ -247,9 +247,31 @@ def _property(stats: Stats, kind: str, check: Callable[[Any], list[str]], failin
     return prop
 
 
-def _run_hypothesis(stats: Stats, findings: Findings, reader: ExternalReader | None, seed: int | None, max_examples: int | None) -> None:
+def _run_hypothesis(
+    stats: Stats, findings: Findings, reader: ExternalReader | None, seed: int | None, max_examples: int | None,
+    home: Path | None = None,
+) -> None:  # fmt: skip
+    """Hypothesis keeps its example database and caches in ``home`` when given, else in a
+    temporary directory: never in the current directory (its default) unless asked."""
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    with tempfile.TemporaryDirectory(prefix="burnpack-fuzz-") as scratch:
+        set_hypothesis_home_dir(home if home is not None else scratch)
+        try:
+            _hypothesis_batches(stats, findings, reader, seed, max_examples, home)
+        finally:
+            set_hypothesis_home_dir(None)
+
+
+def _hypothesis_batches(
+    stats: Stats, findings: Findings, reader: ExternalReader | None, seed: int | None, max_examples: int | None,
+    home: Path | None,
+) -> None:  # fmt: skip
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
+    from hypothesis.database import DirectoryBasedExampleDatabase
+
+    database = DirectoryBasedExampleDatabase(home / "examples") if home is not None else None
 
     from . import strategies as bst
 
@@ -267,7 +289,7 @@ def _run_hypothesis(stats: Stats, findings: Findings, reader: ExternalReader | N
                 break
             failing: dict[str, Any] = {}
             prop = _property(stats, kind, check, failing)
-            test = settings(max_examples=50, deadline=None, database=None, derandomize=False, print_blob=False,
+            test = settings(max_examples=50, deadline=None, database=database, derandomize=False, print_blob=False,
                             phases=[Phase.generate, Phase.shrink], suppress_health_check=list(HealthCheck))(given(strategy)(prop))
             if seed is not None:
                 test = hseed(seed + batch)(test)
@@ -336,8 +358,10 @@ def _run_atheris(stats: Stats, findings: Findings, reader: ExternalReader | None
 
 
 def fuzz(*, seconds: float = 60.0, engine: str = "auto", save_dir: Path = Path("fuzz-findings"), reader: str | None = None,
-         seed: int | None = None, timeout: float = 20.0, max_examples: int | None = None) -> int:
-    """Run the properties for ``seconds``; 0 when nothing failed, 1 otherwise."""
+         seed: int | None = None, timeout: float = 20.0, max_examples: int | None = None,
+         hypothesis_dir: Path | None = None) -> int:
+    """Run the properties for ``seconds``; 0 when nothing failed, 1 otherwise. ``hypothesis_dir``
+    keeps Hypothesis's database (default: none, and its caches in a temporary directory)."""
     if engine == "auto":
         try:
             import atheris  # noqa: F401
@@ -352,7 +376,7 @@ def fuzz(*, seconds: float = 60.0, engine: str = "auto", save_dir: Path = Path("
     print(f"fuzz: engine {engine}, {seconds:g} s, failing inputs go to {save_dir}/", file=sys.stderr, flush=True)
     if engine == "atheris":
         _run_atheris(stats, findings, external, seed)  # exits the process
-    _run_hypothesis(stats, findings, external, seed, max_examples)
+    _run_hypothesis(stats, findings, external, seed, max_examples, hypothesis_dir)
     print(stats.summary("hypothesis"), flush=True)
     for id, problems in stats.failures:
         print(f"  {id}: {problems[0]}")

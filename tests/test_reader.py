@@ -216,7 +216,7 @@ def test_a_current_file_is_never_taken_for_a_prealignment_one():
 
 def test_the_old_bool_dtype_is_rejected_like_burn_with_a_diagnosis():
     data = _file({"tensors": {"m": {"dtype": "Bool", "shape": [2], "data_offsets": [0, 2]}}}, b"\x01\x00")
-    with pytest.raises(burnpack.MetadataDeserializationError, match="written by Burn 0.19-0.20") as info:
+    with pytest.raises(burnpack.MetadataDeserializationError, match="of a Burn 0.19-0.20 file") as info:
         burnpack.load(data)
     assert "unknown variant" in info.value.payload
     pack = burnpack.load(data, legacy_ok=True)

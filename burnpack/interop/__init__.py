@@ -31,7 +31,7 @@ from .converter import convert
 _EXPORTS = {
     "transform": "converter",
     "ConversionReport": "converter",
-    "ProgressBar": "converter",
+    "UnmatchedOptionError": "converter",
     "read_tensors": "formats",
     "write_tensors": "formats",
     "detect_format": "formats",
@@ -52,6 +52,7 @@ _EXPORTS = {
     "HalfPrecisionAdapter": "adapters",
     "FloatCastAdapter": "adapters",
     "ModuleTypes": "adapters",
+    "UnknownModuleType": "adapters",
     "parse_adapter": "adapters",
     "load_record": "loader",
     "load_into": "loader",

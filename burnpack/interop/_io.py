@@ -4,6 +4,7 @@ foreign arrays as entries (numpy ``bool`` becomes a Burn ``Bool`` of the chosen 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -16,15 +17,29 @@ from ..dtypes import numpy_dtype
 from ..errors import BurnpackError
 from .tensors import Entry
 
-__all__ = ["ConversionError", "OutputExistsError", "atomic_output", "bool_dtype", "entry_from_array"]
+__all__ = ["ConversionError", "OptionError", "OutputExistsError", "atomic_output", "bool_dtype", "entry_from_array"]
 
 
 class ConversionError(BurnpackError):
     """A conversion cannot be done as asked (unsupported dtype, unknown format, ...)."""
 
 
+class OptionError(ConversionError, ValueError):
+    """An option is malformed (a regex that does not compile, an unknown adapter or module type):
+    a usage error, exit status 2 on the command line."""
+
+    exit_code = 2
+
+
 class OutputExistsError(ConversionError, FileExistsError):
-    """The output exists and ``overwrite`` was not given."""
+    """The output exists and ``overwrite`` was not given (``filename`` is the output)."""
+
+    def __init__(self, path: str | os.PathLike[str], detail: str = "exists; pass overwrite=True to replace it") -> None:
+        super().__init__(f"{path} {detail}")
+        self.filename = str(path)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 _BOOL_STORES = {store.name.lower(): store for store in BoolStore}
@@ -61,11 +76,11 @@ def atomic_output(path: Path, *, overwrite: bool = False) -> Iterator[BinaryIO]:
     """
     path = Path(path)
     if not overwrite and path.exists():
-        raise OutputExistsError(f"{path} exists; pass overwrite=True (--overwrite) to replace it")
+        raise OutputExistsError(path)
     if path.parent and not path.parent.exists():
         raise ConversionError(f"{path.parent}: no such directory")
     try:
         with atomic_file(path, replace=overwrite) as stream:
             yield stream
     except DestinationExists:
-        raise OutputExistsError(f"{path} appeared while converting; nothing was replaced") from None
+        raise OutputExistsError(path, "appeared while converting; nothing was replaced") from None

@@ -20,6 +20,7 @@ Adapters, as in Burn:
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .._generated.types import DType
+from ._io import OptionError
 from .tensors import Entry, cast_array, dtype_name, is_float, parse_dtype
 
 __all__ = [
@@ -38,6 +40,8 @@ __all__ = [
     "ModuleAdapter",
     "ModuleTypes",
     "PyTorchToBurnAdapter",
+    "UnknownModuleType",
+    "known_module_type",
     "module_type",
     "parse_adapter",
 ]
@@ -64,8 +68,39 @@ _TORCH_CLASSES = {
     "LazyBatchNorm1d": "BatchNorm", "LazyBatchNorm2d": "BatchNorm", "LazyBatchNorm3d": "BatchNorm",
     "LayerNorm": "LayerNorm", "GroupNorm": "GroupNorm", "RMSNorm": "RmsNorm",
     "InstanceNorm1d": "InstanceNorm", "InstanceNorm2d": "InstanceNorm", "InstanceNorm3d": "InstanceNorm",
-    "PReLU": "PRelu",
+    "PReLU": "PRelu", "DeformConv2d": "DeformConv2d",
 }  # fmt: skip
+
+
+BURN_MODULE_TYPES = frozenset(_TORCH_CLASSES.values())
+"""Burn's module types that adapters act on, by their short names."""
+
+
+class UnknownModuleType(OptionError):
+    """A module type that is neither Burn's nor a torch class name (a typo would silently leave
+    weights untransposed). Custom modules are spelled ``Struct:Name`` / ``Enum:Name``."""
+
+    def __init__(self, name: str, option: str = "module type") -> None:
+        known = sorted(BURN_MODULE_TYPES)
+        by_lower = {k.lower(): k for k in [*_TORCH_CLASSES, *known]}
+        close = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
+        self.suggestion = by_lower[close[0]] if close else None
+        hint = f" (did you mean {self.suggestion!r}?)" if self.suggestion else ""
+        super().__init__(
+            f"unknown {option} {name!r}{hint}; known types: {', '.join(known)} (torch class names such as "
+            "BatchNorm2d work too; a custom module is Struct:Name)"
+        )
+        self.name = name
+
+
+def known_module_type(name: str, option: str = "module type") -> str:
+    """:func:`module_type`, refusing a short name that is neither a Burn module nor a torch class."""
+    text = str(name).strip()
+    if ":" in text:
+        return text
+    if text.rpartition(".")[2] not in _TORCH_CLASSES and text not in BURN_MODULE_TYPES:
+        raise UnknownModuleType(text, option)
+    return module_type(text)
 
 
 def module_type(name: str) -> str:
@@ -97,21 +132,22 @@ class ModuleTypes:
         torch_types: Mapping[str, str] | None = None,
         infer: bool = False,
     ) -> None:
-        self.types = {path: module_type(t) for path, t in (types or {}).items()}
+        self.types = {path: known_module_type(t) for path, t in (types or {}).items()}
         if isinstance(rules, Mapping):
             rules = rules.items()
         self.rules: list[tuple[re.Pattern[str], str]] = []
         for pattern, t in rules or ():
+            kind = known_module_type(t, "module type in rule")
             try:
-                self.rules.append((re.compile(pattern), module_type(t)))
+                self.rules.append((re.compile(pattern), kind))
             except re.error as exc:
-                raise ValueError(f"invalid module-type rule {pattern!r}: {exc}") from None
+                raise OptionError(f"type_rules={pattern!r}: {exc}") from None
         self.torch_types = dict(torch_types or {})
         self.infer = infer
         self.inferred: dict[str, str] = {}
         self.ambiguous: dict[str, str] = {}
-        self._used_types: set[str] = set()
-        self._used_rules: set[int] = set()
+        self._used_types: dict[str, int] = {}  # path → lookups it answered
+        self._used_rules: dict[int, int] = {}
 
     @classmethod
     def from_torch_module(cls, module: Any, prefix: str = "") -> dict[str, str]:
@@ -136,12 +172,12 @@ class ModuleTypes:
             paths.append(original)
         for path in paths:
             if path in self.types:
-                self._used_types.add(path)
+                self._used_types[path] = self._used_types.get(path, 0) + 1
                 return self.types[path]
         for path in paths:
             for i, (regex, t) in enumerate(self.rules):
                 if regex.search(path):
-                    self._used_rules.add(i)
+                    self._used_rules[i] = self._used_rules.get(i, 0) + 1
                     return t
         for table in (self.torch_types, self.inferred):
             for path in paths:
@@ -149,11 +185,12 @@ class ModuleTypes:
                     return table[path]
         return None
 
-    def unused(self) -> list[str]:
-        """Type-map entries and rules that no tensor used."""
-        out = [f"module type {path!r} = {t}" for path, t in self.types.items() if path not in self._used_types]
-        out += [f"module-type rule {regex.pattern!r} = {t}" for i, (regex, t) in enumerate(self.rules) if i not in self._used_rules]
-        return out
+    def given(self) -> list[tuple[str, str, int]]:
+        """The user's own type sources as ``(option, "KEY=TYPE" or "", lookups answered)`` (torch
+        modules are not the user's; inference counts the module types it found)."""
+        out = [("module_types", f"{p}={t.removeprefix('Struct:')}", self._used_types.get(p, 0)) for p, t in self.types.items()]
+        out += [("type_rules", f"{r.pattern}={t.removeprefix('Struct:')}", self._used_rules.get(i, 0)) for i, (r, t) in enumerate(self.rules)]
+        return out + ([("infer_types", "", len(self.inferred))] if self.infer else [])
 
     def run_inference(self, entries: Sequence[Entry]) -> None:
         """Guess types from parameter names and shapes (only when ``infer=True``).
@@ -211,9 +248,14 @@ class ModuleAdapter:
     """Transforms one entry given its ``module_type`` (Burn's ``ModuleAdapter``)."""
 
     name = "identity"
+    uses_module_types = False  # whether adapt() depends on the entry's module type
 
     def adapt(self, entry: Entry) -> Entry:
         return entry
+
+    def parts(self) -> list[ModuleAdapter]:
+        """The adapters a chain applies, in order (one for a plain adapter)."""
+        return [self]
 
     def alternative_name(self, param: str, module_type: str | None) -> str | None:
         """Another parameter name to look for when loading (Burn's ``get_alternative_param_name``)."""
@@ -237,9 +279,13 @@ class ChainAdapter(ModuleAdapter):
         self.first = first
         self.second = second
         self.name = f"{first.name}+{second.name}"
+        self.uses_module_types = first.uses_module_types or second.uses_module_types
 
     def adapt(self, entry: Entry) -> Entry:
         return self.second.adapt(self.first.adapt(entry))
+
+    def parts(self) -> list[ModuleAdapter]:
+        return [*self.first.parts(), *self.second.parts()]
 
     def alternative_name(self, param: str, module_type: str | None) -> str | None:
         name = self.first.alternative_name(param, module_type)
@@ -267,6 +313,7 @@ def _rename_param(entry: Entry, new: str) -> Entry:
 
 class _PyTorchAdapter(ModuleAdapter):
     _renames: dict[str, str] = {}
+    uses_module_types = True
 
     def adapt(self, entry: Entry) -> Entry:
         mt = entry.module_type
@@ -316,6 +363,7 @@ class HalfPrecisionAdapter(ModuleAdapter):
     RmsNorm, PRelu — not BatchNorm). Tensors of other or unknown modules pass unchanged."""
 
     name = "half"
+    uses_module_types = True
 
     def __init__(self, modules: Iterable[str] | None = None) -> None:
         self.modules = set(HALF_PRECISION_DEFAULT if modules is None else (module_type(m) for m in modules))
@@ -404,9 +452,7 @@ def parse_adapter(spec: str | ModuleAdapter | Iterable[str | ModuleAdapter] | No
         elif key in ("f16", "bf16", "f32", "f64", "flex32", "float16", "bfloat16", "float32", "float64"):
             adapters.append(FloatCastAdapter(key))
         else:
-            raise ValueError(
-                f"unknown adapter {item!r}; expected pytorch, to-pytorch, half, cast=DTYPE or identity"
-            )
+            raise OptionError(f"unknown adapter {item!r}; expected pytorch, to-pytorch, half, cast=DTYPE or identity")
     if not adapters:
         return None
     result = adapters[0]

@@ -1,25 +1,32 @@
 """``burnpack convert`` and ``burnpack convert-checkpoint``.
 
 Registered into the main ``burnpack`` parser by :func:`register`; each subcommand sets
-``args.handler``. Summaries go to stdout (``--json`` for the full report), errors to stderr with
-exit status 1; a progress bar goes to stderr only when it is a terminal and the data is large.
+``args.handler``. Summaries go to stdout (``--json`` for the full report); failures propagate to
+``burnpack.cli.main``, which prints them in the one error style. Options that would change
+nothing are refused (exit 1) unless ``--allow-unmatched``; unknown module types are usage errors
+(exit 2). Outputs follow the rule of every writing command (``commands.common.check_output``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
+from pathlib import Path
 from typing import Any
 
+from ..commands.common import CommandError, add_progress_option, blame, check_output
+
 __all__ = ["register"]
+
+# Formats convert-checkpoint can never write, by extension: a directory (to Burn) or a .pt (to PyTorch).
+_CHECKPOINT_FILE_SUFFIXES = {".bpk", ".safetensors", ".sft", ".npz"}
 
 
 def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
     out = {}
     for item in values or ():
         if "=" not in item:
-            raise ValueError(f"{what} {item!r} is not KEY=VALUE")
+            raise CommandError(None, "UsageError", f"{what} {item!r} is not KEY=VALUE", code=2)
         key, _, value = item.partition("=")
         out[key] = value
     return out
@@ -30,7 +37,7 @@ def _type_rules(values: list[str] | None) -> list[tuple[str, str]]:
     for item in values or ():
         pattern, sep, kind = item.rpartition("=")
         if not sep or not pattern:
-            raise ValueError(f"--type-rule {item!r} is not REGEX=TYPE")
+            raise CommandError(None, "UsageError", f"--type-rule {item!r} is not REGEX=TYPE", code=2)
         out.append((pattern, kind))
     return out
 
@@ -77,8 +84,9 @@ def register(sub: Any) -> None:
     p.add_argument("--to", dest="to_format", metavar="FORMAT", help="burnpack, safetensors, pytorch or npz")
     p.add_argument("--adapter", action="append", metavar="NAME",
                    help="pytorch (PyTorch -> Burn: transpose Linear weights, norm weight/bias -> gamma/beta), to-pytorch "
-                        "(the reverse), half (F32 <-> F16 for Burn's module list), cast=DTYPE (every float tensor); "
-                        "repeat or join with ',' to chain")  # fmt: skip
+                        "(the reverse), half (F32 <-> F16 for the tensors of Burn's module list, not BatchNorm), "
+                        "cast=DTYPE (every float tensor); all but cast act on module types (--module-type, --type-rule, "
+                        "--infer-types); repeat or join with ',' to chain")  # fmt: skip
     p.add_argument("--remap", action="append", metavar="REGEX=REPLACEMENT",
                    help="rename tensors; rules apply in order; replacement in Burn ($1, ${name}) or Python (\\1) syntax")
     p.add_argument("--filter", action="append", metavar="REGEX", help="keep only tensors whose output name matches (searched)")
@@ -113,11 +121,14 @@ def register(sub: Any) -> None:
     p.add_argument("--no-metadata", action="store_true", help="do not carry the source's metadata across")
     p.add_argument("--no-stamp", action="store_true", help="do not add Burn's format/producer/version metadata keys")
     p.add_argument("--compress", action="store_true", help=".npz output: deflate members")
+    p.add_argument("--allow-unmatched", action="store_true",
+                   help="go on when an option changes nothing (an adapter with nothing to adapt, a rule or filter "
+                        "matching no tensor, module types no adapter uses); they are listed as warnings")  # fmt: skip
+    p.add_argument("--legacy-ok", action="store_true", help="read a .bpk from an older Burn as its writer meant it")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     p.add_argument("--json", action="store_true", help="print the full report as JSON instead of the summary")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
-    p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
-                   help="progress bar on stderr: auto = for outputs of 64 MiB or more, only on a terminal")
+    add_progress_option(p)
     _add_sharding_options(p)
     p.set_defaults(handler=_convert)
 
@@ -150,6 +161,8 @@ def register(sub: Any) -> None:
                    help='Burn -> PyTorch without stored settings: e.g. \'{"kind": "cosine", "T_max": 100, "eta_min": 0, "base_lrs": [0.001]}\'')
     _add_type_options(p, infer_flag=False)  # checkpoints always infer, and refuse what stays ambiguous
     p.add_argument("--seed", type=int, help="seed for the param ids (default: random, as Burn)")
+    p.add_argument("--allow-unmatched", action="store_true",
+                   help="go on when --remap, --exclude, --module-type or --type-rule matches nothing (listed as warnings)")  # fmt: skip
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
@@ -159,24 +172,38 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=_convert_checkpoint)
 
 
-def _fail(command: str, exc: BaseException) -> int:
-    message = str(exc)
-    for note in getattr(exc, "__notes__", ()) or ():
-        message += f" ({note})"
-    print(f"burnpack {command}: error: {message}", file=sys.stderr)
-    report = getattr(exc, "report", None)
-    if report is not None:
-        print(report.summary(), file=sys.stderr)
-    return 1
+def _usage(option: str, exc: ValueError) -> CommandError:
+    return CommandError(None, "UsageError", f"{option}: {exc}", code=2)
 
 
-def _errors() -> tuple[type[BaseException], ...]:
-    from ..errors import BurnpackError
-    from .formats import ConversionError
-    from .pytorch import PyTorchReadError
-    from .safetensors import SafetensorsError
+def _convert_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``transform``'s options from the command line (``--burn-import`` implies three of them)."""
+    from .remap import KeyRemapper, parse_rule
 
-    return (ConversionError, PyTorchReadError, SafetensorsError, BurnpackError, OSError, ValueError, KeyError, TypeError)
+    adapter = list(args.adapter or [])
+    infer, contiguous = args.infer_types, args.map_indices_contiguous
+    implied: set[str] = set()
+    if args.burn_import:  # like Burn's PytorchStore: these are defaults, not requests, so no-ops are fine
+        if not any(a.strip().lower() in ("pytorch", "from-pytorch") for a in adapter):
+            adapter, implied = ["pytorch", *adapter], implied | {"adapter"}
+        implied |= {"infer_types", "map_indices_contiguous"} - ({"infer_types"} if infer else set()) - (
+            {"map_indices_contiguous"} if contiguous else set())  # fmt: skip
+        infer, contiguous = True, True
+    try:
+        remap = [parse_rule(r) for r in args.remap or ()]
+        KeyRemapper(remap)  # every pattern compiles
+    except ValueError as exc:
+        raise _usage("--remap", exc) from None
+    return {
+        "adapter": adapter or None, "remap": remap, "filter": args.filter, "exclude": args.exclude,
+        "top_level_key": args.top_level_key, "map_indices_contiguous": contiguous,
+        "skip_enum_variants": args.skip_enum_variants, "enum_variants": _pairs(args.enum_variant, "--enum-variant") or None,
+        "module_types": _pairs(args.module_type, "--module-type") or None, "type_rules": _type_rules(args.type_rule) or None,
+        "infer_types": infer, "expect": args.expect, "allow_partial": args.allow_partial, "param_ids": args.param_ids,
+        "keep_metadata": not args.no_metadata, "metadata": _pairs(args.metadata, "--metadata") or None,
+        "stamp": not args.no_stamp, "allow_unmatched": True if args.allow_unmatched else implied,
+        **_quantize_options(args),
+    }  # fmt: skip
 
 
 def _quantize_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -203,51 +230,21 @@ def _quantize_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _convert(args: argparse.Namespace) -> int:
     from .converter import convert
-    from .remap import parse_rule
+    from .formats import normalize_format, resolve_output
 
-    try:
-        adapter = list(args.adapter or [])
-        infer = args.infer_types
-        contiguous = args.map_indices_contiguous
-        if args.burn_import:
-            adapter = ["pytorch", *adapter] if not any(a.strip().lower() in ("pytorch", "from-pytorch") for a in adapter) else adapter
-            infer, contiguous = True, True
-        options: dict[str, Any] = {
-            "adapter": adapter or None,
-            "remap": [parse_rule(r) for r in args.remap or ()],
-            "filter": args.filter,
-            "exclude": args.exclude,
-            "top_level_key": args.top_level_key,
-            "map_indices_contiguous": contiguous,
-            "skip_enum_variants": args.skip_enum_variants,
-            "enum_variants": _pairs(args.enum_variant, "--enum-variant") or None,
-            "module_types": _pairs(args.module_type, "--module-type") or None,
-            "type_rules": _type_rules(args.type_rule) or None,
-            "infer_types": infer,
-            "expect": args.expect,
-            "allow_partial": args.allow_partial,
-            "param_ids": args.param_ids,
-            "keep_metadata": not args.no_metadata,
-            "metadata": _pairs(args.metadata, "--metadata") or None,
-            "stamp": not args.no_stamp,
-            **_quantize_options(args),
-        }
-        if args.max_shard_size is not None:
-            options["max_shard_size"] = args.max_shard_size
-        progress = {"auto": "auto", "always": True, "never": None}[args.progress]
+    options = _convert_options(args)
+    if args.max_shard_size is not None:
+        options["max_shard_size"] = args.max_shard_size
+    out_path: str | Path = args.output
+    if args.max_shard_size is None and normalize_format(args.to_format) != "dcp":  # folder outputs have their own rules
+        with blame(args.output):
+            out_path, _ = resolve_output(args.output, args.to_format)
+        check_output(args.output, out_path, overwrite=args.overwrite)
+    with blame(args.input):
         report = convert(
-            args.input,
-            args.output,
-            from_format=args.from_format,
-            to_format=args.to_format,
-            overwrite=args.overwrite,
-            bool_store=args.bool_store,
-            compress=args.compress,
-            progress=progress,
-            **options,
-        )
-    except _errors() as exc:
-        return _fail("convert", exc)
+            args.input, out_path, from_format=args.from_format, to_format=args.to_format, overwrite=args.overwrite,
+            bool_store=args.bool_store, compress=args.compress, progress=args.progress, legacy_ok=args.legacy_ok, **options,
+        )  # fmt: skip
     if args.json:
         print(json.dumps(report.to_dict(), indent=1, ensure_ascii=False))
     elif not args.quiet:
@@ -255,23 +252,51 @@ def _convert(args: argparse.Namespace) -> int:
     return 0
 
 
-def _convert_checkpoint(args: argparse.Namespace) -> int:
-    from pathlib import Path
+def _json_option(option: str, text: str | None) -> Any:
+    try:
+        return json.loads(text) if text else None
+    except json.JSONDecodeError as exc:
+        raise _usage(option, ValueError(f"not JSON: {exc}")) from None
 
+
+def _checkpoint_output(args: argparse.Namespace, to_burn: bool) -> None:
+    """A checkpoint directory (to Burn) or a .pt file (to PyTorch): refuse names that say otherwise."""
+    from .formats import format_from_extension
+
+    out = Path(args.output)
+    if to_burn:
+        if out.exists() and not out.is_dir():
+            raise CommandError(out, "NotADirectoryError", "exists and is not a directory; PyTorch -> Burn writes a checkpoint directory")
+        if format_from_extension(out) is not None:
+            raise CommandError(out, "UsageError", f"PyTorch -> Burn writes a checkpoint directory, not a {out.suffix} file", code=2)
+        return
+    fmt = format_from_extension(out)
+    if fmt is not None and fmt != "pytorch" or out.suffix.lower() in _CHECKPOINT_FILE_SUFFIXES:
+        raise CommandError(out, "UsageError", f"Burn -> PyTorch writes a torch.save file (.pt), not {out.suffix}", code=2)
+    check_output(out, overwrite=args.overwrite)
+
+
+def _convert_checkpoint(args: argparse.Namespace) -> int:
     from .checkpoint import burn_checkpoint_to_pytorch, pytorch_to_burn_checkpoint
     from .dcp import is_dcp, read_dcp_object, write_dcp_state
     from .remap import parse_rule
 
+    types = _pairs(args.module_type, "--module-type") or None
+    rules = _type_rules(args.type_rule) or None
     try:
-        types = _pairs(args.module_type, "--module-type") or None
-        rules = _type_rules(args.type_rule) or None
-        if Path(args.input).is_dir() and not is_dcp(args.input):
+        remap = [parse_rule(r) for r in args.remap or ()] or None
+    except ValueError as exc:
+        raise _usage("--remap", exc) from None
+    to_burn = not Path(args.input).is_dir() or is_dcp(args.input)
+    if not (args.dcp and not to_burn):  # a DCP output is a folder, written by write_dcp_state's rules
+        _checkpoint_output(args, to_burn)
+    with blame(args.input):
+        if not to_burn:
             state, report = burn_checkpoint_to_pytorch(
                 args.input, None if args.dcp else args.output, epoch=args.epoch, module_types=types, type_rules=rules,
-                infer_types=True, overwrite=args.overwrite,
-                remap=[parse_rule(r) for r in args.remap or ()] or None,
-                optimizer_config=json.loads(args.optimizer_config) if args.optimizer_config else None,
-                scheduler_config=json.loads(args.scheduler_config) if args.scheduler_config else None,
+                infer_types=True, overwrite=args.overwrite, remap=remap,
+                optimizer_config=_json_option("--optimizer-config", args.optimizer_config),
+                scheduler_config=_json_option("--scheduler-config", args.scheduler_config),
             )  # fmt: skip
             if args.dcp:
                 write_dcp_state(state.to_torch(), args.output, overwrite=args.overwrite)
@@ -282,13 +307,10 @@ def _convert_checkpoint(args: argparse.Namespace) -> int:
                 read_dcp_object(args.input) if is_dcp(args.input) else args.input, args.output, epoch=args.epoch, model_key=args.model_key,
                 optimizer_key=args.optimizer_key, scheduler_key=args.scheduler_key,
                 optimizer_kind=args.optimizer_kind, module_types=types, type_rules=rules, infer_types=True,
-                remap=[parse_rule(r) for r in args.remap or ()] or None,
-                enum_variants=_pairs(args.enum_variant, "--enum-variant") or None,
+                remap=remap, enum_variants=_pairs(args.enum_variant, "--enum-variant") or None,
                 map_indices_contiguous=args.map_indices_contiguous, exclude=args.exclude, seed=args.seed,
-                overwrite=args.overwrite,
+                overwrite=args.overwrite, allow_unmatched=args.allow_unmatched,
             )  # fmt: skip
-    except _errors() as exc:
-        return _fail("convert-checkpoint", exc)
     if args.json:
         from dataclasses import asdict
 

@@ -39,24 +39,26 @@ them out; ``metadata={...}`` adds or overrides entries; ``keep_metadata=False`` 
 from __future__ import annotations
 
 import os
+import re
 import secrets
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from ..frameworks import is_torch_module
+from ..progress import finish, human_size, progress_for
 from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
-from .formats import ConversionError, normalize_format, read_tensors, resolve_output, write_tensors
+from ._io import ConversionError, OptionError
 from .dcp import is_dcp, read_dcp, write_dcp
+from .formats import normalize_format, read_tensors, resolve_output, write_tensors
 from .sharded import find_sharded, parse_size, read_sharded, write_sharded
 from .remap import KeyRemapper, PathFilter, insert_enum_variants, map_indices_contiguous as _contiguous, strip_enum_variants
 from .._generated.types import BoolStore, DType
 from .tensors import Entry, TensorSet, dtype_name
 
-__all__ = ["ConversionReport", "convert", "transform"]
+__all__ = ["ConversionReport", "UnmatchedOptionError", "convert", "transform"]
 
 _CONTAINER_NAMES = {"burnpack", "safetensors"}
 _KNOWN_FORMAT_VALUES = {"burnpack", "safetensors", "pytorch", "npz"}
@@ -71,8 +73,10 @@ class ConversionReport:
     names that were asked for (``expect``, exact ``filter`` paths) and not found. ``unused``:
     source tensors that ``expect`` did not take. ``transformed``: output name → what was done
     (``transposed [3, 2] -> [2, 3]``, ``F32 -> F16``, ``renamed weight -> gamma``). ``errors``:
-    shape mismatches against ``expect``. ``warnings``: rules that matched nothing, module types
-    that could not be inferred, information the target format cannot hold.
+    shape mismatches against ``expect``. ``options``: each option given → what it changed
+    (``"adapter=pytorch": "2 tensors changed"``). ``warnings``: module types that could not be
+    inferred, options that changed nothing when ``allow_unmatched``, information the target
+    format cannot hold.
     """
 
     source: str = ""
@@ -88,6 +92,7 @@ class ConversionReport:
     quantized: dict[str, dict[str, Any]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    options: dict[str, str] = field(default_factory=dict)
     module_types: dict[str, str] = field(default_factory=dict)
     metadata: dict[str, str] = field(default_factory=dict)
     scalars: int = 0
@@ -116,9 +121,9 @@ class ConversionReport:
         arrow = f" -> {self.target} ({self.target_format})" if self.target else ""
         c = self.counts()
         lines = [
-            f"{self.source} ({self.source_format}){arrow}: {c['applied']} tensors, {_human(self.bytes)}"
+            f"{self.source} ({self.source_format}){arrow}: {c['applied']} tensors, {human_size(self.bytes)}"
             + (f", {self.scalars} scalars" if self.scalars else "")
-            + (f", {len(self.metadata)} metadata" if self.metadata else "")
+            + (f", {len(self.metadata)} metadata entr{'y' if len(self.metadata) == 1 else 'ies'}" if self.metadata else "")
             + (f" in {self.seconds:.2f}s" if self.seconds else ""),
             "  " + ", ".join(f"{k} {v}" for k, v in c.items()),
         ]
@@ -132,6 +137,7 @@ class ConversionReport:
             if len(items) > detail:
                 lines.append(f"    ... and {len(items) - detail} more")
 
+        section("options", [f"{option}: {what}" for option, what in self.options.items()])
         section("renamed", [f"{a} -> {b}" for a, b in self.renamed.items()])
         section("transformed", [f"{n}: {', '.join(s)}" for n, s in self.transformed.items()])
         section("quantized (error vs float: max abs, RMSE)",
@@ -145,14 +151,6 @@ class ConversionReport:
 
     def __str__(self) -> str:
         return self.summary()
-
-
-def _human(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{int(n)} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,6 +223,215 @@ def _check_unique(entries: Iterable[Entry], stage: str) -> None:
         seen[e.name] = e.source_name
 
 
+class UnmatchedOptionError(ConversionError, ValueError):
+    """Options that changed nothing — a silent no-op would produce a wrong model without a hint.
+
+    ``unmatched`` lists ``(option, value, why)`` with Python option names (``adapter``,
+    ``type_rules``...); ``report`` is the conversion report so far. Pass
+    ``allow_unmatched=True`` (``--allow-unmatched``) to convert anyway."""
+
+    def __init__(self, unmatched: Sequence[tuple[str, str, str]], report: ConversionReport) -> None:
+        self.unmatched = list(unmatched)
+        self.report = report
+        lines = [f"{option}={value!r}: {why}" if value else f"{option}: {why}" for option, value, why in self.unmatched]
+        super().__init__("options that change nothing: " + "; ".join(lines) + " (allow_unmatched=True to go on)")
+
+
+class _OptionLog:
+    """What each option given to :func:`transform` changed, and which changed nothing."""
+
+    def __init__(self, allow: bool | Iterable[str]) -> None:
+        self.allow = allow if isinstance(allow, bool) else frozenset(allow)
+        self.changed: dict[str, str] = {}
+        self.unmatched: list[tuple[str, str, str]] = []
+
+    def record(self, option: str, value: str, count: int, what: str, why: str, noun: str = "tensor") -> None:
+        label = f"{option}={value}" if value else option
+        if count:
+            self.changed[label] = f"{count} {noun if count == 1 else noun + 's'} {what}"
+        else:
+            self.unmatched.append((option, value, why))
+
+    def check(self, report: ConversionReport) -> None:
+        report.options.update(self.changed)
+        refused = [u for u in self.unmatched if not (self.allow is True or (self.allow is not False and u[0] in self.allow))]
+        for option, value, why in self.unmatched:
+            if (option, value, why) not in refused:
+                report.warnings.append(f"{option}{' ' + value if value else ''} changed nothing: {why}")
+        if refused:
+            raise UnmatchedOptionError(refused, report)
+
+
+def _patterns(value: Any) -> list[str]:
+    """The regexes a filter option was given as (none for predicates and PathFilter objects)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return list(value)
+    return []
+
+
+def _rename_step(entries: list[Entry], mapping: Mapping[str, str], stage: str) -> tuple[list[Entry], int]:
+    """Rename by ``mapping``; returns the entries and how many names changed."""
+    changed = sum(1 for e in entries if mapping.get(e.name, e.name) != e.name)
+    entries = _rename_all(entries, mapping)
+    _check_unique(entries, stage)
+    return entries, changed
+
+
+def _renames(entries: list[Entry], log: _OptionLog, remap: Any, contiguous: bool, skip_variants: Any, variants: Any) -> list[Entry]:
+    """Steps 2-4: remap rules, contiguous indices, enum variants."""
+    remapper = remap if isinstance(remap, KeyRemapper) or remap is None else KeyRemapper(remap)
+    if remapper:
+        mapping, unmatched = remapper.remap_all([e.name for e in entries])
+        entries, n = _rename_step(entries, mapping, "remapping")
+        for rule in unmatched:
+            log.record("remap", str(rule), 0, "", "matches no tensor name")
+        if len(unmatched) < len(remapper.rules):
+            log.record("remap", "", n, "renamed", "its rules leave every name as it is")
+    if contiguous:
+        entries, n = _rename_step(entries, _contiguous([e.name for e in entries]), "map_indices_contiguous")
+        log.record("map_indices_contiguous", "", n, "renumbered", "the indices have no gaps")
+    if skip_variants:
+        only = skip_variants if isinstance(skip_variants, Mapping) else None
+        entries, n = _rename_step(entries, {e.name: strip_enum_variants(e.name, only) for e in entries}, "skip_enum_variants")
+        log.record("skip_enum_variants", "", n, "renamed", "no name has an enum-variant segment")
+    for path, variant in (variants or {}).items():
+        entries, n = _rename_step(entries, {e.name: insert_enum_variants(e.name, {path: variant}) for e in entries}, "enum_variants")
+        log.record("enum_variants", f"{path}={variant}", n, "renamed", f"no tensor is under {path!r}")
+    return entries
+
+
+def _adapt(
+    entries: list[Entry], types: ModuleTypes, adapter: ModuleAdapter | None, log: _OptionLog, report: ConversionReport,
+    *, types_read_elsewhere: bool = False,
+) -> list[Entry]:
+    """Step 5: module types for every tensor, then the adapter's parts in order.
+    ``types_read_elsewhere``: a filter predicate sees the module types, so they matter without an adapter."""
+    types.run_inference(entries)
+    parts = adapter.parts() if adapter is not None else []
+    changed = [0] * len(parts)
+    adapted = []
+    for e in entries:
+        mt = types.resolve(e)
+        if mt is not None:
+            e = e.replace(module_type=mt)
+        for i, part in enumerate(parts):
+            after = part.adapt(e)
+            changed[i] += after is not e
+            e = after
+        adapted.append(e)
+    _check_unique(adapted, "the adapter")
+    typed = any(e.module_type for e in adapted)
+    for part, count in zip(parts, changed):
+        why = "no float tensor to cast" if not part.uses_module_types else (
+            "it acts on module types and no tensor has one: give module_types, type_rules or infer_types"
+            if not typed else "no tensor of the module types it acts on needs a change"
+        )  # fmt: skip
+        log.record("adapter", part.name, count, "changed", why)
+    if not any(p.uses_module_types for p in parts) and not types_read_elsewhere:
+        for option, value, _ in types.given():
+            log.record(option, value, 0, "", "no adapter uses module types (pytorch, to-pytorch or half)")
+    else:
+        for option, value, count in types.given():
+            if option == "infer_types":
+                log.record(option, value, count, "inferred", "could not infer any module type", noun="module type")
+            else:
+                log.record(option, value, count, "typed", "matches no tensor's module path")
+    resolved = {e.module_path for e in adapted if e.module_type} | {e.source_name.rpartition(".")[0] for e in adapted if e.module_type}
+    for path, why in sorted(types.ambiguous.items()):
+        if path not in resolved:
+            report.warnings.append(f"module type of {path or '<root>'!r} not inferred ({why}); give it with module_types")
+    report.module_types = {e.module_path: e.module_type for e in adapted if e.module_type}
+    return adapted
+
+
+def _filters(entries: list[Entry], keep_spec: Any, drop_spec: Any, log: _OptionLog, report: ConversionReport) -> list[Entry]:
+    """Step 7: ``filter`` keeps, ``exclude`` drops; each regex must find some name."""
+    for option, spec in (("filter", keep_spec), ("exclude", drop_spec)):
+        for pattern in _patterns(spec):
+            try:
+                regex = re.compile(pattern)
+            except re.error as exc:
+                raise OptionError(f"{option}={pattern!r}: {exc}") from None
+            n = sum(1 for e in entries if regex.search(e.name))
+            log.record(option, pattern, n, "matched", "matches no tensor name")
+    keep, drop = PathFilter.coerce(keep_spec), PathFilter.coerce(drop_spec)
+    if keep is None and drop is None:
+        return entries
+    kept = []
+    for e in entries:
+        if (keep is not None and not keep.matches(e.name, e.module_type)) or (drop is not None and drop.matches(e.name, e.module_type)):
+            report.skipped.append(e.name)
+        else:
+            kept.append(e)
+    if keep is not None:
+        present = {e.name for e in entries}
+        report.missing += [p for p in keep.paths if p not in present]
+    return kept
+
+
+def _quantization(
+    entries: list[Entry], quantize: Any, include: str | None, dequantize: bool, target_format: str | None,
+    report: ConversionReport,
+) -> list[Entry]:  # fmt: skip
+    """Step 8: quantize the selected weights, or dequantize every QFloat tensor (each raises when
+    it selects nothing, so neither is a silent no-op)."""
+    if dequantize:
+        from .quantizing import dequantize_entries
+
+        if quantize is not None:
+            raise ConversionError("quantize and dequantize exclude each other")
+        entries = dequantize_entries(entries)
+    if quantize is not None:
+        from .quantizing import quantize_entries
+
+        if target_format not in (None, "burnpack"):
+            raise ConversionError(f"quantize: {target_format} cannot hold quantized (QFloat) tensors; write a .bpk")
+        entries = quantize_entries(entries, quantize, include, report.quantized, report.warnings)
+    elif include is not None:
+        raise ConversionError("quantize_include (--include) selects tensors to quantize: it needs quantize (--quantize)")
+    return entries
+
+
+def _param_ids(entries: list[Entry], mode: str) -> list[Entry]:
+    """Step 9: keep the ids, give fresh random ones (as a Burn ModuleRecord has), or drop them."""
+    if mode == "keep":
+        return entries
+    if mode == "drop":
+        return [e.replace(param_id=None) if e.param_id is not None else e for e in entries]
+    if mode != "new":
+        raise ValueError(f"param_ids must be 'keep', 'new' or 'drop', not {mode!r}")
+    taken: set[int] = set()
+    fresh = []
+    for e in entries:
+        pid = secrets.randbits(64)
+        while pid in taken:
+            pid = secrets.randbits(64)
+        taken.add(pid)
+        fresh.append(e.replace(param_id=pid))
+    return fresh
+
+
+def _out_metadata(tset: TensorSet, target_format: str | None, keep: bool, extra: Mapping[str, str] | None, stamp: bool) -> dict[str, str]:
+    """The output's metadata: the source's (unless not ``keep``), Burn's stamp, then ``extra``."""
+    out_meta = dict(tset.metadata) if keep else {}
+    source_fmt = tset.format
+    if target_format is not None and target_format != source_fmt:
+        if out_meta.get("format") == source_fmt and source_fmt in _KNOWN_FORMAT_VALUES:
+            out_meta["format"] = target_format
+        if stamp and target_format in _CONTAINER_NAMES:
+            from .. import __version__
+
+            if out_meta.get("format") in (None, *_KNOWN_FORMAT_VALUES):
+                out_meta["format"] = target_format
+            # else e.g. Hugging Face's "format": "pt", which transformers checks when loading: kept as is
+            out_meta.setdefault("producer", "burnpack")
+            out_meta.setdefault("version", __version__)
+    out_meta.update(extra or {})
+    return out_meta
+
+
 def transform(
     tset: TensorSet,
     *,
@@ -250,41 +457,27 @@ def transform(
     quantize: Any = None,
     quantize_include: str | None = None,
     dequantize: bool = False,
+    allow_unmatched: bool | Iterable[str] = False,
     target_format: str | None = None,
     report: ConversionReport | None = None,
 ) -> tuple[TensorSet, ConversionReport]:
     """Apply the transformations (see the module docstring) to ``tset``; returns the result
     and the report. Raises :class:`ConversionError` for name collisions, and — with
     ``expect`` — for shape errors unless ``validate=False`` and for missing tensors unless
-    ``allow_partial=True`` (the report is attached as ``error.report``)."""
+    ``allow_partial=True`` (the report is attached as ``error.report``).
+
+    An option that changes nothing (an adapter with nothing to adapt, module types no adapter
+    uses or no path matches, a remap rule or filter matching no name...) raises
+    :class:`UnmatchedOptionError` unless ``allow_unmatched`` is True or names that option."""
     report = report or ConversionReport(source_format=tset.format, target_format=target_format)
     report.source_format = report.source_format or tset.format
     if top_level_key is not None and tset.top_level_key != top_level_key:
         tset = _select_top_level(tset, top_level_key, report)
     entries = list(tset.entries)
     _check_unique(entries, "reading")
+    log = _OptionLog(allow_unmatched)
+    entries = _renames(entries, log, remap, map_indices_contiguous, skip_enum_variants, enum_variants)
 
-    # 2. remap
-    remapper = remap if isinstance(remap, KeyRemapper) or remap is None else KeyRemapper(remap)
-    if remapper:
-        mapping, unmatched = remapper.remap_all([e.name for e in entries])
-        entries = _rename_all(entries, mapping)
-        report.warnings += [f"remap rule {rule} matched no tensor" for rule in unmatched]
-        _check_unique(entries, "remapping")
-    # 3. contiguous indices
-    if map_indices_contiguous:
-        entries = _rename_all(entries, _contiguous([e.name for e in entries]))
-        _check_unique(entries, "map_indices_contiguous")
-    # 4. enum variants
-    if skip_enum_variants:
-        variants = skip_enum_variants if isinstance(skip_enum_variants, Mapping) else None
-        entries = _rename_all(entries, {e.name: strip_enum_variants(e.name, variants) for e in entries})
-        _check_unique(entries, "skip_enum_variants")
-    if enum_variants:
-        entries = _rename_all(entries, {e.name: insert_enum_variants(e.name, enum_variants) for e in entries})
-        _check_unique(entries, "enum_variants")
-
-    # 5. module types, adapter
     expected: dict[str, tuple[int, ...] | None] | None = None
     expected_types: dict[str, str] = {}
     if expect is not None:
@@ -296,93 +489,16 @@ def transform(
         torch_types.update(module_types_of(module))
     torch_types.update(expected_types)
     types = ModuleTypes(module_types, type_rules, torch_types=torch_types, infer=infer_types)
-    types.run_inference(entries)
     adapter = parse_adapter(adapter)
-    adapted = []
-    for e in entries:
-        mt = types.resolve(e)
-        if mt is not None:
-            e = e.replace(module_type=mt)
-        if adapter is not None:
-            e = adapter.adapt(e)
-        adapted.append(e)
-    entries = adapted
-    _check_unique(entries, "the adapter")
-    resolved = {e.module_path for e in entries if e.module_type} | {e.source_name.rpartition(".")[0] for e in entries if e.module_type}
-    for path, why in sorted(types.ambiguous.items()):
-        if path in resolved:
-            continue
-        report.warnings.append(f"module type of {path or '<root>'!r} not inferred ({why}); give it with module_types")
-    report.warnings += [f"{item} matched no tensor" for item in types.unused()]
-    report.module_types = {e.module_path: e.module_type for e in entries if e.module_type}
-
-    # 6. expectations
+    predicates = any(spec is not None and not _patterns(spec) for spec in (filter, exclude))
+    entries = _adapt(entries, types, adapter, log, report, types_read_elsewhere=predicates)
     if expected is not None:
         entries = _match_expected(entries, expected, types, adapter, report)
-    # 7. filters
-    keep = PathFilter.coerce(filter)
-    drop = PathFilter.coerce(exclude)
-    if keep is not None or drop is not None:
-        kept = []
-        for e in entries:
-            if (keep is not None and not keep.matches(e.name, e.module_type)) or (drop is not None and drop.matches(e.name, e.module_type)):
-                report.skipped.append(e.name)
-            else:
-                kept.append(e)
-        if keep is not None:
-            present = {e.name for e in entries}
-            report.missing += [p for p in keep.paths if p not in present]
-        entries = kept
-    # 8. quantize / dequantize
-    if dequantize:
-        from .quantizing import dequantize_entries
-
-        if quantize is not None:
-            raise ConversionError("quantize and dequantize exclude each other")
-        entries = dequantize_entries(entries)
-    if quantize is not None:
-        from .quantizing import quantize_entries
-
-        if target_format not in (None, "burnpack"):
-            raise ConversionError(f"quantize: {target_format} cannot hold quantized (QFloat) tensors; write a .bpk")
-        entries = quantize_entries(entries, quantize, quantize_include, report.quantized, report.warnings)
-    elif quantize_include is not None:
-        raise ConversionError("quantize_include (--include) selects tensors to quantize: it needs quantize (--quantize)")
-    # 9. param ids
-    if param_ids == "new":
-        taken: set[int] = set()
-        fresh = []
-        for e in entries:
-            pid = secrets.randbits(64)
-            while pid in taken:
-                pid = secrets.randbits(64)
-            taken.add(pid)
-            fresh.append(e.replace(param_id=pid))
-        entries = fresh
-    elif param_ids == "drop":
-        entries = [e.replace(param_id=None) if e.param_id is not None else e for e in entries]
-    elif param_ids != "keep":
-        raise ValueError(f"param_ids must be 'keep', 'new' or 'drop', not {param_ids!r}")
-
-    # metadata and scalars
-    out_meta = dict(tset.metadata) if keep_metadata else {}
-    source_fmt = tset.format
-    if target_format is not None and target_format != tset.format:
-        if out_meta.get("format") == source_fmt and source_fmt in _KNOWN_FORMAT_VALUES:
-            out_meta["format"] = target_format
-        if stamp and target_format in _CONTAINER_NAMES:
-            from .. import __version__
-
-            current = out_meta.get("format")
-            if current is None or current in _KNOWN_FORMAT_VALUES:
-                out_meta["format"] = target_format
-            else:  # e.g. Hugging Face's "pt", which transformers checks when loading
-                report.warnings.append(f"metadata format={current!r} kept (it is not a container name)")
-            out_meta.setdefault("producer", "burnpack")
-            out_meta.setdefault("version", __version__)
-    out_meta.update(metadata or {})
+    entries = _filters(entries, filter, exclude, log, report)
+    entries = _quantization(entries, quantize, quantize_include, dequantize, target_format, report)
+    entries = _param_ids(entries, param_ids)
+    out_meta = _out_metadata(tset, target_format, keep_metadata, metadata, stamp)
     scalars = dict(tset.scalars)
-
     for e in entries:
         report.applied.append(e.name)
         if e.name != e.source_name:
@@ -392,16 +508,21 @@ def transform(
     report.metadata = out_meta
     report.scalars = len(scalars)
     report.bytes = sum(e.byte_len or 0 for e in entries)
+    log.check(report)
+    _raise_for_expectations(report, validate, expected is not None and not allow_partial)
+    out = TensorSet(entries, out_meta, scalars, format=tset.format, module_types=tset.module_types, top_level_key=tset.top_level_key, closers=tset.closers)
+    return out, report
+
+
+def _raise_for_expectations(report: ConversionReport, validate: bool, need_all: bool) -> None:
     if report.errors and validate:
         err = ConversionError("tensors do not fit the expected shapes:\n  " + "\n  ".join(report.errors))
         err.report = report  # type: ignore[attr-defined]
         raise err
-    if report.missing and expected is not None and not allow_partial:
+    if report.missing and need_all:
         err = ConversionError(f"missing tensors: {report.missing}" + _hints(report))
         err.report = report  # type: ignore[attr-defined]
         raise err
-    out = TensorSet(entries, out_meta, scalars, format=tset.format, module_types=tset.module_types, top_level_key=tset.top_level_key, closers=tset.closers)
-    return out, report
 
 
 def _hints(report: ConversionReport) -> str:
@@ -457,43 +578,6 @@ def _match_expected(
 
 
 # --------------------------------------------------------------------------------------------
-# Progress
-# --------------------------------------------------------------------------------------------
-class ProgressBar:
-    """A one-line bar on a terminal stream, redrawn at most ten times a second."""
-
-    def __init__(self, total: int, stream: TextIO | None = None, label: str = "converting") -> None:
-        self.total = max(total, 1)
-        self.done = 0
-        self.stream = stream if stream is not None else sys.stderr
-        self.label = label
-        self._last = 0.0
-        self._drawn = -1
-
-    def __call__(self, n: int) -> None:
-        self.done += n
-        now = time.monotonic()
-        if now - self._last >= 0.1 or self.done >= self.total:
-            self._last = now
-            self._draw()
-
-    def _draw(self) -> None:
-        if self.done == self._drawn:
-            return
-        self._drawn = self.done
-        frac = min(self.done / self.total, 1.0)
-        width = 30
-        bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
-        self.stream.write(f"\r{self.label} [{bar}] {frac * 100:5.1f}% {_human(self.done)} / {_human(self.total)}")
-        self.stream.flush()
-
-    def finish(self) -> None:
-        self._draw()
-        self.stream.write("\n")
-        self.stream.flush()
-
-
-# --------------------------------------------------------------------------------------------
 # Entry point
 # --------------------------------------------------------------------------------------------
 def convert(
@@ -506,55 +590,55 @@ def convert(
     bool_store: str | BoolStore = BoolStore.U8,
     compress: bool = False,
     progress: Callable[[int], None] | bool | str | None = None,
+    legacy_ok: bool = False,
     **options: Any,
 ) -> ConversionReport:
     """Convert ``source`` (a path, bytes, a ``TensorSet``, a torch ``state_dict`` or
     ``nn.Module``) to the file ``target``; formats come from ``from_format`` / ``to_format``,
     else from the content / the extension. ``options`` are :func:`transform`'s. Nothing is
-    written when anything fails; an existing ``target`` is kept unless ``overwrite``.
+    written when anything fails; an existing ``target`` is kept unless ``overwrite``; ``legacy_ok``
+    reads a .bpk from an older Burn as its writer meant it.
 
-    ``progress``: a callable fed the bytes written, ``"auto"`` for a bar on stderr when it is a
-    terminal and the output holds at least 64 MiB, ``True`` for a bar on a terminal whatever
-    the size."""
+    ``progress``: a callable fed the bytes written, or a setting of
+    :func:`burnpack.progress.progress_for` (``"auto"``: a bar on a terminal for 64 MiB or more;
+    ``"always"``: a bar on a terminal, lines otherwise)."""
     started = time.monotonic()
     max_shard_size = options.pop("max_shard_size", None)
     if max_shard_size is not None or normalize_format(to_format) == "dcp":  # folders: HF shards + index, DCP
         out_path, out_format = Path(target), _folder_format(to_format, max_shard_size)
     else:
+        if os.path.isdir(target):
+            raise ConversionError(f"{target} is a directory; give the output's file name")
         out_path, out_format = resolve_output(target, to_format)
         if not overwrite and out_path.exists():
-            from .formats import OutputExistsError
+            from ._io import OutputExistsError
 
-            raise OutputExistsError(f"{out_path} exists; pass overwrite=True (--overwrite) to replace it")
+            raise OutputExistsError(out_path)
     top_level_key = options.get("top_level_key")
     if is_dcp(source) or normalize_format(from_format) == "dcp":
         tset = read_dcp(source, bool_store=bool_store, top_level_key=top_level_key)
     elif isinstance(source, (str, os.PathLike)) and find_sharded(source) is not None:
         tset = read_sharded(source, bool_store=bool_store, top_level_key=top_level_key)
     else:
-        tset = read_tensors(source, from_format, top_level_key=top_level_key, bool_store=bool_store)
+        tset = read_tensors(source, from_format, top_level_key=top_level_key, bool_store=bool_store, legacy_ok=legacy_ok)
     try:
         report = ConversionReport(
             source=_describe(source), target=str(out_path), source_format=tset.format, target_format=out_format
         )
         result, report = transform(tset, target_format=out_format, report=report, **options)
         _note_losses(result, out_format, report)
-        bar = _progress(progress, result.nbytes)
+        bar = progress_for(progress, result.nbytes, "converting")
         if out_format == "dcp":
-            write_dcp(result, out_path, overwrite=overwrite, progress=bar or (lambda n: None))
+            write_dcp(result, out_path, overwrite=overwrite, progress=bar)
         elif max_shard_size is not None:
-            write_sharded(result, out_path, parse_size(max_shard_size), overwrite=overwrite, progress=bar or (lambda n: None))
+            write_sharded(result, out_path, parse_size(max_shard_size), overwrite=overwrite, progress=bar)
         else:
-            write_tensors(result, out_path, out_format, overwrite=overwrite, progress=bar or (lambda n: None), compress=compress)
-        if isinstance(bar, ProgressBar):
-            bar.finish()
+            write_tensors(result, out_path, out_format, overwrite=overwrite, progress=bar, compress=compress)
+        finish(bar)
     finally:
         tset.close()
     report.seconds = time.monotonic() - started
     return report
-
-
-PROGRESS_THRESHOLD = 64 << 20
 
 
 def _folder_format(to_format: str | None, max_shard_size: Any) -> str:
@@ -562,18 +646,6 @@ def _folder_format(to_format: str | None, max_shard_size: Any) -> str:
     if max_shard_size is not None and fmt not in (None, "safetensors"):
         raise ConversionError(f"--max-shard-size writes safetensors shards, not {fmt}")
     return fmt or "safetensors"
-
-
-def _progress(setting: Any, total: int) -> Callable[[int], None] | None:
-    if setting is None or setting is False:
-        return None
-    if callable(setting):
-        return setting
-    if not (hasattr(sys.stderr, "isatty") and sys.stderr.isatty()):
-        return None
-    if setting == "auto" and total < PROGRESS_THRESHOLD:
-        return None
-    return ProgressBar(total)
 
 
 def _describe(source: Any) -> str:

@@ -147,7 +147,7 @@ def write_dcp_state(state: dict[str, Any], folder: str | os.PathLike[str], *, ov
     and renamed into place, so a failure leaves no half-written checkpoint."""
     folder = Path(folder)
     if folder.exists() and not overwrite:
-        raise OutputExistsError(f"{folder} exists; pass overwrite=True (--overwrite) to replace it")
+        raise OutputExistsError(folder)
     scratch = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
         with _quiet_dcp() as dcp:

@@ -462,7 +462,12 @@ def write_tensors(
 def resolve_output(path: str | os.PathLike[str], format: str | None) -> tuple[Path, str]:
     """The path and format ``write_tensors`` would use."""
     path = Path(path)
-    fmt = normalize_format(format) or format_from_extension(path)
+    asked, by_extension = normalize_format(format), format_from_extension(path)
+    if asked is not None and by_extension is not None and asked != by_extension:
+        error = ConversionError(f"{path}: the extension {path.suffix!r} says {by_extension} but to_format says {asked}")
+        error.exit_code = 2  # type: ignore[attr-defined]
+        raise error
+    fmt = asked or by_extension
     if fmt is None:
         if has_extension(path):
             raise ConversionError(f"{path}: cannot tell the output format from {path.suffix!r}; pass the format")

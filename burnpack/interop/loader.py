@@ -12,7 +12,10 @@ the way burn-store's ``PytorchStore`` / ``SafetensorsStore`` load into a Burn mo
 * a ``torch.nn.Module`` target supplies the module types the adapter needs;
 * missing tensors fail unless ``allow_partial``; shape mismatches fail unless
   ``validate=False``; tensors the target does not take are reported as unused and never fail
-  (a store's rule — ``ModuleRecord.apply`` itself refuses them by default).
+  (a store's rule — ``ModuleRecord.apply`` itself refuses them by default);
+* the store-wide recipe options (``adapter``, ``map_indices_contiguous``,
+  ``skip_enum_variants``) may change nothing, as with Burn's stores, where they are set once for
+  every model; rules, filters and module types that match nothing still fail (``allow_unmatched``).
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from .._generated.types import BoolStore
 from ..frameworks import is_torch_module
 from ..records import LoadResult, ModuleRecord
 from ..tensor import Tensor
+
+STORE_RECIPE_OPTIONS = frozenset({"adapter", "map_indices_contiguous", "skip_enum_variants"})
+"""Options a Burn store applies to every model alike: no error when one changes nothing."""
 from .converter import ConversionReport, _describe, transform
 from .formats import read_tensors
 
@@ -40,6 +46,8 @@ def load_record(
     """A ``ModuleRecord`` from ``source`` after :func:`~burnpack.interop.converter.transform`'s
     ``options`` (adapter, remap, filters, ``expect``...). Tensors without a ``param_id`` get a
     fresh one, as Burn's ``ModuleRecord::load`` gives them."""
+    if options.get("allow_unmatched", False) is not True:
+        options["allow_unmatched"] = STORE_RECIPE_OPTIONS | set(options.get("allow_unmatched") or ())
     tset = read_tensors(source, from_format, top_level_key=options.get("top_level_key"), bool_store=bool_store)
     try:
         report = ConversionReport(source=_describe(source), source_format=tset.format, target_format="record")

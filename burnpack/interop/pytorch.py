@@ -144,6 +144,63 @@ class _TensorRef(_Frozen):
         object.__setattr__(self, "stride", stride)
 
 
+class PickledObject(_Frozen):
+    """A non-tensor object a training checkpoint commonly holds (``argparse.Namespace``): its
+    class name and pickled state, kept as data — the real class is never imported or called."""
+
+    __slots__ = ("state",)
+    type_name = "object"
+
+    def __setstate__(self, state: object) -> None:
+        try:
+            object.__getattribute__(self, "state")
+        except AttributeError:
+            object.__setattr__(self, "state", state)
+            return
+        raise PyTorchReadError(f"{self.type_name} state set twice")
+
+    def __repr__(self) -> str:
+        return f"<{self.type_name}>"
+
+
+def _pickled_class(module: str, name: str) -> type[PickledObject]:
+    return type(name, (PickledObject,), {"__slots__": (), "type_name": f"{module}.{name}"})
+
+
+class _NumpyDtype(_Frozen):
+    """``numpy.dtype(name, align, copy)`` as pickled for a numpy scalar, plus its byte order."""
+
+    __slots__ = ("name", "order")
+
+    def __init__(self, name: object, align: object = False, copy: object = True) -> None:
+        if not isinstance(name, str):
+            raise PyTorchReadError("malformed numpy dtype")
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "order", "=")
+
+    def __setstate__(self, state: object) -> None:
+        if not isinstance(state, tuple) or len(state) < 2 or state[1] not in ("<", ">", "|", "="):
+            raise PyTorchReadError("malformed numpy dtype state")
+        object.__setattr__(self, "order", state[1])
+
+
+def _pickled_dtype() -> type[_NumpyDtype]:
+    return type("dtype", (_NumpyDtype,), {"__slots__": ()})
+
+
+def _numpy_scalar(dtype: object, data: object = b"") -> np.generic:
+    """``numpy.core.multiarray.scalar``: a number (bool, int, float, complex) from its bytes."""
+    if not isinstance(dtype, _NumpyDtype) or not isinstance(data, bytes):
+        raise PyTorchReadError("malformed numpy scalar")
+    try:
+        np_dtype = np.dtype(dtype.name).newbyteorder(dtype.order)
+    except TypeError as exc:
+        raise PyTorchReadError(f"unsupported numpy scalar dtype {dtype.name!r}") from exc
+    if np_dtype.kind not in "biufc" or len(data) != np_dtype.itemsize:
+        raise PyTorchReadError(f"unsupported numpy scalar of dtype {dtype.name!r}")
+    return np.frombuffer(data, np_dtype)[0]
+
+
 _STORAGE_DTYPES = {
     "Double": np.dtype(np.float64),
     "Float": np.dtype(np.float32),
@@ -233,7 +290,15 @@ def _allowed_globals(
             raise PyTorchReadError("only latin-1 _codecs.encode calls are allowed")
         return text.encode("latin-1")
 
+    def numpy_scalar(dtype: object, data: object = b"") -> np.generic:
+        return _numpy_scalar(dtype, data)
+
     return _MARKERS | {
+        # Non-tensor entries common beside the state dicts: numbers as numpy scalars, argparse options.
+        ("argparse", "Namespace"): _pickled_class("argparse", "Namespace"),
+        ("numpy", "dtype"): _pickled_dtype(),
+        ("numpy.core.multiarray", "scalar"): numpy_scalar,
+        ("numpy._core.multiarray", "scalar"): numpy_scalar,
         ("collections", "OrderedDict"): collections.OrderedDict,
         ("torch._utils", "_rebuild_tensor"): rebuild_tensor,
         ("torch._utils", "_rebuild_tensor_v2"): rebuild_tensor_v2,

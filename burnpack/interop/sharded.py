@@ -216,7 +216,7 @@ def write_sharded(
     if not overwrite:
         existing = [str(t) for t in targets if t.exists()]
         if existing:
-            raise OutputExistsError(f"{existing[0]} exists; pass overwrite=True (--overwrite) to replace it")
+            raise OutputExistsError(existing[0])
     folder.mkdir(parents=True, exist_ok=True)
     by_name = {e.name: e for e in tset.entries}
     shard_metadata = {**tset.metadata, "format": "pt"}

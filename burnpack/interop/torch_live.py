@@ -94,8 +94,8 @@ def write_pytorch(tset: TensorSet, path: str | os.PathLike[str], *, overwrite: b
     param ids have no place in a state dict and are not written."""
     try:
         import torch
-    except ImportError:
-        raise ConversionError("writing a .pt file needs torch (pip install torch); reading one does not") from None
+    except ImportError as exc:
+        raise ConversionError("writing a .pt file needs torch: pip install 'burnpack[torch]' (reading one does not)") from exc
     for entry in tset.entries:
         if entry.dtype.is_quantized:
             raise ConversionError(f"tensor {entry.name!r}: a .pt file cannot hold {dtype_name(entry.dtype)}")

@@ -100,7 +100,7 @@ def checkpoint_inspect(directory: str, out: TextIO, *, as_json: bool = False) ->
     """Print a checkpoint directory's epochs; 1 when there is none or a file cannot be read."""
     path = Path(directory)
     if not path.is_dir():
-        print(f"{directory}: not a directory", file=sys.stderr)
+        print(f"burnpack: {directory}: NotADirectoryError: not a directory", file=sys.stderr)
         return 1
     checkpoints = Checkpoints.find(path)
     epochs = checkpoints.epochs()

@@ -80,10 +80,11 @@ def detect_record_kind(pack: Pack) -> RecordKind:
         elements = sum(v.numel for v in views)
         dtypes = sorted({dtype_label(v.dtype) for v in views})
         store = " (BurnpackStore)" if pack.metadata.get("format") == "burnpack" else ""
-        ids = "every tensor has a param_id" if not without_id else f"{without_id} tensor(s) without param_id"
-        summary = f"{len(names)} parameters{store}, {elements:,} elements, {'/'.join(dtypes)}; {ids}"
+        ids = "every tensor has a param_id" if not without_id else f"{without_id} tensor{'' if without_id == 1 else 's'} without param_id"
+        summary = f"{len(names)} parameter{'' if len(names) == 1 else 's'}{store}, {elements:,} element{'' if elements == 1 else 's'}, {'/'.join(dtypes)}; {ids}"
         return RecordKind("module", summary, ["named tensors, no scalars"])
-    return RecordKind("unknown", f"generic pack: {len(names)} tensors and {len(scalars)} scalars fit no record layout")
+    tensors = f"{len(names)} tensor{'' if len(names) == 1 else 's'}"
+    return RecordKind("unknown", f"generic pack: {tensors} and {len(scalars)} scalar{'' if len(scalars) == 1 else 's'} fit no record layout")
 
 
 def _optimizer_summary(pack: Pack) -> str:

@@ -144,10 +144,10 @@ def test_module_types_match_the_source_name_too():
     assert types.resolve(renamed) == "Struct:Linear"
 
 
-def test_module_types_report_unused_entries():
+def test_module_types_count_the_lookups_each_entry_answered():
     types = ModuleTypes({"a": "Linear", "zzz": "Linear"}, [("nomatch", "Conv2d")])
     types.resolve(entry("a.weight", W))
-    assert types.unused() == ["module type 'zzz' = Struct:Linear", "module-type rule 'nomatch' = Struct:Conv2d"]
+    assert types.given() == [("module_types", "a=Linear", 1), ("module_types", "zzz=Linear", 0), ("type_rules", "nomatch=Conv2d", 0)]
 
 
 def test_module_type_inference_and_its_ambiguities():

@@ -97,9 +97,9 @@ def test_convert_metadata_options(tmp_path, capsys):
     assert set(burnpack.load(tmp_path / "b.bpk").metadata) == {"format", "producer", "version"}
 
 
-def test_convert_errors_are_reported_with_exit_status_1(tmp_path, capsys):
+def test_convert_errors_are_reported_with_exit_status_1_and_usage_errors_with_2(tmp_path, capsys):
     code, _, err = run(capsys, "convert", require(MNIST_ST), tmp_path / "o.bpk", "--adapter", "sideways")
-    assert code == 1 and "unknown adapter" in err
+    assert code == 2 and "unknown adapter" in err
     code, _, err = run(capsys, "convert", tmp_path / "absent.bpk", tmp_path / "o.bpk")
     assert code == 1 and "error" in err
     (tmp_path / "junk.bin").write_bytes(b"\x00" * 32)
@@ -107,9 +107,11 @@ def test_convert_errors_are_reported_with_exit_status_1(tmp_path, capsys):
     assert code == 1 and "error" in err
 
 
-def test_convert_draws_no_progress_bar_when_stderr_is_not_a_terminal(tmp_path, capsys):
+def test_convert_progress_always_writes_lines_when_stderr_is_not_a_terminal(tmp_path, capsys):
     code, _, err = run(capsys, "convert", require(MNIST_ST), tmp_path / "o.bpk", "--progress", "always")
-    assert code == 0 and err == ""
+    assert code == 0 and err.splitlines()[-1] == "converting: done (1.4 MiB)"
+    code, _, err = run(capsys, "convert", require(MNIST_ST), tmp_path / "p.bpk")
+    assert code == 0 and err == ""  # auto: a bar only on a terminal, and only for large outputs
 
 
 def save_torch_like(path: Path, root: object) -> Path:
@@ -160,3 +162,204 @@ def test_convert_checkpoint_refuses_ambiguous_weights(tmp_path, capsys):
     src = save_torch_like(tmp_path / "train.pt", {"model": model, "optimizer": adam_sd(model), "scheduler": cosine_sd()})
     code, _, err = run(capsys, "convert-checkpoint", src, tmp_path / "ck")
     assert code == 1 and "emb.weight" in err and "--module-type" in err
+
+
+# -- no silent no-ops: each case through the command line and the Python API ------------------------
+@pytest.fixture
+def linear_st(tmp_path) -> Path:
+    """PyTorch-named tensors: a Linear fc1, a BatchNorm bn, an int buffer."""
+    path = tmp_path / "m.safetensors"
+    path.write_bytes(serialize_safetensors({
+        "fc1.weight": np.arange(6, dtype=np.float32).reshape(3, 2), "fc1.bias": np.zeros(3, np.float32),
+        "bn.weight": np.ones(3, np.float32), "bn.bias": np.zeros(3, np.float32),
+        "bn.running_mean": np.zeros(3, np.float32), "bn.running_var": np.ones(3, np.float32),
+        "bn.num_batches_tracked": np.zeros((), np.int64),
+    }))  # fmt: skip
+    return path
+
+
+@pytest.mark.parametrize(("given", "suggestion"), [("linear", "Linear"), ("Linnear", "Linear"), ("Foo", None)])
+def test_an_unknown_module_type_is_a_usage_error_with_the_closest_suggestion(linear_st, tmp_path, capsys, given, suggestion):
+    from burnpack.interop import convert
+    from burnpack.interop.adapters import UnknownModuleType
+
+    code, out, err = run(capsys, "convert", linear_st, tmp_path / "o.bpk", "--adapter", "pytorch", "--module-type", f"fc1={given}")
+    assert code == 2 and out == "" and not (tmp_path / "o.bpk").exists()
+    assert err.startswith(f"burnpack: UnknownModuleType: unknown module type {given!r}") and "Linear, PRelu" in err
+    assert (f"did you mean {suggestion!r}" in err) is (suggestion is not None)
+    with pytest.raises(UnknownModuleType) as info:
+        convert(linear_st, tmp_path / "o.bpk", adapter="pytorch", module_types={"fc1": given})
+    assert isinstance(info.value, ValueError) and info.value.suggestion == suggestion
+    code, _, err = run(capsys, "convert", linear_st, tmp_path / "o.bpk", "--adapter", "pytorch", "--type-rule", f"^fc={given}")
+    assert code == 2 and "unknown module type in rule" in err
+
+
+def test_half_acts_only_on_burns_module_list_so_without_module_types_it_is_refused(linear_st, tmp_path, capsys):
+    from burnpack.interop import convert
+    from burnpack.interop.converter import UnmatchedOptionError
+
+    code, _, err = run(capsys, "convert", linear_st, tmp_path / "o.bpk", "--adapter", "half")
+    assert code == 1 and not (tmp_path / "o.bpk").exists()
+    assert "--adapter half: it acts on module types and no tensor has one: give --module-type, --type-rule or --infer-types" in err
+    with pytest.raises(UnmatchedOptionError) as info:
+        convert(linear_st, tmp_path / "o.bpk", adapter="half")
+    assert info.value.unmatched[0][:2] == ("adapter", "half")
+    report = convert(linear_st, tmp_path / "o.bpk", adapter="half", infer_types=True)
+    with burnpack.load(tmp_path / "o.bpk") as pack:  # Linear -> F16; BatchNorm excluded, as in Burn
+        assert {n: pack[n].dtype.variant for n in pack} == {
+            "fc1.weight": "F16", "fc1.bias": "F16", "bn.weight": "F32", "bn.bias": "F32",
+            "bn.running_mean": "F32", "bn.running_var": "F32", "bn.num_batches_tracked": "I64"}  # fmt: skip
+    assert report.options == {"adapter=half": "2 tensors changed", "infer_types": "2 module types inferred"}
+
+
+def test_cast_acts_on_every_float_tensor_without_module_types(linear_st, tmp_path, capsys):
+    code, out, _ = run(capsys, "convert", linear_st, tmp_path / "o.bpk", "--adapter", "cast=bf16")
+    assert code == 0 and "adapter=cast=BF16: 6 tensors changed" in out
+    with burnpack.load(tmp_path / "o.bpk") as pack:
+        assert sorted({pack[n].dtype.variant for n in pack}) == ["BF16", "I64"]
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        (["--module-type", "fc1=Linear"], "--module-type fc1=Linear: no adapter uses module types"),
+        (["--adapter", "pytorch", "--module-type", "zzz=Linear", "--module-type", "fc1=Linear"], "--module-type zzz=Linear: matches no tensor's module path"),
+        (["--adapter", "pytorch", "--type-rule", "^qq$=Linear", "--module-type", "fc1=Linear"], "--type-rule ^qq$=Linear: matches no tensor's module path"),
+        (["--remap", "nothing=else"], "--remap 'nothing' -> 'else': matches no tensor name"),
+        (["--filter", "^nothing"], "--filter ^nothing: matches no tensor name"),
+        (["--exclude", "nothing$"], "--exclude nothing$: matches no tensor name"),
+        (["--enum-variant", "conv=Dws"], "--enum-variant conv=Dws: no tensor is under 'conv'"),
+        (["--map-indices-contiguous"], "--map-indices-contiguous: the indices have no gaps"),
+        (["--adapter", "half", "--type-rule", "^bn$=BatchNorm"], "--adapter half: no tensor of the module types it acts on needs a change"),
+    ],
+)  # fmt: skip
+def test_an_option_that_changes_nothing_fails_naming_it_unless_allowed(linear_st, tmp_path, capsys, options, named):
+    code, _, err = run(capsys, "convert", linear_st, tmp_path / "o.bpk", *options)
+    assert code == 1 and named in err and "(--allow-unmatched to go on)" in err and not (tmp_path / "o.bpk").exists()
+    code, out, _ = run(capsys, "convert", linear_st, tmp_path / "o.bpk", *options, "--allow-unmatched")
+    assert code == 0 and "changed nothing" in out
+
+
+def test_unmatched_options_fail_through_the_python_api_too(linear_st, tmp_path):
+    from burnpack.interop import convert
+    from burnpack.interop.converter import UnmatchedOptionError
+
+    with pytest.raises(UnmatchedOptionError) as info:
+        convert(linear_st, tmp_path / "o.bpk", filter=["^fc", "^nothing"], exclude="zzz")
+    assert info.value.unmatched == [("filter", "^nothing", "matches no tensor name"), ("exclude", "zzz", "matches no tensor name")]
+    assert isinstance(info.value, ValueError) and not (tmp_path / "o.bpk").exists()
+    report = convert(linear_st, tmp_path / "o.bpk", filter=["^fc", "^nothing"], allow_unmatched=True)
+    assert sorted(report.applied) == ["fc1.bias", "fc1.weight"] and report.warnings == ["filter ^nothing changed nothing: matches no tensor name"]
+
+
+def test_the_report_says_what_each_option_changed(linear_st, tmp_path, capsys):
+    code, out, _ = run(capsys, "convert", linear_st, tmp_path / "o.bpk", "--adapter", "pytorch", "--module-type", "fc1=Linear",
+                       "--type-rule", "^bn$=BatchNorm", "--remap", "^bn\\.(.+)=norm.$1", "--exclude", "num_batches", "--json")  # fmt: skip
+    assert code == 0
+    assert json.loads(out)["options"] == {
+        "remap": "5 tensors renamed", "adapter=pytorch": "3 tensors changed", "module_types=fc1=Linear": "2 tensors typed",
+        "type_rules=^bn$=BatchNorm": "5 tensors typed", "exclude=num_batches": "1 tensor matched"}
+
+
+def test_convert_refuses_a_directory_as_output_and_an_extension_that_contradicts_to(linear_st, tmp_path, capsys):
+    (tmp_path / "out").mkdir()
+    code, _, err = run(capsys, "convert", linear_st, tmp_path / "out")
+    assert code == 1 and err == f"burnpack: {tmp_path / 'out'}: IsADirectoryError: is a directory; give the output's file name\n"
+    assert not (tmp_path / "out.bpk").exists()
+    code, _, err = run(capsys, "convert", linear_st, tmp_path / "o.bpk", "--to", "safetensors")
+    assert code == 2 and "'.bpk' says burnpack but --to says safetensors" in err
+
+
+@pytest.fixture
+def burn_checkpoint(tmp_path) -> Path:
+    from tests.interop.test_checkpoint import adam_sd, cosine_sd, model_sd
+
+    model = model_sd()
+    src = save_torch_like(tmp_path / "train.pt", {"model": model, "optimizer": adam_sd(model), "scheduler": cosine_sd(k=4), "epoch": 4})
+    pytorch_to_burn = main(["convert-checkpoint", str(src), str(tmp_path / "ck"), "--module-type", "emb=Embedding", "-q"])
+    assert pytorch_to_burn == 0
+    return tmp_path / "ck"
+
+
+def test_convert_checkpoint_refuses_names_that_contradict_what_it_writes(burn_checkpoint, tmp_path, capsys):
+    code, _, err = run(capsys, "convert-checkpoint", burn_checkpoint, tmp_path / "resumed.bpk")
+    assert code == 2 and err == f"burnpack: {tmp_path / 'resumed.bpk'}: UsageError: Burn -> PyTorch writes a torch.save file (.pt), not .bpk\n"
+    code, _, err = run(capsys, "convert-checkpoint", tmp_path / "train.pt", tmp_path / "ck.pt")
+    assert code == 2 and "PyTorch -> Burn writes a checkpoint directory, not a .pt file" in err
+    (tmp_path / "taken.pt").write_bytes(b"keep")
+    code, _, err = run(capsys, "convert-checkpoint", burn_checkpoint, tmp_path / "taken.pt")
+    assert code == 1 and err == f"burnpack: {tmp_path / 'taken.pt'}: FileExistsError: exists; use --overwrite to replace it\n"
+    code, _, err = run(capsys, "convert-checkpoint", burn_checkpoint, tmp_path / "ck")
+    assert code == 1 and "IsADirectoryError" in err
+
+
+def torch_checkpoint_with_extras(path: Path) -> Path:
+    """What training scripts save: state dicts plus an argparse.Namespace and numpy scalars."""
+    torch = pytest.importorskip("torch")
+    import argparse
+
+    net = torch.nn.Sequential(torch.nn.Linear(3, 2))
+    opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+    net(torch.ones(1, 3)).sum().backward()
+    opt.step()
+    torch.save({"model": net.state_dict(), "optimizer": opt.state_dict(), "epoch": np.int64(2), "best_acc": np.float64(0.75),
+                "args": argparse.Namespace(lr=0.1, arch="mlp")}, path)  # fmt: skip
+    return path
+
+
+def test_a_checkpoint_with_numpy_scalars_and_a_namespace_converts_skipping_what_is_not_data(tmp_path, capsys):
+    src = torch_checkpoint_with_extras(tmp_path / "train.pt")
+    code, out, err = run(capsys, "convert-checkpoint", src, tmp_path / "ck", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["epoch"] == 2 and report["skipped_entries"] == {"args": "argparse.Namespace"}
+    assert report["optimizer"] == "SGD" and report["params_with_state"] == 2
+    optim = OptimizerRecord.load(tmp_path / "ck" / "optim-2.bpk")
+    assert json.loads(optim.metadata["torch.extra"]) == {"epoch": 2, "best_acc": 0.75}
+
+
+def test_the_python_api_reports_skipped_checkpoint_entries_too(tmp_path):
+    from burnpack.interop import pytorch_to_burn_checkpoint
+
+    src = torch_checkpoint_with_extras(tmp_path / "train.pt")
+    report = pytorch_to_burn_checkpoint(src, tmp_path / "ck")
+    assert report.skipped_entries == {"args": "argparse.Namespace"} and "args (argparse.Namespace)" in report.summary()
+
+
+def test_cast_through_the_python_api_casts_every_float_tensor(linear_st, tmp_path):
+    from burnpack.interop import convert
+
+    report = convert(linear_st, tmp_path / "o.bpk", adapter="cast=f16")
+    assert report.options == {"adapter=cast=F16": "6 tensors changed"}
+    with burnpack.load(tmp_path / "o.bpk") as pack:
+        assert sorted({pack[n].dtype.variant for n in pack}) == ["F16", "I64"]
+
+
+def test_the_python_api_refuses_a_directory_target_and_a_contradicting_extension(linear_st, tmp_path):
+    from burnpack.interop import ConversionError, OutputExistsError, convert
+
+    (tmp_path / "out").mkdir()
+    with pytest.raises(ConversionError, match="is a directory"):
+        convert(linear_st, tmp_path / "out")
+    assert not (tmp_path / "out.bpk").exists()
+    with pytest.raises(ConversionError, match="'.bpk' says burnpack but to_format says safetensors"):
+        convert(linear_st, tmp_path / "o.bpk", to_format="safetensors")
+    (tmp_path / "taken.bpk").write_bytes(b"keep")
+    with pytest.raises(OutputExistsError) as info:
+        convert(linear_st, tmp_path / "taken.bpk")
+    assert info.value.filename == str(tmp_path / "taken.bpk") and (tmp_path / "taken.bpk").read_bytes() == b"keep"
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--filter", "["], "burnpack: OptionError: --filter '[': unterminated character set at position 0"),
+        (["--exclude", "("], "burnpack: OptionError: --exclude '(': missing ), unterminated subpattern at position 0"),
+        (["--remap", "[=x"], "burnpack: UsageError: --remap: invalid remap pattern '[': unterminated character set at position 0"),
+        (["--adapter", "pytorch", "--type-rule", "(=Linear"], "burnpack: OptionError: --type-rule '(': missing ), unterminated subpattern at position 0"),
+        (["--adapter", "bogus"], "burnpack: OptionError: unknown adapter 'bogus'; expected pytorch, to-pytorch, half, cast=DTYPE or identity"),
+    ],
+)  # fmt: skip
+def test_malformed_options_are_usage_errors(linear_st, tmp_path, capsys, options, message):
+    code, out, err = run(capsys, "convert", linear_st, tmp_path / "o.bpk", *options)
+    assert (code, out, err) == (2, "", message + "\n") and not (tmp_path / "o.bpk").exists()

@@ -1,0 +1,108 @@
+"""``burnpack diff A B``: compare two files of any supported format by content; ``--layout``
+also compares how two packs are written (header, padding, offsets, trailing bytes, encoding)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from ..diff import PackDiff, compare_layout, diff_packs
+from ..reader import load
+from .common import CommandError, blame
+
+
+def register(sub: Any) -> None:
+    """Add the ``diff`` subcommand to ``burnpack``'s argument parser."""
+    p = sub.add_parser(
+        "diff",
+        help="compare two files (bpk, safetensors, pt, npz) by tensor content, metadata and scalars (exit 0 when identical)",
+    )
+    p.add_argument("a")
+    p.add_argument("b")
+    p.add_argument("--json", action="store_true", help="print the differences as one JSON object")
+    p.add_argument("--layout", action="store_true",
+                   help="also compare how two .bpk files are written: header version, metadata size and encoding, "
+                        "offsets, data order, padding, trailing bytes")  # fmt: skip
+    p.add_argument("--atol", type=float, default=0.0, help="numeric tensors within this absolute difference count as equal")
+    p.add_argument("--rtol", type=float, default=0.0, help="numeric tensors within this relative difference count as equal")
+    p.set_defaults(handler=run_diff)
+
+
+class _EntryView:
+    """A converted tensor seen through the interface ``diff_packs`` reads."""
+
+    def __init__(self, entry: Any) -> None:
+        self.name = entry.name
+        self.dtype = entry.dtype
+        self.shape = tuple(entry.shape)
+        self.param_id = entry.param_id
+        self.data_offsets = (0, 0)
+        self._entry = entry
+
+    def numpy(self) -> np.ndarray:
+        return self._entry.numpy()
+
+    def memoryview(self) -> memoryview:
+        return np.ascontiguousarray(self.numpy()).data.cast("B")
+
+
+class _Tensors:
+    """A file read through the interop readers, shaped like a pack for ``diff_packs``."""
+
+    def __init__(self, tset: Any) -> None:
+        self._views = {e.name: _EntryView(e) for e in tset.entries}
+        self.names = sorted(self._views)
+        self.metadata = dict(tset.metadata)
+        self.scalars = dict(tset.scalars)
+
+    def tensors(self) -> list[_EntryView]:
+        return [self._views[n] for n in self.names]
+
+
+def _is_burnpack(path: str) -> bool:
+    from ..interop.formats import detect_format
+
+    return detect_format(path) == "burnpack"
+
+
+@contextlib.contextmanager
+def _open(path: str) -> Iterator[Any]:
+    with blame(path):
+        if _is_burnpack(path):
+            with load(path) as pack:
+                yield pack
+            return
+        from ..interop.formats import read_tensors
+
+        with read_tensors(path) as tset:
+            yield _Tensors(tset)
+
+
+def run_diff(args: Any) -> int:
+    """Exit 0 when identical, 1 when different; unreadable files are errors (exit 2)."""
+    try:
+        with _open(args.a) as a, _open(args.b) as b:
+            if args.layout and not all(hasattr(x, "data_section_start") for x in (a, b)):
+                raise CommandError(args.a if not hasattr(a, "data_section_start") else args.b, "UsageError",
+                                   "--layout compares two .bpk files; this one is not one", code=2)  # fmt: skip
+            result = diff_packs(a, b, atol=args.atol, rtol=args.rtol)
+            result.layout_differs = False  # across formats there is no shared layout
+            if all(hasattr(x, "data_section_start") for x in (a, b)):
+                layout = compare_layout(PackDiff(), a, b).layout
+                result.layout_differs = bool(layout)
+                if args.layout:  # then a layout difference is a difference
+                    result.layout = layout
+    except CommandError:
+        raise
+    except Exception as exc:
+        exc.exit_code = 2  # type: ignore[attr-defined]
+        raise
+    if args.json:
+        print(json.dumps(result.to_json(), ensure_ascii=False, indent=1))
+    else:
+        print(result.render(args.a, args.b))
+    return 0 if result.identical else 1

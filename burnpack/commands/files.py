@@ -1,0 +1,135 @@
+"""``burnpack inspect``, ``dump``, ``validate`` and ``repack``: the commands on one .bpk file."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from ..atomic import atomic_file
+from ..dump import dump
+from ..progress import finish, progress_for
+from ..errors import BurnpackError
+from ..reader import Pack, load
+from ..writer import Tensor, Writer, resolve_write_path
+from . import inspect as inspect_cmd
+from .common import CommandError, add_progress_option, blame, check_output
+
+
+def register(sub: Any) -> None:
+    """Add the four single-file commands to ``burnpack``'s argument parser."""
+    p = sub.add_parser("inspect", help="a table (or --tree, --json) of tensors with totals, metadata and scalars")
+    p.add_argument("file")
+    inspect_cmd.register_options(p)
+    _legacy_option(p)
+    p.set_defaults(handler=run_inspect)
+
+    p = sub.add_parser("dump", help="print the pack as one JSON object (the conformance protocol)")
+    p.add_argument("--json", action="store_true", help="accepted for compatibility: JSON is the only output")
+    p.add_argument("--strict", action="store_true", help="also reject what no Burn writer produces")
+    p.add_argument("--batch", action="store_true", help="answer JSON-line requests {path, level} from stdin, one object per line")
+    _legacy_option(p)
+    p.add_argument("file", nargs="?")
+    p.set_defaults(handler=run_dump)
+
+    p = sub.add_parser("validate", help="exit 0 if the file is valid, 1 with the error otherwise")
+    p.add_argument("--strict", action="store_true", help="also reject what no Burn writer produces")
+    p.add_argument("--deep", action="store_true",
+                   help="also read every tensor as Burn's into_tensors does, reporting each problem")  # fmt: skip
+    _legacy_option(p)
+    p.add_argument("file")
+    p.set_defaults(handler=run_validate)
+
+    p = sub.add_parser("repack", help="rewrite a file canonically, keeping its data order (upgrades old files with --legacy-ok)")
+    p.add_argument("input")
+    p.add_argument("output")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    _legacy_option(p)
+    add_progress_option(p)
+    p.set_defaults(handler=run_repack)
+
+
+def _legacy_option(p: Any) -> None:
+    p.add_argument("--legacy-ok", action="store_true",
+                   help="read files from older Burn versions as their writer meant them (see README, Reading levels)")  # fmt: skip
+
+
+def _open(path: str, args: Any, *, strict: bool = False) -> Pack:
+    try:
+        return load(path, strict=strict, legacy_ok=args.legacy_ok)
+    except BurnpackError as exc:
+        if exc.variant == "InvalidMagicNumber":
+            other = inspect_cmd.not_a_pack(path)
+            if other is not None:
+                raise other from None
+        raise
+
+
+def run_inspect(args: Any) -> int:
+    with blame(args.file), _open(args.file, args) as pack:
+        return inspect_cmd.inspect(pack, args, sys.stdout)
+
+
+def run_dump(args: Any) -> int:
+    if args.batch:
+        from ..batch import serve
+
+        return serve(sys.stdin, sys.stdout, strict=args.strict)
+    if args.file is None:
+        raise CommandError(None, "UsageError", "dump needs a file (or --batch)", code=2)
+    result = dump(args.file, strict=args.strict, legacy_ok=args.legacy_ok)
+    print(json.dumps(result, ensure_ascii=False, indent=1))
+    return 0 if result["ok"] else 1
+
+
+def _deep_problems(pack: Pack) -> list[str]:
+    """Every tensor read as Burn's ``into_tensors`` reads it; one line per problem."""
+    problems = []
+    for name in pack.names:
+        try:
+            pack[name].numpy()
+        except BurnpackError as exc:
+            problems.append(f"{exc.variant}: {exc}")
+    return problems
+
+
+def run_validate(args: Any) -> int:
+    level = " (strict)" if args.strict else ""
+    with blame(args.file), _open(args.file, args, strict=args.strict) as pack:
+        if not args.deep:
+            print(f"{args.file}: valid{level}: header and metadata checked; tensor access not checked (use --deep)")
+            return 0
+        problems = _deep_problems(pack)
+        count = len(pack)
+    if problems:
+        for line in problems:
+            print(f"burnpack: {args.file}: {line}", file=sys.stderr)
+        print(f"{args.file}: invalid: {len(problems)} of {count} tensors cannot be read", file=sys.stderr)
+        return 1
+    print(f"{args.file}: valid{level}: header, metadata and all {count} tensors checked")
+    return 0
+
+
+def run_repack(args: Any) -> int:
+    target = check_output(args.output, resolve_write_path(args.output), overwrite=args.overwrite)
+    with blame(args.input), _open(args.input, args) as pack:
+        views = pack.tensors()
+        views.sort(key=lambda v: (v.data_offsets, v.name))
+        bar = progress_for(args.progress, sum(v.byte_len for v in views), "repacking")
+
+        def provider(view: Any) -> Callable[[], memoryview]:
+            def provide() -> memoryview:
+                data = view.memoryview()
+                bar(len(data))
+                return data
+
+            return provide
+
+        tensors = [Tensor.deferred(v.name, v.dtype, v.shape, v.byte_len, provider(v), param_id=v.param_id) for v in views]
+        writer = Writer(tensors, metadata=pack.metadata, scalars=pack.scalars)
+        writer.plan()
+        with blame(target), atomic_file(target, replace=args.overwrite) as stream:
+            writer.write_stream(stream)
+        finish(bar)
+    return 0

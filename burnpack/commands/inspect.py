@@ -1,0 +1,255 @@
+"""``burnpack inspect FILE``: what a pack holds, for people (a table or a tree) and machines (--json).
+
+Tensors are listed in natural order (``layers.2`` before ``layers.10``) unless ``--sort``
+says ``name`` (byte-wise, Burn's order) or ``file`` (data order); ``--filter`` keeps the names a
+regex finds. Sizes are human (KiB, MiB...), totals are given per dtype with the parameter count
+(elements), QFloat schemes are summarized (``QFloat(Q8S block 32 F16)``), long names are shortened in
+the middle so that columns stay readable, and East-Asian wide characters count double.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from typing import Any, TextIO
+
+import numpy as np
+
+from ..dump import scalar_json
+from ..errors import BurnpackError
+from ..progress import human_size
+from ..quant import dtype_label
+from ..reader import Pack, TensorView
+from .common import CommandError
+
+NAME_WIDTH = 60  # names longer than this are shortened in the middle
+
+
+def register_options(p: Any) -> None:
+    """The options of ``burnpack inspect`` (its file argument and --legacy-ok are the caller's)."""
+    p.add_argument("--sort", choices=("natural", "name", "file"), default="natural",
+                   help="natural (layers.2 before layers.10, the default), name (byte-wise, Burn's order) or file (data order)")  # fmt: skip
+    p.add_argument("--filter", metavar="REGEX", help="only tensors whose name the regex finds")
+    p.add_argument("--tree", action="store_true", help="group tensors by module path, with per-module parameter counts")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    p.add_argument("--stats", action="store_true", help="add min/max/mean of each tensor's values (QFloat: dequantized)")
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """``1 tensor``, ``2 tensors``, ``1 metadata entry``, ``3 metadata entries``."""
+    return f"{n:,} {word if n == 1 else many or word + 's'}"
+
+
+def natural_key(name: str) -> list[Any]:
+    """Sort key putting ``layers.2`` before ``layers.10`` (text and numbers alternate)."""
+    return [int(part) if i % 2 else part for i, part in enumerate(re.split(r"(\d+)", name))]
+
+
+def display_width(text: str) -> int:
+    """Columns ``text`` takes on a terminal: East-Asian wide and full-width characters take two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 0 if unicodedata.combining(c) else 1 for c in text)
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` cut in the middle with ``…`` to fit ``width`` columns."""
+    if display_width(text) <= width:
+        return text
+    keep = width - 1
+    head, tail = "", ""
+    chars = list(text)
+    while chars and display_width(head) + display_width(tail) < keep:
+        if display_width(head) <= display_width(tail):
+            candidate = head + chars.pop(0)
+            if display_width(candidate) + display_width(tail) > keep:
+                break
+            head = candidate
+        else:
+            candidate = chars.pop() + tail
+            if display_width(head) + display_width(candidate) > keep:
+                break
+            tail = candidate
+    return head + "…" + tail
+
+
+def pad(text: str, width: int, *, right: bool = False) -> str:
+    fill = " " * max(width - display_width(text), 0)
+    return fill + text if right else text + fill
+
+
+def _stats(view: TensorView, notes: list[str]) -> tuple[str, str, str]:
+    """min, max, mean of a tensor's values (QFloat: dequantized), or dashes with a note why not."""
+    try:
+        values = view.numpy(dequantize=True)
+    except BurnpackError as exc:
+        notes.append(f"  {view.name}: {exc.payload}")
+        return ("-", "-", "-")
+    if values.size == 0 or values.dtype.kind not in "fiub":
+        return ("-", "-", "-")
+    values = values.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):  # NaN/inf values give NaN/inf statistics, no warning
+        low, high, mean = (f"{v:.6g}" for v in (values.min(), values.max(), values.mean()))
+    return low, high, mean
+
+
+def select(pack: Pack, *, sort: str = "natural", pattern: str | None = None) -> list[TensorView]:
+    """The tensors ``inspect`` shows, in the order asked for."""
+    views = [pack[name] for name in pack.names]
+    if pattern is not None:
+        try:
+            regex = re.compile(pattern)
+        except re.error as exc:
+            raise CommandError(None, "UsageError", f"--filter {pattern!r}: {exc}", code=2) from None
+        views = [v for v in views if regex.search(v.name)]
+    if sort == "natural":
+        views.sort(key=lambda v: natural_key(v.name))
+    elif sort == "file":
+        views.sort(key=lambda v: (v.data_offsets, v.name))
+    return views
+
+
+def totals(views: Iterable[TensorView]) -> dict[str, dict[str, int]]:
+    """Per dtype: tensors, elements (parameters) and bytes."""
+    out: dict[str, dict[str, int]] = {}
+    for view in views:
+        entry = out.setdefault(dtype_label(view.dtype) if view.dtype.variant != "QFloat" else "QFloat", {"tensors": 0, "elements": 0, "bytes": 0})
+        entry["tensors"] += 1
+        entry["elements"] += math.prod(view.shape)
+        entry["bytes"] += max(view.byte_len, 0)
+    return out
+
+
+def to_json(pack: Pack, views: Sequence[TensorView], record_kind: str) -> dict[str, Any]:
+    by_dtype = totals(views)
+    return {
+        "record_kind": record_kind,
+        "version": pack.version,
+        "metadata_size": pack.metadata_size,
+        "data_section_start": pack.data_section_start,
+        "file_size": pack.file_size,
+        "tensors": [
+            {
+                "name": v.name, "dtype": v.dtype.to_serde(), "dtype_text": dtype_label(v.dtype), "shape": list(v.shape),
+                "elements": math.prod(v.shape), "bytes": v.byte_len, "param_id": v.param_id, "data_offsets": list(v.data_offsets),
+            }  # fmt: skip
+            for v in views
+        ],
+        "totals": {"by_dtype": by_dtype, "tensors": len(views), "parameters": sum(t["elements"] for t in by_dtype.values()),
+                   "bytes": sum(t["bytes"] for t in by_dtype.values())},  # fmt: skip
+        "metadata": dict(pack.metadata),
+        "scalars": {name: scalar_json(s) for name, s in sorted(pack.scalars.items())},
+    }
+
+
+def _table(rows: Sequence[tuple[str, ...]], right: set[int], out: TextIO) -> None:
+    widths = [max(display_width(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for i, row in enumerate(rows):
+        print("  ".join(pad(cell, w, right=j in right) for j, (cell, w) in enumerate(zip(row, widths))).rstrip(), file=out)
+        if i == 0:
+            print("  ".join("-" * w for w in widths), file=out)
+
+
+def _shape(view: TensorView) -> str:
+    return "[" + ", ".join(map(str, view.shape)) + "]"
+
+
+def print_table(views: Sequence[TensorView], out: TextIO, *, stats: bool = False, name_width: int = NAME_WIDTH) -> None:
+    rows = [("name", "dtype", "shape", "params", "size", "param_id") + (("min", "max", "mean") if stats else ())]
+    notes: list[str] = []
+    for v in views:
+        pid = "-" if v.param_id is None else str(v.param_id)
+        row = (shorten(v.name, name_width), dtype_label(v.dtype), _shape(v), f"{math.prod(v.shape):,}", human_size(max(v.byte_len, 0)), pid)
+        rows.append(row + (_stats(v, notes) if stats else ()))
+    _table(rows, {3, 4, 5, 6, 7, 8}, out)
+    if notes:
+        print("\nno statistics for:", file=out)
+        print("\n".join(notes), file=out)
+
+
+def print_tree(views: Sequence[TensorView], out: TextIO, *, name_width: int = NAME_WIDTH) -> None:
+    """Tensors grouped by module path; each module line carries its parameter count."""
+    root: dict[str, Any] = {}
+    for v in views:
+        node = root
+        parts = v.name.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = v
+
+    def count(node: Any) -> int:
+        return math.prod(node.shape) if isinstance(node, TensorView) else sum(count(c) for c in node.values())
+
+    def walk(node: dict[str, Any], depth: int) -> None:
+        for key in sorted(node, key=natural_key):
+            child, indent = node[key], "  " * depth
+            label = shorten(key, max(name_width - len(indent), 8))
+            if isinstance(child, TensorView):
+                print(f"{indent}{label}  {dtype_label(child.dtype)} {_shape(child)}  {math.prod(child.shape):,}", file=out)
+            else:
+                print(f"{indent}{label}/  {plural(count(child), 'parameter')}", file=out)
+                walk(child, depth + 1)
+
+    walk(root, 0)
+
+
+def print_summary(pack: Pack, views: Sequence[TensorView], out: TextIO) -> None:
+    by_dtype = totals(views)
+    if pack.metadata:
+        print("\nmetadata:", file=out)
+        for key, value in sorted(pack.metadata.items()):
+            print(f"  {key} = {value!r}", file=out)
+    if pack.scalars:
+        print("\nscalars:", file=out)
+        for key, scalar in sorted(pack.scalars.items()):
+            shown = scalar_json(scalar)
+            bits = f"  ({shown['f64_bits']})" if "f64_bits" in shown else ""
+            print(f"  {key} = {scalar.variant}({shown['value']}){bits}", file=out)
+    if len(by_dtype) > 1:
+        print("\nby dtype:", file=out)
+        for name, t in sorted(by_dtype.items()):
+            print(f"  {name}: {plural(t['tensors'], 'tensor')}, {plural(t['elements'], 'parameter')}, {human_size(t['bytes'])}", file=out)
+    parameters = sum(t["elements"] for t in by_dtype.values())
+    size = sum(t["bytes"] for t in by_dtype.values())
+    subset = "" if len(views) == len(pack) else f" (of {len(pack)})"
+    print(
+        f"\n{plural(len(views), 'tensor')}{subset}, {plural(parameters, 'parameter')}, {human_size(size)} of tensor data, "
+        f"{plural(len(pack.metadata), 'metadata entry', 'metadata entries')}, {plural(len(pack.scalars), 'scalar')}; "
+        f"version {pack.version}, metadata {human_size(pack.metadata_size)}, data section at byte {pack.data_section_start:,}, "
+        f"file {human_size(pack.file_size)}",
+        file=out,
+    )
+
+
+def not_a_pack(path: str) -> CommandError | None:
+    """A readable error for a file that is another format ``burnpack convert`` reads."""
+    from ..interop.formats import ConversionError, detect_format
+
+    try:
+        fmt = detect_format(path)
+    except (ConversionError, OSError):
+        return None
+    if fmt == "burnpack":
+        return None
+    return CommandError(path, "NotBurnpack", f"{fmt} file: use burnpack convert {path} OUT.bpk")
+
+
+def inspect(pack: Pack, args: Any, out: TextIO) -> int:
+    """Print what ``burnpack inspect`` shows for an open pack; 1 when ``--filter`` finds nothing."""
+    from ..records.detect import detect_record_kind
+
+    views = select(pack, sort=args.sort, pattern=args.filter)
+    kind = str(detect_record_kind(pack))
+    if args.json:
+        print(json.dumps(to_json(pack, views, kind), ensure_ascii=False, indent=1), file=out)
+    else:
+        print(f"record kind: {kind}\n", file=out)
+        if args.filter and not views:
+            print(f"no tensor name matches {args.filter!r}", file=out)
+        elif args.tree:
+            print_tree(views, out)
+        else:
+            print_table(views, out, stats=args.stats)
+        print_summary(pack, views, out)
+    return 1 if args.filter and not views else 0

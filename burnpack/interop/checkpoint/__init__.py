@@ -1,0 +1,282 @@
+"""Whole training checkpoints: PyTorch (model + optimizer + LR scheduler) ↔ a Burn Learner
+checkpoint directory (``model-N.bpk``, ``optim-N.bpk``, ``scheduler-N.bpk``).
+
+:func:`pytorch_to_burn_checkpoint` reads a ``torch.save``'d training state — a file (without
+torch and without running pickled code), a dict, or live ``nn.Module`` / ``Optimizer`` /
+``LRScheduler`` objects — and writes the three records a Burn learner resumes from.
+:func:`burn_checkpoint_to_pytorch` does the reverse. Supported: ``Adam``, ``AdamW``, ``SGD``
+(with or without momentum); ``CosineAnnealingLR``, ``LinearLR``, ``StepLR``, ``ExponentialLR``
+(or none: a constant learning rate).
+
+What maps, and how exactly
+==========================
+
+====================================  ==========================================  ===========
+PyTorch                               Burn                                         exact?
+====================================  ==========================================  ===========
+model parameters and buffers          ``ModuleRecord`` tensors, each with a fresh  bit-exact
+                                      ``param_id``; ``Linear`` weights transposed
+                                      (``[out, in]`` → ``[in, out]``); norm
+                                      ``weight``/``bias`` → ``gamma``/``beta``
+BatchNorm ``num_batches_tracked``     (Burn's BatchNorm has no such field)         not mapped
+Adam/AdamW ``exp_avg``,               ``{id}.momentum.moment_1``, ``moment_2``,    bit-exact
+``exp_avg_sq``, ``max_exp_avg_sq``    ``max_moment_2`` — transposed together with
+                                      their Linear weight
+Adam/AdamW ``step``                   ``{id}.momentum.time`` (UInt)                exact
+SGD ``momentum_buffer``               ``{id}.momentum.velocity``                   bit-exact
+state ↔ parameter link (index in      ``param_id`` shared by model and optimizer   exact
+``param_groups``)                     records, id → path metadata
+scheduler position ``last_epoch`` =   cosine ``current_iter = k-1`` (``2^64-1`` at exact
+``k`` (per group ``i`` → ``"i."``)    ``k = 0``); linear ``remaining_iters =
+                                      max(total_iters + 1 - k, 0)``; step
+                                      ``iter_idx = k-1`` (Int); exponential
+                                      ``previous_lr`` = torch's lr after ``k-1``
+                                      steps, replayed as torch computes it
+hyperparameters (``lr``, ``betas``,   Burn keeps them in its optimizer and         cannot
+``eps``, ``weight_decay``,            scheduler *configs* (Rust code), not in the
+``momentum``, ``T_max``, ...)         records
+====================================  ==========================================  ===========
+
+Why some fields cannot map: Burn's records hold *state* only; the learning-rate schedule and
+optimizer hyperparameters are code on the Burn side. The conversion therefore (a) reports the
+Burn configs that reproduce the PyTorch run (``CheckpointReport.burn_configs``) and (b) keeps
+everything PyTorch-only — ``param_groups``, the scheduler's ``state_dict``, the parameter order,
+``num_batches_tracked``, the checkpoint's other entries such as ``epoch`` — as JSON in the
+optimizer record's metadata under ``torch.*`` keys, which Burn ignores (it only reads metadata
+keys that parse as u64). Converting back uses them, so PyTorch → Burn → PyTorch is lossless;
+a checkpoint Burn trained further still converts back, with the state taken from Burn.
+
+Learning rates: Burn computes its schedules in closed form (cosine, linear, step) or by its own
+recurrence (exponential); PyTorch's schedulers use recursive ("chainable") formulas. The step
+positions map exactly, and the learning rates agree to floating-point rounding. When a
+Burn-side position differs from the stored PyTorch state, the reverse conversion recomputes
+the learning rate in closed form and says so.
+
+The work is split by part: :mod:`.model`, :mod:`.optimizer` and :mod:`.scheduler` map one record
+each, both ways; :mod:`.state` reads the PyTorch side and holds the report. Checkpoint entries
+that are neither state dicts nor plain data (an ``argparse.Namespace``) are skipped and listed in
+``CheckpointReport.skipped_entries``; numbers (numpy scalars too) are kept as metadata.
+
+Module types: the PyTorch → Burn adapter must know which tensors belong to a ``Linear`` (to
+transpose) and which to a norm (to rename). They come from a ``module=`` (an ``nn.Module``),
+``module_types`` / ``type_rules``, else inference from names and shapes; a 2-D or 1-D
+``weight`` whose module stays unknown is an error, never a guess.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...records import Checkpoints, LrSchedulerRecord, ModuleRecord, OptimizerRecord
+from ...writer import Writer
+from ..adapters import ModuleTypes
+from ...frameworks import is_torch_module
+from .._io import ConversionError, OutputExistsError, atomic_output
+from ..formats import burnpack_writer
+from ..remap import KeyRemapper
+from ..tensors import TensorSet
+from .model import model_metadata, model_to_burn, model_to_pytorch
+from . import optimizer as optimizer_mapper
+from .optimizer import optimizer_to_burn, optimizer_to_pytorch
+from .scheduler import scheduler_to_burn, scheduler_to_pytorch
+from .stored import torch_meta
+from .state import (
+    FORMAT_TAG,
+    META_PREFIX,
+    CheckpointReport,
+    TorchTrainingState,
+    describe,
+    jsonable,
+    read_torch_training_state,
+)
+
+__all__ = [
+    "CheckpointReport",
+    "TorchTrainingState",
+    "burn_checkpoint_to_pytorch",
+    "pytorch_to_burn_checkpoint",
+    "read_torch_training_state",
+]
+
+
+def _epoch(given: int | None, state: TorchTrainingState, report: CheckpointReport) -> int:
+    """The Burn epoch: as given, else the checkpoint's ``epoch`` entry when it is an int >= 1, else 1."""
+    epoch = given
+    if epoch is None:
+        value = state.extra.get("epoch")
+        stored = operator.index(value) if isinstance(value, (int, np.integer)) and not isinstance(value, bool) else None
+        epoch = stored if stored is not None and stored >= 1 else 1
+        if epoch != stored:
+            report.warnings.append("no epoch given or stored; writing epoch 1")
+    if epoch < 1:
+        raise ConversionError(f"Burn epochs are 1-based, got {epoch}")
+    report.epoch = epoch
+    return epoch
+
+
+def _extras(state: TorchTrainingState, report: CheckpointReport) -> dict[str, Any]:
+    """The checkpoint's other entries as JSON; what JSON cannot hold is skipped and reported."""
+    kept = {}
+    for key, value in state.extra.items():
+        try:
+            kept[key] = jsonable(value)
+        except TypeError:
+            report.skipped_entries[key] = getattr(value, "type_name", type(value).__name__)
+    return kept
+
+
+def _write_records(paths: Mapping[str, Path], writers: Mapping[str, Writer], overwrite: bool, report: CheckpointReport) -> None:
+    """Plan all three writers first (a refusal writes nothing), then write each atomically."""
+    for writer in writers.values():
+        writer.plan()
+    next(iter(paths.values())).parent.mkdir(parents=True, exist_ok=True)
+    created: list[Path] = []
+    try:
+        for name, writer in writers.items():
+            fresh = not paths[name].exists()
+            with atomic_output(paths[name], overwrite=overwrite) as stream:
+                writer.write_stream(stream)
+            created += [paths[name]] if fresh else []
+            report.files[name] = str(paths[name])
+    except BaseException:  # an epoch is all three records or none of the new ones (Ctrl-C too)
+        for path in created:
+            path.unlink(missing_ok=True)
+        raise
+
+
+def pytorch_to_burn_checkpoint(
+    source: Any = None,
+    out_dir: str | os.PathLike[str] | None = None,
+    *,
+    epoch: int | None = None,
+    model: Any = None,
+    optimizer: Any = None,
+    scheduler: Any = None,
+    module: Any = None,
+    model_key: str | None = None,
+    optimizer_key: str | None = None,
+    scheduler_key: str | None = None,
+    optimizer_kind: str | None = None,
+    seed: int | None = None,
+    overwrite: bool = False,
+    **model_options: Any,
+) -> CheckpointReport:
+    """Write ``model-N.bpk``, ``optim-N.bpk`` and ``scheduler-N.bpk`` into ``out_dir`` (a Burn
+    ``<artifact_dir>/checkpoint`` directory) from a PyTorch training state.
+
+    ``epoch`` defaults to the checkpoint's ``epoch`` entry when it is an int ≥ 1, else 1.
+    ``model_options`` are the model mapping's: ``remap`` / ``enum_variants`` /
+    ``map_indices_contiguous`` rename PyTorch paths to the Burn module's; ``exclude`` (regexes,
+    searched in the names after remapping) leaves out tensors the Burn module does not have,
+    with their optimizer state; ``module_types`` / ``type_rules`` / ``infer_types`` (default
+    True) say which module owns each weight; ``allow_unmatched`` tolerates options that change
+    nothing. ``seed`` makes the param ids reproducible. Existing files are kept unless
+    ``overwrite``; each file is written atomically.
+    """
+    if out_dir is None:
+        raise TypeError("out_dir is required")
+    state = read_torch_training_state(
+        source, model=model, optimizer=optimizer, scheduler=scheduler, module=module,
+        model_key=model_key, optimizer_key=optimizer_key, scheduler_key=scheduler_key,
+    )  # fmt: skip
+    report = CheckpointReport(direction="pytorch->burn", source=describe(source if source is not None else model), target=str(out_dir))
+    number = _epoch(epoch, state, report)
+    paths = {name: Path(out_dir) / f"{name}-{number}.bpk" for name in ("model", "optim", "scheduler")}
+    existing = [p for p in paths.values() if p.exists()]
+    if existing and not overwrite:
+        raise OutputExistsError(existing[0], "exists (a checkpoint of this epoch); pass overwrite=True to replace it")
+    model_options.setdefault("infer_types", True)
+    burn_model = model_to_burn(state, report, seed=seed, **model_options)
+    meta: dict[str, Any] = {"format": FORMAT_TAG, "model": model_metadata(state, burn_model), "keys": state.keys}
+    optim_record, groups = OptimizerRecord(), 1
+    if state.optimizer is not None:
+        kind = report.optimizer = optimizer_mapper.optimizer_kind(state.optimizer, optimizer_kind)
+        optim_record, meta["optimizer"] = optimizer_to_burn(state, burn_model, kind, report)
+        groups = len(state.optimizer["param_groups"])
+    else:
+        report.warnings.append("no optimizer state: optim record is empty")
+    sched_record, sched_meta = scheduler_to_burn(state.scheduler, groups, report)
+    if sched_meta is not None:
+        meta["scheduler"] = sched_meta
+    meta["extra"] = _extras(state, report)
+    for key, value in meta.items():
+        optim_record.metadata[META_PREFIX + key] = value if isinstance(value, str) else json.dumps(jsonable(value), allow_nan=True)
+    writers = {
+        "model": burnpack_writer(TensorSet(burn_model.entries)),
+        "optim": Writer(optim_record.tensors, metadata=optim_record.metadata, scalars=optim_record.scalars),
+        "scheduler": Writer([], scalars=sched_record.scalars),
+    }
+    _write_records(paths, writers, overwrite, report)
+    return report
+
+
+def burn_checkpoint_to_pytorch(
+    checkpoint_dir: str | os.PathLike[str],
+    out: str | os.PathLike[str] | None = None,
+    *,
+    epoch: int | None = None,
+    module: Any = None,
+    module_types: Mapping[str, str] | None = None,
+    type_rules: Any = None,
+    infer_types: bool = True,
+    optimizer_config: Mapping[str, Any] | None = None,
+    scheduler_config: Mapping[str, Any] | None = None,
+    remap: Any = None,
+    overwrite: bool = False,
+) -> tuple[TorchTrainingState, CheckpointReport]:
+    """Read a Burn Learner checkpoint (the ``checkpoint`` directory or its artifact directory)
+    and rebuild the PyTorch state dicts; with ``out``, also ``torch.save`` them (needs torch).
+
+    Everything Burn holds comes from Burn's records. What Burn does not hold — parameter
+    groups' hyperparameters, the scheduler configuration, the PyTorch parameter order and
+    names, ``num_batches_tracked`` — comes from the ``torch.*`` metadata a previous
+    :func:`pytorch_to_burn_checkpoint` stored, else from ``module`` (an ``nn.Module``),
+    ``optimizer_config`` (``{"kind": "adam", "lr": ..., ...}``, over torch's defaults) and
+    ``scheduler_config`` (``{"kind": "cosine", "T_max": ..., "base_lrs": [...], ...}``).
+    ``remap`` rules turn Burn paths (after the adapter's renames) into PyTorch names when no
+    stored name map says otherwise.
+    """
+    from ..torch_live import module_types_of
+
+    ckpts = Checkpoints.find(checkpoint_dir)
+    epoch = ckpts.latest() if epoch is None else epoch
+    if epoch is None:
+        raise ConversionError(f"{ckpts.directory}: no epoch with model, optim and scheduler records")
+    report = CheckpointReport(direction="burn->pytorch", source=str(ckpts.directory), target=str(out) if out else "", epoch=epoch)
+    if out is not None and not overwrite and Path(out).exists():
+        raise OutputExistsError(out)
+    files = ckpts.files(epoch)
+    if "model" not in files:
+        raise ConversionError(f"{ckpts.directory}: no model-{epoch}.bpk")
+    optim_rec = OptimizerRecord.load(files["optim"]) if "optim" in files else OptimizerRecord()
+    sched_rec = LrSchedulerRecord.load(files["scheduler"]) if "scheduler" in files else LrSchedulerRecord()
+    meta = torch_meta(optim_rec)
+    live = module if module is not None and is_torch_module(module) else None
+    torch_types = {**(module_types_of(live) if live is not None else {}), **meta.get("model", {}).get("types", {})}
+    types = ModuleTypes(module_types, type_rules, torch_types=torch_types, infer=infer_types)
+    remapper = remap if isinstance(remap, KeyRemapper) or remap is None else KeyRemapper(remap)
+    model = model_to_pytorch(ModuleRecord.load(files["model"]), meta.get("model", {}), types, remapper, live, report)
+    optimizer_sd = optimizer_to_pytorch(optim_rec, meta.get("optimizer"), optimizer_config, model, live, report)
+    scheduler_sd = scheduler_to_pytorch(sched_rec, meta.get("scheduler"), scheduler_config, optimizer_sd, report)
+    result = TorchTrainingState(model.state_dict, optimizer_sd, scheduler_sd, dict(meta.get("extra", {})), None,
+                                dict(torch_types), dict(meta.get("keys", {})))  # fmt: skip
+    if out is not None:
+        _save_torch(result, Path(out), overwrite, report)
+    return result, report
+
+
+def _save_torch(state: TorchTrainingState, out: Path, overwrite: bool, report: CheckpointReport) -> None:
+    try:
+        import torch
+    except ImportError as exc:
+        raise ConversionError("writing a .pt file needs torch: pip install 'burnpack[torch]'") from exc
+    with atomic_output(out, overwrite=overwrite) as stream:
+        torch.save(state.to_torch(), stream)
+    report.files["pytorch"] = str(out)

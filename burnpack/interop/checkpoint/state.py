@@ -1,0 +1,343 @@
+"""The PyTorch side of a training checkpoint, and the report every migration returns.
+
+:func:`read_torch_training_state` finds the model, optimizer and scheduler ``state_dict``s in a
+checkpoint (a file read without torch, a dict, or live torch objects); the checkpoint's other
+entries are kept as ``extra``. :class:`CheckpointReport` says what a migration did.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import secrets
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...frameworks import is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
+from .._io import ConversionError
+
+META_PREFIX = "torch."
+FORMAT_TAG = "burnpack.interop.checkpoint/1"
+_BUFFER_SUFFIXES = ("running_mean", "running_var", "num_batches_tracked")
+_MODEL_KEYS = ("model", "model_state_dict", "state_dict", "model_state", "net", "network")
+_OPTIM_KEYS = ("optimizer", "optimizer_state_dict", "optim", "opt", "optimizer_state")
+_SCHED_KEYS = ("scheduler", "lr_scheduler", "scheduler_state_dict", "sched", "lr_scheduler_state_dict")
+
+
+@dataclass
+class TorchTrainingState:
+    """A PyTorch training state as plain data: arrays for tensors, dicts/lists for the rest.
+
+    ``model`` is the ordered ``state_dict``; ``optimizer`` / ``scheduler`` their
+    ``state_dict()``s (or None); ``extra`` the checkpoint's other entries (``epoch``...);
+    ``param_names`` the parameter names in the order the optimizer indexes them, when known;
+    ``module_types`` module path → Burn type, when a module was given; ``keys`` the checkpoint
+    keys the three parts came from.
+    """
+
+    model: dict[str, np.ndarray]
+    optimizer: dict[str, Any] | None = None
+    scheduler: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    param_names: list[str] | None = None
+    module_types: dict[str, str] = field(default_factory=dict)
+    keys: dict[str, str] = field(default_factory=dict)
+
+    def to_torch(self) -> dict[str, Any]:
+        """The checkpoint dict with torch tensors, ready for ``torch.save`` / ``load_state_dict``."""
+        def conv(value: Any) -> Any:
+            if isinstance(value, np.ndarray):
+                return numpy_to_torch(value)
+            if isinstance(value, dict):
+                return type(value)((k, conv(v)) for k, v in value.items())
+            if isinstance(value, (list, tuple)):
+                return type(value)(conv(v) for v in value)
+            return value
+
+        out: dict[str, Any] = {}
+
+        def put(part: str, value: Any) -> None:
+            key = self.keys.get(part, part)
+            if key.endswith("[0]"):  # it came as the only item of a list (Lightning)
+                out[key[:-3]] = [value]
+            else:
+                out[key] = value
+
+        put("model", OrderedDict((k, conv(v)) for k, v in self.model.items()))
+        if self.optimizer is not None:
+            put("optimizer", conv(self.optimizer))
+        if self.scheduler is not None:
+            put("scheduler", conv(self.scheduler))
+        out.update(self.extra)
+        return out
+
+
+@dataclass
+class CheckpointReport:
+    """What a checkpoint migration did: files, kinds, per-part counts and what could not map.
+
+    ``options``: what each model option (remap, exclude, module types...) changed.
+    ``skipped_entries``: checkpoint entries that are neither a state dict nor storable as JSON
+    (an ``argparse.Namespace``...), with their type; they are left out of the Burn records."""
+
+    direction: str = ""
+    source: str = ""
+    target: str = ""
+    epoch: int = 0
+    files: dict[str, str] = field(default_factory=dict)
+    model_tensors: int = 0
+    renamed: dict[str, str] = field(default_factory=dict)
+    transposed: list[str] = field(default_factory=list)
+    dropped: list[str] = field(default_factory=list)
+    optimizer: str | None = None
+    params_with_state: int = 0
+    step: int | None = None
+    scheduler: str | None = None
+    scheduler_position: int | None = None
+    burn_configs: list[str] = field(default_factory=list)
+    options: dict[str, str] = field(default_factory=dict)
+    not_mapped: list[str] = field(default_factory=list)
+    skipped_entries: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        lines = [f"{self.source} -> {self.target} (epoch {self.epoch})"]
+        for name, path in self.files.items():
+            lines.append(f"  {name}: {path}")
+        lines.append(
+            f"  model: {self.model_tensors} tensors, {len(self.transposed)} transposed, {len(self.renamed)} renamed"
+            + (f", {len(self.dropped)} dropped" if self.dropped else "")
+        )
+        if self.optimizer:
+            step = f", step {self.step}" if self.step is not None else ""
+            lines.append(f"  optimizer: {self.optimizer}, state for {self.params_with_state} parameters{step}")
+        if self.scheduler:
+            pos = f" at step {self.scheduler_position}" if self.scheduler_position is not None else ""
+            lines.append(f"  scheduler: {self.scheduler}{pos}")
+        skipped = [f"{key} ({kind})" for key, kind in self.skipped_entries.items()]
+        options = [f"{option}: {what}" for option, what in self.options.items()]
+        for title, items in (("options", options), ("burn configs", self.burn_configs), ("not mapped", self.not_mapped),
+                             ("skipped checkpoint entries", skipped), ("warnings", self.warnings)):  # fmt: skip
+            if items:
+                lines.append(f"  {title}:")
+                lines += [f"    {item}" for item in items]
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.summary()
+
+
+# --------------------------------------------------------------------------------------------
+# Reading a PyTorch training state
+# --------------------------------------------------------------------------------------------
+def _to_plain(value: Any, depth: int = 0) -> Any:
+    """Torch tensors → numpy; containers copied; everything else as is."""
+    if depth > 64:
+        raise ConversionError("checkpoint nests more than 64 deep")
+    if is_torch_tensor(value):
+        return torch_to_numpy(value)
+    if isinstance(value, dict):
+        items = ((k, _to_plain(v, depth + 1)) for k, v in value.items())
+        return OrderedDict(items) if isinstance(value, OrderedDict) else dict(items)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_plain(v, depth + 1) for v in value)
+    return value
+
+
+def is_array_dict(value: Any) -> bool:
+    return isinstance(value, dict) and bool(value) and all(isinstance(v, np.ndarray) for v in value.values())
+
+
+def is_optimizer_sd(value: Any) -> bool:
+    return isinstance(value, dict) and "state" in value and "param_groups" in value
+
+
+def is_scheduler_sd(value: Any) -> bool:
+    return isinstance(value, dict) and "last_epoch" in value and "base_lrs" in value
+
+
+def _take(root: dict[Any, Any], explicit: str | None, names: Sequence[str], test: Callable[[Any], bool]) -> tuple[str, Any] | None:
+    """Pop one part out of a checkpoint dict: by the key given, a usual key, its shape, or as the
+    only item of a list (Lightning: ``"optimizer_states": [sd]``). Returns ``(key, value)``."""
+    if explicit is not None:
+        if explicit not in root:
+            raise ConversionError(f"no {explicit!r} in the checkpoint; keys: {sorted(map(str, root))}")
+        return explicit, root.pop(explicit)
+    for name in names:
+        if name in root and (test(_to_plain(root[name])) or is_torch_module(root[name]) or hasattr(root[name], "state_dict")):
+            return name, root.pop(name)
+    for name, value in list(root.items()):
+        if test(_to_plain(value)):
+            return str(name), root.pop(name)
+    for name, value in list(root.items()):
+        if isinstance(value, list) and len(value) == 1 and test(_to_plain(value[0])):
+            return f"{name}[0]", root.pop(name)[0]
+    return None
+
+
+def _split_checkpoint(root: dict[Any, Any], keys: dict[str, str], explicit: dict[str, str | None]) -> dict[str, Any]:
+    """The model, optimizer and scheduler parts of a checkpoint dict; what remains is extra."""
+    found: dict[str, Any] = {}
+    for part, names, test in (("optimizer", _OPTIM_KEYS, is_optimizer_sd), ("scheduler", _SCHED_KEYS, is_scheduler_sd),
+                              ("model", _MODEL_KEYS, is_array_dict)):  # fmt: skip
+        hit = _take(root, explicit[part], names, test)
+        if hit is not None:
+            keys[part], found[part] = hit
+    if "model" not in found and is_array_dict(_to_plain(root)):
+        found["model"] = dict(root)
+        root.clear()
+    return found
+
+
+def _state_dict(value: Any) -> Any:
+    """A path → its unpickled object; a live torch object → its ``state_dict()``."""
+    from ..pytorch import read_pytorch_object
+
+    if isinstance(value, (str, os.PathLike)):
+        value = read_pytorch_object(value)
+    if value is not None and hasattr(value, "state_dict") and not isinstance(value, dict):
+        value = value.state_dict()
+    return value
+
+
+def _model_arrays(model: Any) -> dict[str, np.ndarray]:
+    model_sd = _to_plain(model)
+    if isinstance(model_sd, dict) and all(isinstance(v, np.ndarray) for v in model_sd.values()):
+        arrays = dict(model_sd)
+    else:
+        from ..formats import _flatten_arrays
+
+        arrays = dict(_flatten_arrays(model_sd)) if isinstance(model_sd, dict) else {}
+        if not arrays:
+            raise ConversionError("the model part is not a state_dict of tensors")
+    odd = [k for k in arrays if not isinstance(k, str)]
+    if odd:
+        raise ConversionError(f"the model state_dict has {len(odd)} key(s) that are not parameter names (strings): {odd[:5]!r}")
+    return arrays
+
+
+def _module_order(module: Any, live_optimizer: Any) -> list[str]:
+    """Parameter names in the order the optimizer indexes them (exact with a live optimizer)."""
+    named = list(module.named_parameters())
+    if live_optimizer is None:
+        return [name for name, _ in named]
+    by_id = {id(p): name for name, p in named}
+    order = [by_id.get(id(p)) for group in live_optimizer.param_groups for p in group["params"]]
+    if None in order:
+        raise ConversionError("the optimizer holds parameters that are not in the module")
+    return [name for name in order if name is not None]
+
+
+def read_torch_training_state(
+    source: Any = None,
+    *,
+    model: Any = None,
+    optimizer: Any = None,
+    scheduler: Any = None,
+    module: Any = None,
+    model_key: str | None = None,
+    optimizer_key: str | None = None,
+    scheduler_key: str | None = None,
+) -> TorchTrainingState:
+    """Collect a training state from a checkpoint file or dict (``source``) and/or separate
+    parts (each a file path, a ``state_dict`` or a live torch object).
+
+    In a checkpoint dict the parts are found by key (``model`` / ``model_state_dict`` /
+    ``state_dict``..., ``optimizer`` / ``optimizer_state_dict``..., ``scheduler`` /
+    ``lr_scheduler``...) or, failing that, by shape (a dict of tensors; a dict with ``state``
+    and ``param_groups``; a dict with ``last_epoch`` and ``base_lrs``). Other entries (an epoch,
+    numpy scalars, an ``argparse.Namespace``...) become ``extra``. ``module`` (an
+    ``nn.Module``) supplies exact module types and the parameter order; a live optimizer with a
+    live module gives the exact index → parameter mapping even for custom parameter groups.
+    """
+    from ..pytorch import read_pytorch_object
+    from ..torch_live import module_types_of
+
+    keys: dict[str, str] = {}
+    live_optimizer = optimizer if hasattr(optimizer, "param_groups") and hasattr(optimizer, "state_dict") else None
+    root = read_pytorch_object(source) if isinstance(source, (str, os.PathLike)) else source
+    if is_torch_module(root):
+        module, model, root = module or root, model if model is not None else root, None
+    elif root is not None and not isinstance(root, dict):
+        raise ConversionError(f"a training checkpoint must be a dict, got a {type(root).__name__}")
+    extra: dict[str, Any] = {}
+    if root is not None:
+        root = dict(root)
+        found = _split_checkpoint(root, keys, {"model": model_key, "optimizer": optimizer_key, "scheduler": scheduler_key})
+        model = model if model is not None else found.get("model")
+        optimizer = optimizer if optimizer is not None else found.get("optimizer")
+        scheduler = scheduler if scheduler is not None else found.get("scheduler")
+        extra = {str(key): _to_plain(value) for key, value in root.items()}
+    if model is None:
+        raise ConversionError("no model state_dict found; pass model= or model_key=")
+    if is_torch_module(model):
+        module = module or model
+    optimizer_sd, scheduler_sd = _to_plain(_state_dict(optimizer)), _to_plain(_state_dict(scheduler))
+    if optimizer_sd is not None and not is_optimizer_sd(optimizer_sd):
+        raise ConversionError("the optimizer part is not an optimizer state_dict (no 'state' / 'param_groups')")
+    if scheduler_sd is not None and not is_scheduler_sd(scheduler_sd):
+        raise ConversionError("the scheduler part is not an LR scheduler state_dict (no 'last_epoch' / 'base_lrs')")
+    names = _module_order(module, live_optimizer) if module is not None else None
+    types = module_types_of(module) if module is not None else {}
+    return TorchTrainingState(_model_arrays(_state_dict(model)), optimizer_sd, scheduler_sd, extra, names, types, keys)
+
+
+# --------------------------------------------------------------------------------------------
+# Shared helpers
+# --------------------------------------------------------------------------------------------
+def is_buffer_name(name: str) -> bool:
+    return name.rpartition(".")[2] in _BUFFER_SUFFIXES
+
+
+def jsonable(value: Any) -> Any:
+    """Plain data for metadata JSON (tuples and 0-d arrays tagged so they come back as such)."""
+    if isinstance(value, np.ndarray):
+        if value.ndim == 0:
+            return {"__ndarray__": value.item(), "dtype": str(value.dtype)}
+        raise TypeError("arrays are not stored in metadata")
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return {"__tuple__": [jsonable(v) for v in value]}
+    if isinstance(value, list):
+        return [jsonable(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise TypeError(f"a {getattr(value, 'type_name', type(value).__name__)} cannot be stored as JSON")
+
+
+def from_json(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {"__tuple__"}:
+            return tuple(from_json(v) for v in value["__tuple__"])
+        if set(value) == {"__ndarray__", "dtype"}:
+            return np.array(value["__ndarray__"], dtype=value["dtype"])
+        return {k: from_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_json(v) for v in value]
+    return value
+
+
+def describe(value: Any) -> str:
+    if isinstance(value, (str, os.PathLike)):
+        return str(value)
+    return f"<{type(value).__name__}>"
+
+
+def new_ids(count: int, seed: int | None) -> list[int]:
+    """``count`` distinct random u64 param ids (reproducible with ``seed``)."""
+    rng = random.Random(seed) if seed is not None else None
+    taken: set[int] = set()
+    out: list[int] = []
+    while len(out) < count:
+        value = rng.getrandbits(64) if rng is not None else secrets.randbits(64)
+        if value not in taken:
+            taken.add(value)
+            out.append(value)
+    return out

@@ -1,0 +1,172 @@
+"""Every code block of README.md runs, so the README cannot drift from the code.
+
+How README blocks are run (follow this when you add one):
+
+* ```` ```python ```` — run as a script by a fresh interpreter (this venv's), in a new empty
+  scratch directory: the block creates whatever it loads. It passes when it exits 0.
+* ```` ```console ```` — a shell session: each line starting with ``$ `` is a command (run by
+  bash in the scratch directory, this venv's ``bin`` first on ``PATH``, so ``burnpack`` is the
+  checkout's); the lines after it, up to the next ``$ ``, are its expected output (stdout and
+  stderr together), compared line by line after stripping trailing spaces. In an expected line,
+  ``...`` matches any text; a line that is only ``...`` matches any number of lines (timings,
+  paths). A command's exit status does not matter unless the block shows nothing after it —
+  then it must succeed.
+* ```` ```sh ```` / ```` ```bash ```` — run by bash in the scratch directory; must exit 0.
+* Any other fence (``text``, none) is not code and is not run.
+* ``<!-- readme-test: skip REASON -->`` on the line before a block skips it (a reason is
+  required: e.g. the set-up commands, which ``.ci/run`` runs itself).
+* ``<!-- readme-test: same-dir -->`` on the line before a block runs it in the scratch directory
+  of the block before it, e.g. a console session showing what the Python block above wrote.
+* ``<!-- readme-test: needs MODULE -->`` skips the block (and the same-dir blocks after it) when
+  MODULE cannot be imported — for optional extras such as ``torch``; CI installs them all.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+RUN = {"python": "python", "py": "python", "console": "console", "sh": "sh", "bash": "sh", "shell": "sh"}
+MARKER = re.compile(r"<!--\s*readme-test:\s*(?P<what>skip|same-dir|needs)\b\s*(?P<reason>.*?)\s*-->")
+TIMEOUT = 300
+
+
+@dataclass
+class Block:
+    line: int  # 1-based line of the opening fence
+    kind: str  # python, console, sh
+    text: str
+    skip: str | None = None  # the reason
+    same_dir: bool = False
+    needs: str | None = None  # a module the block imports
+
+
+def readme_blocks(text: str) -> list[Block]:
+    """The runnable fenced blocks, with their markers."""
+    blocks: list[Block] = []
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        fence = re.match(r"^(`{3,})\s*([\w+-]*)", lines[i])
+        if not fence:
+            i += 1
+            continue
+        ticks, lang = fence.group(1), fence.group(2).lower()
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith(ticks) and not lines[j].strip(ticks)), len(lines))
+        marker = MARKER.search(lines[i - 1]) if i > 0 else None
+        if lang in RUN:
+            block = Block(i + 1, RUN[lang], "\n".join(lines[i + 1 : end]) + "\n")
+            if marker and marker["what"] == "skip":
+                block.skip = marker["reason"]
+            block.same_dir = bool(marker and marker["what"] == "same-dir")
+            block.needs = marker["reason"] if marker and marker["what"] == "needs" else None
+            blocks.append(block)
+        i = end + 1
+    return blocks
+
+
+def _environment() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env.pop("PYTHONPATH", None)
+    env["COLUMNS"] = "120"
+    return env
+
+
+def _matches(expected: list[str], actual: list[str]) -> bool:
+    """Expected lines against actual ones; ``...`` in a line is any text, alone any lines."""
+    if not expected:
+        return not actual
+    head, rest = expected[0], expected[1:]
+    if head == "...":
+        return any(_matches(rest, actual[k:]) for k in range(len(actual) + 1))
+    if not actual:
+        return False
+    pattern = ".*".join(re.escape(part) for part in head.split("..."))
+    return re.fullmatch(pattern, actual[0]) is not None and _matches(rest, actual[1:])
+
+
+def _sessions(text: str) -> list[tuple[str, list[str]]]:
+    """A console block as (command, expected output lines)."""
+    out: list[tuple[str, list[str]]] = []
+    for line in text.splitlines():
+        if line.startswith("$ "):
+            out.append((line[2:], []))
+        elif out:
+            out[-1][1].append(line.rstrip())
+    return out
+
+
+def run_block(block: Block, directory: Path) -> None:
+    env = _environment()
+    if block.kind == "python":
+        script = directory / f"readme_block_{block.line}.py"
+        script.write_text(block.text, encoding="utf-8")
+        result = subprocess.run([sys.executable, script.name], cwd=directory, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+        script.unlink()
+        assert result.returncode == 0, f"README line {block.line}: the Python block failed:\n{result.stderr}"
+        return
+    if block.kind == "sh":
+        result = subprocess.run(["bash", "-e", "-c", block.text], cwd=directory, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+        assert result.returncode == 0, f"README line {block.line}: the sh block failed:\n{result.stdout}{result.stderr}"
+        return
+    for command, expected in _sessions(block.text):
+        while expected and not expected[-1]:
+            expected.pop()
+        result = subprocess.run(["bash", "-c", command], cwd=directory, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, timeout=TIMEOUT)  # fmt: skip
+        actual = [line.rstrip() for line in result.stdout.rstrip("\n").splitlines()] if result.stdout.strip() else []
+        if not expected:
+            assert result.returncode == 0, f"README line {block.line}: `{command}` failed:\n{result.stdout}"
+        assert _matches(expected, actual), (
+            f"README line {block.line}: `{command}` printed\n" + "\n".join(actual) + "\n\nbut the README shows\n" + "\n".join(expected)
+        )
+
+
+BLOCKS = readme_blocks(README.read_text(encoding="utf-8"))
+
+
+def test_the_readme_has_runnable_blocks_and_every_skip_gives_a_reason():
+    assert any(b.kind == "python" for b in BLOCKS) and any(b.kind == "console" for b in BLOCKS)
+    assert all(b.skip for b in BLOCKS if b.skip is not None), "a readme-test: skip marker needs a reason"
+    assert not BLOCKS or not BLOCKS[0].same_dir
+
+
+@pytest.fixture(scope="module")
+def scratch_dirs(tmp_path_factory):
+    return {}
+
+
+@pytest.mark.parametrize("index", range(len(BLOCKS)), ids=[f"line{b.line}-{b.kind}" for b in BLOCKS])
+def test_readme_block_runs_as_shown(index, scratch_dirs, tmp_path_factory):
+    block = BLOCKS[index]
+    if block.skip:
+        pytest.skip(f"README line {block.line}: {block.skip}")
+    start = max(i for i in range(index + 1) if not BLOCKS[i].same_dir)
+    for needed in {b.needs for b in BLOCKS[start : index + 1] if b.needs}:
+        pytest.importorskip(needed, reason=f"README line {block.line} needs {needed}")
+    if block.same_dir:
+        if index - 1 not in scratch_dirs:  # run alone (-k): replay the blocks it continues
+            start = max(i for i in range(index) if not BLOCKS[i].same_dir)
+            scratch_dirs[index - 1] = tmp_path_factory.mktemp(f"readme-{BLOCKS[start].line}")
+            for i in range(start, index):
+                run_block(BLOCKS[i], scratch_dirs[index - 1])
+        directory = scratch_dirs[index - 1]
+    else:
+        directory = tmp_path_factory.mktemp(f"readme-{block.line}")
+    run_block(block, directory)
+    scratch_dirs[index] = directory
+
+
+def test_the_matcher_understands_ellipses():
+    assert _matches(["a ... c", "..."], ["a b c", "x", "y"])
+    assert not _matches(["a ... c"], ["a b d"])
+    assert _matches(["x", "...", "z"], ["x", "z"])
+    assert readme_blocks("<!-- readme-test: skip needs a GPU -->\n```python\nx\n```\n")[0].skip == "needs a GPU"
