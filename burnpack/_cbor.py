@@ -17,10 +17,11 @@ Two decoders and one encoder helper live here; the generated module
 
 from __future__ import annotations
 
+import re
 import struct
 import unicodedata
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import IO, Any, NoReturn, cast
 
 import cbor2
 
@@ -281,22 +282,101 @@ _SEMANTIC_TAGS = (0, 1, 2, 3, 4, 5, 25, 28, 29, 30, 35, 36, 37, 100, 256, 258, 2
 _REFUSE_ALL_TAGS = {tag: _refuse_tag for tag in _SEMANTIC_TAGS}
 
 
+_FAST_OPTIONS: dict[str, Any] = {
+    "tag_hook": _refuse_tag,
+    "semantic_decoders": _REFUSE_ALL_TAGS,
+    "allow_indefinite": False,
+    "allow_duplicate_keys": False,
+}
+_FAST_DEPTH = 16
+# cbor2 builds a Python object per item, up to ~64 bytes per input byte (an empty list per 0x80),
+# so it only ever sees a bounded stretch of the input: a whole blob up to _FAST_LOADS_LIMIT, a
+# single map value up to _FAST_WINDOW. Larger input is left to the exact decoder, which builds
+# only the values of Burn's schema.
+_FAST_LOADS_LIMIT = 1 << 18
+_FAST_WINDOW = 1 << 16
+
+
+class _Window:
+    """A read-only file over ``buf`` ending at ``limit``: what cbor2 may read of one item."""
+
+    __slots__ = ("buf", "pos", "limit")
+
+    def __init__(self, buf: bytes) -> None:
+        self.buf = buf
+        self.pos = 0
+        self.limit = len(buf)
+
+    def read(self, size: int = -1) -> bytes:
+        end = self.limit if size is None or size < 0 else min(self.limit, self.pos + size)
+        data = self.buf[self.pos : end]
+        self.pos = max(self.pos, end)
+        return data
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        self.pos = offset if whence == 0 else self.pos + offset if whence == 1 else self.limit + offset
+        return self.pos
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+
 def fast_loads(blob: bytes | memoryview) -> Any:
     """Decode one CBOR item with cbor2, refusing whatever ciborium could read differently.
 
-    Refused: tags, indefinite lengths, duplicate map keys, nesting past Burn's limit. Whatever
-    else cbor2 returns is checked by the generated validators. Raises ``Fallback``.
+    Refused: tags, indefinite lengths, duplicate map keys, nesting past Burn's limit, blobs over
+    ``_FAST_LOADS_LIMIT``. Whatever else cbor2 returns is checked by the generated validators.
+    Raises ``Fallback``.
     """
+    if len(blob) > _FAST_LOADS_LIMIT:
+        raise Fallback
     try:
-        return cbor2.loads(
-            blob,
-            tag_hook=_refuse_tag,
-            semantic_decoders=_REFUSE_ALL_TAGS,
-            allow_indefinite=False,
-            allow_duplicate_keys=False,
-            max_depth=MAX_CBOR_DEPTH,
-        )
+        return cbor2.loads(blob, max_depth=MAX_CBOR_DEPTH, **_FAST_OPTIONS)
     except Exception as exc:  # any refusal or malformation: let the exact decoder judge
+        raise Fallback from exc
+
+
+def _tag_value(tag: cbor2.CBORTag, immutable: bool = False) -> Any:
+    return tag.value
+
+
+def _semantic_value(value: Any, immutable: bool = False) -> Any:
+    return value
+
+
+# Every tag is read as the item it wraps, as ciborium does: no bignum, rational, decimal,
+# shared-reference or set is ever built, so decoding stays linear in the bytes present.
+_IGNORE_ALL_TAGS = {tag: _semantic_value for tag in _SEMANTIC_TAGS}
+
+
+def plain_item(buf: bytes, pos: int) -> tuple[Any, int]:
+    """One CBOR item at ``pos`` as plain values, every tag ignored (Burn ignores tags), and the
+    position after it.
+
+    For the paths that look at metadata Burn's schema does not describe (legacy encodings, the
+    diagnosis of a rejected file). Map keys must be text or bytes (as in every burnpack map), so
+    no crafted key can collide hashes; the item must fit in ``_FAST_WINDOW`` bytes, so the objects
+    built stay bounded. Raises ``Fallback`` for anything else.
+    """
+    window = _Window(buf)
+    window.pos, window.limit = pos, min(len(buf), pos + _FAST_WINDOW)
+    decoder = cbor2.CBORDecoder(
+        cast("IO[bytes]", window),
+        tag_hook=_tag_value,
+        semantic_decoders=_IGNORE_ALL_TAGS,
+        strict_hashable_types=True,
+        max_depth=_FAST_DEPTH,
+        read_size=512,
+    )
+    try:
+        return decoder.decode(), window.tell()
+    except Exception as exc:  # malformed, too deep or too long, unhashable keys
         raise Fallback from exc
 
 
@@ -322,7 +402,7 @@ def canonical_len(header: Header) -> int:
 class Decoder:
     """ciborium's pull decoder + serde ``Deserializer`` over one metadata blob."""
 
-    __slots__ = ("buf", "pos", "end", "pushed", "depth", "scratch", "context")
+    __slots__ = ("buf", "pos", "end", "pushed", "depth", "scratch", "context", "fast")
 
     def __init__(self, buf: bytes, *, depth: int, scratch: int) -> None:
         self.buf = buf
@@ -332,6 +412,7 @@ class Decoder:
         self.depth = depth
         self.scratch = scratch
         self.context: str | None = None  # the tensor / key being read, for error messages
+        self.fast: tuple[_Window, cbor2.CBORDecoder] | None = None
 
     # -- ciborium-ll Decoder -------------------------------------------------------------
     def offset(self) -> int:
@@ -435,6 +516,30 @@ class Decoder:
                     raise syntax(offset) from None
                 stored = full[exc.start :]
                 yield full[: exc.start].decode("utf-8")
+
+    def fast_item(self, validate: Callable[[Any], Any]) -> Any:
+        """The next item through cbor2's C decoder and ``validate`` (a generated fast validator),
+        or None with nothing consumed when that path cannot prove it reads the item as Burn does.
+
+        The item is read with ``fast_loads``' refusals and at most ``_FAST_DEPTH`` levels deep, so
+        it is only tried where the recursion limit is that far away; the validators accept only
+        the plain shapes Burn writes, which nest less deeply.
+        """
+        if self.pushed is not None or self.depth < _FAST_DEPTH:
+            return None
+        if self.fast is None:  # one C decoder per blob, rebuilt after a refusal left it mid-item
+            window = _Window(self.buf)
+            decoder = cbor2.CBORDecoder(cast("IO[bytes]", window), max_depth=_FAST_DEPTH, read_size=512, **_FAST_OPTIONS)
+            self.fast = (window, decoder)
+        window, decoder = self.fast
+        window.pos, window.limit = self.pos, min(self.end, self.pos + _FAST_WINDOW)
+        try:
+            value = validate(decoder.decode())
+        except Exception:  # any refusal or malformation: the exact path judges the item
+            self.fast = None
+            return None
+        self.pos = window.tell()
+        return value
 
     def recurse(self, func: Callable[[], Any]) -> Any:
         if self.depth == 0:
@@ -558,6 +663,14 @@ class Decoder:
             h = self.pull()
             if h[0] == TAG:
                 continue
+            if h[0] == TEXT and h[1] is not None and h[1] <= self.scratch:
+                # One segment in one scratch chunk: what ``segments`` does, without generators.
+                offset = self.pos - canonical_len(h)
+                data = self.read_exact(h[1])
+                try:
+                    return data.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise syntax(offset) from None
             if h[0] == TEXT:
                 return "".join(self.segments(h, self.scratch, text=True))
             raise self.expected(h, "string")
@@ -690,47 +803,185 @@ class Decoder:
         return name, (read() if read is not None else None)
 
     def skip(self) -> None:
-        """serde's IgnoredAny through ``deserialize_any``: consume one item of any kind."""
-        h = self.pull()
-        kind, arg, _ = h
-        if kind in (POS, NEG, FLOAT):
-            return
-        if kind == BYTES:
-            if arg is not None and arg <= self.scratch:
-                self.read_exact(arg)
+        """serde's IgnoredAny through ``deserialize_any``: consume one item of any kind.
+
+        Iterative: ``stack`` holds what each open container still holds (a count of items, or
+        an indefinite marker), so nesting costs no Python recursion, and a run of one-byte
+        scalars inside a definite container is consumed by one regex match. Tokens are pulled,
+        pushed back and checked in exactly the order of serde's recursive walk, so errors and
+        their offsets are the same.
+        """
+        stack: list[int] = []
+        depth = self.depth
+        try:
+            while True:
+                top = stack[-1] if stack else 0
+                if top == _IND_SEQ or top == _IND_KEY:  # an indefinite container may end here
+                    h = self.pull()
+                    if h[0] == BREAK:
+                        stack.pop()
+                        self.depth += 1
+                        if self._finished(stack):
+                            return
+                        continue
+                    self.push(h)
+                elif top > 0 and self.pushed is None:
+                    before = (self.pos, len(stack))
+                    if self._skip_plain(stack):
+                        return
+                    if (self.pos, len(stack)) != before:
+                        continue
+                h = self.pull()
+                kind, arg, _ = h
+                if kind == BYTES:
+                    if arg is not None and arg <= self.scratch:
+                        self.read_exact(arg)
+                    else:
+                        for _ in self.segments(h, self.scratch, text=False):
+                            pass
+                elif kind == TEXT:
+                    if arg is not None and arg <= self.scratch:
+                        self.push(h)
+                        self.identifier()
+                    else:
+                        for _ in self.segments(h, self.scratch, text=True):
+                            pass
+                elif kind == ARRAY or kind == MAP:
+                    if self.depth == 0:
+                        raise recursion_limit(self.offset())
+                    self.depth -= 1
+                    if arg is None:
+                        stack.append(_IND_SEQ if kind == ARRAY else _IND_KEY)
+                        continue
+                    if arg:
+                        stack.append(arg if kind == ARRAY else 2 * arg)
+                        continue
+                    self.depth += 1  # empty: complete at once
+                elif kind == TAG:
+                    nxt = self.pull()
+                    self.push(nxt)
+                    if arg in (_BIGPOS, _BIGNEG) and nxt[0] == BYTES and nxt[1] is not None and nxt[1] <= 16:
+                        negative, raw = self.integer(h)
+                        if negative and raw > I128_MAX:
+                            raise semantic("integer too large")
+                    else:
+                        if self.depth == 0:
+                            raise recursion_limit(self.offset())
+                        self.depth -= 1
+                        stack.append(1)  # the tagged item
+                        continue
+                elif kind == SIMPLE:
+                    if arg not in (_FALSE, _TRUE, _NULL, _UNDEFINED):
+                        raise self.expected(h, "known simple value")
+                elif kind == BREAK:
+                    raise self.expected(h, "non-break")
+                if self._finished(stack):
+                    return
+        finally:
+            self.depth = depth
+
+    def _skip_plain(self, stack: list[int]) -> bool:
+        """``skip``'s inner loop for the tokens that cannot fail: while the innermost open
+        container is definite, consume scalars, short strings, definite containers and non-bignum
+        tags straight from the bytes, leaving at the first token that needs the careful path
+        (which then reads it from the same state). True when the outermost item completed."""
+        buf, pos, end, depth, scratch = self.buf, self.pos, self.end, self.depth, self.scratch
+        done = False
+        while stack and stack[-1] > 0 and pos < end:
+            initial = buf[pos]
+            if initial in _ONE_BYTE_ITEMS and stack[-1] > 1 and (depth or initial in _ONE_BYTE_SCALARS):
+                # Empty arrays and maps only count as plain below the recursion limit.
+                match = (_ITEM_RUN if depth else _SCALAR_RUN).match(buf, pos, min(end, pos + stack[-1] - 1))
+                run = match.end() - pos if match else 0  # the patterns match the empty run too
+                pos += run
+                stack[-1] -= run
+                continue
+            major, info = initial >> 5, initial & 0x1F
+            if info < 24:
+                arg, head = info, 1
+            elif info < 28:
+                head = 1 + (1 << (info - 24))
+                if pos + head > end:
+                    break
+                arg = int.from_bytes(buf[pos + 1 : pos + head], "big")
             else:
-                for _ in self.segments(h, self.scratch, text=False):
-                    pass
-            return
-        if kind == TEXT:
-            if arg is not None and arg <= self.scratch:
-                self.push(h)
-                self.identifier()
+                break
+            if major <= 1:
+                pos += head
+            elif major == 7:
+                if not (20 <= info <= 23 or 25 <= info <= 27):
+                    break
+                pos += head
+            elif major <= 3:
+                if arg > scratch or pos + head + arg > end:
+                    break
+                if major == 3:
+                    try:
+                        buf[pos + head : pos + head + arg].decode("utf-8")
+                    except UnicodeDecodeError:
+                        break
+                pos += head + arg
+            elif major <= 5:
+                if depth == 0:
+                    break
+                pos += head
+                items = arg if major == 4 else 2 * arg
+                if items:
+                    depth -= 1
+                    stack.append(items)
+                    continue
+            else:  # a tag: ignored, its item read next (bignums need the careful path)
+                if arg in (_BIGPOS, _BIGNEG) or depth == 0:
+                    break
+                pos += head
+                depth -= 1
+                stack.append(1)
+                continue
+            while stack:  # the item is complete: count it off, closing the containers it fills
+                top = stack[-1]
+                if top > 1:
+                    stack[-1] = top - 1
+                    break
+                if top == 1:
+                    stack.pop()
+                    depth += 1
+                    continue
+                stack[-1] = _IND_VALUE if top == _IND_KEY else _IND_KEY if top == _IND_VALUE else top
+                break
             else:
-                for _ in self.segments(h, self.scratch, text=True):
-                    pass
-            return
-        if kind == ARRAY:
-            self.recurse(lambda: [self.skip() for _ in self._elements(arg)])
-            return
-        if kind == MAP:
-            self.recurse(lambda: [(self.skip(), self.skip()) for _ in self._elements(arg)])
-            return
-        if kind == TAG:
-            nxt = self.pull()
-            self.push(nxt)
-            if arg in (_BIGPOS, _BIGNEG) and nxt[0] == BYTES and nxt[1] is not None and nxt[1] <= 16:
-                negative, raw = self.integer(h)
-                if negative and raw > I128_MAX:
-                    raise semantic("integer too large")
-                return
-            self.recurse(self.skip)
-            return
-        if kind == SIMPLE:
-            if arg in (_FALSE, _TRUE, _NULL, _UNDEFINED):
-                return
-            raise self.expected(h, "known simple value")
-        raise self.expected(h, "non-break")
+                done = True
+                break
+        self.pos, self.depth = pos, depth
+        return done
+
+    def _finished(self, stack: list[int]) -> bool:
+        """One item is complete: count it off its container (closing those it fills); True when
+        it was the outermost item."""
+        while stack:
+            top = stack[-1]
+            if top > 1:
+                stack[-1] = top - 1
+                return False
+            if top == 1:
+                stack.pop()
+                self.depth += 1
+                continue
+            if top == _IND_KEY:
+                stack[-1] = _IND_VALUE
+            elif top == _IND_VALUE:
+                stack[-1] = _IND_KEY
+            return False
+        return True
+
+
+# Markers of open indefinite containers in ``Decoder.skip``'s stack (definite ones hold counts).
+_IND_SEQ, _IND_KEY, _IND_VALUE = -1, -2, -3
+# One-byte scalars: small unsigned and negative integers, false, true, null, undefined.
+_SCALAR_RUN = re.compile(rb"[\x00-\x17\x20-\x37\xf4-\xf7]*")
+_ONE_BYTE_SCALARS = frozenset([*range(0x00, 0x18), *range(0x20, 0x38), *range(0xF4, 0xF8)])
+# ... and empty arrays and maps (0x80, 0xa0), one-byte items as long as one more level is allowed.
+_ITEM_RUN = re.compile(rb"[\x00-\x17\x20-\x37\xf4-\xf7\x80\xa0]*")
+_ONE_BYTE_ITEMS = _ONE_BYTE_SCALARS | {0x80, 0xA0}
 
 
 # -- helpers for the generated canonical scanner ---------------------------------------------

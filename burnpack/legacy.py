@@ -16,11 +16,10 @@ By default burnpack behaves like current Burn (same acceptance, same stage) but 
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import NamedTuple
 
-import cbor2
-
-from ._generated.layout import TENSOR_ALIGNMENT
+from ._cbor import MAP, TAG, CborError, Decoder, Fallback, encode, plain_item
+from ._generated.layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH, TENSOR_ALIGNMENT
 from ._generated.types import Metadata
 from .errors import BurnpackError, LegacyFormatWarning, MetadataDeserializationError
 from .metadata import decode_metadata
@@ -91,14 +90,56 @@ def has_prealignment_layout(meta: Metadata, metadata_end: int, max_end: int, fil
     return True
 
 
-def _raw_descriptors(blob: bytes) -> dict[str, Any]:
-    """The descriptors as cbor2 reads them, or {} when cbor2 cannot (nothing to diagnose then)."""
-    try:
-        raw = cbor2.loads(blob)
-        tensors = raw.get("tensors") if isinstance(raw, dict) else None
-        return {k: v for k, v in tensors.items() if isinstance(v, dict)} if isinstance(tensors, dict) else {}
-    except Exception:
+# Words every legacy encoding contains; metadata without them has nothing to diagnose or rewrite.
+_LEGACY_MARKERS = (b"Bool", b"U32", b"param", b"level")
+
+
+class _Entry(NamedTuple):
+    """One tensor entry of the metadata: its descriptor as plain values and where its bytes are."""
+
+    descriptor: dict
+    start: int
+    end: int
+
+
+def _raw_descriptors(blob: bytes) -> dict[str, _Entry]:
+    """The tensor descriptors as plain values (tags ignored, as Burn ignores them), or {} when
+    there is nothing legacy in the blob or it cannot be walked (nothing to diagnose then).
+
+    The walk is Burn's own (the exact decoder's tokens; other fields skipped) and each descriptor
+    is decoded alone, so time and memory follow the blob whatever it holds.
+    """
+    if not any(marker in blob for marker in _LEGACY_MARKERS):
         return {}
+    d = Decoder(bytes(blob), depth=MAX_CBOR_DEPTH, scratch=CBOR_SCRATCH_SIZE)
+    found: dict[str, _Entry] = {}
+    try:
+        for _ in d._elements(_map_length(d)):
+            if d.identifier() != "tensors":
+                d.skip()
+                continue
+            for _ in d._elements(_map_length(d)):
+                name = d.string()
+                if d.pushed is not None:
+                    return found
+                start = d.pos
+                descriptor, d.pos = plain_item(d.buf, start)
+                if isinstance(descriptor, dict):
+                    found[name] = _Entry(descriptor, start, d.pos)
+            return found
+    except (CborError, Fallback):
+        pass
+    return found
+
+
+def _map_length(d: Decoder) -> int | None:
+    while True:
+        h = d.pull()
+        if h[0] == TAG:
+            continue
+        if h[0] != MAP:
+            raise Fallback
+        return h[1]
 
 
 def _qfloat_scheme(descriptor: dict) -> dict | None:
@@ -110,7 +151,7 @@ def _qfloat_scheme(descriptor: dict) -> dict | None:
 
 def explain_rejection(error: MetadataDeserializationError, blob: bytes) -> MetadataDeserializationError:
     """The same error, with a diagnosis added when the rejection comes from an older Burn encoding."""
-    for name, descriptor in _raw_descriptors(blob).items():
+    for name, (descriptor, _, _) in _raw_descriptors(blob).items():
         scheme = _qfloat_scheme(descriptor)
         if descriptor.get("dtype") == "Bool":
             diagnosis, details = BOOL_DIAGNOSIS.format(name=name), BOOL_DETAILS
@@ -129,7 +170,7 @@ def warn_misread_schemes(meta: Metadata, blob: bytes) -> None:
     """Warn about old-shape QFloat schemes, which Burn accepts but misreads."""
     if not any(d.dtype.is_quantized for d in meta.tensors.values()):
         return
-    for name, descriptor in _raw_descriptors(blob).items():
+    for name, (descriptor, _, _) in _raw_descriptors(blob).items():
         scheme = _qfloat_scheme(descriptor)
         if scheme is not None and ("param" in scheme or "level" in scheme):
             warnings.warn(legacy_warning(SCHEME_DIAGNOSIS.format(name=name), SCHEME_DETAILS), stacklevel=4)
@@ -147,7 +188,7 @@ def old_qfloat_schemes(meta: Metadata, blob: bytes) -> dict[str, dict]:
     if not any(d.dtype.is_quantized for d in meta.tensors.values()):
         return {}
     out = {}
-    for name, descriptor in _raw_descriptors(blob).items():
+    for name, (descriptor, _, _) in _raw_descriptors(blob).items():
         scheme = _qfloat_scheme(descriptor)
         if scheme is not None and name in meta.tensors and _is_old_scheme(scheme):
             out[name] = scheme
@@ -169,7 +210,7 @@ def _modern_scheme(scheme: dict) -> dict:
     }
     if isinstance(level, dict) and "Block" in level:
         modern.update(tensor=None, block={"size": level["Block"], "dtype": param})
-    elif isinstance(level, dict) and "BlockTensor" in level:
+    elif isinstance(level, dict) and isinstance(level.get("BlockTensor"), dict):
         inner = level["BlockTensor"]
         modern.update(block={"size": inner.get("block"), "dtype": param}, tensor=inner.get("global", "F32"))
     if "param" not in scheme and "level" not in scheme:
@@ -178,19 +219,28 @@ def _modern_scheme(scheme: dict) -> dict:
 
 
 def decode_legacy(blob: bytes) -> Metadata:
-    """Decode metadata, first rewriting older Burn encodings into the current ones."""
-    descriptors = _raw_descriptors(blob)
-    changed = False
-    for descriptor in descriptors.values():
+    """Decode metadata, first rewriting older Burn encodings into the current ones.
+
+    Each descriptor in an old encoding is re-encoded in place; every other byte is kept, so the
+    rewrite is linear in the blob. What the rewrite cannot make sense of is left to
+    ``decode_metadata``, which rejects it with Burn's error.
+    """
+    pieces: list[bytes] = []
+    position = 0
+    for descriptor, start, end in _raw_descriptors(blob).values():
         scheme = _qfloat_scheme(descriptor)
         if descriptor.get("dtype") == "Bool":
             descriptor["dtype"] = {"Bool": "Native"}
-            changed = True
         elif scheme is not None and _modern_scheme(scheme) is not scheme:
             descriptor["dtype"] = {"QFloat": _modern_scheme(scheme)}
-            changed = True
-    if not changed:
+        else:
+            continue
+        try:
+            rewritten = encode(descriptor)
+        except Exception:  # a value cbor2 cannot write back: Burn's verdict on the original bytes
+            return decode_metadata(blob)
+        pieces += [blob[position:start], rewritten]
+        position = end
+    if not pieces:
         return decode_metadata(blob)
-    raw = cbor2.loads(blob)
-    raw["tensors"].update(descriptors)
-    return decode_metadata(cbor2.dumps(raw))
+    return decode_metadata(b"".join(pieces) + blob[position:])

@@ -52,7 +52,7 @@ from .remote import FsspecSource, is_url
 from .slices import TensorSlice
 from .source import BULK_BLOCK, BULK_GAP, BufferSource, FileObjectSource, FileSource, Source, coalesce
 from .table import TensorTable, scan_table
-from .tensor import Tensor, _as_array, _blank, _freeze
+from .tensor import NUMPY_MAX_DIMS, Tensor, _as_array, _blank, _freeze
 
 __all__ = ["Pack", "PathLike", "TensorView", "load"]
 
@@ -318,7 +318,15 @@ class Pack(Mapping[str, TensorView]):
             dtype, shape, (start, end) = descriptor.dtype, descriptor.shape, descriptor.data_offsets
             size, np_dtype = UNIT_VIEW_SPECS.get(dtype.variant, _NO_VIEW) if dtype.value is None else _NO_VIEW
             length = end - start
-            if not size or not 0 <= length <= MAX_TENSOR_SIZE or end > limit or start % size or length != math.prod(shape) * size:
+            if (
+                not size
+                or not 0 <= length <= MAX_TENSOR_SIZE
+                or end > limit
+                or start % size
+                or length != math.prod(shape) * size
+                or len(shape) > NUMPY_MAX_DIMS
+                or 0 in shape
+            ):
                 view = self[name]  # the checked path: Bool stores, QFloat, or raises Burn's error
                 self._tensor_range(view, whole_pack=True)
                 out[name] = one(view)

@@ -7,12 +7,49 @@ windows (memory, memory-mapped files) also implement ``buffer``.
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
+import stat
 import threading
 import weakref
 from collections.abc import Sequence
 from typing import BinaryIO, Protocol
+
+from .errors import IoError
+
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+def _refuse_irregular(mode: int, path: str | os.PathLike[str]) -> None:
+    if stat.S_ISDIR(mode):  # what opening it would say, as Burn reports it
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
+    if not stat.S_ISREG(mode):
+        kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        raise IoError(f"{os.fspath(path)} is {kind}, not a regular file; only regular files are read")
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """Open a regular file for reading; refuse FIFOs, devices, sockets and directories.
+
+    Reading a FIFO blocks forever and a device never ends, so the kind is checked before the file
+    is opened, and again on the open descriptor (the path could be swapped in between); the open
+    itself is non-blocking, so even a FIFO swapped in cannot hang it.
+    """
+    _refuse_irregular(os.stat(path).st_mode, path)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        _refuse_irregular(os.fstat(fd).st_mode, path)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 class Source(Protocol):
@@ -64,7 +101,7 @@ class FileSource:
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        with open(path, "rb") as file:
+        with open_regular(path) as file:
             self._map_fd(file.fileno())
 
     @classmethod

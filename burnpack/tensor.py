@@ -272,11 +272,33 @@ def le_c_bytes(array: np.ndarray) -> memoryview:
         return memoryview(array.reshape(-1).view(np.uint8)) if array.size else memoryview(b"")  # type: ignore[arg-type]
 
 
+NUMPY_MAX_DIMS = 64
+_INTP_MAX = int(np.iinfo(np.intp).max)
+
+
+def check_numpy_shape(name: str, shape: tuple[int, ...], itemsize: int) -> None:
+    """Refuse a shape numpy cannot hold: more than 64 dimensions, or more bytes than it can index.
+
+    Such a file opens (Burn allows any rank and u64 dimensions); only the numpy view is refused.
+    """
+    if len(shape) > NUMPY_MAX_DIMS:
+        raise ValidationError(
+            f"tensor '{name}' has {len(shape)} dimensions; numpy arrays have at most {NUMPY_MAX_DIMS}",
+            where="numpy()",
+        )
+    if math.prod(dim for dim in shape if dim) * max(itemsize, 1) > _INTP_MAX:
+        raise ValidationError(
+            f"tensor '{name}' of shape {list(shape)} holds more elements than numpy can index",
+            where="numpy()",
+        )
+
+
 def _as_array(tensor: Tensor, view: memoryview, where: str | None = None) -> np.ndarray:
     np_dtype = numpy_dtype(tensor.dtype)
     size = element_size(tensor.dtype)
     if size is None:
         return view_bytes_as(view, 0, view.nbytes, np_dtype)
+    check_numpy_shape(tensor.name, tensor.shape, np_dtype.itemsize)
     numel = tensor.numel
     if view.nbytes != numel * size:
         raise ValidationError(

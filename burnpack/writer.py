@@ -22,6 +22,9 @@ from ._generated.layout import (
     I64_MAX,
     I64_MIN,
     MAGIC,
+    MAX_METADATA_SIZE,
+    MAX_TENSOR_COUNT,
+    MAX_TENSOR_SIZE,
     METADATA_SIZE_FIELD_MAX,
     TENSOR_ALIGNMENT,
     U64_MAX,
@@ -136,12 +139,22 @@ class Writer:
     def plan(self) -> Plan:
         """(metadata bytes, data-section start of each tensor, data-section size); raises before I/O."""
         if self._plan is None:
+            # Burn's writer has no limits, but its reader refuses what exceeds them: refuse here.
+            if len(self._tensors) > MAX_TENSOR_COUNT:
+                raise ValidationError(
+                    f"{len(self._tensors)} tensors exceed the maximum of {MAX_TENSOR_COUNT} a reader accepts"
+                )
             entries: dict[str, bytes] = {}
             starts: list[int] = []
             offset = 0
             alignment = TENSOR_ALIGNMENT
             for tensor in self._tensors:
                 _check_byte_len(tensor)
+                if tensor.byte_len > MAX_TENSOR_SIZE:
+                    raise ValidationError(
+                        f"tensor '{tensor.name}' of {tensor.byte_len} bytes exceeds the maximum of "
+                        f"{MAX_TENSOR_SIZE} bytes a reader accepts"
+                    )
                 start = -(-offset // alignment) * alignment  # align(offset), inlined: one call less per tensor
                 end = start + tensor.byte_len
                 if end > U64_MAX:
@@ -156,6 +169,10 @@ class Writer:
                 starts.append(start)
                 offset = end
             blob = encode_metadata_entries(entries, self._metadata, self._scalars)
+            if len(blob) > MAX_METADATA_SIZE:
+                raise ValidationError(
+                    f"Metadata size {len(blob)} exceeds the maximum of {MAX_METADATA_SIZE} bytes a reader accepts"
+                )
             if len(blob) > METADATA_SIZE_FIELD_MAX:
                 raise IoError(f"Metadata size {len(blob)} exceeds maximum of {METADATA_SIZE_FIELD_MAX} bytes")
             self._plan = Plan(blob, tuple(starts), offset)

@@ -622,7 +622,11 @@ def exact_reader(t: Type, schema: Schema) -> str:
     if k == "str":
         return "d.string"
     if k == "map":
-        return f"lambda: d.map(d.string, lambda key: _in_context(d, key, {exact_reader(t.inner, schema)}))"
+        value = exact_reader(t.inner, schema)
+        if t.inner.kind in schema.structs or t.inner.kind in schema.enums:
+            # The bulk of a large metadata item: each entry first tries cbor2 + its fast validator.
+            value = f"lambda: _fast_or_exact(d, fast_{t.inner.kind}, exact_{t.inner.kind})"
+        return f"lambda: d.map(d.string, lambda key: _in_context(d, key, {value}))"
     if k == "seq":
         return f"lambda: tuple(d.seq({exact_reader(t.inner, schema)}, _byte))"
     if k in ("tuple", "array"):
@@ -956,6 +960,12 @@ def gen_codec(schema: Schema) -> str:
         "def _in_context(d: Decoder, key: str, read: Callable[[], Any]) -> Any:",
         "    d.context = key",
         "    return read()",
+        "",
+        "",
+        "def _fast_or_exact(d: Decoder, fast: Callable[[Any], Any], exact: Callable[[Decoder], Any]) -> Any:",
+        '    """One map value: cbor2 + the fast validator when that reads it as Burn does, else the exact path."""',
+        "    value = d.fast_item(fast)",
+        "    return exact(d) if value is None else value",
     ]
     out += gen_encoders(schema)
     out += gen_fast(schema)

@@ -17,16 +17,17 @@ import burnpack.cli
 from burnpack import Tensor, Writer
 from burnpack import DType
 from burnpack.dump import scalar_json
-from tests.conftest import BURN_EXAMPLES, BURN_PACK_FIXTURES, require
+from tests.conftest import BURN_EXAMPLES, BURN_PACK_FIXTURES, fixture_params, require
 
 INDEX = BURN_PACK_FIXTURES / "index.json"
 
 
 def _cases(kind_filter=lambda case: True) -> list:
-    if not INDEX.exists():
-        return [pytest.param(None, marks=pytest.mark.skip(reason=f"Burn fixtures not found at {BURN_PACK_FIXTURES}"))]
-    cases = json.loads(INDEX.read_text())["cases"]
-    return [pytest.param(c, id=c["case"]) for c in cases if kind_filter(c)]
+    def params() -> list:
+        cases = json.loads(INDEX.read_text())["cases"]
+        return [pytest.param(c, id=c["case"]) for c in cases if kind_filter(c)]
+
+    return fixture_params(INDEX, params)
 
 
 def _sidecar(case: dict) -> dict:

@@ -15,7 +15,7 @@ import burnpack
 from burnpack._cbor import Fallback, fast_loads
 from burnpack._generated import layout as generated_layout
 from schema import generate, layout
-from tests.conftest import BURN_EXAMPLES, BURN_PACK_FIXTURES
+from tests.conftest import BURN_EXAMPLES, BURN_PACK_FIXTURES, fixture_params
 from tests.strategies import packs
 
 CDDL = pycddl.Schema(generate.CDDL.read_text())
@@ -62,14 +62,15 @@ def test_construct_preamble_builds_the_empty_pack():
 
 
 def _valid_burn_metadata():
-    if not BURN_PACK_FIXTURES.exists():
-        return [pytest.param(b"", marks=pytest.mark.skip(reason=f"Burn fixtures not found at {BURN_PACK_FIXTURES}"))]
-    blobs = []
-    for sidecar in sorted(BURN_PACK_FIXTURES.glob("*.json")) + [BURN_EXAMPLES / "mnist-model.json"]:
-        data = json.loads(sidecar.read_text())
-        if data.get("kind") in ("writer", "burn_example"):
-            blobs.append(pytest.param(bytes.fromhex(data["metadata_cbor_hex"]), id=data["case"]))
-    return blobs
+    def params() -> list:
+        blobs = []
+        for sidecar in sorted(BURN_PACK_FIXTURES.glob("*.json")) + [BURN_EXAMPLES / "mnist-model.json"]:
+            data = json.loads(sidecar.read_text())
+            if data.get("kind") in ("writer", "burn_example"):
+                blobs.append(pytest.param(bytes.fromhex(data["metadata_cbor_hex"]), id=data["case"]))
+        return blobs
+
+    return fixture_params(BURN_PACK_FIXTURES, params)
 
 
 @pytest.mark.parametrize("blob", _valid_burn_metadata())

@@ -42,6 +42,12 @@ def _in_context(d: Decoder, key: str, read: Callable[[], Any]) -> Any:
     return read()
 
 
+def _fast_or_exact(d: Decoder, fast: Callable[[Any], Any], exact: Callable[[Decoder], Any]) -> Any:
+    """One map value: cbor2 + the fast validator when that reads it as Burn does, else the exact path."""
+    value = d.fast_item(fast)
+    return exact(d) if value is None else value
+
+
 def encode_Metadata(v: Metadata) -> dict:
     """Metadata as ciborium writes it: keys in declaration order."""
     out: dict[str, Any] = {'tensors': {k: encode_TensorDescriptor(v.tensors[k]) for k in sorted(v.tensors)}}
@@ -370,7 +376,7 @@ def exact_Scalar(d: Decoder) -> Scalar:
 
 
 def exact_Metadata(d: Decoder) -> Metadata:
-    got = d.struct({'tensors': lambda: d.map(d.string, lambda key: _in_context(d, key, lambda: exact_TensorDescriptor(d))), 'metadata': lambda: d.map(d.string, lambda key: _in_context(d, key, d.string)), 'scalars': lambda: d.map(d.string, lambda key: _in_context(d, key, lambda: exact_Scalar(d)))})
+    got = d.struct({'tensors': lambda: d.map(d.string, lambda key: _in_context(d, key, lambda: _fast_or_exact(d, fast_TensorDescriptor, exact_TensorDescriptor))), 'metadata': lambda: d.map(d.string, lambda key: _in_context(d, key, d.string)), 'scalars': lambda: d.map(d.string, lambda key: _in_context(d, key, lambda: _fast_or_exact(d, fast_Scalar, exact_Scalar)))})
     if 'tensors' not in got:
         raise semantic("missing field `tensors`")
     return Metadata(got['tensors'], got.get('metadata', {}), got.get('scalars', {}))

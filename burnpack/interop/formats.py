@@ -25,8 +25,10 @@ unless ``overwrite=True``.
 from __future__ import annotations
 
 import json
+import math
 import os
 import struct
+import tokenize
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -38,11 +40,14 @@ from .._generated.types import BoolStore, DType
 from ..dtypes import dtype_from_safetensors, element_size, numpy_dtype, safetensors_code
 from ..paths import has_extension
 from ..reader import load
+from ..source import open_regular
+from ..tensor import NUMPY_MAX_DIMS
 from ..remote import is_url
 from ..tensor import le_c_bytes
 from ..writer import Tensor, Writer
 from ._io import ConversionError, OutputExistsError, atomic_output, entry_from_array
-from .safetensors import SafetensorsError, build_header, read_safetensors
+from .archive import ZIP_ERRORS, InflateBudget
+from .safetensors import SafetensorsError, build_header, check_json_density, read_safetensors
 from .tensors import BF16, Entry, TensorSet, dtype_name
 
 __all__ = [
@@ -89,7 +94,7 @@ def format_from_extension(path: str | os.PathLike[str]) -> str | None:
 def detect_format(path: str | os.PathLike[str]) -> str:
     """The format of an existing file, from its first bytes (the extension is only a tiebreak)."""
     p = Path(path)
-    with p.open("rb") as f:
+    with open_regular(p) as f:
         head = f.read(512)
         size = os.fstat(f.fileno()).st_size
     if head[:4] == b"NRUB":
@@ -98,7 +103,7 @@ def detect_format(path: str | os.PathLike[str]) -> str:
         try:
             with zipfile.ZipFile(p) as archive:
                 names = archive.namelist()
-        except (zipfile.BadZipFile, OSError) as exc:
+        except ZIP_ERRORS as exc:
             raise ConversionError(f"{p}: broken zip archive: {exc}") from None
         if any(n == "data.pkl" or n.endswith("/data.pkl") for n in names):
             return "pytorch"
@@ -151,45 +156,86 @@ def read_pytorch_file(path: Any, *, top_level_key: str | None = None, bool_store
 
 
 def read_npz(path: Any, *, bool_store: str | BoolStore = BoolStore.U8) -> TensorSet:
-    """A ``.npz`` archive (``allow_pickle=False``). A 0-d string ``__metadata__`` member holding
-    JSON ``{"metadata": {...}, "dtypes": {...}}`` (what :func:`write_npz` adds) restores the
-    metadata and the Burn dtypes numpy cannot express (BF16, Bool stores, Flex32)."""
-    try:
-        archive = np.load(path, allow_pickle=False)
-    except (ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
-        raise ConversionError(f"{path}: not a readable .npz archive: {exc}") from None
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise ConversionError(f"{path}: holds a single array, not an .npz archive of named arrays")
-    with archive:
-        return _read_npz_members(path, archive, bool_store)
+    """A ``.npz`` archive of ``.npy`` members (no pickle). A 0-d string ``__metadata__`` member
+    holding JSON ``{"metadata": {...}, "dtypes": {...}}`` (what :func:`write_npz` adds) restores
+    the metadata and the Burn dtypes numpy cannot express (BF16, Bool stores, Flex32).
 
-
-def _read_npz_members(path: Any, archive: Any, bool_store: str | BoolStore) -> TensorSet:
-    metadata: dict[str, str] = {}
-    dtypes: dict[str, str] = {}
-    names = list(archive.files)
-    if _METADATA_KEY in names:
-        info = archive[_METADATA_KEY]
-        if info.ndim == 0 and info.dtype.kind == "U":
-            try:
-                parsed = json.loads(str(info))
-            except ValueError as exc:
-                raise ConversionError(f"{path}: {_METADATA_KEY} is not JSON: {exc}") from None
-            meta_part = parsed.get("metadata") or {} if isinstance(parsed, dict) else None
-            dtypes_part = parsed.get("dtypes") or {} if isinstance(parsed, dict) else None
-            if not isinstance(meta_part, dict) or not isinstance(dtypes_part, dict):
-                raise ConversionError(f"{path}: {_METADATA_KEY} must be a JSON object of 'metadata' and 'dtypes' objects")
-            metadata = {str(k): str(v) for k, v in meta_part.items()}
-            dtypes = dict(dtypes_part)
-            names.remove(_METADATA_KEY)
-    entries = []
-    for name in names:
+    Each member's ``.npy`` header is checked against the member's declared size before its data
+    is read, and compressed members inflate only within the archive's budget (``archive``)."""
+    with open_regular(path) as file:  # a file that cannot be opened is the caller's OSError
         try:
-            array = archive[name]
-        except ValueError as exc:  # object arrays need pickle
-            raise ConversionError(f"{path}: member {name!r} cannot be read without pickle: {exc}") from None
-        except (OSError, EOFError, zipfile.BadZipFile) as exc:
-            raise ConversionError(f"{path}: member {name!r} is unreadable: {exc}") from None
+            archive = zipfile.ZipFile(file)
+            with archive:
+                budget = InflateBudget(os.fstat(file.fileno()).st_size, ConversionError)
+                arrays = {_npz_name(info): _read_npy(archive, info, budget) for info in archive.infolist()}
+        except ConversionError as exc:
+            raise ConversionError(f"{path}: {exc}") from None
+        except (*ZIP_ERRORS, MemoryError, RecursionError, SyntaxError, tokenize.TokenError) as exc:
+            # numpy's header parser tokenizes and literal-evals the header; zipfile seeks where
+            # the directory says: corrupt archives surface as any of these
+            raise ConversionError(f"{path}: not a readable .npz archive: {type(exc).__name__}: {exc}") from None
+    return _npz_tensor_set(path, arrays, bool_store)
+
+
+def _npz_name(info: zipfile.ZipInfo) -> str:
+    if not info.filename.endswith(".npy") or info.is_dir():
+        raise ConversionError(f"member {info.filename!r} is not a .npy array")
+    return info.filename[:-4]
+
+
+_NPY_HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+
+
+def _read_npy(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: InflateBudget) -> np.ndarray:
+    """One ``.npy`` member: its header, checked against the member's size, then its data."""
+    budget.check(info)
+    with archive.open(info) as member:
+        version = np.lib.format.read_magic(member)
+        if version not in _NPY_HEADER_READERS:
+            raise ConversionError(f"member {info.filename!r} has .npy format version {version}, not 1.0 or 2.0")
+        try:
+            shape, fortran_order, dtype = _NPY_HEADER_READERS[version](member)
+        except (ValueError, TypeError, SyntaxError, RecursionError, tokenize.TokenError) as exc:
+            # numpy tokenizes, literal-evals and sorts the header dict: a crafted one fails anywhere
+            raise ConversionError(f"member {info.filename!r} has an unreadable .npy header: {type(exc).__name__}: {exc}") from None
+        if dtype.hasobject:
+            raise ConversionError(f"member {info.filename!r} holds Python objects, which need pickle")
+        if len(shape) > NUMPY_MAX_DIMS or any(dim < 0 for dim in shape) or dtype.itemsize == 0:
+            raise ConversionError(f"member {info.filename!r} has an invalid shape {shape} or dtype {dtype}")
+        nbytes = math.prod(shape) * dtype.itemsize
+        present = info.file_size - member.tell()
+        if nbytes != present:
+            raise ConversionError(
+                f"member {info.filename!r}: its header declares {shape} x {dtype} = {nbytes} bytes, "
+                f"the member holds {present}"
+            )
+        data = member.read(nbytes)
+    if len(data) != nbytes:
+        raise ConversionError(f"member {info.filename!r} is truncated")
+    return np.frombuffer(data, dtype).reshape(shape, order="F" if fortran_order else "C")
+
+
+def _npz_tensor_set(path: Any, arrays: dict[str, np.ndarray], bool_store: str | BoolStore) -> TensorSet:
+    metadata: dict[str, str] = {}
+    dtypes: dict[str, Any] = {}
+    info = arrays.get(_METADATA_KEY)
+    if info is not None and info.ndim == 0 and info.dtype.kind == "U":
+        try:
+            # From the raw UTF-32 code units: numpy's str() passes code points past U+10FFFF through.
+            text = info.astype(info.dtype.newbyteorder("<")).tobytes().decode("utf-32-le").rstrip("\0")
+            check_json_density(text, ConversionError, f"{path}: {_METADATA_KEY}")
+            parsed = json.loads(text)
+        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+            raise ConversionError(f"{path}: {_METADATA_KEY} is not JSON: {exc}") from None
+        meta_part = parsed.get("metadata") or {} if isinstance(parsed, dict) else None
+        dtypes_part = parsed.get("dtypes") or {} if isinstance(parsed, dict) else None
+        if not isinstance(meta_part, dict) or not isinstance(dtypes_part, dict):
+            raise ConversionError(f"{path}: {_METADATA_KEY} must be a JSON object of 'metadata' and 'dtypes' objects")
+        metadata = {str(k): str(v) for k, v in meta_part.items()}
+        dtypes = dict(dtypes_part)
+        del arrays[_METADATA_KEY]
+    entries = []
+    for name, array in arrays.items():
         try:
             entries.append(_npz_entry(name, array, dtypes.get(name), bool_store))
         except ValueError as exc:  # an unknown dtype hint, a dtype burnpack lacks, a failed cast

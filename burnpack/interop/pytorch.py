@@ -31,6 +31,7 @@ import math
 import mmap
 import os
 import pickle
+import pickletools
 import struct
 import sys
 import tarfile
@@ -38,7 +39,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 import ml_dtypes
 import numpy as np
@@ -46,6 +47,8 @@ from numpy.lib.stride_tricks import as_strided
 
 from .._generated.types import DTYPE_INFO
 from ..errors import BurnpackError
+from ..source import open_regular
+from .archive import ZIP_ERRORS, InflateBudget
 
 __all__ = ["PyTorchReadError", "UnsafePickleError", "read_pytorch", "read_pytorch_object"]
 
@@ -58,20 +61,15 @@ _NOT_PYTORCH = (
 # Sizes, strides and offsets are bounded so that they stay exact in numpy's intp once scaled by
 # an element size of up to 8 bytes.
 _MAX_INDEX = np.iinfo(np.intp).max // 8
-# Nesting and entry bounds for flattening: a pickle can build cyclic dicts, or a dict shared at
-# every level whose dotted paths multiply; both would otherwise recurse or loop without end.
+# Nesting bound for flattening: a pickle can build cyclic dicts.
 _MAX_DEPTH = 128
-_MAX_ENTRIES = 10_000_000
-_ZIP_ERRORS = (
-    zipfile.BadZipFile,
-    zipfile.LargeZipFile,
-    zlib.error,
-    EOFError,
-    OSError,
-    ValueError,
-    NotImplementedError,
-    RuntimeError,
-)
+# A dict shared at every nesting level multiplies the dotted paths (a 1.4 KB pickle can name
+# millions of tensors). Every entry written out costs the pickle at least a byte, so walking more
+# entries than the file has bytes (plus this slack) can only come from sharing, and is refused.
+_ENTRY_SLACK = 4096
+# Views that repeat elements (stride 0, overlapping strides) are copied to C order; the copies of
+# one checkpoint may exceed its storages' bytes by at most this much.
+EXPANSION_LIMIT = 64 * 1024 * 1024
 
 
 class PyTorchReadError(BurnpackError, ValueError):
@@ -348,12 +346,58 @@ def _storage_arg(storage: object) -> _Storage:
     return storage
 
 
+_MEMO_PUTS = frozenset({"PUT", "BINPUT", "LONG_BINPUT"})
+_EXTENSIONS = frozenset({"EXT1", "EXT2", "EXT4"})
+# Opcodes that build a fresh object of some 30-100 bytes. Checkpoints spend at least 5 pickle
+# bytes per such object; a run of one-byte ``]`` would cost 60x its size. Allowed: one per 4
+# bytes, plus _OBJECT_SLACK.
+_BUILDS_OBJECT = frozenset({
+    "EMPTY_LIST", "EMPTY_DICT", "EMPTY_SET", "LIST", "DICT", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3",
+    "FROZENSET", "BINUNICODE", "SHORT_BINUNICODE", "BINUNICODE8", "UNICODE", "STRING", "BINSTRING",
+    "SHORT_BINSTRING", "BINBYTES", "SHORT_BINBYTES", "BINBYTES8", "BYTEARRAY8", "BINFLOAT", "FLOAT",
+    "LONG", "LONG1", "LONG4", "BININT", "INT", "REDUCE", "NEWOBJ", "NEWOBJ_EX", "OBJ", "INST",
+})  # fmt: skip
+_OBJECT_SLACK = 1 << 20
+
+
+def _check_opcodes(file: BinaryIO | mmap.mmap) -> None:
+    """Walk the pickle at ``file``'s position (then rewind) before anything is built.
+
+    Refused: a memo index beyond the pickle's own length (the C unpickler sizes its memo by the
+    index, so one opcode could claim gigabytes), the EXT opcodes, which resolve through
+    ``copyreg``'s extension registry and cache instead of the allowlist, and more new objects
+    than bytes can pay for (``_BUILDS_OBJECT``). Linear in the pickle.
+    """
+    start = file.tell()
+    objects = 0
+    try:
+        for opcode, arg, at in pickletools.genops(cast(BinaryIO, file)):
+            position = at if at is not None else start  # positions come from file.tell()
+            if opcode.name in _BUILDS_OBJECT:
+                objects += 1
+                if objects > _OBJECT_SLACK + (position - start) // 4:
+                    raise PyTorchReadError(
+                        f"the pickle builds more than {objects - 1} objects in {position - start} bytes, "
+                        "more than one per 4 bytes: refused before unpickling"
+                    )
+            if opcode.name in _EXTENSIONS:
+                raise PyTorchReadError(f"pickle opcode {opcode.name} (copyreg extension) is not allowed")
+            if opcode.name in _MEMO_PUTS and (type(arg) is not int or not 0 <= arg <= position - start):
+                raise PyTorchReadError(f"pickle memo index {arg} lies beyond the pickle")
+    except PyTorchReadError:
+        raise
+    except Exception as exc:  # genops meets the same malformations the unpickler would
+        raise PyTorchReadError(f"malformed pickle ({type(exc).__name__}: {exc})") from exc
+    file.seek(start)
+
+
 def _unpickle(
     file: BinaryIO | mmap.mmap,
     persistent_load: Callable[[object], object] | None = None,
     resolve_storage: Callable[[object], _Storage] = _storage_arg,
 ) -> object:
     """Unpickle one object from ``file``'s position with the allowlist."""
+    _check_opcodes(file)
     unpickler = _SafeUnpickler(file, _allowed_globals(resolve_storage), persistent_load)
     try:
         return unpickler.load()
@@ -462,13 +506,11 @@ def _view_storages(
         arrays[view] = elements[offset : offset + count]
 
 
-def _zip_read(archive: zipfile.ZipFile, name: str) -> bytes:
+def _zip_info(archive: zipfile.ZipFile, name: str) -> zipfile.ZipInfo:
     try:
-        return archive.read(name)
+        return archive.getinfo(name)
     except KeyError:
         raise PyTorchReadError(f"zip record {name!r} is missing") from None
-    except _ZIP_ERRORS as exc:
-        raise PyTorchReadError(f"cannot read zip record {name!r}: {exc}") from exc
 
 
 def _stored_member(mapped: mmap.mmap | None, info: zipfile.ZipInfo) -> memoryview | None:
@@ -493,11 +535,13 @@ def _stored_member(mapped: mmap.mmap | None, info: zipfile.ZipInfo) -> memoryvie
 def _load_zip(file: BinaryIO, mapped: mmap.mmap | None = None) -> tuple[object, dict[_Storage, np.ndarray]]:
     """torch >= 1.6: the pickle in ``<name>/data.pkl``, storage ``k`` in ``<name>/data/k``.
 
-    With ``mapped`` (the file memory-mapped), uncompressed storages are zero-copy views of it."""
+    With ``mapped`` (the file memory-mapped), uncompressed storages are zero-copy views of it.
+    Compressed records are inflated only up to their declared size, checked first (``archive``)."""
     try:
         archive = zipfile.ZipFile(file)
-    except _ZIP_ERRORS as exc:
+    except ZIP_ERRORS as exc:
         raise PyTorchReadError(f"broken zip archive: {exc}") from exc
+    budget = InflateBudget(os.fstat(file.fileno()).st_size, PyTorchReadError)
     with archive:
         names = set(archive.namelist())
         pickles = sorted(
@@ -507,7 +551,7 @@ def _load_zip(file: BinaryIO, mapped: mmap.mmap | None = None) -> tuple[object, 
             raise PyTorchReadError(f"expected one '<name>/data.pkl' record, found {len(pickles)}")
         prefix = pickles[0].removesuffix("data.pkl")
         byteorder = (
-            _zip_read(archive, prefix + "byteorder").strip()
+            budget.read(archive, _zip_info(archive, prefix + "byteorder")).strip()
             if prefix + "byteorder" in names
             else b"little"
         )
@@ -522,23 +566,19 @@ def _load_zip(file: BinaryIO, mapped: mmap.mmap | None = None) -> tuple[object, 
                 raise PyTorchReadError("zip storage reference has extra fields")
             if key in storages:
                 return _same_dtype(storages[key], dtype)
-            record = f"{prefix}data/{key}"
-            try:
-                info = archive.getinfo(record)
-            except KeyError:
-                raise PyTorchReadError(f"zip record {record!r} is missing") from None
-            raw = _stored_member(mapped, info)
-            if raw is None:
-                raw = _zip_read(archive, record)
-            if len(raw) != count * dtype.itemsize:
+            info = _zip_info(archive, f"{prefix}data/{key}")
+            if info.file_size != count * dtype.itemsize:  # before anything is read or inflated
                 raise PyTorchReadError(
-                    f"storage {key!r} holds {len(raw)} bytes, expected {count} x {dtype}"
+                    f"storage {key!r} holds {info.file_size} bytes, expected {count} x {dtype}"
                 )
+            raw: bytes | memoryview | None = _stored_member(mapped, info)
+            if raw is None:
+                raw = budget.read(archive, info)
             storage = storages[key] = _Storage(key, dtype)
             arrays[storage] = _elements(raw, dtype, count, byteorder == b"big")
             return storage
 
-        root = _unpickle(io.BytesIO(_zip_read(archive, prefix + "data.pkl")), persistent_load)
+        root = _unpickle(io.BytesIO(budget.read(archive, _zip_info(archive, prefix + "data.pkl"))), persistent_load)
     return root, arrays
 
 
@@ -608,12 +648,15 @@ def _load_tar(file: BinaryIO) -> tuple[object, dict[_Storage, np.ndarray]]:
     try:
         with tarfile.open(fileobj=file, mode="r:") as tar:
             members = {m.name.removeprefix("./"): m for m in tar.getmembers() if m.isfile()}
+            for member in members.values():
+                if member.issparse():  # holes would be read back as zeros never stored
+                    raise PyTorchReadError(f"tar member {member.name!r} is sparse")
             contents = {
                 name: tar.extractfile(members[name]).read()
                 for name in ("sys_info", "storages", "tensors", "pickle")
                 if name in members
             }
-    except (tarfile.TarError, EOFError, OSError, ValueError) as exc:
+    except (tarfile.TarError, EOFError, OSError, ValueError, OverflowError) as exc:
         raise PyTorchReadError(f"broken tar archive: {exc}") from exc
     for required in ("storages", "pickle"):
         if required not in contents:
@@ -694,41 +737,59 @@ def _tar_tensors(blob: bytes, storages: Mapping[str, _Storage]) -> dict[str, _Te
     return tensors
 
 
-def _load(path: Path) -> tuple[object, dict[_Storage, np.ndarray]]:
-    """Read the file in the layout its first bytes announce."""
-    with path.open("rb") as file:
-        head = file.read(262)
-        file.seek(0)
-        if head[:4] == b"PK\x03\x04":
-            # Mapped, so that stored (uncompressed) storages are zero-copy views of the file.
-            return _load_zip(file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ))
-        if head[257:262] == b"ustar":
-            return _load_tar(file)
-        if not head:
-            raise PyTorchReadError("file is empty")
-        # Mapped, so that legacy storages are zero-copy views of the file.
-        data = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-    return _load_legacy(data)
+def _load(path: Path) -> tuple[object, dict[_Storage, np.ndarray], int]:
+    """Read the file in the layout its first bytes announce; also returns the file's size."""
+    with open_regular(path) as file:
+        size = os.fstat(file.fileno()).st_size
+        return (*_load_layout(file), size)
 
 
-def _flatten(tree: dict[object, object]) -> dict[str, _TensorRef]:
+def _load_layout(file: BinaryIO) -> tuple[object, dict[_Storage, np.ndarray]]:
+    head = file.read(262)
+    file.seek(0)
+    if head[:4] == b"PK\x03\x04":
+        # Mapped, so that stored (uncompressed) storages are zero-copy views of the file.
+        return _load_zip(file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ))
+    if head[257:262] == b"ustar":
+        return _load_tar(file)
+    if not head:
+        raise PyTorchReadError("file is empty")
+    # Mapped, so that legacy storages are zero-copy views of the file.
+    return _load_legacy(mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ))
+
+
+def _shared_containers(limit: int) -> PyTorchReadError:
+    return PyTorchReadError(
+        f"the pickle's containers hold more than {limit} entries or name characters, more than a "
+        "file of this size can write out: containers are shared to multiply them"
+    )
+
+
+def _flatten(tree: dict[object, object], file_size: int) -> dict[str, _TensorRef]:
     """Name every tensor reachable through nested dicts by its dotted key path, as Burn does.
 
     Only dicts are descended into: tensors in lists or other objects are skipped along with every
     non-tensor leaf. Items are read with ``dict.items`` because a pickle can set an instance
-    attribute called ``items`` on an ``OrderedDict``.
+    attribute called ``items`` on an ``OrderedDict``. Entries walked and name characters built
+    are bounded by the file's size (see ``_ENTRY_SLACK``).
     """
     found: dict[str, _TensorRef] = {}
+    limit = file_size + _ENTRY_SLACK
     entries = 0
+    characters = 0
 
     def walk(node: dict[object, object], prefix: str, depth: int) -> None:
-        nonlocal entries
+        nonlocal entries, characters
         if depth > _MAX_DEPTH:
             raise PyTorchReadError(f"dicts nest more than {_MAX_DEPTH} deep (cyclic?)")
         for key, value in dict.items(node):
             entries += 1
-            if entries > _MAX_ENTRIES:
-                raise PyTorchReadError(f"more than {_MAX_ENTRIES} dict entries (shared dicts?)")
+            if entries > limit:
+                raise _shared_containers(limit)
+            if isinstance(value, (_TensorRef, dict)):
+                characters += len(prefix) + len(_key(key))
+                if characters > 8 * limit:
+                    raise _shared_containers(8 * limit)
             if isinstance(value, _TensorRef):
                 name = prefix + _key(key)
                 if name in found:
@@ -741,8 +802,26 @@ def _flatten(tree: dict[object, object]) -> dict[str, _TensorRef]:
     return found
 
 
-def _materialize(tensor: _TensorRef, elements: np.ndarray, name: str) -> np.ndarray:
-    """Apply the view to its storage: zero-copy when C-contiguous, else a C-order copy."""
+class _CopyBudget:
+    """Bytes the C-order copies of non-contiguous views may take: the storages' own bytes plus
+    ``EXPANSION_LIMIT``, so stride-0 or overlapping views cannot turn a few bytes into gigabytes."""
+
+    def __init__(self, arrays: Mapping[_Storage, np.ndarray]) -> None:
+        self.left = EXPANSION_LIMIT + sum(array.nbytes for array in arrays.values())
+
+    def spend(self, nbytes: int, name: str, shape: tuple[int, ...]) -> None:
+        if nbytes > self.left:
+            raise PyTorchReadError(
+                f"tensor {name!r} of size {shape} is a view that repeats its storage's elements "
+                f"(stride 0 or overlapping); copying it would exceed the expansion limit of the "
+                f"storages' size + {EXPANSION_LIMIT} bytes"
+            )
+        self.left -= nbytes
+
+
+def _materialize(tensor: _TensorRef, elements: np.ndarray, name: str, budget: _CopyBudget) -> np.ndarray:
+    """Apply the view to its storage: zero-copy when C-contiguous, else a C-order copy (paid
+    from ``budget``)."""
     shape, stride, offset = tensor.shape, tensor.stride, tensor.offset
     extent = 0 if 0 in shape else 1 + sum((dim - 1) * step for dim, step in zip(shape, stride))
     if offset + extent > elements.size:
@@ -758,6 +837,7 @@ def _materialize(tensor: _TensorRef, elements: np.ndarray, name: str) -> np.ndar
     )
     if view.flags.c_contiguous:
         return view
+    budget.spend(math.prod(shape) * elements.itemsize, name, shape)
     try:
         copy = np.ascontiguousarray(view)
     except MemoryError as exc:
@@ -783,7 +863,7 @@ def read_pytorch(
     opened.
     """
     try:
-        root, arrays = _load(Path(path))
+        root, arrays, file_size = _load(Path(path))
         if not isinstance(root, dict):
             kind = "tensor" if isinstance(root, _TensorRef) else type(root).__name__
             raise PyTorchReadError(f"the checkpoint holds a {kind}, not a dict of tensors")
@@ -797,14 +877,15 @@ def read_pytorch(
             root = selected
         tensors: dict[str, np.ndarray] = {}
         done: dict[_TensorRef, np.ndarray] = {}
-        for name, tensor in _flatten(root).items():
+        budget = _CopyBudget(arrays)
+        for name, tensor in _flatten(root, file_size).items():
             if tensor not in done:
                 elements = arrays.get(tensor.storage)
                 if elements is None:
                     raise PyTorchReadError(
                         f"tensor {name!r}: storage {tensor.storage.key!r} has no data"
                     )
-                done[tensor] = _materialize(tensor, elements, name)
+                done[tensor] = _materialize(tensor, elements, name, budget)
             tensors[name] = done[tensor]
         return tensors
     except PyTorchReadError as exc:
@@ -822,15 +903,17 @@ def read_pytorch_object(path: str | os.PathLike[str]) -> object:
     tensors come back as the same array object.
     """
     try:
-        root, arrays = _load(Path(path))
+        root, arrays, file_size = _load(Path(path))
         done: dict[_TensorRef, np.ndarray] = {}
+        budget = _CopyBudget(arrays)
+        limit = file_size + _ENTRY_SLACK
         entries = 0
 
         def convert(value: object, depth: int) -> object:
             nonlocal entries
             entries += 1
-            if entries > _MAX_ENTRIES:
-                raise PyTorchReadError(f"more than {_MAX_ENTRIES} objects (shared containers?)")
+            if entries > limit:
+                raise _shared_containers(limit)
             if depth > _MAX_DEPTH:
                 raise PyTorchReadError(f"containers nest more than {_MAX_DEPTH} deep (cyclic?)")
             if isinstance(value, _TensorRef):
@@ -838,7 +921,7 @@ def read_pytorch_object(path: str | os.PathLike[str]) -> object:
                     elements = arrays.get(value.storage)
                     if elements is None:
                         raise PyTorchReadError(f"storage {value.storage.key!r} has no data")
-                    done[value] = _materialize(value, elements, f"<tensor in {os.fspath(path)}>")
+                    done[value] = _materialize(value, elements, f"<tensor in {os.fspath(path)}>", budget)
                 return done[value]
             if isinstance(value, dict):
                 out = collections.OrderedDict() if isinstance(value, collections.OrderedDict) else {}

@@ -27,6 +27,7 @@ import numpy as np
 from ..atomic import atomic_file
 from ..dtypes import dtype_from_safetensors, numpy_dtype
 from ..errors import BurnpackError
+from ..source import open_regular
 
 __all__ = [
     "SafetensorsError",
@@ -59,7 +60,7 @@ def read_safetensors(path: str | os.PathLike[str]) -> tuple[dict[str, np.ndarray
     order. Raises :class:`SafetensorsError` for an invalid file, ``OSError`` if it cannot be
     opened.
     """
-    with open(path, "rb") as file:
+    with open_regular(path) as file:
         size = os.fstat(file.fileno()).st_size
         if size < 8:
             raise SafetensorsError(f"file is {size} bytes, too short for the 8-byte header length")
@@ -123,20 +124,38 @@ def _parse_header(raw: bytes) -> dict[str, object]:
         raise SafetensorsError(f"header is not valid UTF-8: {exc}") from exc
     if not text.startswith("{"):
         raise SafetensorsError("header must be a JSON object starting with '{'")
+    check_json_density(text, SafetensorsError, "header")
     try:
         return json.loads(text, object_pairs_hook=_json_object, parse_constant=_no_constant)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         raise SafetensorsError(f"header is not valid JSON: {exc}") from exc
 
 
+# A tensor entry (``"a":{"dtype":"U8","shape":[],"data_offsets":[0,0]}``) spends at least 16 bytes
+# per JSON object or array; json builds ~60-byte objects for 2-byte ``{}``, so denser text could
+# cost 30x its size in memory.
+_JSON_BYTES_PER_CONTAINER = 8
+
+
+def check_json_density(text: str, error: type[Exception], what: str) -> None:
+    """Refuse JSON with more objects and arrays than metadata needs (counted before parsing)."""
+    containers = text.count("{") + text.count("[")
+    if containers * _JSON_BYTES_PER_CONTAINER > len(text) + 64:
+        raise error(
+            f"{what} holds {containers} JSON objects and arrays in {len(text)} characters, more than "
+            f"one per {_JSON_BYTES_PER_CONTAINER}: refused before parsing, as no tensor listing is that dense"
+        )
+
+
 def _json_object(pairs: list[tuple[str, object]]) -> dict[str, object]:
     """A JSON object, refusing repeated keys (``json`` silently keeps the last) and strings
     escaping lone surrogates (``json`` decodes them; they are not UTF-8 and serde_json, which
     the safetensors library uses, refuses them)."""
-    result = dict(pairs)
-    if len(result) != len(pairs):
-        repeated = next(key for key, _ in pairs if sum(k == key for k, _ in pairs) > 1)
-        raise SafetensorsError(f"header repeats the key {repeated!r}")
+    result: dict[str, object] = {}
+    for key, value in pairs:
+        if key in result:
+            raise SafetensorsError(f"header repeats the key {key!r}")
+        result[key] = value
     for text in [key for key, _ in pairs] + [value for _, value in pairs if isinstance(value, str)]:
         try:
             text.encode("utf-8")

@@ -577,16 +577,13 @@ def test_cyclic_dict_raises_instead_of_recursing(tmp_path: Path) -> None:
         read_pytorch(tmp_path / "t.pt")
 
 
-def test_dicts_shared_across_levels_cannot_multiply_paths_without_bound(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Level k holds level k-1 twice: 2**k dotted paths from k + 1 dicts.
-    monkeypatch.setattr(pytorch_reader, "_MAX_ENTRIES", 1000)
+def test_dicts_shared_across_levels_cannot_multiply_paths_beyond_the_file_size(tmp_path: Path) -> None:
+    # Level k holds level k-1 twice: 2**k dotted paths from k + 1 dicts, in a file of ~1 KB.
     # The levels are defined inside a list, which flattening skips, then reached from "root".
     levels = [Memo(0, {"w": tensor(storage_ref("0", "FloatStorage", 1), 0, (1,), (1,))})]
-    levels += [Memo(k, {"a": Recall(k - 1), "b": Recall(k - 1)}) for k in range(1, 12)]
-    root = {"levels": levels, "root": Recall(11)}
-    with pytest.raises(PyTorchReadError, match="more than 1000 dict entries"):
+    levels += [Memo(k, {"a": Recall(k - 1), "b": Recall(k - 1)}) for k in range(1, 14)]
+    root = {"levels": levels, "root": Recall(13)}
+    with pytest.raises(PyTorchReadError, match="containers are shared"):
         read_pytorch(write_zip(tmp_path / "t.pt", root, {"0": f32([1])}))
 
 

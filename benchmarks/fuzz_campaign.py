@@ -1,0 +1,546 @@
+"""Fuzz campaign: every reader against mutated files, judged by the resource contract.
+
+Readers: burnpack (``load`` from bytes and from a file, ``legacy_ok``, ``strict``, every tensor's
+``numpy()``, and ``burnpack inspect`` for some inputs), PyTorch (``read_pytorch`` and
+``read_pytorch_object`` on zip, legacy and tar layouts), safetensors (``parse_safetensors``,
+``read_safetensors``) and npz (``read_npz``), plus ``read_tensors``' format detection.
+
+The oracle is the README's resource contract ("Bounded on hostile input"). For an input of n
+bytes, each reader must
+
+* return or raise an exception from the burnpack tree (a class defined in a ``burnpack``
+  module); anything else is a failure (``foreign``);
+* use at most ``TIME_BASE`` + ``TIME_PER_MB`` × n/MB seconds of CPU (``over_time``; an input
+  running ``TIME_KILL_FACTOR`` × that long is interrupted);
+* stay within ``MEMORY_BASE`` + ``MEMORY_FACTOR`` × n bytes of address space above what the
+  process had before the input (enforced with ``RLIMIT_AS``, so an attempt to allocate more
+  raises ``MemoryError``; a ``MemoryError`` anywhere in the exception chain is ``over_memory``,
+  even when the reader turned it into a burnpack error).
+
+Input ``i`` of a campaign is generated from ``(seed, i)`` alone, so any failure is replayed with
+``--replay i`` (same seed corpus required: the corpus digest is recorded). Workers take blocks of
+four consecutive indices (one input per reader) in turn. The result JSON (inputs per reader, failures, version, commit,
+corpus digest) is what ``benchmarks/results/fuzz_campaign.json`` holds.
+
+    python benchmarks/fuzz_campaign.py --seconds 60 --workers 2 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import io
+import json
+import multiprocessing
+import os
+import platform
+import random
+import resource
+import signal
+import struct
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+import warnings
+import zipfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+import burnpack  # noqa: E402
+import burnpack.cli  # noqa: E402
+from burnpack import Tensor, Writer  # noqa: E402
+from burnpack.interop.formats import read_npz, read_tensors  # noqa: E402
+from burnpack.interop.pytorch import read_pytorch, read_pytorch_object  # noqa: E402
+from burnpack.interop.safetensors import parse_safetensors, read_safetensors, serialize_safetensors  # noqa: E402
+
+MB = 1_000_000
+TIME_BASE = 0.5
+TIME_PER_MB = 1.0
+TIME_KILL_FACTOR = 10
+MEMORY_BASE = 64 * 1024 * 1024
+MEMORY_FACTOR = 16
+READERS = ("bpk", "pytorch", "safetensors", "npz")
+_FIXED_DATE = (2020, 1, 1, 0, 0, 0)
+
+
+# -- seed corpus --------------------------------------------------------------------------------
+def _bpk_seeds() -> list[bytes]:
+    rng = np.random.default_rng(0)
+    seeds = [
+        burnpack.save_bytes({"w": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.ones(3, np.int64)}),
+        Writer(
+            [
+                Tensor.from_numpy("a.weight", rng.standard_normal((4, 4)).astype(np.float16), param_id=3),
+                Tensor.from_numpy("mask", np.array([True, False, True])),
+                Tensor.from_numpy("idx", np.arange(5, dtype=np.uint32)),
+            ],
+            metadata={"format": "burnpack", "note": "fuzz"},
+            scalars={"epoch": 3, "lr": 0.5, "done": True},
+        ).to_bytes(),
+        burnpack.save_bytes({}),
+        burnpack.save_bytes({f"t{i}": np.full(i + 1, i, np.int8) for i in range(12)}),
+    ]
+    vectors = REPO / "conformance" / "vectors"
+    for path in sorted(vectors.rglob("*.bpk")):
+        if path.stat().st_size <= 64 * 1024:
+            seeds.append(path.read_bytes())
+    return seeds
+
+
+def _zip(members: list[tuple[str, bytes, int]]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # duplicate names are one of the mutations
+        for name, data, compression in members:
+            info = zipfile.ZipInfo(name, _FIXED_DATE)
+            info.compress_type = compression
+            archive.writestr(info, data)
+    return out.getvalue()
+
+
+def _pytorch_seeds() -> list[bytes]:
+    seeds: list[bytes] = []
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - the torch extra is absent
+        torch = None
+    if torch is not None:
+        gen = torch.Generator().manual_seed(0)
+        state = {
+            "w": torch.randn(3, 4, generator=gen),
+            "w_t": torch.randn(4, 3, generator=gen).t(),
+            "b": torch.arange(4, dtype=torch.int64),
+            "nested": {"h": torch.zeros(2, dtype=torch.float16), "flag": torch.tensor([True, False])},
+            "step": 7,
+        }
+        state["shared"] = state["w"][1:]
+        for zipped in (True, False):
+            out = io.BytesIO()
+            torch.save(state, out, _use_new_zipfile_serialization=zipped)
+            seeds.append(out.getvalue())
+    fixtures = Path(os.environ.get("BURNPACK_SHARED", REPO.parent / "shared")) / "fixtures" / "pytorch"
+    for path in sorted(fixtures.rglob("*")):
+        if path.suffix in (".pt", ".pth", ".tar", ".bin") and path.stat().st_size <= 64 * 1024:
+            seeds.append(path.read_bytes())
+    if not seeds:  # without torch or fixtures: a minimal zip checkpoint holding an empty dict
+        seeds.append(_zip([("archive/data.pkl", b"\x80\x02}q\x00.", zipfile.ZIP_STORED)]))
+    return seeds
+
+
+def _safetensors_seeds() -> list[bytes]:
+    return [
+        serialize_safetensors({"w": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.zeros(2, np.int16)}, {"k": "v"}),
+        serialize_safetensors({"m": np.array([True, False])}),
+        serialize_safetensors({}),
+    ]
+
+
+def _npy(array: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    np.save(out, array)
+    return out.getvalue()
+
+
+def _npz_seeds() -> list[bytes]:
+    arrays = {"a.npy": _npy(np.arange(6, dtype=np.int32).reshape(2, 3)), "b.npy": _npy(np.asfortranarray(np.eye(3)))}
+    meta = _npy(np.array(json.dumps({"metadata": {"k": "v"}, "dtypes": {"a": "I32"}})))
+    return [
+        _zip([(name, data, zipfile.ZIP_STORED) for name, data in arrays.items()]),
+        _zip([(name, data, zipfile.ZIP_DEFLATED) for name, data in arrays.items()] + [("__metadata__.npy", meta, zipfile.ZIP_DEFLATED)]),
+        _zip([("x.npy", _npy(np.zeros(0, np.uint8)), zipfile.ZIP_STORED)]),
+    ]
+
+
+def seed_corpus() -> dict[str, list[bytes]]:
+    return {"bpk": _bpk_seeds(), "pytorch": _pytorch_seeds(), "safetensors": _safetensors_seeds(), "npz": _npz_seeds()}
+
+
+def corpus_digest(corpus: dict[str, list[bytes]]) -> str:
+    digest = hashlib.sha256()
+    for reader in READERS:
+        for seed in corpus[reader]:
+            digest.update(hashlib.sha256(seed).digest())
+    return digest.hexdigest()
+
+
+# -- mutations ----------------------------------------------------------------------------------
+_INTERESTING = [0, 1, 0x7F, 0x80, 0xFF, 0x7FFF, 0x8000, 0xFFFF, 0x7FFFFFFF, 0xFFFFFFFF, 1 << 32, (1 << 63) - 1, (1 << 64) - 1]
+# CBOR heads worth inserting: tags (bignum, decimal fraction, rational, shared references, an
+# unknown tag), indefinite lengths, breaks, huge lengths, floats.
+_CBOR_SNIPPETS = [
+    b"\xc2", b"\xc3", b"\xc4\x82", b"\xd8\x1e\x82", b"\xd8\x1c", b"\xd8\x1d\x00", b"\xd9\x03\xe8", b"\xdb" + b"\xff" * 8,
+    b"\x9f", b"\xbf", b"\x5f", b"\x7f", b"\xff", b"\x9b" + b"\xff" * 8, b"\xbb\x00\x00\x00\x01\x00\x00\x00\x00",
+    b"\xfb\x7f\xf8\x00\x00\x00\x00\x00\x01", b"\xf9\x7c\x00", b"\xf7", b"\xf6",
+]
+# Pickle opcodes worth inserting: memo puts and gets, extension codes, frames, big lengths.
+_PICKLE_SNIPPETS = [
+    b"r\xff\xff\xff\x7f", b"q\xff", b"j\xff\xff\xff\x7f", b"h\x00", b"\x94", b"\x82\x01", b"\x83\x01\x00",
+    b"\x84\x01\x00\x00\x00", b"\x95" + b"\xff" * 8, b"\x8e" + b"\xff" * 8, b"B\xff\xff\xff\x7f", b"(", b"t", b"u",
+    b"}", b"]", b"e", b"0", b"2", b"R", b"b", b"\x93", b"c__builtin__\neval\n",
+]
+
+
+def _mutate_bytes(data: bytes, rng: random.Random, snippets: list[bytes]) -> bytes:
+    buf = bytearray(data)
+    for _ in range(rng.choice((1, 1, 1, 2, 3, 5))):
+        op = rng.randrange(9)
+        pos = rng.randrange(len(buf) + 1)
+        if op == 0 and buf:  # flip bits
+            pos = min(pos, len(buf) - 1)
+            buf[pos] ^= 1 << rng.randrange(8)
+        elif op == 1 and buf:  # interesting byte
+            pos = min(pos, len(buf) - 1)
+            buf[pos] = rng.choice((0, 1, 0x7F, 0x80, 0xFF, 0x18, 0x1B, 0x9F, 0xBF))
+        elif op == 2:  # interesting integer, either byte order
+            width = rng.choice((1, 2, 4, 8))
+            value = rng.choice(_INTERESTING) & ((1 << (8 * width)) - 1)
+            raw = value.to_bytes(width, rng.choice(("little", "big")))
+            buf[pos : pos + width] = raw
+        elif op == 3:  # insert a format snippet
+            buf[pos:pos] = rng.choice(snippets)
+        elif op == 4 and buf:  # delete a range
+            buf[pos : pos + rng.randrange(1, 17)] = b""
+        elif op == 5 and buf:  # duplicate a range
+            start = rng.randrange(len(buf))
+            chunk = buf[start : start + rng.randrange(1, 65)]
+            buf[pos:pos] = chunk * rng.choice((1, 2, 8))
+        elif op == 6:  # random bytes
+            buf[pos:pos] = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 9)))
+        elif op == 7 and buf:  # truncate
+            del buf[rng.randrange(len(buf)) :]
+        elif op == 8 and buf:  # overwrite with a copy of another place
+            start = rng.randrange(len(buf))
+            chunk = buf[start : start + rng.randrange(1, 33)]
+            buf[pos : pos + len(chunk)] = chunk
+    return bytes(buf)
+
+
+def _mutate_zip(data: bytes, rng: random.Random, snippets: list[bytes]) -> bytes:
+    """Mutate one member's content and rebuild the archive (reaching the pickle or .npy parser)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            members = [(info.filename, archive.read(info), info.compress_type) for info in archive.infolist()]
+    except Exception:  # a damaged seed (after an earlier splice): mutate its bytes instead
+        return _mutate_bytes(data, rng, snippets)
+    if not members:
+        return _mutate_bytes(data, rng, snippets)
+    index = rng.randrange(len(members))
+    name, content, compression = members[index]
+    choice = rng.randrange(4)
+    if choice == 0:
+        name = _mutate_bytes(name.encode(), rng, [b"/", b".npy", b"data.pkl", b".."]).decode("utf-8", "replace") or "x"
+    elif choice == 1:
+        compression = rng.choice((zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED))
+    else:
+        content = _mutate_bytes(content, rng, snippets)
+    members[index] = (name, content, compression)
+    if rng.random() < 0.1:
+        members.append(members[rng.randrange(len(members))])
+    try:
+        return _zip(members)
+    except Exception:
+        return _mutate_bytes(data, rng, snippets)
+
+
+def _mutate_tar(data: bytes, rng: random.Random, snippets: list[bytes]) -> bytes:
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+            members = [(m, archive.extractfile(m).read() if m.isfile() else b"") for m in archive.getmembers()]
+    except Exception:
+        return _mutate_bytes(data, rng, snippets)
+    if not members:
+        return _mutate_bytes(data, rng, snippets)
+    index = rng.randrange(len(members))
+    info, content = members[index]
+    members[index] = (info, _mutate_bytes(content, rng, snippets))
+    out = io.BytesIO()
+    try:
+        with tarfile.open(fileobj=out, mode="w", format=tarfile.GNU_FORMAT) as archive:
+            for member, body in members:
+                member.size = len(body)
+                member.mtime = 0
+                archive.addfile(member, io.BytesIO(body))
+    except Exception:
+        return _mutate_bytes(data, rng, snippets)
+    return out.getvalue()
+
+
+def _mutate_bpk_metadata(data: bytes, rng: random.Random) -> bytes:
+    """Mutate inside the CBOR metadata and fix the header's length (or not)."""
+    if len(data) < 10 or data[:4] != b"NRUB":
+        return _mutate_bytes(data, rng, _CBOR_SNIPPETS)
+    (size,) = struct.unpack_from("<I", data, 6)
+    blob, rest = data[10 : 10 + size], data[10 + size :]
+    blob = _mutate_bytes(blob, rng, _CBOR_SNIPPETS)
+    new_size = len(blob) if rng.random() < 0.9 else rng.choice(_INTERESTING) & 0xFFFFFFFF
+    return data[:6] + struct.pack("<I", new_size) + blob + rest
+
+
+def generate(corpus: dict[str, list[bytes]], seed: int, index: int) -> tuple[str, bytes]:
+    """Input ``index`` of the campaign: its reader and its bytes (deterministic)."""
+    rng = random.Random(f"{seed}:{index}")
+    reader = READERS[index % len(READERS)]
+    seeds = corpus[reader]
+    data = rng.choice(seeds)
+    if rng.random() < 0.05 and len(seeds) > 1:  # splice two seeds
+        other = rng.choice(seeds)
+        cut = rng.randrange(len(data) + 1)
+        data = data[:cut] + other[rng.randrange(len(other) + 1) :]
+    for _ in range(rng.choice((1, 1, 2, 3))):
+        if reader == "bpk":
+            data = _mutate_bpk_metadata(data, rng) if rng.random() < 0.6 else _mutate_bytes(data, rng, _CBOR_SNIPPETS)
+        elif data[:4] == b"PK\x03\x04" and rng.random() < 0.7:
+            data = _mutate_zip(data, rng, _PICKLE_SNIPPETS if reader == "pytorch" else [b"\x93NUMPY", b"(", b"'shape'"])
+        elif data[257:262] == b"ustar" and rng.random() < 0.7:
+            data = _mutate_tar(data, rng, _PICKLE_SNIPPETS)
+        else:
+            data = _mutate_bytes(data, rng, _PICKLE_SNIPPETS if reader == "pytorch" else _CBOR_SNIPPETS)
+    return reader, data
+
+
+# -- readers --------------------------------------------------------------------------------------
+def _read_bpk(data: bytes, path: Path, rng: random.Random) -> None:
+    mode = rng.randrange(64)  # the CLI's argument parsing costs more than most reads
+    if mode == 0:
+        path.write_bytes(data)
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            burnpack.cli.main(["inspect", str(path)])
+        return
+    source: Any = data
+    if mode == 1:
+        path.write_bytes(data)
+        source = path
+    with burnpack.load(source, legacy_ok=mode == 2, strict=mode == 3) as pack:
+        pack.numpy()
+        for view in pack.tensors():
+            view.numpy()
+
+
+def _read_pytorch(data: bytes, path: Path, rng: random.Random) -> None:
+    path.write_bytes(data)
+    mode = rng.randrange(3)
+    if mode == 0:
+        read_pytorch_object(path)
+    elif mode == 1:
+        read_tensors(path).numpy()
+    else:
+        read_pytorch(path)
+
+
+def _read_safetensors(data: bytes, path: Path, rng: random.Random) -> None:
+    if rng.random() < 0.2:
+        path.write_bytes(data)
+        read_safetensors(path)
+    else:
+        parse_safetensors(data)
+
+
+def _read_npz(data: bytes, path: Path, rng: random.Random) -> None:
+    path.write_bytes(data)
+    if rng.random() < 0.3:
+        read_tensors(path).numpy()
+    else:
+        read_npz(path).numpy()
+
+
+_READ: dict[str, Callable[[bytes, Path, random.Random], None]] = {
+    "bpk": _read_bpk,
+    "pytorch": _read_pytorch,
+    "safetensors": _read_safetensors,
+    "npz": _read_npz,
+}
+
+
+# -- the oracle -----------------------------------------------------------------------------------
+class _Interrupted(BaseException):
+    """Raised by the CPU-time alarm: the input ran far past its time bound."""
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise _Interrupted
+
+
+def _address_space() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[0]) * resource.getpagesize()
+
+
+def _in_burnpack_tree(exc: BaseException) -> bool:
+    return type(exc).__module__.split(".")[0] == "burnpack"
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    seen: list[BaseException] = []
+    while exc is not None and exc not in seen:
+        seen.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return seen
+
+
+def time_bound(size: int) -> float:
+    return TIME_BASE + TIME_PER_MB * size / MB
+
+
+def memory_bound(size: int) -> int:
+    return MEMORY_BASE + MEMORY_FACTOR * size
+
+
+def judge(reader: str, data: bytes, path: Path, rng: random.Random, read: Callable[..., None] | None = None) -> tuple[str, str] | None:
+    """Run one reader on one input under the contract; ``(kind, detail)`` of a violation, or None."""
+    read = read or _READ[reader]
+    bound = time_bound(len(data))
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (_address_space() + memory_bound(len(data)), hard))
+    signal.setitimer(signal.ITIMER_PROF, bound * TIME_KILL_FACTOR)
+    start = time.process_time()
+    verdict: tuple[str, str] | None = None
+    try:
+        try:
+            read(data, path, rng)
+        finally:
+            signal.setitimer(signal.ITIMER_PROF, 0)
+            resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+    except _Interrupted:
+        verdict = ("over_time", f"interrupted after {bound * TIME_KILL_FACTOR:.1f} s of CPU")
+    except BaseException as exc:  # noqa: BLE001 - judging every exception is the point
+        chain = _chain(exc)
+        if any(isinstance(link, MemoryError) for link in chain):
+            verdict = ("over_memory", f"{type(exc).__module__}.{type(exc).__qualname__}: {exc}"[:500])
+        elif not _in_burnpack_tree(exc):
+            verdict = ("foreign", f"{type(exc).__module__}.{type(exc).__qualname__}: {exc}"[:500])
+    elapsed = time.process_time() - start
+    if verdict is None and elapsed > bound:
+        verdict = ("over_time", f"{elapsed:.2f} s of CPU, bound {bound:.2f} s")
+    return verdict
+
+
+# -- campaign -------------------------------------------------------------------------------------
+def _scratch_dir() -> str:
+    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else tempfile.gettempdir()
+
+
+def _worker(args: tuple[int, int, int, float, int | None, str, str]) -> dict[str, Any]:
+    worker, workers, seed, deadline, limit, failures_dir, progress = args
+    warnings.simplefilter("ignore")
+    signal.signal(signal.SIGPROF, _on_alarm)
+    corpus = seed_corpus()
+    counts = dict.fromkeys(READERS, 0)
+    kinds = {"foreign": 0, "over_time": 0, "over_memory": 0}
+    failures: list[dict[str, Any]] = []
+    cpu = time.process_time()
+    with tempfile.TemporaryDirectory(dir=_scratch_dir(), prefix="bpk-fuzz-") as tmp:
+        step = 0
+        while True:
+            # Blocks of one input per reader, dealt round-robin: every worker gets every reader.
+            index = (step // len(READERS)) * len(READERS) * workers + worker * len(READERS) + step % len(READERS)
+            step += 1
+            if time.time() >= deadline or (limit is not None and index >= limit):
+                break
+            reader, data = generate(corpus, seed, index)
+            suffix = {"bpk": ".bpk", "pytorch": ".pt", "safetensors": ".safetensors", "npz": ".npz"}[reader]
+            verdict = judge(reader, data, Path(tmp) / f"input{suffix}", random.Random(f"read:{seed}:{index}"))
+            counts[reader] += 1
+            if verdict is not None:
+                kinds[verdict[0]] += 1
+                digest = hashlib.sha256(data).hexdigest()
+                if len(failures) < 200:
+                    failures.append({"index": index, "reader": reader, "kind": verdict[0], "detail": verdict[1], "sha256": digest, "size": len(data)})
+                if failures_dir:
+                    Path(failures_dir, f"{index}-{reader}{suffix}").write_bytes(data)
+            if progress and sum(counts.values()) % 20_000 == 0:
+                with open(progress, "a") as log:
+                    log.write(f"{time.strftime('%H:%M:%S')} worker {worker}: {sum(counts.values())} inputs, {sum(kinds.values())} failures\n")
+    return {"counts": counts, "kinds": kinds, "failures": failures, "cpu_seconds": time.process_time() - cpu}
+
+
+def _git(*args: str) -> str:
+    try:
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def run_campaign(
+    *, seconds: float, workers: int, seed: int, limit: int | None = None, failures_dir: str = "", progress: str = ""
+) -> dict[str, Any]:
+    corpus = seed_corpus()
+    commit, dirty = _git("rev-parse", "HEAD"), bool(_git("status", "--porcelain", "--untracked-files=no", "--", "burnpack"))
+    started = time.time()
+    deadline = started + seconds
+    jobs = [(w, workers, seed, deadline, limit, failures_dir, progress) for w in range(workers)]
+    if workers == 1:
+        parts = [_worker(jobs[0])]
+    else:
+        with multiprocessing.get_context("spawn").Pool(workers) as pool:
+            parts = pool.map(_worker, jobs)
+    counts = {reader: sum(p["counts"][reader] for p in parts) for reader in READERS}
+    kinds = {kind: sum(p["kinds"][kind] for p in parts) for kind in ("foreign", "over_time", "over_memory")}
+    return {
+        "tool": "benchmarks/fuzz_campaign.py",
+        "burnpack_version": getattr(burnpack, "__version__", "unknown"),
+        "commit": commit,
+        "tree_dirty": dirty,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "seed": seed,
+        "workers": workers,
+        "seconds_requested": seconds,
+        "wall_seconds": round(time.time() - started, 1),
+        "cpu_seconds": round(sum(p["cpu_seconds"] for p in parts), 1),
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "corpus": {"digest": corpus_digest(corpus), "seeds": {r: len(corpus[r]) for r in READERS}},
+        "contract": {
+            "time_seconds": f"{TIME_BASE} + {TIME_PER_MB} per MB of input (process CPU time)",
+            "memory_bytes": f"{MEMORY_BASE} + {MEMORY_FACTOR} x input bytes of address space above the pre-input size",
+            "exceptions": "only classes defined in burnpack modules",
+        },
+        "inputs": sum(counts.values()),
+        "inputs_per_reader": counts,
+        "failures_by_kind": kinds,
+        "failures": sum(kinds.values()),
+        "failure_samples": sorted((f for p in parts for f in p["failures"]), key=lambda f: f["index"])[:200],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=60.0, help="wall-clock budget of the campaign")
+    parser.add_argument("--workers", type=int, default=2, help="parallel worker processes")
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--limit", type=int, help="stop after this many inputs in total")
+    parser.add_argument("--json", type=Path, help="write the result here")
+    parser.add_argument("--failures-dir", default="", help="save every failing input here")
+    parser.add_argument("--progress", default="", help="append a line per worker every 20,000 inputs to this file")
+    parser.add_argument("--replay", type=int, help="rerun one input index in this process and print its verdict")
+    args = parser.parse_args(argv)
+    if args.replay is not None:
+        signal.signal(signal.SIGPROF, _on_alarm)
+        reader, data = generate(seed_corpus(), args.seed, args.replay)
+        with tempfile.TemporaryDirectory() as tmp:
+            verdict = judge(reader, data, Path(tmp) / "input", random.Random(f"read:{args.seed}:{args.replay}"))
+        print(json.dumps({"index": args.replay, "reader": reader, "size": len(data), "verdict": verdict}))
+        return 0 if verdict is None else 1
+    result = run_campaign(
+        seconds=args.seconds, workers=args.workers, seed=args.seed, limit=args.limit, failures_dir=args.failures_dir, progress=args.progress
+    )
+    text = json.dumps(result, indent=1)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(text + "\n")
+    summary = {k: result[k] for k in ("inputs", "inputs_per_reader", "failures_by_kind", "wall_seconds")}
+    print(json.dumps(summary))
+    return 0 if result["failures"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

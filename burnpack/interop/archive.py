@@ -1,0 +1,86 @@
+"""Bounded reading of zip members (PyTorch's zip checkpoints and ``.npz`` archives).
+
+A zip member declares its uncompressed size, and DEFLATE can expand a kilobyte into a
+megabyte. Before any member is inflated its declared size is checked against what the archive
+can hold: at most ``DEFLATE_MAX_RATIO`` times its compressed bytes (no valid DEFLATE stream
+expands more), and, summed over the archive, at most ``INFLATE_LIMIT_BASE`` +
+``INFLATE_LIMIT_FACTOR`` × the archive's size. ``zipfile`` then never produces more than the
+declared size, so memory follows the bytes really present. Stored (uncompressed) members are
+tensor data really present and are not counted.
+"""
+
+from __future__ import annotations
+
+import zipfile
+import zlib
+
+__all__ = ["DEFLATE_MAX_RATIO", "INFLATE_LIMIT_BASE", "INFLATE_LIMIT_FACTOR", "InflateBudget", "ZIP_ERRORS"]
+
+DEFLATE_MAX_RATIO = 1032  # DEFLATE's largest expansion: 258 bytes from every 2 bits
+INFLATE_LIMIT_BASE = 64 * 1024 * 1024
+INFLATE_LIMIT_FACTOR = 32
+
+# What ``zipfile`` raises on a corrupt archive, besides its own BadZipFile.
+ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    zlib.error,
+    EOFError,
+    OSError,
+    ValueError,  # includes UnicodeDecodeError of member names
+    NotImplementedError,  # compression methods zipfile lacks
+    RuntimeError,  # encrypted members
+    KeyError,
+    IndexError,
+    OverflowError,
+)
+
+
+class InflateBudget:
+    """The bytes an archive of ``archive_size`` bytes may inflate to, spent member by member."""
+
+    def __init__(self, archive_size: int, error: type[Exception]) -> None:
+        self.archive_size = archive_size
+        self.left = INFLATE_LIMIT_BASE + INFLATE_LIMIT_FACTOR * archive_size
+        self._error = error
+
+    def check(self, info: zipfile.ZipInfo) -> None:
+        """Refuse a member whose declared size its compressed bytes cannot hold or the budget cannot pay."""
+        if info.compress_size > self.archive_size:  # a read of that many bytes would allocate them first
+            raise self._error(
+                f"zip record {info.filename!r} declares {info.compress_size} bytes, more than the "
+                f"archive's {self.archive_size}"
+            )
+        if info.compress_type == zipfile.ZIP_STORED:
+            if info.file_size != info.compress_size:
+                raise self._error(
+                    f"zip record {info.filename!r} is stored but declares {info.file_size} bytes "
+                    f"for {info.compress_size} stored"
+                )
+            return
+        if info.file_size > DEFLATE_MAX_RATIO * info.compress_size + 64:
+            raise self._error(
+                f"zip record {info.filename!r} declares {info.file_size} bytes, more than its "
+                f"{info.compress_size} compressed bytes can hold"
+            )
+        if info.file_size > self.left:
+            raise self._error(
+                f"zip record {info.filename!r} would inflate to {info.file_size} bytes, over the "
+                f"archive's inflation limit ({INFLATE_LIMIT_BASE} + {INFLATE_LIMIT_FACTOR} x its size "
+                "in total); store large tensors uncompressed"
+            )
+        self.left -= info.file_size
+
+    def read(self, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+        """A member's bytes, its declared size checked first; zipfile stops at that size."""
+        self.check(info)
+        try:
+            with archive.open(info) as member:
+                data = member.read(info.file_size + 1)
+        except self._error:
+            raise
+        except ZIP_ERRORS as exc:
+            raise self._error(f"cannot read zip record {info.filename!r}: {exc}") from None
+        if len(data) != info.file_size:
+            raise self._error(f"zip record {info.filename!r} holds {len(data)} bytes, declares {info.file_size}")
+        return data
