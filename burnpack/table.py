@@ -20,6 +20,7 @@ from ._cbor import fast_loads, map_header, uints
 from ._generated.codec import _DType_SCAN, _TensorDescriptor_RE, fast_Metadata
 from ._generated.types import Metadata, TensorDescriptor
 from .dtypes import UNIT_VIEW_SPECS
+from .tensor import NUMPY_MAX_DIMS
 
 __all__ = ["TensorTable", "scan_table"]
 
@@ -104,8 +105,8 @@ class TensorTable(Mapping[str, TensorDescriptor]):
             dtype = _DType_SCAN[self._dtype_keys[first]]
             shape = self._shapes[self._shape_keys[first]]
             size, np_dtype = UNIT_VIEW_SPECS.get(dtype.variant, (0, None)) if dtype.value is None else (0, None)
-            if not size or np_dtype is None:
-                return None
+            if not size or np_dtype is None or len(shape) > NUMPY_MAX_DIMS or 0 in shape:
+                return None  # the checked path words what numpy cannot hold
             starts, ends = self.starts[index], self.ends[index]
             length = math.prod(shape) * size
             if length > limit or (ends > limit).any() or (ends < starts).any() or (ends - starts != length).any() or (starts % size).any():
