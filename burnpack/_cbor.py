@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import struct
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import IO, Any, NoReturn, cast
 
 import cbor2
@@ -469,14 +469,14 @@ class Decoder:
         ``pos - canonical length`` — not where a wider (non-shortest) header really started."""
         self.pushed = (header[0], header[1], self.pos - canonical_len(header))
 
-    def segments(self, header: Header, chunk: int, text: bool):
+    def segments(self, header: Header, chunk: int, text: bool) -> Iterator[Any]:
         """Yield the chunks of a (possibly indefinite) byte/text string (seg.rs Segments)."""
         kind = header[0]
         nested = 0
         finish = False
         # Decoder::bytes/text push the header back first, so the first segment's offset (its
         # Syntax offset) is the pushed-back one (see ``push``).
-        h = (header[0], header[1], self.pos - canonical_len(header))
+        h: Header | None = (header[0], header[1], self.pos - canonical_len(header))
         while not finish:
             if h is None:
                 h = self.pull()
@@ -493,7 +493,7 @@ class Decoder:
                 yield from self._segment(h[1], h[2], chunk, text)
             h = None
 
-    def _segment(self, length: int, offset: int, chunk: int, text: bool):
+    def _segment(self, length: int, offset: int, chunk: int, text: bool) -> Iterator[Any]:
         stored = b""
         unread = length
         while True:
@@ -675,7 +675,7 @@ class Decoder:
                 return "".join(self.segments(h, self.scratch, text=True))
             raise self.expected(h, "string")
 
-    def _elements(self, length: int | None):
+    def _elements(self, length: int | None) -> Iterator[None]:
         """Access::next_element: how many more elements a seq or map has."""
         while True:
             if length is not None:
@@ -757,14 +757,17 @@ class Decoder:
     def _struct_fields(self, length: int | None, fields: dict[str, Callable[[], Any]]) -> dict[str, Any]:
         seen: dict[str, Any] = {}
         for _ in self._elements(length):
-            name = self.identifier()
-            if isinstance(name, bytes):
+            identifier = self.identifier()
+            name: str | None = None
+            if isinstance(identifier, bytes):
                 try:
-                    name = name.decode("utf-8")
+                    name = identifier.decode("utf-8")
                 except UnicodeDecodeError:
-                    name = None
+                    pass
+            else:
+                name = identifier
             read = fields.get(name) if name is not None else None
-            if read is None:
+            if read is None or name is None:
                 self.skip()
             elif name in seen:
                 raise semantic(f"duplicate field `{name}`")

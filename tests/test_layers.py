@@ -26,7 +26,7 @@ LOW_LEVEL = {"burnpack._generated", "burnpack._cbor"}
 
 def layer_of(module: str) -> str | None:
     """The layer of a burnpack module (None: the package facade or another package)."""
-    if module in CLI_MODULES:
+    if module in CLI_MODULES or module == "burnpack.commands" or module.startswith("burnpack.commands."):
         return "cli"
     if any(module == low or module.startswith(low + ".") for low in LOW_LEVEL):
         return "_generated"
@@ -158,6 +158,7 @@ def test_the_check_finds_a_cycle_and_an_upward_import():
     assert cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
     assert layer_of("burnpack.records.module") == "records" and layer_of("burnpack.reader") == "container"
     assert layer_of("burnpack._generated.codec") == "_generated" and layer_of("burnpack.interop.cli") == "cli"
+    assert layer_of("burnpack.commands.inspect") == "cli" and layer_of("burnpack.commands") == "cli"
 
 
 def _third_party_imports(package: str) -> dict[str, set[str]]:

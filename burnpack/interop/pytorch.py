@@ -39,7 +39,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import BinaryIO, cast
+from typing import BinaryIO, Literal, cast
 
 import ml_dtypes
 import numpy as np
@@ -171,6 +171,8 @@ class _NumpyDtype(_Frozen):
     """``numpy.dtype(name, align, copy)`` as pickled for a numpy scalar, plus its byte order."""
 
     __slots__ = ("name", "order")
+    name: str
+    order: Literal["<", ">", "|", "="]
 
     def __init__(self, name: object, align: object = False, copy: object = True) -> None:
         if not isinstance(name, str):
@@ -454,7 +456,7 @@ def _same_dtype(storage: _Storage, dtype: np.dtype) -> _Storage:
 
 
 def _elements(
-    buffer: bytes | mmap.mmap, dtype: np.dtype, count: int, big_endian: bool, offset: int = 0
+    buffer: bytes | memoryview | mmap.mmap, dtype: np.dtype, count: int, big_endian: bool, offset: int = 0
 ) -> np.ndarray:
     """``count`` elements at ``offset`` in host byte order: a view, or a swapped copy when the
     file's byte order differs from the host's. The caller has checked the bounds."""
@@ -643,6 +645,13 @@ def _view_field(view: object) -> tuple[str, int, int]:
     return _key(view[0]), _index(view[1], "view offset"), _index(view[2], "view size")
 
 
+def _extract(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+    reader = tar.extractfile(member)
+    if reader is None:  # members were filtered with isfile(), which always has a reader
+        raise PyTorchReadError(f"tar member {member.name!r} has no data")
+    return reader.read()
+
+
 def _load_tar(file: BinaryIO) -> tuple[object, dict[_Storage, np.ndarray]]:
     """torch < 0.1.10: ``storages``, ``tensors`` and ``pickle`` members (plus ``sys_info``)."""
     try:
@@ -652,7 +661,7 @@ def _load_tar(file: BinaryIO) -> tuple[object, dict[_Storage, np.ndarray]]:
                 if member.issparse():  # holes would be read back as zeros never stored
                     raise PyTorchReadError(f"tar member {member.name!r} is sparse")
             contents = {
-                name: tar.extractfile(members[name]).read()
+                name: _extract(tar, members[name])
                 for name in ("sys_info", "storages", "tensors", "pickle")
                 if name in members
             }

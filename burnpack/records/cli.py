@@ -104,14 +104,15 @@ def checkpoint_inspect(directory: str, out: TextIO, *, as_json: bool = False) ->
         return 1
     checkpoints = Checkpoints.find(path)
     epochs = checkpoints.epochs()
+    details = [inspect_epoch(checkpoints, e) for e in epochs]
     report = {
         "directory": str(checkpoints.directory),
         "epochs": epochs,
         "complete_epochs": checkpoints.complete_epochs(),
-        "details": [inspect_epoch(checkpoints, e) for e in epochs],
+        "details": details,
     }
     failed = not epochs or any(
-        isinstance(d.get(k), dict) and "error" in d[k] for d in report["details"] for k in ("model", "optim", "scheduler")
+        isinstance(d.get(k), dict) and "error" in d[k] for d in details for k in ("model", "optim", "scheduler")
     )
     if as_json:
         print(json.dumps(report, indent=1), file=out)
@@ -122,11 +123,11 @@ def checkpoint_inspect(directory: str, out: TextIO, *, as_json: bool = False) ->
         return 1
     complete = ", ".join(map(str, report["complete_epochs"])) or "none"
     print(f"epochs: {', '.join(map(str, epochs))} (complete: {complete})", file=out)
-    for detail in report["details"]:
+    for detail in details:
         print(f"\nepoch {detail['epoch']}{'' if detail['complete'] else ' (incomplete)'}", file=out)
         for name in ("model", "optim", "scheduler"):
             file = detail["files"].get(name)
-            entry = detail.get(name)
+            entry: dict[str, Any] = detail.get(name) or {}
             if file is None:
                 print(f"  {name:<10} missing", file=out)
             elif "error" in entry:
