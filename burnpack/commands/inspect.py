@@ -114,7 +114,7 @@ def totals(views: Iterable[TensorView]) -> dict[str, dict[str, int]]:
     """Per dtype: tensors, elements (parameters) and bytes."""
     out: dict[str, dict[str, int]] = {}
     for view in views:
-        entry = out.setdefault(dtype_label(view.dtype) if view.dtype.variant != "QFloat" else "QFloat", {"tensors": 0, "elements": 0, "bytes": 0})
+        entry = out.setdefault("QFloat" if view.dtype.is_quantized else dtype_label(view.dtype), {"tensors": 0, "elements": 0, "bytes": 0})
         entry["tensors"] += 1
         entry["elements"] += math.prod(view.shape)
         entry["bytes"] += max(view.byte_len, 0)

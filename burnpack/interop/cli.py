@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .._generated.types import BoolStore
 from ..commands.common import CommandError, add_progress_option, blame, check_output
 
 __all__ = ["register"]
@@ -116,7 +117,7 @@ def register(sub: Any) -> None:
     g.add_argument("--include", metavar="REGEX", help="quantize the float tensors whose output name matches instead")
     g.add_argument("--dequantize", action="store_true",
                    help="write every quantized (QFloat) tensor as its F32 values, as Burn dequantizes them")
-    p.add_argument("--bool-store", default="U8", choices=("U8", "Native", "U32"), help="Burn bool store for foreign bool tensors (default U8)")
+    p.add_argument("--bool-store", default="U8", choices=tuple(store.name for store in BoolStore), help="Burn bool store for foreign bool tensors (default U8)")
     p.add_argument("--metadata", action="append", metavar="KEY=VALUE", help="add or override a metadata entry")
     p.add_argument("--no-metadata", action="store_true", help="do not carry the source's metadata across")
     p.add_argument("--no-stamp", action="store_true", help="do not add Burn's format/producer/version metadata keys")

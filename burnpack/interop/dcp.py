@@ -132,7 +132,7 @@ def write_dcp(tset: TensorSet, folder: Path, *, overwrite: bool = False, progres
     """A DCP checkpoint of the tensors (flat dotted names) that ``dcp.load`` restores."""
     state = {}
     for entry in tset.entries:
-        if entry.dtype.value is not None and entry.dtype.variant != "Bool":
+        if entry.dtype.is_quantized:
             raise ConversionError(f"tensor {entry.name!r}: a DCP checkpoint cannot hold {entry.dtype!r}")
         array = entry.numpy()
         if array.dtype != numpy_dtype(entry.dtype):
