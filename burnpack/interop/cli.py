@@ -69,6 +69,11 @@ def _add_sharding_options(p: argparse.ArgumentParser) -> None:
 
 def register(sub: Any) -> None:
     """Add ``convert`` and ``convert-checkpoint`` to the ``burnpack`` subparsers."""
+    _register_convert(sub)
+    _register_convert_checkpoint(sub)
+
+
+def _register_convert(sub: Any) -> None:
     p = sub.add_parser(
         "convert",
         help="convert between .bpk, .safetensors, .pt/.pth and .npz, optionally applying Burn's adapters",
@@ -107,16 +112,7 @@ def register(sub: Any) -> None:
     p.add_argument("--allow-partial", action="store_true", help="with --expect: missing tensors are not an error")
     p.add_argument("--param-ids", choices=("keep", "new", "drop"), default="keep",
                    help="keep ids from a .bpk source (default), give every tensor a fresh one (as a Burn ModuleRecord has), or drop them")
-    g = p.add_argument_group("quantization (output .bpk; Burn's CPU backend arithmetic)")
-    g.add_argument("--quantize", metavar="VALUE", choices=("q8s", "q8f", "q4s", "q4f", "q2s", "q2f"),
-                   help="quantize the weights (float tensors of rank >= 2 named 'weight'; norms, biases and embeddings "
-                        "stay float): q8s, q8f, q4s, q4f, q2s or q2f, one byte per value (Native store)")  # fmt: skip
-    g.add_argument("--block", metavar="N[xM...]", help="one scale per block of N values along the last dim (4x32: rectangles); "
-                   "default one scale per tensor")  # fmt: skip
-    g.add_argument("--scale-dtype", choices=("f32", "f16", "bf16", "ue4m3"), help="scale storage (rounded up onto it; default f32)")
-    g.add_argument("--include", metavar="REGEX", help="quantize the float tensors whose output name matches instead")
-    g.add_argument("--dequantize", action="store_true",
-                   help="write every quantized (QFloat) tensor as its F32 values, as Burn dequantizes them")
+    _add_quantization_options(p)
     p.add_argument("--bool-store", default="U8", choices=tuple(store.name for store in BoolStore), help="Burn bool store for foreign bool tensors (default U8)")
     p.add_argument("--metadata", action="append", metavar="KEY=VALUE", help="add or override a metadata entry")
     p.add_argument("--no-metadata", action="store_true", help="do not carry the source's metadata across")
@@ -133,6 +129,21 @@ def register(sub: Any) -> None:
     _add_sharding_options(p)
     p.set_defaults(handler=_convert)
 
+
+def _add_quantization_options(p: Any) -> None:
+    g = p.add_argument_group("quantization (output .bpk; Burn's CPU backend arithmetic)")
+    g.add_argument("--quantize", metavar="VALUE", choices=("q8s", "q8f", "q4s", "q4f", "q2s", "q2f"),
+                   help="quantize the weights (float tensors of rank >= 2 named 'weight'; norms, biases and embeddings "
+                        "stay float): q8s, q8f, q4s, q4f, q2s or q2f, one byte per value (Native store)")  # fmt: skip
+    g.add_argument("--block", metavar="N[xM...]", help="one scale per block of N values along the last dim (4x32: rectangles); "
+                   "default one scale per tensor")  # fmt: skip
+    g.add_argument("--scale-dtype", choices=("f32", "f16", "bf16", "ue4m3"), help="scale storage (rounded up onto it; default f32)")
+    g.add_argument("--include", metavar="REGEX", help="quantize the float tensors whose output name matches instead")
+    g.add_argument("--dequantize", action="store_true",
+                   help="write every quantized (QFloat) tensor as its F32 values, as Burn dequantizes them")
+
+
+def _register_convert_checkpoint(sub: Any) -> None:
     p = sub.add_parser(
         "convert-checkpoint",
         help="migrate a training checkpoint: PyTorch (model + optimizer + scheduler) <-> Burn Learner checkpoint dir",
