@@ -36,7 +36,7 @@ from .errors import (
 )
 from .quant import QuantizedTensor, quantize
 from .reader import Pack, TensorView, load
-from .writer import Tensor, Writer, save, save_bytes
+from .writer import FileRange, Tensor, Writer, save, save_bytes
 from .records import LrSchedulerRecord, ModuleRecord, OptimizerRecord
 
 __version__ = "0.1.0"
@@ -47,6 +47,7 @@ __all__ = [
     "BoolStore",
     "BurnpackError",
     "DType",
+    "FileRange",
     "InvalidHeader",
     "InvalidMagicNumber",
     "InvalidQuantizedData",

@@ -2,17 +2,20 @@
 
 A ``Tensor`` is immutable, so that a ``Writer`` that planned it cannot be changed behind its plan
 (``with_name`` / ``replace`` give a changed copy that shares the bytes). Its bytes are in memory
-(``Tensor(...)``, ``Tensor.from_numpy``), produced on demand by a provider (``Tensor.deferred``)
-or, for ``burnpack.TensorView``, read from an open pack. Every kind answers the same questions:
+(``Tensor(...)``, ``Tensor.from_numpy``), produced on demand by a provider (``Tensor.deferred``),
+a byte range of a file (``Tensor.deferred`` with a ``FileRange``: a ``Writer`` writing to a file
+copies it in the kernel) or, for ``burnpack.TensorView``, read from an open pack. Every kind answers the same questions:
 ``memoryview()`` (zero-copy bytes), ``tobytes()`` (a copy), ``numpy()``, ``numel``, ``rank``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import sys
-from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, BinaryIO, TypeVar
 
 import numpy as np
 
@@ -26,6 +29,78 @@ BytesLike = bytes | bytearray | memoryview
 Provider = Callable[[], "BytesLike | np.ndarray"]
 _BIG_ENDIAN_HOST = sys.byteorder == "big"
 _T = TypeVar("_T", bound="Tensor")
+
+
+class FileRange:
+    """``length`` bytes at ``offset`` of a file: where a tensor's bytes already are, unchanged.
+
+    As a deferred tensor's provider (``Tensor.deferred(..., FileRange(file, offset, length))``)
+    it reads them when called; a ``Writer`` writing to a regular file copies them in the kernel
+    (``os.copy_file_range``) instead. ``file`` is a path, opened at each use, or an open binary
+    file, whose descriptor is used as it is (keep it open until the tensor is written). A file
+    that has become shorter gives fewer bytes, which the writer refuses.
+    """
+
+    __slots__ = ("file", "offset", "length")
+
+    file: str | BinaryIO
+    offset: int
+    length: int
+
+    def __init__(self, file: str | os.PathLike[str] | BinaryIO, offset: int, length: int) -> None:
+        if isinstance(file, (str, os.PathLike)):
+            file = os.fspath(file)
+        elif not callable(getattr(file, "fileno", None)):
+            raise ValidationError(f"FileRange needs a path or an open binary file, got {type(file).__name__}")
+        for what, value in (("offset", offset), ("length", length)):
+            if type(value) is not int or value < 0:
+                raise ValidationError(f"FileRange {what} must be a non-negative int, got {value!r}")
+        object.__setattr__(self, "file", file)
+        object.__setattr__(self, "offset", offset)
+        object.__setattr__(self, "length", length)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("FileRange is immutable")
+
+    def __repr__(self) -> str:
+        name = self.file if isinstance(self.file, str) else getattr(self.file, "name", self.file)
+        return f"FileRange({name!r}, offset={self.offset}, length={self.length})"
+
+    @contextlib.contextmanager
+    def descriptor(self) -> Iterator[int]:
+        """A descriptor to read the file by offset (opened here for a path, closed after)."""
+        if not isinstance(self.file, str):
+            yield self.file.fileno()
+            return
+        fd = os.open(self.file, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:
+            yield fd
+        finally:
+            os.close(fd)
+
+    def __call__(self) -> memoryview:
+        """The bytes (fewer when the file ends early), read without moving any file position."""
+        with self.descriptor() as fd:
+            return read_at(fd, self.offset, self.length)
+
+
+def read_at(fd: int, offset: int, length: int) -> memoryview:
+    """Up to ``length`` bytes at ``offset`` of ``fd`` (fewer only at the end of the file)."""
+    out = bytearray(length)
+    view = memoryview(out)
+    got = 0
+    while got < length:
+        if hasattr(os, "preadv"):
+            n = os.preadv(fd, [view[got:]], offset + got)
+        else:  # platforms without positioned reads
+            os.lseek(fd, offset + got, os.SEEK_SET)
+            chunk = os.read(fd, length - got)
+            n = len(chunk)
+            view[got : got + n] = chunk
+        if n == 0:
+            break
+        got += n
+    return view[:got]
 
 
 class _Fields:
@@ -110,13 +185,18 @@ class Tensor(_Fields):
         *,
         param_id: int | None = None,
     ) -> Tensor:
-        """A tensor whose bytes come from ``provider()``, called each time they are asked for."""
+        """A tensor whose bytes come from ``provider()``, called each time they are asked for.
+
+        A ``FileRange`` provider is a byte range of a file holding the tensor's bytes as they are.
+        """
         tensor = _blank(Tensor)
         _describe(tensor, name, dtype, shape, param_id)
         if type(byte_len) is not int or byte_len < 0:
             raise ValidationError(f"tensor '{name}': byte_len must be a non-negative int, got {byte_len!r}")
         if not callable(provider):
             raise ValidationError(f"tensor '{name}': provider must be callable, got {type(provider).__name__}")
+        if isinstance(provider, FileRange) and provider.length != byte_len:
+            raise ValidationError(f"tensor '{name}': byte_len {byte_len} but its {provider!r} holds {provider.length}")
         tensor.byte_len, tensor._data, tensor._provider = byte_len, None, provider
         return _freeze(tensor, Tensor)
 
@@ -146,6 +226,8 @@ class Tensor(_Fields):
         twin.byte_len = self.byte_len
         if self._provider is None and self._data is not None:
             twin._data, twin._provider = self._data, None
+        elif self.file_range is not None:  # still the same bytes of the same file
+            twin._data, twin._provider = None, self.file_range
         else:
             twin._data, twin._provider = None, self.memoryview
         return _freeze(twin, Tensor)
@@ -155,8 +237,14 @@ class Tensor(_Fields):
         return self.replace(name=name, param_id=param_id)
 
     # -- content -----------------------------------------------------------------------------
+    @property
+    def file_range(self) -> FileRange | None:
+        """Where in a file the bytes are, unchanged (a writer may copy them in the kernel); else None."""
+        provider = self._provider
+        return provider if isinstance(provider, FileRange) else None
+
     def __repr__(self) -> str:
-        kind = "deferred" if self._provider is not None else "in memory"
+        kind = "in a file" if self.file_range is not None else "deferred" if self._provider is not None else "in memory"
         return f"{type(self).__name__}({self.name!r}, {self.dtype!r}, shape={list(self.shape)}, param_id={self.param_id}, {self.byte_len} bytes {kind})"
 
     @property

@@ -2,13 +2,18 @@
 
 Tensor data is laid out in the order the tensors are given, each start rounded up to 256 bytes;
 the metadata map is sorted by name. Everything is planned (and every error raised) before the
-first byte is written; deferred tensors are produced one at a time while writing.
+first byte is written; deferred tensors are produced one at a time while writing. A tensor whose
+bytes are a ``FileRange`` goes from its file to an output file in the kernel
+(``os.copy_file_range``), never through Python; other outputs read it.
 """
 
 from __future__ import annotations
 
+import errno
 import math
-from collections.abc import Iterable, Mapping
+import os
+import stat
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, BinaryIO, NamedTuple
@@ -37,13 +42,18 @@ from .errors import BurnpackError, IoError, MetadataSerializationError, TensorBy
 from .metadata import encode_metadata_entries
 from .paths import PathLike, resolve_write_path
 from .quant import QuantizedTensor
-from .tensor import BytesLike, Tensor
+from .tensor import BytesLike, FileRange, Tensor, read_at
 
-__all__ = ["Plan", "Tensor", "Writer", "as_scalar", "resolve_write_path", "save", "save_bytes"]
+__all__ = ["FileRange", "Plan", "Tensor", "Writer", "as_scalar", "resolve_write_path", "save", "save_bytes"]
 
 _ZEROS = bytes(TENSOR_ALIGNMENT)  # every padding run is shorter than the alignment
 _CHUNK = 8 << 20
 _SMALL = 64 << 10  # tensors below this size are copied into the current chunk
+# copy_file_range cannot serve these files (another file system on old kernels, no support, an
+# append-only or non-regular end): the bytes then go through Python.
+_NO_KERNEL_COPY = frozenset(
+    getattr(errno, name) for name in ("EXDEV", "ENOSYS", "EINVAL", "EOPNOTSUPP", "ENOTSUP", "EBADF", "ETXTBSY") if hasattr(errno, name)
+)
 
 
 def as_scalar(name: str, value: Any) -> Scalar:
@@ -184,11 +194,13 @@ class Writer:
         return data_section_start(len(plan.metadata)) + plan.data_size
 
     # -- output ------------------------------------------------------------------------------
-    def _chunks(self) -> Iterable[BytesLike]:
+    def _chunks(self, *, file_ranges: bool = False, progress: Callable[[int], None] | None = None) -> Iterable[BytesLike | Tensor]:
         """The file's bytes in order; deferred tensors are produced (and dropped) one at a time.
 
         Small tensors and the padding between them are gathered into one chunk, so that many tiny
-        tensors cost one write rather than two each.
+        tensors cost one write rather than two each. With ``file_ranges`` a large tensor backed by
+        a ``FileRange`` is yielded itself, for the caller to copy from its file. ``progress`` is
+        told each tensor's size once its bytes are handed over.
         """
         plan = self.plan()
         blob = plan.metadata
@@ -198,6 +210,14 @@ class Writer:
         position = 0
         for tensor, start in zip(self._tensors, plan.starts, strict=True):
             batch += _ZEROS[: start - position]  # at most 255 bytes between tensors
+            position = start + tensor.byte_len
+            if file_ranges and tensor.byte_len >= _SMALL and tensor.file_range is not None:
+                yield batch
+                batch = bytearray()
+                yield tensor
+                if progress is not None:
+                    progress(tensor.byte_len)
+                continue
             if tensor._data is None and batch:  # stream what is ready before producing a lazy tensor
                 yield batch
                 batch = bytearray()
@@ -209,8 +229,9 @@ class Writer:
                 batch = bytearray()
                 for i in range(0, data.nbytes, _CHUNK):
                     yield data[i : i + _CHUNK]
-            position = start + data.nbytes
             del data
+            if progress is not None:
+                progress(tensor.byte_len)
             if len(batch) >= _CHUNK:
                 yield batch
                 batch = bytearray()
@@ -232,16 +253,33 @@ class Writer:
             raise IoError(f"Buffer too small: need {need} bytes, got {view.nbytes} bytes")
         position = 0
         for chunk in self._chunks():
+            assert not isinstance(chunk, Tensor)
             n = len(chunk) if not isinstance(chunk, memoryview) else chunk.nbytes
             view[position : position + n] = chunk
             position += n
             del chunk  # let a finished deferred tensor go before the next one is produced
         return position
 
-    def write_stream(self, stream: BinaryIO) -> int:
-        """Write to an open binary stream; returns the bytes written."""
+    def write_stream(self, stream: BinaryIO, *, progress: Callable[[int], None] | None = None) -> int:
+        """Write to an open binary stream; returns the bytes written. ``progress`` is told the
+        bytes of each tensor once written.
+
+        Into a regular file, tensors backed by a ``FileRange`` are copied in the kernel, at the
+        stream's position (which then moves past them, as a write would).
+        """
         size = self.size()
-        stream.writelines(self._chunks())  # holds one chunk at a time: deferred tensors go as soon as written
+        fd = _regular_file(stream)
+        chunks = self._chunks(file_ranges=fd is not None, progress=progress)
+        if fd is None:
+            stream.writelines(chunks)  # type: ignore[arg-type]  # holds one chunk at a time: deferred tensors go as soon as written
+            return size
+        for chunk in chunks:
+            if isinstance(chunk, Tensor):
+                stream.flush()
+                _copy_file_range(chunk, stream, fd)
+            else:
+                stream.write(chunk)
+            del chunk  # let a finished deferred tensor go before the next one is produced
         return size
 
     def write(self, path: PathLike) -> Path:
@@ -290,6 +328,59 @@ def _check_byte_len(tensor: Tensor) -> None:
         raise ValidationError(
             f"tensor '{tensor.name}' declares {tensor.byte_len} bytes but its shape {shape} and dtype "
             f"{debug(tensor.dtype)} need {expected}"
+        )
+
+
+def _regular_file(stream: BinaryIO) -> int | None:
+    """The descriptor of ``stream`` when it is a regular file (a kernel copy can go there)."""
+    if not _HAS_COPY_FILE_RANGE:
+        return None
+    try:
+        fd = stream.fileno()
+        appending = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND  # positioned writes would append
+        return fd if stat.S_ISREG(os.fstat(fd).st_mode) and stream.seekable() and not appending else None
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both
+        return None
+
+
+_HAS_COPY_FILE_RANGE = hasattr(os, "copy_file_range")  # Linux: and there fcntl is
+if _HAS_COPY_FILE_RANGE:
+    import fcntl
+
+
+def _copy_file_range(tensor: Tensor, stream: BinaryIO, fd: int) -> None:
+    """Copy the tensor's ``FileRange`` to ``fd`` at the (flushed) stream's position, in the kernel
+    where the files allow it, else through a buffer; then move the stream past it."""
+    source = tensor.file_range
+    assert source is not None
+    start = stream.tell()
+    copied = 0
+    try:
+        with source.descriptor() as src:
+            kernel = True
+            while copied < source.length:
+                if kernel:
+                    try:
+                        n = os.copy_file_range(src, fd, source.length - copied, source.offset + copied, start + copied)
+                    except OSError as exc:
+                        if exc.errno not in _NO_KERNEL_COPY:
+                            raise
+                        kernel = False
+                        continue
+                else:
+                    data = read_at(src, source.offset + copied, min(_CHUNK, source.length - copied))
+                    n = os.pwrite(fd, data, start + copied) if data.nbytes else 0
+                if n == 0:  # the file ends before the range does
+                    break
+                copied += n
+    except OSError as exc:
+        raise IoError(f"tensor '{tensor.name}': {exc}") from exc
+    finally:
+        stream.seek(start + copied)
+    if copied != tensor.byte_len:
+        raise TensorBytesSizeMismatch(
+            f"tensor '{tensor.name}': deferred source has inconsistent length "
+            f"(expected {tensor.byte_len}, got {copied}: {source!r} ends early)"
         )
 
 

@@ -24,8 +24,10 @@ unless ``overwrite=True``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+import mmap
 import os
 import struct
 import tokenize
@@ -43,11 +45,11 @@ from ..reader import load
 from ..source import open_regular
 from ..tensor import NUMPY_MAX_DIMS
 from ..remote import is_url
-from ..tensor import le_c_bytes
+from ..tensor import FileRange, le_c_bytes
 from ..writer import Tensor, Writer
 from ._io import ConversionError, OutputExistsError, atomic_output, entry_from_array
 from .archive import ZIP_ERRORS, InflateBudget
-from .safetensors import SafetensorsError, build_header, check_json_density, read_safetensors
+from .safetensors import SafetensorsError, build_header, check_json_density, map_safetensors
 from .tensors import BF16, Entry, TensorSet, dtype_name
 
 __all__ = [
@@ -139,11 +141,60 @@ def read_burnpack(source: Any, *, legacy_ok: bool = False) -> TensorSet:
     return TensorSet(entries, dict(pack.metadata), dict(pack.scalars), format="burnpack", closers=[pack.close])
 
 
-def read_safetensors_file(path: Any, *, bool_store: str | BoolStore = BoolStore.U8) -> TensorSet:
-    """A ``.safetensors`` file (validated, memory-mapped); ``__metadata__`` becomes metadata."""
-    arrays, metadata = read_safetensors(path)
-    entries = [entry_from_array(name, array, bool_store) for name, array in arrays.items()]
-    return TensorSet(entries, dict(metadata), format="safetensors")
+def read_safetensors_file(path: Any, *, bool_store: str | BoolStore = BoolStore.U8, pages: PageReleaser | None = None) -> TensorSet:
+    """A ``.safetensors`` file (validated, memory-mapped); ``__metadata__`` becomes metadata.
+
+    Each entry views the mapping and names its ``file_range`` (the file stays open until the set
+    is closed), so a burnpack output copies unchanged tensors from the file in the kernel.
+    Taking an entry's elements releases the pages of the one taken before (``pages``, shared
+    by the shards of a model)."""
+    file = open_regular(path)
+    try:
+        mapping, arrays, metadata = map_safetensors(file)
+    except BaseException:
+        file.close()
+        raise
+    pages = pages or PageReleaser()
+    base = np.frombuffer(mapping, np.uint8, 1).ctypes.data if len(mapping) else 0
+
+    def entry(name: str, array: np.ndarray) -> Entry:
+        offset = array.ctypes.data - base if array.size else 0
+        plain = entry_from_array(name, array, bool_store)
+        take = plain.numpy
+
+        def load() -> np.ndarray:
+            pages.take(mapping, offset, offset + array.nbytes)
+            return take()
+
+        same = plain.byte_len == array.nbytes  # the file's bytes as they are (not widened bools)
+        return plain.replace(load=load, file_range=FileRange(file, offset, array.nbytes) if same else None)
+
+    entries = [entry(name, array) for name, array in arrays.items()]
+
+    def close() -> None:
+        arrays.clear()
+        with contextlib.suppress(BufferError):  # arrays a caller kept still view it
+            mapping.close()
+        file.close()
+
+    return TensorSet(entries, dict(metadata), format="safetensors", closers=[close])
+
+
+class PageReleaser:
+    """Gives back the pages of the tensor taken before (in whichever mapping it was), so reading
+    a large file (or a model's shards) tensor by tensor keeps about one tensor resident."""
+
+    def __init__(self) -> None:
+        self._last: tuple[mmap.mmap, int, int] | None = None
+
+    def take(self, mapping: mmap.mmap, start: int, end: int) -> None:
+        if self._last is not None:
+            previous, first, last = self._last
+            first -= first % mmap.PAGESIZE
+            if last > first:
+                with contextlib.suppress(ValueError):  # its file is already closed
+                    previous.madvise(mmap.MADV_DONTNEED, first, last - first)
+        self._last = (mapping, start, end)
 
 
 def read_pytorch_file(path: Any, *, top_level_key: str | None = None, bool_store: str | BoolStore = BoolStore.U8) -> TensorSet:
@@ -332,10 +383,14 @@ def _noop(_: int) -> None:
     pass
 
 
-def burnpack_writer(tset: TensorSet, *, progress: Progress = _noop) -> Writer:
-    """The format layer's writer for a tensor set (deferred: one tensor in memory at a time)."""
+def burnpack_writer(tset: TensorSet) -> Writer:
+    """The format layer's writer for a tensor set (deferred: one tensor in memory at a time;
+    an entry still holding its file's bytes is that ``FileRange``)."""
     tensors = []
     for entry in tset.entries:
+        if entry.file_range is not None:
+            tensors.append(Tensor.deferred(entry.name, entry.dtype, entry.shape, entry.byte_len, entry.file_range, param_id=entry.param_id))
+            continue
         size = element_size(entry.dtype)
         byte_len = entry.byte_len if size is None else entry.numel * size
 
@@ -346,7 +401,6 @@ def burnpack_writer(tset: TensorSet, *, progress: Progress = _noop) -> Writer:
                 raise ConversionError(f"tensor {entry.name!r}: loader produced {array.dtype}, expected {want}")
             if tuple(array.shape) != entry.shape and element_size(entry.dtype) is not None:
                 raise ConversionError(f"tensor {entry.name!r}: loader produced shape {list(array.shape)}, expected {list(entry.shape)}")
-            progress(array.nbytes)
             if element_size(entry.dtype) is None:
                 return np.ascontiguousarray(array).reshape(-1).view(np.uint8)
             return array
@@ -356,10 +410,10 @@ def burnpack_writer(tset: TensorSet, *, progress: Progress = _noop) -> Writer:
 
 
 def write_burnpack(tset: TensorSet, path: Path, *, overwrite: bool = False, progress: Progress = _noop) -> Path:
-    writer = burnpack_writer(tset, progress=progress)
+    writer = burnpack_writer(tset)
     writer.plan()  # every error before the first byte
     with atomic_output(path, overwrite=overwrite) as stream:
-        writer.write_stream(stream)
+        writer.write_stream(stream, progress=progress)
     return path
 
 

@@ -14,6 +14,7 @@ then name, compact JSON, space padding.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import mmap
@@ -21,6 +22,7 @@ import os
 import struct
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -32,6 +34,7 @@ from ..source import open_regular
 __all__ = [
     "SafetensorsError",
     "build_header",
+    "map_safetensors",
     "parse_safetensors",
     "read_safetensors",
     "serialize_safetensors",
@@ -61,11 +64,24 @@ def read_safetensors(path: str | os.PathLike[str]) -> tuple[dict[str, np.ndarray
     opened.
     """
     with open_regular(path) as file:
-        size = os.fstat(file.fileno()).st_size
-        if size < 8:
-            raise SafetensorsError(f"file is {size} bytes, too short for the 8-byte header length")
-        buffer = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-    return _parse(buffer)
+        _, tensors, metadata = map_safetensors(file)
+    return tensors, metadata
+
+
+def map_safetensors(file: BinaryIO) -> tuple[mmap.mmap, dict[str, np.ndarray], dict[str, str]]:
+    """Memory-map an open ``.safetensors`` file and parse it: ``(mapping, tensors, metadata)``,
+    the arrays read-only views of the mapping (each at its byte offset in the file)."""
+    size = os.fstat(file.fileno()).st_size
+    if size < 8:
+        raise SafetensorsError(f"file is {size} bytes, too short for the 8-byte header length")
+    buffer = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        tensors, metadata = _parse(buffer)
+    except BaseException:
+        with contextlib.suppress(BufferError):  # views the parser made may not be gone yet
+            buffer.close()
+        raise
+    return buffer, tensors, metadata
 
 
 def parse_safetensors(

@@ -3,7 +3,8 @@
 Reading checks the index against the shards (every listed tensor is in its shard, no shard holds
 an unlisted one) and streams: each tensor is a lazy view of its memory-mapped shard, and the
 pages of a tensor are released from this process once the next one (of any shard) is taken, so
-converting to one ``.bpk`` holds about one tensor at a time, not the model. A snapshot folder with
+converting to one ``.bpk`` holds about one tensor at a time, not the model; tensors written
+unchanged into a ``.bpk`` file are copied from the shards in the kernel (their ``file_range``). A snapshot folder with
 a single ``model.safetensors`` / ``pytorch_model.bin`` is read as that file.
 
 Writing (``max_shard_size``) splits as ``huggingface_hub.split_torch_state_dict_into_shards``
@@ -14,19 +15,16 @@ does: greedy filling in data order, a tensor larger than the limit in a shard of
 
 from __future__ import annotations
 
-import contextlib
 import json
-import mmap
 import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-import numpy as np
 
 from .._generated.types import BoolStore
-from ._io import ConversionError, OutputExistsError, atomic_output, entry_from_array
-from .formats import read_pytorch_file, read_tensors, write_safetensors_file
-from .safetensors import SafetensorsError, parse_safetensors
+from ._io import ConversionError, OutputExistsError, atomic_output
+from .formats import PageReleaser, read_pytorch_file, read_safetensors_file, read_tensors, write_safetensors_file
+from .safetensors import SafetensorsError
 from .tensors import Entry, TensorSet
 
 __all__ = ["find_sharded", "parse_size", "read_sharded", "split_into_shards", "write_sharded"]
@@ -71,20 +69,22 @@ def read_sharded(path: str | os.PathLike[str], *, bool_store: str | BoolStore = 
     entries: list[Entry] = []
     closers: list[Callable[[], None]] = []
     metadata: dict[str, str] = {}
-    pages = _PageReleaser()
+    pages = PageReleaser()
     try:
         for shard, listed in shards.items():
             shard_path = found.parent / shard
             if not shard_path.is_file():
                 raise ConversionError(f"{found}: shard {shard!r} is listed but {shard_path} does not exist")
             if shard.endswith(".safetensors"):
-                shard_entries, shard_metadata, close = _safetensors_shard(shard_path, bool_store, pages)
-                closers.append(close)
-                metadata = metadata or shard_metadata
+                try:
+                    tset = read_safetensors_file(shard_path, bool_store=bool_store, pages=pages)
+                except SafetensorsError as exc:
+                    raise ConversionError(f"{shard_path}: {exc}") from None
+                metadata = metadata or tset.metadata
             else:
                 tset = read_pytorch_file(shard_path, top_level_key=top_level_key, bool_store=bool_store)
-                shard_entries = tset.entries
-                closers.append(tset.close)
+            shard_entries = tset.entries
+            closers.append(tset.close)
             held = {e.name for e in shard_entries}
             absent = [name for name in listed if name not in held]
             if absent:
@@ -115,56 +115,6 @@ def _weight_map(index: Path) -> dict[str, str]:
         if not shard or Path(shard).is_absolute() or Path(shard).name != shard or shard in (".", ".."):
             raise ConversionError(f"{index}: shard {shard!r} is not a file name in the checkpoint folder")
     return weight_map
-
-
-class _PageReleaser:
-    """Gives back the pages of the tensor taken before, in whichever shard it was, so a streamed
-    conversion keeps about one tensor of the model resident."""
-
-    def __init__(self) -> None:
-        self._last: tuple[mmap.mmap, int, int] | None = None
-
-    def take(self, mapping: mmap.mmap, start: int, end: int) -> None:
-        if self._last is not None:
-            previous, first, last = self._last
-            first -= first % mmap.PAGESIZE
-            if last > first:
-                with contextlib.suppress(ValueError):  # its shard is already closed
-                    previous.madvise(mmap.MADV_DONTNEED, first, last - first)
-        self._last = (mapping, start, end)
-
-
-def _safetensors_shard(path: Path, bool_store: str | BoolStore, pages: _PageReleaser) -> tuple[list[Entry], dict[str, str], Callable[[], None]]:
-    """Entries viewing a memory-mapped shard; taking one releases the pages of the one before."""
-    with open(path, "rb") as file:
-        if os.fstat(file.fileno()).st_size < 8:
-            raise ConversionError(f"{path}: too short for a safetensors file")
-        mapping = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-    try:
-        arrays, metadata = parse_safetensors(memoryview(mapping))
-    except SafetensorsError as exc:
-        with contextlib.suppress(BufferError):  # the parser's views of it may not be gone yet
-            mapping.close()
-        raise ConversionError(f"{path}: {exc}") from None
-    base = np.frombuffer(mapping, np.uint8, 1).ctypes.data if len(mapping) else 0
-
-    def releasing(entry: Entry, array: np.ndarray) -> Entry:
-        def load() -> np.ndarray:
-            offset = array.ctypes.data - base if array.size else 0
-            pages.take(mapping, offset, offset + array.nbytes)
-            return take()
-
-        take = entry.numpy
-        return entry.replace(load=load)
-
-    entries = [releasing(entry_from_array(name, array, bool_store), array) for name, array in arrays.items()]
-
-    def close() -> None:
-        arrays.clear()
-        with contextlib.suppress(BufferError):  # arrays a caller kept still view it
-            mapping.close()
-
-    return entries, dict(metadata), close
 
 
 # -- writing ------------------------------------------------------------------------------------

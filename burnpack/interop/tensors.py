@@ -21,7 +21,7 @@ import numpy as np
 
 from .._generated.types import DTYPE_INFO, BoolStore, DType, Scalar
 from ..dtypes import NATIVE_BOOL, debug, dtype_from_numpy, element_size, numpy_dtype
-from ..tensor import Tensor, _blank, _describe, _freeze
+from ..tensor import FileRange, Tensor, _blank, _describe, _freeze
 
 __all__ = ["Entry", "TensorSet", "cast_array", "dtype_name", "is_float", "parse_dtype"]
 
@@ -78,14 +78,17 @@ class Entry(Tensor):
     ``numpy()`` calls the loader each time (nothing is cached, so a writer holding only entries
     holds no tensor data). ``module_type`` is the Burn module type of the module that owns it (when
     known), ``source_name`` the name the tensor had in the input, and ``steps`` lists what was done
-    to it (``"transposed"``, ``"F32 -> F16"``...).
+    to it (``"transposed"``, ``"F32 -> F16"``...). ``file_range``: where its bytes are in a file
+    as they are (a burnpack writer copies them from there in the kernel); a ``replace`` with a new
+    loader or dtype drops it, since the bytes then differ.
     """
 
-    __slots__ = ("module_type", "source_name", "steps")
+    __slots__ = ("module_type", "source_name", "steps", "_file_range")
 
     module_type: str | None
     source_name: str
     steps: tuple[str, ...]
+    _file_range: FileRange | None
 
     def __new__(  # type: ignore[misc]
         cls,
@@ -99,6 +102,7 @@ class Entry(Tensor):
         source_name: str | None = None,
         steps: Iterable[str] = (),
         byte_len: int | None = None,
+        file_range: FileRange | None = None,
     ) -> Entry:
         entry = _blank(cls)
         _describe(entry, name, dtype, shape, param_id)
@@ -108,6 +112,9 @@ class Entry(Tensor):
         elif byte_len is None:  # QFloat: only its data knows its length
             byte_len = load().nbytes
         entry.byte_len, entry._data, entry._provider = byte_len, None, load
+        if file_range is not None and file_range.length != byte_len:
+            raise ValueError(f"tensor '{name}': {byte_len} bytes, but its {file_range!r} holds {file_range.length}")
+        entry._file_range = file_range
         entry.module_type = module_type
         entry.source_name = name if source_name is None else source_name
         entry.steps = tuple(steps)
@@ -146,15 +153,23 @@ class Entry(Tensor):
             "source_name": self.source_name,
             "steps": self.steps,
             "byte_len": self.byte_len,
+            "file_range": self._file_range,
         }
         unknown = set(changes) - set(fields)
         if unknown:
             raise TypeError(f"Entry has no field(s) {sorted(unknown)}")
+        if "file_range" not in changes and {"load", "dtype", "byte_len"} & set(changes):
+            fields["file_range"] = None  # the bytes change: no longer the file's
         fields.update(changes)
         if step is not None:
             fields["steps"] = (*fields["steps"], step)
         name, dtype, shape, load = fields.pop("name"), fields.pop("dtype"), fields.pop("shape"), fields.pop("load")
         return Entry(name, dtype, shape, load, **fields)
+
+    @property
+    def file_range(self) -> FileRange | None:
+        """Where the entry's bytes are in a file, unchanged; None when they are produced."""
+        return self._file_range
 
     @property
     def param(self) -> str:

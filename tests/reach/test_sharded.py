@@ -169,7 +169,7 @@ def test_reading_a_shard_releases_the_previous_tensors_pages(tmp_path, monkeypat
             released.append((option, start, length))
             return original(self, option, start, length)
 
-    monkeypatch.setattr("burnpack.interop.sharded.mmap.mmap", Spy)
+    monkeypatch.setattr("burnpack.interop.formats.mmap.mmap", Spy)
     with read_sharded(folder) as tset:
         for entry in tset.entries:
             entry.numpy()
