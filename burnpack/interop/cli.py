@@ -64,7 +64,8 @@ def _add_sharding_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--max-shard-size", metavar="SIZE",
                    help="write OUTPUT as a folder of HF-style safetensors shards of at most SIZE (5GB, 500MB; decimal units "
-                        "as huggingface_hub) plus model.safetensors.index.json")  # fmt: skip
+                        "as huggingface_hub) plus model.safetensors.index.json; with --to pytorch, torch.save shards "
+                        "pytorch_model-00001-of-0000N.bin plus pytorch_model.bin.index.json")  # fmt: skip
 
 
 def register(sub: Any) -> None:

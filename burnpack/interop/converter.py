@@ -53,7 +53,7 @@ from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
 from ._io import ConversionError, OptionError
 from .dcp import is_dcp, read_dcp, write_dcp
 from .formats import normalize_format, read_tensors, resolve_output, write_tensors
-from .sharded import find_sharded, parse_size, read_sharded, write_sharded
+from .sharded import SHARD_PATTERNS, find_sharded, parse_size, read_sharded, write_sharded
 from .remap import KeyRemapper, PathFilter, insert_enum_variants, map_indices_contiguous as _contiguous, strip_enum_variants
 from .._generated.types import BoolStore, DType
 from .tensors import Entry, TensorSet, dtype_name
@@ -631,7 +631,7 @@ def convert(
         if out_format == "dcp":
             write_dcp(result, out_path, overwrite=overwrite, progress=bar)
         elif max_shard_size is not None:
-            write_sharded(result, out_path, parse_size(max_shard_size), overwrite=overwrite, progress=bar)
+            write_sharded(result, out_path, parse_size(max_shard_size), format=out_format, overwrite=overwrite, progress=bar)
         else:
             write_tensors(result, out_path, out_format, overwrite=overwrite, progress=bar, compress=compress)
         finish(bar)
@@ -643,8 +643,8 @@ def convert(
 
 def _folder_format(to_format: str | None, max_shard_size: Any) -> str:
     fmt = normalize_format(to_format)
-    if max_shard_size is not None and fmt not in (None, "safetensors"):
-        raise ConversionError(f"--max-shard-size writes safetensors shards, not {fmt}")
+    if max_shard_size is not None and fmt not in (None, *SHARD_PATTERNS):
+        raise ConversionError(f"--max-shard-size writes safetensors or pytorch shards, not {fmt}")
     return fmt or "safetensors"
 
 

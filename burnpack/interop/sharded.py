@@ -11,6 +11,8 @@ Writing (``max_shard_size``) splits as ``huggingface_hub.split_torch_state_dict_
 does: greedy filling in data order, a tensor larger than the limit in a shard of its own,
 ``model-00001-of-0000N.safetensors`` names, and ``model.safetensors.index.json`` with
 ``{"metadata": {"total_size": ...}, "weight_map": {...}}``; one shard is plain ``model.safetensors``.
+``format="pytorch"`` writes ``torch.save`` shards named as the hub's ``pytorch_model{suffix}.bin``
+pattern names them (``pytorch_model-00001-of-0000N.bin``, ``pytorch_model.bin.index.json``).
 """
 
 from __future__ import annotations
@@ -26,11 +28,14 @@ from ._io import ConversionError, OutputExistsError, atomic_output
 from .formats import PageReleaser, read_pytorch_file, read_safetensors_file, read_tensors, write_safetensors_file
 from .safetensors import SafetensorsError
 from .tensors import Entry, TensorSet
+from .torch_live import write_pytorch
 
 __all__ = ["find_sharded", "parse_size", "read_sharded", "split_into_shards", "write_sharded"]
 
-INDEX_NAMES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
-SINGLE_NAMES = ("model.safetensors", "pytorch_model.bin")
+SHARD_PATTERNS = {"safetensors": "model{suffix}.safetensors", "pytorch": "pytorch_model{suffix}.bin"}
+"""huggingface_hub's ``filename_pattern``s: ``{suffix}`` is ``-00001-of-00003``, or empty for one file."""
+SINGLE_NAMES = tuple(pattern.format(suffix="") for pattern in SHARD_PATTERNS.values())
+INDEX_NAMES = tuple(name + ".index.json" for name in SINGLE_NAMES)
 _MAX_INDEX = 64 << 20  # an index lists names: far below this for any real model
 _SIZE_UNITS = {"TB": 10**12, "GB": 10**9, "MB": 10**6, "KB": 10**3}  # huggingface_hub's (decimal)
 
@@ -152,16 +157,30 @@ def split_into_shards(sizes: list[tuple[str, int]], max_shard_size: int) -> list
 
 
 def write_sharded(
-    tset: TensorSet, folder: Path, max_shard_size: int, *, overwrite: bool = False, progress: Callable[[int], None] = lambda n: None
+    tset: TensorSet,
+    folder: Path,
+    max_shard_size: int,
+    *,
+    format: str = "safetensors",
+    overwrite: bool = False,
+    progress: Callable[[int], None] = lambda n: None,
 ) -> list[Path]:
-    """HF-style safetensors shards plus their index in ``folder`` (created if missing); returns
-    the files written. Each shard is written atomically, the index last."""
+    """HF-style shards plus their index in ``folder`` (created if missing): safetensors files, or
+    ``torch.save`` files for ``format="pytorch"``; returns the files written. Each shard is
+    written atomically, the index last."""
+    pattern = SHARD_PATTERNS.get(format)
+    if pattern is None:
+        raise ConversionError(f"sharded output is safetensors or pytorch, not {format}")
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise ConversionError(f"{folder}: sharded output goes to a folder, and this is a file")
-    groups = split_into_shards([(e.name, e.byte_len or 0) for e in tset.entries], max_shard_size)
-    names = ["model.safetensors"] if len(groups) <= 1 else [f"model-{i + 1:05d}-of-{len(groups):05d}.safetensors" for i in range(len(groups))]
-    index_path = folder / "model.safetensors.index.json"
+    sizes = [(e.name, _written_size(e)) for e in tset.entries]
+    groups = split_into_shards(sizes, max_shard_size)
+    if len(groups) <= 1:
+        names = [pattern.format(suffix="")]
+    else:
+        names = [pattern.format(suffix=f"-{i + 1:05d}-of-{len(groups):05d}") for i in range(len(groups))]
+    index_path = folder / (pattern.format(suffix="") + ".index.json")
     targets = [folder / n for n in names] + ([index_path] if len(groups) > 1 else [])
     if not overwrite:
         existing = [str(t) for t in targets if t.exists()]
@@ -172,12 +191,20 @@ def write_sharded(
     shard_metadata = {**tset.metadata, "format": "pt"}
     for group, name in zip(groups or [[]], names):
         shard = TensorSet([by_name[n] for n in group], dict(shard_metadata), format=tset.format)
-        write_safetensors_file(shard, folder / name, overwrite=overwrite, progress=progress)
+        if format == "pytorch":
+            write_pytorch(shard, folder / name, overwrite=overwrite, progress=progress)
+        else:
+            write_safetensors_file(shard, folder / name, overwrite=overwrite, progress=progress)
     if len(groups) > 1:
         index = {
-            "metadata": {"total_size": sum(e.byte_len or 0 for e in tset.entries)},
+            "metadata": {"total_size": sum(size for _, size in sizes)},
             "weight_map": {n: names[i] for i, group in enumerate(groups) for n in group},
         }
         with atomic_output(index_path, overwrite=overwrite) as stream:
             stream.write(json.dumps(index, indent=2).encode())
     return targets
+
+
+def _written_size(entry: Entry) -> int:
+    """The bytes a tensor takes in a shard: every Bool store is written as 1-byte bools."""
+    return entry.numel if entry.dtype.is_bool else entry.byte_len

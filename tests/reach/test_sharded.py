@@ -251,3 +251,88 @@ def test_a_corrupt_shard_is_a_conversion_error_naming_it(tmp_path):
     (folder / "model-00002-of-00002.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}      ")
     with pytest.raises(ConversionError, match="model-00002-of-00002.safetensors"):
         convert(folder, tmp_path / "out.bpk")
+
+
+# -- writing PyTorch .bin shards --------------------------------------------------------------
+def test_pytorch_shards_are_named_filled_and_indexed_as_huggingface_hub_does(tmp_path):
+    torch = pytest.importorskip("torch")
+    hub = pytest.importorskip("huggingface_hub")
+    state = {n: torch.from_numpy(a.copy()) for n, a in ARRAYS.items()}
+    (tmp_path / "theirs").mkdir()
+    hub.save_torch_state_dict(state, tmp_path / "theirs", max_shard_size=200, safe_serialization=False)
+    split = hub.split_torch_state_dict_into_shards(state, filename_pattern="pytorch_model{suffix}.bin", max_shard_size=200)
+    burnpack.save(ARRAYS, tmp_path / "m.bpk")
+    convert(tmp_path / "m.bpk", tmp_path / "ours", max_shard_size=200, to_format="pytorch")
+    ours = json.loads((tmp_path / "ours" / "pytorch_model.bin.index.json").read_text())
+    assert ours["weight_map"] == split.tensor_to_filename and len(split.filename_to_tensors) > 1
+    assert (tmp_path / "ours" / "pytorch_model.bin.index.json").read_text() == (tmp_path / "theirs" / "pytorch_model.bin.index.json").read_text()
+    assert sorted(p.name for p in (tmp_path / "ours").iterdir()) == sorted(p.name for p in (tmp_path / "theirs").iterdir())
+
+
+def test_pytorch_shards_load_with_torch_weights_only(tmp_path):
+    torch = pytest.importorskip("torch")
+    burnpack.save(ARRAYS, tmp_path / "m.bpk")
+    convert(tmp_path / "m.bpk", tmp_path / "hf", max_shard_size=200, to_format="pytorch")
+    index = json.loads((tmp_path / "hf" / "pytorch_model.bin.index.json").read_text())
+    loaded = {}
+    for shard in sorted(set(index["weight_map"].values())):
+        state = torch.load(tmp_path / "hf" / shard, weights_only=True)
+        assert all(index["weight_map"][name] == shard for name in state)
+        loaded.update(state)
+    assert sorted(loaded) == sorted(ARRAYS)
+    for name, array in ARRAYS.items():
+        assert np.array_equal(loaded[name].numpy(), array) and loaded[name].numpy().dtype == array.dtype
+
+
+def test_pytorch_shards_round_trip_to_identical_tensors(tmp_path):
+    pytest.importorskip("torch")
+    tensors = [burnpack.Tensor.from_numpy(n, a) for n, a in ARRAYS.items()]
+    tensors.append(burnpack.Tensor("norm.scale", burnpack.DType.BF16, (3,), b"\x80\x3f\x00\x40\x40\xc0"))
+    tensors.append(burnpack.Tensor.from_numpy("mask", np.array([1, 0, 1], np.uint8), dtype=burnpack.DType.Bool(burnpack.BoolStore.U8)))
+    burnpack.Writer(tensors).write(tmp_path / "m.bpk")
+    convert(tmp_path / "m.bpk", tmp_path / "hf", max_shard_size=150, to_format="pytorch")
+    assert len(list((tmp_path / "hf").glob("pytorch_model-*-of-*.bin"))) > 1
+    convert(tmp_path / "hf", tmp_path / "back.bpk")
+    with burnpack.load(tmp_path / "back.bpk") as pack:
+        assert sorted(pack.names) == sorted(t.name for t in tensors)
+        for t in tensors:
+            assert (pack[t.name].dtype, pack[t.name].shape, pack[t.name].tobytes()) == (t.dtype, t.shape, t.tobytes())
+
+
+def test_one_pytorch_shard_is_plain_pytorch_model_bin(tmp_path):
+    pytest.importorskip("torch")
+    burnpack.save(ARRAYS, tmp_path / "m.bpk")
+    convert(tmp_path / "m.bpk", tmp_path / "hf", max_shard_size="5GB", to_format="pytorch")
+    assert sorted(p.name for p in (tmp_path / "hf").iterdir()) == ["pytorch_model.bin"]
+
+
+def test_existing_pytorch_shards_are_kept_without_overwrite(tmp_path):
+    pytest.importorskip("torch")
+    burnpack.save(ARRAYS, tmp_path / "m.bpk")
+    convert(tmp_path / "m.bpk", tmp_path / "hf", max_shard_size=200, to_format="pytorch")
+    index = tmp_path / "hf" / "pytorch_model.bin.index.json"
+    before = {p.name: p.read_bytes() for p in (tmp_path / "hf").iterdir()}
+    with pytest.raises(FileExistsError):
+        convert(tmp_path / "m.bpk", tmp_path / "hf", max_shard_size=200, to_format="pytorch")
+    assert {p.name: p.read_bytes() for p in (tmp_path / "hf").iterdir()} == before
+    convert(tmp_path / "m.bpk", tmp_path / "hf", max_shard_size=200, to_format="pytorch", overwrite=True)
+    assert index.exists()
+
+
+def test_cli_max_shard_size_to_pytorch(tmp_path):
+    pytest.importorskip("torch")
+    from burnpack.cli import main
+
+    burnpack.save(ARRAYS, tmp_path / "m.bpk")
+    args = ["convert", str(tmp_path / "m.bpk"), str(tmp_path / "hf"), "--max-shard-size", "0.0002MB", "--to", "pytorch", "-q"]
+    assert main(args) == 0
+    assert (tmp_path / "hf" / "pytorch_model.bin.index.json").exists()
+    assert main(["convert", str(tmp_path / "hf"), str(tmp_path / "back.bpk"), "-q"]) == 0
+    _assert_pack_is_arrays(tmp_path / "back.bpk")
+
+
+def test_shards_of_other_formats_are_refused(tmp_path):
+    burnpack.save(ARRAYS, tmp_path / "m.bpk")
+    with pytest.raises(ConversionError, match="safetensors or pytorch shards, not npz"):
+        convert(tmp_path / "m.bpk", tmp_path / "hf", max_shard_size=200, to_format="npz")
+    assert not (tmp_path / "hf").exists()
