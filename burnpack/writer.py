@@ -373,7 +373,7 @@ def _copy_file_range(tensor: Tensor, stream: BinaryIO, fd: int) -> None:
                 if n == 0:  # the file ends before the range does
                     break
                 copied += n
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a source file object already closed
         raise IoError(f"tensor '{tensor.name}': {exc}") from exc
     finally:
         stream.seek(start + copied)

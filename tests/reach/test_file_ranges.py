@@ -153,3 +153,11 @@ def test_a_file_range_must_hold_the_declared_bytes(tmp_path):
         Tensor.deferred("t", DType.F32, (2,), 8, FileRange(tmp_path / "raw", 0, 4))
     with pytest.raises(ValidationError, match="non-negative int"):
         FileRange(tmp_path / "raw", -1, 4)
+
+
+def test_a_closed_source_file_is_an_io_error(tmp_path, model):
+    with read_sharded(model) as tset:
+        writer = burnpack_writer(tset)
+    with pytest.raises(burnpack.IoError, match="tensor 'embed.weight'.*closed file"):
+        writer.write(tmp_path / "out.bpk")
+    assert not (tmp_path / "out.bpk").exists()

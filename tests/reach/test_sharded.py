@@ -336,3 +336,12 @@ def test_shards_of_other_formats_are_refused(tmp_path):
     with pytest.raises(ConversionError, match="safetensors or pytorch shards, not npz"):
         convert(tmp_path / "m.bpk", tmp_path / "hf", max_shard_size=200, to_format="npz")
     assert not (tmp_path / "hf").exists()
+
+
+def test_shard_sizes_count_every_bool_store_as_the_one_byte_bools_written(tmp_path):
+    mask = burnpack.Tensor.from_numpy("mask", np.ones(100, np.uint32), dtype=burnpack.DType.Bool(burnpack.BoolStore.U32))
+    burnpack.Writer([mask, burnpack.Tensor.from_numpy("ids", np.zeros(100, np.uint8))]).write(tmp_path / "m.bpk")
+    convert(tmp_path / "m.bpk", tmp_path / "hf", max_shard_size=150)
+    index = json.loads((tmp_path / "hf" / "model.safetensors.index.json").read_text())
+    assert index["metadata"]["total_size"] == 200
+    assert index["weight_map"] == {"mask": "model-00001-of-00002.safetensors", "ids": "model-00002-of-00002.safetensors"}
