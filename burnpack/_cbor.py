@@ -1037,17 +1037,21 @@ def _head(major: int, n: int) -> bytes:
     return bytes((major | 27,)) + n.to_bytes(8, "big")
 
 
+_UINT_HEADED = tuple(struct.Struct(f">B{code}").pack for code in "BHIQ")
+"""Head byte and a 1, 2, 4 or 8-byte big-endian argument, packed in one call."""
+
+
 def uint_bytes(n: int) -> bytes:
     """Shortest-form CBOR unsigned integer."""
     if n < 24:
         return _SMALL_UINTS[n]
     if n < 0x100:
-        return bytes((0x18, n))
+        return _UINT_HEADED[0](0x18, n)
     if n < 0x10000:
-        return b"\x19" + n.to_bytes(2, "big")
+        return _UINT_HEADED[1](0x19, n)
     if n < 0x100000000:
-        return b"\x1a" + n.to_bytes(4, "big")
-    return b"\x1b" + n.to_bytes(8, "big")
+        return _UINT_HEADED[2](0x1A, n)
+    return _UINT_HEADED[3](0x1B, n)
 
 
 def uint_array(values: tuple[int, ...]) -> bytes:

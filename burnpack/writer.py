@@ -10,17 +10,19 @@ bytes are a ``FileRange`` goes from its file to an output file in the kernel
 from __future__ import annotations
 
 import errno
+import gc
 import math
 import os
 import stat
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 
-from ._generated.codec import encode_TensorDescriptor_entry
+from ._generated.codec import TensorDescriptor_layout, encode_TensorDescriptor_entry_with
 from ._generated.layout import (
     FORMAT_VERSION,
     HEADER,
@@ -158,24 +160,34 @@ class Writer:
             starts: list[int] = []
             offset = 0
             alignment = TENSOR_ALIGNMENT
+            kinds: dict[tuple[int, tuple[int, ...], bool], tuple[bytes, int | None]] = {}
+            """(id of the dtype, shape, has a param id) → (the entry's layout bytes, the byte length it
+            needs). Keyed by identity: hashing a DType costs more than encoding it again when two
+            equal dtypes are distinct objects (the tensors keep them alive while this runs)."""
             for tensor in self._tensors:
-                _check_byte_len(tensor)
-                if tensor.byte_len > MAX_TENSOR_SIZE:
+                name, byte_len, param_id = tensor.name, tensor.byte_len, tensor.param_id
+                key = (id(tensor.dtype), tensor.shape, param_id is not None)
+                kind = kinds.get(key)
+                if kind is None:
+                    kind = kinds[key] = _kind(tensor)
+                layout, expected = kind
+                if byte_len != expected and expected is not None:
+                    shape = "[" + ", ".join(map(str, tensor.shape)) + "]"
                     raise ValidationError(
-                        f"tensor '{tensor.name}' of {tensor.byte_len} bytes exceeds the maximum of "
-                        f"{MAX_TENSOR_SIZE} bytes a reader accepts"
+                        f"tensor '{name}' declares {byte_len} bytes but its shape {shape} and dtype "
+                        f"{debug(tensor.dtype)} need {expected}"
+                    )
+                if byte_len > MAX_TENSOR_SIZE:
+                    raise ValidationError(
+                        f"tensor '{name}' of {byte_len} bytes exceeds the maximum of {MAX_TENSOR_SIZE} bytes a reader accepts"
                     )
                 start = -(-offset // alignment) * alignment  # align(offset), inlined: one call less per tensor
-                end = start + tensor.byte_len
+                end = start + byte_len
                 if end > U64_MAX:
-                    raise IoError(f"Tensor offset overflow: {start} + {tensor.byte_len} exceeds maximum")
-                name = tensor.name
+                    raise IoError(f"Tensor offset overflow: {start} + {byte_len} exceeds maximum")
                 if name in entries:
                     raise ValidationError(f"Duplicate tensor name '{name}'")
-                try:
-                    entries[name] = encode_TensorDescriptor_entry(name, tensor.dtype, tensor.shape, (start, end), tensor.param_id)
-                except (TypeError, ValueError, AttributeError, OverflowError) as exc:
-                    raise MetadataSerializationError(f"tensor '{name}': cannot encode its descriptor: {exc}") from None
+                entries[name] = encode_TensorDescriptor_entry_with(name, layout, (start, end), param_id)
                 starts.append(start)
                 offset = end
             blob = encode_metadata_entries(entries, self._metadata, self._scalars)
@@ -306,7 +318,9 @@ class Writer:
         return target
 
 
-def _check_byte_len(tensor: Tensor) -> None:
+def _kind(tensor: Tensor) -> tuple[bytes, int | None]:
+    """The layout bytes of the tensor's metadata entry and the byte length its dtype and shape
+    need (None for QFloat: bit-packed values plus inline scales, not shape × size)."""
     dtype = tensor.dtype
     if dtype.value is None:
         size = UNIT_SIZES[dtype.variant]
@@ -315,20 +329,19 @@ def _check_byte_len(tensor: Tensor) -> None:
         if why:
             raise ValidationError(f"tensor '{tensor.name}': {why}")
         size = element_size(dtype)
-    if size is None:  # QFloat: bit-packed values plus inline scales, not shape × size
-        return
+    try:
+        layout = TensorDescriptor_layout(dtype, tensor.shape, tensor.param_id is not None)
+    except (TypeError, ValueError, AttributeError, OverflowError) as exc:
+        raise MetadataSerializationError(f"tensor '{tensor.name}': cannot encode its descriptor: {exc}") from None
+    if size is None:
+        return layout, None
     expected = math.prod(tensor.shape) * size
     if expected > U64_MAX:
         raise ValidationError(
             f"tensor '{tensor.name}': {math.prod(tensor.shape)} elements ({expected} bytes) is 2^64 or more; Burn's "
             "release build wraps the count and writes the file, burnpack refuses it"
         )
-    if tensor.byte_len != expected:
-        shape = "[" + ", ".join(map(str, tensor.shape)) + "]"
-        raise ValidationError(
-            f"tensor '{tensor.name}' declares {tensor.byte_len} bytes but its shape {shape} and dtype "
-            f"{debug(tensor.dtype)} need {expected}"
-        )
+    return layout, expected
 
 
 def _regular_file(stream: BinaryIO) -> int | None:
@@ -436,9 +449,29 @@ def _mapping_tensor(name: str, value: Any) -> Tensor:
 def _as_tensors(tensors: Mapping[str, Any] | Iterable[Tensor]) -> list[Tensor]:
     """Tensors from a name → array (or Tensor, or QuantizedTensor) mapping, or from ``Tensor``s."""
     if isinstance(tensors, Mapping):
-        return [_mapping_tensor(name, t) for name, t in tensors.items()]
+        with _gc_paused():
+            return [_mapping_tensor(name, t) for name, t in tensors.items()]
     out = list(tensors)
     for t in out:
         if not isinstance(t, Tensor):
             raise ValidationError(f"expected burnpack.Tensor objects or a name → array mapping, got {type(t).__name__}")
     return out
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building one Tensor per array.
+
+    Each tensor allocates a few tracked objects and no cycles, so the collections they trigger
+    find nothing, yet cost more than the building: 20,000 tiny tensors set off about a hundred
+    young and one full collection, and a full one scans the caller's whole heap (all of torch,
+    when it is imported).
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()

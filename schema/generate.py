@@ -822,20 +822,42 @@ def gen_direct_encoder(schema: Schema) -> list[str]:
             lines.append(f"_{f.type.kind}_BYTES = {{v: b for b, v in _{f.type.kind}_SCAN.items()}}")
             if not schema.enums[f.type.kind].unit_only:
                 lines.append(f"_{f.type.kind}_UNIT_BYTES = {{v.variant: b for v, b in _{f.type.kind}_BYTES.items() if v.value is None}}")
-    count = f"{0xa0 + required:#x}" + "".join(f" + ({f.name} is not None)" for f in optional)
-    pieces = []
-    for f in struct.fields:
+    # The leading required fields that are not numbers (dtype, shape) are shared by every tensor of
+    # one kind: with the struct head and the next key they form the entry's "layout", encoded once.
+    split = next(i for i, f in enumerate(struct.fields) if f.absent != "required" or f.type.kind in ("u64", "tuple"))
+    shared, own = struct.fields[:split], struct.fields[split:]
+    assert own and all(f.absent in ("required", "omit_if_none") for f in own) and not any(f in shared for f in optional)
+    count = f"{0xa0 + required:#x}" + "".join(f" + {f.name}_present" for f in optional)
+    layout = [f"byte_string[{count}]", *(f"{cbor_text(f.name)!r} + {direct_encode(f.type, f.name, schema)}" for f in shared), repr(cbor_text(own[0].name))]
+    pieces = [direct_encode(own[0].type, own[0].name, schema)]
+    for f in own[1:]:
         key = cbor_text(f.name)
         if f.absent == "omit_if_none":
             pieces.append(f"(b'' if {f.name} is None else {key!r} + {direct_encode(f.type.inner, f.name, schema)})")
         else:
             pieces.append(f"{key!r} + {direct_encode(f.type, f.name, schema)}")
+
+    def typed(fields: list[Field]) -> str:
+        return ", ".join(f"{f.name}: {py_annotation(f.type, schema)}" for f in fields)
+
     lines += [
         "",
         "",
-        f"def encode_{struct.name}_entry(name: str, {', '.join(f'{f.name}: {py_annotation(f.type, schema)}' for f in struct.fields)}) -> bytes:",
+        f"def {struct.name}_layout({typed(shared)}, {', '.join(f'{f.name}_present: bool' for f in optional)}) -> bytes:",
+        f'    """A {first.name!r} entry from its struct head to the key of {own[0].name!r}: the bytes every',
+        f'    {struct.name} of one {"/".join(f.name for f in shared)} shares, which a writer encodes once per kind."""',
+        f"    return {' + '.join(layout)}",
+        "",
+        "",
+        f"def encode_{struct.name}_entry_with(name: str, layout: bytes, {typed(own)}) -> bytes:",
+        f'    """One entry of the {first.name!r} map from its name, its ``{struct.name}_layout`` and the rest."""',
+        f"    return b''.join((text_bytes(name), layout, {', '.join(pieces)}))",
+        "",
+        "",
+        f"def encode_{struct.name}_entry(name: str, {typed(struct.fields)}) -> bytes:",
         f'    """One entry of the {first.name!r} map (name and {struct.name}) exactly as ciborium writes it."""',
-        f"    return b''.join((text_bytes(name), byte_string[{count}], {', '.join(pieces)}))",
+        f"    layout = {struct.name}_layout({', '.join(f.name for f in shared)}, {', '.join(f'{f.name} is not None' for f in optional)})",
+        f"    return encode_{struct.name}_entry_with(name, layout, {', '.join(f.name for f in own)})",
         "",
         "",
         f"def encode_Metadata_entries(entries: dict[str, bytes], {', '.join(f'{f.name}: {py_annotation(f.type, schema)}' for f in top.fields[1:])}) -> bytes:",

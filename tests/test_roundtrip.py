@@ -14,7 +14,7 @@ from burnpack import Scalar
 from burnpack._cbor import CborError, Decoder
 from burnpack._generated.codec import exact_Metadata, fast_Metadata, scan_Metadata
 from burnpack.metadata import decode_metadata_exact
-from tests.strategies import arrays, packs
+from tests.strategies import arrays, packs, param_ids, tensors
 
 
 def _write(spec) -> bytes:
@@ -225,6 +225,22 @@ def test_the_direct_metadata_encoder_writes_what_the_generic_encoder_writes(spec
     blob = burnpack.Writer(spec.tensors, metadata=spec.metadata, scalars=spec.scalars).plan()[0]
     metadata = decode_metadata_exact(blob)
     assert encode_Metadata_bytes(metadata) == encode(encode_Metadata(metadata)) == blob
+
+
+@given(st.lists(tensors(), min_size=1, max_size=3), st.lists(st.tuples(st.integers(0, 2), param_ids), max_size=8))
+def test_tensors_of_one_dtype_and_shape_encode_as_each_would_alone(kinds, choices):
+    from burnpack._cbor import encode
+    from burnpack._generated.codec import encode_Metadata
+
+    planned = [kinds[k % len(kinds)] for k, _ in choices]
+    given_tensors = [
+        burnpack.Tensor(f"t{i}", t.dtype, t.shape, t.memoryview(), param_id=param_id)
+        for i, (t, (_, param_id)) in enumerate(zip(planned, choices))
+    ]
+    blob = burnpack.Writer(given_tensors).plan().metadata
+    metadata = decode_metadata_exact(blob)
+    assert encode(encode_Metadata(metadata)) == blob
+    assert [(d.dtype, d.shape, d.param_id) for d in metadata.tensors.values()] == [(t.dtype, t.shape, t.param_id) for t in given_tensors]
 
 
 @given(packs())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 
 import numpy as np
@@ -105,6 +106,11 @@ def test_duplicate_names_are_refused_before_anything_is_written(tmp_path):
 def test_byte_length_must_match_shape_times_element_size():
     with pytest.raises(burnpack.ValidationError, match=r"declares 12 bytes but its shape \[2, 2\] and dtype F32 need 16"):
         Writer([Tensor("w", DType.F32, (2, 2), bytes(12))]).size()
+
+
+def test_a_byte_length_mismatch_is_found_after_a_tensor_of_the_same_kind_was_planned():
+    with pytest.raises(burnpack.ValidationError, match=r"tensor 'b' declares 12 bytes but its shape \[2, 2\] and dtype F32 need 16"):
+        Writer([Tensor("a", DType.F32, (2, 2), bytes(16)), Tensor("b", DType.F32, (2, 2), bytes(12))]).size()
 
 
 def test_qfloat_byte_length_is_not_checked_against_the_shape():
@@ -294,3 +300,22 @@ def test_metadata_and_scalar_names_must_be_text():
         Writer(metadata={"k": 1})
     with pytest.raises(burnpack.ValidationError, match="scalar names must be str"):
         Writer(scalars={1: 1.0})
+
+
+def test_saving_a_mapping_of_many_arrays_sets_off_one_young_collection_at_most():
+    arrays = {f"b{i}": np.zeros(1, np.float32) for i in range(5000)}  # unpaused: 26 young, 2 older collections
+    gc.collect()  # start from empty generations
+    before = [generation["collections"] for generation in gc.get_stats()]
+    burnpack.save_bytes(arrays)
+    after = [generation["collections"] for generation in gc.get_stats()]
+    assert after[0] - before[0] <= 1 and after[1:] == before[1:]  # the paused one runs once, when resumed
+    assert gc.isenabled()
+
+
+def test_saving_leaves_a_disabled_garbage_collector_disabled():
+    gc.disable()
+    try:
+        burnpack.save_bytes({"w": np.zeros(2, np.float32)})
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

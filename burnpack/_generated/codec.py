@@ -469,9 +469,21 @@ _DType_BYTES = {v: b for b, v in _DType_SCAN.items()}
 _DType_UNIT_BYTES = {v.variant: b for v, b in _DType_BYTES.items() if v.value is None}
 
 
+def TensorDescriptor_layout(dtype: DType, shape: tuple[int, ...], param_id_present: bool) -> bytes:
+    """A 'tensors' entry from its struct head to the key of 'data_offsets': the bytes every
+    TensorDescriptor of one dtype/shape shares, which a writer encodes once per kind."""
+    return byte_string[0xa3 + param_id_present] + b'edtype' + (_DType_UNIT_BYTES[dtype.variant] if dtype.value is None else (_DType_BYTES.get(dtype) or encode(encode_DType(dtype)))) + b'eshape' + uint_array(shape) + b'ldata_offsets'
+
+
+def encode_TensorDescriptor_entry_with(name: str, layout: bytes, data_offsets: tuple[int, int], param_id: int | None) -> bytes:
+    """One entry of the 'tensors' map from its name, its ``TensorDescriptor_layout`` and the rest."""
+    return b''.join((text_bytes(name), layout, b'\x82' + uint_bytes(data_offsets[0]) + uint_bytes(data_offsets[1]), (b'' if param_id is None else b'hparam_id' + uint_bytes(param_id))))
+
+
 def encode_TensorDescriptor_entry(name: str, dtype: DType, shape: tuple[int, ...], data_offsets: tuple[int, int], param_id: int | None) -> bytes:
     """One entry of the 'tensors' map (name and TensorDescriptor) exactly as ciborium writes it."""
-    return b''.join((text_bytes(name), byte_string[0xa3 + (param_id is not None)], b'edtype' + (_DType_UNIT_BYTES[dtype.variant] if dtype.value is None else (_DType_BYTES.get(dtype) or encode(encode_DType(dtype)))), b'eshape' + uint_array(shape), b'ldata_offsets' + b'\x82' + uint_bytes(data_offsets[0]) + uint_bytes(data_offsets[1]), (b'' if param_id is None else b'hparam_id' + uint_bytes(param_id))))
+    layout = TensorDescriptor_layout(dtype, shape, param_id is not None)
+    return encode_TensorDescriptor_entry_with(name, layout, data_offsets, param_id)
 
 
 def encode_Metadata_entries(entries: dict[str, bytes], metadata: dict[str, str], scalars: dict[str, Scalar]) -> bytes:
