@@ -289,3 +289,57 @@ def test_write_safetensors_replaces_the_file_and_keeps_its_mode(tmp_path):
     write_safetensors({"x": np.arange(3, dtype=np.float32)}, target)
     assert target.stat().st_ino != inode and stat.S_IMODE(target.stat().st_mode) == 0o600
     assert list(read_safetensors(target)[0]) == ["x"]
+
+
+import threading  # noqa: E402
+
+
+def _record_writeback(monkeypatch) -> tuple[list[int], threading.Event]:
+    """Replace sync_file_range with a recorder; the event is set at its first call."""
+    calls: list[int] = []
+    asked = threading.Event()
+
+    def fake(fd, offset, nbytes, flags):
+        calls.append(flags)
+        asked.set()
+        return 0
+
+    monkeypatch.setattr(atomic, "_sync_file_range", fake)
+    monkeypatch.setattr(atomic, "WRITEBACK_INTERVAL", 0.001)
+    return calls, asked
+
+
+def _waiting_for(asked: threading.Event) -> burnpack.Tensor:
+    """A deferred tensor produced only once the disk was asked to start writing (or after 10 s)."""
+
+    def produce() -> bytes:
+        asked.wait(10)
+        return bytes(4)
+
+    return burnpack.Tensor.deferred("w", burnpack.DType.F32, (1,), 4, produce)
+
+
+def test_a_durable_write_starts_the_disk_writing_while_it_runs(tmp_path, monkeypatch):
+    calls, asked = _record_writeback(monkeypatch)
+    burnpack.Writer([_waiting_for(asked)]).write_atomic(tmp_path / "a.bpk")
+    assert asked.is_set() and set(calls) == {atomic._SYNC_FILE_RANGE_WRITE}  # start writing; never wait
+    assert not any(t.name == "burnpack-writeback" for t in threading.enumerate())
+
+
+def test_a_write_that_is_not_durable_leaves_the_writing_back_to_the_kernel(tmp_path, monkeypatch):
+    calls, asked = _record_writeback(monkeypatch)
+    with atomic_file(tmp_path / "a.bin", durable=False) as stream:
+        stream.write(b"x")
+        assert not any(t.name == "burnpack-writeback" for t in threading.enumerate())
+    assert calls == [] and not asked.is_set()
+
+
+def test_a_write_that_fails_stops_asking_for_writeback(tmp_path, monkeypatch):
+    calls, asked = _record_writeback(monkeypatch)
+    with pytest.raises(RuntimeError):
+        with atomic_file(tmp_path / "a.bin") as stream:
+            stream.write(b"x")
+            asked.wait(10)
+            raise RuntimeError("producer failed")
+    assert not any(t.name == "burnpack-writeback" for t in threading.enumerate())
+    assert not (tmp_path / "a.bin").exists()
