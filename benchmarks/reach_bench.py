@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from bench import environment  # commit, clean tree, versions: as bench.py records them
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -242,8 +243,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--only", choices=("sharded", "torch", "remote"), action="append")
     args = parser.parse_args()
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    results: dict = {"commit": commit, "machine": f"{os.cpu_count()} CPUs, shared with other jobs", "argv": sys.argv[1:]}
+    results: dict = {**environment(), "argv": sys.argv[1:], "loadavg_before": os.getloadavg()}
     parts = args.only or ["sharded", "torch", "remote"]
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         tmp = Path(tmp)
@@ -257,6 +257,8 @@ def main() -> None:
         if "remote" in parts:
             results["remote"] = remote(tmp)
             print(json.dumps(results["remote"]), flush=True)
+    results["loadavg_after"] = os.getloadavg()
+    print(f"load average before {results['loadavg_before']}, after {results['loadavg_after']}")
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
 
