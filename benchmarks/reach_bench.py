@@ -1,7 +1,7 @@
 """Reach benchmarks: sharded conversion vs ``cp``, torch loading vs ``safetensors.torch``, and the
 bytes a remote pack transfers. Ratios are taken in one run on one machine.
 
-    python benchmarks/reach_bench.py [--only sharded] [--gib 2] [--repeat 3] [--dir /tmp] [--json out.json]
+    python benchmarks/reach_bench.py [--only sharded] [--gib 2] [--repeat 3] [--torch-repeat 15] [--dir /tmp] [--json out.json]
 
 1. Sharded: a generated ``--gib`` GiB model in 4 HF safetensors shards (64 float32 tensors of
    equal size) converted to one ``.bpk`` in a fresh process: time and the RSS high-water mark
@@ -238,7 +238,8 @@ def remote(tmp: Path) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--gib", type=float, default=2.0, help="size of the sharded model")
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=3, help="runs of the sharded conversion and of each copy")
+    parser.add_argument("--torch-repeat", type=int, default=15, help="runs of each torch loading measure (tens of ms each)")
     parser.add_argument("--dir", type=Path, help="where the files go (default: a temporary directory)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--only", choices=("sharded", "torch", "remote"), action="append")
@@ -251,7 +252,7 @@ def main() -> None:
             results["sharded"] = sharded(tmp, args.gib, args.repeat)
             print(json.dumps({k: v for k, v in results["sharded"].items() if k != "runs"}), flush=True)
         if "torch" in parts:
-            results["torch"] = torch_loading(tmp, args.repeat)
+            results["torch"] = torch_loading(tmp, args.torch_repeat)
             print(json.dumps({k: {kk: vv for kk, vv in v.items() if not kk.endswith("runs")} if isinstance(v, dict) else v
                               for k, v in results["torch"].items()}), flush=True)  # fmt: skip
         if "remote" in parts:
