@@ -35,6 +35,7 @@ from ._generated.layout import (
 from ._generated.types import DType, Metadata, Scalar, TensorDescriptor
 from .dtypes import UNIT_VIEW_SPECS, element_size
 from .errors import (
+    BurnpackError,
     InvalidHeader,
     InvalidMagicNumber,
     InvalidVersion,
@@ -52,7 +53,7 @@ from .remote import FsspecSource, is_url
 from .slices import TensorSlice
 from .source import BULK_BLOCK, BULK_GAP, BufferSource, FileObjectSource, FileSource, Source, coalesce
 from .table import TensorTable, scan_table
-from .tensor import NUMPY_MAX_DIMS, Tensor, _as_array, _blank, _freeze
+from .tensor import NUMPY_MAX_DIMS, FileRange, Tensor, _as_array, _blank, _freeze
 
 __all__ = ["Pack", "PathLike", "TensorView", "load"]
 
@@ -87,6 +88,19 @@ class TensorView(Tensor):
     def memoryview(self) -> memoryview:
         """The tensor's bytes without copying (read-only for files)."""
         return self._pack._tensor_bytes(self)
+
+    @property
+    def file_range(self) -> FileRange | None:
+        """Where the bytes are in the pack's file, for a pack opened from a path (a ``Writer``
+        copies them from there in the kernel); None for other sources, or a range Burn refuses."""
+        source = self._pack._source
+        if not isinstance(source, FileSource):
+            return None
+        try:
+            start, end = self._pack._tensor_range(self)
+        except BurnpackError:
+            return None  # memoryview() raises Burn's error for it
+        return FileRange(source, start, end - start)
 
     @property
     def slice(self) -> TensorSlice:

@@ -122,6 +122,12 @@ class FileSource:
     def size(self) -> int:
         return self._size
 
+    def fileno(self) -> int:
+        """The mapped file's descriptor, for reading by offset (``FileRange``); ValueError once closed."""
+        if self._release_fd is None or not self._release_fd.alive:
+            raise ValueError("the file is closed")
+        return self._fd
+
     def read(self, offset: int, length: int) -> bytes:
         if self._map is None:
             return b""

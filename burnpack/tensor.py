@@ -15,7 +15,7 @@ import math
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, BinaryIO, TypeVar
+from typing import Any, BinaryIO, Protocol, TypeVar
 
 import numpy as np
 
@@ -31,6 +31,12 @@ _BIG_ENDIAN_HOST = sys.byteorder == "big"
 _T = TypeVar("_T", bound="Tensor")
 
 
+class HasFileno(Protocol):
+    """An open file: a binary file object, or an open pack's ``FileSource``."""
+
+    def fileno(self) -> int: ...
+
+
 class FileRange:
     """``length`` bytes at ``offset`` of a file: where a tensor's bytes already are, unchanged.
 
@@ -43,11 +49,11 @@ class FileRange:
 
     __slots__ = ("file", "offset", "length")
 
-    file: str | BinaryIO
+    file: str | HasFileno
     offset: int
     length: int
 
-    def __init__(self, file: str | os.PathLike[str] | BinaryIO, offset: int, length: int) -> None:
+    def __init__(self, file: str | os.PathLike[str] | HasFileno, offset: int, length: int) -> None:
         if isinstance(file, (str, os.PathLike)):
             file = os.fspath(file)
         elif not callable(getattr(file, "fileno", None)):

@@ -41,7 +41,7 @@ import numpy as np
 from .._generated.types import BoolStore, DType
 from ..dtypes import dtype_from_safetensors, element_size, numpy_dtype, safetensors_code
 from ..paths import has_extension
-from ..reader import load
+from ..reader import TensorView, load
 from ..source import open_regular
 from ..tensor import NUMPY_MAX_DIMS
 from ..remote import is_url
@@ -130,14 +130,22 @@ def detect_format(path: str | os.PathLike[str]) -> str:
 # Reading
 # --------------------------------------------------------------------------------------------
 def read_burnpack(source: Any, *, legacy_ok: bool = False) -> TensorSet:
-    """A ``.bpk`` path or bytes: entries in data order, ids, metadata and scalars kept."""
+    """A ``.bpk`` path or bytes: entries in data order, ids, metadata and scalars kept.
+
+    An entry of a pack opened from a path names its ``file_range`` (the pack stays open until the
+    set is closed), so a burnpack output copies unchanged tensors from the file in the kernel."""
     pack = load(source, legacy_ok=legacy_ok)
     views = pack.tensors()
     views.sort(key=lambda v: (v.data_offsets, v.name))
-    entries = [
-        Entry(v.name, v.dtype, v.shape, v.numpy, param_id=v.param_id, byte_len=v.byte_len)
-        for v in views
-    ]
+
+    def entry(view: TensorView) -> Entry:
+        plain = Entry(view.name, view.dtype, view.shape, view.numpy, param_id=view.param_id, byte_len=view.byte_len)
+        where = view.file_range
+        if where is None or where.length != plain.byte_len:  # a length Burn refuses: numpy() says so
+            return plain
+        return plain.replace(file_range=where)
+
+    entries = [entry(view) for view in views]
     return TensorSet(entries, dict(pack.metadata), dict(pack.scalars), format="burnpack", closers=[pack.close])
 
 

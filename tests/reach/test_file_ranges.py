@@ -161,3 +161,47 @@ def test_a_closed_source_file_is_an_io_error(tmp_path, model):
     with pytest.raises(burnpack.IoError, match="tensor 'embed.weight'.*closed file"):
         writer.write(tmp_path / "out.bpk")
     assert not (tmp_path / "out.bpk").exists()
+
+
+@pytest.fixture
+def packed(tmp_path):
+    path = tmp_path / "in.bpk"
+    burnpack.save(ARRAYS, path)
+    return path
+
+
+def test_a_view_of_a_pack_opened_from_a_path_names_its_range_of_the_file(packed):
+    with burnpack.load(packed) as pack:
+        view = pack["embed.weight"]
+        where = view.file_range
+        assert (where.offset, where.length) == (pack.data_section_start + view.data_offsets[0], view.byte_len)
+        assert os.pread(where.file.fileno(), where.length, where.offset) == view.tobytes()
+
+
+def test_a_view_of_a_pack_in_memory_has_no_file_range(packed):
+    with burnpack.load(packed.read_bytes()) as pack:
+        assert pack["embed.weight"].file_range is None
+
+
+def test_rewriting_an_open_packs_views_copies_them_in_the_kernel(tmp_path, packed, kernel_copies):
+    with burnpack.load(packed) as pack:
+        Writer([pack[name] for name in ARRAYS]).write(tmp_path / "out.bpk")
+    assert sum(copied for _, copied in kernel_copies) == sum(ARRAYS[n].nbytes for n in BIG)
+    assert (tmp_path / "out.bpk").read_bytes() == packed.read_bytes()
+
+
+def test_converting_a_pack_copies_only_its_unchanged_tensors_in_the_kernel(tmp_path, packed, kernel_copies):
+    convert(packed, tmp_path / "out.bpk", stamp=False, adapter="cast=f16")  # F32 → F16; layers.1 is F16 already
+    assert sum(copied for _, copied in kernel_copies) == ARRAYS["layers.1.weight"].nbytes
+    with burnpack.load(tmp_path / "out.bpk") as pack:
+        assert pack["embed.weight"].dtype == DType.F16
+        assert np.array_equal(pack["embed.weight"].numpy(), ARRAYS["embed.weight"].astype(np.float16))
+        assert np.array_equal(pack["layers.1.weight"].numpy(), ARRAYS["layers.1.weight"])
+
+
+def test_a_view_written_after_its_pack_was_closed_is_an_io_error(tmp_path, packed):
+    with burnpack.load(packed) as pack:
+        view = pack["embed.weight"]
+    with pytest.raises(burnpack.IoError, match="embed.weight"):
+        Writer([view]).write(tmp_path / "out.bpk")
+    assert not (tmp_path / "out.bpk").exists()
