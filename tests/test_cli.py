@@ -123,7 +123,7 @@ def test_a_missing_output_directory_is_blamed_on_the_output(model, tmp_path, cap
 
 
 def test_ctrl_c_prints_one_line_exits_130_and_leaves_no_file(model, tmp_path, capsys, monkeypatch):
-    def interrupted(self, stream):
+    def interrupted(self, stream, progress=None):
         stream.write(b"partial")
         raise KeyboardInterrupt
 
@@ -134,7 +134,7 @@ def test_ctrl_c_prints_one_line_exits_130_and_leaves_no_file(model, tmp_path, ca
 
 
 def test_write_failures_never_show_scratch_file_names(model, tmp_path, capsys, monkeypatch):
-    def failing(self, stream):
+    def failing(self, stream, progress=None):
         raise OSError(28, "No space left on device", stream.name)
 
     monkeypatch.setattr(burnpack.Writer, "write_stream", failing)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from ..atomic import atomic_file
@@ -12,7 +11,7 @@ from ..dump import dump
 from ..progress import finish, progress_for
 from ..errors import BurnpackError
 from ..reader import Pack, load
-from ..writer import Tensor, Writer, resolve_write_path
+from ..writer import Writer, resolve_write_path
 from . import inspect as inspect_cmd
 from .common import CommandError, add_progress_option, blame, check_output
 
@@ -117,19 +116,9 @@ def run_repack(args: Any) -> int:
         views = pack.tensors()
         views.sort(key=lambda v: (v.data_offsets, v.name))
         bar = progress_for(args.progress, sum(v.byte_len for v in views), "repacking")
-
-        def provider(view: Any) -> Callable[[], memoryview]:
-            def provide() -> memoryview:
-                data = view.memoryview()
-                bar(len(data))
-                return data
-
-            return provide
-
-        tensors = [Tensor.deferred(v.name, v.dtype, v.shape, v.byte_len, provider(v), param_id=v.param_id) for v in views]
-        writer = Writer(tensors, metadata=pack.metadata, scalars=pack.scalars)
+        writer = Writer(views, metadata=pack.metadata, scalars=pack.scalars)  # a file's views copy in the kernel
         writer.plan()
         with blame(target), atomic_file(target, replace=args.overwrite) as stream:
-            writer.write_stream(stream)
+            writer.write_stream(stream, progress=bar)
         finish(bar)
     return 0
