@@ -237,9 +237,9 @@ def _writing_back(fd: int | None) -> Iterator[None]:
     """While the block runs, keep asking the kernel to start writing ``fd``'s dirty pages to disk.
 
     A large durable write otherwise first fills the page cache and then waits in fsync for all of
-    it; with the disk busy from the start, the two overlap. A writer may copy in the kernel (``copy_file_range``) and bypass the stream, so the
-    requests come from a thread rather than from the stream's writes. Nothing for ``fd`` None or
-    without ``sync_file_range``.
+    it; with the disk busy from the start, the two overlap. A writer may copy in the kernel
+    (``copy_file_range``) and bypass the stream, so the requests come from a thread rather than
+    from the stream's writes. Nothing for ``fd`` None or without ``sync_file_range``.
     """
     if fd is None or _sync_file_range is None:
         yield

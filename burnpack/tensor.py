@@ -4,8 +4,9 @@ A ``Tensor`` is immutable, so that a ``Writer`` that planned it cannot be change
 (``with_name`` / ``replace`` give a changed copy that shares the bytes). Its bytes are in memory
 (``Tensor(...)``, ``Tensor.from_numpy``), produced on demand by a provider (``Tensor.deferred``),
 a byte range of a file (``Tensor.deferred`` with a ``FileRange``: a ``Writer`` writing to a file
-copies it in the kernel) or, for ``burnpack.TensorView``, read from an open pack. Every kind answers the same questions:
-``memoryview()`` (zero-copy bytes), ``tobytes()`` (a copy), ``numpy()``, ``numel``, ``rank``.
+copies it in the kernel) or, for ``burnpack.TensorView``, read from an open pack. Every kind
+answers the same questions: ``memoryview()`` (zero-copy bytes), ``tobytes()`` (a copy),
+``numpy()``, ``numel``, ``rank``.
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ Reading checks the index against the shards (every listed tensor is in its shard
 an unlisted one) and streams: each tensor is a lazy view of its memory-mapped shard, and the
 pages of a tensor are released from this process once the next one (of any shard) is taken, so
 converting to one ``.bpk`` holds about one tensor at a time, not the model; tensors written
-unchanged into a ``.bpk`` file are copied from the shards in the kernel (their ``file_range``). A snapshot folder with
-a single ``model.safetensors`` / ``pytorch_model.bin`` is read as that file.
+unchanged into a ``.bpk`` file are copied from the shards in the kernel (their ``file_range``).
+A snapshot folder with a single ``model.safetensors`` / ``pytorch_model.bin`` is read as that
+file.
 
 Writing (``max_shard_size``) splits as ``huggingface_hub.split_torch_state_dict_into_shards``
 does: greedy filling in data order, a tensor larger than the limit in a shard of its own,

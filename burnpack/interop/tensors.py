@@ -21,6 +21,7 @@ import numpy as np
 
 from .._generated.types import DTYPE_INFO, BoolStore, DType, Scalar
 from ..dtypes import NATIVE_BOOL, debug, dtype_from_numpy, element_size, numpy_dtype
+from ..errors import ValidationError
 from ..tensor import FileRange, Tensor, _blank, _describe, _freeze
 
 __all__ = ["Entry", "TensorSet", "cast_array", "dtype_name", "is_float", "parse_dtype"]
@@ -113,7 +114,7 @@ class Entry(Tensor):
             byte_len = load().nbytes
         entry.byte_len, entry._data, entry._provider = byte_len, None, load
         if file_range is not None and file_range.length != byte_len:
-            raise ValueError(f"tensor '{name}': {byte_len} bytes, but its {file_range!r} holds {file_range.length}")
+            raise ValidationError(f"tensor '{name}': {byte_len} bytes, but its {file_range!r} holds {file_range.length}")
         entry._file_range = file_range
         entry.module_type = module_type
         entry.source_name = name if source_name is None else source_name

@@ -155,6 +155,13 @@ def test_a_file_range_must_hold_the_declared_bytes(tmp_path):
         FileRange(tmp_path / "raw", -1, 4)
 
 
+def test_an_entry_whose_file_range_holds_other_than_its_bytes_is_refused(tmp_path):
+    from burnpack.interop import Entry
+
+    with pytest.raises(ValidationError, match=r"tensor 'w': 8 bytes, but its FileRange\(.*length=4\) holds 4"):
+        Entry("w", DType.F32, (2,), lambda: np.zeros(2, np.float32), file_range=FileRange(tmp_path / "raw", 0, 4))
+
+
 def test_a_closed_source_file_is_an_io_error(tmp_path, model):
     with read_sharded(model) as tset:
         writer = burnpack_writer(tset)
