@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._generated.types import BoolStore
-from ..paths import has_extension
+from ..paths import has_extension, resolve_read_path
 from ..remote import is_url
 from ..source import open_regular
 from ._io import ConversionError
@@ -101,7 +101,8 @@ class Probe:
 
     def __init__(self, path: Path, head: bytes | None = None, size: int | None = None) -> None:
         self.path = path
-        self.is_dir = head is None and path.is_dir()
+        self.local = head is None  # else the head of a remote file: no zip listing
+        self.is_dir = self.local and path.is_dir()
         self._head, self._size = head, size
         self._names: frozenset[str] | None = None
         self._zip: list[str] | None = None
@@ -137,7 +138,7 @@ class Probe:
         """A zip archive's member names ([] when the file is not a local zip)."""
         if self._zip is None:
             self._zip = []
-            if self.head[:4] in (b"PK\x03\x04", b"PK\x05\x06") and not self.is_dir:
+            if self.head[:4] in (b"PK\x03\x04", b"PK\x05\x06") and self.local and not self.is_dir:
                 from .archive import ZIP_ERRORS
 
                 try:
@@ -336,7 +337,7 @@ BUILTIN = (
            "validated and memory-mapped; the safetensors library's exact layout", remote="fetched"),
     Format("pytorch", _read_pytorch, _write_pytorch, ("pt", "pth", "torch"), (".pt", ".pth", ".bin", ".ckpt", ".tar"),
            _sniff_pytorch, "torch.save files, read without torch and without running pickled code",
-           needs_torch=("write",), remote="fetched"),
+           needs_torch=("write",), remote="fetched", rank=1),  # its one-byte pickle check yields to safetensors' header
     Format("npz", _read_npz, _write_npz, ("numpy",), (".npz",), _sniff_npz, "numpy.load without pickle",
            remote="fetched", write_options=frozenset({"compress"})),
     Format("safetensors-shards", _shard_reader("safetensors"), _shard_writer("safetensors"), ("hf",),
@@ -452,11 +453,16 @@ def choose(source: str | os.PathLike[str], explicit: str | Format | None = None)
         return detect(source)
     fmt = get_format(explicit)
     if not fmt.directory and not is_url(source) and os.path.isdir(source):
-        shards = [f for f in _TABLE.values() if f.family == fmt.name]
-        if not shards:
+        shards = _shards_of(fmt.name)
+        if shards is None:
             raise ConversionError(f"{source}: a folder; {fmt.name} is read from a file")
-        return shards[0]
+        return shards
     return fmt
+
+
+def _shards_of(family: str) -> Format | None:
+    """The folder format of shards of the file format ``family``."""
+    return next((f for f in _TABLE.values() if f.sharded and f.family == family), None)
 
 
 def _url_name(url: str) -> str:
@@ -497,10 +503,8 @@ def read_tensors(
     if is_url(source):
         return _read_url(source, None if format is None else get_format(format), options)
     if isinstance(source, (str, os.PathLike)):
-        path = Path(source)
         asked = None if format is None else get_format(format)
-        if not path.exists() and (asked is None or asked.name == "burnpack") and not has_extension(path):
-            path = path.with_name(path.name + ".bpk")  # Burn's reader rule
+        path = resolve_read_path(source) if asked is None or asked.name == "burnpack" else Path(source)
         return choose(path, asked).read(path, options)
     from .formats import read_in_memory
 
@@ -515,8 +519,9 @@ def _read_url(url: str, asked: Format | None, options: ReadOptions) -> TensorSet
     if fmt is not None and fmt.remote == "ranges":
         return fmt.read(url, options)  # type: ignore[arg-type]  # a reader that takes URLs
     if fmt is None:
-        fmt = _detect_url(url)
-        if fmt.remote == "ranges":
+        with contextlib.suppress(ConversionError):  # then the fetched file's content decides
+            fmt = _detect_url(url)
+        if fmt is not None and fmt.remote == "ranges":
             return fmt.read(url, options)  # type: ignore[arg-type]
     with _fetched(url) as scratch:
         local = choose(scratch, asked) if asked is not None else detect(scratch)
@@ -560,10 +565,10 @@ def resolve_output(
     asked = None if format is None else get_format(format)
     if max_shard_size is not None:
         family = asked.family if asked is not None and asked.sharded else (asked or get_format("safetensors")).name
-        shards = [f for f in _TABLE.values() if f.sharded and f.family == family]
-        if not shards:
+        shards = _shards_of(family or "")
+        if shards is None:
             raise ConversionError(f"--max-shard-size writes {' or '.join(f.family or '' for f in _TABLE.values() if f.sharded)} shards, not {family}")
-        return path, shards[0]
+        return path, shards
     if asked is not None and asked.directory:
         if "max_shard_size" in asked.write_options:
             raise ConversionError(f"{path}: {asked.name} output needs a maximum shard size (max_shard_size, --max-shard-size)")
@@ -610,6 +615,6 @@ def format_table() -> str:
     """The README's list of formats (a test keeps the two equal)."""
     rows = ["| format | also called | extensions | capabilities |", "|---|---|---|---|"]
     for f in _TABLE.values():
-        ext = ", ".join(f"`{e}`" for e in f.extensions) or "content"
+        ext = ", ".join(f"`{e}`" for e in f.extensions) or "-"
         rows.append(f"| `{f.name}` | {', '.join(f.aliases) or '-'} | {ext} | {', '.join(f.capabilities()) or '-'} |")
     return "\n".join(rows)
