@@ -107,21 +107,23 @@ class Probe:
         self._names: frozenset[str] | None = None
         self._zip: list[str] | None = None
 
-    @property
-    def head(self) -> bytes:
-        if self._head is None:
+    def _read_head(self) -> tuple[bytes, int]:
+        if self._head is None or self._size is None:
             if self.is_dir:
                 self._head, self._size = b"", 0
             else:
                 with open_regular(self.path) as f:
                     self._head = f.read(self.HEAD)
                     self._size = os.fstat(f.fileno()).st_size
-        return self._head
+        return self._head, self._size
+
+    @property
+    def head(self) -> bytes:
+        return self._read_head()[0]
 
     @property
     def size(self) -> int:
-        self.head  # noqa: B018 - reads the size with the head
-        return self._size or 0
+        return self._read_head()[1]
 
     @property
     def names(self) -> frozenset[str]:
@@ -358,8 +360,10 @@ _TABLE: dict[str, Format] = {f.name: f for f in BUILTIN}
 
 def register(fmt: Format) -> Format:
     """Add a format; its name and aliases must be new. Returns it."""
+    if any(name != name.strip().lower() or not name for name in fmt.names):
+        raise ValueError(f"format names are lower case: {list(fmt.names)}")
     taken = {name for f in _TABLE.values() for name in f.names}
-    clash = [name for name in fmt.names if name.lower() in taken]
+    clash = [name for name in fmt.names if name in taken]
     if clash:
         raise ValueError(f"format name(s) {clash} are taken")
     _TABLE[fmt.name] = fmt
