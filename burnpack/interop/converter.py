@@ -50,7 +50,7 @@ from ..frameworks import is_torch_module
 from ..progress import finish, human_size, progress_for
 from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
 from ._io import ConversionError, OptionError
-from .registry import read_tensors, resolve_output, write_tensors
+from .registry import formats, read_tensors, resolve_output, write_tensors
 from .sharded import parse_size
 from .remap import KeyRemapper, PathFilter, insert_enum_variants, map_indices_contiguous as _contiguous, strip_enum_variants
 from .._generated.types import BoolStore, DType
@@ -59,7 +59,6 @@ from .tensors import Entry, TensorSet, dtype_name
 __all__ = ["ConversionReport", "UnmatchedOptionError", "convert", "transform"]
 
 _CONTAINER_NAMES = {"burnpack", "safetensors"}
-_KNOWN_FORMAT_VALUES = {"burnpack", "safetensors", "pytorch", "npz"}
 
 
 @dataclass
@@ -415,13 +414,14 @@ def _out_metadata(tset: TensorSet, target_format: str | None, keep: bool, extra:
     """The output's metadata: the source's (unless not ``keep``), Burn's stamp, then ``extra``."""
     out_meta = dict(tset.metadata) if keep else {}
     source_fmt = tset.format
+    file_formats = {f.name for f in formats() if not f.directory}  # a "format" value naming one is ours to update
     if target_format is not None and target_format != source_fmt:
-        if out_meta.get("format") == source_fmt and source_fmt in _KNOWN_FORMAT_VALUES:
+        if out_meta.get("format") == source_fmt and source_fmt in file_formats:
             out_meta["format"] = target_format
         if stamp and target_format in _CONTAINER_NAMES:
             from .. import __version__
 
-            if out_meta.get("format") in (None, *_KNOWN_FORMAT_VALUES):
+            if out_meta.get("format") in (None, *file_formats):
                 out_meta["format"] = target_format
             # else e.g. Hugging Face's "format": "pt", which transformers checks when loading: kept as is
             out_meta.setdefault("producer", "burnpack")
