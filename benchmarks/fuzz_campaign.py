@@ -59,7 +59,8 @@ if str(REPO) not in sys.path:
 import burnpack  # noqa: E402
 import burnpack.cli  # noqa: E402
 from burnpack import Tensor, Writer  # noqa: E402
-from burnpack.interop.formats import read_npz, read_tensors  # noqa: E402
+from burnpack.interop.formats import read_npz  # noqa: E402
+from burnpack.interop.registry import read_tensors  # noqa: E402
 from burnpack.interop.pytorch import read_pytorch, read_pytorch_object  # noqa: E402
 from burnpack.interop.safetensors import parse_safetensors, read_safetensors, serialize_safetensors  # noqa: E402
 

@@ -18,6 +18,10 @@ from .errors import BurnpackError, IoError
 from .source import BULK_BLOCK, BULK_GAP, coalesce
 
 REMOTE_EXTRA_HINT = "reading URLs needs fsspec: pip install 'burnpack[remote]'"
+NO_RANGES = (
+    "the server does not answer range requests (it sends the whole file each time), so its tensors cannot be "
+    "read one by one; download the file (e.g. curl -O URL) and read the local copy"
+)
 HEAD_BLOCK = 64 << 10
 """Bytes fetched by the first request: the header plus metadata of up to 64 KiB - 10."""
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
@@ -103,6 +107,8 @@ class FsspecSource:
         except FileNotFoundError:
             raise IoError("not found", where=self.url) from None
         except Exception as exc:  # fsspec backends raise their own types (aiohttp, botocore, …)
+            if isinstance(exc, ValueError) and "range requests" in str(exc):  # fsspec's HTTP file: a whole file came back
+                raise IoError(NO_RANGES, where=self.url) from None
             raise IoError(f"{what} failed: {type(exc).__name__}: {exc}", where=self.url) from exc
 
     def close(self) -> None:

@@ -63,22 +63,18 @@ class _Tensors:
         return [self._views[n] for n in self.names]
 
 
-def _is_burnpack(path: str) -> bool:
-    from ..interop.formats import detect_format
-
-    return detect_format(path) == "burnpack"
-
-
 @contextlib.contextmanager
 def _open(path: str) -> Iterator[Any]:
+    """A file, folder or URL of any registered format (a ``.bpk`` opened as a pack)."""
+    from ..interop.registry import choose, read_tensors
+
     with blame(path):
-        if _is_burnpack(path):
+        fmt = choose(path)
+        if fmt.name == "burnpack":
             with load(path) as pack:
                 yield pack
             return
-        from ..interop.formats import read_tensors
-
-        with read_tensors(path) as tset:
+        with read_tensors(path, fmt) as tset:
             yield _Tensors(tset)
 
 

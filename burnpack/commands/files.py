@@ -58,7 +58,7 @@ def _open(path: str, args: Any, *, strict: bool = False) -> Pack:
     try:
         return load(path, strict=strict, legacy_ok=args.legacy_ok)
     except BurnpackError as exc:
-        if exc.variant == "InvalidMagicNumber":
+        if exc.variant == "InvalidMagicNumber" or isinstance(exc, IsADirectoryError):  # another format's file or folder
             other = inspect_cmd.not_a_pack(path)
             if other is not None:
                 raise other from None

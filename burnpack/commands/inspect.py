@@ -223,16 +223,17 @@ def print_summary(pack: Pack, views: Sequence[TensorView], out: TextIO) -> None:
 
 
 def not_a_pack(path: str) -> CommandError | None:
-    """A readable error for a file that is another format ``burnpack convert`` reads."""
-    from ..interop.formats import ConversionError, detect_format
+    """A readable error for a file or folder that is another format ``burnpack convert`` reads."""
+    from ..interop._io import ConversionError
+    from ..interop.registry import detect
 
     try:
-        fmt = detect_format(path)
+        fmt = detect(path)
     except (ConversionError, OSError):
         return None
-    if fmt == "burnpack":
+    if fmt.name == "burnpack":
         return None
-    return CommandError(path, "NotBurnpack", f"{fmt} file: use burnpack convert {path} OUT.bpk")
+    return CommandError(path, "NotBurnpack", f"{fmt.name} {'folder' if fmt.directory else 'file'}: use burnpack convert {path} OUT.bpk")
 
 
 def inspect(pack: Pack, args: Any, out: TextIO) -> int:

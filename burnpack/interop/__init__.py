@@ -1,6 +1,7 @@
 """Moving weights and training state between Burn's ``.bpk`` and the PyTorch / Hugging Face world.
 
-Formats (``formats``): burnpack, safetensors (validating reader, byte-identical writer),
+Formats: one table, ``registry`` (names, extensions, detection, capabilities; adding a format is a
+module plus an entry), read and written by ``formats``: burnpack, safetensors (validating reader, byte-identical writer),
 PyTorch ``.pt`` / ``.pth`` read without torch and without running pickled code (``pytorch``)
 and written with ``torch.save``, ``.npz``; live torch ``state_dict``s and ``nn.Module``s
 (``torch_live``).
@@ -32,9 +33,10 @@ _EXPORTS = {
     "transform": "converter",
     "ConversionReport": "converter",
     "UnmatchedOptionError": "converter",
-    "read_tensors": "formats",
-    "write_tensors": "formats",
-    "detect_format": "formats",
+    "read_tensors": "registry",
+    "write_tensors": "registry",
+    "detect_format": "registry",
+    "Format": "registry",
     "ConversionError": "formats",
     "OutputExistsError": "formats",
     "Entry": "tensors",

@@ -16,6 +16,7 @@ from typing import Any
 
 from .._generated.types import BoolStore
 from ..commands.common import CommandError, add_progress_option, blame, check_output
+from .registry import choices, formats
 
 __all__ = ["register"]
 
@@ -87,8 +88,11 @@ def _register_convert(sub: Any) -> None:
     )
     p.add_argument("input", help="the file to read (format from its content unless --from)")
     p.add_argument("output", help="the file to write (format from its extension unless --to; .bpk when none)")
-    p.add_argument("--from", dest="from_format", metavar="FORMAT", help="burnpack, safetensors, pytorch or npz")
-    p.add_argument("--to", dest="to_format", metavar="FORMAT", help="burnpack, safetensors, pytorch or npz")
+    names = ", ".join(f.name for f in formats())
+    p.add_argument("--from", dest="from_format", metavar="FORMAT", type=str.lower, choices=choices(),
+                   help=f"the input's format (default: from its content): {names}")
+    p.add_argument("--to", dest="to_format", metavar="FORMAT", type=str.lower, choices=choices(),
+                   help=f"the output's format (default: from its extension): {names}")
     p.add_argument("--adapter", action="append", metavar="NAME",
                    help="pytorch (PyTorch -> Burn: transpose Linear weights, norm weight/bias -> gamma/beta), to-pytorch "
                         "(the reverse), half (F32 <-> F16 for the tensors of Burn's module list, not BatchNorm), "
@@ -243,16 +247,17 @@ def _quantize_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def _convert(args: argparse.Namespace) -> int:
     from .converter import convert
-    from .formats import normalize_format, resolve_output
+    from .registry import resolve_output
 
     options = _convert_options(args)
     if args.max_shard_size is not None:
         options["max_shard_size"] = args.max_shard_size
     out_path: str | Path = args.output
-    if args.max_shard_size is None and normalize_format(args.to_format) != "dcp":  # folder outputs have their own rules
+    if args.max_shard_size is None:
         with blame(args.output):
-            out_path, _ = resolve_output(args.output, args.to_format)
-        check_output(args.output, out_path, overwrite=args.overwrite)
+            out_path, out_format = resolve_output(args.output, args.to_format)
+        if not out_format.directory:  # folder outputs have their own rules
+            check_output(args.output, out_path, overwrite=args.overwrite)
     with blame(args.input):
         report = convert(
             args.input, out_path, from_format=args.from_format, to_format=args.to_format, overwrite=args.overwrite,
@@ -274,17 +279,17 @@ def _json_option(option: str, text: str | None) -> Any:
 
 def _checkpoint_output(args: argparse.Namespace, to_burn: bool) -> None:
     """A checkpoint directory (to Burn) or a .pt file (to PyTorch): refuse names that say otherwise."""
-    from .formats import format_from_extension
+    from .registry import from_extension
 
     out = Path(args.output)
     if to_burn:
         if out.exists() and not out.is_dir():
             raise CommandError(out, "NotADirectoryError", "exists and is not a directory; PyTorch -> Burn writes a checkpoint directory")
-        if format_from_extension(out) is not None:
+        if from_extension(out, files_only=True) is not None:
             raise CommandError(out, "UsageError", f"PyTorch -> Burn writes a checkpoint directory, not a {out.suffix} file", code=2)
         return
-    fmt = format_from_extension(out)
-    if fmt is not None and fmt != "pytorch" or out.suffix.lower() in _CHECKPOINT_FILE_SUFFIXES:
+    fmt = from_extension(out, files_only=True)
+    if fmt is not None and fmt.name != "pytorch" or out.suffix.lower() in _CHECKPOINT_FILE_SUFFIXES:
         raise CommandError(out, "UsageError", f"Burn -> PyTorch writes a torch.save file (.pt), not {out.suffix}", code=2)
     check_output(out, overwrite=args.overwrite)
 

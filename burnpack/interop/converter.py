@@ -44,16 +44,14 @@ import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..frameworks import is_torch_module
 from ..progress import finish, human_size, progress_for
 from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
 from ._io import ConversionError, OptionError
-from .dcp import is_dcp, read_dcp, write_dcp
-from .formats import normalize_format, read_tensors, resolve_output, write_tensors
-from .sharded import SHARD_PATTERNS, find_sharded, parse_size, read_sharded, write_sharded
+from .registry import formats, read_tensors, resolve_output, write_tensors
+from .sharded import parse_size
 from .remap import KeyRemapper, PathFilter, insert_enum_variants, map_indices_contiguous as _contiguous, strip_enum_variants
 from .._generated.types import BoolStore, DType
 from .tensors import Entry, TensorSet, dtype_name
@@ -61,7 +59,6 @@ from .tensors import Entry, TensorSet, dtype_name
 __all__ = ["ConversionReport", "UnmatchedOptionError", "convert", "transform"]
 
 _CONTAINER_NAMES = {"burnpack", "safetensors"}
-_KNOWN_FORMAT_VALUES = {"burnpack", "safetensors", "pytorch", "npz"}
 
 
 @dataclass
@@ -417,13 +414,14 @@ def _out_metadata(tset: TensorSet, target_format: str | None, keep: bool, extra:
     """The output's metadata: the source's (unless not ``keep``), Burn's stamp, then ``extra``."""
     out_meta = dict(tset.metadata) if keep else {}
     source_fmt = tset.format
+    file_formats = {f.name for f in formats() if not f.directory}  # a "format" value naming one is ours to update
     if target_format is not None and target_format != source_fmt:
-        if out_meta.get("format") == source_fmt and source_fmt in _KNOWN_FORMAT_VALUES:
+        if out_meta.get("format") == source_fmt and source_fmt in file_formats:
             out_meta["format"] = target_format
         if stamp and target_format in _CONTAINER_NAMES:
             from .. import __version__
 
-            if out_meta.get("format") in (None, *_KNOWN_FORMAT_VALUES):
+            if out_meta.get("format") in (None, *file_formats):
                 out_meta["format"] = target_format
             # else e.g. Hugging Face's "format": "pt", which transformers checks when loading: kept as is
             out_meta.setdefault("producer", "burnpack")
@@ -604,48 +602,31 @@ def convert(
     ``"always"``: a bar on a terminal, lines otherwise)."""
     started = time.monotonic()
     max_shard_size = options.pop("max_shard_size", None)
-    if max_shard_size is not None or normalize_format(to_format) == "dcp":  # folders: HF shards + index, DCP
-        out_path, out_format = Path(target), _folder_format(to_format, max_shard_size)
-    else:
-        if os.path.isdir(target):
+    shard_size = None if max_shard_size is None else parse_size(max_shard_size)
+    out_path, out_format = resolve_output(target, to_format, max_shard_size=shard_size)
+    if not out_format.directory:
+        if os.path.isdir(target) or out_path.is_dir():
             raise ConversionError(f"{target} is a directory; give the output's file name")
-        out_path, out_format = resolve_output(target, to_format)
         if not overwrite and out_path.exists():
             from ._io import OutputExistsError
 
             raise OutputExistsError(out_path)
     top_level_key = options.get("top_level_key")
-    if is_dcp(source) or normalize_format(from_format) == "dcp":
-        tset = read_dcp(source, bool_store=bool_store, top_level_key=top_level_key)
-    elif isinstance(source, (str, os.PathLike)) and find_sharded(source) is not None:
-        tset = read_sharded(source, bool_store=bool_store, top_level_key=top_level_key)
-    else:
-        tset = read_tensors(source, from_format, top_level_key=top_level_key, bool_store=bool_store, legacy_ok=legacy_ok)
+    tset = read_tensors(source, from_format, top_level_key=top_level_key, bool_store=bool_store, legacy_ok=legacy_ok)
     try:
+        target_format = out_format.family or out_format.name  # what the tensors are written as
         report = ConversionReport(
-            source=_describe(source), target=str(out_path), source_format=tset.format, target_format=out_format
+            source=_describe(source), target=str(out_path), source_format=tset.format, target_format=target_format
         )
-        result, report = transform(tset, target_format=out_format, report=report, **options)
-        _note_losses(result, out_format, report)
+        result, report = transform(tset, target_format=target_format, report=report, **options)
+        _note_losses(result, target_format, report)
         bar = progress_for(progress, result.nbytes, "converting")
-        if out_format == "dcp":
-            write_dcp(result, out_path, overwrite=overwrite, progress=bar)
-        elif max_shard_size is not None:
-            write_sharded(result, out_path, parse_size(max_shard_size), format=out_format, overwrite=overwrite, progress=bar)
-        else:
-            write_tensors(result, out_path, out_format, overwrite=overwrite, progress=bar, compress=compress)
+        write_tensors(result, out_path, out_format, overwrite=overwrite, progress=bar, compress=compress, max_shard_size=shard_size)
         finish(bar)
     finally:
         tset.close()
     report.seconds = time.monotonic() - started
     return report
-
-
-def _folder_format(to_format: str | None, max_shard_size: Any) -> str:
-    fmt = normalize_format(to_format)
-    if max_shard_size is not None and fmt not in (None, *SHARD_PATTERNS):
-        raise ConversionError(f"--max-shard-size writes safetensors or pytorch shards, not {fmt}")
-    return fmt or "safetensors"
 
 
 def _describe(source: Any) -> str:

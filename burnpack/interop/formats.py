@@ -1,18 +1,6 @@
-"""Reading every supported container into a :class:`TensorSet` and writing one back out.
-
-=============  ==========================  ==============================================
-format         read                        write
-=============  ==========================  ==============================================
-burnpack       ``.bpk``: zero-copy, ids,   atomically, data in entry order, ids kept
-               metadata, scalars
-safetensors    zero-copy (mmap), validated streamed, atomically, the ``safetensors``
-                                           library's exact layout
-pytorch        ``.pt``/``.pth``/``.bin``/  ``torch.save`` of a state dict (needs torch)
-               ``.tar``, no pickle code
-               runs, no torch needed
-npz            ``numpy.load`` without      streamed into a zip, one ``.npy`` per tensor
-               pickle
-=============  ==========================  ==============================================
+"""The readers and writers of the file formats: burnpack, safetensors, PyTorch (read; written by
+``torch_live``) and npz. Their names, extensions, detection and capabilities are entries of the
+one format table, :mod:`burnpack.interop.registry`, which every command reads.
 
 Dtypes map one to one where both sides have them. Safetensors ``BOOL`` / numpy / PyTorch
 ``bool`` become ``Bool(U8)`` (the store Burn's CPU backend uses; ``bool_store`` picks another)
@@ -29,7 +17,6 @@ import json
 import math
 import mmap
 import os
-import struct
 import tokenize
 import zipfile
 from collections.abc import Callable, Iterator
@@ -40,11 +27,9 @@ import numpy as np
 
 from .._generated.types import BoolStore, DType
 from ..dtypes import dtype_from_safetensors, element_size, numpy_dtype, safetensors_code
-from ..paths import has_extension
 from ..reader import TensorView, load
 from ..source import open_regular
 from ..tensor import NUMPY_MAX_DIMS
-from ..remote import is_url
 from ..tensor import FileRange, le_c_bytes
 from ..writer import Tensor, Writer
 from ._io import ConversionError, OutputExistsError, atomic_output, entry_from_array
@@ -54,76 +39,19 @@ from .tensors import BF16, Entry, TensorSet, dtype_name
 
 __all__ = [
     "ConversionError",
-    "FORMATS",
     "OutputExistsError",
     "atomic_output",
-    "detect_format",
-    "format_from_extension",
-    "read_tensors",
-    "write_tensors",
+    "read_burnpack",
+    "read_in_memory",
+    "read_npz",
+    "read_pytorch_file",
+    "read_safetensors_file",
+    "write_burnpack",
+    "write_npz",
+    "write_safetensors_file",
 ]
 
-FORMATS = ("burnpack", "safetensors", "pytorch", "npz")
-_ALIASES = {
-    "bpk": "burnpack", "burnpack": "burnpack", "burn": "burnpack",
-    "safetensors": "safetensors", "st": "safetensors",
-    "pytorch": "pytorch", "pt": "pytorch", "pth": "pytorch", "torch": "pytorch",
-    "npz": "npz", "numpy": "npz",
-    "dcp": "dcp",  # a torch.distributed.checkpoint folder (burnpack.interop.dcp; convert only)
-}  # fmt: skip
-_EXTENSIONS = {
-    ".bpk": "burnpack",
-    ".safetensors": "safetensors", ".sft": "safetensors",
-    ".pt": "pytorch", ".pth": "pytorch", ".bin": "pytorch", ".ckpt": "pytorch", ".tar": "pytorch",
-    ".npz": "npz",
-}  # fmt: skip
 _METADATA_KEY = "__metadata__"
-
-
-def normalize_format(name: str | None) -> str | None:
-    if name is None:
-        return None
-    try:
-        return _ALIASES[name.strip().lower()]
-    except KeyError:
-        raise ConversionError(f"unknown format {name!r}; expected one of {', '.join(FORMATS)}") from None
-
-
-def format_from_extension(path: str | os.PathLike[str]) -> str | None:
-    return _EXTENSIONS.get(Path(path).suffix.lower())
-
-
-def detect_format(path: str | os.PathLike[str]) -> str:
-    """The format of an existing file, from its first bytes (the extension is only a tiebreak)."""
-    p = Path(path)
-    with open_regular(p) as f:
-        head = f.read(512)
-        size = os.fstat(f.fileno()).st_size
-    if head[:4] == b"NRUB":
-        return "burnpack"
-    if head[:4] == b"PK\x03\x04" or head[:4] == b"PK\x05\x06":
-        try:
-            with zipfile.ZipFile(p) as archive:
-                names = archive.namelist()
-        except ZIP_ERRORS as exc:
-            raise ConversionError(f"{p}: broken zip archive: {exc}") from None
-        if any(n == "data.pkl" or n.endswith("/data.pkl") for n in names):
-            return "pytorch"
-        if names and all(n.endswith(".npy") for n in names):
-            return "npz"
-        return format_from_extension(p) or "npz"
-    if len(head) >= 262 and head[257:262] == b"ustar":
-        return "pytorch"
-    if len(head) >= 9:
-        (n,) = struct.unpack_from("<Q", head)
-        if 0 < n <= size - 8 and head[8:9] == b"{":
-            return "safetensors"
-    if head[:1] == b"\x80":  # a pickle: torch's legacy (0.1.10-1.5) stream
-        return "pytorch"
-    guess = format_from_extension(p)
-    if guess is not None:
-        return guess
-    raise ConversionError(f"{p}: cannot tell the format from its content; pass the format explicitly")
 
 
 # --------------------------------------------------------------------------------------------
@@ -318,7 +246,7 @@ def _npz_entry(name: str, array: np.ndarray, hint: Any, bool_store: str | BoolSt
     return entry_from_array(name, array, bool_store)
 
 
-def read_tensors(
+def read_in_memory(
     source: Any,
     format: str | None = None,
     *,
@@ -326,31 +254,10 @@ def read_tensors(
     bool_store: str | BoolStore = BoolStore.U8,
     legacy_ok: bool = False,
 ) -> TensorSet:
-    """Read any supported source: a path (format from content), bytes (burnpack or
-    safetensors), a ``{name: array}`` mapping, a torch ``state_dict`` or ``nn.Module``, or a
-    :class:`TensorSet` (returned as is)."""
-    if isinstance(source, TensorSet):
-        return source
-    fmt = normalize_format(format)
-    if is_url(source):  # read by range requests through fsspec
-        if fmt not in (None, "burnpack"):
-            raise ConversionError(f"{source}: only .bpk files can be read from a URL, not {fmt}")
-        return read_burnpack(source, legacy_ok=legacy_ok)
-    if isinstance(source, (str, os.PathLike)):
-        path = Path(source)
-        if not path.exists() and fmt in (None, "burnpack") and not has_extension(path):
-            path = path.with_name(path.name + ".bpk")  # Burn's reader rule
-        if fmt is None:
-            fmt = detect_format(path)
-        if fmt == "burnpack":
-            return read_burnpack(path, legacy_ok=legacy_ok)
-        if fmt == "safetensors":
-            return read_safetensors_file(path, bool_store=bool_store)
-        if fmt == "pytorch":
-            return read_pytorch_file(path, top_level_key=top_level_key, bool_store=bool_store)
-        return read_npz(path, bool_store=bool_store)
+    """Tensors held in memory: bytes (burnpack or safetensors), a ``{name: array}`` mapping, or a
+    torch ``state_dict`` or ``nn.Module`` (files and URLs are the format registry's)."""
     if isinstance(source, (bytes, bytearray, memoryview)):
-        if bytes(source[:4]) == b"NRUB" or fmt == "burnpack":
+        if bytes(source[:4]) == b"NRUB" or format == "burnpack":
             return read_burnpack(source, legacy_ok=legacy_ok)
         from .safetensors import parse_safetensors
 
@@ -496,45 +403,3 @@ def write_npz(tset: TensorSet, path: Path, *, overwrite: bool = False, compress:
                 with archive.open(_METADATA_KEY + ".npy", "w", force_zip64=True) as member:
                     np.lib.format.write_array(member, np.array(info), allow_pickle=False)
     return path
-
-
-def write_tensors(
-    tset: TensorSet,
-    path: str | os.PathLike[str],
-    format: str | None = None,
-    *,
-    overwrite: bool = False,
-    progress: Progress = _noop,
-    compress: bool = False,
-) -> Path:
-    """Write ``tset`` to ``path`` in ``format`` (default: from the extension, else burnpack with
-    ``.bpk`` appended when the path has no extension, as Burn's writer does)."""
-    path, fmt = resolve_output(path, format)
-    if fmt == "burnpack":
-        return write_burnpack(tset, path, overwrite=overwrite, progress=progress)
-    if fmt == "safetensors":
-        return write_safetensors_file(tset, path, overwrite=overwrite, progress=progress)
-    if fmt == "npz":
-        return write_npz(tset, path, overwrite=overwrite, compress=compress, progress=progress)
-    from .torch_live import write_pytorch
-
-    return write_pytorch(tset, path, overwrite=overwrite, progress=progress)
-
-
-def resolve_output(path: str | os.PathLike[str], format: str | None) -> tuple[Path, str]:
-    """The path and format ``write_tensors`` would use."""
-    path = Path(path)
-    asked, by_extension = normalize_format(format), format_from_extension(path)
-    if asked is not None and by_extension is not None and asked != by_extension:
-        error = ConversionError(f"{path}: the extension {path.suffix!r} says {by_extension} but to_format says {asked}")
-        error.exit_code = 2  # type: ignore[attr-defined]
-        raise error
-    fmt = asked or by_extension
-    if fmt is None:
-        if has_extension(path):
-            raise ConversionError(f"{path}: cannot tell the output format from {path.suffix!r}; pass the format")
-        fmt = "burnpack"
-    if fmt == "burnpack" and not has_extension(path):
-        path = path.with_name(path.name + ".bpk")
-    return path, fmt
-

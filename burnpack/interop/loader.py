@@ -30,7 +30,7 @@ from ..tensor import Tensor
 STORE_RECIPE_OPTIONS = frozenset({"adapter", "map_indices_contiguous", "skip_enum_variants"})
 """Options a Burn store applies to every model alike: no error when one changes nothing."""
 from .converter import ConversionReport, _describe, transform
-from .formats import read_tensors
+from .registry import read_tensors
 
 __all__ = ["load_into", "load_record"]
 

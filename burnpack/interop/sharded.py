@@ -26,48 +26,77 @@ from pathlib import Path
 
 from .._generated.types import BoolStore
 from ._io import ConversionError, OutputExistsError, atomic_output
-from .formats import PageReleaser, read_pytorch_file, read_safetensors_file, read_tensors, write_safetensors_file
+from .formats import PageReleaser, read_pytorch_file, read_safetensors_file, write_safetensors_file
 from .safetensors import SafetensorsError
 from .tensors import Entry, TensorSet
 from .torch_live import write_pytorch
 
-__all__ = ["find_sharded", "parse_size", "read_sharded", "split_into_shards", "write_sharded"]
+__all__ = ["find_sharded", "parse_size", "read_sharded", "shard_families", "split_into_shards", "write_sharded"]
 
 SHARD_PATTERNS = {"safetensors": "model{suffix}.safetensors", "pytorch": "pytorch_model{suffix}.bin"}
 """huggingface_hub's ``filename_pattern``s: ``{suffix}`` is ``-00001-of-00003``, or empty for one file."""
 SINGLE_NAMES = tuple(pattern.format(suffix="") for pattern in SHARD_PATTERNS.values())
-INDEX_NAMES = tuple(name + ".index.json" for name in SINGLE_NAMES)
 _MAX_INDEX = 64 << 20  # an index lists names: far below this for any real model
 _SIZE_UNITS = {"TB": 10**12, "GB": 10**9, "MB": 10**6, "KB": 10**3}  # huggingface_hub's (decimal)
 
 
-def find_sharded(path: str | os.PathLike[str]) -> Path | None:
-    """The index (or single weights file) a model folder or ``*.index.json`` path stands for;
-    None when ``path`` is neither."""
+def shard_families(path: Path, names: frozenset[str] | None = None, *, generic: bool = False) -> list[str]:
+    """The shard formats (``SHARD_PATTERNS`` keys) a model folder holds the index or single
+    weights file of, or that an ``*.index.json`` path is the index of; ``names``: the folder's
+    file names when known. ``generic``: an index named after neither counts as safetensors."""
+    folder = names is not None
+    if names is None:
+        if not path.is_file():
+            return []
+        names = frozenset({path.name})
+    found = []
+    for family, pattern in SHARD_PATTERNS.items():
+        index_end = Path(pattern).suffix + ".index.json"
+        if (folder and pattern.format(suffix="") in names) or any(n.endswith(index_end) for n in names):
+            found.append(family)
+    known = tuple(Path(pattern).suffix + ".index.json" for pattern in SHARD_PATTERNS.values())
+    if generic and not found and any(n.endswith(".index.json") and not n.endswith(known) for n in names):
+        found.append("safetensors")
+    return found
+
+
+def find_sharded(path: str | os.PathLike[str], family: str | None = None) -> Path | None:
+    """The index (or single weights file) a model folder or ``*.index.json`` path stands for
+    (of the ``family`` shard format when given); None when ``path`` is neither."""
     p = Path(path)
     if p.is_file() and p.name.endswith(".index.json"):
         return p
     if not p.is_dir():
         return None
-    for name in (*INDEX_NAMES, *SINGLE_NAMES):
+    patterns = [SHARD_PATTERNS[family]] if family is not None else list(SHARD_PATTERNS.values())
+    singles = [pattern.format(suffix="") for pattern in patterns]
+    for name in (*(single + ".index.json" for single in singles), *singles):
         if (p / name).is_file():
             return p / name
     indexes = sorted(p.glob("*.index.json"))
+    if family is not None:
+        other = tuple(Path(q).suffix + ".index.json" for f, q in SHARD_PATTERNS.items() if f != family)
+        indexes = [i for i in indexes if not i.name.endswith(other)]
     if len(indexes) == 1:
         return indexes[0]
     raise ConversionError(
-        f"{p}: no {' / '.join(INDEX_NAMES)} or single {' / '.join(SINGLE_NAMES)} here"
+        f"{p}: no {' / '.join(s + '.index.json' for s in singles)} or single {' / '.join(singles)} here"
         + (f" (several indexes: {[i.name for i in indexes]}; pass one)" if indexes else "")
     )
 
 
-def read_sharded(path: str | os.PathLike[str], *, bool_store: str | BoolStore = "U8", top_level_key: str | None = None) -> TensorSet:
-    """The tensors of a sharded checkpoint, shard by shard in file order, checked against its index."""
-    found = find_sharded(path)
+def read_sharded(
+    path: str | os.PathLike[str], *, bool_store: str | BoolStore = "U8", top_level_key: str | None = None, family: str | None = None
+) -> TensorSet:
+    """The tensors of a sharded checkpoint (of the ``family`` shard format when given), shard by
+    shard in file order, checked against its index."""
+    found = find_sharded(path, family)
     if found is None:
         raise ConversionError(f"{path}: not a model folder or an *.index.json file")
+    if found.name == SINGLE_NAMES[0]:
+        return read_safetensors_file(found, bool_store=bool_store)
     if not found.name.endswith(".index.json"):
-        return read_tensors(found, bool_store=bool_store, top_level_key=top_level_key)
+        return read_pytorch_file(found, top_level_key=top_level_key, bool_store=bool_store)
     weight_map = _weight_map(found)
     shards: dict[str, list[str]] = {}
     for name, shard in weight_map.items():

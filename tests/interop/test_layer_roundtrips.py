@@ -13,7 +13,7 @@ import pytest
 
 import burnpack
 from burnpack.interop.converter import convert
-from burnpack.interop.formats import read_tensors
+from burnpack.interop.registry import read_tensors
 from burnpack.interop.safetensors import serialize_safetensors
 
 RNG = np.random.default_rng(11)

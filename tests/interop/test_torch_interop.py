@@ -11,7 +11,7 @@ import pytest
 import burnpack
 from burnpack.interop.checkpoint import burn_checkpoint_to_pytorch, pytorch_to_burn_checkpoint
 from burnpack.interop.converter import convert
-from burnpack.interop.formats import read_tensors
+from burnpack.interop.registry import read_tensors
 from burnpack.interop.pytorch import read_pytorch
 from burnpack.records import LrSchedulerRecord, ModuleRecord, OptimizerRecord
 

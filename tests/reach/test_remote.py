@@ -187,3 +187,104 @@ def test_a_remote_column_slice_is_one_coalesced_request(http_server):
     http_server.reset_counts()
     assert np.array_equal(pack["t02"].slice[:, 5], TENSORS["t02"][:, 5])
     assert len(http_server.range_requests) == 1 and http_server.bytes_sent <= pack["t02"].byte_len
+
+
+# -- every format convert reads, from a URL (through the format registry) ---------------------------
+def _safetensors_bytes() -> bytes:
+    from safetensors.numpy import save
+
+    return save(TENSORS)
+
+
+def _npz_bytes() -> bytes:
+    import io
+
+    buffer = io.BytesIO()
+    np.savez(buffer, **TENSORS)
+    return buffer.getvalue()
+
+
+def _assert_pack_is_tensors(path) -> None:
+    with burnpack.load(path) as pack:
+        assert pack.names == sorted(TENSORS) and all(np.array_equal(pack[n].numpy(), a) for n, a in TENSORS.items())
+
+
+@pytest.mark.parametrize("name, data", [("model.safetensors", _safetensors_bytes), ("model.npz", _npz_bytes)])
+def test_convert_reads_a_url_of_any_file_format(http_server, tmp_path, name, data):
+    from burnpack.interop import convert
+
+    report = convert(_serve(http_server, data(), f"/{name}"), tmp_path / "out.bpk")
+    assert report.source_format == name.rsplit(".", 1)[1]
+    _assert_pack_is_tensors(tmp_path / "out.bpk")
+
+
+def test_convert_reads_a_pytorch_url(http_server, tmp_path):
+    torch = pytest.importorskip("torch")
+    import io
+
+    buffer = io.BytesIO()
+    torch.save({n: torch.from_numpy(a) for n, a in TENSORS.items()}, buffer)
+    from burnpack.cli import main
+
+    assert main(["convert", _serve(http_server, buffer.getvalue(), "/weights"), str(tmp_path / "out.bpk"), "-q"]) == 0
+    _assert_pack_is_tensors(tmp_path / "out.bpk")
+
+
+def test_diff_takes_urls_of_any_format(http_server, tmp_path, capsys):
+    from burnpack.cli import main
+
+    burnpack.save(TENSORS, tmp_path / "local.bpk", metadata={"producer": "test"})
+    assert main(["diff", _serve(http_server), str(tmp_path / "local.bpk")]) == 0
+    st_url = _serve(http_server, _safetensors_bytes(), "/model.safetensors")
+    assert main(["diff", st_url, str(tmp_path / "local.bpk")]) == 1  # only the metadata differs
+    assert "tensor differences" not in capsys.readouterr().out.replace("0 tensor differences", "")
+
+
+def test_diff_names_a_missing_url_as_given(http_server, tmp_path, capsys):
+    from burnpack.cli import main
+
+    url = http_server.url("/absent.bpk")
+    burnpack.save(TENSORS, tmp_path / "local.bpk")
+    assert main(["diff", url, str(tmp_path / "local.bpk")]) == 2
+    err = capsys.readouterr().err
+    assert url in err and "http:/1" not in err
+
+
+def test_inspect_of_a_safetensors_url_says_how_to_convert_it(http_server, capsys):
+    from burnpack.cli import main
+
+    url = _serve(http_server, _safetensors_bytes(), "/model.safetensors")
+    assert main(["inspect", url]) == 1
+    assert f"NotBurnpack: safetensors file: use burnpack convert {url} OUT.bpk" in capsys.readouterr().err
+
+
+def test_an_error_in_a_fetched_url_names_the_url_not_a_scratch_file(http_server, tmp_path):
+    import io
+    import zipfile
+
+    from burnpack.interop import ConversionError, convert
+
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("w.npy", b"\x93NUMPY broken")
+    url = _serve(http_server, buffer.getvalue(), "/bad.npz")
+    with pytest.raises(ConversionError) as error:
+        convert(url, tmp_path / "out.bpk")
+    assert url in str(error.value) and "burnpack-url-" not in str(error.value)
+
+
+def test_a_folder_format_is_not_read_from_a_url(http_server, tmp_path):
+    from burnpack.interop import ConversionError, convert
+
+    with pytest.raises(ConversionError, match="not read from a URL"):
+        convert(_serve(http_server), tmp_path / "out.bpk", from_format="safetensors-shards")
+
+
+def test_a_server_without_range_support_gets_our_advice_for_any_format(http_server, tmp_path):
+    from burnpack.interop import convert
+
+    url = _serve(http_server, _safetensors_bytes(), "/model.safetensors")  # 384 KiB: more than the first block
+    http_server.mode = "norange"
+    with pytest.raises(burnpack.IoError, match="does not answer range requests.*download the file"):
+        convert(url, tmp_path / "out.bpk")
+    assert not (tmp_path / "out.bpk").exists()

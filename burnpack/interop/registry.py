@@ -1,0 +1,624 @@
+"""The one table of formats: what each is called, how it is recognized, read and written.
+
+Every command and function that reads or writes a format (``convert``, ``diff``, ``inspect``'s
+advice, ``--from``/``--to``, shard folders, URLs, the README's format list) asks this table. A
+format is a :class:`Format` entry: its name and aliases, its file extensions, a ``sniff`` that
+recognizes it from a :class:`Probe` (a file's first bytes, a folder's file names), a ``read`` and
+a ``write``, and its capabilities (a folder, sharded, needs torch, runs pickled code, readable
+from a URL). Adding a format is one module (its reader and writer) plus one entry:
+:func:`register` at run time, or a line in ``BUILTIN``.
+
+How a source's format is chosen (:func:`choose`):
+
+1. An explicit format (``from_format``, ``--from``) always wins. Given a folder, a file format
+   means the folder of its shards (``--from safetensors`` on a Hugging Face model folder).
+2. Otherwise every format's ``sniff`` is asked. A format marked ``alone`` (DCP: a folder is not a
+   DCP checkpoint because it holds a ``.metadata`` file) is chosen only when no other format
+   matches. Of the rest, the lowest ``rank`` wins (a folder with both safetensors and ``.bin``
+   shards is read as safetensors, as ``transformers`` prefers); candidates of the same rank are
+   ambiguous and refused, naming them.
+3. A file nothing recognizes is taken by its extension; else it is refused.
+
+A URL is read the same way: ``.bpk`` by range requests, other file formats fetched into a scratch
+file first (then sniffed and read as a local file); folder formats are not read from URLs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._generated.types import BoolStore
+from ..paths import has_extension, resolve_read_path
+from ..remote import is_url
+from ..source import open_regular
+from ._io import ConversionError
+
+if TYPE_CHECKING:
+    from .tensors import TensorSet
+
+__all__ = [
+    "AmbiguousFormatError",
+    "choices",
+    "Format",
+    "Probe",
+    "ReadOptions",
+    "WriteOptions",
+    "choose",
+    "detect",
+    "detect_format",
+    "format_table",
+    "formats",
+    "from_extension",
+    "get_format",
+    "read_tensors",
+    "register",
+    "resolve_output",
+    "unregister",
+    "write_tensors",
+]
+
+Progress = Callable[[int], None]
+
+
+def _noop(_: int) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """What a reader may be asked: the Burn bool store for foreign bools, a top-level key, and
+    whether a ``.bpk`` from an older Burn is read as its writer meant it."""
+
+    bool_store: str | BoolStore = BoolStore.U8
+    top_level_key: str | None = None
+    legacy_ok: bool = False
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """What a writer may be asked; a format lists the ones it uses in ``Format.write_options``
+    (any other one given is refused: it would change nothing)."""
+
+    overwrite: bool = False
+    progress: Progress = _noop
+    compress: bool = False
+    max_shard_size: int | None = None
+
+
+class Probe:
+    """What sniffing may look at: a file's first bytes and size (a zip's member names on request),
+    or a folder's file names. Everything is read once, and only when a sniff asks."""
+
+    HEAD = 512
+
+    def __init__(self, path: Path, head: bytes | None = None, size: int | None = None) -> None:
+        self.path = path
+        self.local = head is None  # else the head of a remote file: no zip listing
+        self.is_dir = self.local and path.is_dir()
+        self._head, self._size = head, size
+        self._names: frozenset[str] | None = None
+        self._zip: list[str] | None = None
+
+    def _read_head(self) -> tuple[bytes, int]:
+        if self._head is None or self._size is None:
+            if self.is_dir:
+                self._head, self._size = b"", 0
+            else:
+                with open_regular(self.path) as f:
+                    self._head = f.read(self.HEAD)
+                    self._size = os.fstat(f.fileno()).st_size
+        return self._head, self._size
+
+    @property
+    def head(self) -> bytes:
+        return self._read_head()[0]
+
+    @property
+    def size(self) -> int:
+        return self._read_head()[1]
+
+    @property
+    def names(self) -> frozenset[str]:
+        """The names of the regular files in a folder (empty for a file)."""
+        if self._names is None:
+            if not self.is_dir:
+                self._names = frozenset()
+            else:
+                with os.scandir(self.path) as entries:
+                    self._names = frozenset(e.name for e in entries if e.is_file())
+        return self._names
+
+    def zip_names(self) -> list[str]:
+        """A zip archive's member names ([] when the file is not a local zip)."""
+        if self._zip is None:
+            self._zip = []
+            if self.head[:4] in (b"PK\x03\x04", b"PK\x05\x06") and self.local and not self.is_dir:
+                from .archive import ZIP_ERRORS
+
+                try:
+                    with zipfile.ZipFile(self.path) as archive:
+                        self._zip = archive.namelist()
+                except ZIP_ERRORS as exc:
+                    raise ConversionError(f"{self.path}: broken zip archive: {exc}") from None
+        return self._zip
+
+
+Reader = Callable[[Path, ReadOptions], "TensorSet"]
+Writer = Callable[["TensorSet", Path, WriteOptions], Path]
+
+
+@dataclass(frozen=True)
+class Format:
+    """One format: names, recognition, reader, writer and capabilities."""
+
+    name: str
+    read: Reader
+    write: Writer | None = None
+    aliases: tuple[str, ...] = ()
+    extensions: tuple[str, ...] = ()
+    """Lower-case name endings (``.safetensors``; ``.safetensors.index.json`` for an index file)."""
+    sniff: Callable[[Probe], bool] | None = None
+    description: str = ""
+    directory: bool = False
+    """Read from (and written to) a folder."""
+    sharded: bool = False
+    family: str | None = None
+    """A folder of shards: the file format the shards are (``--from``/``--to`` of it on a folder)."""
+    needs_torch: tuple[str, ...] = ()
+    """``"read"`` and/or ``"write"``: what needs the ``[torch]`` extra."""
+    executes_code: bool = False
+    """Reading runs code from the file (a pickle read by torch): convert only trusted files."""
+    remote: str = ""
+    """How a URL is read: ``"ranges"`` (range requests), ``"fetched"`` (to a scratch file first), or not at all."""
+    alone: bool = False
+    """Detected only when no other format matches (otherwise only when asked for by name)."""
+    rank: int = 0
+    """Between several formats that match, the lowest rank wins; a tie is ambiguous."""
+    write_options: frozenset[str] = field(default_factory=frozenset)
+    """The ``WriteOptions`` beyond overwrite and progress this writer uses."""
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+    def capabilities(self) -> list[str]:
+        """The capabilities as the README's format table lists them."""
+        caps = ["folder"] if self.directory else []
+        caps += ["sharded"] if self.sharded else []
+        caps += [f"torch to {' and '.join(self.needs_torch)}"] if self.needs_torch else []
+        caps += ["runs pickled code"] if self.executes_code else []
+        caps += [f"URL ({self.remote})"] if self.remote else []
+        caps += ["detected only alone"] if self.alone else []
+        return caps
+
+
+class AmbiguousFormatError(ConversionError, ValueError):
+    """A source several formats recognize equally well; ``candidates`` names them."""
+
+    def __init__(self, source: str, candidates: list[str]) -> None:
+        self.candidates = candidates
+        super().__init__(f"{source}: ambiguous: it is {' and '.join(candidates)}; pass the format (--from) to choose")
+
+
+# --------------------------------------------------------------------------------------------
+# The built-in formats: sniffs, readers and writers (imported when used)
+# --------------------------------------------------------------------------------------------
+def _sniff_burnpack(probe: Probe) -> bool:
+    return probe.head[:4] == b"NRUB"
+
+
+def _sniff_safetensors(probe: Probe) -> bool:
+    head = probe.head
+    if len(head) < 9:
+        return False
+    (n,) = struct.unpack_from("<Q", head)
+    return 0 < n <= probe.size - 8 and head[8:9] == b"{"
+
+
+def _sniff_pytorch(probe: Probe) -> bool:
+    head = probe.head
+    if any(n == "data.pkl" or n.endswith("/data.pkl") for n in probe.zip_names()):
+        return True
+    return (len(head) >= 262 and head[257:262] == b"ustar") or head[:1] == b"\x80"  # a tar; a legacy pickle stream
+
+
+def _sniff_npz(probe: Probe) -> bool:
+    names = probe.zip_names()
+    return bool(names) and all(n.endswith(".npy") for n in names)
+
+
+def _shard_sniff(family: str, generic: bool) -> Callable[[Probe], bool]:
+    """A model folder holding this family's index or single weights file (or such an index file)."""
+
+    def sniff(probe: Probe) -> bool:
+        from .sharded import shard_families
+
+        return family in shard_families(probe.path, probe.names if probe.is_dir else None, generic=generic)
+
+    return sniff
+
+
+def _sniff_dcp(probe: Probe) -> bool:
+    from .dcp import is_dcp
+
+    return probe.is_dir and is_dcp(probe.path)
+
+
+def _read_burnpack(path: Path, o: ReadOptions) -> TensorSet:
+    from .formats import read_burnpack
+
+    return read_burnpack(path, legacy_ok=o.legacy_ok)
+
+
+def _read_safetensors(path: Path, o: ReadOptions) -> TensorSet:
+    from .formats import read_safetensors_file
+
+    return read_safetensors_file(path, bool_store=o.bool_store)
+
+
+def _read_pytorch(path: Path, o: ReadOptions) -> TensorSet:
+    from .formats import read_pytorch_file
+
+    return read_pytorch_file(path, top_level_key=o.top_level_key, bool_store=o.bool_store)
+
+
+def _read_npz(path: Path, o: ReadOptions) -> TensorSet:
+    from .formats import read_npz
+
+    return read_npz(path, bool_store=o.bool_store)
+
+
+def _shard_reader(family: str) -> Reader:
+    def read(path: Path, o: ReadOptions) -> TensorSet:
+        from .sharded import read_sharded
+
+        return read_sharded(path, bool_store=o.bool_store, top_level_key=o.top_level_key, family=family)
+
+    return read
+
+
+def _read_dcp(path: Path, o: ReadOptions) -> TensorSet:
+    from .dcp import read_dcp
+
+    return read_dcp(path, bool_store=o.bool_store, top_level_key=o.top_level_key)
+
+
+def _write_burnpack(tset: TensorSet, path: Path, o: WriteOptions) -> Path:
+    from .formats import write_burnpack
+
+    return write_burnpack(tset, path, overwrite=o.overwrite, progress=o.progress)
+
+
+def _write_safetensors(tset: TensorSet, path: Path, o: WriteOptions) -> Path:
+    from .formats import write_safetensors_file
+
+    return write_safetensors_file(tset, path, overwrite=o.overwrite, progress=o.progress)
+
+
+def _write_pytorch(tset: TensorSet, path: Path, o: WriteOptions) -> Path:
+    from .torch_live import write_pytorch
+
+    return write_pytorch(tset, path, overwrite=o.overwrite, progress=o.progress)
+
+
+def _write_npz(tset: TensorSet, path: Path, o: WriteOptions) -> Path:
+    from .formats import write_npz
+
+    return write_npz(tset, path, overwrite=o.overwrite, compress=o.compress, progress=o.progress)
+
+
+def _shard_writer(family: str) -> Writer:
+    def write(tset: TensorSet, path: Path, o: WriteOptions) -> Path:
+        from .sharded import write_sharded
+
+        assert o.max_shard_size is not None  # resolve_output asks for it
+        write_sharded(tset, path, o.max_shard_size, format=family, overwrite=o.overwrite, progress=o.progress)
+        return path
+
+    return write
+
+
+def _write_dcp(tset: TensorSet, path: Path, o: WriteOptions) -> Path:
+    from .dcp import write_dcp
+
+    return write_dcp(tset, path, overwrite=o.overwrite, progress=o.progress)
+
+
+BUILTIN = (
+    Format("burnpack", _read_burnpack, _write_burnpack, ("bpk", "burn"), (".bpk",), _sniff_burnpack,
+           "Burn's container: zero-copy, ids, metadata and scalars kept", remote="ranges"),
+    Format("safetensors", _read_safetensors, _write_safetensors, ("st",), (".safetensors", ".sft"), _sniff_safetensors,
+           "validated and memory-mapped; the safetensors library's exact layout", remote="fetched"),
+    Format("pytorch", _read_pytorch, _write_pytorch, ("pt", "pth", "torch"), (".pt", ".pth", ".bin", ".ckpt", ".tar"),
+           _sniff_pytorch, "torch.save files, read without torch and without running pickled code",
+           needs_torch=("write",), remote="fetched", rank=1),  # its one-byte pickle check yields to safetensors' header
+    Format("npz", _read_npz, _write_npz, ("numpy",), (".npz",), _sniff_npz, "numpy.load without pickle",
+           remote="fetched", write_options=frozenset({"compress"})),
+    Format("safetensors-shards", _shard_reader("safetensors"), _shard_writer("safetensors"), ("hf",),
+           (".safetensors.index.json",), _shard_sniff("safetensors", generic=True),
+           "a Hugging Face model folder: model.safetensors.index.json and its shards, or model.safetensors",
+           directory=True, sharded=True, family="safetensors", write_options=frozenset({"max_shard_size"})),
+    Format("pytorch-shards", _shard_reader("pytorch"), _shard_writer("pytorch"), ("hf-bin",), (".bin.index.json",),
+           _shard_sniff("pytorch", generic=False),
+           "a Hugging Face model folder: pytorch_model.bin.index.json and its shards, or pytorch_model.bin",
+           directory=True, sharded=True, family="pytorch", needs_torch=("write",), rank=1,
+           write_options=frozenset({"max_shard_size"})),
+    Format("dcp", _read_dcp, _write_dcp, ("distcp",), (), _sniff_dcp, "a torch.distributed.checkpoint folder: .metadata and .distcp files",
+           directory=True, needs_torch=("read", "write"), executes_code=True, alone=True, rank=2),
+)  # fmt: skip
+
+_TABLE: dict[str, Format] = {f.name: f for f in BUILTIN}
+
+
+def register(fmt: Format) -> Format:
+    """Add a format; its name and aliases must be new. Returns it."""
+    if any(name != name.strip().lower() or not name for name in fmt.names):
+        raise ValueError(f"format names are lower case: {list(fmt.names)}")
+    taken = {name for f in _TABLE.values() for name in f.names}
+    clash = [name for name in fmt.names if name in taken]
+    if clash:
+        raise ValueError(f"format name(s) {clash} are taken")
+    _TABLE[fmt.name] = fmt
+    return fmt
+
+
+def unregister(name: str) -> None:
+    """Remove a format added with :func:`register` (built-in formats stay)."""
+    if any(f.name == name for f in BUILTIN):
+        raise ValueError(f"{name!r} is a built-in format")
+    _TABLE.pop(name, None)
+
+
+def formats() -> list[Format]:
+    """Every format, in the table's order."""
+    return list(_TABLE.values())
+
+
+def choices() -> list[str]:
+    """Every name and alias a format can be given by (``--from``/``--to``)."""
+    return [name for f in _TABLE.values() for name in f.names]
+
+
+def get_format(name: str | Format) -> Format:
+    """The format of a name or alias (case-insensitive)."""
+    if isinstance(name, Format):
+        return name
+    wanted = name.strip().lower()
+    for f in _TABLE.values():
+        if wanted in f.names:
+            return f
+    raise ConversionError(f"unknown format {name!r}; expected one of {', '.join(_TABLE)}")
+
+
+def from_extension(path: str | os.PathLike[str], *, files_only: bool = False) -> Format | None:
+    """The format whose extension ends the name (the longest that does; ``files_only``: of the
+    formats that are files, not folders)."""
+    name = Path(path).name.lower()
+    best: tuple[int, Format] | None = None
+    for f in _TABLE.values():
+        if files_only and f.directory:
+            continue
+        for ext in f.extensions:
+            if name.endswith(ext) and len(name) > len(ext) and (best is None or len(ext) > best[0]):
+                best = (len(ext), f)
+    return None if best is None else best[1]
+
+
+# --------------------------------------------------------------------------------------------
+# Detection
+# --------------------------------------------------------------------------------------------
+def _pick(candidates: list[Format], where: str) -> Format | None:
+    if len(candidates) > 1:
+        candidates = [f for f in candidates if not f.alone] or candidates
+    if not candidates:
+        return None
+    best = min(f.rank for f in candidates)
+    tied = [f for f in candidates if f.rank == best]
+    if len(tied) > 1:
+        raise AmbiguousFormatError(where, [f.name for f in tied])
+    return tied[0]
+
+
+def detect(source: str | os.PathLike[str], *, probe: Probe | None = None) -> Format:
+    """The format of an existing file or folder by its content (see the module docstring)."""
+    if is_url(source) and probe is None:
+        return _detect_url(source)
+    probe = probe or Probe(Path(source))
+    found = _pick([f for f in _TABLE.values() if f.sniff is not None and f.sniff(probe)], str(source))
+    if found is not None:
+        return found
+    if not probe.is_dir:
+        guess = from_extension(probe.path)
+        if guess is not None:
+            return guess
+    if probe.is_dir:
+        looked = "; ".join(f"{f.name}: {f.description}" for f in _TABLE.values() if f.directory)
+        raise ConversionError(f"{source}: cannot tell the format of this folder (looked for {looked}); pass the format")
+    raise ConversionError(f"{source}: cannot tell the format from its content; pass the format (one of {', '.join(_TABLE)})")
+
+
+def detect_format(source: str | os.PathLike[str]) -> str:
+    """The name of :func:`detect`'s format."""
+    return detect(source).name
+
+
+def choose(source: str | os.PathLike[str], explicit: str | Format | None = None) -> Format:
+    """The format a source is read as: ``explicit`` when given (a file format given a folder
+    means the folder of its shards), else :func:`detect`'s."""
+    if explicit is None:
+        return detect(source)
+    fmt = get_format(explicit)
+    if not fmt.directory and not is_url(source) and os.path.isdir(source):
+        shards = _shards_of(fmt.name)
+        if shards is None:
+            raise ConversionError(f"{source}: a folder; {fmt.name} is read from a file")
+        return shards
+    return fmt
+
+
+def _shards_of(family: str) -> Format | None:
+    """The folder format of shards of the file format ``family``."""
+    return next((f for f in _TABLE.values() if f.sharded and f.family == family), None)
+
+
+def _url_name(url: str) -> str:
+    return url.split("?", 1)[0].split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+
+
+def _detect_url(url: str) -> Format:
+    """A URL's format from its first bytes (no zip listing: then its extension decides)."""
+    from ..remote import FsspecSource
+
+    source = FsspecSource(url)
+    try:
+        head = source.read(0, min(Probe.HEAD, source.size))
+        return detect(url, probe=Probe(Path(_url_name(url) or "remote"), head, source.size))
+    finally:
+        source.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Reading and writing
+# --------------------------------------------------------------------------------------------
+def read_tensors(
+    source: Any,
+    format: str | Format | None = None,
+    *,
+    top_level_key: str | None = None,
+    bool_store: str | BoolStore = BoolStore.U8,
+    legacy_ok: bool = False,
+) -> TensorSet:
+    """Read any supported source: a path or URL of any format in the table (format from content
+    unless given; see :func:`choose`), bytes (burnpack or safetensors), a ``{name: array}``
+    mapping, a torch ``state_dict`` or ``nn.Module``, or a :class:`TensorSet` (returned as is)."""
+    from .tensors import TensorSet
+
+    if isinstance(source, TensorSet):
+        return source
+    options = ReadOptions(bool_store=bool_store, top_level_key=top_level_key, legacy_ok=legacy_ok)
+    if is_url(source):
+        return _read_url(source, None if format is None else get_format(format), options)
+    if isinstance(source, (str, os.PathLike)):
+        asked = None if format is None else get_format(format)
+        path = resolve_read_path(source) if asked is None or asked.name == "burnpack" else Path(source)
+        return choose(path, asked).read(path, options)
+    from .formats import read_in_memory
+
+    fmt = None if format is None else get_format(format).name
+    return read_in_memory(source, fmt, top_level_key=top_level_key, bool_store=bool_store, legacy_ok=legacy_ok)
+
+
+def _read_url(url: str, asked: Format | None, options: ReadOptions) -> TensorSet:
+    fmt = asked or from_extension(_url_name(url), files_only=True)
+    if fmt is not None and not fmt.remote:
+        raise ConversionError(f"{url}: {fmt.name} is not read from a URL (a URL names one file)")
+    if fmt is not None and fmt.remote == "ranges":
+        return fmt.read(url, options)  # type: ignore[arg-type]  # a reader that takes URLs
+    if fmt is None:
+        with contextlib.suppress(ConversionError):  # then the fetched file's content decides
+            fmt = _detect_url(url)
+        if fmt is not None and fmt.remote == "ranges":
+            return fmt.read(url, options)  # type: ignore[arg-type]
+    with _fetched(url) as scratch:
+        local = choose(scratch, asked) if asked is not None else detect(scratch)
+        try:
+            return local.read(scratch, options)
+        except Exception as exc:  # the message names the URL, not the scratch file
+            exc.args = tuple(a.replace(str(scratch), url) if isinstance(a, str) else a for a in exc.args)
+            raise
+
+
+_FETCH_BLOCK = 8 << 20
+
+
+@contextlib.contextmanager
+def _fetched(url: str) -> Iterator[Path]:
+    """The file at ``url`` in a scratch file (removed on leaving; open readers keep their view)."""
+    from ..remote import FsspecSource
+
+    source = FsspecSource(url)
+    suffix = "".join(Path(_url_name(url)).suffixes[-3:])
+    fd, name = tempfile.mkstemp(prefix="burnpack-url-", suffix=suffix)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for offset in range(0, source.size, _FETCH_BLOCK):
+                out.write(source.read(offset, min(_FETCH_BLOCK, source.size - offset)))
+        source.close()
+        yield Path(name)
+    finally:
+        source.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name)
+
+
+def resolve_output(
+    path: str | os.PathLike[str], format: str | Format | None, *, max_shard_size: int | None = None
+) -> tuple[Path, Format]:
+    """The path and format an output is written as: ``format``, else the extension's, else
+    burnpack with ``.bpk`` appended when the path has none (Burn's writer rule). With
+    ``max_shard_size``, the folder of shards of that file format (safetensors by default)."""
+    path = Path(path)
+    asked = None if format is None else get_format(format)
+    if max_shard_size is not None:
+        family = asked.family if asked is not None and asked.sharded else (asked or get_format("safetensors")).name
+        shards = _shards_of(family or "")
+        if shards is None:
+            raise ConversionError(f"--max-shard-size writes {' or '.join(f.family or '' for f in _TABLE.values() if f.sharded)} shards, not {family}")
+        return path, shards
+    if asked is not None and asked.directory:
+        if "max_shard_size" in asked.write_options:
+            raise ConversionError(f"{path}: {asked.name} output needs a maximum shard size (max_shard_size, --max-shard-size)")
+        return path, asked
+    by_extension = from_extension(path, files_only=True)
+    if asked is not None and by_extension is not None and asked != by_extension:
+        error = ConversionError(f"{path}: the extension {path.suffix!r} says {by_extension.name} but to_format says {asked.name}")
+        error.exit_code = 2  # type: ignore[attr-defined]
+        raise error
+    fmt = asked or by_extension
+    if fmt is None:
+        if has_extension(path):
+            raise ConversionError(f"{path}: cannot tell the output format from {path.suffix!r}; pass the format")
+        fmt = get_format("burnpack")
+    if fmt.name == "burnpack" and not has_extension(path):
+        path = path.with_name(path.name + ".bpk")
+    if fmt.write is None:
+        raise ConversionError(f"{path}: {fmt.name} is read, not written")
+    return path, fmt
+
+
+def write_tensors(
+    tset: TensorSet,
+    path: str | os.PathLike[str],
+    format: str | Format | None = None,
+    *,
+    overwrite: bool = False,
+    progress: Progress = _noop,
+    compress: bool = False,
+    max_shard_size: int | None = None,
+) -> Path:
+    """Write ``tset`` to ``path`` in ``format`` (see :func:`resolve_output`). ``compress``
+    (npz) and ``max_shard_size`` (shard folders) are refused by a format they would not change."""
+    path, fmt = resolve_output(path, format, max_shard_size=max_shard_size)
+    given = {name for name, value in (("compress", compress), ("max_shard_size", max_shard_size)) if value}
+    unused = sorted(given - fmt.write_options)
+    if unused:
+        raise ConversionError(f"{path}: {', '.join(unused)} does not apply to {fmt.name} output")
+    assert fmt.write is not None  # resolve_output refuses read-only formats
+    return fmt.write(tset, path, WriteOptions(overwrite, progress, compress, max_shard_size))
+
+
+def format_table() -> str:
+    """The README's list of formats (a test keeps the two equal)."""
+    rows = ["| format | also called | extensions | capabilities |", "|---|---|---|---|"]
+    for f in _TABLE.values():
+        ext = ", ".join(f"`{e}`" for e in f.extensions) or "-"
+        rows.append(f"| `{f.name}` | {', '.join(f.aliases) or '-'} | {ext} | {', '.join(f.capabilities()) or '-'} |")
+    return "\n".join(rows)
