@@ -71,6 +71,26 @@ def test_validate_strict_prints_the_reason(tmp_path, capsys):
     assert "2^64 or more" in capsys.readouterr().err
 
 
-def test_the_writer_refuses_a_block_size_no_burn_writer_can_construct():
-    with pytest.raises(burnpack.ValidationError, match="not in BlockSize::new's canonical form"):
-        Writer([Tensor.deferred("q", _blocked((1, 32, 1, 1, 1), 2), (64,), 68, lambda: bytes(68))]).size()
+@pytest.mark.parametrize(
+    "storage, length",
+    [((32, 1, 1, 1, 1), 6), ((32, 0, 0, 0, 0), 1), ((1, 32, 1, 1, 1), 2), ((1, 1, 1, 1, 1), 1)],
+    ids=["len 6", "unused slots not 1", "a leading 1 kept", "only a 1"],
+)
+def test_the_writer_writes_a_block_size_burn_read_back_byte_for_byte(storage, length):
+    data = _quantized(storage, length)
+    assert Writer(burnpack.load(data).tensors()).to_bytes() == data  # Burn's writer writes what its reader read
+
+
+def test_repack_writes_a_file_with_a_non_canonical_block_size_byte_for_byte(tmp_path):
+    source, out = tmp_path / "q.bpk", tmp_path / "out.bpk"
+    source.write_bytes(_quantized((1, 32, 1, 1, 1), 2))
+    assert main(["repack", str(source), str(out)]) == 0
+    assert out.read_bytes() == source.read_bytes()
+
+
+def test_the_writer_reports_burns_first_error_before_its_own_limits():
+    big = Tensor.deferred("big", DType.U8, (11 << 30,), 11 << 30, bytes)  # over MAX_TENSOR_SIZE: burnpack's limit
+    with pytest.raises(burnpack.ValidationError, match="Duplicate tensor name 'a'"):
+        Writer([big, Tensor.deferred("a", DType.U8, (1,), 1, bytes), Tensor.deferred("a", DType.U8, (1,), 1, bytes)]).size()
+    with pytest.raises(burnpack.ValidationError, match="exceeds the maximum of 10737418240 bytes"):
+        Writer([big]).size()
