@@ -315,7 +315,8 @@ class Writer:
 
         The bytes go to a scratch file that then replaces ``path`` (a new inode): a reader with
         the old file mapped keeps its bytes, and a failure leaves the old file. Burn's
-        ``write_to_file`` truncates in place instead. Unlike ``write_atomic`` nothing is fsynced.
+        ``write_to_file`` truncates in place instead. Unlike ``write_atomic`` nothing is fsynced:
+        after a power cut the path holds what a plain rename gives (on ext4 the old or the new file).
         """
         return self._replace(path, durable=False)
 
