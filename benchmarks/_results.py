@@ -9,6 +9,7 @@ below ``QUIET_LOAD`` before and after).
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -80,3 +81,13 @@ def finish(record: dict[str, Any]) -> dict[str, Any]:
     record["loadavg_after"] = list(os.getloadavg())
     record["quiet"] = record["loadavg_before"][0] < QUIET_LOAD and record["loadavg_after"][0] < QUIET_LOAD
     return record
+
+
+def save(record: dict[str, Any], name: str, path: Path | None = None) -> Path:
+    """Write ``record`` to ``path``, or to ``results/<name>-<UTC start time>.json``; say where and how loaded."""
+    print(f"load average before {record['loadavg_before']}, after {record['loadavg_after']} (quiet: {record['quiet']})")
+    started = datetime.fromisoformat(record["started"])
+    out = path or HERE / "results" / f"{name}-{started.strftime('%Y%m%dT%H%M%SZ')}.json"
+    out.write_text(json.dumps(record, indent=1) + "\n")
+    print(f"raw results: {out}")
+    return out

@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -41,9 +39,8 @@ import burnpack
 from burnpack.atomic import atomic_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks._results import environment, finish  # noqa: E402
+from benchmarks._results import environment, finish, save  # noqa: E402
 
-HERE = Path(__file__).resolve().parent
 _names = itertools.count()
 
 
@@ -261,11 +258,7 @@ def main() -> None:
             print(f"  {label}: {value}")
         for label, value in result["median_ms"].items():
             print(f"    {label}: {value} ms")
-    print(f"load average before {out['loadavg_before']}, after {out['loadavg_after']} (quiet: {out['quiet']})")
-    started = datetime.fromisoformat(out["started"])
-    path = args.json or HERE / "results" / f"bench-{started.strftime('%Y%m%dT%H%M%SZ')}.json"
-    path.write_text(json.dumps(out, indent=1) + "\n")
-    print(f"raw results: {path}")
+    save(out, "bench", args.json)
 
 
 if __name__ == "__main__":

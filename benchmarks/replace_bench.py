@@ -18,13 +18,11 @@ the README's table from it.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -33,9 +31,8 @@ import burnpack
 from burnpack.atomic import atomic_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks._results import environment, finish  # noqa: E402
+from benchmarks._results import environment, finish, save  # noqa: E402
 
-HERE = Path(__file__).resolve().parent
 CHUNK = 8 << 20
 
 RATIOS = {
@@ -93,11 +90,7 @@ def main() -> None:
     medians = {name: statistics.median(t) for name, t in samples.items()}
     for label, (ours, peer, _) in RATIOS.items():
         print(f"{label}: {medians[ours] / medians[peer]:.3f} ({medians[ours] * 1000:.1f} ms vs {medians[peer] * 1000:.1f} ms)")
-    print(f"load average before {record['loadavg_before']}, after {record['loadavg_after']} (quiet: {record['quiet']})")
-    started = datetime.fromisoformat(record["started"])
-    out = args.json or HERE / "results" / f"replace-{started.strftime('%Y%m%dT%H%M%SZ')}.json"
-    out.write_text(json.dumps(record, indent=1) + "\n")
-    print(f"raw results: {out}")
+    save(record, "replace", args.json)
 
 
 if __name__ == "__main__":

@@ -127,36 +127,25 @@ def replace(path: str) -> str:
 
 
 # -- benchmarks/cbor_decoder_bench.py -----------------------------------------------------------
-def cbor_decoder(*paths: str) -> str:
-    """Per run: the exact decoder's and cbor2's MB/s and their ratio (both from that one run)."""
+def _runs(paths: tuple[str, ...], section: str, first: str, column: str, cell: Callable[[dict[str, Any]], str]) -> str:
+    """One row per entry of ``record[section]``, one column per run (``cell`` of the entry), captions per run."""
     records = [_load(p) for p in paths]
-    names = list(records[0]["workloads"])
-    header = ["workload"] + [f"run {i + 1}: exact / cbor2 MB/s (ratio)" for i in range(len(records))]
-    rows = []
-    for name in names:
-        cells = [name]
-        for r in records:
-            w = r["workloads"].get(name)
-            cells.append(f"{w['exact_mb_s']} / {w['cbor2_mb_s']} ({_num(w['ratio'], 3)})" if w else "not measured")
-        rows.append(cells)
+    header = [first] + [f"run {i + 1}: {column}" for i in range(len(records))]
+    rows = [[name] + [cell(r[section][name]) if name in r[section] else "not measured" for r in records] for name in records[0][section]]
     captions = [f"Run {i + 1}: {caption(p, r)}" for i, (p, r) in enumerate(zip(paths, records))]
     return "\n".join([*captions, "", *_table(header, rows)])
+
+
+def cbor_decoder(*paths: str) -> str:
+    """Per run: the exact decoder's and cbor2's MB/s and their ratio (both from that one run)."""
+    return _runs(paths, "workloads", "workload", "exact / cbor2 MB/s (ratio)",
+                 lambda w: f"{w['exact_mb_s']} / {w['cbor2_mb_s']} ({_num(w['ratio'], 3)})")
 
 
 # -- benchmarks/quant_bench.py ------------------------------------------------------------------
 def quant(*paths: str) -> str:
-    records = [_load(p) for p in paths]
-    names = list(records[0]["results"])
-    header = ["scheme (dequantize / `astype(float32) * scale`)"] + [f"run {i + 1}: medians (minimums)" for i in range(len(records))]
-    rows = []
-    for name in names:
-        cells = [f"{name}"]
-        for r in records:
-            res = r["results"].get(name)
-            cells.append(f"{_num(res['ratio'])} ({_num(res['ratio_of_minimums'])})" if res else "not measured")
-        rows.append(cells)
-    captions = [f"Run {i + 1}: {caption(p, r)}" for i, (p, r) in enumerate(zip(paths, records))]
-    return "\n".join([*captions, "", *_table(header, rows)])
+    return _runs(paths, "results", "scheme (dequantize / `astype(float32) * scale`)", "medians (minimums)",
+                 lambda res: f"{_num(res['ratio'])} ({_num(res['ratio_of_minimums'])})")
 
 
 # -- benchmarks/ab_tiny.py ----------------------------------------------------------------------
