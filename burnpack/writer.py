@@ -154,8 +154,10 @@ class Writer:
         Errors come in the order Burn's writer reports them (per tensor: byte length, offset
         overflow, duplicate name; then the metadata's size). What Burn's writer writes but its
         reader refuses (more than ``MAX_TENSOR_COUNT`` tensors, a tensor over ``MAX_TENSOR_SIZE``,
-        an element count of 2^64 or more, metadata over ``MAX_METADATA_SIZE``) is refused too,
-        but only once none of Burn's own errors applies.
+        metadata over ``MAX_METADATA_SIZE``) is refused too, but only once none of Burn's own
+        errors applies. An element count of 2^64 or more is counted modulo 2^64, as Burn's release
+        build does: Burn writes such a file and reads it back, so it is written (strict mode
+        rejects it).
         """
         if self._plan is None:
             refusal: BurnpackError | None = None
@@ -180,16 +182,12 @@ class Writer:
                 if kind is None:
                     kind = kinds[key] = _kind(tensor)
                 layout, expected, wrapped = kind
-                if byte_len != expected and expected is not None:
-                    if byte_len != wrapped:
-                        shape = "[" + ", ".join(map(str, tensor.shape)) + "]"
-                        raise ValidationError(
-                            f"tensor '{name}' declares {byte_len} bytes but its shape {shape} and dtype "
-                            f"{debug(tensor.dtype)} need {expected}"
-                        )
-                    refusal = refusal or ValidationError(
-                        f"tensor '{name}': {math.prod(tensor.shape)} elements ({expected} bytes) is 2^64 or more; "
-                        "Burn's release build wraps the count and writes the file, burnpack refuses it"
+                if byte_len != wrapped and wrapped is not None:
+                    shape = "[" + ", ".join(map(str, tensor.shape)) + "]"
+                    how = "" if expected == wrapped else f" ({expected} modulo 2^64, as Burn's release build counts)"
+                    raise ValidationError(
+                        f"tensor '{name}' declares {byte_len} bytes but its shape {shape} and dtype "
+                        f"{debug(tensor.dtype)} need {wrapped}{how}"
                     )
                 if byte_len > MAX_TENSOR_SIZE and refusal is None:
                     refusal = ValidationError(
