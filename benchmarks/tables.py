@@ -103,7 +103,7 @@ def bench(path: str) -> str:
         rows.append([label, *cells, ratio.like])
     lines = [caption(path, record), ""]
     lines += _table(["ratio of medians (< 1: burnpack faster)", *workloads, "like for like"], rows)
-    extra = [f"{op}: {_ms(m[op])} ({w[:3]})" for w, m in medians.items() for op in m if op not in used]
+    extra = [f"{op}, {w.split()[0]}: {_ms(m[op])}" for w, m in medians.items() for op in m if op not in used]
     if extra:
         lines += ["", "Also measured in this run, in no ratio: " + "; ".join(extra) + "."]
     return "\n".join(lines)

@@ -83,6 +83,13 @@ def _rewrite_round_trip(data: bytes) -> str | None:
         except BurnpackError:
             return None  # e.g. a length that does not match the shape: the writer refuses, as Burn's does
         after = reference_dump(rewritten, "strict")
+        if not after["ok"] and _beyond_burns_api(rewritten):
+            # Burn's writer writes such content as it was read; only strict mode refuses it. The
+            # rewrite must still be canonical: rewriting it again gives the same bytes.
+            after = reference_dump(rewritten)
+            with burnpack.load(rewritten) as again:
+                if bytes_from_spec(spec_from_pack(again)) != rewritten:
+                    return "rewriting a canonical rewrite changed its bytes"
     if not after["ok"]:
         return f"canonical rewrite of an accepted file is not strictly valid: {after['error']}"
     keys = ("name", "dtype", "shape", "param_id", "byte_len", "sha256")
@@ -90,6 +97,19 @@ def _rewrite_round_trip(data: bytes) -> str | None:
     if strip(before) != strip(after):
         return "read → write → read changed the content"
     return None
+
+
+def _beyond_burns_api(data: bytes) -> bool:
+    """Whether a tensor's dtype or element count is one no Burn API constructs (a QFloat block size
+    outside ``BlockSize::new``'s form, a count of 2^64 or more) though Burn reads and writes it."""
+    import math
+
+    from burnpack._generated.layout import U64_MAX
+    from burnpack.dtypes import element_size, unconstructible
+
+    with burnpack.load(data) as pack:
+        return any(unconstructible(d.dtype) is not None or (element_size(d.dtype) or 0) * math.prod(d.shape) > U64_MAX
+                   for d in pack.descriptors.values())
 
 
 def check_file(data: bytes, reader: ExternalReader | None = None) -> list[str]:
