@@ -5,36 +5,30 @@ Workloads: (a) float32 in 64 large tensors, (b) many tiny tensors, (c) the metad
 operation once, in turn, so load changes hit both sides alike; the report gives medians and
 burnpack/peer ratios of medians (< 1 means burnpack is faster).
 
-Fair comparisons: saves at equal durability (``burnpack.save`` = scratch, fsync, rename, directory
-fsync, against ``save_file`` given the same steps; ``Writer.write`` of built tensors against
-writing the same bytes to a scratch file renamed into place, and from the arrays against a plain
-``save_file``), ``os.sync()`` before each timed write, every timed write to
-a new name (nothing replaces a file a timed step just wrote), and loads reported three ways: open
-+ names (lazy), open + sum of every tensor (the fair figure), eager copies.
+Like with like: every ratio names its peer and what kind of comparison it is (lazy against
+lazy, eager against eager, durable against durable, writes doing the same file operations), and
+a ratio without a fair peer says so (``RATIOS``). Every timed write goes to a new name with
+``os.sync()`` before it; ``benchmarks/tables.py`` turns a results file into the README's table,
+showing every ratio in ``RATIOS``.
 
     python benchmarks/bench.py [--repeat 7] [--big-mib 1024] [--tiny 20000] [--many 100000]
 
-Raw samples, the commit, the load average and package versions go to
-``benchmarks/results/bench-<UTC time>.json`` (or ``--json``).
+Every sample, the commit, the load average before and after, package versions and the file
+system go to ``benchmarks/results/bench-<UTC time>.json`` (or ``--json``).
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import os
-import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
-from typing import Any
-from datetime import datetime, timezone
-from importlib.metadata import version
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import cbor2
 import numpy as np
@@ -42,8 +36,11 @@ from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
 
 import burnpack
+from burnpack.atomic import atomic_file
 
-HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks._results import environment, finish, save  # noqa: E402
+
 _names = itertools.count()
 
 
@@ -78,12 +75,13 @@ def durable_save_file(tensors: dict[str, np.ndarray], path: Path) -> None:
     fsync_dir(path.parent)
 
 
-def raw_write(data: bytes, path: Path) -> None:
-    """The same bytes as ``Writer.write`` writes, through a scratch file renamed into place."""
-    scratch = path.with_name(f".{path.name}.tmp")
-    with open(scratch, "wb") as stream:
-        stream.write(data)
-    os.rename(scratch, path)
+def raw_write(data: bytes, path: Path, chunk: int = 8 << 20) -> None:
+    """The bytes ``Writer.write`` writes, with the same file operations: ``atomic_file`` without
+    fsync (an unnamed scratch file linked in and renamed into place), written in the same chunks."""
+    view = memoryview(data)
+    with atomic_file(path, durable=False) as stream:
+        for start in range(0, len(view), chunk):
+            stream.write(view[start : start + chunk])
 
 
 def sum_all(arrays: object) -> None:
@@ -98,7 +96,7 @@ def write_ops(tensors: dict[str, np.ndarray], tmp: Path) -> dict[str, Callable[[
         "save: burnpack.save (scratch+fsync+rename+dir fsync)": lambda p: burnpack.save(tensors, p),
         "save: save_file, same steps": lambda p: durable_save_file(tensors, p),
         "write: Writer.write of built Tensors (no fsync)": lambda p: burnpack.Writer(built).write(p),
-        "write: raw write of the same bytes": lambda p: raw_write(data, p),
+        "write: raw write of the same bytes, same file operations": lambda p: raw_write(data, p),
         "write: Writer.write from the arrays (no fsync)": lambda p: burnpack.Writer([burnpack.Tensor.from_numpy(k, v) for k, v in tensors.items()]).write(p),
         "write: save_file (no fsync)": lambda p: save_file(tensors, str(p)),
     }
@@ -125,6 +123,11 @@ def read_ops(bpk: Path, st: Path) -> dict[str, Callable[[], object]]:
         with safe_open(str(st), framework="np") as f:
             list(f.keys())
 
+    def st_get_each() -> None:
+        with safe_open(str(st), framework="np") as f:
+            for name in f.keys():
+                f.get_tensor(name)
+
     def st_safe_open_sum() -> None:
         with safe_open(str(st), framework="np") as f:
             for name in f.keys():
@@ -134,6 +137,7 @@ def read_ops(bpk: Path, st: Path) -> dict[str, Callable[[], object]]:
         "open+names: burnpack": bpk_names,
         "open+names: safe_open keys": st_names,
         "open+numpy(): burnpack (zero-copy views)": bpk_numpy,
+        "open+get_tensor of each: safe_open": st_get_each,
         "load: load_file (copies)": lambda: load_file(str(st)),
         "load+sum: burnpack": bpk_sum,
         "load+sum: load_file": lambda: sum_all(load_file(str(st)).values()),
@@ -181,67 +185,49 @@ def run_many(count: int, repeat: int) -> dict[str, list[float]]:
     return samples
 
 
+class Ratio(NamedTuple):
+    """One row of the table: ``ours`` / ``peer`` (medians), and what kind of comparison it is."""
+
+    ours: str
+    peer: str
+    like: str
+    """Like for like: the kind of peer (``lazy vs lazy``, ...), or why there is no fair one."""
+
+
 RATIOS = {
-    "load+sum: burnpack / load_file+sum (fair)": ("load+sum: burnpack", "load+sum: load_file"),
-    "load+sum: burnpack / safe_open+get_tensor+sum": ("load+sum: burnpack", "load+sum: safe_open+get_tensor"),
-    "open+numpy(): burnpack / load_file": ("open+numpy(): burnpack (zero-copy views)", "load: load_file (copies)"),
-    "open+names: burnpack / load_file": ("open+names: burnpack", "load: load_file (copies)"),
-    "open+names: burnpack / safe_open keys": ("open+names: burnpack", "open+names: safe_open keys"),
-    "eager copy: burnpack / load_file": ("eager copy: burnpack numpy()+copy", "load: load_file (copies)"),
-    "save (durable): burnpack.save / save_file same steps": (
-        "save: burnpack.save (scratch+fsync+rename+dir fsync)",
-        "save: save_file, same steps",
-    ),
-    "write: Writer.write of built Tensors / raw write of the same bytes": (
-        "write: Writer.write of built Tensors (no fsync)",
-        "write: raw write of the same bytes",
-    ),
-    "write: Writer.write from the arrays / save_file (no fsync)": ("write: Writer.write from the arrays (no fsync)", "write: save_file (no fsync)"),
-    "open, many tensors: burnpack.load / cbor2.loads of its metadata": ("open: burnpack.load(bytes)", "decode: cbor2.loads(metadata)"),
+    "open + names / `safe_open` + `keys()`": Ratio(
+        "open+names: burnpack", "open+names: safe_open keys", "lazy vs lazy"),
+    "open + `numpy()` of each / `safe_open` + `get_tensor` of each": Ratio(
+        "open+numpy(): burnpack (zero-copy views)", "open+get_tensor of each: safe_open",
+        "lazy vs lazy (each library's read of every tensor: views here, copies in safetensors)"),
+    "open + sum of every tensor / `safe_open` + `get_tensor` + sum": Ratio(
+        "load+sum: burnpack", "load+sum: safe_open+get_tensor", "lazy vs lazy, every byte touched"),
+    "open + sum of every tensor / `load_file` + sum": Ratio(
+        "load+sum: burnpack", "load+sum: load_file", "every byte read on both sides (lazy vs eager)"),
+    "eager copy (`numpy()` + copy) / `load_file`": Ratio(
+        "eager copy: burnpack numpy()+copy", "load: load_file (copies)", "eager vs eager"),
+    "open + `numpy()` (zero-copy) / `load_file`": Ratio(
+        "open+numpy(): burnpack (zero-copy views)", "load: load_file (copies)",
+        "no fair peer: lazy views against eager copies (the rows above are the fair ones)"),
+    "save, durable: `burnpack.save` / `save_file` + same steps": Ratio(
+        "save: burnpack.save (scratch+fsync+rename+dir fsync)", "save: save_file, same steps", "durable vs durable"),
+    "`Writer.write` of built tensors / raw write of its bytes": Ratio(
+        "write: Writer.write of built Tensors (no fsync)", "write: raw write of the same bytes, same file operations",
+        "fast vs fast, the same file operations (scratch file renamed into place)"),
+    "`Writer.write` from arrays / `save_file`": Ratio(
+        "write: Writer.write from the arrays (no fsync)", "write: save_file (no fsync)",
+        "neither fsyncs, but not the same file operations: save_file creates the file in place, Writer.write renames a scratch file into place"),
+    "open (`load`) / bare `cbor2.loads` of the same metadata": Ratio(
+        "open: burnpack.load(bytes)", "decode: cbor2.loads(metadata)",
+        "no fair peer: no other library opens a .bpk; cbor2 only decodes the metadata, the open also builds the pack"),
 }
 
 
 def summarize(samples: dict[str, list[float]]) -> dict[str, object]:
+    """Medians (ms) and every ratio of ``RATIOS`` whose two operations were measured."""
     medians = {name: statistics.median(values) for name, values in samples.items()}
-    ratios = {label: medians[a] / medians[b] for label, (a, b) in RATIOS.items() if a in medians and b in medians}
+    ratios = {label: medians[r.ours] / medians[r.peer] for label, r in RATIOS.items() if r.ours in medians and r.peer in medians}
     return {"median_ms": {k: round(v * 1000, 3) for k, v in medians.items()}, "ratios": {k: round(v, 3) for k, v in ratios.items()}}
-
-
-README_ROWS = [
-    "load+sum: burnpack / load_file+sum (fair)",
-    "load+sum: burnpack / safe_open+get_tensor+sum",
-    "eager copy: burnpack / load_file",
-    "open+numpy(): burnpack / load_file",
-    "open+names: burnpack / load_file",
-    "save (durable): burnpack.save / save_file same steps",
-    "write: Writer.write of built Tensors / raw write of the same bytes",
-    "write: Writer.write from the arrays / save_file (no fsync)",
-    "open, many tensors: burnpack.load / cbor2.loads of its metadata",
-]
-
-
-def markdown(result: dict[str, Any]) -> str:
-    """The README's table: one row per ratio, one column per workload (ratios of medians)."""
-    names = list(result["workloads"])
-    lines = ["| ratio of medians (< 1: burnpack faster) | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
-    for row in README_ROWS:
-        cells = [result["workloads"][name]["ratios"].get(row) for name in names]
-        if any(cell is not None for cell in cells):
-            lines.append(f"| {row} | " + " | ".join("" if cell is None else f"{cell:.2f}" for cell in cells) + " |")
-    return "\n".join(lines)
-
-
-def environment() -> dict[str, object]:
-    commit = subprocess.run(["git", "-C", str(HERE), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = bool(subprocess.run(["git", "-C", str(HERE), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True).stdout.strip())
-    return {
-        "commit": commit,
-        "dirty": dirty,
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-        "packages": {name: version(name) for name in ("burnpack", "numpy", "safetensors", "cbor2")},
-    }
 
 
 def main() -> None:
@@ -251,26 +237,20 @@ def main() -> None:
     parser.add_argument("--tiny", type=int, default=20_000)
     parser.add_argument("--many", type=int, default=100_000)
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--table", type=Path, help="print the README table of a results file and exit")
     args = parser.parse_args()
-    if args.table:
-        print(markdown(json.loads(args.table.read_text())))
-        return
-    started = datetime.now(timezone.utc)
-    out: dict[str, object] = {"started": started.isoformat(timespec="seconds"), "argv": sys.argv[1:], **environment()}
-    out["loadavg_before"] = os.getloadavg()
-    workloads: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(dir=Path.cwd()) as tmp:
+        out: dict[str, Any] = environment(Path(tmp), "safetensors", "cbor2")
+        workloads: dict[str, dict[str, Any]] = {}
         if args.big_mib:
             samples = run_files(workload_big(args.big_mib), args.repeat, Path(tmp))
             workloads[f"(a) {args.big_mib} MiB float32 in 64 tensors"] = {**summarize(samples), "samples_s": samples}
         if args.tiny:
             samples = run_files(workload_tiny(args.tiny), args.repeat, Path(tmp))
             workloads[f"(b) {args.tiny} tiny tensors"] = {**summarize(samples), "samples_s": samples}
-    if args.many:
-        samples = run_many(args.many, args.repeat)
-        workloads[f"(c) {args.many}-tensor pack, metadata only"] = {**summarize(samples), "samples_s": samples}
-    out["loadavg_after"] = os.getloadavg()
+        if args.many:
+            samples = run_many(args.many, args.repeat)
+            workloads[f"(c) {args.many}-tensor pack, metadata only"] = {**summarize(samples), "samples_s": samples}
+    finish(out)
     out["workloads"] = workloads
     for name, result in workloads.items():
         print(f"## {name}")
@@ -278,10 +258,7 @@ def main() -> None:
             print(f"  {label}: {value}")
         for label, value in result["median_ms"].items():
             print(f"    {label}: {value} ms")
-    print(f"load average before {out['loadavg_before']}, after {out['loadavg_after']}")
-    path = args.json or HERE / "results" / f"bench-{started.strftime('%Y%m%dT%H%M%SZ')}.json"
-    path.write_text(json.dumps(out, indent=1) + "\n")
-    print(f"raw results: {path}")
+    save(out, "bench", args.json)
 
 
 if __name__ == "__main__":

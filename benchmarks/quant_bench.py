@@ -13,21 +13,18 @@ one thread. Raw samples, the commit, the load average and package versions go to
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 
 import burnpack
 from burnpack import QuantStore
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from benchmarks._results import environment, finish, save  # noqa: E402
 from burnpack.quant import describe, parse_scheme
 
 SCHEMES = {
@@ -37,13 +34,6 @@ SCHEMES = {
     "q8s block 32 UE4M3 + tensor F32 (Native)": dict(value="q8s", block=32, scale_dtype="ue4m3", global_scale=True),
     "q2s per tensor BF16 (PackedU32)": dict(value="q2s", scale_dtype="bf16", store=QuantStore.PackedU32(0)),
 }
-
-
-def _git(*args: str) -> str:
-    try:
-        return subprocess.run(["git", *args], capture_output=True, text=True, check=True, cwd=Path(__file__).parent).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def measure(side: int, repeat: int) -> dict:
@@ -84,32 +74,16 @@ def main() -> int:
     parser.add_argument("--side", type=int, default=4096)
     parser.add_argument("--json", type=Path, help="write the raw results here")
     args = parser.parse_args()
-    load_before = os.getloadavg()
-    results = measure(args.side, args.repeat)
-    record = {
-        "benchmark": "quant_bench",
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "commit": _git("rev-parse", "HEAD"),
-        "dirty": bool(_git("status", "--porcelain", "--untracked-files=no")),
-        "loadavg_before": load_before,
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "versions": {"numpy": np.__version__, "ml_dtypes": ml_dtypes.__version__, "burnpack": burnpack.__version__},
-        "shape": [args.side, args.side],
-        "repeat": args.repeat,
-        "results": results,
-    }
-    record["loadavg_after"] = os.getloadavg()
+    record = environment(Path.cwd(), "ml_dtypes")
+    record.update(benchmark="quant_bench", shape=[args.side, args.side], repeat=args.repeat)
+    record["results"] = results = measure(args.side, args.repeat)
+    finish(record)
     for label, r in results.items():
         print(
             f"{label:42s} median: ours {r['ours_median'] * 1e3:6.1f} ms, peer {r['peer_median'] * 1e3:6.1f} ms, "
             f"ratio {r['ratio']:.2f}; ratio of minimums {r['ratio_of_minimums']:.2f}"
         )
-    print(f"load average {record['loadavg_before'][0]:.2f} -> {record['loadavg_after'][0]:.2f}, commit {record['commit'][:10]}")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(record, indent=1))
+    save(record, "quant", args.json)
     return 0
 
 

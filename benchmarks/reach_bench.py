@@ -29,10 +29,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from bench import environment  # commit, clean tree, versions: as bench.py records them
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from benchmarks._results import environment, finish, save  # noqa: E402
 
 
 
@@ -244,10 +244,10 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     parser.add_argument("--only", choices=("sharded", "torch", "remote"), action="append")
     args = parser.parse_args()
-    results: dict = {**environment(), "argv": sys.argv[1:], "loadavg_before": os.getloadavg()}
     parts = args.only or ["sharded", "torch", "remote"]
     with tempfile.TemporaryDirectory(dir=args.dir) as tmp:
         tmp = Path(tmp)
+        results: dict = environment(tmp, "safetensors", "cbor2", "torch")
         if "sharded" in parts:
             results["sharded"] = sharded(tmp, args.gib, args.repeat)
             print(json.dumps({k: v for k, v in results["sharded"].items() if k != "runs"}), flush=True)
@@ -258,10 +258,7 @@ def main() -> None:
         if "remote" in parts:
             results["remote"] = remote(tmp)
             print(json.dumps(results["remote"]), flush=True)
-    results["loadavg_after"] = os.getloadavg()
-    print(f"load average before {results['loadavg_before']}, after {results['loadavg_after']}")
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1) + "\n")
+    save(finish(results), "reach", args.json)
 
 
 if __name__ == "__main__":

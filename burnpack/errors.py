@@ -87,15 +87,20 @@ class IoError(BurnpackError, OSError):
     variant = "IoError"
 
     @classmethod
-    def from_os_error(cls, exc: OSError, *, where: str | None = None) -> IoError:
-        """Burn's ``Io`` error for ``exc`` (``"<strerror> (os error <errno>)"``), typed like it."""
+    def from_os_error(cls, exc: OSError, *, where: str | None = None, context: str | None = None) -> IoError:
+        """Burn's ``Io`` error for ``exc`` (``"<strerror> (os error <errno>)"``), typed like it.
+
+        ``context`` is Burn's prefix naming the operation and path (``"cannot create '<path>'"``);
+        with it the message is ``"<context>: <strerror> (os error <errno>)"`` and names no other place.
+        """
         if exc.errno is None:
-            error = cls(str(exc), where=where)
+            error = cls(str(exc) if context is None else f"{context}: {exc}", where=where)
         else:
             filename = exc.filename
-            if where is None and filename is not None:
+            if where is None and filename is not None and context is None:
                 where = str(filename)
-            error = _OS_ERROR_CLASSES.get(type(exc), cls)(f"{exc.strerror} (os error {exc.errno})", where=where)
+            text = f"{exc.strerror} (os error {exc.errno})"
+            error = _OS_ERROR_CLASSES.get(type(exc), cls)(text if context is None else f"{context}: {text}", where=where)
             error.errno, error.strerror, error.filename = exc.errno, exc.strerror, filename
         return error
 

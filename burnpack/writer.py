@@ -39,7 +39,7 @@ from ._generated.layout import (
 )
 from ._generated.types import Scalar
 from .atomic import atomic_file
-from .dtypes import UNIT_SIZES, debug, element_size, unconstructible
+from .dtypes import UNIT_SIZES, debug, element_size
 from .errors import BurnpackError, IoError, MetadataSerializationError, TensorBytesSizeMismatch, ValidationError
 from .metadata import encode_metadata_entries
 from .paths import PathLike, resolve_write_path
@@ -149,36 +149,48 @@ class Writer:
 
     # -- planning ----------------------------------------------------------------------------
     def plan(self) -> Plan:
-        """(metadata bytes, data-section start of each tensor, data-section size); raises before I/O."""
+        """(metadata bytes, data-section start of each tensor, data-section size); raises before I/O.
+
+        Errors come in the order Burn's writer reports them (per tensor: byte length, offset
+        overflow, duplicate name; then the metadata's size). What Burn's writer writes but its
+        reader refuses (more than ``MAX_TENSOR_COUNT`` tensors, a tensor over ``MAX_TENSOR_SIZE``,
+        metadata over ``MAX_METADATA_SIZE``) is refused too, but only once none of Burn's own
+        errors applies. An element count of 2^64 or more is counted modulo 2^64, as Burn's release
+        build does: Burn writes such a file and reads it back, so it is written (strict mode
+        rejects it).
+        """
         if self._plan is None:
-            # Burn's writer has no limits, but its reader refuses what exceeds them: refuse here.
+            refusal: BurnpackError | None = None
+            """The first limit Burn's reader enforces that this write breaks (Burn's writer has none)."""
             if len(self._tensors) > MAX_TENSOR_COUNT:
-                raise ValidationError(
+                refusal = ValidationError(
                     f"{len(self._tensors)} tensors exceed the maximum of {MAX_TENSOR_COUNT} a reader accepts"
                 )
             entries: dict[str, bytes] = {}
             starts: list[int] = []
             offset = 0
             alignment = TENSOR_ALIGNMENT
-            kinds: dict[tuple[int, tuple[int, ...], bool], tuple[bytes, int | None]] = {}
-            """(id of the dtype, shape, has a param id) → (the entry's layout bytes, the byte length it
-            needs). Keyed by identity: hashing a DType costs more than encoding it again when two
-            equal dtypes are distinct objects (the tensors keep them alive while this runs)."""
+            kinds: dict[tuple[int, tuple[int, ...], bool], tuple[bytes, int | None, int | None]] = {}
+            """(id of the dtype, shape, has a param id) → (the entry's layout bytes, the byte length
+            its shape and dtype need, that length as Burn's release build computes it: modulo 2^64).
+            Keyed by identity: hashing a DType costs more than encoding it again when two equal
+            dtypes are distinct objects (the tensors keep them alive while this runs)."""
             for tensor in self._tensors:
                 name, byte_len, param_id = tensor.name, tensor.byte_len, tensor.param_id
                 key = (id(tensor.dtype), tensor.shape, param_id is not None)
                 kind = kinds.get(key)
                 if kind is None:
                     kind = kinds[key] = _kind(tensor)
-                layout, expected = kind
-                if byte_len != expected and expected is not None:
+                layout, expected, wrapped = kind
+                if byte_len != wrapped and wrapped is not None:
                     shape = "[" + ", ".join(map(str, tensor.shape)) + "]"
+                    how = "" if expected == wrapped else f" ({expected} modulo 2^64, as Burn's release build counts)"
                     raise ValidationError(
                         f"tensor '{name}' declares {byte_len} bytes but its shape {shape} and dtype "
-                        f"{debug(tensor.dtype)} need {expected}"
+                        f"{debug(tensor.dtype)} need {wrapped}{how}"
                     )
-                if byte_len > MAX_TENSOR_SIZE:
-                    raise ValidationError(
+                if byte_len > MAX_TENSOR_SIZE and refusal is None:
+                    refusal = ValidationError(
                         f"tensor '{name}' of {byte_len} bytes exceeds the maximum of {MAX_TENSOR_SIZE} bytes a reader accepts"
                     )
                 start = -(-offset // alignment) * alignment  # align(offset), inlined: one call less per tensor
@@ -191,12 +203,14 @@ class Writer:
                 starts.append(start)
                 offset = end
             blob = encode_metadata_entries(entries, self._metadata, self._scalars)
+            if len(blob) > METADATA_SIZE_FIELD_MAX:
+                raise IoError(f"Metadata size {len(blob)} exceeds maximum of {METADATA_SIZE_FIELD_MAX} bytes")
+            if refusal is not None:
+                raise refusal
             if len(blob) > MAX_METADATA_SIZE:
                 raise ValidationError(
                     f"Metadata size {len(blob)} exceeds the maximum of {MAX_METADATA_SIZE} bytes a reader accepts"
                 )
-            if len(blob) > METADATA_SIZE_FIELD_MAX:
-                raise IoError(f"Metadata size {len(blob)} exceeds maximum of {METADATA_SIZE_FIELD_MAX} bytes")
             self._plan = Plan(blob, tuple(starts), offset)
         return self._plan
 
@@ -299,7 +313,8 @@ class Writer:
 
         The bytes go to a scratch file that then replaces ``path`` (a new inode): a reader with
         the old file mapped keeps its bytes, and a failure leaves the old file. Burn's
-        ``write_to_file`` truncates in place instead. Unlike ``write_atomic`` nothing is fsynced.
+        ``write_to_file`` truncates in place instead. Unlike ``write_atomic`` nothing is fsynced:
+        after a power cut the path holds what a plain rename gives (on ext4 the old or the new file).
         """
         return self._replace(path, durable=False)
 
@@ -310,6 +325,11 @@ class Writer:
     def _replace(self, path: PathLike, *, durable: bool) -> Path:
         target = resolve_write_path(path)
         self.plan()
+        if target.name in ("", ".."):  # Rust's file_name() is None: Burn's own messages
+            if durable:
+                raise IoError(f"cannot write to '{target}': not a file path")
+            exc = IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target))
+            raise IoError.from_os_error(exc, context=f"cannot create '{target}'")
         try:
             with atomic_file(target, durable=durable) as stream:
                 self.write_stream(stream)
@@ -318,30 +338,25 @@ class Writer:
         return target
 
 
-def _kind(tensor: Tensor) -> tuple[bytes, int | None]:
-    """The layout bytes of the tensor's metadata entry and the byte length its dtype and shape
-    need (None for QFloat: bit-packed values plus inline scales, not shape × size)."""
+def _kind(tensor: Tensor) -> tuple[bytes, int | None, int | None]:
+    """The layout bytes of the tensor's metadata entry, the byte length its dtype and shape need,
+    and that length modulo 2^64 as Burn's release build computes it (both None for QFloat:
+    bit-packed values plus inline scales, not shape × size; Burn's writer checks no length there).
+
+    Any QFloat scheme is written as given, as Burn's writer does: a block size outside
+    ``BlockSize::new``'s canonical form comes from a file Burn read, and Burn writes it back byte
+    for byte (strict mode is where such a scheme is refused).
+    """
     dtype = tensor.dtype
-    if dtype.value is None:
-        size = UNIT_SIZES[dtype.variant]
-    else:
-        why = unconstructible(dtype)
-        if why:
-            raise ValidationError(f"tensor '{tensor.name}': {why}")
-        size = element_size(dtype)
+    size = UNIT_SIZES[dtype.variant] if dtype.value is None else element_size(dtype)
     try:
         layout = TensorDescriptor_layout(dtype, tensor.shape, tensor.param_id is not None)
     except (TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise MetadataSerializationError(f"tensor '{tensor.name}': cannot encode its descriptor: {exc}") from None
     if size is None:
-        return layout, None
+        return layout, None, None
     expected = math.prod(tensor.shape) * size
-    if expected > U64_MAX:
-        raise ValidationError(
-            f"tensor '{tensor.name}': {math.prod(tensor.shape)} elements ({expected} bytes) is 2^64 or more; Burn's "
-            "release build wraps the count and writes the file, burnpack refuses it"
-        )
-    return layout, expected
+    return layout, expected, expected & U64_MAX
 
 
 def _regular_file(stream: BinaryIO) -> int | None:

@@ -159,7 +159,7 @@ def _fuzz(args: argparse.Namespace) -> int:
     from .fuzz import fuzz
 
     return fuzz(seconds=args.seconds, engine=args.engine, save_dir=args.save_dir, reader=args.reader, seed=args.seed,
-                timeout=args.timeout, max_examples=args.max_examples, hypothesis_dir=args.hypothesis_dir)
+                timeout=args.timeout, max_examples=args.max_examples, hypothesis_dir=args.hypothesis_dir, json_out=args.json)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -211,6 +211,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--hypothesis-dir", type=Path, default=None,
                    help="keep Hypothesis's example database and caches here (default: a temporary directory, "
                         "so nothing is written to the current directory)")  # fmt: skip
+    p.add_argument("--json", type=Path, default=None, metavar="FILE",
+                   help="write the run's record (engine, seed, inputs per kind, failures, load average) to FILE")
     p.set_defaults(func=_fuzz)
 
     p = sub.add_parser("generate", help="regenerate the checked-in corpus from the generators")

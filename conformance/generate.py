@@ -267,6 +267,18 @@ def _dtypes(c: Corpus) -> None:
     }
     for name, (dtype, shape, data, desc) in schemes.items():
         c.pack(f"dtype/{name}", desc, one("q", dtype, shape, data, 2))
+    # Block sizes BlockSize::new never makes: Burn's reader keeps them as written (deserialization does
+    # not canonicalise) and its writer writes such a dtype back byte for byte; strict mode rejects them.
+    written_as_read = {
+        "qfloat_block_leading_one_kept": ([1, 32, 1, 1, 1], 2, "a leading 1 kept (BlockSize::new strips it)"),
+        "qfloat_block_unused_slots_zero": ([32, 0, 0, 0, 0], 1, "unused slots 0 (BlockSize::new fills them with 1)"),
+        "qfloat_block_len_over_storage": ([32, 1, 1, 1, 1], 6, "len 6 over 5 storage slots"),
+    }
+    for name, (storage, length, desc) in written_as_read.items():
+        dtype = qfloat("Q8S", "Native", tensor="F32")
+        dtype["QFloat"]["block"] = {"size": {"storage": storage, "len": length}, "dtype": "F16"}
+        c.pack(f"dtype/{name}", f"QFloat block size {storage} len {length}: {desc}; Burn's writer writes it as read",
+               one("q", dtype, [64], ramp(68, 10), 2))
     mixed = PackSpec()
     for i, (name, (dtype, shape, data, _)) in enumerate(list(cases.items()) + list(schemes.items())):
         mixed.tensors.append(T(f"{i:02d}.{name}", dtype, shape, data, i))

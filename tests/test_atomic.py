@@ -271,11 +271,16 @@ def test_a_new_file_gets_the_umask_mode(tmp_path):
     assert stat.S_IMODE((tmp_path / "m.bpk").stat().st_mode) == 0o640
 
 
-@pytest.mark.parametrize("how", ["write", "write_atomic"])
-def test_a_writer_path_ending_in_dotdot_is_an_io_error_as_in_burn(tmp_path, how):
+@pytest.mark.parametrize(
+    "how, message",
+    [("write", "cannot create '{}': Is a directory (os error 21)"), ("write_atomic", "cannot write to '{}': not a file path")],
+)
+def test_a_writer_path_ending_in_dotdot_fails_with_burns_message(tmp_path, how, message):
     (tmp_path / "sub").mkdir()
-    with pytest.raises(burnpack.IoError, match=r"Is a directory \(os error 21\)"):
-        getattr(burnpack.Writer(), how)(tmp_path / "sub" / "..")
+    path = tmp_path / "sub" / ".."
+    with pytest.raises(burnpack.IoError) as raised:
+        getattr(burnpack.Writer(), how)(path)
+    assert str(raised.value) == message.format(path)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sub"]
 
 
@@ -343,3 +348,45 @@ def test_a_write_that_fails_stops_asking_for_writeback(tmp_path, monkeypatch):
             raise RuntimeError("producer failed")
     assert not any(t.name == "burnpack-writeback" for t in threading.enumerate())
     assert not (tmp_path / "a.bin").exists()
+
+
+# -- the guarantee of each mode ------------------------------------------------------------------
+@pytest.mark.parametrize("how", ["write", "write_atomic"])
+def test_a_write_renames_the_new_file_over_the_old_one(tmp_path, monkeypatch, how):
+    """A rename over an existing file is what ext4's auto_da_alloc keys on: it starts writing the new
+    file's blocks, so a write that is not fsynced leaves the old file or the new one after a power
+    cut. Exchanging the names and unlinking the old file skips that."""
+    target = tmp_path / "m.bpk"
+    target.write_bytes(b"old")
+    old_inode = target.stat().st_ino
+    renames: list[tuple[str, int | None]] = []
+    real_replace = os.replace
+
+    def recording(src, dst):
+        renames.append((os.fspath(dst), os.stat(dst).st_ino if os.path.exists(dst) else None))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", recording)
+    getattr(burnpack.Writer([burnpack.Tensor.from_numpy("x", np.zeros(4, np.float32))]), how)(target)
+    assert renames == [(str(target), old_inode)]
+    assert burnpack.load(target).names == ["x"] and os.listdir(tmp_path) == ["m.bpk"]
+
+
+@pytest.mark.parametrize("how", ["write", "write_atomic"])
+def test_an_error_names_the_writers_path_never_a_scratch_file(tmp_path, how):
+    target = tmp_path / "m.bpk"
+    target.mkdir()  # the rename of the complete scratch file over it fails
+    with pytest.raises(burnpack.IoError) as raised:
+        getattr(burnpack.Writer([burnpack.Tensor.from_numpy("x", np.zeros(4, np.float32))]), how)(target)
+    assert raised.value.filename == str(target)
+    assert atomic.SCRATCH_SUFFIX not in str(raised.value) and os.listdir(tmp_path) == ["m.bpk"]
+
+
+def test_write_safetensors_errors_name_its_path_never_a_scratch_file(tmp_path):
+    from burnpack.interop.safetensors import write_safetensors
+
+    target = tmp_path / "m.safetensors"
+    target.mkdir()
+    with pytest.raises(OSError) as raised:
+        write_safetensors({"x": np.zeros(2, np.float32)}, target)
+    assert raised.value.filename == str(target) and atomic.SCRATCH_SUFFIX not in str(raised.value)

@@ -58,9 +58,14 @@ def test_strict_mode_says_why_an_element_count_of_2_to_the_64_is_rejected():
         burnpack.load(data, strict=True)
 
 
-def test_the_writer_refuses_an_element_count_of_2_to_the_64_and_says_why():
-    with pytest.raises(burnpack.ValidationError, match=r"18446744073709551616 elements.*2\^64 or more"):
-        Writer([Tensor.deferred("a", DType.U8, (2**32, 2**32), 0, lambda: b"")]).size()
+def test_the_writer_writes_an_element_count_of_2_to_the_64_as_burns_release_build_does():
+    data = _file({"a": TensorDescriptor(DType.F32, (2**32, 2**32), (0, 0))}, 0)
+    assert Writer(burnpack.load(data).tensors()).to_bytes() == data  # the count wraps to 0 bytes, as in Burn
+
+
+def test_the_writer_says_a_length_is_checked_against_the_wrapped_count():
+    with pytest.raises(burnpack.ValidationError, match=r"need 0 \(73786976294838206464 modulo 2\^64"):
+        Writer([Tensor.deferred("a", DType.F32, (2**32, 2**32), 4, lambda: bytes(4))]).size()
 
 
 def test_validate_strict_prints_the_reason(tmp_path, capsys):
@@ -71,6 +76,26 @@ def test_validate_strict_prints_the_reason(tmp_path, capsys):
     assert "2^64 or more" in capsys.readouterr().err
 
 
-def test_the_writer_refuses_a_block_size_no_burn_writer_can_construct():
-    with pytest.raises(burnpack.ValidationError, match="not in BlockSize::new's canonical form"):
-        Writer([Tensor.deferred("q", _blocked((1, 32, 1, 1, 1), 2), (64,), 68, lambda: bytes(68))]).size()
+@pytest.mark.parametrize(
+    "storage, length",
+    [((32, 1, 1, 1, 1), 6), ((32, 0, 0, 0, 0), 1), ((1, 32, 1, 1, 1), 2), ((1, 1, 1, 1, 1), 1)],
+    ids=["len 6", "unused slots not 1", "a leading 1 kept", "only a 1"],
+)
+def test_the_writer_writes_a_block_size_burn_read_back_byte_for_byte(storage, length):
+    data = _quantized(storage, length)
+    assert Writer(burnpack.load(data).tensors()).to_bytes() == data  # Burn's writer writes what its reader read
+
+
+def test_repack_writes_a_file_with_a_non_canonical_block_size_byte_for_byte(tmp_path):
+    source, out = tmp_path / "q.bpk", tmp_path / "out.bpk"
+    source.write_bytes(_quantized((1, 32, 1, 1, 1), 2))
+    assert main(["repack", str(source), str(out)]) == 0
+    assert out.read_bytes() == source.read_bytes()
+
+
+def test_the_writer_reports_burns_first_error_before_its_own_limits():
+    big = Tensor.deferred("big", DType.U8, (11 << 30,), 11 << 30, bytes)  # over MAX_TENSOR_SIZE: burnpack's limit
+    with pytest.raises(burnpack.ValidationError, match="Duplicate tensor name 'a'"):
+        Writer([big, Tensor.deferred("a", DType.U8, (1,), 1, bytes), Tensor.deferred("a", DType.U8, (1,), 1, bytes)]).size()
+    with pytest.raises(burnpack.ValidationError, match="exceeds the maximum of 10737418240 bytes"):
+        Writer([big]).size()

@@ -1,0 +1,264 @@
+"""The README's figure tables, each generated from checked-in results files.
+
+A table in README.md sits between ``<!-- table: KIND FILE [FILE ...] -->`` and
+``<!-- /table -->``; this script renders KIND from the named files (paths relative to the
+repository), caption included: which run, which commit, the load before and after, whether the
+machine was quiet, package versions and file system where the file records them. Every ratio a
+benchmark defines is a row (``bench.RATIOS``: a row goes only by deleting it there), each naming
+its peer and the kind of comparison; operations a file measured that no ratio uses are listed too.
+
+    python benchmarks/tables.py            print every table the README holds
+    python benchmarks/tables.py --write    rewrite the README's tables from their files
+    python benchmarks/tables.py --check    exit 1 when the README differs (a test runs this)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+QUIET_LOAD = 0.5  # as benchmarks/_results.py
+BLOCK = re.compile(r"(<!-- table: (?P<spec>[^>]*?) -->\n)(?P<body>.*?)(<!-- /table -->)", re.S)
+
+
+def _load(path: str) -> dict[str, Any]:
+    return json.loads((ROOT / path).read_text())
+
+
+def _num(x: float, digits: int = 2) -> str:
+    """``digits`` decimals; a ratio below 0.1 with two significant digits instead (0.0012, not 0.00)."""
+    return f"{x:.2g}" if 0 < x < 0.1 and digits == 2 else f"{x:.{digits}f}"
+
+
+def _ms(seconds: float) -> str:
+    ms = seconds * 1000
+    return f"{ms:.3g} ms" if ms < 100 else f"{ms:,.0f} ms"
+
+
+def _load_text(record: dict[str, Any]) -> str:
+    before, after = record.get("loadavg_before"), record.get("loadavg_after")
+    if before is None and after is None:
+        return "load average not recorded"
+    parts = []
+    if before is not None:
+        parts.append(f"{before[0]:.2f} before")
+    parts.append(f"{after[0]:.2f} after" if after is not None else "not recorded after")
+    quiet = before is not None and after is not None and before[0] < QUIET_LOAD and after[0] < QUIET_LOAD
+    return f"load average {', '.join(parts)} ({'quiet' if quiet else 'not a quiet machine: expect noise'})"
+
+
+def caption(path: str, record: dict[str, Any]) -> str:
+    """One line on the run: file, commit, tree, date, load, packages, file system."""
+    commit = str(record.get("commit", "not recorded"))[:9]
+    dirty = record.get("dirty", record.get("tree_dirty"))
+    tree = "" if dirty is None else (", uncommitted changes" if dirty else ", clean tree")
+    when = record.get("started") or record.get("date") or record.get("date_utc") or record.get("started_utc")
+    packages = record.get("packages") or record.get("versions") or {}
+    versions = ", ".join(f"{k} {v}" for k, v in packages.items() if k != "burnpack")
+    fs = record.get("filesystem")
+    fs_text = f"file system {fs['type']}" + (f" ({fs['options']})" if fs.get("options") else "") if fs else "file system not recorded"
+    bits = [f"`{path}`: commit {commit}{tree}", str(when)[:19] if when else "date not recorded", _load_text(record)]
+    if versions:
+        bits.append(versions)
+    bits.append(fs_text)
+    return "; ".join(bits) + "."
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |"] + [
+        "| " + " | ".join(row) + " |" for row in rows
+    ]
+
+
+# -- benchmarks/bench.py ------------------------------------------------------------------------
+def bench(path: str) -> str:
+    """Every ratio of ``bench.RATIOS`` per workload, from the raw samples (ratio of medians)."""
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.bench import RATIOS
+
+    record = _load(path)
+    workloads = record["workloads"]
+    medians = {w: {op: statistics.median(s) for op, s in data["samples_s"].items()} for w, data in workloads.items()}
+    rows = []
+    used: set[str] = set()
+    for label, ratio in RATIOS.items():
+        used.update((ratio.ours, ratio.peer))
+        cells = []
+        for w in workloads:
+            m = medians[w]
+            if ratio.ours in m and ratio.peer in m:
+                cells.append(f"{_num(m[ratio.ours] / m[ratio.peer])} ({_ms(m[ratio.ours])} vs {_ms(m[ratio.peer])})")
+            elif ratio.ours in m or ratio.peer in m:
+                cells.append("not measured in this run")
+            else:
+                cells.append("")
+        rows.append([label, *cells, ratio.like])
+    lines = [caption(path, record), ""]
+    lines += _table(["ratio of medians (< 1: burnpack faster)", *workloads, "like for like"], rows)
+    extra = [f"{op}, {w.split()[0]}: {_ms(m[op])}" for w, m in medians.items() for op in m if op not in used]
+    if extra:
+        lines += ["", "Also measured in this run, in no ratio: " + "; ".join(extra) + "."]
+    return "\n".join(lines)
+
+
+# -- benchmarks/replace_bench.py ----------------------------------------------------------------
+def replace(path: str) -> str:
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.replace_bench import RATIOS
+
+    record = _load(path)
+    medians = {op: statistics.median(s) for op, s in record["samples_s"].items()}
+    rows = []
+    for label, (ours, peer, like) in RATIOS.items():
+        if ours in medians and peer in medians:
+            rows.append([label, f"{_num(medians[ours] / medians[peer])} ({_ms(medians[ours])} vs {_ms(medians[peer])})", like])
+        else:
+            rows.append([label, "not measured in this run", like])
+    head = f"{record['mib']} MiB over an existing file, {len(next(iter(record['samples_s'].values())))} interleaved repeats"
+    return "\n".join([caption(path, record), "", *_table(["ratio of medians", head, "like for like"], rows)])
+
+
+# -- benchmarks/cbor_decoder_bench.py -----------------------------------------------------------
+def _runs(paths: tuple[str, ...], section: str, first: str, column: str, cell: Callable[[dict[str, Any]], str]) -> str:
+    """One row per entry of ``record[section]``, one column per run (``cell`` of the entry), captions per run."""
+    records = [_load(p) for p in paths]
+    header = [first] + [f"run {i + 1}: {column}" for i in range(len(records))]
+    rows = [[name] + [cell(r[section][name]) if name in r[section] else "not measured" for r in records] for name in records[0][section]]
+    captions = [f"Run {i + 1}: {caption(p, r)}" for i, (p, r) in enumerate(zip(paths, records))]
+    return "\n".join([*captions, "", *_table(header, rows)])
+
+
+def cbor_decoder(*paths: str) -> str:
+    """Per run: the exact decoder's and cbor2's MB/s and their ratio (both from that one run)."""
+    return _runs(paths, "workloads", "workload", "exact / cbor2 MB/s (ratio)",
+                 lambda w: f"{w['exact_mb_s']} / {w['cbor2_mb_s']} ({_num(w['ratio'], 3)})")
+
+
+# -- benchmarks/quant_bench.py ------------------------------------------------------------------
+def quant(*paths: str) -> str:
+    return _runs(paths, "results", "scheme (dequantize / `astype(float32) * scale`)", "medians (minimums)",
+                 lambda res: f"{_num(res['ratio'])} ({_num(res['ratio_of_minimums'])})")
+
+
+# -- benchmarks/ab_tiny.py ----------------------------------------------------------------------
+def ab_tiny(*paths: str) -> str:
+    records = [_load(p) for p in paths]
+    names = list(records[0]["results"])
+    header = ["new / old (CPU time, minimum)"] + [
+        f"`{Path(p).name}`: {r['commits']['new']} / {r['commits']['old']}" for p, r in zip(paths, records)
+    ]
+    rows = [[name] + [_num(r["results"][name]["new/old"]) if name in r["results"] else "not measured" for r in records] for name in names]
+    return "\n".join(_table(header, rows))
+
+
+# -- benchmarks/fuzz_campaign.py ----------------------------------------------------------------
+def fuzz_campaigns(*paths: str) -> str:
+    rows = []
+    for p in paths:
+        r = _load(p)
+        kinds = r["failures_by_kind"]
+        rows.append([f"`{Path(p).name}`", r["commit"][:9], str(r["seed"]), f"{r['inputs']:,}", f"{r['wall_seconds']:,.0f} s",
+                     str(kinds["foreign"]), str(kinds["over_time"]), str(kinds["over_memory"])])
+    return "\n".join(_table(["file", "commit", "seed", "inputs", "wall time", "outside burnpack", "over time", "over memory"], rows))
+
+
+# -- burnpack-conformance fuzz --json ------------------------------------------------------------
+def conformance_fuzz(*paths: str) -> str:
+    rows = []
+    for p in paths:
+        r = _load(p)
+        kinds = ", ".join(f"{k} {v:,}" for k, v in r["inputs_by_kind"].items())
+        rows.append([f"`{Path(p).name}`", r["engine"], r["commit"][:9], f"{r['wall_seconds']:,.0f} s", f"{r['inputs']:,} ({kinds})",
+                     str(len(r["failures"])), _load_text(r)])
+    return "\n".join(_table(["file", "engine", "commit", "wall time", "inputs", "failing", "load"], rows))
+
+
+# -- benchmarks/reach_bench.py ------------------------------------------------------------------
+def reach(path: str) -> str:
+    r = _load(path)
+    s, t, remote = r["sharded"], r["torch"], r["remote"]
+    gib = s["bytes"] / (1 << 30)
+    med = statistics.median
+    convert, cp, cp_fsync = med(x["seconds"] for x in s["runs"]), med(s["cp_runs"]), med(s["cp_fsync_runs"])
+    write = med(x["seconds"] for x in s["write_runs"])
+    extra = max(x["extra_mib"] for x in s["runs"])
+    n = len(s["runs"])
+    lf, og = t["load_file"], t["open_get_sum"]
+    lf_ours, lf_peer = med(lf["burnpack_runs"]), med(lf["safetensors_runs"])
+    og_ours, og_peer = med(og["burnpack_runs"]), med(og["safetensors_runs"])
+    rows = [
+        [f"sharded {gib:.0f} GiB, {len(s['shards'])} shards → one `.bpk`: RSS high-water mark above the baseline",
+         f"{extra:.2f} MiB (largest tensor {s['largest_tensor_mib']:.0f} MiB)", "≤ largest tensor + 128 MiB", "—"],
+        ["… `convert` / `cp -r` of the shards + fsync of each copy", f"{_num(convert / cp_fsync)}× ({convert:.2f} s vs {cp_fsync:.2f} s, medians of {n})",
+         "≤ 1.3×", "durable vs durable"],
+        ["… `read_sharded` + `Writer.write` / plain `cp -r`", f"{_num(write / cp)}× ({write:.2f} s vs {cp:.2f} s)", "≤ 1.3×",
+         "neither fsyncs; not the same file operations: cp creates each file in place, the conversion renames a scratch file into place"],
+        ["… `convert` / plain `cp -r`", f"{_num(convert / cp)}×", "—",
+         "no fair peer: durable against a copy that returns before its bytes reach the disk"],
+        [f"1 GiB, 64 tensors: `burnpack.torch.load_file` / `safetensors.torch.load_file`",
+         f"{_num(lf_ours / lf_peer)}× ({_ms(lf_ours)} vs {_ms(lf_peer)}, medians of {len(lf['burnpack_runs'])})", "≤ 1×",
+         "torch vs torch"],
+        ["… `load(framework=\"pt\")` + `get_tensor` + sum / `safe_open(framework=\"pt\")` + …",
+         f"{_num(og_ours / og_peer)}× ({_ms(og_ours)} vs {_ms(og_peer)})", "≤ 1.1×", "torch vs torch, lazy vs lazy"],
+    ]
+    rows += [[f"remote: {label}", value, target, "—"] for label, value, target in _remote_rows(remote)]
+    return "\n".join([caption(path, r), "", *_table(["measure", "result", "target", "like for like"], rows)])
+
+
+def _remote_rows(remote: dict[str, Any]) -> list[tuple[str, str, str]]:
+    o, one, every = remote["open"], remote["one_4mib_tensor"], remote["numpy_all"]
+    return [
+        (f"open a {remote['file_bytes'] / (1 << 30):.0f} GiB pack on local HTTP",
+         f"{o['requests']} requests ({o['range_requests']} range), {o['bytes']:,} bytes", "≤ 64 KiB"),
+        ("… one 4 MiB tensor", f"{one['requests']} request, {one['bytes']:,} bytes (the tensor: {one['tensor_bytes']:,})",
+         "≤ 4 MiB + 64 KiB"),
+        (f"… `pack.numpy()` ({every['tensors']} tensors)", f"{every['requests']} requests, {every['bytes']:,} bytes", "coalesced"),
+    ]
+
+
+RENDERERS: dict[str, Callable[..., str]] = {
+    "bench": bench, "replace": replace, "cbor_decoder": cbor_decoder, "quant": quant, "ab_tiny": ab_tiny,
+    "fuzz_campaigns": fuzz_campaigns, "conformance_fuzz": conformance_fuzz, "reach": reach,
+}
+
+
+def render(spec: str) -> str:
+    kind, *files = spec.split()
+    return RENDERERS[kind](*files)
+
+
+def regenerate(text: str) -> str:
+    """``text`` with every table block replaced by what its files give."""
+    return BLOCK.sub(lambda m: m.group(1) + render(m["spec"]) + "\n" + m.group(4), text)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true")
+    mode.add_argument("--check", action="store_true")
+    args = parser.parse_args()
+    text = README.read_text()
+    fresh = regenerate(text)
+    if args.write:
+        README.write_text(fresh)
+    elif args.check:
+        if fresh != text:
+            print("README tables differ from their results files: run python benchmarks/tables.py --write", file=sys.stderr)
+            return 1
+    else:
+        for m in BLOCK.finditer(text):
+            print(f"<!-- table: {m['spec']} -->\n{render(m['spec'])}\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

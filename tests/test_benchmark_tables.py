@@ -1,0 +1,115 @@
+"""The README's figure tables are generated from checked-in results files, every ratio shown."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import burnpack
+from benchmarks import _results, bench, tables
+from burnpack import atomic
+
+REPO = tables.ROOT
+README_BLOCKS = [m["spec"] for m in tables.BLOCK.finditer(tables.README.read_text())]
+
+
+def test_every_readme_table_is_what_its_results_files_give():
+    text = tables.README.read_text()
+    assert tables.regenerate(text) == text, "run python benchmarks/tables.py --write"
+
+
+def test_the_readme_has_the_benchmark_tables():
+    kinds = {spec.split()[0] for spec in README_BLOCKS}
+    assert {"bench", "replace", "reach", "cbor_decoder", "quant", "ab_tiny", "fuzz_campaigns", "conformance_fuzz"} <= kinds
+
+
+@pytest.mark.parametrize("spec", README_BLOCKS)
+def test_every_results_file_a_table_names_is_in_the_repository(spec):
+    for name in spec.split()[1:]:
+        assert (tables.ROOT / name).is_file(), name
+
+
+def _bench_file(tmp_path: Path, drop: str | None = None) -> str:
+    """A copy of the README's bench results file under ``tmp_path`` (one operation dropped)."""
+    spec = next(s for s in README_BLOCKS if s.startswith("bench "))  # the first: a run before the newest rows
+    source = spec.split()[1]
+    record = json.loads((REPO / source).read_text())
+    if drop is not None:
+        for workload in record["workloads"].values():
+            workload["samples_s"].pop(drop, None)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "bench.json").write_text(json.dumps(record))
+    return "results/bench.json"
+
+
+def test_every_ratio_the_benchmark_defines_is_a_row(tmp_path, monkeypatch):
+    monkeypatch.setattr(tables, "ROOT", tmp_path)
+    rendered = tables.bench(_bench_file(tmp_path))
+    for label, ratio in bench.RATIOS.items():
+        assert f"| {label} |" in rendered and ratio.like in rendered
+
+
+def test_a_ratio_whose_peer_was_not_measured_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(tables, "ROOT", tmp_path)
+    peer = bench.RATIOS["open + names / `safe_open` + `keys()`"].peer
+    row = next(line for line in tables.bench(_bench_file(tmp_path, drop=peer)).splitlines() if "`keys()`" in line)
+    assert "not measured in this run" in row
+
+
+def test_a_changed_sample_changes_the_table(tmp_path, monkeypatch):
+    monkeypatch.setattr(tables, "ROOT", tmp_path)
+    name = _bench_file(tmp_path)
+    before = tables.bench(name)
+    record = json.loads((tmp_path / name).read_text())
+    samples = next(iter(record["workloads"].values()))["samples_s"]["open+names: burnpack"]
+    samples[:] = [s * 3 for s in samples]
+    (tmp_path / name).write_text(json.dumps(record))
+    assert tables.bench(name) != before
+
+
+def test_the_caption_says_when_a_run_was_not_on_a_quiet_machine():
+    record = {"commit": "abc", "loadavg_before": [0.2, 0, 0], "loadavg_after": [0.98, 0, 0]}
+    assert "not a quiet machine" in tables.caption("x.json", record)
+    assert "(quiet)" in tables.caption("x.json", {**record, "loadavg_after": [0.3, 0, 0]})
+    assert "load average not recorded" in tables.caption("x.json", {"commit": "abc"})
+
+
+def test_a_results_file_records_the_load_before_and_after_and_the_file_system(tmp_path, monkeypatch):
+    loads = iter([(0.2, 0.1, 0.1), (0.7, 0.2, 0.1)])
+    monkeypatch.setattr(os, "getloadavg", lambda: next(loads))
+    record = _results.finish(_results.environment(tmp_path))
+    assert record["loadavg_before"][0] == 0.2 and record["loadavg_after"][0] == 0.7 and record["quiet"] is False
+    assert record["filesystem"]["type"] != "" and {"commit", "dirty", "packages", "started"} <= record.keys()
+
+
+def test_the_raw_write_peer_does_the_file_operations_writer_write_does(tmp_path, monkeypatch):
+    bench.raw_write(b"x", tmp_path / "probe.bin")  # the once-per-file-system O_TMPFILE probe, outside the count
+    calls: list[str] = []
+    for name in ("_open_unnamed", "_open_named", "_link_to_new_scratch", "_fsync_dir"):
+        real = getattr(atomic, name)
+        monkeypatch.setattr(atomic, name, lambda *a, _real=real, _name=name: calls.append(_name) or _real(*a))
+    real_replace = os.replace
+    monkeypatch.setattr(os, "replace", lambda *a: calls.append("replace") or real_replace(*a))
+    tensors = {f"t{i}": np.full(3, i, np.float32) for i in range(3)}
+    writer = burnpack.Writer([burnpack.Tensor.from_numpy(k, v) for k, v in tensors.items()])
+    writer.write(tmp_path / "a.bpk")
+    ours, calls[:] = list(calls), []
+    bench.raw_write(writer.to_bytes(), tmp_path / "b.bpk")
+    assert calls == ours and "replace" in ours
+    assert (tmp_path / "a.bpk").read_bytes() == (tmp_path / "b.bpk").read_bytes()
+
+
+def test_a_fuzz_run_writes_a_results_file(tmp_path):
+    from conformance.fuzz import fuzz
+
+    out = tmp_path / "fuzz.json"
+    assert fuzz(seconds=30, engine="hypothesis", save_dir=tmp_path / "findings", seed=1, max_examples=20, json_out=out) == 0
+    record = json.loads(out.read_text())
+    assert record["inputs"] >= 20 and record["failures"] == [] and record["engine"] == "hypothesis"
+    assert {"commit", "loadavg_before", "loadavg_after", "inputs_by_kind", "seed"} <= record.keys()
+    shutil.rmtree(tmp_path / "findings", ignore_errors=True)
