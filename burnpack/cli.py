@@ -21,6 +21,7 @@ from .commands import diff as diff_cmd
 from .commands import files as files_cmd
 from .commands import pack as pack_cmd
 from .commands.common import describe_error, first_path
+from .display import printable_lines
 from .errors import LegacyFormatWarning
 from .interop import cli as interop_cli
 from .records import cli as records_cli
@@ -61,7 +62,7 @@ def _show_warning(message: Any, category: type[Warning], *rest: Any, verbose: bo
     summary = getattr(message, "legacy_summary", None) or str(message)
     details = getattr(message, "legacy_details", None)
     text = summary.replace("legacy_ok=True", "--legacy-ok")
-    print(f"burnpack: warning: {text}" + (f"\n  {details}" if verbose and details else ""), file=sys.stderr)
+    print(printable_lines([f"burnpack: warning: {text}"] + ([f"  {details}"] if verbose and details else [])), file=sys.stderr)
 
 
 def _quiet_stdout() -> None:

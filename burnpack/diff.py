@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .display import printable_lines
 from .dtypes import debug
 from .dump import scalar_json
 from .reader import Pack
@@ -107,7 +108,7 @@ class PackDiff:
         counts += [(len(self.layout), "layout")] if self.layout else []
         summary = ", ".join(f"{k} {what} difference{'' if k == 1 else 's'}" for k, what in counts)
         lines.append(summary)
-        return "\n".join(lines)
+        return printable_lines(lines)
 
 
 def _entry(what: str, key: str, a: Any, b: Any) -> str:

@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..display import printable, printable_lines
+
 __all__ = ["CommandError", "add_progress_option", "blame", "check_output", "describe_error", "missing_extra"]
 
 # Scratch siblings written by burnpack.atomic: "<name>.<pid>-<n>.tmp".
@@ -133,20 +135,21 @@ def cli_spelling(text: str) -> str:
 
 
 def describe_error(exc: BaseException, default_path: str | None, *, verbose: bool = False) -> tuple[str, int]:
-    """The one line (more with ``verbose``) a command prints for ``exc``, and its exit status."""
+    """The one line (more with ``verbose``) a command prints for ``exc``, and its exit status.
+    Paths and messages are shown :func:`~burnpack.display.printable`: a name cannot forge a line."""
     if isinstance(exc, CommandError):
-        where = f"{exc.path}: " if exc.path else ""
-        return f"burnpack: {where}{exc.kind}: {exc.message}", exc.code
+        where = f"{printable(exc.path)}: " if exc.path else ""
+        return f"burnpack: {where}{exc.kind}: {printable(exc.message)}", exc.code
     cause = exc if isinstance(exc, ImportError) else exc.__cause__
     if isinstance(cause, ImportError) and missing_extra(cause):
         return f"burnpack: {missing_extra(cause)}", 1
     code = int(getattr(exc, "exit_code", 1))
     path = _path_of(exc, default_path) if code != 2 or isinstance(exc, OSError) else None  # usage errors are about no file
-    where = f"{path}: " if path else ""
-    line = f"burnpack: {where}{_kind(exc)}: {_message(exc, verbose)}"
+    where = f"{printable(path)}: " if path else ""
+    line = f"burnpack: {where}{printable(_kind(exc))}: {printable_lines(_message(exc, verbose))}"
     report = getattr(exc, "report", None)
     if verbose and report is not None and hasattr(report, "summary"):
-        line += "\n" + report.summary()
+        line += "\n" + printable_lines(report.summary())
     return line, code
 
 

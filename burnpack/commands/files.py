@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from ..atomic import atomic_file
+from ..display import plural, printable
 from ..dump import dump
 from ..progress import finish, progress_for
 from ..errors import BurnpackError
@@ -93,20 +94,25 @@ def _deep_problems(pack: Pack) -> list[str]:
     return problems
 
 
+def _all(count: int) -> str:
+    """``its 1 tensor``, ``all 3 tensors``."""
+    return f"{'its' if count == 1 else 'all'} {plural(count, 'tensor')}"
+
+
 def run_validate(args: Any) -> int:
     level = " (strict)" if args.strict else ""
     with blame(args.file), _open(args.file, args, strict=args.strict) as pack:
         if not args.deep:
-            print(f"{args.file}: valid{level}: header and metadata checked; tensor access not checked (use --deep)")
+            print(f"{printable(args.file)}: valid{level}: header and metadata checked; tensor access not checked (use --deep)")
             return 0
         problems = _deep_problems(pack)
         count = len(pack)
     if problems:
         for line in problems:
-            print(f"burnpack: {args.file}: {line}", file=sys.stderr)
-        print(f"{args.file}: invalid: {len(problems)} of {count} tensors cannot be read", file=sys.stderr)
+            print(printable(f"burnpack: {args.file}: {line}"), file=sys.stderr)
+        print(f"{printable(args.file)}: invalid: {len(problems)} of {plural(count, 'tensor')} cannot be read", file=sys.stderr)
         return 1
-    print(f"{args.file}: valid{level}: header, metadata and all {count} tensors checked")
+    print(f"{printable(args.file)}: valid{level}: header, metadata and {_all(count)} checked")
     return 0
 
 

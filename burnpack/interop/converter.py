@@ -47,6 +47,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..display import plural, printable_lines
 from ..frameworks import is_torch_module
 from ..progress import finish, human_size, progress_for
 from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
@@ -121,9 +122,9 @@ class ConversionReport:
         arrow = f" -> {self.target} ({self.target_format})" if self.target else ""
         c = self.counts()
         lines = [
-            f"{self.source} ({self.source_format}){arrow}: {c['applied']} tensors, {human_size(self.bytes)}"
-            + (f", {self.scalars} scalars" if self.scalars else "")
-            + (f", {len(self.metadata)} metadata entr{'y' if len(self.metadata) == 1 else 'ies'}" if self.metadata else "")
+            f"{self.source} ({self.source_format}){arrow}: {plural(c['applied'], 'tensor')}, {human_size(self.bytes)}"
+            + (f", {plural(self.scalars, 'scalar')}" if self.scalars else "")
+            + (f", {plural(len(self.metadata), 'metadata entry', 'metadata entries')}" if self.metadata else "")
             + (f" in {self.seconds:.2f}s" if self.seconds else ""),
             "  " + ", ".join(f"{k} {v}" for k, v in c.items()),
         ]
@@ -147,7 +148,7 @@ class ConversionReport:
         section("unused", self.unused)
         section("errors", self.errors)
         section("warnings", self.warnings)
-        return "\n".join(lines)
+        return printable_lines(lines)
 
     def __str__(self) -> str:
         return self.summary()
@@ -207,7 +208,7 @@ def _select_top_level(tset: TensorSet, key: str, report: ConversionReport) -> Te
         raise ConversionError(f"no tensors under top-level key {key!r}; top-level names: {roots[:20]}")
     dropped = len(tset.entries) - len(chosen)
     if dropped:
-        report.warnings.append(f"{dropped} tensor(s) outside top-level key {key!r} ignored")
+        report.warnings.append(f"{plural(dropped, 'tensor')} outside top-level key {key!r} ignored")
     return TensorSet(chosen, tset.metadata, tset.scalars, tset.format, tset.module_types, top_level_key=key, closers=tset.closers)
 
 
@@ -661,11 +662,11 @@ def _note_losses(tset: TensorSet, target_format: str, report: ConversionReport) 
     if target_format != "burnpack":
         ids = sum(1 for e in tset.entries if e.param_id is not None)
         if ids:
-            report.warnings.append(f"{ids} param id(s) dropped: {target_format} has no place for them")
+            report.warnings.append(f"{plural(ids, 'param id')} dropped: {target_format} has no place for them")
         if tset.scalars:
-            report.warnings.append(f"{len(tset.scalars)} scalar(s) dropped: {target_format} has no place for them")
+            report.warnings.append(f"{plural(len(tset.scalars), 'scalar')} dropped: {target_format} has no place for them")
     if target_format == "pytorch" and tset.metadata:
-        report.warnings.append(f"{len(tset.metadata)} metadata entr(y/ies) dropped: a state dict has no place for them")
+        report.warnings.append(f"{plural(len(tset.metadata), 'metadata entry', 'metadata entries')} dropped: a state dict has no place for them")
     if target_format in ("safetensors", "pytorch"):
         for e in tset.entries:
             if e.dtype == DType.Flex32:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from ..display import printable, printable_lines
 from ..dtypes import debug
 from ..errors import BurnpackError
 from ..reader import Pack
@@ -100,7 +101,7 @@ def checkpoint_inspect(directory: str, out: TextIO, *, as_json: bool = False) ->
     """Print a checkpoint directory's epochs; 1 when there is none or a file cannot be read."""
     path = Path(directory)
     if not path.is_dir():
-        print(f"burnpack: {directory}: NotADirectoryError: not a directory", file=sys.stderr)
+        print(f"burnpack: {printable(directory)}: NotADirectoryError: not a directory", file=sys.stderr)
         return 1
     checkpoints = Checkpoints.find(path)
     epochs = checkpoints.epochs()
@@ -117,7 +118,7 @@ def checkpoint_inspect(directory: str, out: TextIO, *, as_json: bool = False) ->
     if as_json:
         print(json.dumps(report, indent=1), file=out)
         return 1 if failed else 0
-    print(f"checkpoint directory: {report['directory']}", file=out)
+    print(f"checkpoint directory: {printable(report['directory'])}", file=out)
     if not epochs:
         print("no checkpoints (expected model-N.bpk, optim-N.bpk, scheduler-N.bpk)", file=out)
         return 1
@@ -127,11 +128,12 @@ def checkpoint_inspect(directory: str, out: TextIO, *, as_json: bool = False) ->
         print(f"\nepoch {detail['epoch']}{'' if detail['complete'] else ' (incomplete)'}", file=out)
         for name in ("model", "optim", "scheduler"):
             file = detail["files"].get(name)
+            file = None if file is None else printable(file)
             entry: dict[str, Any] = detail.get(name) or {}
             if file is None:
                 print(f"  {name:<10} missing", file=out)
             elif "error" in entry:
-                print(f"  {name:<10} {file}: unreadable: {entry['error']}", file=out)
+                print(f"  {name:<10} {file}: unreadable: {printable(entry['error'])}", file=out)
             elif name == "model":
                 print(
                     f"  {name:<10} {file}: {entry['parameters']} parameters, {entry['elements']:,} elements "
@@ -143,7 +145,7 @@ def checkpoint_inspect(directory: str, out: TextIO, *, as_json: bool = False) ->
                 states = f", {entry['states']} parameter states" if "states" in entry else ""
                 print(f"  {name:<10} {file}: {entry['kind']}{states}{step}", file=out)
             else:
-                print(f"  {name:<10} {file}: {entry['state']}", file=out)
+                print(f"  {name:<10} {file}: {printable(entry['state'])}", file=out)
         if "ids" in detail:
-            print(f"  {'ids':<10} " + detail["ids"]["text"].replace("\n", "\n" + " " * 13), file=out)
+            print(f"  {'ids':<10} " + printable_lines(detail["ids"]["text"]).replace("\n", "\n" + " " * 13), file=out)
     return 1 if failed else 0

@@ -25,6 +25,7 @@ import numpy as np
 
 from .._generated.types import Scalar
 from ..writer import Writer
+from ..display import plural, printable_lines
 from ..frameworks import as_numpy
 from ..tensor import Tensor
 from ._common import open_pack, pack_tensors_in_data_order, parse_u64, scalar_value
@@ -307,7 +308,7 @@ class ConsistencyReport:
         if self.ok:
             text = "consistent"
             if self.only_in_model:
-                text += f" ({len(self.only_in_model)} model parameter(s) without optimizer state)"
+                text += f" ({plural(len(self.only_in_model), 'model parameter')} without optimizer state)"
             return text
         lines = ["inconsistent:"]
         for pid, path in self.only_in_optimizer:
@@ -319,8 +320,8 @@ class ConsistencyReport:
         for pid, model_path, path in self.path_mismatches:
             lines.append(f"  id {pid}: model path {model_path!r}, optimizer path {path!r}")
         if self.only_in_model:
-            lines.append(f"  {len(self.only_in_model)} model parameter(s) without optimizer state")
-        return "\n".join(lines)
+            lines.append(f"  {plural(len(self.only_in_model), 'model parameter')} without optimizer state")
+        return printable_lines(lines)
 
 
 class OptimizerRecord:
