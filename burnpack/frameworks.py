@@ -16,8 +16,9 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from ._generated.types import DType
-from .dtypes import debug, element_size, numpy_dtype, torch_dtype
+from ._generated.types import DTYPE_INFO, DType
+from .dtypes import debug, dtype_from_torch, element_size, numpy_dtype, torch_dtype
+from .errors import ValidationError
 
 _BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -53,6 +54,13 @@ def torch_to_numpy(tensor: Any) -> np.ndarray:
     """A CPU numpy view-or-copy of a torch tensor of any layout or device."""
     import torch  # only reached when the caller handed us a torch object
 
+    try:
+        dtype_from_torch(tensor.dtype)
+    except ValueError:
+        raise ValidationError(
+            f"torch dtype {str(tensor.dtype).removeprefix('torch.')} has no Burn DType (Burn has "
+            f"{', '.join(DTYPE_INFO)}): convert the tensor first, e.g. .to(torch.float32)"
+        ) from None
     tensor = tensor.detach()
     if tensor.device.type != "cpu":
         tensor = tensor.cpu()

@@ -47,7 +47,8 @@ class _EntryView:
         return self._entry.numpy()
 
     def memoryview(self) -> memoryview:
-        return np.ascontiguousarray(self.numpy()).data.cast("B")
+        """The tensor's bytes (as bytes: a buffer of bf16 or another ml_dtypes type has no format code)."""
+        return np.ascontiguousarray(self.numpy()).reshape(-1).view(np.uint8).data
 
 
 class _Tensors:

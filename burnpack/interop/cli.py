@@ -119,6 +119,9 @@ def _register_convert(sub: Any) -> None:
     p.add_argument("--no-metadata", action="store_true", help="do not carry the source's metadata across")
     p.add_argument("--no-stamp", action="store_true", help="do not add Burn's format/producer/version metadata keys")
     p.add_argument("--compress", action="store_true", help=".npz output: deflate members")
+    p.add_argument("--npz-metadata", action="store_true",
+                   help=".npz output: also write a __metadata__ member with the metadata and the dtypes numpy cannot name "
+                        "(BF16, Bool stores, Flex32), which burnpack reads back; without it the archive holds tensors only")  # fmt: skip
     p.add_argument("--allow-unmatched", action="store_true",
                    help="go on when an option changes nothing (an adapter with nothing to adapt, a rule or filter "
                         "matching no tensor, module types no adapter uses); they are listed as warnings")  # fmt: skip
@@ -256,7 +259,8 @@ def _convert(args: argparse.Namespace) -> int:
     with blame(args.input):
         report = convert(
             args.input, out_path, from_format=args.from_format, to_format=args.to_format, overwrite=args.overwrite,
-            bool_store=args.bool_store, compress=args.compress, progress=args.progress, legacy_ok=args.legacy_ok, **options,
+            bool_store=args.bool_store, compress=args.compress, progress=args.progress, legacy_ok=args.legacy_ok,
+            npz_metadata=args.npz_metadata, **options,
         )  # fmt: skip
     if args.json:
         print(json.dumps(report.to_dict(), indent=1, ensure_ascii=False))

@@ -48,6 +48,8 @@ from pathlib import Path
 from typing import Any
 
 from ..display import plural, printable_lines
+from ..dtypes import NATIVE_BOOL
+from ..quant import dtype_label
 from ..frameworks import is_torch_module
 from ..progress import finish, human_size, progress_for
 from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
@@ -592,13 +594,15 @@ def convert(
     compress: bool = False,
     progress: Callable[[int], None] | bool | str | None = None,
     legacy_ok: bool = False,
+    npz_metadata: bool = False,
     **options: Any,
 ) -> ConversionReport:
     """Convert ``source`` (a path, bytes, a ``TensorSet``, a torch ``state_dict`` or
     ``nn.Module``) to the file ``target``; formats come from ``from_format`` / ``to_format``,
     else from the content / the extension. ``options`` are :func:`transform`'s. Nothing is
     written when anything fails; an existing ``target`` is kept unless ``overwrite``; ``legacy_ok``
-    reads a .bpk from an older Burn as its writer meant it.
+    reads a .bpk from an older Burn as its writer meant it; ``npz_metadata``: a ``.npz`` target
+    also gets a ``__metadata__`` member with the metadata and the dtypes numpy cannot name.
 
     ``progress``: a callable fed the bytes written, or a setting of
     :func:`burnpack.progress.progress_for` (``"auto"``: a bar on a terminal for 64 MiB or more;
@@ -611,6 +615,8 @@ def convert(
         if os.path.isdir(target):
             raise ConversionError(f"{target} is a directory; give the output's file name")
         out_path, out_format = resolve_output(target, to_format)
+        if npz_metadata and out_format != "npz":
+            raise OptionError(f"npz_metadata=True applies to .npz output, not {out_format}")
         if not overwrite and out_path.exists():
             from ._io import OutputExistsError
 
@@ -627,14 +633,15 @@ def convert(
             source=_describe(source), target=str(out_path), source_format=tset.format, target_format=out_format
         )
         result, report = transform(tset, target_format=out_format, report=report, **options)
-        _note_losses(result, out_format, report)
+        _refuse_quantized(result, out_format)
+        _note_losses(result, out_format, report, npz_metadata=npz_metadata)
         bar = progress_for(progress, result.nbytes, "converting")
         if out_format == "dcp":
             write_dcp(result, out_path, overwrite=overwrite, progress=bar)
         elif max_shard_size is not None:
             write_sharded(result, out_path, parse_size(max_shard_size), format=out_format, overwrite=overwrite, progress=bar)
         else:
-            write_tensors(result, out_path, out_format, overwrite=overwrite, progress=bar, compress=compress)
+            write_tensors(result, out_path, out_format, overwrite=overwrite, progress=bar, compress=compress, npz_metadata=npz_metadata)
         finish(bar)
     finally:
         tset.close()
@@ -657,8 +664,45 @@ def _describe(source: Any) -> str:
     return f"<{type(source).__name__}>"
 
 
-def _note_losses(tset: TensorSet, target_format: str, report: ConversionReport) -> None:
-    """Warn about what the target container cannot hold."""
+def _refuse_quantized(tset: TensorSet, target_format: str) -> None:
+    """Only a .bpk holds QFloat tensors: one line naming the first, its scheme and the way out."""
+    if target_format == "burnpack":
+        return
+    quantized = [e for e in tset.entries if e.dtype.is_quantized]
+    if quantized:
+        first, more = quantized[0], len(quantized) - 1
+        others = f" (and {plural(more, 'other QFloat tensor')})" if more else ""
+        raise ConversionError(
+            f"tensor {first.name!r}{others}: {target_format} cannot hold {dtype_label(first.dtype)}; "
+            "pass dequantize=True to write the F32 values"
+        )
+
+
+def _note_npz(tset: TensorSet, report: ConversionReport, npz_metadata: bool) -> None:
+    """A .npz holds tensors only unless ``npz_metadata``: say what was left out, or where it went."""
+    if npz_metadata:
+        if tset.metadata:
+            report.warnings.append(f"{plural(len(tset.metadata), 'metadata entry', 'metadata entries')} written to the __metadata__ member")
+        return
+    if tset.metadata:
+        report.warnings.append(
+            f"{plural(len(tset.metadata), 'metadata entry', 'metadata entries')} not written: the .npz holds tensors only "
+            "(--npz-metadata keeps them in a __metadata__ member)"
+        )
+    bf16 = sum(1 for e in tset.entries if e.dtype == DType.BF16)
+    if bf16:
+        report.warnings.append(
+            f"{plural(bf16, 'BF16 tensor')} written as raw 2-byte items, as numpy saves ml_dtypes' bfloat16 (burnpack reads them back as BF16)"
+        )
+    for e in tset.entries:
+        if e.dtype == DType.Flex32:
+            report.warnings.append(f"{e.name}: Flex32 written as F32")
+        elif e.dtype.is_bool and e.dtype != NATIVE_BOOL:
+            report.warnings.append(f"{e.name}: {dtype_name(e.dtype)} written as numpy bool (--npz-metadata records the store)")
+
+
+def _note_losses(tset: TensorSet, target_format: str, report: ConversionReport, *, npz_metadata: bool = False) -> None:
+    """Warn about what the target container cannot hold (and say where metadata went)."""
     if target_format != "burnpack":
         ids = sum(1 for e in tset.entries if e.param_id is not None)
         if ids:
@@ -667,6 +711,8 @@ def _note_losses(tset: TensorSet, target_format: str, report: ConversionReport) 
             report.warnings.append(f"{plural(len(tset.scalars), 'scalar')} dropped: {target_format} has no place for them")
     if target_format == "pytorch" and tset.metadata:
         report.warnings.append(f"{plural(len(tset.metadata), 'metadata entry', 'metadata entries')} dropped: a state dict has no place for them")
+    if target_format == "npz":
+        _note_npz(tset, report, npz_metadata)
     if target_format in ("safetensors", "pytorch"):
         for e in tset.entries:
             if e.dtype == DType.Flex32:
