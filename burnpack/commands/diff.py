@@ -6,13 +6,12 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from ..diff import PackDiff, compare_layout, diff_packs
-from ..reader import load
 from .common import CommandError, blame
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def register(sub: Any) -> None:
@@ -48,6 +47,8 @@ class _EntryView:
 
     def memoryview(self) -> memoryview:
         """The tensor's bytes (as bytes: a buffer of bf16 or another ml_dtypes type has no format code)."""
+        import numpy as np
+
         return np.ascontiguousarray(self.numpy()).reshape(-1).view(np.uint8).data
 
 
@@ -74,6 +75,8 @@ def _is_burnpack(path: str) -> bool:
 def _open(path: str) -> Iterator[Any]:
     with blame(path):
         if _is_burnpack(path):
+            from ..reader import load
+
             with load(path) as pack:
                 yield pack
             return
@@ -85,6 +88,8 @@ def _open(path: str) -> Iterator[Any]:
 
 def run_diff(args: Any) -> int:
     """Exit 0 when identical, 1 when different; unreadable files are errors (exit 2)."""
+    from ..diff import PackDiff, compare_layout, diff_packs
+
     try:
         with _open(args.a) as a, _open(args.b) as b:
             if args.layout and not all(hasattr(x, "data_section_start") for x in (a, b)):

@@ -1,27 +1,26 @@
-"""``burnpack inspect``, ``dump``, ``validate`` and ``repack``: the commands on one .bpk file."""
+"""``burnpack inspect``, ``dump``, ``validate`` and ``repack``: the commands on one .bpk file.
+
+What a command needs is imported when it runs: registering the commands costs nothing at start-up.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..atomic import atomic_file
 from ..display import plural, printable
-from ..dump import dump
-from ..progress import finish, progress_for
-from ..errors import BurnpackError
-from ..reader import Pack, load
-from ..writer import Writer, resolve_write_path
-from . import inspect as inspect_cmd
 from .common import CommandError, add_progress_option, blame, check_output
+
+if TYPE_CHECKING:
+    from ..reader import Pack
 
 
 def register(sub: Any) -> None:
     """Add the four single-file commands to ``burnpack``'s argument parser."""
     p = sub.add_parser("inspect", help="a table (or --tree, --json) of tensors with totals, metadata and scalars")
     p.add_argument("file")
-    inspect_cmd.register_options(p)
+    _inspect_options(p)
     _legacy_option(p)
     p.set_defaults(handler=run_inspect)
 
@@ -50,23 +49,40 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=run_repack)
 
 
+def _inspect_options(p: Any) -> None:
+    """The options of ``burnpack inspect`` (see :mod:`burnpack.commands.inspect`)."""
+    p.add_argument("--sort", choices=("natural", "name", "file"), default="natural",
+                   help="natural (layers.2 before layers.10, the default), name (byte-wise, Burn's order) or file (data order)")  # fmt: skip
+    p.add_argument("--filter", metavar="REGEX", help="only tensors whose name the regex finds")
+    p.add_argument("--tree", action="store_true", help="group tensors by module path, with per-module parameter counts")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    p.add_argument("--stats", action="store_true", help="add min/max/mean of each tensor's values (QFloat: dequantized)")
+
+
 def _legacy_option(p: Any) -> None:
     p.add_argument("--legacy-ok", action="store_true",
                    help="read files from older Burn versions as their writer meant them (see README, Reading levels)")  # fmt: skip
 
 
 def _open(path: str, args: Any, *, strict: bool = False) -> Pack:
+    from ..errors import BurnpackError
+    from ..reader import load
+
     try:
         return load(path, strict=strict, legacy_ok=args.legacy_ok)
     except BurnpackError as exc:
         if exc.variant == "InvalidMagicNumber":
-            other = inspect_cmd.not_a_pack(path)
+            from .inspect import not_a_pack
+
+            other = not_a_pack(path)
             if other is not None:
                 raise other from None
         raise
 
 
 def run_inspect(args: Any) -> int:
+    from . import inspect as inspect_cmd
+
     with blame(args.file), _open(args.file, args) as pack:
         return inspect_cmd.inspect(pack, args, sys.stdout)
 
@@ -78,6 +94,8 @@ def run_dump(args: Any) -> int:
         return serve(sys.stdin, sys.stdout, strict=args.strict)
     if args.file is None:
         raise CommandError(None, "UsageError", "dump needs a file (or --batch)", code=2)
+    from ..dump import dump
+
     result = dump(args.file, strict=args.strict, legacy_ok=args.legacy_ok)
     print(json.dumps(result, ensure_ascii=False, indent=1))
     return 0 if result["ok"] else 1
@@ -85,6 +103,8 @@ def run_dump(args: Any) -> int:
 
 def _deep_problems(pack: Pack) -> list[str]:
     """Every tensor read as Burn's ``into_tensors`` reads it; one line per problem."""
+    from ..errors import BurnpackError
+
     problems = []
     for name in pack.names:
         try:
@@ -117,6 +137,10 @@ def run_validate(args: Any) -> int:
 
 
 def run_repack(args: Any) -> int:
+    from ..atomic import atomic_file
+    from ..progress import finish, progress_for
+    from ..writer import Writer, resolve_write_path
+
     target = check_output(args.output, resolve_write_path(args.output), overwrite=args.overwrite)
     with blame(args.input), _open(args.input, args) as pack:
         views = pack.tensors()

@@ -30,16 +30,6 @@ from .common import CommandError
 NAME_WIDTH = 60  # names longer than this are shortened in the middle
 
 
-def register_options(p: Any) -> None:
-    """The options of ``burnpack inspect`` (its file argument and --legacy-ok are the caller's)."""
-    p.add_argument("--sort", choices=("natural", "name", "file"), default="natural",
-                   help="natural (layers.2 before layers.10, the default), name (byte-wise, Burn's order) or file (data order)")  # fmt: skip
-    p.add_argument("--filter", metavar="REGEX", help="only tensors whose name the regex finds")
-    p.add_argument("--tree", action="store_true", help="group tensors by module path, with per-module parameter counts")
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    p.add_argument("--stats", action="store_true", help="add min/max/mean of each tensor's values (QFloat: dequantized)")
-
-
 def natural_key(name: str) -> list[Any]:
     """Sort key putting ``layers.2`` before ``layers.10`` (text and numbers alternate)."""
     return [int(part) if i % 2 else part for i, part in enumerate(re.split(r"(\d+)", name))]

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from .._generated.types import BoolStore, DType
-from ..dtypes import dtype_from_safetensors, element_size, numpy_dtype, safetensors_code
+from ..dtypes import dtype_from_safetensors, element_size, is_bf16, numpy_dtype, safetensors_code
 from ..paths import has_extension
 from ..reader import TensorView, load
 from ..source import open_regular
@@ -50,7 +50,7 @@ from ..writer import Tensor, Writer
 from ._io import ConversionError, OutputExistsError, atomic_output, entry_from_array
 from .archive import ZIP_ERRORS, InflateBudget
 from .safetensors import SafetensorsError, build_header, check_json_density, map_safetensors
-from .tensors import BF16, Entry, TensorSet, dtype_name
+from .tensors import Entry, TensorSet, dtype_name
 
 __all__ = [
     "ConversionError",
@@ -494,7 +494,7 @@ def write_npz(
         with zipfile.ZipFile(stream, "w", compression=mode, allowZip64=True) as archive:
             for entry in tset.entries:
                 array = entry.numpy()
-                if array.dtype == BF16:
+                if is_bf16(array.dtype):
                     array = array.view("V2")
                 elif entry.dtype.is_bool and not metadata:
                     array = array != 0

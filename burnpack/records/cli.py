@@ -1,5 +1,6 @@
 """The record layer's command-line pieces: ``burnpack checkpoint inspect`` and the record-kind
-line of ``burnpack inspect``. ``burnpack.cli`` registers them."""
+line of ``burnpack inspect``. ``burnpack.cli`` registers them; the record layer is imported when
+a command runs, so that registering costs nothing at start-up."""
 
 from __future__ import annotations
 
@@ -7,20 +8,19 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..display import printable, printable_lines
-from ..dtypes import debug
-from ..errors import BurnpackError
-from ..reader import Pack
-from .checkpoint import Checkpoints
-from .detect import detect_record_kind
-from .errors import RecordError
-from .scheduler import infer_scheduler
+
+if TYPE_CHECKING:
+    from ..reader import Pack
+    from .checkpoint import Checkpoints
 
 
 def record_kind_line(pack: Pack) -> str:
     """One line for ``burnpack inspect``: which record this pack is (records.md §6)."""
+    from .detect import detect_record_kind
+
     return f"record kind: {detect_record_kind(pack)}"
 
 
@@ -42,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _error(exc: BaseException) -> str:
+    from ..errors import BurnpackError
+
     if isinstance(exc, BurnpackError):
         return f"{exc.variant}: {exc}"
     return f"{type(exc).__name__}: {exc}"
@@ -49,6 +51,11 @@ def _error(exc: BaseException) -> str:
 
 def inspect_epoch(checkpoints: Checkpoints, epoch: int) -> dict[str, Any]:
     """What ``checkpoint inspect`` reports for one epoch, as JSON-ready data."""
+    from ..dtypes import debug
+    from ..errors import BurnpackError
+    from .errors import RecordError
+    from .scheduler import infer_scheduler
+
     files = checkpoints.files(epoch)
     info: dict[str, Any] = {"epoch": epoch, "files": {k: p.name for k, p in files.items()}, "complete": len(files) == 3}
     model = optim = None
@@ -99,6 +106,8 @@ def inspect_epoch(checkpoints: Checkpoints, epoch: int) -> dict[str, Any]:
 
 def checkpoint_inspect(directory: str, out: TextIO, *, as_json: bool = False) -> int:
     """Print a checkpoint directory's epochs; 1 when there is none or a file cannot be read."""
+    from .checkpoint import Checkpoints
+
     path = Path(directory)
     if not path.is_dir():
         print(f"burnpack: {printable(directory)}: NotADirectoryError: not a directory", file=sys.stderr)
