@@ -46,10 +46,11 @@ class InvalidHeader(BurnpackError, ValueError):
 
 
 class InvalidMagicNumber(BurnpackError, ValueError):
-    """The file does not start with ``NRUB`` (u32 0x4255524E little-endian)."""
+    """The file does not start with Burn's magic number, the u32 0x4255524E ("BURN" read as a
+    big-endian number) written little-endian: the bytes ``NRUB``."""
 
     variant = "InvalidMagicNumber"
-    default_message = "invalid magic number: not a burnpack file (expected bytes 4e 52 55 42 'NRUB')"
+    default_message = "invalid magic number: not a burnpack file (expected the u32 0x4255524E little-endian: bytes 4e 52 55 42 'NRUB')"
 
 
 class InvalidVersion(BurnpackError, ValueError):

@@ -86,6 +86,11 @@ def _path_of(exc: BaseException, default: str | None) -> str | None:
 
 
 def _kind(exc: BaseException) -> str:
+    """Burn's variant for burnpack errors, the exception's name otherwise; an operating-system
+    error is named by its errno in every command (a missing file is a FileNotFoundError whether
+    Burn's reader calls it an IoError or another reader an OSError)."""
+    if isinstance(exc, OSError) and isinstance(exc.errno, int):
+        return type(OSError(exc.errno, "")).__name__
     variant = getattr(exc, "variant", None)  # Burn's error kind; the base class has none of its own
     return variant if isinstance(variant, str) and variant != "BurnpackError" else type(exc).__name__
 

@@ -141,8 +141,8 @@ def run_repack(args: Any) -> int:
     from ..progress import finish, progress_for
     from ..writer import Writer, resolve_write_path
 
-    target = check_output(args.output, resolve_write_path(args.output), overwrite=args.overwrite)
-    with blame(args.input), _open(args.input, args) as pack:
+    with blame(args.input), _open(args.input, args) as pack:  # a missing input is reported before an existing output
+        target = check_output(args.output, resolve_write_path(args.output), overwrite=args.overwrite)
         views = pack.tensors()
         views.sort(key=lambda v: (v.data_offsets, v.name))
         bar = progress_for(args.progress, sum(v.byte_len for v in views), "repacking")

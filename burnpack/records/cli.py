@@ -110,7 +110,8 @@ def checkpoint_inspect(directory: str, out: TextIO, *, as_json: bool = False) ->
 
     path = Path(directory)
     if not path.is_dir():
-        print(f"burnpack: {printable(directory)}: NotADirectoryError: not a directory", file=sys.stderr)
+        kind, what = ("NotADirectoryError", "not a directory") if path.exists() else ("FileNotFoundError", "no such file or directory")
+        print(f"burnpack: {printable(directory)}: {kind}: {what}", file=sys.stderr)
         return 1
     checkpoints = Checkpoints.find(path)
     epochs = checkpoints.epochs()
