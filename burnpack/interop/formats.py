@@ -314,7 +314,7 @@ def _npz_entry(name: str, array: np.ndarray, hint: Any, bool_store: str | BoolSt
         elif array.dtype != want:
             array = array.astype(want)
         return Entry.from_numpy(name, array, dtype=dtype)
-    if array.dtype == _RAW_BF16 and not array.dtype.fields:  # numpy saves ml_dtypes' bfloat16 as raw 2-byte items
+    if array.dtype == _RAW_BF16:  # numpy saves ml_dtypes' bfloat16 as raw 2-byte items
         return Entry.from_numpy(name, array.view(numpy_dtype(DType.BF16)), dtype=DType.BF16)
     if array.dtype.kind == "V":
         raise ValueError(f"raw dtype {array.dtype} and no dtype hint")
