@@ -1,30 +1,71 @@
 """Element types: Burn's ``DType`` ↔ numpy / torch / safetensors, element sizes, Debug rendering.
 
 Every table here is derived from the generated ``DTYPE_INFO`` / ``BOOL_STORE_INFO``
-(``schema/metadata.toml``); torch is imported only by the torch functions.
+(``schema/metadata.toml``); torch is imported only by the torch functions, and ``ml_dtypes``
+(whose extension takes about a second to load) only when a bf16 array is made or met.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
-import ml_dtypes
 import numpy as np
 
 from ._generated.types import BOOL_STORE_INFO, DTYPE_INFO, BoolStore, DType
 
 _BIG_ENDIAN_HOST = sys.byteorder == "big"
-_BF16 = np.dtype(ml_dtypes.bfloat16)
+_ML_DTYPES = "bfloat16"
+"""The one numpy name of the tables that numpy lacks: ``ml_dtypes`` provides it."""
 
 
-def _np_dtype(name: str) -> np.dtype:
-    return _BF16 if name == _BF16.name else np.dtype(name)
+@functools.cache
+def numpy_dtype_named(name: str) -> np.dtype:
+    """The numpy dtype of a table's numpy name (``<f4``, ``bfloat16``); imports ``ml_dtypes``
+    only for the names numpy itself lacks."""
+    if name == _ML_DTYPES:
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, name))
+    return np.dtype(name)
 
 
-_UNIT_NUMPY = {name: _np_dtype(info.numpy) for name, info in DTYPE_INFO.items() if info.numpy is not None}
-_BOOL_NUMPY = {name: _np_dtype(info.numpy) for name, info in BOOL_STORE_INFO.items() if info.numpy is not None}
+def is_bf16(dt: np.dtype) -> bool:
+    """Whether ``dt`` is ml_dtypes' bfloat16 (without importing ml_dtypes: no bf16 array can
+    exist before it is imported)."""
+    return "ml_dtypes" in sys.modules and dt == numpy_dtype_named(_ML_DTYPES)
+
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+class ResolvedTable(Mapping[_K, _V]):
+    """A table whose values are computed from their description on first access."""
+
+    def __init__(self, described: dict[_K, Any], resolve: Callable[[Any], _V]) -> None:
+        self._described, self._resolve = described, resolve
+        self._done: dict[_K, _V] = {}
+
+    def __getitem__(self, key: _K) -> _V:
+        try:
+            return self._done[key]  # type: ignore[no-any-return]
+        except KeyError:
+            value = self._done[key] = self._resolve(self._described[key])
+            return value  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[_K]:
+        return iter(self._described)
+
+    def __len__(self) -> int:
+        return len(self._described)
+
+
+_UNIT_NUMPY: Mapping[str, np.dtype] = ResolvedTable({n: i.numpy for n, i in DTYPE_INFO.items() if i.numpy is not None}, numpy_dtype_named)
+_BOOL_NUMPY: Mapping[str, np.dtype] = ResolvedTable({n: i.numpy for n, i in BOOL_STORE_INFO.items() if i.numpy is not None}, numpy_dtype_named)
 _QFLOAT_NUMPY = np.dtype("u1")
 UNIT_SIZES: dict[str, int | None] = {name: info.size for name, info in DTYPE_INFO.items()}
 """DType variant → element size (None for Bool and QFloat, whose size depends on the payload)."""
@@ -87,8 +128,9 @@ def _first_by(key: str) -> dict[Any, DType]:
     return out
 
 
-_FROM_NUMPY: dict[Any, DType] = {_np_dtype(k): v for k, v in _first_by("numpy").items()}
+_FROM_NUMPY: dict[Any, DType] = {numpy_dtype_named(k): v for k, v in _first_by("numpy").items() if k != _ML_DTYPES}
 _FROM_NUMPY[np.dtype("?")] = NATIVE_BOOL
+_FROM_ML_DTYPES = {k: v for k, v in _first_by("numpy").items() if k == _ML_DTYPES}
 _FROM_SAFETENSORS = {**_first_by("safetensors"), DTYPE_INFO[NATIVE_BOOL.variant].safetensors: NATIVE_BOOL}
 _FROM_TORCH_NAME = {**_first_by("torch"), DTYPE_INFO[NATIVE_BOOL.variant].torch: NATIVE_BOOL}
 
@@ -99,6 +141,8 @@ def dtype_from_numpy(dt: np.dtype) -> DType:
     try:
         return _FROM_NUMPY[little]
     except KeyError:
+        if dt.name in _FROM_ML_DTYPES and is_bf16(dt):
+            return _FROM_ML_DTYPES[dt.name]
         raise ValueError(f"numpy dtype {dt} has no burnpack equivalent") from None
 
 
@@ -146,17 +190,20 @@ def debug(dtype: DType) -> str:
     return f"{dtype.variant}({dtype.value!r})"
 
 
-UNIT_VIEW_SPECS: dict[str, tuple[int, np.dtype]] = {
-    name: (size, _UNIT_NUMPY[name])
-    for name, size in UNIT_SIZES.items()
-    if size is not None and not (_BIG_ENDIAN_HOST and _UNIT_NUMPY[name] == _BF16)
-}  # ml_dtypes' bfloat16 is native-endian only
+UNIT_VIEW_SPECS: Mapping[str, tuple[int, np.dtype]] = ResolvedTable(
+    {
+        name: (size, DTYPE_INFO[name].numpy)
+        for name, size in UNIT_SIZES.items()
+        if size is not None and not (_BIG_ENDIAN_HOST and DTYPE_INFO[name].numpy == _ML_DTYPES)
+    },  # ml_dtypes' bfloat16 is native-endian only
+    lambda spec: (spec[0], numpy_dtype_named(spec[1])),
+)
 """Unit dtypes whose bytes numpy views in place: variant → (element size, numpy dtype)."""
 
 
 def view_bytes_as(buffer: Any, offset: int, count: int, dtype: np.dtype) -> np.ndarray:
     """A zero-copy 1-D view of ``count`` elements at ``offset`` (bf16 is byte-swapped on BE hosts)."""
-    if _BIG_ENDIAN_HOST and dtype == _BF16:
+    if _BIG_ENDIAN_HOST and is_bf16(dtype):
         return np.frombuffer(buffer, "<u2", count, offset).astype("=u2").view(dtype)
     return np.frombuffer(buffer, dtype, count, offset)
 

@@ -13,13 +13,11 @@ import sys
 import warnings
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
-from ._generated.types import DType
-from .dtypes import debug, element_size, numpy_dtype, torch_dtype
-
-_BF16 = np.dtype(ml_dtypes.bfloat16)
+from ._generated.types import DTYPE_INFO, DType
+from .dtypes import debug, dtype_from_torch, element_size, is_bf16, numpy_dtype, torch_dtype
+from .errors import ValidationError
 
 
 def is_torch_tensor(value: Any) -> bool:
@@ -53,12 +51,19 @@ def torch_to_numpy(tensor: Any) -> np.ndarray:
     """A CPU numpy view-or-copy of a torch tensor of any layout or device."""
     import torch  # only reached when the caller handed us a torch object
 
+    try:
+        dtype_from_torch(tensor.dtype)
+    except ValueError:
+        raise ValidationError(
+            f"torch dtype {str(tensor.dtype).removeprefix('torch.')} has no Burn DType (Burn has "
+            f"{', '.join(DTYPE_INFO)}): convert the tensor first, e.g. .to(torch.float32)"
+        ) from None
     tensor = tensor.detach()
     if tensor.device.type != "cpu":
         tensor = tensor.cpu()
     tensor = tensor.contiguous()
     if tensor.dtype == torch.bfloat16:
-        return tensor.view(torch.int16).numpy().view(_BF16)  # type: ignore[no-any-return]
+        return tensor.view(torch.int16).numpy().view(numpy_dtype(DType.BF16))  # type: ignore[no-any-return]
     return tensor.numpy()  # type: ignore[no-any-return]
 
 
@@ -81,11 +86,11 @@ def numpy_to_torch(array: np.ndarray, dtype: DType | None = None, *, name: str =
             array = array.astype(numpy_dtype(dtype))
         elif copy or not array.flags.c_contiguous:
             array = np.array(array, copy=True)  # (ascontiguousarray would make a 0-d array 1-d)
-        is_bf16 = array.dtype == _BF16
+        bf16 = is_bf16(array.dtype)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "non-writable NumPy array": only read
-            tensor = torch.from_numpy(array.view(np.int16) if is_bf16 else array)
-        if is_bf16:
+            tensor = torch.from_numpy(array.view(np.int16) if bf16 else array)
+        if bf16:
             tensor = tensor.view(torch.bfloat16)
         if want is not None and tensor.dtype != want:
             tensor = tensor.to(want)

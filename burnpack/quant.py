@@ -23,10 +23,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from ._generated.types import BlockScale, BlockSize, DType, QuantMode, QuantScheme, QuantStore, QuantValue, ScaleDtype
+from .dtypes import is_bf16
 from .errors import InvalidQuantizedData, QuantizationError, UnsupportedQuantization
 from .tensor import Tensor
 
@@ -65,7 +65,7 @@ SCALE_SIZE: dict[ScaleDtype, int] = {
 MAX_REPRESENTABLE: dict[ScaleDtype, np.float32] = {
     ScaleDtype.F32: np.finfo(np.float32).max,
     ScaleDtype.F16: np.float32(65504.0),
-    ScaleDtype.BF16: np.float32(ml_dtypes.finfo(ml_dtypes.bfloat16).max),
+    ScaleDtype.BF16: np.float32(np.array(0x7F7F0000, np.uint32).view(np.float32)[()]),  # bf16's largest finite value
     ScaleDtype.UE8M0: np.float32(2.0**127),
     ScaleDtype.UE4M3: np.float32(448.0),
 }
@@ -78,7 +78,16 @@ _GRID: dict[ScaleDtype, tuple[int, tuple[np.float32, np.float32] | None]] = {
     ScaleDtype.UE4M3: (1 << 20, (np.float32(2.0**-6), np.float32(2.0**-9))),
 }
 
-_E4M3_TO_F32 = np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float32)
+
+
+@functools.cache
+def _e4m3_to_f32() -> np.ndarray:
+    """Every E4M3 byte's float32 value (ml_dtypes is imported when the first such scale is met)."""
+    import ml_dtypes
+
+    return np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float32)
+
+
 _F32_MIN_POSITIVE = np.float32(np.finfo(np.float32).tiny)
 _MINIFLOATS = frozenset({QuantValue.E4M3, QuantValue.E5M2, QuantValue.E2M1})
 
@@ -267,7 +276,7 @@ def _decode_scales(buffer: Any, dtype: ScaleDtype) -> np.ndarray:
     if dtype is ScaleDtype.BF16:
         return (np.frombuffer(buffer, "<u2").astype(np.uint32) << 16).view(np.float32)
     if dtype is ScaleDtype.UE4M3:
-        return _E4M3_TO_F32[np.frombuffer(buffer, np.uint8)]
+        return _e4m3_to_f32()[np.frombuffer(buffer, np.uint8)]
     raise UnsupportedQuantization("UE8M0 scales: Burn has no decoder for them (decode_scales is unimplemented)")
 
 
@@ -278,9 +287,11 @@ def _encode_scales(scales: np.ndarray, dtype: ScaleDtype) -> bytes:
         return s.astype("<f4").tobytes()
     if dtype is ScaleDtype.F16:
         return s.astype("<f2").tobytes()
-    if dtype is ScaleDtype.BF16:
-        return s.astype(ml_dtypes.bfloat16).view(np.uint16).astype("<u2").tobytes()
-    if dtype is ScaleDtype.UE4M3:
+    if dtype in (ScaleDtype.BF16, ScaleDtype.UE4M3):
+        import ml_dtypes
+
+        if dtype is ScaleDtype.BF16:
+            return s.astype(ml_dtypes.bfloat16).view(np.uint16).astype("<u2").tobytes()
         return s.astype(ml_dtypes.float8_e4m3fn).tobytes()
     raise UnsupportedQuantization("UE8M0 scales: Burn has no encoder for them (encode_scales is unimplemented)")
 
@@ -669,7 +680,7 @@ def quantize(array: Any, scheme: QuantScheme, *, backend: str = "ndarray") -> Qu
     if not isinstance(scheme, QuantScheme):
         raise QuantizationError(f"scheme must be a burnpack.QuantScheme, got {type(scheme).__name__}")
     x = np.asarray(array)
-    if x.dtype.kind != "f" and x.dtype != np.dtype(ml_dtypes.bfloat16):
+    if x.dtype.kind != "f" and not is_bf16(x.dtype):
         raise QuantizationError(f"only float arrays can be quantized, got {x.dtype}")
     x = np.ascontiguousarray(x, dtype=np.float32)
     check_quantizable(scheme, x.shape)

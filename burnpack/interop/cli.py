@@ -58,14 +58,36 @@ def _add_type_options(p: argparse.ArgumentParser, *, infer_flag: bool = True) ->
                         "2-D weight with bias...); ambiguous ones are reported")  # fmt: skip
 
 
+def _shard_size(text: str) -> int:
+    """``--max-shard-size``: a bad value is a usage error (exit 2)."""
+    from .sharded import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _folder_output(args: argparse.Namespace) -> None:
+    """A folder output (shards, DCP) named like a file (``x.safetensors``) is refused: the name
+    would say one file where a folder of several is written."""
+    from .registry import from_extension
+
+    out = Path(args.output)
+    fmt = from_extension(out, files_only=True)
+    if fmt is not None and not out.is_dir():
+        what = "--max-shard-size writes" if args.max_shard_size is not None else "--to dcp writes"
+        raise CommandError(out, "UsageError", f"{what} a folder, not a {out.suffix} file: name the folder (e.g. {out.with_suffix('')})", code=2)
+
+
 def _add_sharding_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(
         "folders: an HF model folder or *.index.json, or a torch.distributed.checkpoint folder, as INPUT; "
         "--to dcp writes a DCP folder"
     )
-    g.add_argument("--max-shard-size", metavar="SIZE",
+    g.add_argument("--max-shard-size", metavar="SIZE", type=_shard_size,
                    help="write OUTPUT as a folder of HF-style safetensors shards of at most SIZE (5GB, 500MB; decimal units "
-                        "as huggingface_hub) plus model.safetensors.index.json; with --to pytorch, torch.save shards "
+                        "as huggingface_hub, or a byte count) plus model.safetensors.index.json; with --to pytorch, torch.save shards "
                         "pytorch_model-00001-of-0000N.bin plus pytorch_model.bin.index.json")  # fmt: skip
 
 
@@ -123,6 +145,9 @@ def _register_convert(sub: Any) -> None:
     p.add_argument("--no-metadata", action="store_true", help="do not carry the source's metadata across")
     p.add_argument("--no-stamp", action="store_true", help="do not add Burn's format/producer/version metadata keys")
     p.add_argument("--compress", action="store_true", help=".npz output: deflate members")
+    p.add_argument("--npz-metadata", action="store_true",
+                   help=".npz output: also write a __metadata__ member with the metadata and the dtypes numpy cannot name "
+                        "(BF16, Bool stores, Flex32), which burnpack reads back; without it the archive holds tensors only")  # fmt: skip
     p.add_argument("--allow-unmatched", action="store_true",
                    help="go on when an option changes nothing (an adapter with nothing to adapt, a rule or filter "
                         "matching no tensor, module types no adapter uses); they are listed as warnings")  # fmt: skip
@@ -256,12 +281,17 @@ def _convert(args: argparse.Namespace) -> int:
     if args.max_shard_size is None:
         with blame(args.output):
             out_path, out_format = resolve_output(args.output, args.to_format)
-        if not out_format.directory:  # folder outputs have their own rules
+        if out_format.directory:  # folder outputs have their own rules
+            _folder_output(args)
+        else:
             check_output(args.output, out_path, overwrite=args.overwrite)
+    else:
+        _folder_output(args)
     with blame(args.input):
         report = convert(
             args.input, out_path, from_format=args.from_format, to_format=args.to_format, overwrite=args.overwrite,
-            bool_store=args.bool_store, compress=args.compress, progress=args.progress, legacy_ok=args.legacy_ok, **options,
+            bool_store=args.bool_store, compress=args.compress, progress=args.progress, legacy_ok=args.legacy_ok,
+            npz_metadata=args.npz_metadata, **options,
         )  # fmt: skip
     if args.json:
         print(json.dumps(report.to_dict(), indent=1, ensure_ascii=False))

@@ -41,11 +41,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import BinaryIO, Literal, cast
 
-import ml_dtypes
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .._generated.types import DTYPE_INFO
+from ..dtypes import numpy_dtype_named
 from ..errors import BurnpackError
 from ..source import open_regular
 from .archive import ZIP_ERRORS, InflateBudget
@@ -102,11 +102,15 @@ class _Frozen:
 class _StorageType(_Frozen):
     """Stand-in for a ``torch.*Storage`` class: all a storage type tells us is its dtype."""
 
-    __slots__ = ("dtype",)
-    dtype: np.dtype
+    __slots__ = ("numpy_name",)
+    numpy_name: str
 
-    def __init__(self, dtype: np.dtype) -> None:
-        object.__setattr__(self, "dtype", dtype)
+    def __init__(self, numpy_name: str) -> None:
+        object.__setattr__(self, "numpy_name", numpy_name)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return numpy_dtype_named(self.numpy_name)
 
 
 class _Storage(_Frozen):
@@ -204,17 +208,10 @@ def _numpy_scalar(dtype: object, data: object = b"") -> np.generic:
 
 
 _STORAGE_DTYPES = {
-    "Double": np.dtype(np.float64),
-    "Float": np.dtype(np.float32),
-    "Half": np.dtype(np.float16),
-    "BFloat16": np.dtype(ml_dtypes.bfloat16),
-    "Long": np.dtype(np.int64),
-    "Int": np.dtype(np.int32),
-    "Short": np.dtype(np.int16),
-    "Char": np.dtype(np.int8),
-    "Byte": np.dtype(np.uint8),
-    "Bool": np.dtype(np.bool_),
-}
+    "Double": "float64", "Float": "float32", "Half": "float16", "BFloat16": "bfloat16", "Long": "int64",
+    "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8", "Bool": "bool",
+}  # fmt: skip
+"""Storage type prefix → numpy name (ml_dtypes' bfloat16 is imported when such a storage is met)."""
 _TORCH_DTYPE_NAMES = tuple(dict.fromkeys(info.torch for info in DTYPE_INFO.values() if info.torch is not None))
 
 

@@ -27,7 +27,7 @@ from typing import BinaryIO
 import numpy as np
 
 from ..atomic import atomic_file
-from ..dtypes import dtype_from_safetensors, numpy_dtype
+from ..dtypes import ResolvedTable, dtype_from_numpy, dtype_from_safetensors, numpy_dtype, safetensors_code
 from ..errors import BurnpackError
 from ..source import open_regular
 
@@ -47,7 +47,7 @@ _MAX_DIMS = 64  # numpy's limit on array rank
 # Dtype codes in the order of safetensors' ``Dtype`` enum (safetensors' names, by increasing
 # alignment); the writer lays tensors out from the end of this list.
 _CODE_ORDER = ("BOOL", "U8", "I8", "I16", "U16", "F16", "BF16", "I32", "U32", "F32", "F64", "I64", "U64")
-_DTYPES = {code: numpy_dtype(dtype_from_safetensors(code)) for code in _CODE_ORDER}
+_DTYPES: Mapping[str, np.dtype] = ResolvedTable({code: dtype_from_safetensors(code) for code in _CODE_ORDER}, numpy_dtype)
 _ALIGNMENT_RANK = {code: rank for rank, code in enumerate(_DTYPES)}
 
 
@@ -337,10 +337,12 @@ def build_header(
 
 
 def _code(name: str, dtype: np.dtype) -> str:
-    little_endian = dtype.newbyteorder("<")
-    for code, candidate in _DTYPES.items():
-        if little_endian == candidate:
-            return code
+    try:
+        code = safetensors_code(dtype_from_numpy(dtype))
+    except ValueError:
+        code = None
+    if code is not None and _DTYPES[code] == dtype.newbyteorder("<"):
+        return code
     raise SafetensorsError(f"tensor {name!r} has dtype {dtype}, which safetensors cannot hold here")
 
 

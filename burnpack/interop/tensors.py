@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from .._generated.types import DTYPE_INFO, BoolStore, DType, Scalar
@@ -261,5 +260,3 @@ class TensorSet:
             entries.append(Entry.from_numpy(name, array, dtype=dtype))
         return cls(entries, dict(metadata or {}), format=format)
 
-
-BF16 = np.dtype(ml_dtypes.bfloat16)

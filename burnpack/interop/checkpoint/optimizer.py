@@ -35,7 +35,7 @@ def optimizer_kind(sd: Mapping[str, Any], given: str | None) -> str:
     if given is not None:
         names = {"adam": "Adam", "adamw": "AdamW", "sgd": "SGD"}
         if given.strip().lower() not in names:
-            raise ConversionError(f"unsupported optimizer {given!r}; supported: Adam, AdamW, SGD")
+            raise ConversionError(f"unsupported optimizer {given!r}; supported: {', '.join(TORCH_DEFAULTS)}")
         return names[given.strip().lower()]
     group = (sd.get("param_groups") or [{}])[0]
     if "betas" in group:
@@ -47,7 +47,10 @@ def optimizer_kind(sd: Mapping[str, Any], given: str | None) -> str:
         return "Adam"
     if leaves <= {"momentum_buffer"}:
         return "SGD"
-    raise ConversionError(f"unsupported optimizer state (param group keys {sorted(group)}, state keys {sorted(leaves)})")
+    raise ConversionError(
+        f"unsupported optimizer state (param group keys {sorted(group)}, state keys {sorted(leaves)}); "
+        f"supported: {', '.join(f'torch.optim.{kind}' for kind in TORCH_DEFAULTS)}"
+    )
 
 
 def burn_config(kind: str, group: Mapping[str, Any]) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ...display import printable_lines
 from ...frameworks import is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
 from .._io import ConversionError
 
@@ -125,7 +126,7 @@ class CheckpointReport:
             if items:
                 lines.append(f"  {title}:")
                 lines += [f"    {item}" for item in items]
-        return "\n".join(lines)
+        return printable_lines(lines)
 
     def __str__(self) -> str:
         return self.summary()
