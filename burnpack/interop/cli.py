@@ -291,7 +291,7 @@ def _checkpoint_output(args: argparse.Namespace, to_burn: bool) -> None:
 
 def _convert_checkpoint(args: argparse.Namespace) -> int:
     from .checkpoint import burn_checkpoint_to_pytorch, pytorch_to_burn_checkpoint
-    from .dcp import is_dcp, read_dcp_object, write_dcp_state
+    from .dcp import is_dcp
     from .remap import parse_rule
 
     types = _pairs(args.module_type, "--module-type") or None
@@ -305,19 +305,15 @@ def _convert_checkpoint(args: argparse.Namespace) -> int:
         _checkpoint_output(args, to_burn)
     with blame(args.input):
         if not to_burn:
-            state, report = burn_checkpoint_to_pytorch(
-                args.input, None if args.dcp else args.output, epoch=args.epoch, module_types=types, type_rules=rules,
-                infer_types=True, overwrite=args.overwrite, remap=remap,
+            _, report = burn_checkpoint_to_pytorch(
+                args.input, args.output, epoch=args.epoch, module_types=types, type_rules=rules,
+                infer_types=True, overwrite=args.overwrite, remap=remap, dcp=args.dcp,
                 optimizer_config=_json_option("--optimizer-config", args.optimizer_config),
                 scheduler_config=_json_option("--scheduler-config", args.scheduler_config),
             )  # fmt: skip
-            if args.dcp:
-                write_dcp_state(state.to_torch(), args.output, overwrite=args.overwrite)
-                report.target = args.output
-                report.files = {"dcp": args.output}
         else:
             report = pytorch_to_burn_checkpoint(
-                read_dcp_object(args.input) if is_dcp(args.input) else args.input, args.output, epoch=args.epoch, model_key=args.model_key,
+                args.input, args.output, epoch=args.epoch, model_key=args.model_key,
                 optimizer_key=args.optimizer_key, scheduler_key=args.scheduler_key,
                 optimizer_kind=args.optimizer_kind, module_types=types, type_rules=rules, infer_types=True,
                 remap=remap, enum_variants=_pairs(args.enum_variant, "--enum-variant") or None,

@@ -193,12 +193,18 @@ def _split_checkpoint(root: dict[Any, Any], keys: dict[str, str], explicit: dict
     return found
 
 
-def _state_dict(value: Any) -> Any:
-    """A path → its unpickled object; a live torch object → its ``state_dict()``."""
+def _read_object(path: str | os.PathLike[str]) -> Any:
+    """The object a ``torch.save`` file or a ``torch.distributed.checkpoint`` folder holds."""
+    from ..dcp import is_dcp, read_dcp_object
     from ..pytorch import read_pytorch_object
 
+    return read_dcp_object(path) if is_dcp(path) else read_pytorch_object(path)
+
+
+def _state_dict(value: Any) -> Any:
+    """A path → its object; a live torch object → its ``state_dict()``."""
     if isinstance(value, (str, os.PathLike)):
-        value = read_pytorch_object(value)
+        value = _read_object(value)
     if value is not None and hasattr(value, "state_dict") and not isinstance(value, dict):
         value = value.state_dict()
     return value
@@ -243,7 +249,7 @@ def read_torch_training_state(
     optimizer_key: str | None = None,
     scheduler_key: str | None = None,
 ) -> TorchTrainingState:
-    """Collect a training state from a checkpoint file or dict (``source``) and/or separate
+    """Collect a training state from a checkpoint file, DCP folder or dict (``source``) and/or separate
     parts (each a file path, a ``state_dict`` or a live torch object).
 
     In a checkpoint dict the parts are found by key (``model`` / ``model_state_dict`` /
@@ -254,12 +260,11 @@ def read_torch_training_state(
     ``nn.Module``) supplies exact module types and the parameter order; a live optimizer with a
     live module gives the exact index → parameter mapping even for custom parameter groups.
     """
-    from ..pytorch import read_pytorch_object
     from ..torch_live import module_types_of
 
     keys: dict[str, str] = {}
     live_optimizer = optimizer if hasattr(optimizer, "param_groups") and hasattr(optimizer, "state_dict") else None
-    root = read_pytorch_object(source) if isinstance(source, (str, os.PathLike)) else source
+    root = _read_object(source) if isinstance(source, (str, os.PathLike)) else source
     if is_torch_module(root):
         module, model, root = module or root, model if model is not None else root, None
     elif root is not None and not isinstance(root, dict):

@@ -1,0 +1,158 @@
+"""torch's documented distributed-checkpoint training workflow through a Burn checkpoint, with
+torch's own calls on both sides: ``get_state_dict`` + ``dcp.save`` → ``convert-checkpoint`` → a
+Burn Learner checkpoint → ``convert-checkpoint --dcp`` → a fresh model and optimizer, whose
+``get_state_dict`` is the template for ``dcp.load``, then ``set_state_dict``: training goes on
+bit for bit as if it had never stopped. Single process, no process group."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+dcp = pytest.importorskip("torch.distributed.checkpoint")
+state_dict_api = pytest.importorskip("torch.distributed.checkpoint.state_dict")
+
+from burnpack.cli import main  # noqa: E402
+from burnpack.interop.checkpoint import burn_checkpoint_to_pytorch, pytorch_to_burn_checkpoint  # noqa: E402
+from burnpack.records import ModuleRecord, OptimizerRecord  # noqa: E402
+
+get_state_dict, set_state_dict = state_dict_api.get_state_dict, state_dict_api.set_state_dict
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
+
+OPTIMIZERS = {
+    "adam": lambda p: torch.optim.Adam(p, lr=0.01),
+    "adamw": lambda p: torch.optim.AdamW(p, lr=0.01, weight_decay=0.05),
+    "sgd-momentum": lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, dampening=0.1),
+}
+SCHEDULERS = {
+    "none": None,
+    "cosine": lambda o: torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=7, eta_min=0.001),
+    "step": lambda o: torch.optim.lr_scheduler.StepLR(o, step_size=2, gamma=0.5),
+}
+
+
+class Run:
+    """A model, its optimizer and (maybe) its LR scheduler, built the same way every time."""
+
+    def __init__(self, opt: str, sched: str, seed: int = 0) -> None:
+        torch.manual_seed(seed)
+        self.model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+        self.optimizer = OPTIMIZERS[opt](self.model.parameters())
+        make = SCHEDULERS[sched]
+        self.scheduler = make(self.optimizer) if make is not None else None
+
+    def step(self, batch: int) -> None:
+        inputs = torch.randn(16, 4, generator=torch.Generator().manual_seed(batch))
+        self.optimizer.zero_grad()
+        self.model(inputs).square().mean().backward()
+        self.optimizer.step()
+        if self.scheduler is not None:
+            self.scheduler.step()
+
+    def app_state(self) -> dict:
+        """What torch documents saving: ``get_state_dict``'s model and optimizer state dicts."""
+        model_sd, optim_sd = get_state_dict(self.model, self.optimizer)
+        state = {"model": model_sd, "optim": optim_sd}
+        if self.scheduler is not None:
+            state["scheduler"] = self.scheduler.state_dict()
+        return state
+
+    def save(self, folder) -> None:
+        dcp.save(self.app_state(), checkpoint_id=folder, no_dist=True)
+
+    def load(self, folder) -> None:
+        """torch's documented resume: template from ``get_state_dict``, ``dcp.load``, ``set_state_dict``."""
+        state = self.app_state()
+        dcp.load(state, checkpoint_id=folder, no_dist=True)
+        set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+        if self.scheduler is not None:
+            self.scheduler.load_state_dict(state["scheduler"])
+
+    def same_as(self, other: "Run") -> bool:
+        pairs = zip(self.model.state_dict().items(), other.model.state_dict().items())
+        return all(na == nb and torch.equal(a, b) for (na, a), (nb, b) in pairs) and [
+            g["lr"] for g in self.optimizer.param_groups] == [g["lr"] for g in other.optimizer.param_groups]  # fmt: skip
+
+
+@pytest.mark.parametrize("opt", sorted(OPTIMIZERS))
+@pytest.mark.parametrize("sched", sorted(SCHEDULERS))
+def test_a_get_state_dict_checkpoint_resumes_bit_identically_through_a_burn_checkpoint(tmp_path, opt, sched):
+    original = Run(opt, sched)
+    for batch in range(3):
+        original.step(batch)
+    original.save(tmp_path / "dcp")
+    assert main(["convert-checkpoint", str(tmp_path / "dcp"), str(tmp_path / "burn"), "--epoch", "3", "-q"]) == 0
+    assert main(["convert-checkpoint", str(tmp_path / "burn"), str(tmp_path / "resume"), "--dcp", "-q"]) == 0
+    resumed = Run(opt, sched, seed=1)  # fresh weights, fresh (empty) optimizer state
+    resumed.load(tmp_path / "resume")
+    assert resumed.same_as(original)
+    for batch in range(3, 6):
+        original.step(batch)
+        resumed.step(batch)
+    assert resumed.same_as(original)
+
+
+def test_name_keyed_optimizer_state_maps_as_the_index_keyed_one(tmp_path):
+    run = Run("adamw", "cosine")
+    for batch in range(3):
+        run.step(batch)
+    by_index = {"model": run.model.state_dict(), "optim": run.optimizer.state_dict(), "scheduler": run.scheduler.state_dict()}
+    pytorch_to_burn_checkpoint(by_index, tmp_path / "by_index", seed=5)
+    run.save(tmp_path / "dcp")
+    report = pytorch_to_burn_checkpoint(tmp_path / "dcp", tmp_path / "by_name", seed=5)
+    assert report.params_with_state == 6 and report.step == 3
+    assert (tmp_path / "by_name/model-1.bpk").read_bytes() == (tmp_path / "by_index/model-1.bpk").read_bytes()
+    assert (tmp_path / "by_name/scheduler-1.bpk").read_bytes() == (tmp_path / "by_index/scheduler-1.bpk").read_bytes()
+    named, indexed = OptimizerRecord.load(tmp_path / "by_name/optim-1.bpk"), OptimizerRecord.load(tmp_path / "by_index/optim-1.bpk")
+    assert [(t.name, t.numpy().tobytes()) for t in named.tensors] == [(t.name, t.numpy().tobytes()) for t in indexed.tensors]
+    assert named.check(ModuleRecord.load(tmp_path / "by_name/model-1.bpk")).ok
+
+
+def test_an_index_keyed_checkpoint_is_written_as_dcp_keyed_by_parameter_name(tmp_path):
+    original = Run("sgd-momentum", "step")
+    for batch in range(2):
+        original.step(batch)
+    torch.save({"model": original.model.state_dict(), "optim": original.optimizer.state_dict(),
+                "scheduler": original.scheduler.state_dict()}, tmp_path / "ck.pt")  # fmt: skip
+    pytorch_to_burn_checkpoint(tmp_path / "ck.pt", tmp_path / "burn")
+    state, report = burn_checkpoint_to_pytorch(tmp_path / "burn", tmp_path / "resume", dcp=True)
+    assert report.files == {"dcp": str(tmp_path / "resume")}
+    assert sorted(state.optimizer["state"]) == ["0.bias", "0.weight", "1.bias", "1.weight", "3.bias", "3.weight"]
+    assert state.optimizer["param_groups"][0]["params"] == list(dict(original.model.named_parameters()))
+    resumed = Run("sgd-momentum", "step", seed=1)
+    resumed.load(tmp_path / "resume")
+    original.step(2)
+    resumed.step(2)
+    assert resumed.same_as(original)
+
+
+def test_a_name_keyed_checkpoint_converts_back_to_pt_keyed_by_name(tmp_path):
+    run = Run("adam", "none")
+    run.step(0)
+    model_sd, optim_sd = get_state_dict(run.model, run.optimizer)
+    torch.save({"model": model_sd, "optimizer": optim_sd}, tmp_path / "ck.pt")
+    pytorch_to_burn_checkpoint(tmp_path / "ck.pt", tmp_path / "burn")
+    burn_checkpoint_to_pytorch(tmp_path / "burn", tmp_path / "back.pt")
+    back = torch.load(tmp_path / "back.pt", weights_only=True)
+    assert list(back["optimizer"]["state"]) == list(optim_sd["state"])
+    assert back["optimizer"]["param_groups"] == optim_sd["param_groups"]
+    assert all(torch.equal(back["optimizer"]["state"][n]["exp_avg"], s["exp_avg"]) for n, s in optim_sd["state"].items())
+
+
+def test_dcp_output_needs_a_folder(tmp_path):
+    run = Run("adam", "none")
+    run.step(0)
+    pytorch_to_burn_checkpoint(model=run.model, optimizer=run.optimizer, out_dir=tmp_path / "burn")
+    with pytest.raises(TypeError, match="needs out"):
+        burn_checkpoint_to_pytorch(tmp_path / "burn", dcp=True)
+
+
+def test_an_existing_dcp_folder_is_kept_unless_overwrite(tmp_path):
+    run = Run("adam", "none")
+    run.step(0)
+    pytorch_to_burn_checkpoint(model=run.model, optimizer=run.optimizer, out_dir=tmp_path / "burn")
+    (tmp_path / "resume").mkdir()
+    assert main(["convert-checkpoint", str(tmp_path / "burn"), str(tmp_path / "resume"), "--dcp", "-q"]) == 1
+    assert list((tmp_path / "resume").iterdir()) == []
+    assert main(["convert-checkpoint", str(tmp_path / "burn"), str(tmp_path / "resume"), "--dcp", "--overwrite", "-q"]) == 0
+    assert (tmp_path / "resume" / ".metadata").is_file()
