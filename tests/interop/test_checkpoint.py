@@ -76,6 +76,13 @@ def checkpoint(**parts):
     return ck
 
 
+def by_name(ck):
+    """The optimizer state keyed by parameter name, as torch's ``get_state_dict`` gives it."""
+    names = ck["optimizer"]["param_groups"][0]["params"] = list(PARAMS)
+    ck["optimizer"]["state"] = {names[i]: s for i, s in ck["optimizer"]["state"].items()}
+    return ck
+
+
 def same(a, b):
     """Deep equality where arrays must match in dtype, shape and bytes."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
@@ -322,3 +329,20 @@ def test_remap_on_the_way_back_renames_burn_paths(tmp_path):
     state, _ = burn_checkpoint_to_pytorch(tmp_path, module_types={"emb": "Embedding", "dense": "Linear"},
                                           remap=[(r"^dense\.", "fc.")], optimizer_config={"kind": "adam"})  # fmt: skip
     assert "fc.weight" in state.model and state.model["fc.weight"].shape == (2, 3)
+
+
+def test_optimizer_state_keyed_by_parameter_name_maps_as_keyed_by_index(tmp_path):
+    ck = checkpoint()
+    pytorch_to_burn_checkpoint(copy.deepcopy(ck), tmp_path / "by_index", module_types=TYPES, seed=3)
+    report = pytorch_to_burn_checkpoint(by_name(ck), tmp_path / "by_name", module_types=TYPES, seed=3)
+    assert report.params_with_state == len(PARAMS)
+    named, indexed = (OptimizerRecord.load(tmp_path / d / "optim-4.bpk") for d in ("by_name", "by_index"))
+    assert [(t.name, t.numpy().tobytes()) for t in named.tensors] == [(t.name, t.numpy().tobytes()) for t in indexed.tensors]
+    assert named.check(ModuleRecord.load(tmp_path / "by_name" / "model-4.bpk")).ok
+
+
+def test_optimizer_state_keyed_by_parameter_name_converts_back_keyed_by_name(tmp_path):
+    ck = by_name(checkpoint())
+    pytorch_to_burn_checkpoint(copy.deepcopy(ck), tmp_path, module_types=TYPES, seed=3)
+    state, _ = burn_checkpoint_to_pytorch(tmp_path)
+    assert same(state.optimizer, ck["optimizer"])
