@@ -17,6 +17,8 @@ from burnpack.interop.checkpoint import burn_checkpoint_to_pytorch, pytorch_to_b
 from burnpack.records import ModuleRecord, OptimizerRecord  # noqa: E402
 
 get_state_dict, set_state_dict = state_dict_api.get_state_dict, state_dict_api.set_state_dict
+StateDictOptions = state_dict_api.StateDictOptions
+Stateful = pytest.importorskip("torch.distributed.checkpoint.stateful").Stateful
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
 
 OPTIMIZERS = {
@@ -32,14 +34,18 @@ SCHEDULERS = {
 
 
 class Run:
-    """A model, its optimizer and (maybe) its LR scheduler, built the same way every time."""
+    """A model, its optimizer and (maybe) its LR scheduler, built the same way every time, saved
+    and loaded as torch documents: at the top level (``{"model": ..., "optim": ...}``), or as
+    its DCP recipe does, an ``AppState`` under ``"app"`` (``layout="app"``), optionally with the
+    optimizer state flattened (``layout="app-flat"``)."""
 
-    def __init__(self, opt: str, sched: str, seed: int = 0) -> None:
+    def __init__(self, opt: str, sched: str, seed: int = 0, layout: str = "top") -> None:
         torch.manual_seed(seed)
         self.model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
         self.optimizer = OPTIMIZERS[opt](self.model.parameters())
         make = SCHEDULERS[sched]
         self.scheduler = make(self.optimizer) if make is not None else None
+        self.layout = layout
 
     def step(self, batch: int) -> None:
         inputs = torch.randn(16, 4, generator=torch.Generator().manual_seed(batch))
@@ -49,10 +55,19 @@ class Run:
         if self.scheduler is not None:
             self.scheduler.step()
 
+    def state_dict(self) -> dict:
+        """``get_state_dict``'s model and optimizer state dicts (``Stateful.state_dict``)."""
+        options = StateDictOptions(flatten_optimizer_state_dict=self.layout == "app-flat")
+        model_sd, optim_sd = get_state_dict(self.model, self.optimizer, options=options)
+        return {"model": model_sd, "optim": optim_sd}
+
+    def load_state_dict(self, state: dict) -> None:
+        """``set_state_dict`` of what ``dcp.load`` filled in (``Stateful.load_state_dict``)."""
+        options = StateDictOptions(flatten_optimizer_state_dict=self.layout == "app-flat")
+        set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"], options=options)
+
     def app_state(self) -> dict:
-        """What torch documents saving: ``get_state_dict``'s model and optimizer state dicts."""
-        model_sd, optim_sd = get_state_dict(self.model, self.optimizer)
-        state = {"model": model_sd, "optim": optim_sd}
+        state = {"app": self} if self.layout.startswith("app") else self.state_dict()
         if self.scheduler is not None:
             state["scheduler"] = self.scheduler.state_dict()
         return state
@@ -64,7 +79,8 @@ class Run:
         """torch's documented resume: template from ``get_state_dict``, ``dcp.load``, ``set_state_dict``."""
         state = self.app_state()
         dcp.load(state, checkpoint_id=folder, no_dist=True)
-        set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+        if "app" not in state:
+            self.load_state_dict(state)
         if self.scheduler is not None:
             self.scheduler.load_state_dict(state["scheduler"])
 
@@ -72,6 +88,9 @@ class Run:
         pairs = zip(self.model.state_dict().items(), other.model.state_dict().items())
         return all(na == nb and torch.equal(a, b) for (na, a), (nb, b) in pairs) and [
             g["lr"] for g in self.optimizer.param_groups] == [g["lr"] for g in other.optimizer.param_groups]  # fmt: skip
+
+
+Stateful.register(Run)
 
 
 @pytest.mark.parametrize("opt", sorted(OPTIMIZERS))
@@ -87,6 +106,24 @@ def test_a_get_state_dict_checkpoint_resumes_bit_identically_through_a_burn_chec
     resumed.load(tmp_path / "resume")
     assert resumed.same_as(original)
     for batch in range(3, 6):
+        original.step(batch)
+        resumed.step(batch)
+    assert resumed.same_as(original)
+
+
+@pytest.mark.parametrize("layout", ["app", "app-flat"])
+@pytest.mark.parametrize("opt", ["adamw", "sgd-momentum"])
+def test_torchs_dcp_recipe_app_state_resumes_bit_identically_through_a_burn_checkpoint(tmp_path, layout, opt):
+    original = Run(opt, "cosine", layout=layout)
+    for batch in range(3):
+        original.step(batch)
+    original.save(tmp_path / "dcp")
+    report = pytorch_to_burn_checkpoint(tmp_path / "dcp", tmp_path / "burn")
+    assert report.params_with_state == 6 and report.scheduler == "CosineAnnealingLR"
+    burn_checkpoint_to_pytorch(tmp_path / "burn", tmp_path / "resume", dcp=True)
+    resumed = Run(opt, "cosine", seed=1, layout=layout)
+    resumed.load(tmp_path / "resume")
+    for batch in range(3, 5):
         original.step(batch)
         resumed.step(batch)
     assert resumed.same_as(original)
