@@ -193,3 +193,33 @@ def test_an_existing_dcp_folder_is_kept_unless_overwrite(tmp_path):
     assert list((tmp_path / "resume").iterdir()) == []
     assert main(["convert-checkpoint", str(tmp_path / "burn"), str(tmp_path / "resume"), "--dcp", "--overwrite", "-q"]) == 0
     assert (tmp_path / "resume" / ".metadata").is_file()
+
+
+def test_a_burn_native_checkpoint_is_written_as_dcp_that_get_state_dict_templates_load(tmp_path):
+    import numpy as np
+
+    from burnpack.records import AdamState, Checkpoints, CosineAnnealingLrScheduler, ModuleLrScheduler
+
+    run = Run("adam", "cosine")
+    burn = {}  # Burn's names and layouts, as a Burn learner saves them (no torch.* metadata)
+    for name, tensor in run.model.state_dict().items():
+        if not name.endswith("num_batches_tracked"):
+            name = name.replace("1.weight", "1.gamma").replace("1.bias", "1.beta")
+            burn[name] = tensor.numpy().T.copy() if name in ("0.weight", "3.weight") else tensor.numpy()
+    record = ModuleRecord.from_tensors(burn)
+    moments = {n: AdamState(5, np.full(a.shape, 0.1, np.float32), np.full(a.shape, 0.01, np.float32)) for n, a in burn.items() if "running" not in n}
+    Checkpoints(tmp_path / "run").save_epoch(5, model=record, optim=OptimizerRecord.from_states(moments, module=record),
+                                             scheduler=ModuleLrScheduler.of(CosineAnnealingLrScheduler(4)).to_record())  # fmt: skip
+    assert main(["convert-checkpoint", str(tmp_path / "run"), str(tmp_path / "resume"), "--dcp", "-q",
+                 "--optimizer-config", '{"kind": "adam", "lr": 0.01}',
+                 "--scheduler-config", '{"kind": "cosine", "T_max": 7, "eta_min": 0.001, "base_lrs": [0.01]}']) == 0  # fmt: skip
+    resumed = Run("adam", "cosine", seed=1)
+    model_sd, optim_sd = get_state_dict(resumed.model, resumed.optimizer)
+    state = {"model": model_sd, "optimizer": optim_sd, "scheduler": resumed.scheduler.state_dict()}
+    dcp.load(state, checkpoint_id=tmp_path / "resume", no_dist=True)  # every key the template asks for is there
+    set_state_dict(resumed.model, resumed.optimizer, model_state_dict=state["model"], optim_state_dict=state["optimizer"])
+    resumed.scheduler.load_state_dict(state["scheduler"])
+    assert all(torch.equal(a, b) for a, b in zip(resumed.model.parameters(), run.model.parameters()))
+    first = resumed.optimizer.state[resumed.model[0].weight]
+    assert first["step"].item() == 5 and torch.equal(first["exp_avg"], torch.full((8, 4), 0.1))
+    assert resumed.scheduler.last_epoch == 5
