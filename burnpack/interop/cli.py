@@ -150,7 +150,8 @@ def _register_convert_checkpoint(sub: Any) -> None:
         help="migrate a training checkpoint: PyTorch (model + optimizer + scheduler) <-> Burn Learner checkpoint dir",
         description=(
             "PyTorch -> Burn: INPUT is a torch.save'd dict holding the model state_dict, an Adam/AdamW/SGD state_dict "
-            "and a cosine/linear/step/exponential LR scheduler state_dict (read without torch); OUTPUT is a Burn "
+            "and a cosine/linear/step/exponential LR scheduler state_dict (read without torch), or a DCP folder "
+            "(get_state_dict + dcp.save: optimizer state keyed by parameter name); OUTPUT is a Burn "
             "checkpoint directory receiving model-N.bpk, optim-N.bpk and scheduler-N.bpk. Burn -> PyTorch: INPUT is "
             "the checkpoint directory (or its artifact directory), OUTPUT a .pt file (written with torch). The "
             "direction follows INPUT (a directory means Burn)."
@@ -180,8 +181,9 @@ def _register_convert_checkpoint(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     p.add_argument("--dcp", action="store_true",
-                   help="Burn -> PyTorch: write OUTPUT as a torch.distributed.checkpoint folder instead of a .pt file "
-                        "(a DCP folder as INPUT is read like a .pt file)")  # fmt: skip
+                   help="Burn -> PyTorch: write OUTPUT as a torch.distributed.checkpoint folder instead of a .pt file, "
+                        "optimizer state keyed by parameter name as get_state_dict gives it (load it with a get_state_dict "
+                        "template, dcp.load and set_state_dict)")  # fmt: skip
     p.set_defaults(handler=_convert_checkpoint)
 
 

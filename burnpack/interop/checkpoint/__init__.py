@@ -25,7 +25,8 @@ Adam/AdamW ``exp_avg``,               ``{id}.momentum.moment_1``, ``moment_2``, 
 Adam/AdamW ``step``                   ``{id}.momentum.time`` (UInt)                exact
 SGD ``momentum_buffer``               ``{id}.momentum.velocity``                   bit-exact
 state ↔ parameter link (index in      ``param_id`` shared by model and optimizer   exact
-``param_groups``)                     records, id → path metadata
+``param_groups``, or name as          records, id → path metadata
+``get_state_dict`` gives it)
 scheduler position ``last_epoch`` =   cosine ``current_iter = k-1`` (``2^64-1`` at exact
 ``k`` (per group ``i`` → ``"i."``)    ``k = 0``); linear ``remaining_iters =
                                       max(total_iters + 1 - k, 0)``; step
@@ -51,6 +52,12 @@ recurrence (exponential); PyTorch's schedulers use recursive ("chainable") formu
 positions map exactly, and the learning rates agree to floating-point rounding. When a
 Burn-side position differs from the stored PyTorch state, the reverse conversion recomputes
 the learning rate in closed form and says so.
+
+torch's distributed-checkpoint workflow: a DCP folder is read as a ``torch.save`` file is;
+``get_state_dict``'s optimizer state is keyed by parameter name (also flattened, and torch's
+recipe nests the parts in ``{"app": AppState}``); ``burn_checkpoint_to_pytorch(..., dcp=True)``
+writes a DCP folder keyed by name, laid out as the source was, which a ``get_state_dict``
+template, ``dcp.load`` and ``set_state_dict`` restore.
 
 The work is split by part: :mod:`.model`, :mod:`.optimizer` and :mod:`.scheduler` map one record
 each, both ways; :mod:`.state` reads the PyTorch side and holds the report. Checkpoint entries

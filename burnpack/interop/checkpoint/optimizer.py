@@ -228,7 +228,7 @@ def optimizer_to_pytorch(
             n for n in sd if not is_buffer_name(n) and sd[n].dtype.kind in "fc"]  # fmt: skip
         groups = [{**TORCH_DEFAULTS[kind], **settings, "params": list(range(len(names)))}]
     if by_name and not keyed_by_name({"param_groups": groups}):
-        groups = [{**group, "params": [_listed_name(names, index) for index in group["params"]]} for group in groups]
+        groups = [{**group, "params": [names[index] for index in group["params"]]} for group in groups]
     by_name = keyed_by_name({"param_groups": groups})
     burn_of = {torch: burn for burn, (_, torch) in model.by_burn.items()}
     states, adapter = record.states(), BurnToPyTorchAdapter()
@@ -251,9 +251,3 @@ def optimizer_to_pytorch(
         report.warnings.append(f"{len(unknown)} optimizer state(s) for param ids not in the model record were not converted")
     return {"state": out, "param_groups": groups}
 
-
-def _listed_name(names: list[str], index: Any) -> str:
-    """The parameter name a stored group's index stands for."""
-    if type(index) is not int or not 0 <= index < len(names):
-        raise ConversionError(f"optim record metadata: param group index {index!r} names no parameter (of {len(names)})")
-    return names[index]
