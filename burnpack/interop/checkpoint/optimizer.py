@@ -250,4 +250,3 @@ def optimizer_to_pytorch(
     if unknown:
         report.warnings.append(f"{len(unknown)} optimizer state(s) for param ids not in the model record were not converted")
     return {"state": out, "param_groups": groups}
-
