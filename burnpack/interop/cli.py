@@ -303,6 +303,8 @@ def _convert_checkpoint(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise _usage("--remap", exc) from None
     to_burn = not Path(args.input).is_dir() or is_dcp(args.input)
+    if args.dcp and to_burn:
+        raise CommandError(None, "UsageError", "--dcp applies to Burn -> PyTorch (it writes OUTPUT as a DCP folder); a DCP folder as INPUT needs no flag", code=2)
     if not (args.dcp and not to_burn):  # a DCP output is a folder, written by write_dcp_state's rules
         _checkpoint_output(args, to_burn)
     with blame(args.input):
