@@ -25,6 +25,7 @@ OPTIMIZERS = {
     "adam": lambda p: torch.optim.Adam(p, lr=0.01),
     "adamw": lambda p: torch.optim.AdamW(p, lr=0.01, weight_decay=0.05),
     "sgd-momentum": lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.9, dampening=0.1),
+    "adamw-two-groups": lambda p: (lambda ps: torch.optim.AdamW([{"params": ps[:2], "lr": 0.02}, {"params": ps[2:]}], lr=0.01))(list(p)),
 }
 SCHEDULERS = {
     "none": None,
@@ -112,7 +113,7 @@ def test_a_get_state_dict_checkpoint_resumes_bit_identically_through_a_burn_chec
 
 
 @pytest.mark.parametrize("layout", ["app", "app-flat"])
-@pytest.mark.parametrize("opt", ["adamw", "sgd-momentum"])
+@pytest.mark.parametrize("opt", ["adamw", "sgd-momentum", "adamw-two-groups"])
 def test_torchs_dcp_recipe_app_state_resumes_bit_identically_through_a_burn_checkpoint(tmp_path, layout, opt):
     original = Run(opt, "cosine", layout=layout)
     for batch in range(3):
