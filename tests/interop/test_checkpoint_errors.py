@@ -119,3 +119,14 @@ def test_param_groups_mixing_indices_and_names_are_a_conversion_error(tmp_path):
     ck["optimizer"]["param_groups"][0]["params"][0] = PARAMS[0]
     with pytest.raises(ConversionError, match="neither parameter indices 0..n-1 in order nor parameter names"):
         pytorch_to_burn_checkpoint(ck, tmp_path / "checkpoint", module_types=TYPES, seed=1)
+
+
+@pytest.mark.parametrize("optimizer", [
+    {"state": {}, "param_groups": [{"lr": 0.1}]},
+    {"state": {}, "param_groups": {"params": [0]}},
+    {"state": [1, 2], "param_groups": [{"params": [0]}]},
+    {"state": {0: 1.0}, "param_groups": [{"params": [0]}]},
+], ids=["a group without params", "groups not a list", "state not a dict", "a parameter's state not a dict"])  # fmt: skip
+def test_an_optimizer_state_dict_of_the_wrong_shape_is_a_conversion_error(tmp_path, optimizer):
+    with pytest.raises(ConversionError, match="the optimizer state_dict's"):
+        pytorch_to_burn_checkpoint(checkpoint(optimizer=optimizer), tmp_path / "checkpoint", module_types=TYPES, seed=1)

@@ -165,6 +165,16 @@ def is_optimizer_sd(value: Any) -> bool:
     return isinstance(value, dict) and "state" in value and "param_groups" in value
 
 
+def check_optimizer_sd(sd: Any) -> None:
+    """An optimizer ``state_dict``'s shape: ``state`` maps each key to a dict, ``param_groups``
+    is a list of dicts each with a ``params`` list."""
+    if not isinstance(sd["state"], dict) or not all(isinstance(v, dict) for v in sd["state"].values()):
+        raise ConversionError("the optimizer state_dict's 'state' is not a dict of per-parameter dicts")
+    groups = sd["param_groups"]
+    if not isinstance(groups, list) or not all(isinstance(g, dict) and isinstance(g.get("params"), list) for g in groups):
+        raise ConversionError("the optimizer state_dict's 'param_groups' is not a list of groups, each with a 'params' list")
+
+
 def is_flat_optimizer_sd(value: Any) -> bool:
     """``get_state_dict(..., options=StateDictOptions(flatten_optimizer_state_dict=True))``'s form:
     ``{"state.<name>.<key>": ..., "param_groups.<name>.<setting>": ...}``."""
@@ -361,6 +371,8 @@ def read_torch_training_state(
     optimizer_sd, scheduler_sd = _to_plain(_state_dict(optimizer)), _to_plain(_state_dict(scheduler))
     if is_flat_optimizer_sd(optimizer_sd):
         optimizer_sd, keys["optimizer.layout"] = unflatten_optimizer_sd(optimizer_sd), "flat"
+    if optimizer_sd is not None and is_optimizer_sd(optimizer_sd):
+        check_optimizer_sd(optimizer_sd)
     if optimizer_sd is not None and not is_optimizer_sd(optimizer_sd):
         raise ConversionError("the optimizer part is not an optimizer state_dict (no 'state' / 'param_groups')")
     if scheduler_sd is not None and not is_scheduler_sd(scheduler_sd):
