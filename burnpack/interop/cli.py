@@ -179,7 +179,8 @@ def _register_convert_checkpoint(sub: Any) -> None:
         help="migrate a training checkpoint: PyTorch (model + optimizer + scheduler) <-> Burn Learner checkpoint dir",
         description=(
             "PyTorch -> Burn: INPUT is a torch.save'd dict holding the model state_dict, an Adam/AdamW/SGD state_dict "
-            "and a cosine/linear/step/exponential LR scheduler state_dict (read without torch); OUTPUT is a Burn "
+            "and a cosine/linear/step/exponential LR scheduler state_dict (read without torch), or a DCP folder "
+            "(get_state_dict + dcp.save: optimizer state keyed by parameter name); OUTPUT is a Burn "
             "checkpoint directory receiving model-N.bpk, optim-N.bpk and scheduler-N.bpk. Burn -> PyTorch: INPUT is "
             "the checkpoint directory (or its artifact directory), OUTPUT a .pt file (written with torch). The "
             "direction follows INPUT (a directory means Burn)."
@@ -209,8 +210,9 @@ def _register_convert_checkpoint(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     p.add_argument("--dcp", action="store_true",
-                   help="Burn -> PyTorch: write OUTPUT as a torch.distributed.checkpoint folder instead of a .pt file "
-                        "(a DCP folder as INPUT is read like a .pt file)")  # fmt: skip
+                   help="Burn -> PyTorch: write OUTPUT as a torch.distributed.checkpoint folder instead of a .pt file, "
+                        "optimizer state keyed by parameter name as get_state_dict gives it (load it with a get_state_dict "
+                        "template, dcp.load and set_state_dict)")  # fmt: skip
     p.set_defaults(handler=_convert_checkpoint)
 
 
@@ -326,7 +328,7 @@ def _checkpoint_output(args: argparse.Namespace, to_burn: bool) -> None:
 
 def _convert_checkpoint(args: argparse.Namespace) -> int:
     from .checkpoint import burn_checkpoint_to_pytorch, pytorch_to_burn_checkpoint
-    from .dcp import is_dcp, read_dcp_object, write_dcp_state
+    from .dcp import is_dcp
     from .remap import parse_rule
 
     types = _pairs(args.module_type, "--module-type") or None
@@ -336,23 +338,21 @@ def _convert_checkpoint(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise _usage("--remap", exc) from None
     to_burn = not Path(args.input).is_dir() or is_dcp(args.input)
+    if args.dcp and to_burn:
+        raise CommandError(None, "UsageError", "--dcp applies to Burn -> PyTorch (it writes OUTPUT as a DCP folder); a DCP folder as INPUT needs no flag", code=2)
     if not (args.dcp and not to_burn):  # a DCP output is a folder, written by write_dcp_state's rules
         _checkpoint_output(args, to_burn)
     with blame(args.input):
         if not to_burn:
-            state, report = burn_checkpoint_to_pytorch(
-                args.input, None if args.dcp else args.output, epoch=args.epoch, module_types=types, type_rules=rules,
-                infer_types=True, overwrite=args.overwrite, remap=remap,
+            _, report = burn_checkpoint_to_pytorch(
+                args.input, args.output, epoch=args.epoch, module_types=types, type_rules=rules,
+                infer_types=True, overwrite=args.overwrite, remap=remap, dcp=args.dcp,
                 optimizer_config=_json_option("--optimizer-config", args.optimizer_config),
                 scheduler_config=_json_option("--scheduler-config", args.scheduler_config),
             )  # fmt: skip
-            if args.dcp:
-                write_dcp_state(state.to_torch(), args.output, overwrite=args.overwrite)
-                report.target = args.output
-                report.files = {"dcp": args.output}
         else:
             report = pytorch_to_burn_checkpoint(
-                read_dcp_object(args.input) if is_dcp(args.input) else args.input, args.output, epoch=args.epoch, model_key=args.model_key,
+                args.input, args.output, epoch=args.epoch, model_key=args.model_key,
                 optimizer_key=args.optimizer_key, scheduler_key=args.scheduler_key,
                 optimizer_kind=args.optimizer_kind, module_types=types, type_rules=rules, infer_types=True,
                 remap=remap, enum_variants=_pairs(args.enum_variant, "--enum-variant") or None,
