@@ -41,6 +41,7 @@ class _EntryView:
         self.shape = tuple(entry.shape)
         self.param_id = entry.param_id
         self.data_offsets = (0, 0)
+        self.byte_len = entry.byte_len
         self._entry = entry
 
     def numpy(self) -> np.ndarray:
@@ -70,7 +71,9 @@ def _is_burnpack(path: str) -> bool:
 
 
 @contextlib.contextmanager
-def _open(path: str) -> Iterator[Any]:
+def open_input(path: str) -> Iterator[Any]:
+    """A ``.bpk`` (path or URL) as an open ``Pack``, any other format ``convert`` reads as a
+    pack-like object (``names``, ``tensors()``, ``metadata``, ``scalars``); failures name ``path``."""
     with blame(path):
         if _is_burnpack(path):
             with load(path) as pack:
@@ -85,7 +88,7 @@ def _open(path: str) -> Iterator[Any]:
 def run_diff(args: Any) -> int:
     """Exit 0 when identical, 1 when different; unreadable files are errors (exit 2)."""
     try:
-        with _open(args.a) as a, _open(args.b) as b:
+        with open_input(args.a) as a, open_input(args.b) as b:
             if args.layout and not all(hasattr(x, "data_section_start") for x in (a, b)):
                 raise CommandError(args.a if not hasattr(a, "data_section_start") else args.b, "UsageError",
                                    "--layout compares two .bpk files; this one is not one", code=2)  # fmt: skip
