@@ -42,6 +42,7 @@ class _EntryView:
         self.param_id = entry.param_id
         self.data_offsets = (0, 0)
         self.byte_len = entry.byte_len
+        self.numel = entry.numel
         self._entry = entry
 
     def numpy(self) -> np.ndarray:
@@ -63,11 +64,18 @@ class _Tensors:
     def tensors(self) -> list[_EntryView]:
         return [self._views[n] for n in self.names]
 
+    def __getitem__(self, name: str) -> _EntryView:
+        return self._views[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._views
+
 
 def _is_burnpack(path: str) -> bool:
     from ..interop.formats import detect_format
+    from ..remote import is_url
 
-    return detect_format(path) == "burnpack"
+    return is_url(path) or detect_format(path) == "burnpack"  # a URL is read as a .bpk (see read_tensors)
 
 
 @contextlib.contextmanager

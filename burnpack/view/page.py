@@ -70,7 +70,6 @@ th, td { text-align:left; padding:3px 8px; border-bottom:1px solid #eceef2; vert
 th { color:var(--muted); font-weight:600; font-size:12px; }
 td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; }
 .mono { font-family:ui-monospace, SFMono-Regular, Menlo, monospace; font-size:13px; }
-.esc { color:#c92a2a; background:#fff0f0; border-radius:3px; padding:0 2px; }
 .muted { color:var(--muted); }
 .tree { list-style:none; padding-left:0; margin:0; }
 .tree ul { list-style:none; padding-left:18px; margin:0; border-left:1px dotted #c5cad3; }
@@ -117,7 +116,7 @@ function el(tag, attrs, ...kids) {
 function svg(tag, attrs) { const e = document.createElementNS(SVGNS, tag); for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v); return e; }
 function int(n) { return Number(n).toLocaleString("en-US"); }
 function size(n) { const u = ["B", "KiB", "MiB", "GiB", "TiB"]; let i = 0; n = Number(n); while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; } return (i ? n.toFixed(1) : String(n)) + " " + u[i]; }
-function num(v) { if (v === null || v === undefined) return "-"; if (typeof v === "string") return v; if (Number.isInteger(v) && Math.abs(v) < 1e15) return String(v); return Number(v).toPrecision(6); }
+function num(v) { if (v === null || v === undefined) return "-"; if (typeof v === "boolean") return v ? "yes" : "no"; if (typeof v === "string") return v; if (Number.isInteger(v) && Math.abs(v) < 1e15) return String(v); return String(Number(Number(v).toPrecision(6))); }
 function pct(part, whole) { return whole ? (100 * part / whole).toFixed(part / whole < 0.001 ? 3 : 1) + "%" : "-"; }
 function numCell(v, attrs) { return el("td", Object.assign({cls: "num", "data-value": String(v)}, attrs || {}), num(v)); }
 function natCmp(a, b) {
@@ -165,7 +164,7 @@ function histogram(stats, id, color) {
   return s;
 }
 function lineChart(series, id) {   // series: [{name, color, points: [[x, y]]}]
-  const w = 560, h = 220, l = 56, b = 26, pts = series.flatMap(s => s.points).filter(p => Number.isFinite(p[1]));
+  const w = 560, h = 220, l = 70, b = 26, pts = series.flatMap(s => s.points).filter(p => Number.isFinite(p[1]));
   const s = svg("svg", {width: w, height: h + b, viewBox: `0 0 ${w} ${h + b}`, role: "img", id: id});
   if (!pts.length) return s;
   const xs = pts.map(p => p[0]), ys = pts.map(p => p[1]);
@@ -219,10 +218,10 @@ function treeView(root, total, opts) {   // opts: {onLeaf(i), label(node) -> ext
     const li = el("li", {"data-path": node.path});
     const isLeaf = node.leaf !== null && !node.kids.size;
     const tw = el("span", {cls: "tw"}, isLeaf ? "•" : "▸");
-    const share = el("span", {cls: "bar"}); const fill = el("span"); fill.style.width = (total ? 100 * node.params / total : 0) + "%";
+    const share = el("span", {cls: "bar"}); const fill = el("span"); fill.style.width = (opts.fullBar ? 100 : total ? 100 * node.params / total : 0) + "%";
     if (opts.color) fill.style.background = opts.color(node); share.append(fill);
     const r = el("div", {cls: "row " + (isLeaf ? "leaf" : "module")}, tw, el("span", {cls: "nm"}, node.name + (isLeaf ? "" : "/")),
-      el("span", {cls: "sp"}), el("span", {cls: "info"}, (opts.label ? opts.label(node) + "  " : "") + int(node.params) + " params · " + pct(node.params, total)), share);
+      el("span", {cls: "sp"}), el("span", {cls: "info"}, (opts.label ? opts.label(node) + "  " : "") + (opts.unit ? int(node.params) + " " + opts.unit(node.params) : int(node.params) + " params · " + pct(node.params, total))), share);
     li.append(r);
     if (isLeaf) r.addEventListener("click", () => opts.onLeaf(node.leaf));
     else {
@@ -287,7 +286,7 @@ if (P) {
     parts.forEach(([name, n, c]) => { const wdt = L.file_size ? 560 * n / L.file_size : 0; if (n > 0) { const r = svg("rect", {x: x, y: 0, width: Math.max(wdt, 2), height: 26, fill: c}); const tp = svg("title"); tp.textContent = `${name}: ${int(n)} bytes`; r.append(tp); bar.append(r); } x += wdt; });
     side.push(panel("File layout", bar, el("div", {cls: "legend"}, ...parts.flatMap(([name, n, c]) => { const sp = el("span"); sp.style.background = c; return [sp, `${name} ${size(n)}`]; })),
       table(["", "value"], [["format version", L.version], ["file size", int(L.file_size) + " bytes"], ["header", L.header + " bytes"], ["metadata", int(L.metadata_size) + " bytes"],
-        ["data section starts at", "byte " + int(L.data_section_start)], ["alignment padding", int(L.alignment_padding) + " bytes"], ["nonzero padding bytes", int(L.nonzero_padding_bytes)], ["trailing bytes", int(L.trailing_bytes)]]
+        ["data section starts at", "byte " + int(L.data_section_start)], ["alignment padding", int(L.alignment_padding) + " bytes"], ["nonzero padding bytes", L.nonzero_padding_bytes === null ? "not read (--no-stats)" : int(L.nonzero_padding_bytes)], ["trailing bytes", int(L.trailing_bytes)]]
         .map(([k, v]) => el("tr", {}, el("td", {}, k), el("td", {cls: "num"}, String(v)))), [1])));
   }
   side.push(panel("Metadata", P.metadata.length ? table(["key", "value"], P.metadata.map(([k, v]) => el("tr", {}, el("td", {cls: "mono"}, k), el("td", {cls: "mono"}, v)))) : el("p", {cls: "muted"}, "none")));
@@ -341,18 +340,17 @@ if (D) {
   const info = i => ({params: 0, worst: added.has(all[i]) || removed.has(all[i]) ? null : rel(changed.get(all[i]))});
   const root = buildTree(all, info);
   (function count(n) { if (n.leaf !== null && !n.kids.size) { n.params = 1; return; } n.params = 0; for (const k of n.kids.values()) { count(k); n.params += k.params; } })(root);
-  const detail = el("div", {id: "diff-detail"});
+  const detail = el("div", {id: "diff-detail"}, panel("Tensor change", el("p", {cls: "muted"}, "Pick a tensor in the tree to see how it changed.")));
   function openChange(i) {
     const name = all[i], c = changed.get(name);
     const rows = [["name", name], ["status", added.has(name) ? "added (only in " + D.b + ")" : removed.has(name) ? "removed (only in " + D.a + ")" : c ? "changed" : "identical"]];
     if (c) { for (const [k, v] of Object.entries(c.changes)) rows.push([k, JSON.stringify(v.a) + " → " + JSON.stringify(v.b)]); for (const k of ["numel", "elements_differ", "max_abs", "max_rel", "nan_mismatch", "bytes_differ"]) if (c[k] !== undefined) rows.push([k, num(c[k])]); }
     detail.replaceChildren(panel("Tensor change", table(["", ""], rows.map(([k, v]) => el("tr", {}, el("td", {}, k), el("td", {cls: "mono", "data-field": k}, v))))));
   }
-  const view = treeView(root, 0, {onLeaf: openChange, color: n => colour(n.worst), label: n => {
+  const view = treeView(root, 0, {onLeaf: openChange, color: n => colour(n.worst), fullBar: true, unit: k => k === 1 ? "tensor" : "tensors", label: n => {
     const leaf = n.leaf !== null && !n.kids.size, name = leaf ? all[n.leaf] : null;
     if (leaf) return added.has(name) ? "added" : removed.has(name) ? "removed" : changed.has(name) ? "max rel " + num(changed.get(name).max_rel) : "identical";
     return n.worst === null ? "" : "worst rel " + num(n.worst); }});
-  view.querySelectorAll(".bar span").forEach(s => s.style.width = "100%");
   sec.append(el("div", {cls: "grid2"}, panel("Tensors, coloured by relative change", legend, ...searchBox(all, openChange, "diff"), el("div", {id: "diff-tree"}, view)), detail));
   const top = res.changed.slice().sort((a, b) => rel(b) - rel(a));
   sec.append(panel("Changed tensors (largest relative change first)", table(["name", "changes", "elements differ", "max abs", "max rel"],
@@ -398,7 +396,7 @@ if (C) {
 }
 
 // ---------- page ----------------------------------------------------------------------------
-const src = P ? P.source : C ? C.directory : "";
+const src = C ? C.directory : P ? P.source : "";
 document.body.append(el("header", {}, el("h1", {}, "burnpack view"), el("span", {cls: "source", id: "source"}, D ? D.a + " → " + D.b : src)), nav, main,
   el("footer", {}, "Generated by " + R.generator + ". Self-contained: no network, no external scripts."));
 show(C ? "checkpoint" : D ? "diff" : "overview");

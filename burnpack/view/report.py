@@ -75,7 +75,7 @@ def pack_report(pack: Any, source: str, *, stats: bool = True) -> dict[str, Any]
                 quant[str(index)] = q
     layout = None
     if hasattr(pack, "data_section_start"):
-        found = layout_of(pack)
+        data_end = pack.data_section_start + max((r[6][1] for r in rows), default=0)
         layout = {
             "version": pack.version,
             "file_size": pack.file_size,
@@ -84,8 +84,9 @@ def pack_report(pack: Any, source: str, *, stats: bool = True) -> dict[str, Any]
             "data_section_start": pack.data_section_start,
             "alignment_padding": pack.data_section_start - 10 - pack.metadata_size,
             "data_bytes": sum(r[4] for r in rows),
-            "nonzero_padding_bytes": found["nonzero padding bytes"],
-            "trailing_bytes": found["trailing bytes"],
+            # reading the padding between tensors reads the data section: only with statistics
+            "nonzero_padding_bytes": layout_of(pack)["nonzero padding bytes"] if stats else None,
+            "trailing_bytes": max(pack.file_size - data_end, 0),
         }
     return {
         "source": source,
