@@ -148,7 +148,12 @@ function barChart(items, fmt, id) {   // items: [label, value]
   });
   return s;
 }
-function histogram(stats, id, color) {
+function binEdges(stats) {   // numpy.histogram_bin_edges(bins=n, range=(min, max))
+  const n = stats.hist.length; let lo = stats.min, hi = stats.max; if (lo === hi) { lo -= 0.5; hi += 0.5; }
+  const step = (hi - lo) / n, edges = []; for (let i = 0; i < n; i++) edges.push(lo + i * step); edges.push(hi); return edges;
+}
+function histogram(st, id, color) {
+  const stats = {hist: st.hist, edges: binEdges(st)};
   const w = 560, h = 170, pad = 28, counts = stats.hist, n = counts.length, max = Math.max(1, ...counts);
   const s = svg("svg", {width: w, height: h + pad, viewBox: `0 0 ${w} ${h + pad}`, role: "img", id: id});
   const bw = (w - 20) / n;

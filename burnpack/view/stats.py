@@ -21,8 +21,8 @@ from ..quant import describe
 from ..reader import TensorView
 
 BINS = 32
-CHUNK_ELEMENTS = 1 << 18
-"""Elements converted to float64 at a time (2 MiB): what the statistics hold in memory."""
+CHUNK_ELEMENTS = 1 << 17
+"""Elements converted to float64 at a time (1 MiB, cache-sized): what the statistics hold in memory."""
 
 
 def chunks(tensor: Any, chunk_elements: int = CHUNK_ELEMENTS) -> Iterator[np.ndarray]:
@@ -72,18 +72,24 @@ def value_stats(tensor: Any, *, bins: int = BINS, chunk_elements: int = CHUNK_EL
         if values is None:
             return None
         count += values.size
-        zeros += int(np.count_nonzero(values == 0))
-        isnan = np.isnan(values)
-        nan += int(np.count_nonzero(isnan))
-        posinf += int(np.count_nonzero(values == np.inf))
-        neginf += int(np.count_nonzero(values == -np.inf))
-        finite = values[np.isfinite(values)] if (nan or posinf or neginf) else values
+        zeros += values.size - int(np.count_nonzero(values))
+        total_sum = float(np.add.reduce(values))
+        if math.isfinite(total_sum):  # no NaN or infinity (and no overflow): every value counts
+            finite = values
+        else:
+            isnan = np.isnan(values)
+            nan += int(np.count_nonzero(isnan))
+            posinf += int(np.count_nonzero(values == np.inf))
+            neginf += int(np.count_nonzero(values == -np.inf))
+            finite = values[np.isfinite(values)]
+            total_sum = float(np.add.reduce(finite))
         if finite.size == 0:
             continue
         low, high = min(low, float(finite.min())), max(high, float(finite.max()))
         n = finite.size
-        chunk_mean = float(finite.mean())
-        chunk_m2 = float(np.square(finite - chunk_mean).sum())
+        chunk_mean = total_sum / n
+        centered = finite - chunk_mean
+        chunk_m2 = float(np.add.reduce(np.square(centered, out=centered)))
         total = finite_n + n
         delta = chunk_mean - mean
         mean += delta * n / total
@@ -95,10 +101,10 @@ def value_stats(tensor: Any, *, bins: int = BINS, chunk_elements: int = CHUNK_EL
         return out
     counts = np.zeros(bins, dtype=np.int64)
     edges = np.histogram_bin_edges(np.empty(0), bins=bins, range=(low, high))
+    special = nan or posinf or neginf
     for chunk in chunks(tensor, chunk_elements):
         values = chunk.astype(np.float64)
-        finite = values[np.isfinite(values)] if (nan or posinf or neginf) else values
-        counts += np.histogram(finite, bins=edges)[0]
+        counts += np.histogram(values[np.isfinite(values)] if special else values, bins=bins, range=(low, high))[0]
     out.update(min=low, max=high, mean=mean, std=math.sqrt(m2 / finite_n), hist=counts.tolist(), edges=edges.tolist())
     return out
 

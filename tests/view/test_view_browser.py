@@ -119,6 +119,17 @@ def test_tensor_statistics_and_histogram_equal_numpys(tmp_path, open_page, mnist
     assert shown_bins(page) == np.histogram(values, bins=32, range=(values.min(), values.max()))[0].tolist()
 
 
+def test_the_tensor_detail_shows_the_descriptor_with_the_exact_u64_param_id(tmp_path, open_page, mnist):
+    page = open_page(make_page(tmp_path, mnist, options=("--no-stats",)))
+    open_tensor(page, "conv2.conv.weight")
+    rows = page.locator("#tab-tensor tr")
+    shown = {rows.nth(i).locator("td").nth(0).inner_text(): rows.nth(i).locator("td").nth(1).inner_text() for i in range(1, rows.count())}
+    with burnpack.load(mnist) as pack:
+        view = pack["conv2.conv.weight"]
+        assert shown["param id"] == str(view.param_id) and view.param_id > 2**53
+        assert shown["shape"] == "[64, 64, 3, 3]" and shown["data offsets"] == f"[{view.data_offsets[0]:,}, {view.data_offsets[1]:,})"
+
+
 def test_nan_inf_and_zero_counts_are_shown_and_the_histogram_holds_the_finite_values(tmp_path, open_page):
     values = np.array([0, 0, 1.5, -2, np.nan, np.inf, -np.inf, np.inf, 3], np.float32)
     path = tmp_path / "special.bpk"
