@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -75,7 +76,9 @@ def _is_burnpack(path: str) -> bool:
     from ..interop.formats import detect_format
     from ..remote import is_url
 
-    return is_url(path) or detect_format(path) == "burnpack"  # a URL is read as a .bpk (see read_tensors)
+    if is_url(path):  # a URL is read as a .bpk (see read_tensors)
+        return True
+    return not os.path.isdir(path) and detect_format(path) == "burnpack"  # folders: shards, DCP
 
 
 @contextlib.contextmanager
@@ -87,9 +90,9 @@ def open_input(path: str) -> Iterator[Any]:
             with load(path) as pack:
                 yield pack
             return
-        from ..interop.formats import read_tensors
+        from ..interop.converter import read_input
 
-        with read_tensors(path) as tset:
+        with read_input(path) as tset:
             yield _Tensors(tset)
 
 

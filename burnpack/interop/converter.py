@@ -580,6 +580,23 @@ def _match_expected(
 # --------------------------------------------------------------------------------------------
 # Entry point
 # --------------------------------------------------------------------------------------------
+def read_input(
+    source: Any,
+    from_format: str | None = None,
+    *,
+    top_level_key: str | None = None,
+    bool_store: str | BoolStore = BoolStore.U8,
+    legacy_ok: bool = False,
+) -> TensorSet:
+    """What ``convert`` reads: a DCP folder, HF shards (their folder or index), or anything
+    :func:`read_tensors` reads."""
+    if is_dcp(source) or normalize_format(from_format) == "dcp":
+        return read_dcp(source, bool_store=bool_store, top_level_key=top_level_key)
+    if isinstance(source, (str, os.PathLike)) and find_sharded(source) is not None:
+        return read_sharded(source, bool_store=bool_store, top_level_key=top_level_key)
+    return read_tensors(source, from_format, top_level_key=top_level_key, bool_store=bool_store, legacy_ok=legacy_ok)
+
+
 def convert(
     source: Any,
     target: str | os.PathLike[str],
@@ -614,13 +631,7 @@ def convert(
             from ._io import OutputExistsError
 
             raise OutputExistsError(out_path)
-    top_level_key = options.get("top_level_key")
-    if is_dcp(source) or normalize_format(from_format) == "dcp":
-        tset = read_dcp(source, bool_store=bool_store, top_level_key=top_level_key)
-    elif isinstance(source, (str, os.PathLike)) and find_sharded(source) is not None:
-        tset = read_sharded(source, bool_store=bool_store, top_level_key=top_level_key)
-    else:
-        tset = read_tensors(source, from_format, top_level_key=top_level_key, bool_store=bool_store, legacy_ok=legacy_ok)
+    tset = read_input(source, from_format, top_level_key=options.get("top_level_key"), bool_store=bool_store, legacy_ok=legacy_ok)
     try:
         report = ConversionReport(
             source=_describe(source), target=str(out_path), source_format=tset.format, target_format=out_format

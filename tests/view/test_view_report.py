@@ -173,3 +173,17 @@ def test_open_shows_the_page_in_the_web_browser(tmp_path, mnist, monkeypatch):
     monkeypatch.setattr("webbrowser.open", opened.append)
     assert main(["view", str(mnist), "--no-stats", "--open", "-o", str(tmp_path / "m.html")]) == 0
     assert opened == [(tmp_path / "m.html").resolve().as_uri()]
+
+
+def test_a_dcp_folder_and_a_folder_of_shards_get_a_page_of_their_tensors(tmp_path):
+    from burnpack.interop.dcp import write_dcp
+    from burnpack.interop.formats import read_tensors
+    from burnpack.interop.sharded import write_sharded
+
+    arrays = {"a.weight": np.ones((4, 4), np.float32), "b.weight": np.arange(6, dtype=np.float32)}
+    write_dcp(read_tensors(arrays), tmp_path / "dcp")
+    write_sharded(read_tensors(arrays), tmp_path / "shards", 80)
+    for folder in ("dcp", "shards"):
+        report = _embedded(build_page(str(tmp_path / folder)))["pack"]
+        assert sorted(t[0] for t in report["tensors"]) == sorted(arrays), folder
+        assert sorted(s["max"] for s in report["stats"]) == [1.0, 5.0]
