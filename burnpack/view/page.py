@@ -395,7 +395,8 @@ if (C) {
     const shade = v => { if (typeof v !== "number") return "#f1f3f5"; const t = Math.min(1, Math.max(0, (Math.log10(Math.max(v, 1e-9)) + 6) / 6)); return `hsl(${Math.round(210 - 190 * t)}, 80%, ${Math.round(92 - 40 * t)}%)`; };
     const body = mods.slice(0, PAGE).map(m => el("tr", {}, el("td", {cls: "mono"}, m), ...pairs.map(p => { const v = C.changes.modules[m][p]; const td = numCell(v ?? "-", {"data-pair": p}); td.classList.add("cell"); td.style.background = shade(v); return td; })));
     const t = table(["module", ...pairs.map(p => "epoch " + p.replace("-", " → "))], body); t.classList.add("heat"); t.id = "module-changes";
-    sec.append(panel("Relative change of each module's weights, ‖wₙ₊₁ − wₙ‖ / ‖wₙ‖", t, mods.length > PAGE ? el("p", {cls: "muted"}, `${mods.length - PAGE} more modules not listed`) : null));
+    const errors = Object.entries(C.changes.errors).map(([p, e]) => el("p", {cls: "error", "data-pair": p}, `epoch ${p.replace("-", " → ")}: not compared: ${e}`));
+    sec.append(panel("Relative change of each module's weights, ‖wₙ₊₁ − wₙ‖ / ‖wₙ‖", t, mods.length > PAGE ? el("p", {cls: "muted"}, `${mods.length - PAGE} more modules not listed`) : null, ...errors));
   }
   if (R.pack) sec.append(el("p", {cls: "muted"}, `The Overview, Module tree and Tensor tabs show the model of epoch ${C.model_epoch}.`));
 }

@@ -18,6 +18,7 @@ import numpy as np
 from .. import __version__
 from ..diff import diff_packs, layout_of
 from ..dump import scalar_json
+from ..errors import BurnpackError
 from ..quant import dtype_label
 from ..reader import load
 from ..records.checkpoint import Checkpoints, KeepLastNCheckpoints, LossHistory, burn_valid_losses
@@ -190,15 +191,26 @@ def checkpoint_report(path: str, *, stats: bool = True) -> tuple[dict[str, Any],
         if best == detail["epoch"]:
             reasons.append("lowest validation loss")
         detail["kept_because"] = reasons or ["not deleted by the strategy yet"]
-    changes: dict[str, Any] = {"pairs": [], "modules": {}}
+    changes: dict[str, Any] = {"pairs": [], "modules": {}, "errors": {}}
+    models = [e for e in epochs if "model" in checkpoints.files(e)]
     if stats:
-        models = [e for e in epochs if "model" in checkpoints.files(e)]
         for before, after in zip(models, models[1:]):
-            with load(checkpoints.files(before)["model"]) as a, load(checkpoints.files(after)["model"]) as b:
-                changes["pairs"].append([before, after])
-                for module, value in module_changes(a, b).items():
-                    changes["modules"].setdefault(module, {})[f"{before}-{after}"] = value
-    newest = next((checkpoints.files(e)["model"] for e in reversed(epochs) if "model" in checkpoints.files(e)), None)
+            pair = f"{before}-{after}"
+            changes["pairs"].append([before, after])
+            try:
+                with load(checkpoints.files(before)["model"]) as a, load(checkpoints.files(after)["model"]) as b:
+                    for module, value in module_changes(a, b).items():
+                        changes["modules"].setdefault(module, {})[pair] = value
+            except BurnpackError as exc:  # a file cut short by a crash: the other epochs still show
+                changes["errors"][pair] = f"{exc.variant}: {exc}"
+    newest = None
+    for epoch in reversed(models):  # the newest model that opens
+        try:
+            load(checkpoints.files(epoch)["model"]).close()
+        except BurnpackError:
+            continue
+        newest = checkpoints.files(epoch)["model"]
+        break
     report = {
         "directory": str(checkpoints.directory),
         "epochs": details,

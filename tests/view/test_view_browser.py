@@ -179,6 +179,15 @@ def test_no_stats_makes_the_page_from_metadata_alone(tmp_path, open_page, mnist)
 
 
 # ------------------------------------------------------------------------ other inputs
+@pytest.mark.parametrize(("record", "kind"), [("optim-5.bpk", "optimizer"), ("scheduler-5.bpk", "scheduler")])
+def test_an_optimizer_and_a_scheduler_record_get_a_page_of_their_kind(tmp_path, open_page, run_dir, record, kind):
+    page = open_page(make_page(tmp_path, run_dir / "checkpoint" / record))
+    assert page.inner_text(".card .value") == kind
+    page.click("#nav-tree")
+    if kind == "scheduler":
+        assert page.locator("#tree li").count() == 0 and "0." in page.inner_text("#tab-overview")
+
+
 def test_a_minilm_sized_safetensors_file_gets_a_page(tmp_path, open_page):
     safetensors_numpy = pytest.importorskip("safetensors.numpy")
     rng = np.random.default_rng(0)

@@ -187,3 +187,16 @@ def test_a_dcp_folder_and_a_folder_of_shards_get_a_page_of_their_tensors(tmp_pat
         report = _embedded(build_page(str(tmp_path / folder)))["pack"]
         assert sorted(t[0] for t in report["tensors"]) == sorted(arrays), folder
         assert sorted(s["max"] for s in report["stats"]) == [1.0, 5.0]
+
+
+def test_a_checkpoint_cut_short_is_reported_and_the_other_epochs_still_show(tmp_path, mnist):
+    from .runs import training_run
+
+    training_run(tmp_path / "run", mnist, epochs=5)  # retention keeps 3, 4 and 5
+    model = tmp_path / "run" / "checkpoint" / "model-5.bpk"
+    model.write_bytes(model.read_bytes()[: model.stat().st_size // 2])
+    report, newest = checkpoint_report(str(tmp_path / "run"))
+    assert newest is not None and newest.name == "model-4.bpk"
+    assert [e["epoch"] for e in report["epochs"]] == [3, 4, 5] and "error" in report["epochs"][-1]["model"]
+    assert list(report["changes"]["errors"]) == ["4-5"]
+    assert len(report["changes"]["modules"]) == 7 and all(list(v) == ["3-4"] for v in report["changes"]["modules"].values())
