@@ -27,7 +27,7 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # closed before other modules run (their asyncio loops stay undisturbed)
 def browser() -> Iterator[Any]:
     try:
         from playwright.sync_api import sync_playwright
