@@ -46,8 +46,10 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .._generated.types import DTYPE_INFO
+from ..dtypes import dtype_from_torch, numpy_dtype
 from ..errors import BurnpackError
 from ..source import open_regular
+from ..tensor import NUMPY_MAX_DIMS
 from .archive import ZIP_ERRORS, InflateBudget
 
 __all__ = ["PyTorchReadError", "UnsafePickleError", "read_pytorch", "read_pytorch_object"]
@@ -100,48 +102,62 @@ class _Frozen:
 
 
 class _StorageType(_Frozen):
-    """Stand-in for a ``torch.*Storage`` class: all a storage type tells us is its dtype."""
+    """Stand-in for a ``torch.*Storage`` class: all a storage type tells us is its dtype (None
+    for a dtype Burn lacks, named by ``label``; ``UntypedStorage`` holds bytes)."""
 
-    __slots__ = ("dtype",)
-    dtype: np.dtype
+    __slots__ = ("dtype", "label")
+    dtype: np.dtype | None
+    label: str
 
-    def __init__(self, dtype: np.dtype) -> None:
+    def __init__(self, dtype: np.dtype | None, label: str = "") -> None:
         object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "label", label or str(dtype))
 
 
 class _Storage(_Frozen):
     """One storage of the checkpoint; its elements live apart, since legacy streams store them
     after the pickle that references them."""
 
-    __slots__ = ("key", "dtype")
+    __slots__ = ("key", "dtype", "big_endian")
     key: str
     dtype: np.dtype
+    big_endian: bool  # byte order of its bytes as read (typed storages are swapped on reading)
 
-    def __init__(self, key: str, dtype: np.dtype) -> None:
+    def __init__(self, key: str, dtype: np.dtype, big_endian: bool = False) -> None:
         object.__setattr__(self, "key", key)
         object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "big_endian", big_endian)
 
 
 class _TensorRef(_Frozen):
-    """A tensor as the pickle describes it: a strided view into a storage."""
+    """A tensor as the pickle describes it: a strided view into a storage, in elements of
+    ``dtype`` (the storage's own, or the one ``_rebuild_tensor_v3`` names for an untyped storage)."""
 
-    __slots__ = ("storage", "offset", "shape", "stride")
+    __slots__ = ("storage", "offset", "shape", "stride", "dtype")
     storage: _Storage
     offset: int
     shape: tuple[int, ...]
     stride: tuple[int, ...]
+    dtype: np.dtype
 
-    def __init__(self, storage: _Storage, offset: object, shape: object, stride: object) -> None:
+    def __init__(
+        self, storage: _Storage, offset: object, shape: object, stride: object, dtype: np.dtype | None = None
+    ) -> None:
         shape = _indices(shape, "tensor size")
         stride = _indices(stride, "tensor stride")
         if len(shape) != len(stride):
             raise PyTorchReadError(f"tensor size {shape} and stride {stride} differ in rank")
+        if len(shape) > NUMPY_MAX_DIMS:  # as the .bpk reader refuses it, before numpy sees it
+            raise PyTorchReadError(f"tensor has {len(shape)} dimensions; numpy arrays have at most {NUMPY_MAX_DIMS}")
+        if dtype is not None and dtype != storage.dtype and storage.dtype != np.uint8:
+            raise PyTorchReadError(f"a {dtype} tensor cannot view a {storage.dtype} storage")
         if math.prod(max(dim, 1) for dim in shape) > _MAX_INDEX:
             raise PyTorchReadError(f"tensor size {shape} is too large")
         object.__setattr__(self, "storage", storage)
         object.__setattr__(self, "offset", _index(offset, "storage offset"))
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "stride", stride)
+        object.__setattr__(self, "dtype", storage.dtype if dtype is None else dtype)
 
 
 class PickledObject(_Frozen):
@@ -216,6 +232,28 @@ _STORAGE_DTYPES = {
     "Bool": np.dtype(np.bool_),
 }
 _TORCH_DTYPE_NAMES = tuple(dict.fromkeys(info.torch for info in DTYPE_INFO.values() if info.torch is not None))
+# Legitimate torch storages and dtypes Burn has no dtype for: named in "unsupported dtype" errors
+# rather than refused as unknown (possibly malicious) globals.
+_UNSUPPORTED_STORAGES = {
+    "ComplexHalf": "complex32", "ComplexFloat": "complex64", "ComplexDouble": "complex128",
+    "QInt8": "qint8", "QUInt8": "quint8", "QInt32": "qint32", "QUInt4x2": "quint4x2", "QUInt2x4": "quint2x4",
+}  # fmt: skip
+_UNSUPPORTED_TORCH_DTYPES = (
+    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2",
+    "complex32", "complex64", "complex128", "chalf", "cfloat", "cdouble",
+    "qint8", "quint8", "qint32", "quint4x2", "quint2x4", "bits1x8", "bits2x4", "bits4x2", "bits8", "bits16",
+    *(f"uint{n}" for n in range(1, 8)), *(f"int{n}" for n in range(1, 8)),
+)  # fmt: skip
+# Tensor kinds torch rebuilds with functions of their own: legitimate, but not dense strided tensors.
+_UNSUPPORTED_REBUILDS = {
+    "_rebuild_sparse_tensor": "sparse tensor", "_rebuild_sparse_csr_tensor": "sparse CSR tensor",
+    "_rebuild_qtensor": "quantized tensor", "_rebuild_nested_tensor": "nested tensor",
+    "_rebuild_wrapper_subclass": "tensor subclass", "_rebuild_meta_tensor_no_storage": "meta tensor",
+    "_rebuild_device_tensor_from_numpy": "device tensor", "_rebuild_device_tensor_from_cpu_tensor": "device tensor",
+    "_rebuild_xla_tensor": "XLA tensor", "_rebuild_mtia_tensor": "MTIA tensor",
+}  # fmt: skip
+_LAYOUTS = ("torch.strided", "torch.sparse_coo", "torch.sparse_csr", "torch.sparse_csc", "torch.sparse_bsr",
+            "torch.sparse_bsc", "torch._mkldnn", "torch.jagged")  # fmt: skip
 
 
 def _markers() -> dict[tuple[str, str], object]:
@@ -230,9 +268,33 @@ def _markers() -> dict[tuple[str, str], object]:
         for prefix, dtype in _STORAGE_DTYPES.items():
             markers[module, f"{prefix}Storage"] = _StorageType(dtype)
             markers[module, f"{prefix}Tensor"] = f"{module}.{prefix}Tensor"
-    for name in _TORCH_DTYPE_NAMES:
+        for prefix, label in _UNSUPPORTED_STORAGES.items():
+            markers[module, f"{prefix}Storage"] = _StorageType(None, f"torch.{label}")
+    untyped = _StorageType(np.dtype(np.uint8), "untyped")
+    markers["torch", "UntypedStorage"] = markers["torch.storage", "UntypedStorage"] = untyped
+    for name in (*_TORCH_DTYPE_NAMES, *_UNSUPPORTED_TORCH_DTYPES):
         markers["torch", name] = f"torch.{name}"
+    for scheme in ("per_tensor_affine", "per_channel_affine", "per_channel_affine_float_qparams",
+                   "per_tensor_symmetric", "per_channel_symmetric"):  # fmt: skip
+        markers["torch", scheme] = f"torch.{scheme}"
     return markers
+
+
+def _tensor_dtype(name: object) -> np.dtype:
+    """The numpy dtype of a torch dtype marker (``"torch.uint16"``); Burn's dtypes only."""
+    try:
+        return numpy_dtype(dtype_from_torch(name))
+    except (ValueError, KeyError):
+        raise PyTorchReadError(f"unsupported dtype {name}: Burn has no such dtype") from None
+
+
+def unsupported_rebuild(what: str) -> Callable[..., object]:
+    """A torch rebuild function for a tensor kind this reader does not read: it says so."""
+
+    def refuse(*args: object, **kwargs: object) -> object:
+        raise PyTorchReadError(f"unsupported {what}: only dense strided tensors can be read")
+
+    return refuse
 
 
 _MARKERS = _markers()
@@ -259,6 +321,25 @@ def _allowed_globals(
         metadata: object = None,
     ) -> _TensorRef:
         return rebuild_tensor(storage, storage_offset, size, stride)
+
+    def rebuild_tensor_v3(
+        storage: object,
+        storage_offset: object,
+        size: object,
+        stride: object,
+        requires_grad: object,
+        backward_hooks: object,
+        dtype: object,
+        metadata: object = None,
+    ) -> _TensorRef:
+        # torch >= 2.3 for dtypes without a typed storage (uint16-64, fp8, bits): bytes + dtype.
+        element = _tensor_dtype(dtype)
+        return _TensorRef(resolve_storage(storage), storage_offset, size, stride, element)
+
+    def get_layout(name: object) -> str:
+        if name not in _LAYOUTS:
+            raise PyTorchReadError(f"unknown tensor layout {name!r}")
+        return cast(str, name)
 
     def rebuild_parameter(
         data: object, requires_grad: object, backward_hooks: object
@@ -304,6 +385,9 @@ def _allowed_globals(
         ("collections", "OrderedDict"): collections.OrderedDict,
         ("torch._utils", "_rebuild_tensor"): rebuild_tensor,
         ("torch._utils", "_rebuild_tensor_v2"): rebuild_tensor_v2,
+        ("torch._utils", "_rebuild_tensor_v3"): rebuild_tensor_v3,
+        ("torch.serialization", "_get_layout"): get_layout,
+        **{("torch._utils", name): unsupported_rebuild(what) for name, what in _UNSUPPORTED_REBUILDS.items()},
         ("torch._utils", "_rebuild_parameter"): rebuild_parameter,
         ("torch._utils", "_rebuild_parameter_with_state"): rebuild_parameter_with_state,
         ("torch._tensor", "_rebuild_from_type"): rebuild_from_type,
@@ -444,6 +528,8 @@ def _storage_id(pid: object) -> tuple[np.dtype, str, int, tuple[object, ...]]:
     _, storage_type, key, _location, numel, *rest = pid
     if not isinstance(storage_type, _StorageType):
         raise PyTorchReadError(f"storage type is a {type(storage_type).__name__}")
+    if storage_type.dtype is None:
+        raise PyTorchReadError(f"unsupported dtype {storage_type.label}: Burn has no such dtype")
     return storage_type.dtype, _key(key), _index(numel, "storage size"), tuple(rest)
 
 
@@ -576,7 +662,7 @@ def _load_zip(file: BinaryIO, mapped: mmap.mmap | None = None) -> tuple[object, 
             raw: bytes | memoryview | None = _stored_member(mapped, info)
             if raw is None:
                 raw = budget.read(archive, info)
-            storage = storages[key] = _Storage(key, dtype)
+            storage = storages[key] = _Storage(key, dtype, byteorder == b"big")
             arrays[storage] = _elements(raw, dtype, count, byteorder == b"big")
             return storage
 
@@ -709,6 +795,8 @@ def _tar_storages(
             isinstance(entry, tuple) and len(entry) == 3 and isinstance(entry[2], _StorageType)
         ):
             raise PyTorchReadError("malformed tar storage header")
+        if entry[2].dtype is None:
+            raise PyTorchReadError(f"unsupported dtype {entry[2].label}: Burn has no such dtype")
         storage = storages[_key(entry[0])] = _Storage(_key(entry[0]), entry[2].dtype)
         _count, arrays[storage] = _read_storage(blob, stream, storage.dtype, big_endian)
     if stream.tell() < len(blob):
@@ -832,6 +920,13 @@ def _materialize(tensor: _TensorRef, elements: np.ndarray, name: str, budget: _C
     """Apply the view to its storage: zero-copy when C-contiguous, else a C-order copy (paid
     from ``budget``)."""
     shape, stride, offset = tensor.shape, tensor.stride, tensor.offset
+    if tensor.dtype != elements.dtype:  # an untyped (byte) storage viewed as the tensor's dtype
+        if elements.size % tensor.dtype.itemsize:
+            raise PyTorchReadError(f"tensor {name!r}: its storage of {elements.size} bytes is not a whole number of {tensor.dtype}")
+        elements = elements.view(tensor.dtype)
+        if tensor.storage.big_endian != (sys.byteorder == "big") and tensor.dtype.itemsize > 1:
+            budget.spend(elements.nbytes, name, shape)
+            elements = elements.byteswap()
     extent = 0 if 0 in shape else 1 + sum((dim - 1) * step for dim, step in zip(shape, stride))
     if offset + extent > elements.size:
         raise PyTorchReadError(

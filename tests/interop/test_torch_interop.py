@@ -281,3 +281,13 @@ def test_cli_converts_a_burn_native_checkpoint_with_given_configs(tmp_path, caps
     assert optimizer2.state[model2.fc.weight]["step"].item() == 5
     assert optimizer2.param_groups[0]["lr"] == pytest.approx(0.001 + (0.01 - 0.001) * (1 + math.cos(math.pi * 5 / 7)) / 2)
     train_step(model2, optimizer2, scheduler2)  # resumes
+
+
+def test_unsigned_dtypes_torch_saves_untyped_read_like_torch_load(tmp_path):
+    tensors = {"u16": torch.arange(5).to(torch.uint16), "u32": torch.arange(4).to(torch.uint32)[1:],
+               "u64": torch.arange(6).to(torch.uint64).reshape(2, 3).t()}  # fmt: skip
+    torch.save(tensors, tmp_path / "u.pt")
+    ours = read_pytorch(tmp_path / "u.pt")
+    for name, t in torch.load(tmp_path / "u.pt", weights_only=True).items():
+        np.testing.assert_array_equal(ours[name], t.numpy(), err_msg=name)
+        assert ours[name].dtype == t.numpy().dtype
