@@ -69,7 +69,8 @@ class ConversionReport:
     """What a conversion did.
 
     ``applied``: output tensor names in data order. ``skipped``: tensors the filters removed
-    (output names). ``renamed``: source name → output name where they differ. ``missing``:
+    (output names). ``skipped_entries``: entries of the source that are not tensors the reader
+    can map (a number, a config object, a tensor of a dtype Burn lacks): source path → why. ``renamed``: source name → output name where they differ. ``missing``:
     names that were asked for (``expect``, exact ``filter`` paths) and not found. ``unused``:
     source tensors that ``expect`` did not take. ``transformed``: output name → what was done
     (``transposed [3, 2] -> [2, 3]``, ``F32 -> F16``, ``renamed weight -> gamma``). ``errors``:
@@ -85,6 +86,7 @@ class ConversionReport:
     target_format: str | None = None
     applied: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    skipped_entries: dict[str, str] = field(default_factory=dict)
     renamed: dict[str, str] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     unused: list[str] = field(default_factory=list)
@@ -109,6 +111,7 @@ class ConversionReport:
         return {
             "applied": len(self.applied),
             "skipped": len(self.skipped),
+            "skipped_entries": len(self.skipped_entries),
             "renamed": len(self.renamed),
             "missing": len(self.missing),
             "unused": len(self.unused),
@@ -143,6 +146,7 @@ class ConversionReport:
         section("quantized (error vs float: max abs, RMSE)",
                 [f"{n}: {q['scheme']}, {q['max_abs']:.4g}, {q['rmse']:.4g}" for n, q in self.quantized.items()])  # fmt: skip
         section("skipped", self.skipped)
+        section("skipped entries (not tensors)", [f"{path}: {why}" for path, why in self.skipped_entries.items()])
         section("missing", self.missing)
         section("unused", self.unused)
         section("errors", self.errors)
@@ -208,7 +212,9 @@ def _select_top_level(tset: TensorSet, key: str, report: ConversionReport) -> Te
     dropped = len(tset.entries) - len(chosen)
     if dropped:
         report.warnings.append(f"{dropped} tensor(s) outside top-level key {key!r} ignored")
-    return TensorSet(chosen, tset.metadata, tset.scalars, tset.format, tset.module_types, top_level_key=key, closers=tset.closers)
+    skipped = {path[len(head):]: why for path, why in tset.skipped.items() if path.startswith(head)}
+    return TensorSet(chosen, tset.metadata, tset.scalars, tset.format, tset.module_types, top_level_key=key,
+                     closers=tset.closers, skipped=skipped)  # fmt: skip
 
 
 def _rename_all(entries: list[Entry], mapping: Mapping[str, str]) -> list[Entry]:
@@ -473,6 +479,7 @@ def transform(
     report.source_format = report.source_format or tset.format
     if top_level_key is not None and tset.top_level_key != top_level_key:
         tset = _select_top_level(tset, top_level_key, report)
+    report.skipped_entries.update(tset.skipped)
     entries = list(tset.entries)
     _check_unique(entries, "reading")
     log = _OptionLog(allow_unmatched)
@@ -510,7 +517,8 @@ def transform(
     report.bytes = sum(e.byte_len or 0 for e in entries)
     log.check(report)
     _raise_for_expectations(report, validate, expected is not None and not allow_partial)
-    out = TensorSet(entries, out_meta, scalars, format=tset.format, module_types=tset.module_types, top_level_key=tset.top_level_key, closers=tset.closers)
+    out = TensorSet(entries, out_meta, scalars, format=tset.format, module_types=tset.module_types, top_level_key=tset.top_level_key,
+                    closers=tset.closers, skipped=dict(tset.skipped))  # fmt: skip
     return out, report
 
 

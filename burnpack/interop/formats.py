@@ -207,11 +207,11 @@ class PageReleaser:
 
 def read_pytorch_file(path: Any, *, top_level_key: str | None = None, bool_store: str | BoolStore = BoolStore.U8) -> TensorSet:
     """A ``torch.save`` file read without torch and without running pickled code."""
-    from .pytorch import read_pytorch
+    from .pytorch import read_pytorch_contents
 
-    arrays = read_pytorch(path, top_level_key=top_level_key)
+    arrays, skipped = read_pytorch_contents(path, top_level_key=top_level_key)
     entries = [entry_from_array(name, array, bool_store) for name, array in arrays.items()]
-    return TensorSet(entries, format="pytorch", top_level_key=top_level_key)
+    return TensorSet(entries, format="pytorch", top_level_key=top_level_key, skipped=skipped)
 
 
 def read_npz(path: Any, *, bool_store: str | BoolStore = BoolStore.U8) -> TensorSet:

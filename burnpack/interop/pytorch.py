@@ -37,7 +37,7 @@ import sys
 import tarfile
 import zipfile
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import BinaryIO, Literal, cast
 
@@ -52,7 +52,7 @@ from ..source import open_regular
 from ..tensor import NUMPY_MAX_DIMS
 from .archive import ZIP_ERRORS, InflateBudget
 
-__all__ = ["PyTorchReadError", "UnsafePickleError", "read_pytorch", "read_pytorch_object"]
+__all__ = ["PyTorchReadError", "UnsafePickleError", "read_pytorch", "read_pytorch_contents", "read_pytorch_object"]
 
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 _LEGACY_PROTOCOL = 1001
@@ -862,41 +862,69 @@ def _shared_containers(limit: int) -> PyTorchReadError:
     )
 
 
-def _flatten(tree: dict[object, object], file_size: int) -> dict[str, _TensorRef]:
-    """Name every tensor reachable through nested dicts by its dotted key path, as Burn does.
+def _what(value: object) -> str:
+    """Why a leaf of the checkpoint is not a tensor: what it is instead."""
+    if isinstance(value, PickledObject):
+        kind = f"{value.type_name} object"
+    elif isinstance(value, _Storage):
+        return "a bare storage outside any tensor"
+    elif isinstance(value, np.generic):
+        kind = f"numpy {value.dtype} scalar"
+    elif value is None:
+        return "None, not a tensor"
+    else:
+        kind = type(value).__name__
+    return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}, not a tensor"
 
-    Only dicts are descended into: tensors in lists or other objects are skipped along with every
-    non-tensor leaf. Items are read with ``dict.items`` because a pickle can set an instance
-    attribute called ``items`` on an ``OrderedDict``. Entries walked and name characters built
-    are bounded by the file's size (see ``_ENTRY_SLACK``).
+
+def _flatten(tree: dict[object, object], file_size: int) -> tuple[dict[str, _TensorRef], dict[str, str]]:
+    """Name every tensor reachable through nested dicts, lists and tuples by its dotted key path
+    (list and tuple items by their index, as Burn names a ``Vec`` of modules: ``layers.0.w``);
+    every other leaf is returned apart, path → what it is, so nothing goes missing unsaid.
+
+    Items are read with ``dict.items`` because a pickle can set an instance attribute called
+    ``items`` on an ``OrderedDict``. Entries walked and name characters built are bounded by the
+    file's size (see ``_ENTRY_SLACK``).
     """
     found: dict[str, _TensorRef] = {}
+    skipped: dict[str, str] = {}
     limit = file_size + _ENTRY_SLACK
     entries = 0
     characters = 0
 
-    def walk(node: dict[object, object], prefix: str, depth: int) -> None:
+    def walk(items: Iterable[tuple[object, object]], prefix: str, depth: int) -> None:
         nonlocal entries, characters
         if depth > _MAX_DEPTH:
-            raise PyTorchReadError(f"dicts nest more than {_MAX_DEPTH} deep (cyclic?)")
-        for key, value in dict.items(node):
+            raise PyTorchReadError(f"containers nest more than {_MAX_DEPTH} deep (cyclic?)")
+        for key, value in items:
             entries += 1
             if entries > limit:
                 raise _shared_containers(limit)
-            if isinstance(value, (_TensorRef, dict)):
-                characters += len(prefix) + len(_key(key))
-                if characters > 8 * limit:
-                    raise _shared_containers(8 * limit)
+            try:
+                part = _key(key)
+            except PyTorchReadError:
+                if isinstance(value, (_TensorRef, dict, list, tuple)):
+                    raise
+                part = f"<{type(key).__name__} key>"  # a leaf skipped anyway: named as best it can be
+            characters += len(prefix) + len(part)
+            if characters > 8 * limit:
+                raise _shared_containers(8 * limit)
+            name = prefix + part
             if isinstance(value, _TensorRef):
-                name = prefix + _key(key)
                 if name in found:
                     raise PyTorchReadError(f"two tensors flatten to the same name {name!r}")
                 found[name] = value
             elif isinstance(value, dict):
-                walk(value, prefix + _key(key) + ".", depth + 1)
+                walk(dict.items(value), name + ".", depth + 1)
+            elif isinstance(value, list):
+                walk(enumerate(list.__iter__(value)), name + ".", depth + 1)
+            elif isinstance(value, tuple):
+                walk(enumerate(tuple.__iter__(value)), name + ".", depth + 1)
+            else:
+                skipped[name] = _what(value)
 
-    walk(tree, "", 0)
-    return found
+    walk(dict.items(tree), "", 0)
+    return found, skipped
 
 
 class _CopyBudget:
@@ -956,8 +984,10 @@ def read_pytorch(
     """Load every tensor of a PyTorch checkpoint as numpy arrays keyed by dotted paths.
 
     Nothing in the file is executed, so untrusted checkpoints are safe to read. Nested dicts
-    flatten to names like ``"encoder.layer.weight"`` and non-tensor leaves (epochs, configs,
-    lists) are skipped, matching the names Burn's importer sees. ``top_level_key`` first selects
+    flatten to names like ``"encoder.layer.weight"``, tensors in lists and tuples to indexed
+    names (``"layers.0.weight"``, as a Burn ``Vec`` of modules is named); non-tensor leaves
+    (epochs, configs) are left out — :func:`read_pytorch_contents` lists them.
+    ``top_level_key`` first selects
     one entry of the root dict (e.g. ``"state_dict"`` or ``"model"``), so checkpoints that wrap
     the state dict yield the module's own names. Arrays are read-only; tensors that share a
     storage come back as views of the same buffer.
@@ -966,6 +996,14 @@ def read_pytorch(
     not a readable checkpoint or ``top_level_key`` is absent, and ``OSError`` when it cannot be
     opened.
     """
+    return read_pytorch_contents(path, top_level_key=top_level_key)[0]
+
+
+def read_pytorch_contents(
+    path: str | os.PathLike[str], *, top_level_key: str | None = None
+) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """:func:`read_pytorch`'s tensors, and the leaves that are not tensors: path → what it is
+    (``{"epoch": "a int, not a tensor"}``)."""
     try:
         root, arrays, file_size = _load(Path(path))
         if not isinstance(root, dict):
@@ -982,7 +1020,8 @@ def read_pytorch(
         tensors: dict[str, np.ndarray] = {}
         done: dict[_TensorRef, np.ndarray] = {}
         budget = _CopyBudget(arrays)
-        for name, tensor in _flatten(root, file_size).items():
+        found, skipped = _flatten(root, file_size)
+        for name, tensor in found.items():
             if tensor not in done:
                 elements = arrays.get(tensor.storage)
                 if elements is None:
@@ -991,7 +1030,7 @@ def read_pytorch(
                     )
                 done[tensor] = _materialize(tensor, elements, name, budget)
             tensors[name] = done[tensor]
-        return tensors
+        return tensors, skipped
     except PyTorchReadError as exc:
         exc.add_note(f"while reading {os.fspath(path)!r}")
         raise

@@ -200,6 +200,9 @@ class TensorSet:
     """Module path → Burn module type, when the source knows them (a ``torch.nn.Module``)."""
     top_level_key: str | None = None
     """The top-level key the reader already selected (PyTorch files, torch objects, dicts)."""
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Entries of the source the reader did not take as tensors: source path → why (``"epoch":
+    "an int, not a tensor"``), so that nothing is left out unsaid."""
     closers: list[Callable[[], None]] = field(default_factory=list, repr=False)
 
     def __iter__(self) -> Iterator[Entry]:

@@ -529,10 +529,30 @@ def test_integer_dict_keys_become_decimal_name_parts(tmp_path: Path) -> None:
     assert list(got) == ["state.0.exp_avg"]
 
 
-def test_tensors_inside_lists_are_skipped_like_burn(tmp_path: Path) -> None:
+def test_tensors_inside_lists_and_tuples_get_indexed_names_as_burn_vecs(tmp_path: Path) -> None:
+    # Burn's own reader walks dicts only; a Vec of modules is named layers.0.w, so these map there.
     storage = storage_ref("0", "FloatStorage", 1)
-    root = {"w": tensor(storage, 0, (1,), (1,)), "groups": [tensor(storage, 0, (1,), (1,))]}
-    assert list(read_pytorch(write_zip(tmp_path / "t.pt", root, {"0": f32([1])}))) == ["w"]
+    one = tensor(storage, 0, (1,), (1,))
+    root = {"layers": [{"w": one}, {"w": one}], "pair": (one, [one]), "head": one}
+    got = read_pytorch(write_zip(tmp_path / "t.pt", root, {"0": f32([1])}))
+    assert list(got) == ["layers.0.w", "layers.1.w", "pair.0", "pair.1.0", "head"]
+
+
+def test_every_leaf_that_is_not_a_tensor_is_listed_with_what_it_is(tmp_path: Path) -> None:
+    from burnpack.interop.pytorch import read_pytorch_contents
+
+    namespace = Call(Global("argparse", "Namespace"), ())
+    root = {"w": tensor(storage_ref("0", "FloatStorage", 1), 0, (1,), (1,)), "epoch": 3,
+            "opt": {"groups": [{"lr": 0.1, "name": None}]}, "args": namespace, 2.5: "odd key"}  # fmt: skip
+    tensors, skipped = read_pytorch_contents(write_zip(tmp_path / "t.pt", root, {"0": f32([1])}))
+    assert list(tensors) == ["w"]
+    assert skipped == {
+        "epoch": "an int, not a tensor",
+        "opt.groups.0.lr": "a float, not a tensor",
+        "opt.groups.0.name": "None, not a tensor",
+        "args": "an argparse.Namespace object, not a tensor",
+        "<float key>": "a str, not a tensor",
+    }
 
 
 def test_parameter_wrapper_yields_its_tensor(tmp_path: Path) -> None:
