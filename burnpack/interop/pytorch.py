@@ -51,6 +51,7 @@ from ..errors import BurnpackError
 from ..source import open_regular
 from ..tensor import NUMPY_MAX_DIMS
 from .archive import ZIP_ERRORS, InflateBudget
+from .tensors import not_a_tensor
 
 __all__ = ["PyTorchReadError", "UnsafePickleError", "read_pytorch", "read_pytorch_contents", "read_pytorch_object"]
 
@@ -865,16 +866,12 @@ def _shared_containers(limit: int) -> PyTorchReadError:
 def _what(value: object) -> str:
     """Why a leaf of the checkpoint is not a tensor: what it is instead."""
     if isinstance(value, PickledObject):
-        kind = f"{value.type_name} object"
-    elif isinstance(value, _Storage):
+        return not_a_tensor(f"{value.type_name} object")
+    if isinstance(value, _Storage):
         return "a bare storage outside any tensor"
-    elif isinstance(value, np.generic):
-        kind = f"numpy {value.dtype} scalar"
-    elif value is None:
-        return "None, not a tensor"
-    else:
-        kind = type(value).__name__
-    return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}, not a tensor"
+    if isinstance(value, np.generic):
+        return not_a_tensor(f"numpy {value.dtype} scalar")
+    return not_a_tensor(type(value).__name__)
 
 
 def _flatten(tree: dict[object, object], file_size: int) -> tuple[dict[str, _TensorRef], dict[str, str]]:

@@ -24,7 +24,7 @@ from ..dtypes import NATIVE_BOOL, debug, dtype_from_numpy, element_size, numpy_d
 from ..errors import ValidationError
 from ..tensor import FileRange, Tensor, _blank, _describe, _freeze
 
-__all__ = ["Entry", "TensorSet", "cast_array", "dtype_name", "is_float", "parse_dtype"]
+__all__ = ["Entry", "TensorSet", "cast_array", "dtype_name", "is_float", "not_a_tensor", "parse_dtype"]
 
 def _dtype_names() -> dict[str, DType]:
     """Every spelling ``parse_dtype`` takes: Burn's names, torch's, C's, and the Bool stores."""
@@ -52,6 +52,14 @@ def parse_dtype(value: str | DType) -> DType:
         return _NAMES[str(value).strip().lower()]
     except KeyError:
         raise ValueError(f"unknown dtype {value!r}; expected one of F64, F32, Flex32, F16, BF16, I64..U8, Bool(U8)") from None
+
+
+def not_a_tensor(kind: str) -> str:
+    """Why a reader skipped a leaf of a nested state: ``not_a_tensor("int")`` → ``"an int, not a
+    tensor"`` (``"None"`` stays bare)."""
+    if kind == "None":
+        return "None, not a tensor"
+    return f"{'an' if kind[:1].lower() in tuple('aeiou') else 'a'} {kind}, not a tensor"
 
 
 def dtype_name(dtype: DType) -> str:

@@ -291,3 +291,11 @@ def test_unsigned_dtypes_torch_saves_untyped_read_like_torch_load(tmp_path):
     for name, t in torch.load(tmp_path / "u.pt", weights_only=True).items():
         np.testing.assert_array_equal(ours[name], t.numpy(), err_msg=name)
         assert ours[name].dtype == t.numpy().dtype
+
+
+def test_a_live_state_with_lists_converts_under_indexed_names_and_reports_the_rest(tmp_path):
+    state = {"layers": [{"w": torch.ones(2)}, (torch.zeros(1),)], "step": 3}
+    report = convert(state, tmp_path / "s.bpk")
+    with burnpack.load(tmp_path / "s.bpk") as pack:
+        assert pack.names == ["layers.0.w", "layers.1.0"]
+    assert report.skipped_entries == {"step": "an int, not a tensor"}
