@@ -39,7 +39,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import BinaryIO, Literal, cast
+from typing import Any, BinaryIO, Literal, cast
 
 import ml_dtypes
 import numpy as np
@@ -53,7 +53,10 @@ from ..tensor import NUMPY_MAX_DIMS
 from .archive import ZIP_ERRORS, InflateBudget
 from .tensors import not_a_tensor
 
-__all__ = ["PyTorchReadError", "UnsafePickleError", "read_pytorch", "read_pytorch_contents", "read_pytorch_object"]
+__all__ = [
+    "PickledObject", "PyTorchReadError", "UnsafePickleError", "read_pytorch", "read_pytorch_buffer", "read_pytorch_contents",
+    "read_pytorch_object", "unpickle_allowing",
+]  # fmt: skip
 
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 _LEGACY_PROTOCOL = 1001
@@ -482,10 +485,12 @@ def _unpickle(
     file: BinaryIO | mmap.mmap,
     persistent_load: Callable[[object], object] | None = None,
     resolve_storage: Callable[[object], _Storage] = _storage_arg,
+    extra: Mapping[tuple[str, str], object] | None = None,
 ) -> object:
-    """Unpickle one object from ``file``'s position with the allowlist."""
+    """Unpickle one object from ``file``'s position with the allowlist (plus ``extra``)."""
     _check_opcodes(file)
-    unpickler = _SafeUnpickler(file, _allowed_globals(resolve_storage), persistent_load)
+    allowed = _allowed_globals(resolve_storage)
+    unpickler = _SafeUnpickler(file, allowed | dict(extra) if extra else allowed, persistent_load)
     try:
         return unpickler.load()
     except PyTorchReadError:
@@ -602,7 +607,7 @@ def _zip_info(archive: zipfile.ZipFile, name: str) -> zipfile.ZipInfo:
         raise PyTorchReadError(f"zip record {name!r} is missing") from None
 
 
-def _stored_member(mapped: mmap.mmap | None, info: zipfile.ZipInfo) -> memoryview | None:
+def _stored_member(mapped: mmap.mmap | memoryview | None, info: zipfile.ZipInfo) -> memoryview | None:
     """An uncompressed zip member as a view of the mapped file (torch stores storages
     uncompressed), its CRC-32 checked as ``ZipFile.read`` would; None when it must be read."""
     if mapped is None or info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
@@ -621,16 +626,18 @@ def _stored_member(mapped: mmap.mmap | None, info: zipfile.ZipInfo) -> memoryvie
     return view
 
 
-def _load_zip(file: BinaryIO, mapped: mmap.mmap | None = None) -> tuple[object, dict[_Storage, np.ndarray]]:
+def _load_zip(
+    file: BinaryIO, mapped: mmap.mmap | memoryview | None = None
+) -> tuple[object, dict[_Storage, np.ndarray]]:
     """torch >= 1.6: the pickle in ``<name>/data.pkl``, storage ``k`` in ``<name>/data/k``.
 
-    With ``mapped`` (the file memory-mapped), uncompressed storages are zero-copy views of it.
+    With ``mapped`` (the file's bytes, memory-mapped), uncompressed storages are zero-copy views of it.
     Compressed records are inflated only up to their declared size, checked first (``archive``)."""
     try:
         archive = zipfile.ZipFile(file)
     except ZIP_ERRORS as exc:
         raise PyTorchReadError(f"broken zip archive: {exc}") from exc
-    budget = InflateBudget(os.fstat(file.fileno()).st_size, PyTorchReadError)
+    budget = InflateBudget(len(mapped) if mapped is not None else os.fstat(file.fileno()).st_size, PyTorchReadError)
     with archive:
         names = set(archive.namelist())
         pickles = sorted(
@@ -1044,39 +1051,88 @@ def read_pytorch_object(path: str | os.PathLike[str]) -> object:
     """
     try:
         root, arrays, file_size = _load(Path(path))
-        done: dict[_TensorRef, np.ndarray] = {}
-        budget = _CopyBudget(arrays)
-        limit = file_size + _ENTRY_SLACK
-        entries = 0
-
-        def convert(value: object, depth: int) -> object:
-            nonlocal entries
-            entries += 1
-            if entries > limit:
-                raise _shared_containers(limit)
-            if depth > _MAX_DEPTH:
-                raise PyTorchReadError(f"containers nest more than {_MAX_DEPTH} deep (cyclic?)")
-            if isinstance(value, _TensorRef):
-                if value not in done:
-                    elements = arrays.get(value.storage)
-                    if elements is None:
-                        raise PyTorchReadError(f"storage {value.storage.key!r} has no data")
-                    done[value] = _materialize(value, elements, f"<tensor in {os.fspath(path)}>", budget)
-                return done[value]
-            if isinstance(value, dict):
-                out = collections.OrderedDict() if isinstance(value, collections.OrderedDict) else {}
-                for key, item in dict.items(value):
-                    out[key] = convert(item, depth + 1)
-                return out
-            if isinstance(value, list):
-                return [convert(item, depth + 1) for item in list.__iter__(value)]
-            if isinstance(value, tuple):
-                return tuple(convert(item, depth + 1) for item in tuple.__iter__(value))
-            if isinstance(value, _Storage):
-                raise PyTorchReadError("a bare storage outside any tensor is not supported")
-            return value
-
-        return convert(root, 0)
+        return _plain(root, arrays, file_size, f"<tensor in {os.fspath(path)}>")
     except PyTorchReadError as exc:
         exc.add_note(f"while reading {os.fspath(path)!r}")
         raise
+
+
+def read_pytorch_buffer(buffer: memoryview) -> object:
+    """:func:`read_pytorch_object` of a ``torch.save`` zip held in memory (a record of a DCP
+    ``.distcp`` file): arrays of stored records view ``buffer``."""
+    root, arrays = _load_zip(cast(BinaryIO, io.BufferedReader(_BufferFile(buffer))), buffer)
+    return _plain(root, arrays, len(buffer), "<tensor in a torch.save record>")
+
+
+def unpickle_allowing(data: bytes, extra: Mapping[tuple[str, str], object]) -> object:
+    """A bare pickle (no storages) read with this module's allowlist plus ``extra`` globals —
+    the stand-ins of another format's classes (DCP's metadata): nothing else is imported or called."""
+    return _unpickle(io.BytesIO(data), extra=extra)
+
+
+class _BufferFile(io.RawIOBase):
+    """A read-only, seekable file over a buffer, without copying it (``io.BytesIO`` would)."""
+
+    def __init__(self, buffer: memoryview) -> None:
+        self._view = buffer
+        self._at = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, target: Any) -> int:
+        chunk = self._view[self._at : self._at + len(target)]
+        target[: len(chunk)] = chunk
+        self._at += len(chunk)
+        return len(chunk)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._at, io.SEEK_END: len(self._view)}[whence]
+        if base + offset < 0:
+            raise OSError("negative seek position")
+        self._at = base + offset
+        return self._at
+
+    def tell(self) -> int:
+        return self._at
+
+
+def _plain(root: object, arrays: Mapping[_Storage, np.ndarray], file_size: int, where: str) -> object:
+    """``root`` with every tensor materialised and every container as a plain one (see
+    :func:`read_pytorch_object`); entries walked are bounded by the file's size."""
+    done: dict[_TensorRef, np.ndarray] = {}
+    budget = _CopyBudget(arrays)
+    limit = file_size + _ENTRY_SLACK
+    entries = 0
+
+    def convert(value: object, depth: int) -> object:
+        nonlocal entries
+        entries += 1
+        if entries > limit:
+            raise _shared_containers(limit)
+        if depth > _MAX_DEPTH:
+            raise PyTorchReadError(f"containers nest more than {_MAX_DEPTH} deep (cyclic?)")
+        if isinstance(value, _TensorRef):
+            if value not in done:
+                elements = arrays.get(value.storage)
+                if elements is None:
+                    raise PyTorchReadError(f"storage {value.storage.key!r} has no data")
+                done[value] = _materialize(value, elements, where, budget)
+            return done[value]
+        if isinstance(value, dict):
+            out = collections.OrderedDict() if isinstance(value, collections.OrderedDict) else {}
+            for key, item in dict.items(value):
+                out[key] = convert(item, depth + 1)
+            return out
+        if isinstance(value, list):
+            return [convert(item, depth + 1) for item in list.__iter__(value)]
+        if isinstance(value, tuple):
+            return tuple(convert(item, depth + 1) for item in tuple.__iter__(value))
+        if isinstance(value, _Storage):
+            raise PyTorchReadError("a bare storage outside any tensor is not supported")
+        return value
+
+    return convert(root, 0)

@@ -56,8 +56,8 @@ def parse_dtype(value: str | DType) -> DType:
 
 def not_a_tensor(kind: str) -> str:
     """Why a reader skipped a leaf of a nested state: ``not_a_tensor("int")`` → ``"an int, not a
-    tensor"`` (``"None"`` stays bare)."""
-    if kind == "None":
+    tensor"`` (``None``'s type stays bare: ``"None, not a tensor"``)."""
+    if kind in ("None", "NoneType"):
         return "None, not a tensor"
     return f"{'an' if kind[:1].lower() in tuple('aeiou') else 'a'} {kind}, not a tensor"
 
