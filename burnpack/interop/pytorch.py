@@ -54,7 +54,7 @@ from .archive import ZIP_ERRORS, InflateBudget
 from .tensors import not_a_tensor
 
 __all__ = [
-    "PickledObject", "PyTorchReadError", "UnsafePickleError", "read_pytorch", "read_pytorch_buffer", "read_pytorch_contents",
+    "PickledObject", "PyTorchReadError", "UnsafePickleError", "describe_leaf", "pickled_class", "read_pytorch", "read_pytorch_buffer", "read_pytorch_contents",
     "read_pytorch_object", "unpickle_allowing",
 ]  # fmt: skip
 
@@ -183,7 +183,8 @@ class PickledObject(_Frozen):
         return f"<{self.type_name}>"
 
 
-def _pickled_class(module: str, name: str) -> type[PickledObject]:
+def pickled_class(module: str, name: str) -> type[PickledObject]:
+    """A fresh stand-in class for ``module.name``: instances keep their pickled state as data."""
     return type(name, (PickledObject,), {"__slots__": (), "type_name": f"{module}.{name}"})
 
 
@@ -382,7 +383,7 @@ def _allowed_globals(
 
     return _MARKERS | {
         # Non-tensor entries common beside the state dicts: numbers as numpy scalars, argparse options.
-        ("argparse", "Namespace"): _pickled_class("argparse", "Namespace"),
+        ("argparse", "Namespace"): pickled_class("argparse", "Namespace"),
         ("numpy", "dtype"): _pickled_dtype(),
         ("numpy.core.multiarray", "scalar"): numpy_scalar,
         ("numpy._core.multiarray", "scalar"): numpy_scalar,
@@ -870,8 +871,8 @@ def _shared_containers(limit: int) -> PyTorchReadError:
     )
 
 
-def _what(value: object) -> str:
-    """Why a leaf of the checkpoint is not a tensor: what it is instead."""
+def describe_leaf(value: object) -> str:
+    """Why a leaf of a checkpoint is not a tensor: what it is instead."""
     if isinstance(value, PickledObject):
         return not_a_tensor(f"{value.type_name} object")
     if isinstance(value, _Storage):
@@ -925,7 +926,7 @@ def _flatten(tree: dict[object, object], file_size: int) -> tuple[dict[str, _Ten
             elif isinstance(value, tuple):
                 walk(enumerate(tuple.__iter__(value)), name + ".", depth + 1)
             else:
-                skipped[name] = _what(value)
+                skipped[name] = describe_leaf(value)
 
     walk(dict.items(tree), "", 0)
     return found, skipped

@@ -58,19 +58,23 @@ def test_a_dcp_model_converts_to_bpk(tmp_path):
     assert "step" not in everything  # not a tensor
 
 
-def test_dcp_tensors_are_loaded_one_at_a_time(tmp_path, monkeypatch):
+def test_dcp_tensors_are_read_only_when_asked_for_one_at_a_time(tmp_path, monkeypatch):
+    from burnpack.interop import dcp as dcp_reader
+
     model, _, _ = _trained()
     _save_dcp(tmp_path / "ck", model.state_dict())
-    calls = []
-    original = dcp.load
+    records = []
+    original = dcp_reader.read_pytorch_buffer
 
-    def counting(state, **kwargs):
-        calls.append(list(state))
-        return original(state, **kwargs)
+    def counting(buffer):
+        records.append(len(buffer))
+        return original(buffer)
 
-    monkeypatch.setattr(dcp, "load", counting)
-    convert(tmp_path / "ck", tmp_path / "m.bpk")
-    assert sorted(c[0] for c in calls) == sorted(model.state_dict()) and all(len(c) == 1 for c in calls)
+    monkeypatch.setattr(dcp_reader, "read_pytorch_buffer", counting)
+    tset = dcp_reader.read_dcp(tmp_path / "ck")
+    assert records == [] and sorted(tset.names) == sorted(model.state_dict())
+    tset["head.weight"].numpy()
+    assert len(records) == 1
 
 
 def test_bpk_converts_to_a_dcp_folder_that_dcp_load_restores(tmp_path):
