@@ -174,3 +174,123 @@ def test_convert_checkpoint_writes_a_burn_checkpoint_as_dcp_that_dcp_load_restor
     dcp.load(restored, checkpoint_id=tmp_path / "back_dcp", no_dist=True)
     assert _same(restored, expected)
     assert main(["convert-checkpoint", str(tmp_path / "burn"), str(tmp_path / "back_dcp"), "--dcp", "-q"]) == 1  # kept
+
+
+# --- no code runs, every failure is a burnpack error ----------------------------------------------
+
+
+class _RunShell:
+    def __init__(self, command: str) -> None:
+        self.command = command
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (self.command,))
+
+
+def _evil_dcp(tmp_path):
+    """A DCP folder whose .metadata pickle runs ``touch <marker>`` when unpickled."""
+    import pickle
+
+    folder, marker = tmp_path / "evil", tmp_path / "pwned"
+    folder.mkdir()
+    (folder / ".metadata").write_bytes(pickle.dumps(_RunShell(f"touch '{marker}'")))
+    (folder / "__0_0.distcp").write_bytes(b"")
+    return folder, marker
+
+
+def test_a_dcp_metadata_whose_pickle_would_run_code_is_refused_with_nothing_executed(tmp_path):
+    from burnpack.interop.pytorch import UnsafePickleError
+
+    folder, marker = _evil_dcp(tmp_path)
+    with pytest.raises(ConversionError, match="refused pickle global") as caught:
+        convert(folder, tmp_path / "m.bpk")
+    assert isinstance(caught.value.__cause__, UnsafePickleError) and not marker.exists()
+
+
+def test_convert_checkpoint_refuses_a_code_running_dcp_metadata_with_nothing_executed(tmp_path, capsys):
+    folder, marker = _evil_dcp(tmp_path)
+    assert main(["convert-checkpoint", str(folder), str(tmp_path / "out"), "-q"]) != 0
+    assert not marker.exists() and "Traceback" not in capsys.readouterr().err
+
+
+BURN_DTYPES = ["float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8",
+               "uint64", "uint32", "uint16", "uint8", "bool"]  # fmt: skip
+
+
+def test_real_dcp_save_of_every_torch_dtype_burn_has_converts(tmp_path):
+    state = {name: (torch.arange(6).reshape(2, 3) % 2).to(getattr(torch, name)) for name in BURN_DTYPES}
+    state["sliced"] = torch.arange(12.0).reshape(3, 4)[:, 1:3]  # a view of a larger storage
+    _save_dcp(tmp_path / "ck", state)
+    convert(tmp_path / "ck", tmp_path / "m.bpk")
+    with burnpack.load(tmp_path / "m.bpk") as pack:
+        assert sorted(pack.names) == sorted(state)
+        for name, t in state.items():
+            got = pack[name].numpy()
+            want = t.float().numpy() if t.dtype == torch.bfloat16 else t.numpy()
+            np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64), err_msg=name)
+
+
+def test_a_missing_distcp_file_is_a_conversion_error(tmp_path, capsys):
+    _save_dcp(tmp_path / "ck", {"w": torch.ones(2)})
+    for data in (tmp_path / "ck").glob("*.distcp"):
+        data.unlink()
+    with pytest.raises(ConversionError, match="does not exist"):
+        convert(tmp_path / "ck", tmp_path / "m.bpk")
+    assert main(["convert", str(tmp_path / "ck"), str(tmp_path / "m.bpk")]) == 1
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_record_past_the_end_of_its_distcp_file_is_a_conversion_error(tmp_path):
+    _save_dcp(tmp_path / "ck", {"w": torch.ones(64)})
+    (data,) = (tmp_path / "ck").glob("*.distcp")
+    data.write_bytes(data.read_bytes()[:-100])
+    with pytest.raises(ConversionError, match="past its end"):
+        convert(tmp_path / "ck", tmp_path / "m.bpk")
+
+
+def _rewrite_metadata(folder, change) -> None:
+    """Let ``change`` alter the metadata torch wrote (test-side, with torch's own classes)."""
+    import pickle
+
+    metadata = pickle.loads((folder / ".metadata").read_bytes())
+    change(metadata)
+    (folder / ".metadata").write_bytes(pickle.dumps(metadata))
+
+
+def test_a_relative_path_leaving_the_checkpoint_folder_is_refused(tmp_path):
+    _save_dcp(tmp_path / "ck", {"w": torch.ones(2)})
+    (data,) = (tmp_path / "ck").glob("*.distcp")
+    (tmp_path / "outside.distcp").write_bytes(data.read_bytes())
+
+    def escape(metadata) -> None:
+        for info in metadata.storage_data.values():
+            info.relative_path = "../outside.distcp"
+
+    _rewrite_metadata(tmp_path / "ck", escape)
+    with pytest.raises(ConversionError, match="not a file in the checkpoint folder"):
+        convert(tmp_path / "ck", tmp_path / "m.bpk")
+
+
+def test_a_dcp_tensor_of_a_dtype_burn_lacks_is_unsupported(tmp_path):
+    _save_dcp(tmp_path / "ck", {"w": torch.zeros(2, dtype=torch.float8_e4m3fn)})
+    with pytest.raises(ConversionError, match="unsupported dtype torch.float8_e4m3fn"):
+        convert(tmp_path / "ck", tmp_path / "m.bpk")
+
+
+def test_a_chunk_claiming_more_elements_than_its_tensor_is_refused_before_allocating(tmp_path):
+    _save_dcp(tmp_path / "ck", {"w": torch.ones(4)})
+
+    def grow(metadata) -> None:
+        metadata.state_dict_metadata["w"].size = torch.Size([1 << 40])
+
+    _rewrite_metadata(tmp_path / "ck", grow)
+    with pytest.raises(ConversionError, match="hold 4 elements"):
+        convert(tmp_path / "ck", tmp_path / "m.bpk")
+
+
+def test_dcp_non_tensor_entries_are_reported_as_skipped(tmp_path):
+    _save_dcp(tmp_path / "ck", {"w": torch.ones(2), "step": 3, "cfg": {"name": "run"}})
+    report = convert(tmp_path / "ck", tmp_path / "m.bpk")
+    assert report.skipped_entries == {"step": "an int, not a tensor", "cfg.name": "a str, not a tensor"}
