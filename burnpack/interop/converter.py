@@ -664,20 +664,28 @@ def _describe(source: Any) -> str:
     return f"<{type(source).__name__}>"
 
 
-def _note_losses(tset: TensorSet, target_format: str, report: ConversionReport) -> None:
-    """Warn about what the target container cannot hold."""
-    if target_format != "burnpack":
-        ids = sum(1 for e in tset.entries if e.param_id is not None)
-        if ids:
-            report.warnings.append(f"{ids} param id(s) dropped: {target_format} has no place for them")
-        if tset.scalars:
-            report.warnings.append(f"{len(tset.scalars)} scalar(s) dropped: {target_format} has no place for them")
-    if target_format == "pytorch" and tset.metadata:
-        report.warnings.append(f"{len(tset.metadata)} metadata entr(y/ies) dropped: a state dict has no place for them")
-    if target_format in ("safetensors", "pytorch"):
-        for e in tset.entries:
-            if e.dtype == DType.Flex32:
-                report.warnings.append(f"{e.name}: Flex32 written as F32")
-            elif e.dtype == DType.Bool(BoolStore.U32):
-                report.warnings.append(f"{e.name}: {dtype_name(e.dtype)} written as 1-byte bool")
+# What each target container holds besides tensor elements; what it lacks is reported as dropped.
+_TARGET_HOLDS = {
+    "burnpack": {"metadata", "scalars", "param ids", "Flex32", "Bool stores"},
+    "safetensors": {"metadata"},
+    "npz": {"metadata", "Flex32", "Bool stores"},
+    "pytorch": set(),
+    "dcp": set(),
+}
 
+
+def _note_losses(tset: TensorSet, target_format: str, report: ConversionReport) -> None:
+    """Report, in ``warnings`` (which ``--json`` lists), what the target container cannot hold:
+    one rule for every format (``_TARGET_HOLDS``)."""
+    holds = _TARGET_HOLDS.get(target_format, set())
+    what = {"pytorch": "a state dict", "dcp": "a DCP checkpoint"}.get(target_format, target_format)
+    ids = sum(1 for e in tset.entries if e.param_id is not None)
+    for kind, count, label in (("param ids", ids, "param id(s)"), ("scalars", len(tset.scalars), "scalar(s)"),
+                               ("metadata", len(tset.metadata), "metadata entr(y/ies)")):  # fmt: skip
+        if count and kind not in holds:
+            report.warnings.append(f"{count} {label} dropped: {what} has no place for them")
+    for e in tset.entries:
+        if e.dtype == DType.Flex32 and "Flex32" not in holds:
+            report.warnings.append(f"{e.name}: Flex32 written as F32")
+        elif e.dtype == DType.Bool(BoolStore.U32) and "Bool stores" not in holds:
+            report.warnings.append(f"{e.name}: {dtype_name(e.dtype)} written as 1-byte bool")

@@ -294,3 +294,15 @@ def test_dcp_non_tensor_entries_are_reported_as_skipped(tmp_path):
     _save_dcp(tmp_path / "ck", {"w": torch.ones(2), "step": 3, "cfg": {"name": "run"}})
     report = convert(tmp_path / "ck", tmp_path / "m.bpk")
     assert report.skipped_entries == {"step": "an int, not a tensor", "cfg.name": "a str, not a tensor"}
+
+
+def test_dcp_output_reports_the_metadata_and_scalars_it_cannot_hold(tmp_path, capsys):
+    import json
+
+    burnpack.save({"w": np.ones(2, np.float32)}, tmp_path / "m.bpk", metadata={"run": "7", "lr": "0.1"}, scalars={"epoch": 3})
+    report = convert(tmp_path / "m.bpk", tmp_path / "ck", to_format="dcp")
+    assert any("metadata" in w and "dropped" in w and "DCP" in w for w in report.warnings)
+    assert any("1 scalar(s) dropped" in w for w in report.warnings)
+    assert main(["convert", str(tmp_path / "m.bpk"), str(tmp_path / "ck2"), "--to", "dcp", "--json"]) == 0
+    warnings = json.loads(capsys.readouterr().out)["warnings"]
+    assert any("metadata" in w and "dropped" in w for w in warnings)
