@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -70,22 +71,33 @@ def _is_burnpack(path: str) -> bool:
 
 
 @contextlib.contextmanager
-def _open(path: str) -> Iterator[Any]:
+def _open(path: str, readers: dict[str, str]) -> Iterator[Any]:
+    """A ``.bpk`` through burnpack's reader; any other file through its format's own library where
+    one is installed (``interop.crosscheck``), so that a bug in burnpack's reader of that format
+    cannot hide itself in a diff against a file converted with it. ``readers[path]`` says which."""
     with blame(path):
         if _is_burnpack(path):
+            readers[path] = "burnpack"
             with load(path) as pack:
                 yield pack
             return
+        from ..interop.crosscheck import read_independently
         from ..interop.formats import read_tensors
 
-        with read_tensors(path) as tset:
+        independent = read_independently(path) if Path(path).is_file() else None
+        if independent is not None:
+            tset, readers[path] = independent
+        else:
+            tset, readers[path] = read_tensors(path), "burnpack"
+        with tset:
             yield _Tensors(tset)
 
 
 def run_diff(args: Any) -> int:
     """Exit 0 when identical, 1 when different; unreadable files are errors (exit 2)."""
     try:
-        with _open(args.a) as a, _open(args.b) as b:
+        readers: dict[str, str] = {}
+        with _open(args.a, readers) as a, _open(args.b, readers) as b:
             if args.layout and not all(hasattr(x, "data_section_start") for x in (a, b)):
                 raise CommandError(args.a if not hasattr(a, "data_section_start") else args.b, "UsageError",
                                    "--layout compares two .bpk files; this one is not one", code=2)  # fmt: skip
@@ -102,7 +114,7 @@ def run_diff(args: Any) -> int:
         exc.exit_code = 2  # type: ignore[attr-defined]
         raise
     if args.json:
-        print(json.dumps(result.to_json(), ensure_ascii=False, indent=1))
+        print(json.dumps({**result.to_json(), "readers": {"a": readers[args.a], "b": readers[args.b]}}, ensure_ascii=False, indent=1))
     else:
         print(result.render(args.a, args.b))
     return 0 if result.identical else 1

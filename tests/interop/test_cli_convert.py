@@ -385,3 +385,15 @@ def test_what_a_pt_holds_besides_tensors_is_reported_as_skipped_with_its_reason(
     assert code == 0 and "skipped_entries 1" in out and "epoch: an int, not a tensor" in out
     code, out, _ = run(capsys, "convert", tmp_path / "listed.pt", tmp_path / "b.bpk", "--json")
     assert json.loads(out)["skipped_entries"] == {"epoch": "an int, not a tensor"}
+
+
+def test_diff_reads_safetensors_and_npz_with_their_own_libraries(tmp_path, capsys):
+    arrays = {"w": np.arange(4, dtype=np.float32), "i": np.arange(3, dtype=np.int16)}
+    burnpack.save(arrays, tmp_path / "a.bpk")
+    for name in ("a.safetensors", "a.npz"):
+        assert run(capsys, "convert", tmp_path / "a.bpk", tmp_path / name, "-q")[0] == 0
+    code, out, _ = run(capsys, "diff", tmp_path / "a.safetensors", tmp_path / "a.npz", "--json")
+    report = json.loads(out)
+    assert report["readers"] == {"a": "safetensors.numpy", "b": "numpy.load"}
+    assert code == 0 or report["metadata"]  # same tensors; metadata stamps may differ by format
+    assert not (report["added"] or report["removed"] or report["changed"])

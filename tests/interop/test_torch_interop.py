@@ -299,3 +299,15 @@ def test_a_live_state_with_lists_converts_under_indexed_names_and_reports_the_re
     with burnpack.load(tmp_path / "s.bpk") as pack:
         assert pack.names == ["layers.0.w", "layers.1.0"]
     assert report.skipped_entries == {"step": "an int, not a tensor"}
+
+
+def test_diff_reads_a_pt_with_torch_load_so_a_reader_bug_cannot_hide_itself(tmp_path, capsys):
+    import json
+
+    from burnpack.cli import main
+
+    torch.save({"layers": [{"w": torch.ones(2)}, {"w": torch.zeros(2)}], "head": torch.ones(1)}, tmp_path / "listed.pt")
+    burnpack.save({"head": np.ones(1, np.float32)}, tmp_path / "listed.bpk")  # what a reader skipping lists wrote
+    assert main(["diff", str(tmp_path / "listed.pt"), str(tmp_path / "listed.bpk"), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert sorted(out["removed"]) == ["layers.0.w", "layers.1.w"] and out["readers"] == {"a": "torch.load", "b": "burnpack"}
