@@ -47,7 +47,10 @@ def read_independently(path: str | os.PathLike[str], *, bool_store: str | BoolSt
 
 
 def _safetensors(path: str | os.PathLike[str], bool_store: str | BoolStore) -> tuple[TensorSet, str] | None:
-    from safetensors import safe_open
+    try:
+        from safetensors import safe_open
+    except ImportError:  # the crosscheck extra is not installed
+        return None
 
     with safe_open(os.fspath(path), framework="np") as handle:
         metadata = dict(handle.metadata() or {})
