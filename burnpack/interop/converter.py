@@ -128,7 +128,7 @@ class ConversionReport:
             + (f", {self.scalars} scalars" if self.scalars else "")
             + (f", {len(self.metadata)} metadata entr{'y' if len(self.metadata) == 1 else 'ies'}" if self.metadata else "")
             + (f" in {self.seconds:.2f}s" if self.seconds else ""),
-            "  " + ", ".join(f"{k} {v}" for k, v in c.items()),
+            "  " + ", ".join(f"{k} {v}" for k, v in c.items() if v or k != "skipped_entries"),
         ]
 
         def section(title: str, items: Sequence[str]) -> None:
