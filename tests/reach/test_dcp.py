@@ -306,3 +306,54 @@ def test_dcp_output_reports_the_metadata_and_scalars_it_cannot_hold(tmp_path, ca
     assert main(["convert", str(tmp_path / "m.bpk"), str(tmp_path / "ck2"), "--to", "dcp", "--json"]) == 0
     warnings = json.loads(capsys.readouterr().out)["warnings"]
     assert any("metadata" in w and "dropped" in w for w in warnings)
+
+
+@pytest.fixture(scope="module")
+def dcp_folder_bytes(tmp_path_factory):
+    """The files of a small real DCP checkpoint (nested, with a list and a non-tensor entry)."""
+    folder = tmp_path_factory.mktemp("dcp") / "ck"
+    _save_dcp(folder, {"model": {"w": torch.arange(6.0).reshape(2, 3), "layers": [torch.ones(2)]}, "step": 3})
+    return {p.name: p.read_bytes() for p in folder.iterdir()}
+
+
+def _only_conversion_errors(folder, files) -> None:
+    from burnpack.interop.dcp import read_dcp_object
+
+    folder.mkdir(exist_ok=True)
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    try:
+        read_dcp_object(folder)
+    except ConversionError:
+        pass
+
+
+def test_every_truncation_of_dcp_metadata_is_a_conversion_error(dcp_folder_bytes, tmp_path):
+    metadata = dcp_folder_bytes[".metadata"]
+    for end in range(0, len(metadata), max(1, len(metadata) // 200)):
+        _only_conversion_errors(tmp_path / "ck", {**dcp_folder_bytes, ".metadata": metadata[:end]})
+
+
+def test_corrupted_dcp_files_are_conversion_errors(dcp_folder_bytes, tmp_path):
+    import random
+
+    rng = random.Random(7)
+    for _ in range(150):
+        files = dict(dcp_folder_bytes)
+        name = rng.choice(sorted(files))
+        data = bytearray(files[name])
+        for _ in range(rng.randint(1, 6)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        files[name] = bytes(data)
+        _only_conversion_errors(tmp_path / "ck", files)
+
+
+def test_read_dcp_object_rebuilds_the_nested_state(dcp_folder_bytes, tmp_path):
+    from burnpack.interop.dcp import read_dcp_object
+
+    (tmp_path / "ck").mkdir()
+    for name, data in dcp_folder_bytes.items():
+        (tmp_path / "ck" / name).write_bytes(data)
+    state = read_dcp_object(tmp_path / "ck")
+    assert state["step"] == 3 and state["model"]["layers"][0].tolist() == [1.0, 1.0]
+    assert state["model"]["w"].tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]
