@@ -312,9 +312,9 @@ def _allowed_globals(
     sets on them (BUILD works on functions) cannot leak into later loads."""
 
     def rebuild_tensor(
-        storage: object, storage_offset: object, size: object, stride: object
+        storage: object, storage_offset: object, size: object, stride: object, dtype: np.dtype | None = None
     ) -> _TensorRef:
-        return _TensorRef(resolve_storage(storage), storage_offset, size, stride)
+        return _TensorRef(resolve_storage(storage), storage_offset, size, stride, dtype)
 
     def rebuild_tensor_v2(
         storage: object,
@@ -327,19 +327,12 @@ def _allowed_globals(
     ) -> _TensorRef:
         return rebuild_tensor(storage, storage_offset, size, stride)
 
-    def rebuild_tensor_v3(
-        storage: object,
-        storage_offset: object,
-        size: object,
-        stride: object,
-        requires_grad: object,
-        backward_hooks: object,
-        dtype: object,
-        metadata: object = None,
-    ) -> _TensorRef:
-        # torch >= 2.3 for dtypes without a typed storage (uint16-64, fp8, bits): bytes + dtype.
-        element = _tensor_dtype(dtype)
-        return _TensorRef(resolve_storage(storage), storage_offset, size, stride, element)
+    def rebuild_tensor_v3(storage: object, storage_offset: object, size: object, stride: object, *rest: object) -> _TensorRef:
+        # torch >= 2.3 for dtypes without a typed storage (uint16-64, fp8, bits): bytes + dtype,
+        # after requires_grad and backward_hooks (and before an optional metadata).
+        if len(rest) not in (3, 4):
+            raise PyTorchReadError("malformed _rebuild_tensor_v3 record")
+        return rebuild_tensor(storage, storage_offset, size, stride, _tensor_dtype(rest[2]))
 
     def get_layout(name: object) -> str:
         if name not in _LAYOUTS:
