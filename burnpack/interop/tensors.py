@@ -24,7 +24,7 @@ from ..dtypes import NATIVE_BOOL, debug, dtype_from_numpy, element_size, numpy_d
 from ..errors import ValidationError
 from ..tensor import FileRange, Tensor, _blank, _describe, _freeze
 
-__all__ = ["Entry", "TensorSet", "cast_array", "dtype_name", "is_float", "not_a_tensor", "parse_dtype"]
+__all__ = ["Entry", "TensorSet", "cast_array", "dtype_name", "flatten_nested", "is_float", "not_a_tensor", "parse_dtype"]
 
 def _dtype_names() -> dict[str, DType]:
     """Every spelling ``parse_dtype`` takes: Burn's names, torch's, C's, and the Bool stores."""
@@ -52,6 +52,30 @@ def parse_dtype(value: str | DType) -> DType:
         return _NAMES[str(value).strip().lower()]
     except KeyError:
         raise ValueError(f"unknown dtype {value!r}; expected one of F64, F32, Flex32, F16, BF16, I64..U8, Bool(U8)") from None
+
+
+def flatten_nested(
+    tree: Mapping[Any, Any], is_tensor: Callable[[Any], bool], skipped: dict[str, str], *, max_depth: int = 128
+) -> Iterator[tuple[str, Any]]:
+    """``(name, tensor)`` for every tensor in nested mappings, lists and tuples, named by its dotted
+    key path (list and tuple items by index: ``layers.0.weight``, as Burn names a ``Vec`` of
+    modules); every other leaf goes into ``skipped`` as path → what it is."""
+
+    def walk(items: Iterable[tuple[Any, Any]], prefix: str, depth: int) -> Iterator[tuple[str, Any]]:
+        if depth > max_depth:
+            raise ValueError(f"containers nest more than {max_depth} deep")
+        for key, value in items:
+            name = f"{prefix}{key}"
+            if is_tensor(value):
+                yield name, value
+            elif isinstance(value, Mapping):
+                yield from walk(value.items(), name + ".", depth + 1)
+            elif isinstance(value, (list, tuple)):
+                yield from walk(enumerate(value), name + ".", depth + 1)
+            else:
+                skipped[name] = not_a_tensor(type(value).__name__)
+
+    return walk(tree.items(), "", 0)
 
 
 def not_a_tensor(kind: str) -> str:

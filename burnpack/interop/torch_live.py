@@ -23,7 +23,7 @@ from .._generated.types import BoolStore
 from ..dtypes import numpy_dtype
 from ..frameworks import is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
 from ._io import ConversionError, atomic_output, entry_from_array
-from .tensors import TensorSet, dtype_name, not_a_tensor
+from .tensors import TensorSet, dtype_name, flatten_nested
 
 __all__ = ["is_torch_object", "module_types_of", "read_torch", "to_state_dict", "write_pytorch"]
 
@@ -54,23 +54,6 @@ def module_types_of(module: Any, prefix: str = "") -> dict[str, str]:
     return ModuleTypes.from_torch_module(module, prefix)
 
 
-def _walk(items: Any, skipped: dict[str, str], prefix: str = "", depth: int = 0) -> Iterator[tuple[str, Any]]:
-    """Tensors under dotted paths (list and tuple items by index, as the ``.pt`` reader names
-    them); every other leaf goes into ``skipped`` (path → what it is)."""
-    if depth > 128:
-        raise ConversionError("containers nest more than 128 deep")
-    for key, value in items:
-        name = f"{prefix}{key}"
-        if is_torch_tensor(value):
-            yield name, value
-        elif isinstance(value, Mapping):
-            yield from _walk(value.items(), skipped, name + ".", depth + 1)
-        elif isinstance(value, (list, tuple)):
-            yield from _walk(enumerate(value), skipped, name + ".", depth + 1)
-        else:
-            skipped[name] = not_a_tensor(type(value).__name__)
-
-
 def read_torch(obj: Any, *, top_level_key: str | None = None, bool_store: str | BoolStore = BoolStore.U8) -> TensorSet:
     """A ``state_dict`` (nested dicts, lists and tuples flatten to dotted names; non-tensor leaves
     are listed in ``skipped``) or an
@@ -91,7 +74,7 @@ def read_torch(obj: Any, *, top_level_key: str | None = None, bool_store: str | 
     entries = []
     seen: dict[int, np.ndarray] = {}
     skipped: dict[str, str] = {}
-    for name, tensor in _walk(tree.items(), skipped):
+    for name, tensor in flatten_nested(tree, is_torch_tensor, skipped):
         array = seen.get(id(tensor))
         if array is None:
             array = seen[id(tensor)] = torch_to_numpy(tensor)
