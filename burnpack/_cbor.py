@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from typing import IO, Any, NoReturn, cast
 
 import cbor2
+import numpy as np
 
 from ._generated.layout import I64_MAX, MAX_CBOR_DEPTH, U64_MAX
 
@@ -899,6 +900,13 @@ class Decoder:
                 pos += run
                 stack[-1] -= run
                 continue
+            width = _FIXED_WIDTH[initial]
+            if width and stack[-1] > 1:  # a run of integers or floats of one width: heads checked in bulk
+                run = _fixed_run(buf, pos, min(end, pos + width * (stack[-1] - 1)), width)
+                if run:
+                    pos += run * width
+                    stack[-1] -= run
+                    continue
             major, info = initial >> 5, initial & 0x1F
             if info < 24:
                 arg, head = info, 1
@@ -985,6 +993,28 @@ _ONE_BYTE_SCALARS = frozenset([*range(0x00, 0x18), *range(0x20, 0x38), *range(0x
 # ... and empty arrays and maps (0x80, 0xa0), one-byte items as long as one more level is allowed.
 _ITEM_RUN = re.compile(rb"[\x00-\x17\x20-\x37\xf4-\xf7\x80\xa0]*")
 _ONE_BYTE_ITEMS = _ONE_BYTE_SCALARS | {0x80, 0xA0}
+# Integers and floats with a 1/2/4/8-byte argument: heads by item width; a run of one width is
+# skipped by one regex match (any argument is valid, non-shortest forms included).
+_FIXED_HEADS = {2: b"\x18\x38", 3: b"\x19\x39\xf9", 5: b"\x1a\x3a\xfa", 9: b"\x1b\x3b\xfb"}
+_FIXED_WIDTH = bytes(next((w for w, heads in _FIXED_HEADS.items() if i in heads), 0) for i in range(256))
+_FIXED_OK = {width: np.isin(np.arange(256), np.frombuffer(heads, np.uint8)) for width, heads in _FIXED_HEADS.items()}
+
+
+def _fixed_run(buf: bytes, pos: int, stop: int, width: int) -> int:
+    """How many items of ``width`` bytes, each with a head of that width, follow ``pos`` (ending
+    by ``stop``): heads are checked in chunks that double, so the work follows the run's length."""
+    ok, run, chunk = _FIXED_OK[width], 0, 64
+    while True:
+        at = pos + run * width
+        count = min(chunk, (stop - at) // width)
+        if count <= 0:
+            return run
+        heads = np.frombuffer(buf, np.uint8, count * width, at)[::width]
+        good = ok[heads]
+        if not good.all():
+            return run + int(good.argmin())
+        run += count
+        chunk *= 2
 
 
 # -- helpers for the generated canonical scanner ---------------------------------------------

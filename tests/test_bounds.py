@@ -237,6 +237,30 @@ def test_skipping_a_long_array_of_small_integers_costs_a_constant_number_of_call
     assert _calls(lambda: decode_metadata_exact(long)) == _calls(lambda: decode_metadata_exact(short))
 
 
+@pytest.mark.parametrize(
+    "value",
+    [1_000, -1_000, 100_000, -100_000, 1 << 40, 1.5, 1.1, 1e300],  # 2-, 3-, 5- and 9-byte items
+    ids=["u16", "neg16", "u32", "neg32", "u64", "f16", "f32", "f64"],
+)
+def test_skipping_a_long_array_of_wider_numbers_costs_calls_growing_with_the_log_of_its_length(value):
+    from burnpack.metadata import decode_metadata_exact
+
+    def calls(count: int) -> int:
+        blob = _with_unknown_field(cbor2.dumps([value] * count))
+        return _calls(lambda: decode_metadata_exact(blob))
+
+    assert calls(64_000) - calls(1_000) < 50  # item by item: over 60,000 more
+
+
+def test_skipping_a_run_of_wider_numbers_keeps_serdes_verdict_on_the_item_after_it():
+    from burnpack.metadata import decode_metadata_exact
+
+    junk = b"\x99\x03\xe9" + b"\x19\x03\xe8" * 1_000 + b"\xf0"  # 1,000 u16 then an unknown simple value
+    with pytest.raises(burnpack.MetadataDeserializationError, match="expected known simple value") as info:
+        decode_metadata_exact(_with_unknown_field(junk))
+    assert "metadata byte 3016" in str(info.value)  # as item by item (after the token, as ciborium counts)
+
+
 def test_the_exact_decoder_reads_plain_tensor_entries_in_a_few_calls_each():
     from burnpack.metadata import decode_metadata_exact
 
