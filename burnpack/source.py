@@ -122,6 +122,12 @@ class FileSource:
     def size(self) -> int:
         return self._size
 
+    def current_size(self) -> int:
+        """The file's size now: less than ``size`` once another process has truncated it."""
+        if self._release_fd is None or not self._release_fd.alive:
+            return self._size
+        return os.fstat(self._fd).st_size
+
     def fileno(self) -> int:
         """The mapped file's descriptor, for reading by offset (``FileRange``); ValueError once closed."""
         if self._release_fd is None or not self._release_fd.alive:
