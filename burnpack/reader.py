@@ -92,7 +92,7 @@ class TensorView(Tensor):
     def file_range(self) -> FileRange | None:
         """Where the bytes are in the pack's file, for a pack opened from a path (a ``Writer``
         copies them from there in the kernel); None for other sources, or a range Burn refuses."""
-        source = self._pack._live()
+        source = self._pack._live(self.name)
         if not isinstance(source, FileSource):
             return None
         try:
@@ -104,7 +104,7 @@ class TensorView(Tensor):
     @property
     def slice(self) -> TensorSlice:
         """``view.slice[i:j]``, ``view.slice[:, 3]``: that part only, reading only its byte ranges."""
-        self._pack._live()
+        self._pack._live(self.name)
         return TensorSlice(self)
 
     def read(self, offset: int = 0, length: int | None = None) -> bytes:
@@ -367,21 +367,22 @@ class Pack(Mapping[str, TensorView]):
     # -- data access -------------------------------------------------------------------------
     def _tensor_range(self, view: TensorView, *, whole_pack: bool = False) -> tuple[int, int]:
         """Absolute [start, end) of a tensor of this open pack, checked by the read plan."""
-        self._live()
+        self._live(view.name)
         return self._plan.range(view.name, view.data_offsets, whole_pack=whole_pack)
 
-    def _live(self) -> Source:
+    def _live(self, name: str | None = None) -> Source:
         """The source, if its bytes can still be read: not after ``close()``, nor once another
         process has truncated a mapped file (touching the lost pages would kill the process)."""
+        what = f"tensor '{name}'" if name is not None else "tensors"
         if self._closed:
-            raise IoError("the pack is closed", where="reading a tensor after Pack.close()")
+            raise IoError("the pack is closed", where=f"reading {what} after Pack.close()")
         source = self._source
         if isinstance(source, FileSource):
             now = source.current_size()
             if now < source.size:
                 raise IoError(
                     f"the file shrank from {source.size} to {now} bytes while it was open (another process truncated it)",
-                    where="reading a tensor of a memory-mapped file",
+                    where=f"reading {what} of a memory-mapped file",
                 )
         return source
 
