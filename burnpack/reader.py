@@ -12,6 +12,7 @@ import builtins
 import io
 import os
 import stat
+import sys
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, BinaryIO, cast
@@ -494,10 +495,21 @@ def load(
 
 
 def _file_object_source(file: Any) -> Source:
-    """A file object with a descriptor of a regular file is mapped; others are read by range."""
+    """A file object's bytes from its current position, as ``torch.load`` and ``np.load`` read
+    them: a plain file object (``open(path, "rb")``) of a regular file at position 0 is mapped;
+    others are read by range from their position. A compressed stream is refused: seeking in it
+    decompresses from the start again."""
+    for module, name in _COMPRESSED_STREAMS:
+        kind = getattr(sys.modules.get(module), name, None)
+        if kind is not None and isinstance(file, kind):
+            raise IoError(
+                f"a {module}.{name} is a compressed stream, which cannot be read by range",
+                where="pass its decompressed bytes instead: load(stream.read())",
+            )
     try:
+        plain = isinstance(file, (io.FileIO, io.BufferedReader, io.BufferedRandom)) and file.tell() == 0
         fd = file.fileno()
-        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        regular = plain and stat.S_ISREG(os.fstat(fd).st_mode)
     except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
         regular = False
     try:
@@ -508,6 +520,11 @@ def _file_object_source(file: Any) -> Source:
         raise IoError.from_os_error(exc) from None
     except (ValueError, io.UnsupportedOperation) as exc:
         raise IoError(f"the file object cannot be read by range: {exc}") from None
+
+
+_COMPRESSED_STREAMS = (("gzip", "GzipFile"), ("bz2", "BZ2File"), ("lzma", "LZMAFile"))
+"""File objects that hand out the descriptor of their compressed file (looked up only when their
+module is loaded: a caller holding one has imported it)."""
 
 
 def _open(source: Source, *, from_file: bool, legacy_ok: bool, decoder: str = "auto", limits: Limits = Limits()) -> Pack:

@@ -169,13 +169,15 @@ class FileSource:
 
 
 class FileObjectSource:
-    """A seekable binary file object (``io.BytesIO``, a socket-backed or compressed stream, …),
-    read range by range: each read seeks, so the object's position moves; reads are serialised."""
+    """A seekable binary file object (``io.BytesIO``, a socket-backed stream, …) from its
+    position when given, read range by range: each read seeks, so the object's position moves;
+    reads are serialised."""
 
     def __init__(self, file: BinaryIO) -> None:
         self._file = file
         self._lock = threading.Lock()
-        self._size = file.seek(0, os.SEEK_END)
+        self._base = file.tell()
+        self._size = max(0, file.seek(0, os.SEEK_END) - self._base)
 
     @property
     def size(self) -> int:
@@ -185,7 +187,7 @@ class FileObjectSource:
         length = max(0, min(length, self._size - offset))
         parts = []
         with self._lock:
-            self._file.seek(offset)
+            self._file.seek(self._base + offset)
             while length > 0:
                 chunk = self._file.read(length)
                 if not chunk:
