@@ -201,6 +201,8 @@ class Pack(Mapping[str, TensorView]):
     ) -> None:
         self._source = source
         self._closed = False
+        self._current_size = source.current_size if isinstance(source, FileSource) else None
+        self._buffer: Callable[[], memoryview | None] = getattr(source, "buffer", None) or (lambda: None)
         self._descriptors: Mapping[str, TensorDescriptor] = meta.tensors
         self._plan = ReadPlan(
             meta.tensors,
@@ -368,7 +370,8 @@ class Pack(Mapping[str, TensorView]):
     # -- data access -------------------------------------------------------------------------
     def _tensor_range(self, view: TensorView, *, whole_pack: bool = False) -> tuple[int, int]:
         """Absolute [start, end) of a tensor of this open pack, checked by the read plan."""
-        self._live(view.name)
+        if self._closed or (self._current_size is not None and self._current_size() < self._source.size):
+            self._live(view.name)  # raises
         return self._plan.range(view.name, view.data_offsets, whole_pack=whole_pack)
 
     def _live(self, name: str | None = None) -> Source:
@@ -378,8 +381,8 @@ class Pack(Mapping[str, TensorView]):
         if self._closed:
             raise IoError("the pack is closed", where=f"reading {what} after Pack.close()")
         source = self._source
-        if isinstance(source, FileSource):
-            now = source.current_size()
+        if self._current_size is not None:
+            now = self._current_size()
             if now < source.size:
                 raise IoError(
                     f"the file shrank from {source.size} to {now} bytes while it was open (another process truncated it)",
@@ -389,7 +392,7 @@ class Pack(Mapping[str, TensorView]):
 
     def _tensor_bytes(self, view: TensorView) -> memoryview:
         start, end = self._tensor_range(view)
-        buffer = _zero_copy(self._source)
+        buffer = self._buffer()
         if buffer is None:
             return memoryview(self._source.read(start, end - start))
         return buffer[start:end]

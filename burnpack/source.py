@@ -114,6 +114,7 @@ class FileSource:
     def _map_fd(self, fd: int) -> None:
         self._size = os.fstat(fd).st_size
         self._map = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if self._size else None
+        self._view = memoryview(self._map) if self._map is not None else memoryview(b"")
         self._fd = os.dup(fd) if self._size else -1
         self._release_fd = weakref.finalize(self, os.close, self._fd) if self._fd >= 0 else None
         self._private: mmap.mmap | None = None
@@ -124,9 +125,10 @@ class FileSource:
 
     def current_size(self) -> int:
         """The file's size now: less than ``size`` once another process has truncated it."""
-        if self._release_fd is None or not self._release_fd.alive:
+        try:
+            return os.fstat(self._fd).st_size
+        except OSError:  # an empty file (nothing mapped) or a closed one
             return self._size
-        return os.fstat(self._fd).st_size
 
     def fileno(self) -> int:
         """The mapped file's descriptor, for reading by offset (``FileRange``); ValueError once closed."""
@@ -140,7 +142,7 @@ class FileSource:
         return self._map[offset : offset + length]
 
     def buffer(self) -> memoryview | None:
-        return memoryview(self._map) if self._map is not None else memoryview(b"")
+        return self._view
 
     def writable_buffer(self) -> memoryview:
         """The whole file as writable copy-on-write memory (mapped on first use)."""
@@ -161,6 +163,10 @@ class FileSource:
                 self._private.close()
             except BufferError:  # torch tensors still use it
                 pass
+        try:
+            self._view.release()
+        except BufferError:  # an array viewing the whole mapping still uses it
+            pass
         if self._map is not None:
             try:
                 self._map.close()

@@ -33,7 +33,7 @@ _FIXED_ENTRY_BYTES = len(b"edtype") + len(b"eshape") + len(b"ldata_offsets\x82")
 class TensorTable(Mapping[str, TensorDescriptor]):
     """Name → ``TensorDescriptor``, stored as columns; names are sorted, as Burn writes them."""
 
-    __slots__ = ("names", "_dtype_keys", "_shape_keys", "_shapes", "starts", "ends", "_param_ids", "_index")
+    __slots__ = ("names", "_dtype_keys", "_shape_keys", "_shapes", "starts", "ends", "_param_ids", "_index", "_offsets")
 
     def __init__(
         self,
@@ -51,16 +51,17 @@ class TensorTable(Mapping[str, TensorDescriptor]):
         """Relative data offsets, ``uint64`` columns in name order."""
         self._param_ids = param_ids
         self._index: dict[str, int] | None = None
+        self._offsets: list[tuple[int, int]] = []
 
     def __getitem__(self, name: str) -> TensorDescriptor:
         index = self._index
         if index is None:
             index = self._index = dict(zip(self.names, range(len(self.names))))
+            self._offsets = list(zip(self.starts.tolist(), self.ends.tolist()))
         i = index[name]
         raw = self._param_ids[i]
         param_id = None if not raw else raw[0] if len(raw) == 1 else int.from_bytes(raw[1:], "big")
-        offsets = (int(self.starts[i]), int(self.ends[i]))
-        return tuple.__new__(TensorDescriptor, (_DType_SCAN[self._dtype_keys[i]], self._shapes[self._shape_keys[i]], offsets, param_id))
+        return tuple.__new__(TensorDescriptor, (_DType_SCAN[self._dtype_keys[i]], self._shapes[self._shape_keys[i]], self._offsets[i], param_id))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names)
