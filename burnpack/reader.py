@@ -431,8 +431,9 @@ def load(
 
     A URL (``https://``, ``s3://``, ``gs://``, ``hf://``, … with ``storage_options`` for its
     fsspec filesystem; needs ``burnpack[remote]``) is read with range requests, see
-    ``burnpack.remote``. A file object with a file descriptor is memory-mapped; any other
-    seekable binary file object (``io.BytesIO``) is read range by range.
+    ``burnpack.remote``. A binary file object is read from its current position (as
+    ``torch.load`` does): a plain file at position 0 is memory-mapped, any other seekable one
+    (``io.BytesIO``, an offset file) is read range by range; gzip/bz2/lzma streams are refused.
 
     A ``Source`` (an object with ``size`` and ``read(offset, length)``, e.g. one serving HTTP range
     requests) is read like bytes: opening reads the header and the metadata, and each tensor's
