@@ -11,6 +11,7 @@ with its payload.
 from __future__ import annotations
 
 import contextlib
+import io
 import struct
 import warnings
 from collections.abc import Iterator
@@ -66,7 +67,7 @@ def _torch(tensor) -> tuple:
 PROBES = ["", "missing", "a\x00", 0, None, b"a", ("a",), ["a"], [], {"a": 1}]
 
 
-def behaviour(data: bytes | Path, tier: str, **options) -> tuple:
+def behaviour(data: bytes | Path | io.BytesIO, tier: str, **options) -> tuple:
     """What a caller of ``load`` sees, as comparable values."""
     with warnings.catch_warnings(record=True) as caught, _tier(tier) as forced:
         warnings.simplefilter("always")
@@ -167,12 +168,25 @@ def test_every_decoder_tier_gives_the_same_pack_for_hostile_ranges(tensors):
     _assert_tiers_agree(_pack(tensors, bytes(64)))
 
 
+@pytest.mark.parametrize("tier", TIERS)
+def test_a_source_read_by_range_refuses_what_a_mapped_one_refuses(tier):
+    data = _pack({"a": _f32(1), "b": {"dtype": "F32", "shape": [2], "data_offsets": [8, 4]}}, bytes(64))
+
+    def reads(source) -> list:
+        pack = _open(source, tier)
+        return [_outcome(read) for read in (pack.numpy, pack.torch, pack.tensors, pack["b"].read)]
+
+    mapped, by_range = reads(data), reads(io.BytesIO(data))  # by range: pack.numpy() is coalesced block reads
+    assert by_range == mapped
+    assert [outcome[:3] for outcome in by_range] == [("error", "ValidationError", "Tensor 'b' has corrupted offset data: end 260 < start 264")] * 4
+
+
 def test_every_decoder_tier_gives_the_same_answer_to_a_list_in_pack():
     data = _pack({"a": _f32(1)}, bytes(4))
     assert {tier: (["a"] in _open(data, tier), [] in _open(data, tier)) for tier in TIERS} == dict.fromkeys(TIERS, (False, False))
 
 
-def _open(data: bytes, tier: str) -> burnpack.Pack:
+def _open(data: bytes | io.BytesIO, tier: str) -> burnpack.Pack:
     with _tier(tier) as forced:
         return burnpack.load(data, **forced)
 
@@ -204,11 +218,12 @@ def test_max_tensor_size_lifts_burns_tensor_size_limit(tmp_path):
         assert pack.numpy()["big"].shape == ((11 << 30) // 4,)
 
 
+@pytest.mark.parametrize("source", [bytes, io.BytesIO], ids=["bytes", "file_object"])
 @pytest.mark.parametrize("tier", TIERS)
-def test_a_lower_max_tensor_size_refuses_on_every_read_path(tier):
+def test_a_lower_max_tensor_size_refuses_on_every_read_path(tier, source):
     data = _pack({"a": _f32(1), "b": _f32(64, 256)}, bytes(512))
     with _tier(tier) as forced:
-        pack = burnpack.load(data, max_tensor_size=255, **forced)
+        pack = burnpack.load(source(data), max_tensor_size=255, **forced)
     assert pack["a"].numpy().shape == (1,)
     for read in (pack.numpy, pack.torch, pack.tensors, pack["b"].numpy, pack["b"].read):
         with pytest.raises(burnpack.ValidationError, match=r"size 256 exceeds maximum allowed size of 255 bytes.*max_tensor_size="):
