@@ -890,6 +890,7 @@ class Decoder:
         tags straight from the bytes, leaving at the first token that needs the careful path
         (which then reads it from the same state). True when the outermost item completed."""
         buf, pos, end, depth, scratch = self.buf, self.pos, self.end, self.depth, self.scratch
+        fixed_width = _FIXED_WIDTH
         done = False
         while stack and stack[-1] > 0 and pos < end:
             initial = buf[pos]
@@ -900,18 +901,17 @@ class Decoder:
                 pos += run
                 stack[-1] -= run
                 continue
-            width = _FIXED_WIDTH[initial]
-            if width and stack[-1] > 1:  # a run of integers or floats of one width: heads checked in bulk
-                run = _fixed_run(buf, pos, min(end, pos + width * (stack[-1] - 1)), width)
-                if run:
-                    pos += run * width
-                    stack[-1] -= run
-                    continue
             major, info = initial >> 5, initial & 0x1F
             if info < 24:
                 arg, head = info, 1
             elif info < 28:
                 head = 1 + (1 << (info - 24))
+                if pos + head < end and buf[pos + head] == initial and fixed_width[initial] and stack[-1] > 2:
+                    # a run of integers or floats of one width (two at least): heads checked in bulk
+                    run = _fixed_run(buf, pos, min(end, pos + head * (stack[-1] - 1)), head)
+                    pos += run * head  # at least the first
+                    stack[-1] -= run
+                    continue
                 if pos + head > end:
                     break
                 arg = int.from_bytes(buf[pos + 1 : pos + head], "big")
@@ -998,12 +998,21 @@ _ONE_BYTE_ITEMS = _ONE_BYTE_SCALARS | {0x80, 0xA0}
 _FIXED_HEADS = {2: b"\x18\x38", 3: b"\x19\x39\xf9", 5: b"\x1a\x3a\xfa", 9: b"\x1b\x3b\xfb"}
 _FIXED_WIDTH = bytes(next((w for w, heads in _FIXED_HEADS.items() if i in heads), 0) for i in range(256))
 _FIXED_OK = {width: np.isin(np.arange(256), np.frombuffer(heads, np.uint8)) for width, heads in _FIXED_HEADS.items()}
+_FIXED_RUNS = {
+    width: re.compile(b"(?:[" + re.escape(heads) + b"][\x00-\xff]{" + str(width - 1).encode() + b"}){0,64}")
+    for width, heads in _FIXED_HEADS.items()
+}
+"""Up to 64 items of one width: a short run costs one regex match, a long one goes on in numpy."""
 
 
 def _fixed_run(buf: bytes, pos: int, stop: int, width: int) -> int:
     """How many items of ``width`` bytes, each with a head of that width, follow ``pos`` (ending
-    by ``stop``): heads are checked in chunks that double, so the work follows the run's length."""
-    ok, run, chunk = _FIXED_OK[width], 0, 64
+    by ``stop``): the first 64 by a regex, then heads checked in chunks that double, so the work
+    follows the run's length."""
+    run = (_FIXED_RUNS[width].match(buf, pos, stop).end() - pos) // width  # type: ignore[union-attr]  # {0,64} always matches
+    if run < 64:
+        return run
+    ok, chunk = _FIXED_OK[width], 64
     while True:
         at = pos + run * width
         count = min(chunk, (stop - at) // width)

@@ -9,10 +9,13 @@ import os
 import struct
 import sys
 import threading
+from unittest import mock
 
 import cbor2
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import burnpack
 from burnpack import Tensor, Writer
@@ -259,6 +262,29 @@ def test_skipping_a_run_of_wider_numbers_keeps_serdes_verdict_on_the_item_after_
     with pytest.raises(burnpack.MetadataDeserializationError, match="expected known simple value") as info:
         decode_metadata_exact(_with_unknown_field(junk))
     assert "metadata byte 3016" in str(info.value)  # as item by item (after the token, as ciborium counts)
+
+
+_NUMBER_TOKENS = st.sampled_from(["18ff", "3801", "190100", "39ffff", "f93c00", "1a00010000", "fa3f8ccccd", "1b" + "00" * 8,
+                                  "fb" + "3f" * 8, "01", "f0", "f818", "81", "a0", "60", "1b00"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 40), st.lists(_NUMBER_TOKENS, max_size=40))
+def test_skipping_runs_of_numbers_in_bulk_gives_the_verdict_of_skipping_them_one_by_one(count, tokens):
+    from burnpack import _cbor
+    from burnpack.metadata import decode_metadata_exact
+
+    blob = _with_unknown_field(bytes([0x98, count]) + bytes.fromhex("".join(tokens)))
+
+    def verdict() -> str:
+        try:
+            return repr(decode_metadata_exact(blob))
+        except burnpack.MetadataDeserializationError as exc:
+            return str(exc)
+
+    bulk = verdict()
+    with mock.patch.object(_cbor, "_fixed_run", lambda buf, pos, stop, width: 1):  # one item at a time
+        assert verdict() == bulk
 
 
 def test_the_exact_decoder_reads_plain_tensor_entries_in_a_few_calls_each():
