@@ -43,6 +43,7 @@ def _corrupt(directory, key, value):
 
 CORRUPTIONS = {
     "not JSON": ("torch.model", "{"),
+    "JSON nested past the recursion limit": ("torch.extra", '{"key":' * 5000 + "0" + "}" * 5000),
     "a bad ndarray dtype": ("torch.extra", json.dumps({"x": {"__ndarray__": 1, "dtype": "no-such-dtype"}})),
     "model not an object": ("torch.model", "[1, 2]"),
     "model names not strings": ("torch.model", lambda m: {**m, "names": {"a": 1}}),

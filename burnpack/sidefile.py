@@ -1,0 +1,122 @@
+"""Side files and JSON text: read whole, within stated bounds, from anywhere in the package.
+
+A side file is a small file read whole beside (or instead of) a pack: a shard folder's
+``*.index.json``, a checkpoint's ``retention.json`` and Burn's ``Loss.log`` metric logs, DCP's
+``.metadata``, a writer spec. :func:`read_side_file` opens it as packs are opened (regular files
+only: a FIFO, device, socket or a symlink to one is refused before it is opened) and reads at most
+``max_bytes`` of it. :func:`parse_json` is the one JSON parser for text from files, metadata and
+request lines: it refuses text denser in objects and arrays than any listing needs and nesting
+deeper than ``max_depth`` before parsing, so no JSON costs more than a small multiple of its size
+and none reaches Python's recursion limit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+import numpy as np
+
+from .errors import BurnpackError, IoError
+from .source import open_regular
+
+__all__ = ["JSON_MAX_DEPTH", "SIDE_FILE_MAX_BYTES", "parse_json", "read_capped", "read_side_file"]
+
+SIDE_FILE_MAX_BYTES = 64 << 20
+"""Default cap on a side file's size: an index of tensor names or a record of epochs is far smaller."""
+JSON_MAX_DEPTH = 128
+"""Default nesting limit of JSON objects and arrays: serde_json's (the safetensors library's parser)."""
+
+# A tensor entry (``"a":{"dtype":"U8","shape":[],"data_offsets":[0,0]}``) spends at least 16 bytes
+# per JSON object or array; json builds ~60-byte objects for 2-byte ``{}``, so denser text could
+# cost 30x its size in memory.
+_JSON_BYTES_PER_CONTAINER = 8
+_JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"', re.S)  # possessive: linear, no backtracking state
+_NOT_BRACKET = re.compile(r"[^\[\]{}]++")
+
+
+def read_side_file(path: str | os.PathLike[str], *, max_bytes: int = SIDE_FILE_MAX_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes`` (default :data:`SIDE_FILE_MAX_BYTES`).
+
+    Raises ``IoError`` (an ``OSError``; ``FileNotFoundError`` etc. for a missing file) for a file
+    that cannot be opened, is not a regular file, or holds more than ``max_bytes`` bytes; no more
+    than ``max_bytes + 1`` bytes are read whatever the file claims or grows to.
+    """
+    where = os.fspath(path)
+    try:
+        with open_regular(path) as file:
+            return read_capped(file, max_bytes=max_bytes, where=where)
+    except IoError:
+        raise
+    except OSError as exc:
+        raise IoError.from_os_error(exc, where=where) from None
+
+
+def read_capped(stream: BinaryIO, *, max_bytes: int, where: str) -> bytes:
+    """All of a binary stream (a file, standard input) when it holds at most ``max_bytes``;
+    else ``IoError`` after reading ``max_bytes + 1`` bytes."""
+    data = stream.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise IoError(f"more than {max_bytes} bytes, the limit for this input (max_bytes)", where=where)
+    return data
+
+
+def json_structure(text: str) -> str:
+    """The brackets of JSON text outside its strings, in order (``'{[]}'``)."""
+    return _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+
+
+def json_depth(structure: str) -> int:
+    """How deeply the brackets of :func:`json_structure` nest."""
+    if not structure:
+        return 0
+    codes = np.frombuffer(structure.encode("ascii"), np.uint8)
+    steps = np.where((codes == ord("]")) | (codes == ord("}")), -1, 1).astype(np.int32)
+    return int(np.cumsum(steps).max())
+
+
+def parse_json(
+    text: str | bytes,
+    error: Callable[[str], Exception],
+    what: str,
+    *,
+    max_depth: int = JSON_MAX_DEPTH,
+    object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
+    parse_constant: Callable[[str], Any] | None = None,
+) -> Any:
+    """Parse JSON text (UTF-8 bytes or str) after the density and depth checks.
+
+    Every failure is ``error(message)`` with ``what`` named in the message: bytes that are not
+    UTF-8, text that is not JSON, denser than one object or array (outside strings) per 8
+    characters, or nested deeper than ``max_depth`` (default :data:`JSON_MAX_DEPTH`). Both checks
+    run on the text's brackets before it is parsed, in time linear in its length.
+    """
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise error(f"{what} is not UTF-8: {exc}") from None
+    structure = json_structure(text)
+    containers = structure.count("{") + structure.count("[")
+    if containers * _JSON_BYTES_PER_CONTAINER > len(text) + 64:
+        raise error(
+            f"{what} holds {containers} JSON objects and arrays in {len(text)} characters, more than "
+            f"one per {_JSON_BYTES_PER_CONTAINER}: refused before parsing, as no listing is that dense"
+        )
+    depth = json_depth(structure)
+    if depth > max_depth:
+        raise error(f"{what} nests JSON objects and arrays {depth} deep, more than the limit of {max_depth}")
+    options: dict[str, Any] = {}
+    if object_pairs_hook is not None:
+        options["object_pairs_hook"] = object_pairs_hook
+    if parse_constant is not None:
+        options["parse_constant"] = parse_constant
+    try:
+        return json.loads(text, **options)
+    except BurnpackError:  # the caller's hooks refused a value
+        raise
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+        raise error(f"{what} is not valid JSON: {exc}") from None
