@@ -238,3 +238,14 @@ def test_a_batch_request_line_over_the_cap_is_a_protocol_error_and_the_next_line
 def test_a_deeply_nested_batch_request_is_a_protocol_error():
     (answer,) = _answers('{"path": "a.bpk", "x": ' + nested(5000) + "}\n")
     assert answer["error"]["variant"] == "ProtocolError" and "deep" in answer["error"]["message"]
+
+
+def test_dcp_metadata_over_its_size_cap_is_refused_before_it_is_unpickled(tmp_path):
+    torch = pytest.importorskip("torch")
+    from burnpack.interop.dcp import read_dcp, write_dcp_state
+
+    write_dcp_state({"w": torch.arange(4.0)}, tmp_path / "dcp")
+    size = (tmp_path / "dcp" / ".metadata").stat().st_size
+    assert [e.name for e in read_dcp(tmp_path / "dcp").entries] == ["w"]
+    with pytest.raises(burnpack.IoError, match=f"more than {size - 1} bytes"):
+        read_dcp(tmp_path / "dcp", max_metadata_bytes=size - 1)

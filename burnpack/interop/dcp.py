@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
 import shutil
 import tempfile
 import warnings
@@ -26,6 +27,7 @@ import numpy as np
 from .._generated.types import BoolStore
 from ..dtypes import numpy_dtype
 from ..frameworks import import_torch, numpy_to_torch, torch_to_numpy
+from ..sidefile import read_side_file
 from ._io import ConversionError, OutputExistsError, entry_from_array
 from .tensors import Entry, TensorSet
 
@@ -58,16 +60,28 @@ def _reading(path: Path, what: str, action: Callable[[], Any]) -> Any:
         raise ConversionError(f"{path}: cannot {what}: {type(exc).__name__}: {exc}") from exc
 
 
-def read_dcp(path: str | os.PathLike[str], *, bool_store: str | BoolStore = "U8", top_level_key: str | None = None) -> TensorSet:
+DCP_METADATA_MAX_BYTES = 256 << 20
+"""Default cap on a DCP ``.metadata`` file: it lists tensors and chunks, far less for any real model."""
+
+
+def read_dcp(
+    path: str | os.PathLike[str],
+    *,
+    bool_store: str | BoolStore = "U8",
+    top_level_key: str | None = None,
+    max_metadata_bytes: int = DCP_METADATA_MAX_BYTES,
+) -> TensorSet:
     """The tensors of a DCP checkpoint, each loaded only when asked for (``top_level_key``
-    takes the tensors under ``"<key>."``, with that prefix removed)."""
+    takes the tensors under ``"<key>."``, with that prefix removed). ``.metadata`` is read as a
+    side file: a regular file of at most ``max_metadata_bytes`` (256 MiB by default)."""
     folder = Path(path)
     if not is_dcp(folder):
         raise ConversionError(f"{folder}: not a torch.distributed.checkpoint folder (no .metadata file)")
-    with _quiet_dcp() as dcp:
+    raw = read_side_file(folder / ".metadata", max_bytes=max_metadata_bytes)
+    with _quiet_dcp():
         from torch.distributed.checkpoint.metadata import TensorStorageMetadata
 
-        metadata = _reading(folder, "read its metadata", lambda: dcp.FileSystemReader(folder).read_metadata())
+        metadata = _reading(folder, "read its metadata", lambda: pickle.loads(raw))  # as torch's FileSystemReader does
     prefix = f"{top_level_key}." if top_level_key is not None else ""
     entries = []
     skipped = 0
