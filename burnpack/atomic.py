@@ -10,13 +10,6 @@ file that is linked into the directory only once complete, so a killed process l
 Elsewhere the scratch file is named ``.<name>.<host>-<pid>-<n>.burnpack-tmp``; every later write
 into the same directory removes such files whose writer process (on this host) is gone.
 
-Guarantees per mode. Durable (``durable=True``: ``save``, ``write_atomic``, every command's
-output): the file and its directory are fsynced before returning, so after a power cut the name
-holds the new file. Fast (``durable=False``: ``Writer.write``, ``write_safetensors``): nothing is fsynced, the scratch
-file is renamed over the destination, and after a power cut the name holds the old file or the
-new one as a plain rename gives it (on ext4 with ``auto_da_alloc``, the default, the rename
-starts writing the new file's blocks; a file system without that can leave it empty).
-
 Durable writes start the disk writing while the bytes are still being produced (Linux
 ``sync_file_range``, asked every few milliseconds by a helper thread), so that the closing fsync
 waits for the tail only rather than for the whole file.
@@ -77,28 +70,8 @@ def atomic_file(path: Path, *, replace: bool = True, durable: bool = True) -> It
 
     ``durable`` fsyncs the file and its directory before returning. With ``replace=False`` an
     existing destination is never replaced: ``DestinationExists`` if it appeared meanwhile.
-    Raises ``OSError``, naming ``path`` where the failing call named a scratch file.
+    Raises ``OSError``.
     """
-    try:
-        with _replacing(path, replace=replace, durable=durable) as stream:
-            yield stream
-    except OSError as exc:
-        if not _names_scratch(exc):
-            raise
-        raise type(exc)(exc.errno, exc.strerror, os.fspath(path)) from None
-
-
-def _names_scratch(exc: OSError) -> bool:
-    """Whether ``exc`` names one of our scratch files (a name the user never chose)."""
-    return exc.errno is not None and any(
-        isinstance(name, (str, bytes, os.PathLike)) and os.fsdecode(name).endswith(SCRATCH_SUFFIX)
-        for name in (exc.filename, exc.filename2)
-    )
-
-
-@contextlib.contextmanager
-def _replacing(path: Path, *, replace: bool, durable: bool) -> Iterator[BinaryIO]:
-    """``atomic_file``, its errors as the system calls raise them."""
     target = destination(path)
     directory = target.parent
     if target.name in ("", ".", ".."):
@@ -127,11 +100,7 @@ def _replacing(path: Path, *, replace: bool, durable: bool) -> Iterator[BinaryIO
         else:
             if scratch is None:  # name the unnamed file beside the target, then rename it over
                 scratch = _link_to_new_scratch(fd, target)
-            # A plain rename, also when not durable: renaming over an existing file makes ext4
-            # allocate and start writing back the new file's blocks (auto_da_alloc), so after a
-            # power cut the name holds the old or the new file, not an empty one. Exchanging
-            # the names and unlinking the old file would skip that.
-            os.replace(scratch, target)
+            _replace(scratch, target)
         scratch = None
     finally:
         os.close(fd)
@@ -253,6 +222,8 @@ def _libc_function(name: str, argtypes: list[Any]) -> Any:
 
 _PATH_ARGS = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]
 _linkat = _libc_function("linkat", [*_PATH_ARGS, ctypes.c_int]) if _O_TMPFILE is not None else None
+_renameat2 = _libc_function("renameat2", [*_PATH_ARGS, ctypes.c_uint])
+_RENAME_EXCHANGE = 2
 
 
 _sync_file_range = _libc_function("sync_file_range", [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint])
@@ -294,6 +265,32 @@ def _link_fd(fd: int, name: Path) -> None:
     if _linkat(_AT_FDCWD, f"/proc/self/fd/{fd}".encode(), _AT_FDCWD, os.fsencode(name), _AT_SYMLINK_FOLLOW) != 0:
         code = ctypes.get_errno()
         raise OSError(code, os.strerror(code), str(name))
+
+
+def _replace(scratch: Path, target: Path) -> None:
+    """``os.replace(scratch, target)``, as an exchange of the two names where Linux offers one.
+
+    ext4 starts writing back a file renamed over another (``auto_da_alloc``), which about doubles
+    the time of a large write that is not fsynced; swapping the names does not, and the old file,
+    now under the scratch name, is then unlinked (a crash in between leaves a scratch file that
+    the next write sweeps).
+    """
+    if _renameat2 is not None and _is_regular(target):
+        if _renameat2(_AT_FDCWD, os.fsencode(scratch), _AT_FDCWD, os.fsencode(target), _RENAME_EXCHANGE) == 0:
+            if _is_regular(scratch):  # the old file, now under the scratch name
+                with contextlib.suppress(OSError):  # the new file is in place; a leftover is swept later
+                    os.unlink(scratch)
+                return
+            # something else took the target's place meanwhile: swap back, let os.replace decide
+            _renameat2(_AT_FDCWD, os.fsencode(scratch), _AT_FDCWD, os.fsencode(target), _RENAME_EXCHANGE)
+    os.replace(scratch, target)  # no target yet, or no renameat2 / RENAME_EXCHANGE here
+
+
+def _is_regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _link_into_place(fd: int, scratch: Path | None, path: Path) -> None:
