@@ -20,6 +20,7 @@ import numpy as np
 
 from ..dump import scalar_json
 from ..errors import BurnpackError
+from ..patterns import InvalidPattern, compile_pattern
 from ..progress import human_size
 from ..quant import dtype_label
 from ..reader import Pack, TensorView
@@ -99,9 +100,9 @@ def select(pack: Pack, *, sort: str = "natural", pattern: str | None = None) -> 
     views = [pack[name] for name in pack.names]
     if pattern is not None:
         try:
-            regex = re.compile(pattern)
-        except re.error as exc:
-            raise CommandError(None, "UsageError", f"--filter {pattern!r}: {exc}", code=2) from None
+            regex = compile_pattern(pattern)
+        except InvalidPattern as exc:
+            raise CommandError(None, "UsageError", f"--filter {pattern!r}: {exc.reason}", code=2) from None
         views = [v for v in views if regex.search(v.name)]
     if sort == "natural":
         views.sort(key=lambda v: natural_key(v.name))
