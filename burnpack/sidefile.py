@@ -34,6 +34,7 @@ JSON_MAX_DEPTH = 128
 # per JSON object or array; json builds ~60-byte objects for 2-byte ``{}``, so denser text could
 # cost 30x its size in memory.
 _JSON_BYTES_PER_CONTAINER = 8
+_READ_PIECE = 1 << 20
 _JSON_STRING = re.compile(r'"(?:[^"\\]++|\\.)*+"', re.S)  # possessive: linear, no backtracking state
 _NOT_BRACKET = re.compile(r"[^\[\]{}]++")
 
@@ -58,10 +59,17 @@ def read_side_file(path: str | os.PathLike[str], *, max_bytes: int = SIDE_FILE_M
 def read_capped(stream: BinaryIO, *, max_bytes: int, where: str) -> bytes:
     """All of a binary stream (a file, standard input) when it holds at most ``max_bytes``;
     else ``IoError`` after reading ``max_bytes + 1`` bytes."""
-    data = stream.read(max_bytes + 1)
-    if len(data) > max_bytes:
+    chunks: list[bytes] = []
+    total = 0
+    while total <= max_bytes:  # by pieces: read(n) would allocate n bytes up front
+        chunk = stream.read(min(max_bytes + 1 - total, _READ_PIECE))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    if total > max_bytes:
         raise IoError(f"more than {max_bytes} bytes, the limit for this input (max_bytes)", where=where)
-    return data
+    return b"".join(chunks)
 
 
 def json_structure(text: str) -> str:

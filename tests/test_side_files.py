@@ -249,3 +249,14 @@ def test_dcp_metadata_over_its_size_cap_is_refused_before_it_is_unpickled(tmp_pa
     assert [e.name for e in read_dcp(tmp_path / "dcp").entries] == ["w"]
     with pytest.raises(burnpack.IoError, match=f"more than {size - 1} bytes"):
         read_dcp(tmp_path / "dcp", max_metadata_bytes=size - 1)
+
+
+@pytest.mark.parametrize("path", ["a\0b.bpk", "x" * 5000], ids=["NUL", "too long"])
+def test_a_path_the_system_cannot_name_is_an_io_error(path):
+    with pytest.raises(burnpack.IoError):
+        burnpack.load(path)
+
+
+def test_a_batch_request_for_a_path_the_system_cannot_name_is_answered_with_an_error():
+    answers = _answers('{"path": "a\\u0000b"}\n' + "y" * 5000 + "\n")
+    assert [a["error"]["variant"] for a in answers] == ["IoError", "IoError"]
