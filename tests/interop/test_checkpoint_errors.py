@@ -89,3 +89,11 @@ def test_optimizer_state_beyond_the_parameters_is_reported_not_silently_dropped(
     ck["optimizer"]["state"][99] = ck["optimizer"]["state"][0]
     report = pytorch_to_burn_checkpoint(ck, tmp_path / "checkpoint", module_types=TYPES, seed=1)
     assert any("[99]" in w for w in report.warnings)
+
+
+def test_a_deeply_nested_optimizer_config_is_a_usage_error(tmp_path, capsys):
+    (tmp_path / "run").mkdir()
+    nested = '{"key":' * 5000 + "0" + "}" * 5000
+    assert main(["convert-checkpoint", str(tmp_path / "run"), str(tmp_path / "out.pt"), "--optimizer-config", nested]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "UsageError: --optimizer-config: the value nests JSON objects and arrays 5000 deep" in err
