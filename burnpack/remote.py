@@ -74,6 +74,7 @@ class FsspecSource:
         self._lock = threading.Lock()
         self._head = b""
         self._file: Any = None
+        self._closed = False
         self._fs, self._path = self._call("open", lambda: fsspec.core.url_to_fs(url, **options))
         if self._http:
             size = self._call("size request", lambda: self._sync(self._fs._info, self._path)["size"])
@@ -117,6 +118,8 @@ class FsspecSource:
             return b""
 
         def get() -> bytes:
+            if self._closed:
+                raise IoError("the remote file is closed", where=self.url)
             if self._http:
                 return self._sync(_http_range, self._fs, self._path, offset, expected)
 
@@ -179,6 +182,7 @@ class FsspecSource:
             raise IoError(f"{what} failed: {type(exc).__name__}: {exc}", where=self.url) from exc
 
     def close(self) -> None:
+        self._closed = True
         self._file, file = None, self._file
         if file is not None:
             try:

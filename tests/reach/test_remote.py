@@ -215,3 +215,14 @@ def test_request_limits_must_be_positive():
 
     with pytest.raises(ValueError, match="positive"):
         FsspecSource("http://127.0.0.1:9/x.bpk", deadline=0)
+
+
+def test_a_closed_remote_source_reads_nothing_more(http_server):
+    from burnpack.remote import FsspecSource
+
+    source = FsspecSource(_serve(http_server))
+    source.close()
+    http_server.reset_counts()
+    with pytest.raises(burnpack.IoError, match="closed"):
+        source.read(100_000, 10)
+    assert http_server.requests == []
