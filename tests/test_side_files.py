@@ -98,8 +98,9 @@ def test_json_nested_past_pythons_recursion_limit_is_the_callers_error_not_a_rec
 
 
 def test_brackets_inside_json_strings_do_not_count_as_nesting():
-    text = json.dumps({"name": "[" * 1000 + '{\\"' * 100, "list": [1, 2]})
-    assert parse_json(text, ValueError, "text")["list"] == [1, 2]
+    name = "[" * 100 + '{\\"\\' * 50 + "x" * 2000  # 150 brackets: deeper than the limit, were they counted
+    text = json.dumps({"name": name, "list": [[1], 2]})
+    assert parse_json(text, ValueError, "text") == {"name": name, "list": [[1], 2]}
 
 
 def test_json_denser_in_objects_than_any_listing_is_refused():
