@@ -8,7 +8,7 @@ burnpack/peer ratios of medians (< 1 means burnpack is faster).
 Like with like: every ratio names its peer and what kind of comparison it is (lazy against
 lazy, eager against eager, durable against durable, writes doing the same file operations), and
 a ratio without a fair peer says so (``RATIOS``). Every timed write goes to a new name with
-``os.sync()`` before it; ``benchmarks/tables.py`` turns a results file into the README's table,
+``os.sync()`` before it; ``benchmarks/tables.py`` turns a results file into the table in docs/benchmarks.md,
 showing every ratio in ``RATIOS``.
 
     python benchmarks/bench.py [--repeat 7] [--big-mib 1024] [--tiny 20000] [--many 100000]

@@ -9,7 +9,7 @@ requests, and text as Burn's ``Loss.log``); and ``http``: a mutated pack served 
 server on 127.0.0.1 (lying sizes, bodies longer, shorter or endless, ranges ignored, a dripping
 body, odd statuses), read through ``burnpack.remote`` with a 0.25 s deadline per request.
 
-The oracle is the README's resource contract ("Bounded on hostile input"). For an input of n
+The oracle is the documented resource contract (docs/bounds.md). For an input of n
 bytes, each reader must
 
 * return or raise an exception from the burnpack tree (a class defined in a ``burnpack``

@@ -12,7 +12,7 @@ and directory fsynced), each against writing the same bytes in the same chunks t
 
 Every sample, the commit, load average before and after, versions and the file system go to
 ``benchmarks/results/replace-<UTC time>.json`` (or ``--json``); ``benchmarks/tables.py`` makes
-the README's table from it.
+the table in docs/writes.md from it.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ which a busy machine disturbs less). Bytecode is cached as an installed package 
 scratch ``PYTHONPYCACHEPREFIX``, warmed by one untimed run), whatever ``PYTHONDONTWRITEBYTECODE``
 says. The small pack holds two float32 tensors, one metadata entry and one scalar. The results
 file records the raw samples, the commit, the load average before and after, and the versions;
-``--table FILE`` prints the README row of a results file.
+``--table FILE`` prints the table of a results file shown in docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
 
 
 def markdown(result: dict) -> str:
-    """The README table of a results file: ratios of medians, CPU time and wall time."""
+    """The table of a results file shown in docs/benchmarks.md: ratios of medians, CPU time and wall time."""
     rows = ["| ratio of medians to `python -c \"import numpy\"` | CPU time | wall time |", "|---|---|---|"]
     for name in ("burnpack --version", "burnpack inspect"):
         label = f"`{name}`" + (" (small pack)" if name == "burnpack inspect" else "")
@@ -67,7 +67,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=21)
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--table", type=Path, help="print the README row of a results file and exit")
+    parser.add_argument("--table", type=Path, help="print the documented table of a results file and exit")
     args = parser.parse_args()
     if args.table:
         print(markdown(json.loads(args.table.read_text())))

@@ -1,15 +1,15 @@
-"""The README's figure tables, each generated from checked-in results files.
+"""The documentation's figure tables, each generated from checked-in results files.
 
-A table in README.md sits between ``<!-- table: KIND FILE [FILE ...] -->`` and
+A table in README.md or a page under docs/ sits between ``<!-- table: KIND FILE [FILE ...] -->`` and
 ``<!-- /table -->``; this script renders KIND from the named files (paths relative to the
 repository), caption included: which run, which commit, the load before and after, whether the
 machine was quiet, package versions and file system where the file records them. Every ratio a
 benchmark defines is a row (``bench.RATIOS``: a row goes only by deleting it there), each naming
 its peer and the kind of comparison; operations a file measured that no ratio uses are listed too.
 
-    python benchmarks/tables.py            print every table the README holds
-    python benchmarks/tables.py --write    rewrite the README's tables from their files
-    python benchmarks/tables.py --check    exit 1 when the README differs (a test runs this)
+    python benchmarks/tables.py            print every table the pages hold
+    python benchmarks/tables.py --write    rewrite the pages' tables from their files
+    python benchmarks/tables.py --check    exit 1 when a page differs (a test runs this)
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]  # where tables may sit
 QUIET_LOAD = 0.5  # as benchmarks/_results.py
 BLOCK = re.compile(r"(<!-- table: (?P<spec>[^>]*?) -->\n)(?P<body>.*?)(<!-- /table -->)", re.S)
 
@@ -246,17 +246,20 @@ def main() -> int:
     mode.add_argument("--write", action="store_true")
     mode.add_argument("--check", action="store_true")
     args = parser.parse_args()
-    text = README.read_text()
-    fresh = regenerate(text)
-    if args.write:
-        README.write_text(fresh)
-    elif args.check:
-        if fresh != text:
-            print("README tables differ from their results files: run python benchmarks/tables.py --write", file=sys.stderr)
-            return 1
-    else:
-        for m in BLOCK.finditer(text):
-            print(f"<!-- table: {m['spec']} -->\n{render(m['spec'])}\n")
+    stale = []
+    for page in PAGES:
+        text = page.read_text()
+        fresh = regenerate(text)
+        if args.write and fresh != text:
+            page.write_text(fresh)
+        elif args.check and fresh != text:
+            stale.append(page.relative_to(ROOT).as_posix())
+        elif not args.write and not args.check:
+            for m in BLOCK.finditer(text):
+                print(f"{page.relative_to(ROOT).as_posix()}:\n<!-- table: {m['spec']} -->\n{render(m['spec'])}\n")
+    if stale:
+        print(f"tables in {', '.join(stale)} differ from their results files: run python benchmarks/tables.py --write", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -1,4 +1,4 @@
-"""The README's figure tables are generated from checked-in results files, every ratio shown."""
+"""The documentation's figure tables are generated from checked-in results files, every ratio shown."""
 
 from __future__ import annotations
 
@@ -15,28 +15,29 @@ from benchmarks import _results, bench, tables
 from burnpack import atomic
 
 REPO = tables.ROOT
-README_BLOCKS = [m["spec"] for m in tables.BLOCK.finditer(tables.README.read_text())]
+TABLE_SPECS = [m["spec"] for page in tables.PAGES for m in tables.BLOCK.finditer(page.read_text())]
 
 
-def test_every_readme_table_is_what_its_results_files_give():
-    text = tables.README.read_text()
+@pytest.mark.parametrize("page", tables.PAGES, ids=lambda page: page.relative_to(tables.ROOT).as_posix())
+def test_every_table_of_a_page_is_what_its_results_files_give(page):
+    text = page.read_text()
     assert tables.regenerate(text) == text, "run python benchmarks/tables.py --write"
 
 
-def test_the_readme_has_the_benchmark_tables():
-    kinds = {spec.split()[0] for spec in README_BLOCKS}
+def test_the_pages_have_the_benchmark_tables():
+    kinds = {spec.split()[0] for spec in TABLE_SPECS}
     assert {"bench", "replace", "reach", "cbor_decoder", "quant", "ab_tiny", "fuzz_campaigns", "conformance_fuzz"} <= kinds
 
 
-@pytest.mark.parametrize("spec", README_BLOCKS)
+@pytest.mark.parametrize("spec", TABLE_SPECS)
 def test_every_results_file_a_table_names_is_in_the_repository(spec):
     for name in spec.split()[1:]:
         assert (tables.ROOT / name).is_file(), name
 
 
 def _bench_file(tmp_path: Path, drop: str | None = None) -> str:
-    """A copy of the README's bench results file under ``tmp_path`` (one operation dropped)."""
-    spec = next(s for s in README_BLOCKS if s.startswith("bench "))  # the first: a run before the newest rows
+    """A copy of the documented bench results file under ``tmp_path`` (one operation dropped)."""
+    spec = next(s for s in TABLE_SPECS if s.startswith("bench "))  # the first: a run before the newest rows
     source = spec.split()[1]
     record = json.loads((REPO / source).read_text())
     if drop is not None:

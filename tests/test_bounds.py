@@ -1,4 +1,4 @@
-"""Resource bounds of the burnpack reader and writer on hostile input (README "Bounded on hostile input").
+"""Resource bounds of the burnpack reader and writer on hostile input (docs/bounds.md).
 
 Every test counts work or bounds memory; none times anything.
 """

@@ -1,4 +1,4 @@
-"""One read plan: every decoder tier gives the same ``Pack`` (README "Reading levels").
+"""One read plan: every decoder tier gives the same ``Pack`` (docs/reading-levels.md).
 
 The metadata can be decoded four ways — the columnar tensor table, the generated scanner, cbor2
 with the generated validators, and the exact ciborium emulation (``load(..., decoder="exact")``) —

@@ -1,6 +1,7 @@
-"""Every code block of README.md runs, so the README cannot drift from the code.
+"""Every code block of README.md and of the pages under docs/ runs, so the documentation cannot
+drift from the code; the README links every page, and every link between them resolves.
 
-How README blocks are run (follow this when you add one):
+How blocks are run, page by page (follow this when you add one):
 
 * ```` ```python ```` — run as a script by a fresh interpreter (this venv's), in a new empty
   scratch directory: the block creates whatever it loads. It passes when it exits 0.
@@ -16,7 +17,8 @@ How README blocks are run (follow this when you add one):
 * ``<!-- readme-test: skip REASON -->`` on the line before a block skips it (a reason is
   required: e.g. the set-up commands, which ``.ci/run`` runs itself).
 * ``<!-- readme-test: same-dir -->`` on the line before a block runs it in the scratch directory
-  of the block before it, e.g. a console session showing what the Python block above wrote.
+  of the block before it on the same page, e.g. a console session showing what the Python block
+  above wrote (a page's first block starts afresh).
 * ``<!-- readme-test: needs MODULE -->`` skips the block (and the same-dir blocks after it) when
   MODULE cannot be imported — for optional extras such as ``torch``; CI installs them all.
 """
@@ -32,7 +34,10 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+PAGES = [README, *sorted(DOCS.glob("*.md"))]
 RUN = {"python": "python", "py": "python", "console": "console", "sh": "sh", "bash": "sh", "shell": "sh"}
 MARKER = re.compile(r"<!--\s*readme-test:\s*(?P<what>skip|same-dir|needs)\b\s*(?P<reason>.*?)\s*-->")
 TIMEOUT = 300
@@ -40,6 +45,7 @@ TIMEOUT = 300
 
 @dataclass
 class Block:
+    page: str  # the file, relative to the repository: README.md, docs/….md
     line: int  # 1-based line of the opening fence
     kind: str  # python, console, sh
     text: str
@@ -47,8 +53,12 @@ class Block:
     same_dir: bool = False
     needs: str | None = None  # a module the block imports
 
+    @property
+    def where(self) -> str:
+        return f"{self.page} line {self.line}"
 
-def readme_blocks(text: str) -> list[Block]:
+
+def readme_blocks(text: str, page: str = "README.md") -> list[Block]:
     """The runnable fenced blocks, with their markers."""
     blocks: list[Block] = []
     lines = text.splitlines()
@@ -62,7 +72,7 @@ def readme_blocks(text: str) -> list[Block]:
         end = next((j for j in range(i + 1, len(lines)) if lines[j].startswith(ticks) and not lines[j].strip(ticks)), len(lines))
         marker = MARKER.search(lines[i - 1]) if i > 0 else None
         if lang in RUN:
-            block = Block(i + 1, RUN[lang], "\n".join(lines[i + 1 : end]) + "\n")
+            block = Block(page, i + 1, RUN[lang], "\n".join(lines[i + 1 : end]) + "\n")
             if marker and marker["what"] == "skip":
                 block.skip = marker["reason"]
             block.same_dir = bool(marker and marker["what"] == "same-dir")
@@ -111,11 +121,11 @@ def run_block(block: Block, directory: Path) -> None:
         script.write_text(block.text, encoding="utf-8")
         result = subprocess.run([sys.executable, script.name], cwd=directory, env=env, capture_output=True, text=True, timeout=TIMEOUT)
         script.unlink()
-        assert result.returncode == 0, f"README line {block.line}: the Python block failed:\n{result.stderr}"
+        assert result.returncode == 0, f"{block.where}: the Python block failed:\n{result.stderr}"
         return
     if block.kind == "sh":
         result = subprocess.run(["bash", "-e", "-c", block.text], cwd=directory, env=env, capture_output=True, text=True, timeout=TIMEOUT)
-        assert result.returncode == 0, f"README line {block.line}: the sh block failed:\n{result.stdout}{result.stderr}"
+        assert result.returncode == 0, f"{block.where}: the sh block failed:\n{result.stdout}{result.stderr}"
         return
     for command, expected in _sessions(block.text):
         while expected and not expected[-1]:
@@ -124,19 +134,29 @@ def run_block(block: Block, directory: Path) -> None:
                                 text=True, timeout=TIMEOUT)  # fmt: skip
         actual = [line.rstrip() for line in result.stdout.rstrip("\n").splitlines()] if result.stdout.strip() else []
         if not expected:
-            assert result.returncode == 0, f"README line {block.line}: `{command}` failed:\n{result.stdout}"
+            assert result.returncode == 0, f"{block.where}: `{command}` failed:\n{result.stdout}"
         assert _matches(expected, actual), (
-            f"README line {block.line}: `{command}` printed\n" + "\n".join(actual) + "\n\nbut the README shows\n" + "\n".join(expected)
+            f"{block.where}: `{command}` printed\n" + "\n".join(actual) + f"\n\nbut {block.page} shows\n" + "\n".join(expected)
         )
 
 
-BLOCKS = readme_blocks(README.read_text(encoding="utf-8"))
+def _name(page: Path) -> str:
+    return page.relative_to(ROOT).as_posix()
 
 
-def test_the_readme_has_runnable_blocks_and_every_skip_gives_a_reason():
+BLOCKS = [block for page in PAGES for block in readme_blocks(page.read_text(encoding="utf-8"), _name(page))]
+
+
+def test_the_pages_have_runnable_blocks_and_every_skip_gives_a_reason():
+    assert any(b.kind == "python" for b in BLOCKS if b.page == "README.md")
     assert any(b.kind == "python" for b in BLOCKS) and any(b.kind == "console" for b in BLOCKS)
     assert all(b.skip for b in BLOCKS if b.skip is not None), "a readme-test: skip marker needs a reason"
-    assert not BLOCKS or not BLOCKS[0].same_dir
+
+
+@pytest.mark.parametrize("page", [_name(p) for p in PAGES])
+def test_a_page_does_not_continue_another_pages_scratch_directory(page):
+    blocks = [b for b in BLOCKS if b.page == page]
+    assert not blocks or not blocks[0].same_dir, f"{blocks[0].where}: the first block of a page cannot be same-dir"
 
 
 @pytest.fixture(scope="module")
@@ -144,14 +164,14 @@ def scratch_dirs(tmp_path_factory):
     return {}
 
 
-@pytest.mark.parametrize("index", range(len(BLOCKS)), ids=[f"line{b.line}-{b.kind}" for b in BLOCKS])
+@pytest.mark.parametrize("index", range(len(BLOCKS)), ids=[f"{b.page.replace('/', '-')}-line{b.line}-{b.kind}" for b in BLOCKS])
 def test_readme_block_runs_as_shown(index, scratch_dirs, tmp_path_factory):
     block = BLOCKS[index]
     if block.skip:
-        pytest.skip(f"README line {block.line}: {block.skip}")
+        pytest.skip(f"{block.where}: {block.skip}")
     start = max(i for i in range(index + 1) if not BLOCKS[i].same_dir)
     for needed in {b.needs for b in BLOCKS[start : index + 1] if b.needs}:
-        pytest.importorskip(needed, reason=f"README line {block.line} needs {needed}")
+        pytest.importorskip(needed, reason=f"{block.where} needs {needed}")
     if block.same_dir:
         if index - 1 not in scratch_dirs:  # run alone (-k): replay the blocks it continues
             start = max(i for i in range(index) if not BLOCKS[i].same_dir)
@@ -170,3 +190,45 @@ def test_the_matcher_understands_ellipses():
     assert not _matches(["a ... c"], ["a b d"])
     assert _matches(["x", "...", "z"], ["x", "z"])
     assert readme_blocks("<!-- readme-test: skip needs a GPU -->\n```python\nx\n```\n")[0].skip == "needs a GPU"
+
+
+# ---------------------------------------------------------------------------- links between the pages
+LINK = re.compile(r"!?\[[^\]]*\]\((?P<target>[^)\s]+)\)")
+
+
+def _unfenced(text: str) -> str:
+    return re.sub(r"^(`{3,}).*?^\1\s*$", "", text, flags=re.S | re.M)
+
+
+def _links(page: Path) -> list[str]:
+    """The relative link targets of a page (web addresses left out), outside code."""
+    prose = re.sub(r"`[^`\n]*`", "", _unfenced(page.read_text(encoding="utf-8")))
+    targets = [m["target"] for m in LINK.finditer(prose)]
+    return [t for t in targets if not re.match(r"^[a-z][a-z0-9+.-]*:", t)]
+
+
+def _anchors(page: Path) -> set[str]:
+    """The heading anchors GitHub gives a page: lower case, punctuation dropped, spaces as hyphens."""
+    headings = re.findall(r"^#+ (.*)$", _unfenced(page.read_text(encoding="utf-8")), re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_name)
+def test_every_relative_link_of_a_page_names_a_file_and_heading_that_exist(page):
+    for target in _links(page):
+        path, _, anchor = target.partition("#")
+        linked = (page.parent / path).resolve() if path else page
+        assert linked.exists(), f"{_name(page)}: {target} does not exist"
+        if anchor and linked.suffix == ".md":
+            assert anchor in _anchors(linked), f"{_name(page)}: {target}: no such heading"
+
+
+def test_the_readme_links_every_docs_page():
+    linked = {(ROOT / target.partition("#")[0]).resolve() for target in _links(README)}
+    assert [_name(p) for p in PAGES[1:] if p.resolve() not in linked] == []
+
+
+def test_docs_holds_only_pages_and_what_they_show():
+    shown = {(page.parent / target.partition("#")[0]).resolve() for page in PAGES for target in _links(page)}
+    stray = [_name(f) for f in sorted(DOCS.rglob("*")) if f.is_file() and f.resolve() not in shown]
+    assert stray == [], "docs/ holds only the pages the README links and the files a page shows"

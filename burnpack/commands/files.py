@@ -61,7 +61,7 @@ def _inspect_options(p: Any) -> None:
 
 def _legacy_option(p: Any) -> None:
     p.add_argument("--legacy-ok", action="store_true",
-                   help="read files from older Burn versions as their writer meant them (see README, Reading levels)")  # fmt: skip
+                   help="read files from older Burn versions as their writer meant them (see docs/reading-levels.md)")  # fmt: skip
 
 
 def _open(path: str, args: Any, *, strict: bool = False) -> Pack:

@@ -1,7 +1,7 @@
 """The one table of formats: what each is called, how it is recognized, read and written.
 
 Every command and function that reads or writes a format (``convert``, ``diff``, ``inspect``'s
-advice, ``--from``/``--to``, shard folders, URLs, the README's format list) asks this table. A
+advice, ``--from``/``--to``, shard folders, URLs, the documented format list) asks this table. A
 format is a :class:`Format` entry: its name and aliases, its file extensions, a ``sniff`` that
 recognizes it from a :class:`Probe` (a file's first bytes, a folder's file names), a ``read`` and
 a ``write``, and its capabilities (a folder, sharded, needs torch, runs pickled code, readable
@@ -200,7 +200,7 @@ class Format:
         return (self.name, *self.aliases)
 
     def capabilities(self) -> list[str]:
-        """The capabilities as the README's format table lists them."""
+        """The capabilities as the documented format table lists them."""
         caps = ["folder"] if self.directory else []
         caps += ["sharded"] if self.sharded else []
         caps += [f"torch to {' and '.join(self.needs_torch)}"] if self.needs_torch else []
@@ -641,7 +641,7 @@ def write_tensors(
 
 
 def format_table() -> str:
-    """The README's list of formats (a test keeps the two equal)."""
+    """The list of formats in docs/conversions.md (a test keeps the two equal)."""
     rows = ["| format | also called | extensions | capabilities |", "|---|---|---|---|"]
     for f in _TABLE.values():
         ext = ", ".join(f"`{e}`" for e in f.extensions) or "-"

@@ -1,4 +1,4 @@
-"""Resource bounds of the PyTorch and npz readers on hostile files (README "Bounded on hostile input").
+"""Resource bounds of the PyTorch and npz readers on hostile files (docs/bounds.md).
 
 Every test bounds memory with tracemalloc or checks the refusal; none times anything.
 """

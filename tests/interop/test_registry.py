@@ -1,5 +1,5 @@
 """The one format table: a new format is one module plus one entry, detection follows one
-documented precedence, and the README lists exactly the table's formats."""
+documented precedence, and the documentation (docs/conversions.md) lists exactly the table's formats."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from burnpack.interop.registry import (
 )
 from burnpack.interop.tensors import Entry, TensorSet
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+CONVERSIONS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "conversions.md"
 ARRAYS = {"fc.weight": np.arange(6, dtype=np.float32).reshape(2, 3), "fc.bias": np.array([1, -2], np.int64)}
 
 
@@ -103,8 +103,8 @@ def test_two_formats_recognizing_a_file_equally_are_refused_naming_both(tmp_path
         unregister(twin.name)
 
 
-def test_the_readme_lists_exactly_the_registered_formats():
-    assert format_table() in README.read_text(encoding="utf-8")
+def test_the_documentation_lists_exactly_the_registered_formats():
+    assert format_table() in CONVERSIONS_PAGE.read_text(encoding="utf-8")
     assert [f.name for f in formats()] == ["burnpack", "safetensors", "pytorch", "npz", "safetensors-shards", "pytorch-shards", "dcp"]
 
 

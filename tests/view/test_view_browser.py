@@ -319,7 +319,7 @@ def _pixel_variance(browser_page, png: bytes) -> float:
 
 
 def test_screenshots_of_each_view_are_not_blank(tmp_path, open_page, mnist, run_dir, monkeypatch):
-    """Regenerates the README's screenshots (into docs/ with BURNPACK_SCREENSHOTS=docs)."""
+    """Regenerates the screenshots of docs/view.md (into docs/ with BURNPACK_SCREENSHOTS=docs)."""
     target = Path(os.environ.get("BURNPACK_SCREENSHOTS") or tmp_path).resolve()
     monkeypatch.chdir(mnist.parent)  # the pages name their inputs as given: short relative names
     overview = make_page(tmp_path, mnist.name, name="m.html")
