@@ -13,18 +13,29 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from ._generated.types import BOOL_STORE_INFO, DTYPE_INFO, BoolStore, DType
+from ._generated.types import BOOL_STORE_INFO, DTYPE_INFO, NUMPY_EXTENSION_TYPES, BoolStore, DType, debug_DType
 
 _BIG_ENDIAN_HOST = sys.byteorder == "big"
-_BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
-def _np_dtype(name: str) -> np.dtype:
-    return _BF16 if name == _BF16.name else np.dtype(name)
+def element_numpy_dtype(name: str) -> np.dtype:
+    """The numpy dtype the schema's numpy name ``name`` stands for (``bfloat16``: ml_dtypes' type)."""
+    return np.dtype(getattr(ml_dtypes, name)) if name in NUMPY_EXTENSION_TYPES else np.dtype(name)
 
 
-_UNIT_NUMPY = {name: _np_dtype(info.numpy) for name, info in DTYPE_INFO.items() if info.numpy is not None}
-_BOOL_NUMPY = {name: _np_dtype(info.numpy) for name, info in BOOL_STORE_INFO.items() if info.numpy is not None}
+def is_extension_type(dt: np.dtype) -> bool:
+    """Whether ``dt`` is one of the schema's ml_dtypes types (bf16): native-endian only, and neither
+    numpy's float kind nor a type torch can hand to numpy directly."""
+    return dt.name in NUMPY_EXTENSION_TYPES and dt == element_numpy_dtype(dt.name)
+
+
+def is_float_array(array: np.ndarray) -> bool:
+    """Whether ``array`` holds floats: numpy's own or an ml_dtypes float type (bf16)."""
+    return array.dtype.kind == "f" or is_extension_type(array.dtype)  # the schema's ml_dtypes types are floats
+
+
+_UNIT_NUMPY = {name: element_numpy_dtype(info.numpy) for name, info in DTYPE_INFO.items() if info.numpy is not None}
+_BOOL_NUMPY = {name: element_numpy_dtype(info.numpy) for name, info in BOOL_STORE_INFO.items() if info.numpy is not None}
 _QFLOAT_NUMPY = np.dtype("u1")
 UNIT_SIZES: dict[str, int | None] = {name: info.size for name, info in DTYPE_INFO.items()}
 """DType variant → element size (None for Bool and QFloat, whose size depends on the payload)."""
@@ -87,7 +98,7 @@ def _first_by(key: str) -> dict[Any, DType]:
     return out
 
 
-_FROM_NUMPY: dict[Any, DType] = {_np_dtype(k): v for k, v in _first_by("numpy").items()}
+_FROM_NUMPY: dict[Any, DType] = {element_numpy_dtype(k): v for k, v in _first_by("numpy").items()}
 _FROM_NUMPY[np.dtype("?")] = NATIVE_BOOL
 _FROM_SAFETENSORS = {**_first_by("safetensors"), DTYPE_INFO[NATIVE_BOOL.variant].safetensors: NATIVE_BOOL}
 _FROM_TORCH_NAME = {**_first_by("torch"), DTYPE_INFO[NATIVE_BOOL.variant].torch: NATIVE_BOOL}
@@ -137,26 +148,22 @@ def dtype_from_torch(dtype: Any) -> DType:
         raise ValueError(f"torch dtype {dtype} has no Burn equivalent") from None
 
 
-def debug(dtype: DType) -> str:
-    """Rust's ``{:?}`` of a DType, as in Burn's error messages (``F32``, ``Bool(U32)``)."""
-    if dtype.value is None:
-        return dtype.variant
-    if isinstance(dtype.value, BoolStore):
-        return f"{dtype.variant}({dtype.value.value})"
-    return f"{dtype.variant}({dtype.value!r})"
+debug = debug_DType
+"""Rust's ``{:?}`` of a DType, as in Burn's error messages (``F32``, ``Bool(U32)``)."""
 
 
 UNIT_VIEW_SPECS: dict[str, tuple[int, np.dtype]] = {
     name: (size, _UNIT_NUMPY[name])
     for name, size in UNIT_SIZES.items()
-    if size is not None and not (_BIG_ENDIAN_HOST and _UNIT_NUMPY[name] == _BF16)
-}  # ml_dtypes' bfloat16 is native-endian only
+    if size is not None and not (_BIG_ENDIAN_HOST and is_extension_type(_UNIT_NUMPY[name]))
+}  # ml_dtypes' types are native-endian only
 """Unit dtypes whose bytes numpy views in place: variant → (element size, numpy dtype)."""
 
 
 def view_bytes_as(buffer: Any, offset: int, count: int, dtype: np.dtype) -> np.ndarray:
-    """A zero-copy 1-D view of ``count`` elements at ``offset`` (bf16 is byte-swapped on BE hosts)."""
-    if _BIG_ENDIAN_HOST and dtype == _BF16:
-        return np.frombuffer(buffer, "<u2", count, offset).astype("=u2").view(dtype)
+    """A zero-copy 1-D view of ``count`` elements at ``offset`` (ml_dtypes types such as bf16 are
+    byte-swapped on BE hosts)."""
+    if _BIG_ENDIAN_HOST and dtype.itemsize > 1 and is_extension_type(dtype):
+        return np.frombuffer(buffer, f"<u{dtype.itemsize}", count, offset).astype(f"=u{dtype.itemsize}").view(dtype)
     return np.frombuffer(buffer, dtype, count, offset)
 
