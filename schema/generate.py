@@ -834,7 +834,7 @@ def scan_value(t: Type, schema: Schema, var: str) -> tuple[str, list[str], str, 
                 for inner in schema.enums[v.value.kind].variants:
                     table[b"\xa1" + cbor_text(v.name) + cbor_text(inner.name)] = f"{t.kind}.{v.name}({v.value.kind}.{inner.name})"
         alternatives = "|".join(regex_bytes(k) for k in sorted(table, key=len, reverse=True))
-        return f"({alternatives})", [var], f"_{t.kind}_SCAN[{var}]", table
+        return f"({alternatives})", [var], f"{t.kind}_SCAN[{var}]", table
     return None
 
 
@@ -871,9 +871,24 @@ def gen_scanner(schema: Schema) -> list[str]:
     lines = ["", ""]
     for enum_name, table in tables.items():
         entries = ", ".join(f"{k!r}: {v}" for k, v in table.items())
-        lines.append(f"_{enum_name}_SCAN = {{{entries}}}")
+        lines.append(f"{enum_name}_SCAN: dict[bytes, {enum_name}] = {{{entries}}}")
+        lines.append(f'"""The CBOR bytes of each {enum_name} the scanner matches → the value."""')
+    # what the pattern matches literally: the keys, and the array head of a fixed-size tuple
+    literal = {f.name: len(cbor_text(f.name)) + (1 if f.type.kind == "tuple" else 0) for f in struct.fields}
+    required_literal = sum(n for name, n in literal.items() if next(f for f in struct.fields if f.name == name).absent != "omit_if_none")
+    optional_literal = {f.name: literal[f.name] for f in struct.fields if f.absent == "omit_if_none"}
     lines += [
-        f'_{struct.name}_RE = re.compile(rb"{"".join(parts)}")',
+        f"{struct.name}_RE = re.compile(rb\"{''.join(parts)}\")",
+        f'"""One {struct.name} exactly as Burn writes it, from its struct head; the groups are',
+        f"{', '.join(g.removeprefix('v_') for g in groups)}.\"\"\"",
+        f"{struct.name}_HEAD = {0xa0 + required:#x}",
+        f'"""The struct head of a {struct.name} without its optional fields (one more per field present)."""',
+        f"{struct.name}_LITERAL_BYTES = {required_literal}",
+        f'"""Bytes of a match the groups do not capture: the keys (and tuple heads) of the required fields."""',
+        f"{struct.name}_OPTIONAL_LITERAL_BYTES: dict[str, int] = {optional_literal!r}",
+        f'"""The same for each optional field, when present."""',
+        f"METADATA_FIRST_KEY = {cbor_text(first.name)!r}",
+        f'"""The CBOR text of the metadata\'s first key, which Burn writes first."""',
         "",
         "",
         "def scan_Metadata(buf: bytes) -> Metadata:",
@@ -883,7 +898,7 @@ def gen_scanner(schema: Schema) -> list[str]:
         "        raise Fallback",
         f"    count, pos = map_header(buf, {1 + len(cbor_text(first.name))})",
         "    entries = {}",
-        f"    match = _{struct.name}_RE.match",
+        f"    match = {struct.name}_RE.match",
         "    for _ in range(count):",
         "        text_head = buf[pos]  # the name: a definite text string",
         "        if 0x60 <= text_head < 0x78:",
@@ -949,7 +964,7 @@ def gen_direct_encoder(schema: Schema) -> list[str]:
     lines = ["", ""]
     for f in struct.fields:
         if is_enum(f.type, schema):
-            lines.append(f"_{f.type.kind}_BYTES = {{v: b for b, v in _{f.type.kind}_SCAN.items()}}")
+            lines.append(f"_{f.type.kind}_BYTES = {{v: b for b, v in {f.type.kind}_SCAN.items()}}")
             if not schema.enums[f.type.kind].unit_only:
                 lines.append(f"_{f.type.kind}_UNIT_BYTES = {{v.variant: b for v, b in _{f.type.kind}_BYTES.items() if v.value is None}}")
     # The leading required fields that are not numbers (dtype, shape) are shared by every tensor of
