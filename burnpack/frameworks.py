@@ -3,7 +3,7 @@
 Nothing here imports torch unless a caller hands over a torch object or asks for torch output,
 so reading and writing burnpack never needs it. Dtypes follow the generated table
 (``burnpack.dtypes.torch_dtype`` / ``dtype_from_torch``): any Bool store becomes ``torch.bool``,
-Flex32 ``float32``, bfloat16 travels through its 16-bit pattern (numpy has no bf16 of its own).
+Flex32 ``float32``; a type numpy has only from ml_dtypes (bfloat16) travels through its bit pattern.
 """
 
 from __future__ import annotations
@@ -13,13 +13,10 @@ import sys
 import warnings
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from ._generated.types import DType
-from .dtypes import debug, element_size, numpy_dtype, torch_dtype
-
-_BF16 = np.dtype(ml_dtypes.bfloat16)
+from .dtypes import debug, dtype_from_numpy, dtype_from_torch, element_size, is_extension_type, numpy_dtype, torch_dtype
 
 
 def is_torch_tensor(value: Any) -> bool:
@@ -57,9 +54,20 @@ def torch_to_numpy(tensor: Any) -> np.ndarray:
     if tensor.device.type != "cpu":
         tensor = tensor.cpu()
     tensor = tensor.contiguous()
-    if tensor.dtype == torch.bfloat16:
-        return tensor.view(torch.int16).numpy().view(_BF16)  # type: ignore[no-any-return]
+    extension = _extension_type(tensor.dtype)
+    if extension is not None:  # torch cannot hand it to numpy: its bits can
+        bits = getattr(torch, f"int{8 * extension.itemsize}")
+        return tensor.view(bits).numpy().view(extension)  # type: ignore[no-any-return]
     return tensor.numpy()  # type: ignore[no-any-return]
+
+
+def _extension_type(torch_type: Any) -> np.dtype | None:
+    """The ml_dtypes type of a torch dtype whose numpy type comes from ml_dtypes (bf16), else None."""
+    try:
+        np_type = numpy_dtype(dtype_from_torch(torch_type))
+    except ValueError:
+        return None
+    return np_type if is_extension_type(np_type) else None
 
 
 def numpy_to_torch(array: np.ndarray, dtype: DType | None = None, *, name: str = "tensor", copy: bool = True, device: Any = None) -> Any:
@@ -81,12 +89,12 @@ def numpy_to_torch(array: np.ndarray, dtype: DType | None = None, *, name: str =
             array = array.astype(numpy_dtype(dtype))
         elif copy or not array.flags.c_contiguous:
             array = np.array(array, copy=True)  # (ascontiguousarray would make a 0-d array 1-d)
-        is_bf16 = array.dtype == _BF16
+        extension = is_extension_type(array.dtype)  # torch takes its bits, then views them as its type
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "non-writable NumPy array": only read
-            tensor = torch.from_numpy(array.view(np.int16) if is_bf16 else array)
-        if is_bf16:
-            tensor = tensor.view(torch.bfloat16)
+            tensor = torch.from_numpy(array.view(f"i{array.dtype.itemsize}") if extension else array)
+        if extension:
+            tensor = tensor.view(torch_dtype(dtype_from_numpy(array.dtype)))
         if want is not None and tensor.dtype != want:
             tensor = tensor.to(want)
     return tensor if device is None else tensor.to(device)

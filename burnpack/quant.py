@@ -27,6 +27,7 @@ import numpy as np
 
 from ._generated.types import (
     QUANT_VALUE_INFO,
+    QUANTIZABLE_VALUES,
     SCALE_DTYPE_INFO,
     BlockScale,
     BlockSize,
@@ -79,8 +80,7 @@ _SCALE_NUMPY: dict[ScaleDtype, np.dtype] = {
 """The numpy type each scale dtype Burn has a codec for is stored as."""
 
 _F32_MIN_POSITIVE = np.float32(np.finfo(np.float32).tiny)
-_INTEGER_VALUES = "/".join(v.name for v in VALUE_RANGE)
-"""The values Burn's CPU backends quantize to, for messages."""
+_INTEGER_VALUES = "/".join(v.name for v in QUANTIZABLE_VALUES)
 
 
 # -- the layout ----------------------------------------------------------------------------------

@@ -490,6 +490,12 @@ def gen_dtype_table(schema: Schema) -> list[str]:
     return lines
 
 
+def enum_tuple(enum: str, variants: list[Variant]) -> str:
+    """A tuple of enum members, as source."""
+    members = [f"{enum}.{v.name}" for v in variants]
+    return f"({', '.join(members)}{',' if len(members) == 1 else ''})"
+
+
 def gen_quant_tables(schema: Schema) -> list[str]:
     """The quantized value and scale types' facts (cubecl quant/scheme.rs), keyed by the enum members."""
     values, scales = schema.enums["QuantValue"], schema.enums["ScaleDtype"]
@@ -506,6 +512,11 @@ def gen_quant_tables(schema: Schema) -> list[str]:
             grid = (1 << (23 - v.facts["mantissa_bits"]), subnormals)
         return f"ScaleDtypeInfo({v.size!r}, {float(v.facts['max'])!r}, {grid!r}, {v.numpy!r})"
 
+    def quantizable_order(v: Variant) -> tuple[int, bool]:
+        lo, hi = v.facts["range"]
+        return -v.facts["bits"], lo != -hi
+
+    quantizable = sorted((v for v in values.variants if "range" in v.facts), key=quantizable_order)
     return [
         "",
         "",
@@ -540,6 +551,12 @@ def gen_quant_tables(schema: Schema) -> list[str]:
         "SCALE_DTYPE_INFO: dict[ScaleDtype, ScaleDtypeInfo] = {",
         *(f"    ScaleDtype.{v.name}: {scale_info(v)}," for v in scales.variants),
         "}",
+        "",
+        f"QUANTIZABLE_VALUES: tuple[QuantValue, ...] = {enum_tuple('QuantValue', quantizable)}",
+        '"""The values Burn\'s CPU backends quantize to (those with an integer range), widest first,',
+        'symmetric before full range."""',
+        f"QUANTIZABLE_SCALES: tuple[ScaleDtype, ...] = {enum_tuple('ScaleDtype', [v for v in scales.variants if 'mantissa_bits' in v.facts])}",
+        '"""The scale dtypes Burn rounds scales onto (``ScaleDtype::round_up``), so quantizes with."""',
     ]
 
 

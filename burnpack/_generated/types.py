@@ -551,6 +551,12 @@ SCALE_DTYPE_INFO: dict[ScaleDtype, ScaleDtypeInfo] = {
     ScaleDtype.UE4M3: ScaleDtypeInfo(1, 448.0, (1048576, (0.015625, 0.001953125)), 'float8_e4m3fn'),
 }
 
+QUANTIZABLE_VALUES: tuple[QuantValue, ...] = (QuantValue.Q8S, QuantValue.Q8F, QuantValue.Q4S, QuantValue.Q4F, QuantValue.Q2S, QuantValue.Q2F)
+"""The values Burn's CPU backends quantize to (those with an integer range), widest first,
+symmetric before full range."""
+QUANTIZABLE_SCALES: tuple[ScaleDtype, ...] = (ScaleDtype.F32, ScaleDtype.F16, ScaleDtype.BF16, ScaleDtype.UE4M3)
+"""The scale dtypes Burn rounds scales onto (``ScaleDtype::round_up``), so quantizes with."""
+
 
 def debug_DType(value: DType) -> str:
     """Rust's ``{:?}`` of a DType: a unit variant's name, a newtype variant's name and its

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .._generated.types import BoolStore, DType
-from ..dtypes import dtype_from_safetensors, element_size, numpy_dtype, safetensors_code
+from ..dtypes import dtype_from_numpy, dtype_from_safetensors, element_size, is_extension_type, numpy_dtype, safetensors_code
 from ..reader import TensorView, load
 from ..source import open_regular
 from ..tensor import NUMPY_MAX_DIMS
@@ -35,7 +35,7 @@ from ..writer import Tensor, Writer
 from ._io import ConversionError, OutputExistsError, atomic_output, entry_from_array
 from .archive import ZIP_ERRORS, InflateBudget
 from .safetensors import SafetensorsError, build_header, check_json_density, map_safetensors
-from .tensors import BF16, Entry, TensorSet, dtype_name
+from .tensors import Entry, TensorSet, dtype_name
 
 __all__ = [
     "ConversionError",
@@ -383,7 +383,8 @@ def write_npz(tset: TensorSet, path: Path, *, overwrite: bool = False, compress:
     for entry in tset.entries:
         if element_size(entry.dtype) is None:
             raise ConversionError(f"tensor {entry.name!r}: .npz cannot hold {dtype_name(entry.dtype)}")
-        if entry.dtype.is_bool or entry.dtype in (DType.BF16, DType.Flex32):
+        kept = numpy_dtype(entry.dtype)  # .npy holds numpy's own types, and names no Burn dtype
+        if entry.dtype.is_bool or is_extension_type(kept) or dtype_from_numpy(kept) != entry.dtype:
             hints[entry.name] = dtype_name(entry.dtype)
         if entry.name == _METADATA_KEY:
             raise ConversionError(f"a tensor named {_METADATA_KEY!r} cannot be written to .npz")
@@ -392,8 +393,8 @@ def write_npz(tset: TensorSet, path: Path, *, overwrite: bool = False, compress:
         with zipfile.ZipFile(stream, "w", compression=mode, allowZip64=True) as archive:
             for entry in tset.entries:
                 array = entry.numpy()
-                if array.dtype == BF16:
-                    array = array.view("V2")
+                if is_extension_type(array.dtype):
+                    array = array.view(f"V{array.dtype.itemsize}")
                 with archive.open(entry.name + ".npy", "w", force_zip64=True) as member:
                     np.lib.format.write_array(member, array if array.flags.c_contiguous else array.copy(order="C"), allow_pickle=False)
                 progress(array.nbytes)

@@ -41,11 +41,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import BinaryIO, Literal, cast
 
-import ml_dtypes
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .._generated.types import DTYPE_INFO
+from .._generated.types import DTYPE_INFO, DType
+from ..dtypes import NATIVE_BOOL, numpy_dtype
 from ..errors import BurnpackError
 from ..source import open_regular
 from .archive import ZIP_ERRORS, InflateBudget
@@ -203,18 +203,16 @@ def _numpy_scalar(dtype: object, data: object = b"") -> np.generic:
     return np.frombuffer(data, np_dtype)[0]
 
 
-_STORAGE_DTYPES = {
-    "Double": np.dtype(np.float64),
-    "Float": np.dtype(np.float32),
-    "Half": np.dtype(np.float16),
-    "BFloat16": np.dtype(ml_dtypes.bfloat16),
-    "Long": np.dtype(np.int64),
-    "Int": np.dtype(np.int32),
-    "Short": np.dtype(np.int16),
-    "Char": np.dtype(np.int8),
-    "Byte": np.dtype(np.uint8),
-    "Bool": np.dtype(np.bool_),
-}
+def _storage_dtypes() -> dict[str, np.dtype]:
+    """``torch.<X>Storage`` → the numpy type of its elements (from the first dtype naming ``X``)."""
+    out: dict[str, np.dtype] = {}
+    for variant, info in DTYPE_INFO.items():
+        if info.torch_storage is not None:
+            out.setdefault(info.torch_storage, numpy_dtype(NATIVE_BOOL if variant == NATIVE_BOOL.variant else getattr(DType, variant)))
+    return out
+
+
+_STORAGE_DTYPES = _storage_dtypes()
 _TORCH_DTYPE_NAMES = tuple(dict.fromkeys(info.torch for info in DTYPE_INFO.values() if info.torch is not None))
 
 
