@@ -2,42 +2,53 @@
 
 Read with ``load``, write with ``save`` / ``save_bytes`` (or ``Writer`` for deferred tensors,
 caller buffers and streams). Files are byte-identical with Burn's ``burn-pack`` crate.
+
+The names below are imported on first use (PEP 562), so that ``import burnpack`` and the
+command line start without loading what a run does not need.
 """
 
-from ._generated.types import (
-    BlockScale,
-    BlockSize,
-    BoolStore,
-    DType,
-    QuantMode,
-    QuantScheme,
-    QuantStore,
-    QuantValue,
-    Scalar,
-    ScaleDtype,
-    TensorDescriptor,
-)
-from .errors import (
-    BurnpackError,
-    InvalidHeader,
-    InvalidMagicNumber,
-    InvalidVersion,
-    InvalidQuantizedData,
-    IoError,
-    LegacyFormatError,
-    LegacyFormatWarning,
-    MetadataDeserializationError,
-    MetadataSerializationError,
-    QuantizationError,
-    TensorBytesSizeMismatch,
-    TensorNotFound,
-    UnsupportedQuantization,
-    ValidationError,
-)
-from .quant import QuantizedTensor, quantize
-from .reader import Pack, TensorView, load
-from .writer import FileRange, Tensor, Writer, save, save_bytes
-from .records import LrSchedulerRecord, ModuleRecord, OptimizerRecord
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from . import _generated  # noqa: F401 - first: the generated codec and burnpack._cbor import each other
+from ._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from ._generated.types import (
+        BlockScale,
+        BlockSize,
+        BoolStore,
+        DType,
+        QuantMode,
+        QuantScheme,
+        QuantStore,
+        QuantValue,
+        Scalar,
+        ScaleDtype,
+        TensorDescriptor,
+    )
+    from .errors import (
+        BurnpackError,
+        InvalidHeader,
+        InvalidMagicNumber,
+        InvalidVersion,
+        InvalidQuantizedData,
+        IoError,
+        LegacyFormatError,
+        LegacyFormatWarning,
+        MetadataDeserializationError,
+        MetadataSerializationError,
+        QuantizationError,
+        TensorBytesSizeMismatch,
+        TensorNotFound,
+        UnsupportedQuantization,
+        ValidationError,
+    )
+    from .quant import QuantizedTensor, quantize
+    from .reader import Pack, TensorView, load
+    from .writer import FileRange, Tensor, Writer, save, save_bytes
+    from .records import LrSchedulerRecord, ModuleRecord, OptimizerRecord
 
 __version__ = "0.1.0"
 
@@ -82,3 +93,16 @@ __all__ = [
     "save",
     "save_bytes",
 ]
+
+_EXPORTS = {
+    "._generated.types": ("BlockScale", "BlockSize", "BoolStore", "DType", "QuantMode", "QuantScheme", "QuantStore", "QuantValue",
+                          "Scalar", "ScaleDtype", "TensorDescriptor"),
+    ".errors": ("BurnpackError", "InvalidHeader", "InvalidMagicNumber", "InvalidVersion", "InvalidQuantizedData", "IoError",
+                "LegacyFormatError", "LegacyFormatWarning", "MetadataDeserializationError", "MetadataSerializationError",
+                "QuantizationError", "TensorBytesSizeMismatch", "TensorNotFound", "UnsupportedQuantization", "ValidationError"),
+    ".quant": ("QuantizedTensor", "quantize"),
+    ".reader": ("Pack", "TensorView", "load"),
+    ".writer": ("FileRange", "Tensor", "Writer", "save", "save_bytes"),
+    ".records": ("LrSchedulerRecord", "ModuleRecord", "OptimizerRecord"),
+}  # fmt: skip
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, submodules=True)

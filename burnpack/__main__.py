@@ -1,5 +1,11 @@
-"""``python -m burnpack`` runs the command line."""
+"""``python -m burnpack`` runs the command line (Ctrl-C while it loads: exit 130, no traceback)."""
 
-from .cli import main
+try:
+    from .cli import main
+except KeyboardInterrupt:
+    import sys
+
+    print("burnpack: interrupted", file=sys.stderr)
+    raise SystemExit(130) from None
 
 raise SystemExit(main())

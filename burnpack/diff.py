@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import debug
+from .display import printable_lines
+from .quant import dtype_label
 from .dump import scalar_json
 from .reader import Pack
 
@@ -107,7 +108,7 @@ class PackDiff:
         counts += [(len(self.layout), "layout")] if self.layout else []
         summary = ", ".join(f"{k} {what} difference{'' if k == 1 else 's'}" for k, what in counts)
         lines.append(summary)
-        return "\n".join(lines)
+        return printable_lines(lines)
 
 
 def _entry(what: str, key: str, a: Any, b: Any) -> str:
@@ -127,11 +128,10 @@ def _scalar_text(s: dict | None) -> str | None:
 
 
 def _values(view: Any) -> np.ndarray | None:
-    """The tensor as a flat numeric array (bool as uint8), or None for QFloat / bad lengths."""
-    if view.dtype.is_quantized:
-        return None
+    """The tensor as a flat numeric array (bool as uint8; QFloat: its dequantized values), or None
+    when it cannot be read (a length that does not match the shape, a QFloat Burn cannot decode)."""
     try:
-        array = view.numpy().reshape(-1)
+        array = (view.numpy(dequantize=True) if view.dtype.is_quantized else view.numpy()).reshape(-1)
     except Exception:  # noqa: BLE001 - a length that does not match the shape: compare bytes only
         return None
     if array.dtype == np.bool_:
@@ -181,7 +181,7 @@ def diff_packs(a: Any, b: Any, *, atol: float = 0.0, rtol: float = 0.0) -> PackD
         va, vb = views_a[name], views_b[name]
         change = TensorChange(name)
         if va.dtype != vb.dtype:
-            change.changes["dtype"] = (debug(va.dtype), debug(vb.dtype))
+            change.changes["dtype"] = (dtype_label(va.dtype), dtype_label(vb.dtype))
         if va.shape != vb.shape:
             change.changes["shape"] = (list(va.shape), list(vb.shape))
         if va.param_id != vb.param_id:

@@ -1,16 +1,19 @@
 """Element types: Burn's ``DType`` ↔ numpy / torch / safetensors, element sizes, Debug rendering.
 
 Every table here is derived from the generated ``DTYPE_INFO`` / ``BOOL_STORE_INFO``
-(``schema/metadata.toml``); torch is imported only by the torch functions.
+(``schema/metadata.toml``); torch is imported only by the torch functions, and ``ml_dtypes``
+(whose extension takes about a second to load) only when an array of one of its types (bf16) is
+made or met.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, TypeVar
 
-import ml_dtypes
 import numpy as np
 
 from ._generated.types import BOOL_STORE_INFO, DTYPE_INFO, NUMPY_EXTENSION_TYPES, BoolStore, DType, debug_DType
@@ -18,24 +21,55 @@ from ._generated.types import BOOL_STORE_INFO, DTYPE_INFO, NUMPY_EXTENSION_TYPES
 _BIG_ENDIAN_HOST = sys.byteorder == "big"
 
 
-def element_numpy_dtype(name: str) -> np.dtype:
-    """The numpy dtype the schema's numpy name ``name`` stands for (``bfloat16``: ml_dtypes' type)."""
-    return np.dtype(getattr(ml_dtypes, name)) if name in NUMPY_EXTENSION_TYPES else np.dtype(name)
+@functools.cache
+def numpy_dtype_named(name: str) -> np.dtype:
+    """The numpy dtype of a table's numpy name (``<f4``, ``bfloat16``); imports ``ml_dtypes``
+    only for the names numpy itself lacks (the generated ``NUMPY_EXTENSION_TYPES``)."""
+    if name in NUMPY_EXTENSION_TYPES:
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, name))
+    return np.dtype(name)
 
 
 def is_extension_type(dt: np.dtype) -> bool:
-    """Whether ``dt`` is one of the schema's ml_dtypes types (bf16): native-endian only, and neither
-    numpy's float kind nor a type torch can hand to numpy directly."""
-    return dt.name in NUMPY_EXTENSION_TYPES and dt == element_numpy_dtype(dt.name)
+    """Whether ``dt`` is one of the tables' ml_dtypes types (bf16): native-endian only, and no type
+    torch hands to numpy directly (without importing ml_dtypes: no such array can exist before)."""
+    return "ml_dtypes" in sys.modules and dt.name in NUMPY_EXTENSION_TYPES and dt == numpy_dtype_named(dt.name)
 
 
 def is_float_array(array: np.ndarray) -> bool:
     """Whether ``array`` holds floats: numpy's own or an ml_dtypes float type (bf16)."""
-    return array.dtype.kind == "f" or is_extension_type(array.dtype)  # the schema's ml_dtypes types are floats
+    return array.dtype.kind == "f" or is_extension_type(array.dtype)  # the tables' ml_dtypes types are floats
 
 
-_UNIT_NUMPY = {name: element_numpy_dtype(info.numpy) for name, info in DTYPE_INFO.items() if info.numpy is not None}
-_BOOL_NUMPY = {name: element_numpy_dtype(info.numpy) for name, info in BOOL_STORE_INFO.items() if info.numpy is not None}
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+
+class ResolvedTable(Mapping[_K, _V]):
+    """A table whose values are computed from their description on first access."""
+
+    def __init__(self, described: dict[_K, Any], resolve: Callable[[Any], _V]) -> None:
+        self._described, self._resolve = described, resolve
+        self._done: dict[_K, _V] = {}
+
+    def __getitem__(self, key: _K) -> _V:
+        try:
+            return self._done[key]  # type: ignore[no-any-return]
+        except KeyError:
+            value = self._done[key] = self._resolve(self._described[key])
+            return value  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[_K]:
+        return iter(self._described)
+
+    def __len__(self) -> int:
+        return len(self._described)
+
+
+_UNIT_NUMPY: Mapping[str, np.dtype] = ResolvedTable({n: i.numpy for n, i in DTYPE_INFO.items() if i.numpy is not None}, numpy_dtype_named)
+_BOOL_NUMPY: Mapping[str, np.dtype] = ResolvedTable({n: i.numpy for n, i in BOOL_STORE_INFO.items() if i.numpy is not None}, numpy_dtype_named)
 _QFLOAT_NUMPY = np.dtype("u1")
 UNIT_SIZES: dict[str, int | None] = {name: info.size for name, info in DTYPE_INFO.items()}
 """DType variant → element size (None for Bool and QFloat, whose size depends on the payload)."""
@@ -98,8 +132,9 @@ def _first_by(key: str) -> dict[Any, DType]:
     return out
 
 
-_FROM_NUMPY: dict[Any, DType] = {element_numpy_dtype(k): v for k, v in _first_by("numpy").items()}
+_FROM_NUMPY: dict[Any, DType] = {numpy_dtype_named(k): v for k, v in _first_by("numpy").items() if k not in NUMPY_EXTENSION_TYPES}
 _FROM_NUMPY[np.dtype("?")] = NATIVE_BOOL
+_FROM_ML_DTYPES = {k: v for k, v in _first_by("numpy").items() if k in NUMPY_EXTENSION_TYPES}
 _FROM_SAFETENSORS = {**_first_by("safetensors"), DTYPE_INFO[NATIVE_BOOL.variant].safetensors: NATIVE_BOOL}
 _FROM_TORCH_NAME = {**_first_by("torch"), DTYPE_INFO[NATIVE_BOOL.variant].torch: NATIVE_BOOL}
 
@@ -110,6 +145,8 @@ def dtype_from_numpy(dt: np.dtype) -> DType:
     try:
         return _FROM_NUMPY[little]
     except KeyError:
+        if dt.name in _FROM_ML_DTYPES and is_extension_type(dt):
+            return _FROM_ML_DTYPES[dt.name]
         raise ValueError(f"numpy dtype {dt} has no burnpack equivalent") from None
 
 
@@ -152,11 +189,14 @@ debug = debug_DType
 """Rust's ``{:?}`` of a DType, as in Burn's error messages (``F32``, ``Bool(U32)``)."""
 
 
-UNIT_VIEW_SPECS: dict[str, tuple[int, np.dtype]] = {
-    name: (size, _UNIT_NUMPY[name])
-    for name, size in UNIT_SIZES.items()
-    if size is not None and not (_BIG_ENDIAN_HOST and is_extension_type(_UNIT_NUMPY[name]))
-}  # ml_dtypes' types are native-endian only
+UNIT_VIEW_SPECS: Mapping[str, tuple[int, np.dtype]] = ResolvedTable(
+    {
+        name: (size, DTYPE_INFO[name].numpy)
+        for name, size in UNIT_SIZES.items()
+        if size is not None and not (_BIG_ENDIAN_HOST and DTYPE_INFO[name].numpy in NUMPY_EXTENSION_TYPES)
+    },  # ml_dtypes' types are native-endian only
+    lambda spec: (spec[0], numpy_dtype_named(spec[1])),
+)
 """Unit dtypes whose bytes numpy views in place: variant → (element size, numpy dtype)."""
 
 

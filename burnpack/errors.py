@@ -8,6 +8,7 @@ message text where Burn has one; ``str(error)`` adds where the problem is (tenso
 from __future__ import annotations
 
 import builtins
+import os
 
 
 class BurnpackError(Exception):
@@ -46,10 +47,11 @@ class InvalidHeader(BurnpackError, ValueError):
 
 
 class InvalidMagicNumber(BurnpackError, ValueError):
-    """The file does not start with ``NRUB`` (u32 0x4255524E little-endian)."""
+    """The file does not start with Burn's magic number, the u32 0x4255524E ("BURN" read as a
+    big-endian number) written little-endian: the bytes ``NRUB``."""
 
     variant = "InvalidMagicNumber"
-    default_message = "invalid magic number: not a burnpack file (expected bytes 4e 52 55 42 'NRUB')"
+    default_message = "invalid magic number: not a burnpack file (expected the u32 0x4255524E little-endian: bytes 4e 52 55 42 'NRUB')"
 
 
 class InvalidVersion(BurnpackError, ValueError):
@@ -152,6 +154,28 @@ class UnsupportedQuantization(QuantizationError):
 
 class InvalidQuantizedData(QuantizationError):
     """A QFloat tensor's bytes do not fit its scheme and shape (e.g. the wrong length)."""
+
+
+class ConversionError(BurnpackError):
+    """A conversion cannot be done as asked (unsupported dtype, unknown format, ...)."""
+
+
+class OptionError(ConversionError, ValueError):
+    """An option is malformed (a regex that does not compile, an unknown adapter or module type):
+    a usage error, exit status 2 on the command line."""
+
+    exit_code = 2
+
+
+class OutputExistsError(ConversionError, FileExistsError):
+    """The output exists and ``overwrite`` was not given (``filename`` is the output)."""
+
+    def __init__(self, path: str | os.PathLike[str], detail: str = "exists; pass overwrite=True to replace it") -> None:
+        super().__init__(f"{path} {detail}")
+        self.filename = str(path)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class LegacyFormatWarning(UserWarning):

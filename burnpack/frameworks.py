@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from ._generated.types import DType
+from ._generated.types import DTYPE_INFO, NUMPY_EXTENSION_TYPES, DType
 from .dtypes import debug, dtype_from_numpy, dtype_from_torch, element_size, is_extension_type, numpy_dtype, torch_dtype
+from .errors import ValidationError
 
 
 def is_torch_tensor(value: Any) -> bool:
@@ -50,24 +51,21 @@ def torch_to_numpy(tensor: Any) -> np.ndarray:
     """A CPU numpy view-or-copy of a torch tensor of any layout or device."""
     import torch  # only reached when the caller handed us a torch object
 
+    try:
+        burn = dtype_from_torch(tensor.dtype)
+    except ValueError:
+        raise ValidationError(
+            f"torch dtype {str(tensor.dtype).removeprefix('torch.')} has no Burn DType (Burn has "
+            f"{', '.join(DTYPE_INFO)}): convert the tensor first, e.g. .to(torch.float32)"
+        ) from None
     tensor = tensor.detach()
     if tensor.device.type != "cpu":
         tensor = tensor.cpu()
     tensor = tensor.contiguous()
-    extension = _extension_type(tensor.dtype)
-    if extension is not None:  # torch cannot hand it to numpy: its bits can
-        bits = getattr(torch, f"int{8 * extension.itemsize}")
-        return tensor.view(bits).numpy().view(extension)  # type: ignore[no-any-return]
+    if DTYPE_INFO[burn.variant].numpy in NUMPY_EXTENSION_TYPES:  # numpy has it from ml_dtypes: torch hands over its bits
+        extension = numpy_dtype(burn)
+        return tensor.view(getattr(torch, f"int{8 * extension.itemsize}")).numpy().view(extension)  # type: ignore[no-any-return]
     return tensor.numpy()  # type: ignore[no-any-return]
-
-
-def _extension_type(torch_type: Any) -> np.dtype | None:
-    """The ml_dtypes type of a torch dtype whose numpy type comes from ml_dtypes (bf16), else None."""
-    try:
-        np_type = numpy_dtype(dtype_from_torch(torch_type))
-    except ValueError:
-        return None
-    return np_type if is_extension_type(np_type) else None
 
 
 def numpy_to_torch(array: np.ndarray, dtype: DType | None = None, *, name: str = "tensor", copy: bool = True, device: Any = None) -> Any:

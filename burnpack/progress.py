@@ -55,6 +55,7 @@ class ProgressBar(Progress):
         super().__init__(total, stream, label, show)
         self._last = 0.0
         self._drawn = -1
+        self._width = 0  # of the line drawn last: a shorter one is padded to cover it
 
     def update(self) -> None:
         now = time.monotonic()
@@ -69,7 +70,9 @@ class ProgressBar(Progress):
         frac = min(self.done / self.total, 1.0)
         width = 30
         bar = "#" * int(frac * width) + "-" * (width - int(frac * width))
-        self.stream.write(f"\r{self.label} [{bar}] {frac * 100:5.1f}% {self.show(self.done)}/{self.show(self.total)}")
+        line = f"{self.label} [{bar}] {frac * 100:5.1f}% {self.show(self.done)}/{self.show(self.total)}"
+        self.stream.write("\r" + line.ljust(self._width))
+        self._width = len(line)
         self.stream.flush()
 
     def finish(self) -> None:

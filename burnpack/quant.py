@@ -38,7 +38,7 @@ from ._generated.types import (
     QuantValue,
     ScaleDtype,
 )
-from .dtypes import debug, element_numpy_dtype, is_float_array, view_bytes_as
+from .dtypes import ResolvedTable, debug, is_float_array, numpy_dtype_named, view_bytes_as
 from .errors import InvalidQuantizedData, QuantizationError, UnsupportedQuantization
 from .tensor import Tensor
 
@@ -74,10 +74,10 @@ _GRID: dict[ScaleDtype, tuple[int, tuple[np.float32, np.float32] | None]] = {
     for dtype, info in SCALE_DTYPE_INFO.items()
     if info.grid is not None
 }
-_SCALE_NUMPY: dict[ScaleDtype, np.dtype] = {
-    dtype: element_numpy_dtype(info.numpy) for dtype, info in SCALE_DTYPE_INFO.items() if info.numpy is not None
-}
-"""The numpy type each scale dtype Burn has a codec for is stored as."""
+_SCALE_NUMPY: Mapping[ScaleDtype, np.dtype] = ResolvedTable(
+    {dtype: info.numpy for dtype, info in SCALE_DTYPE_INFO.items() if info.numpy is not None}, numpy_dtype_named
+)
+"""The numpy type each scale dtype Burn has a codec for is stored as (ml_dtypes' imported when met)."""
 
 _F32_MIN_POSITIVE = np.float32(np.finfo(np.float32).tiny)
 _INTEGER_VALUES = "/".join(v.name for v in QUANTIZABLE_VALUES)
@@ -258,7 +258,7 @@ def round_up_scale(scales: Any, dtype: ScaleDtype) -> np.ndarray:
 
 def _decode_scales(buffer: Any, dtype: ScaleDtype) -> np.ndarray:
     """Stored scales → float32 (exact: every scale dtype is a subset of f32)."""
-    if dtype not in _SCALE_NUMPY:
+    if SCALE_DTYPE_INFO[dtype].numpy is None:
         raise UnsupportedQuantization(f"{dtype.name} scales: Burn has no decoder for them (decode_scales is unimplemented)")
     stored = _SCALE_NUMPY[dtype]
     return view_bytes_as(buffer, 0, -1, stored).astype(np.float32)
@@ -266,7 +266,7 @@ def _decode_scales(buffer: Any, dtype: ScaleDtype) -> np.ndarray:
 
 def _encode_scales(scales: np.ndarray, dtype: ScaleDtype) -> bytes:
     """float32 scales → stored bytes, converting to nearest as Burn's ``encode_scales`` does."""
-    if dtype not in _SCALE_NUMPY:
+    if SCALE_DTYPE_INFO[dtype].numpy is None:
         raise UnsupportedQuantization(f"{dtype.name} scales: Burn has no encoder for them (encode_scales is unimplemented)")
     stored = np.asarray(scales, np.float32).reshape(-1).astype(_SCALE_NUMPY[dtype])
     if stored.dtype.byteorder in "<|" or stored.itemsize == 1:
@@ -446,7 +446,7 @@ def check_decodable(scheme: QuantScheme) -> None:
             "so these bytes cannot be dequantized reliably"
         )
     for scale in (_scale_dtype(scheme), _global_dtype(scheme)):
-        if scale is not None and scale not in _SCALE_NUMPY:
+        if scale is not None and SCALE_DTYPE_INFO[scale].numpy is None:
             raise UnsupportedQuantization(f"{scale.name} scales: Burn has no codec for them (encode/decode are unimplemented)")
     if scheme.store.is_packed_native:
         raise UnsupportedQuantization(

@@ -159,7 +159,10 @@ class Tensor(_Fields):
         raw_bytes)``.
         """
         if type(array) is not np.ndarray:
-            array = as_numpy(array)
+            try:
+                array = as_numpy(array)
+            except ValidationError as exc:
+                raise ValidationError(f"tensor '{name}': {exc}") from None
         if dtype is None:
             try:
                 dtype = dtype_from_numpy(array.dtype)

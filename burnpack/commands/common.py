@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..display import printable, printable_lines
+
 __all__ = ["CommandError", "add_progress_option", "blame", "check_output", "describe_error", "missing_extra"]
 
 # Scratch siblings written by burnpack.atomic: "<name>.<pid>-<n>.tmp".
@@ -84,6 +86,11 @@ def _path_of(exc: BaseException, default: str | None) -> str | None:
 
 
 def _kind(exc: BaseException) -> str:
+    """Burn's variant for burnpack errors, the exception's name otherwise; an operating-system
+    error is named by its errno in every command (a missing file is a FileNotFoundError whether
+    Burn's reader calls it an IoError or another reader an OSError)."""
+    if isinstance(exc, OSError) and isinstance(exc.errno, int):
+        return type(OSError(exc.errno, "")).__name__
     variant = getattr(exc, "variant", None)  # Burn's error kind; the base class has none of its own
     return variant if isinstance(variant, str) and variant != "BurnpackError" else type(exc).__name__
 
@@ -108,7 +115,7 @@ def _message(exc: BaseException, verbose: bool) -> str:
 # Python keyword spellings in library messages → the command line's.
 _SPELLINGS = [
     (r"\blegacy_ok=True", "--legacy-ok"), (r"\boverwrite=True", "--overwrite"), (r"\ballow_unmatched=True", "--allow-unmatched"),
-    (r"\ballow_partial=True", "--allow-partial"), (r"\btype_rules=(?=')", "--type-rule "), (r"\bmodule_types\b", "--module-type"), (r"\btype_rules\b", "--type-rule"),
+    (r"\ballow_partial=True", "--allow-partial"), (r"\bnpz_metadata=True", "--npz-metadata"), (r"\bdequantize=True", "--dequantize"), (r"\btype_rules=(?=')", "--type-rule "), (r"\bmodule_types\b", "--module-type"), (r"\btype_rules\b", "--type-rule"),
     (r"\binfer_types\b", "--infer-types"), (r"\bmap_indices_contiguous\b", "--map-indices-contiguous"),
     (r"\bskip_enum_variants\b", "--skip-enum-variants"), (r"\benum_variants\b", "--enum-variant"), (r"\bto_format\b", "--to"),
     (r"(?<![-\w])(adapter|remap|filter|exclude)=(?=')", r"--\1 "),
@@ -133,20 +140,21 @@ def cli_spelling(text: str) -> str:
 
 
 def describe_error(exc: BaseException, default_path: str | None, *, verbose: bool = False) -> tuple[str, int]:
-    """The one line (more with ``verbose``) a command prints for ``exc``, and its exit status."""
+    """The one line (more with ``verbose``) a command prints for ``exc``, and its exit status.
+    Paths and messages are shown :func:`~burnpack.display.printable`: a name cannot forge a line."""
     if isinstance(exc, CommandError):
-        where = f"{exc.path}: " if exc.path else ""
-        return f"burnpack: {where}{exc.kind}: {exc.message}", exc.code
+        where = f"{printable(exc.path)}: " if exc.path else ""
+        return f"burnpack: {where}{exc.kind}: {printable(exc.message)}", exc.code
     cause = exc if isinstance(exc, ImportError) else exc.__cause__
     if isinstance(cause, ImportError) and missing_extra(cause):
         return f"burnpack: {missing_extra(cause)}", 1
     code = int(getattr(exc, "exit_code", 1))
     path = _path_of(exc, default_path) if code != 2 or isinstance(exc, OSError) else None  # usage errors are about no file
-    where = f"{path}: " if path else ""
-    line = f"burnpack: {where}{_kind(exc)}: {_message(exc, verbose)}"
+    where = f"{printable(path)}: " if path else ""
+    line = f"burnpack: {where}{printable(_kind(exc))}: {printable_lines(_message(exc, verbose))}"
     report = getattr(exc, "report", None)
     if verbose and report is not None and hasattr(report, "summary"):
-        line += "\n" + report.summary()
+        line += "\n" + printable_lines(report.summary())
     return line, code
 
 

@@ -6,13 +6,12 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from ..diff import PackDiff, compare_layout, diff_packs
-from ..reader import load
 from .common import CommandError, blame
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def register(sub: Any) -> None:
@@ -47,7 +46,10 @@ class _EntryView:
         return self._entry.numpy()
 
     def memoryview(self) -> memoryview:
-        return np.ascontiguousarray(self.numpy()).data.cast("B")
+        """The tensor's bytes (as bytes: a buffer of bf16 or another ml_dtypes type has no format code)."""
+        import numpy as np
+
+        return np.ascontiguousarray(self.numpy()).reshape(-1).view(np.uint8).data
 
 
 class _Tensors:
@@ -71,6 +73,8 @@ def _open(path: str) -> Iterator[Any]:
     with blame(path):
         fmt = choose(path)
         if fmt.name == "burnpack":
+            from ..reader import load
+
             with load(path) as pack:
                 yield pack
             return
@@ -80,6 +84,8 @@ def _open(path: str) -> Iterator[Any]:
 
 def run_diff(args: Any) -> int:
     """Exit 0 when identical, 1 when different; unreadable files are errors (exit 2)."""
+    from ..diff import PackDiff, compare_layout, diff_packs
+
     try:
         with _open(args.a) as a, _open(args.b) as b:
             if args.layout and not all(hasattr(x, "data_section_start") for x in (a, b)):

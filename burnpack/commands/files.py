@@ -1,26 +1,26 @@
-"""``burnpack inspect``, ``dump``, ``validate`` and ``repack``: the commands on one .bpk file."""
+"""``burnpack inspect``, ``dump``, ``validate`` and ``repack``: the commands on one .bpk file.
+
+What a command needs is imported when it runs: registering the commands costs nothing at start-up.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..atomic import atomic_file
-from ..dump import dump
-from ..progress import finish, progress_for
-from ..errors import BurnpackError
-from ..reader import Pack, load
-from ..writer import Writer, resolve_write_path
-from . import inspect as inspect_cmd
+from ..display import plural, printable
 from .common import CommandError, add_progress_option, blame, check_output
+
+if TYPE_CHECKING:
+    from ..reader import Pack
 
 
 def register(sub: Any) -> None:
     """Add the four single-file commands to ``burnpack``'s argument parser."""
     p = sub.add_parser("inspect", help="a table (or --tree, --json) of tensors with totals, metadata and scalars")
     p.add_argument("file")
-    inspect_cmd.register_options(p)
+    _inspect_options(p)
     _legacy_option(p)
     p.set_defaults(handler=run_inspect)
 
@@ -49,23 +49,40 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=run_repack)
 
 
+def _inspect_options(p: Any) -> None:
+    """The options of ``burnpack inspect`` (see :mod:`burnpack.commands.inspect`)."""
+    p.add_argument("--sort", choices=("natural", "name", "file"), default="natural",
+                   help="natural (layers.2 before layers.10, the default), name (byte-wise, Burn's order) or file (data order)")  # fmt: skip
+    p.add_argument("--filter", metavar="REGEX", help="only tensors whose name the regex finds")
+    p.add_argument("--tree", action="store_true", help="group tensors by module path, with per-module parameter counts")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    p.add_argument("--stats", action="store_true", help="add min/max/mean of each tensor's values (QFloat: dequantized)")
+
+
 def _legacy_option(p: Any) -> None:
     p.add_argument("--legacy-ok", action="store_true",
                    help="read files from older Burn versions as their writer meant them (see README, Reading levels)")  # fmt: skip
 
 
 def _open(path: str, args: Any, *, strict: bool = False) -> Pack:
+    from ..errors import BurnpackError
+    from ..reader import load
+
     try:
         return load(path, strict=strict, legacy_ok=args.legacy_ok)
     except BurnpackError as exc:
         if exc.variant == "InvalidMagicNumber" or isinstance(exc, IsADirectoryError):  # another format's file or folder
-            other = inspect_cmd.not_a_pack(path)
+            from .inspect import not_a_pack
+
+            other = not_a_pack(path)
             if other is not None:
                 raise other from None
         raise
 
 
 def run_inspect(args: Any) -> int:
+    from . import inspect as inspect_cmd
+
     with blame(args.file), _open(args.file, args) as pack:
         return inspect_cmd.inspect(pack, args, sys.stdout)
 
@@ -77,6 +94,8 @@ def run_dump(args: Any) -> int:
         return serve(sys.stdin, sys.stdout, strict=args.strict)
     if args.file is None:
         raise CommandError(None, "UsageError", "dump needs a file (or --batch)", code=2)
+    from ..dump import dump
+
     result = dump(args.file, strict=args.strict, legacy_ok=args.legacy_ok)
     print(json.dumps(result, ensure_ascii=False, indent=1))
     return 0 if result["ok"] else 1
@@ -84,6 +103,8 @@ def run_dump(args: Any) -> int:
 
 def _deep_problems(pack: Pack) -> list[str]:
     """Every tensor read as Burn's ``into_tensors`` reads it; one line per problem."""
+    from ..errors import BurnpackError
+
     problems = []
     for name in pack.names:
         try:
@@ -93,26 +114,35 @@ def _deep_problems(pack: Pack) -> list[str]:
     return problems
 
 
+def _all(count: int) -> str:
+    """``its 1 tensor``, ``all 3 tensors``."""
+    return f"{'its' if count == 1 else 'all'} {plural(count, 'tensor')}"
+
+
 def run_validate(args: Any) -> int:
     level = " (strict)" if args.strict else ""
     with blame(args.file), _open(args.file, args, strict=args.strict) as pack:
         if not args.deep:
-            print(f"{args.file}: valid{level}: header and metadata checked; tensor access not checked (use --deep)")
+            print(f"{printable(args.file)}: valid{level}: header and metadata checked; tensor access not checked (use --deep)")
             return 0
         problems = _deep_problems(pack)
         count = len(pack)
     if problems:
         for line in problems:
-            print(f"burnpack: {args.file}: {line}", file=sys.stderr)
-        print(f"{args.file}: invalid: {len(problems)} of {count} tensors cannot be read", file=sys.stderr)
+            print(printable(f"burnpack: {args.file}: {line}"), file=sys.stderr)
+        print(f"{printable(args.file)}: invalid: {len(problems)} of {plural(count, 'tensor')} cannot be read", file=sys.stderr)
         return 1
-    print(f"{args.file}: valid{level}: header, metadata and all {count} tensors checked")
+    print(f"{printable(args.file)}: valid{level}: header, metadata and {_all(count)} checked")
     return 0
 
 
 def run_repack(args: Any) -> int:
-    target = check_output(args.output, resolve_write_path(args.output), overwrite=args.overwrite)
-    with blame(args.input), _open(args.input, args) as pack:
+    from ..atomic import atomic_file
+    from ..progress import finish, progress_for
+    from ..writer import Writer, resolve_write_path
+
+    with blame(args.input), _open(args.input, args) as pack:  # a missing input is reported before an existing output
+        target = check_output(args.output, resolve_write_path(args.output), overwrite=args.overwrite)
         views = pack.tensors()
         views.sort(key=lambda v: (v.data_offsets, v.name))
         bar = progress_for(args.progress, sum(v.byte_len for v in views), "repacking")

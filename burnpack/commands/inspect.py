@@ -18,7 +18,9 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from ..display import plural, printable
 from ..dump import scalar_json
+from .._generated.types import DTYPE_INFO
 from ..errors import BurnpackError
 from ..progress import human_size
 from ..quant import dtype_label
@@ -26,21 +28,6 @@ from ..reader import Pack, TensorView
 from .common import CommandError
 
 NAME_WIDTH = 60  # names longer than this are shortened in the middle
-
-
-def register_options(p: Any) -> None:
-    """The options of ``burnpack inspect`` (its file argument and --legacy-ok are the caller's)."""
-    p.add_argument("--sort", choices=("natural", "name", "file"), default="natural",
-                   help="natural (layers.2 before layers.10, the default), name (byte-wise, Burn's order) or file (data order)")  # fmt: skip
-    p.add_argument("--filter", metavar="REGEX", help="only tensors whose name the regex finds")
-    p.add_argument("--tree", action="store_true", help="group tensors by module path, with per-module parameter counts")
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    p.add_argument("--stats", action="store_true", help="add min/max/mean of each tensor's values (QFloat: dequantized)")
-
-
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """``1 tensor``, ``2 tensors``, ``1 metadata entry``, ``3 metadata entries``."""
-    return f"{n:,} {word if n == 1 else many or word + 's'}"
 
 
 def natural_key(name: str) -> list[Any]:
@@ -84,7 +71,7 @@ def _stats(view: TensorView, notes: list[str]) -> tuple[str, str, str]:
     try:
         values = view.numpy(dequantize=True)
     except BurnpackError as exc:
-        notes.append(f"  {view.name}: {exc.payload}")
+        notes.append(printable(f"  {view.name}: {exc.payload}"))
         return ("-", "-", "-")
     if values.size == 0 or values.dtype.kind not in "fiub":
         return ("-", "-", "-")
@@ -108,6 +95,16 @@ def select(pack: Pack, *, sort: str = "natural", pattern: str | None = None) -> 
     elif sort == "file":
         views.sort(key=lambda v: (v.data_offsets, v.name))
     return views
+
+
+def _is_float(dtype: Any) -> bool:
+    """Float and QFloat tensors hold weights; integer and bool tensors are buffers (ids, masks)."""
+    return DTYPE_INFO[dtype.variant].kind in ("float", "quantized")
+
+
+def parameters(elements: int, buffered: int) -> str:
+    """``64 parameters``, saying how many of them are elements of integer or bool tensors."""
+    return plural(elements, "parameter") + (f" ({buffered:,} in integer or bool tensors)" if buffered else "")
 
 
 def totals(views: Iterable[TensorView]) -> dict[str, dict[str, int]]:
@@ -137,10 +134,15 @@ def to_json(pack: Pack, views: Sequence[TensorView], record_kind: str) -> dict[s
             for v in views
         ],
         "totals": {"by_dtype": by_dtype, "tensors": len(views), "parameters": sum(t["elements"] for t in by_dtype.values()),
-                   "bytes": sum(t["bytes"] for t in by_dtype.values())},  # fmt: skip
+                   "integer_or_bool_elements": _buffered(views), "bytes": sum(t["bytes"] for t in by_dtype.values())},  # fmt: skip
         "metadata": dict(pack.metadata),
         "scalars": {name: scalar_json(s) for name, s in sorted(pack.scalars.items())},
     }
+
+
+def _buffered(views: Iterable[TensorView]) -> int:
+    """Elements of integer and bool tensors (counted among the parameters, and said so)."""
+    return sum(math.prod(v.shape) for v in views if not _is_float(v.dtype))
 
 
 def _table(rows: Sequence[tuple[str, ...]], right: set[int], out: TextIO) -> None:
@@ -160,7 +162,7 @@ def print_table(views: Sequence[TensorView], out: TextIO, *, stats: bool = False
     notes: list[str] = []
     for v in views:
         pid = "-" if v.param_id is None else str(v.param_id)
-        row = (shorten(v.name, name_width), dtype_label(v.dtype), _shape(v), f"{math.prod(v.shape):,}", human_size(max(v.byte_len, 0)), pid)
+        row = (shorten(printable(v.name), name_width), dtype_label(v.dtype), _shape(v), f"{math.prod(v.shape):,}", human_size(max(v.byte_len, 0)), pid)
         rows.append(row + (_stats(v, notes) if stats else ()))
     _table(rows, {3, 4, 5, 6, 7, 8}, out)
     if notes:
@@ -178,17 +180,18 @@ def print_tree(views: Sequence[TensorView], out: TextIO, *, name_width: int = NA
             node = node.setdefault(part, {})
         node[parts[-1]] = v
 
-    def count(node: Any) -> int:
-        return math.prod(node.shape) if isinstance(node, TensorView) else sum(count(c) for c in node.values())
+    def leaves(node: Any) -> list[TensorView]:
+        return [node] if isinstance(node, TensorView) else [leaf for c in node.values() for leaf in leaves(c)]
 
     def walk(node: dict[str, Any], depth: int) -> None:
         for key in sorted(node, key=natural_key):
             child, indent = node[key], "  " * depth
-            label = shorten(key, max(name_width - len(indent), 8))
+            label = shorten(printable(key), max(name_width - len(indent), 8))
             if isinstance(child, TensorView):
                 print(f"{indent}{label}  {dtype_label(child.dtype)} {_shape(child)}  {math.prod(child.shape):,}", file=out)
             else:
-                print(f"{indent}{label}/  {plural(count(child), 'parameter')}", file=out)
+                inside = leaves(child)
+                print(f"{indent}{label}/  {parameters(sum(math.prod(v.shape) for v in inside), _buffered(inside))}", file=out)
                 walk(child, depth + 1)
 
     walk(root, 0)
@@ -199,22 +202,23 @@ def print_summary(pack: Pack, views: Sequence[TensorView], out: TextIO) -> None:
     if pack.metadata:
         print("\nmetadata:", file=out)
         for key, value in sorted(pack.metadata.items()):
-            print(f"  {key} = {value!r}", file=out)
+            print(f"  {printable(key)} = {printable(repr(value))}", file=out)
     if pack.scalars:
         print("\nscalars:", file=out)
         for key, scalar in sorted(pack.scalars.items()):
             shown = scalar_json(scalar)
             bits = f"  ({shown['f64_bits']})" if "f64_bits" in shown else ""
-            print(f"  {key} = {scalar.variant}({shown['value']}){bits}", file=out)
+            print(f"  {printable(key)} = {scalar.variant}({shown['value']}){bits}", file=out)
     if len(by_dtype) > 1:
         print("\nby dtype:", file=out)
         for name, t in sorted(by_dtype.items()):
-            print(f"  {name}: {plural(t['tensors'], 'tensor')}, {plural(t['elements'], 'parameter')}, {human_size(t['bytes'])}", file=out)
-    parameters = sum(t["elements"] for t in by_dtype.values())
+            counted = "parameter" if DTYPE_INFO[name.partition("(")[0]].kind in ("float", "quantized") else "element"
+            print(f"  {name}: {plural(t['tensors'], 'tensor')}, {plural(t['elements'], counted)}, {human_size(t['bytes'])}", file=out)
+    elements = sum(t["elements"] for t in by_dtype.values())
     size = sum(t["bytes"] for t in by_dtype.values())
     subset = "" if len(views) == len(pack) else f" (of {len(pack)})"
     print(
-        f"\n{plural(len(views), 'tensor')}{subset}, {plural(parameters, 'parameter')}, {human_size(size)} of tensor data, "
+        f"\n{plural(len(views), 'tensor')}{subset}, {parameters(elements, _buffered(views))}, {human_size(size)} of tensor data, "
         f"{plural(len(pack.metadata), 'metadata entry', 'metadata entries')}, {plural(len(pack.scalars), 'scalar')}; "
         f"version {pack.version}, metadata {human_size(pack.metadata_size)}, data section at byte {pack.data_section_start:,}, "
         f"file {human_size(pack.file_size)}",
@@ -245,7 +249,7 @@ def inspect(pack: Pack, args: Any, out: TextIO) -> int:
     if args.json:
         print(json.dumps(to_json(pack, views, kind), ensure_ascii=False, indent=1), file=out)
     else:
-        print(f"record kind: {kind}\n", file=out)
+        print(f"record kind: {printable(kind)}\n", file=out)
         if args.filter and not views:
             print(f"no tensor name matches {args.filter!r}", file=out)
         elif args.tree:

@@ -12,10 +12,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..atomic import atomic_file
-from ..errors import BurnpackError
-from ..spec import SpecError, load_spec, writer_from_spec
-from ..writer import resolve_write_path
 from .common import CommandError, blame, check_output, describe_error
 
 
@@ -30,6 +26,10 @@ def register(sub: Any) -> None:
 
 
 def _build(args: Any) -> Path:
+    from ..atomic import atomic_file
+    from ..spec import SpecError, load_spec, writer_from_spec
+    from ..writer import resolve_write_path
+
     with blame(args.spec):
         try:
             spec = json.loads(sys.stdin.read()) if args.spec == "-" else load_spec(args.spec)
@@ -44,6 +44,9 @@ def _build(args: Any) -> Path:
 
 
 def run_pack(args: Any) -> int:
+    from ..errors import BurnpackError
+    from ..spec import SpecError
+
     try:
         target = _build(args)
     except (SpecError, CommandError, BurnpackError, OSError, ValueError) as exc:

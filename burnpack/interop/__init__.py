@@ -18,74 +18,37 @@ Entry points:
 * :func:`pytorch_to_burn_checkpoint` / :func:`burn_checkpoint_to_pytorch` — whole training
   checkpoints (model + optimizer + LR scheduler) ↔ a Burn Learner checkpoint directory.
 
-The ``burnpack convert`` and ``burnpack convert-checkpoint`` commands wrap them. Everything but
-:func:`convert` is imported on first use.
+The ``burnpack convert`` and ``burnpack convert-checkpoint`` commands wrap them. Everything is
+imported on first use.
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import TYPE_CHECKING
 
-from .converter import convert
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .converter import convert
 
 _EXPORTS = {
-    "transform": "converter",
-    "ConversionReport": "converter",
-    "UnmatchedOptionError": "converter",
-    "read_tensors": "registry",
-    "write_tensors": "registry",
-    "detect_format": "registry",
-    "Format": "registry",
-    "ConversionError": "formats",
-    "OutputExistsError": "formats",
-    "Entry": "tensors",
-    "TensorSet": "tensors",
-    "KeyRemapper": "remap",
-    "PathFilter": "remap",
-    "map_indices_contiguous": "remap",
-    "strip_enum_variants": "remap",
-    "insert_enum_variants": "remap",
-    "ModuleAdapter": "adapters",
-    "IdentityAdapter": "adapters",
-    "ChainAdapter": "adapters",
-    "PyTorchToBurnAdapter": "adapters",
-    "BurnToPyTorchAdapter": "adapters",
-    "HalfPrecisionAdapter": "adapters",
-    "FloatCastAdapter": "adapters",
-    "ModuleTypes": "adapters",
-    "UnknownModuleType": "adapters",
-    "parse_adapter": "adapters",
-    "load_record": "loader",
-    "load_into": "loader",
-    "pytorch_to_burn_checkpoint": "checkpoint",
-    "burn_checkpoint_to_pytorch": "checkpoint",
-    "read_torch_training_state": "checkpoint",
-    "CheckpointReport": "checkpoint",
-    "TorchTrainingState": "checkpoint",
-    "read_pytorch": "pytorch",
-    "read_pytorch_object": "pytorch",
-    "PyTorchReadError": "pytorch",
-    "UnsafePickleError": "pytorch",
-    "read_safetensors": "safetensors",
-    "parse_safetensors": "safetensors",
-    "write_safetensors": "safetensors",
-    "serialize_safetensors": "safetensors",
-    "SafetensorsError": "safetensors",
-    "to_state_dict": "torch_live",
-}
+    ".converter": ("convert", "transform", "ConversionReport", "UnmatchedOptionError"),
+    ".registry": ("read_tensors", "write_tensors", "detect_format", "Format"),
+    ".formats": ("ConversionError", "OutputExistsError"),
+    ".tensors": ("Entry", "TensorSet"),
+    ".remap": ("KeyRemapper", "PathFilter", "map_indices_contiguous", "strip_enum_variants",
+               "insert_enum_variants"),
+    ".adapters": ("ModuleAdapter", "IdentityAdapter", "ChainAdapter", "PyTorchToBurnAdapter",
+                  "BurnToPyTorchAdapter", "HalfPrecisionAdapter", "FloatCastAdapter", "ModuleTypes",
+                  "UnknownModuleType", "parse_adapter"),
+    ".loader": ("load_record", "load_into"),
+    ".checkpoint": ("pytorch_to_burn_checkpoint", "burn_checkpoint_to_pytorch", "read_torch_training_state",
+                    "CheckpointReport", "TorchTrainingState"),
+    ".pytorch": ("read_pytorch", "read_pytorch_object", "PyTorchReadError", "UnsafePickleError"),
+    ".safetensors": ("read_safetensors", "parse_safetensors", "write_safetensors", "serialize_safetensors",
+                     "SafetensorsError"),
+    ".torch_live": ("to_state_dict",),
+}  # fmt: skip
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
-__all__ = sorted([*_EXPORTS, "convert"])
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'burnpack.interop' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_EXPORTS))
+__all__ = sorted(name for names in _EXPORTS.values() for name in names)

@@ -14,32 +14,10 @@ import numpy as np
 from .._generated.types import BoolStore, DType
 from ..atomic import DestinationExists, atomic_file
 from ..dtypes import numpy_dtype
-from ..errors import BurnpackError
+from ..errors import ConversionError, OptionError, OutputExistsError
 from .tensors import Entry
 
 __all__ = ["ConversionError", "OptionError", "OutputExistsError", "atomic_output", "bool_dtype", "entry_from_array"]
-
-
-class ConversionError(BurnpackError):
-    """A conversion cannot be done as asked (unsupported dtype, unknown format, ...)."""
-
-
-class OptionError(ConversionError, ValueError):
-    """An option is malformed (a regex that does not compile, an unknown adapter or module type):
-    a usage error, exit status 2 on the command line."""
-
-    exit_code = 2
-
-
-class OutputExistsError(ConversionError, FileExistsError):
-    """The output exists and ``overwrite`` was not given (``filename`` is the output)."""
-
-    def __init__(self, path: str | os.PathLike[str], detail: str = "exists; pass overwrite=True to replace it") -> None:
-        super().__init__(f"{path} {detail}")
-        self.filename = str(path)
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 _BOOL_STORES = {store.name.lower(): store for store in BoolStore}

@@ -58,14 +58,36 @@ def _add_type_options(p: argparse.ArgumentParser, *, infer_flag: bool = True) ->
                         "2-D weight with bias...); ambiguous ones are reported")  # fmt: skip
 
 
+def _shard_size(text: str) -> int:
+    """``--max-shard-size``: a bad value is a usage error (exit 2)."""
+    from .sharded import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _folder_output(args: argparse.Namespace) -> None:
+    """A folder output (shards, DCP) named like a file (``x.safetensors``) is refused: the name
+    would say one file where a folder of several is written."""
+    from .registry import from_extension
+
+    out = Path(args.output)
+    fmt = from_extension(out, files_only=True)
+    if fmt is not None and not out.is_dir():
+        what = "--max-shard-size writes" if args.max_shard_size is not None else "--to dcp writes"
+        raise CommandError(out, "UsageError", f"{what} a folder, not a {out.suffix} file: name the folder (e.g. {out.with_suffix('')})", code=2)
+
+
 def _add_sharding_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group(
         "folders: an HF model folder or *.index.json, or a torch.distributed.checkpoint folder, as INPUT; "
         "--to dcp writes a DCP folder"
     )
-    g.add_argument("--max-shard-size", metavar="SIZE",
+    g.add_argument("--max-shard-size", metavar="SIZE", type=_shard_size,
                    help="write OUTPUT as a folder of HF-style safetensors shards of at most SIZE (5GB, 500MB; decimal units "
-                        "as huggingface_hub) plus model.safetensors.index.json; with --to pytorch, torch.save shards "
+                        "as huggingface_hub, or a byte count) plus model.safetensors.index.json; with --to pytorch, torch.save shards "
                         "pytorch_model-00001-of-0000N.bin plus pytorch_model.bin.index.json")  # fmt: skip
 
 
@@ -123,6 +145,9 @@ def _register_convert(sub: Any) -> None:
     p.add_argument("--no-metadata", action="store_true", help="do not carry the source's metadata across")
     p.add_argument("--no-stamp", action="store_true", help="do not add Burn's format/producer/version metadata keys")
     p.add_argument("--compress", action="store_true", help=".npz output: deflate members")
+    p.add_argument("--npz-metadata", action="store_true",
+                   help=".npz output: also write a __metadata__ member with the metadata and the dtypes numpy cannot name "
+                        "(BF16, Bool stores, Flex32), which burnpack reads back; without it the archive holds tensors only")  # fmt: skip
     p.add_argument("--allow-unmatched", action="store_true",
                    help="go on when an option changes nothing (an adapter with nothing to adapt, a rule or filter "
                         "matching no tensor, module types no adapter uses); they are listed as warnings")  # fmt: skip
@@ -155,7 +180,8 @@ def _register_convert_checkpoint(sub: Any) -> None:
         help="migrate a training checkpoint: PyTorch (model + optimizer + scheduler) <-> Burn Learner checkpoint dir",
         description=(
             "PyTorch -> Burn: INPUT is a torch.save'd dict holding the model state_dict, an Adam/AdamW/SGD state_dict "
-            "and a cosine/linear/step/exponential LR scheduler state_dict (read without torch); OUTPUT is a Burn "
+            "and a cosine/linear/step/exponential LR scheduler state_dict (read without torch), or a DCP folder "
+            "(get_state_dict + dcp.save: optimizer state keyed by parameter name); OUTPUT is a Burn "
             "checkpoint directory receiving model-N.bpk, optim-N.bpk and scheduler-N.bpk. Burn -> PyTorch: INPUT is "
             "the checkpoint directory (or its artifact directory), OUTPUT a .pt file (written with torch). The "
             "direction follows INPUT (a directory means Burn)."
@@ -185,8 +211,9 @@ def _register_convert_checkpoint(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
     p.add_argument("--dcp", action="store_true",
-                   help="Burn -> PyTorch: write OUTPUT as a torch.distributed.checkpoint folder instead of a .pt file "
-                        "(a DCP folder as INPUT is read like a .pt file)")  # fmt: skip
+                   help="Burn -> PyTorch: write OUTPUT as a torch.distributed.checkpoint folder instead of a .pt file, "
+                        "optimizer state keyed by parameter name as get_state_dict gives it (load it with a get_state_dict "
+                        "template, dcp.load and set_state_dict)")  # fmt: skip
     p.set_defaults(handler=_convert_checkpoint)
 
 
@@ -257,12 +284,17 @@ def _convert(args: argparse.Namespace) -> int:
     if args.max_shard_size is None:
         with blame(args.output):
             out_path, out_format = resolve_output(args.output, args.to_format)
-        if not out_format.directory:  # folder outputs have their own rules
+        if out_format.directory:  # folder outputs have their own rules
+            _folder_output(args)
+        else:
             check_output(args.output, out_path, overwrite=args.overwrite)
+    else:
+        _folder_output(args)
     with blame(args.input):
         report = convert(
             args.input, out_path, from_format=args.from_format, to_format=args.to_format, overwrite=args.overwrite,
-            bool_store=args.bool_store, compress=args.compress, progress=args.progress, legacy_ok=args.legacy_ok, **options,
+            bool_store=args.bool_store, compress=args.compress, progress=args.progress, legacy_ok=args.legacy_ok,
+            npz_metadata=args.npz_metadata, **options,
         )  # fmt: skip
     if args.json:
         print(json.dumps(report.to_dict(), indent=1, ensure_ascii=False))
@@ -297,7 +329,7 @@ def _checkpoint_output(args: argparse.Namespace, to_burn: bool) -> None:
 
 def _convert_checkpoint(args: argparse.Namespace) -> int:
     from .checkpoint import burn_checkpoint_to_pytorch, pytorch_to_burn_checkpoint
-    from .dcp import is_dcp, read_dcp_object, write_dcp_state
+    from .dcp import is_dcp
     from .remap import parse_rule
 
     types = _pairs(args.module_type, "--module-type") or None
@@ -307,23 +339,21 @@ def _convert_checkpoint(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise _usage("--remap", exc) from None
     to_burn = not Path(args.input).is_dir() or is_dcp(args.input)
+    if args.dcp and to_burn:
+        raise CommandError(None, "UsageError", "--dcp applies to Burn -> PyTorch (it writes OUTPUT as a DCP folder); a DCP folder as INPUT needs no flag", code=2)
     if not (args.dcp and not to_burn):  # a DCP output is a folder, written by write_dcp_state's rules
         _checkpoint_output(args, to_burn)
     with blame(args.input):
         if not to_burn:
-            state, report = burn_checkpoint_to_pytorch(
-                args.input, None if args.dcp else args.output, epoch=args.epoch, module_types=types, type_rules=rules,
-                infer_types=True, overwrite=args.overwrite, remap=remap,
+            _, report = burn_checkpoint_to_pytorch(
+                args.input, args.output, epoch=args.epoch, module_types=types, type_rules=rules,
+                infer_types=True, overwrite=args.overwrite, remap=remap, dcp=args.dcp,
                 optimizer_config=_json_option("--optimizer-config", args.optimizer_config),
                 scheduler_config=_json_option("--scheduler-config", args.scheduler_config),
             )  # fmt: skip
-            if args.dcp:
-                write_dcp_state(state.to_torch(), args.output, overwrite=args.overwrite)
-                report.target = args.output
-                report.files = {"dcp": args.output}
         else:
             report = pytorch_to_burn_checkpoint(
-                read_dcp_object(args.input) if is_dcp(args.input) else args.input, args.output, epoch=args.epoch, model_key=args.model_key,
+                args.input, args.output, epoch=args.epoch, model_key=args.model_key,
                 optimizer_key=args.optimizer_key, scheduler_key=args.scheduler_key,
                 optimizer_kind=args.optimizer_kind, module_types=types, type_rules=rules, infer_types=True,
                 remap=remap, enum_variants=_pairs(args.enum_variant, "--enum-variant") or None,

@@ -46,6 +46,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..display import plural, printable_lines
+from ..dtypes import NATIVE_BOOL
+from ..quant import dtype_label
 from ..frameworks import is_torch_module
 from ..progress import finish, human_size, progress_for
 from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
@@ -118,9 +121,9 @@ class ConversionReport:
         arrow = f" -> {self.target} ({self.target_format})" if self.target else ""
         c = self.counts()
         lines = [
-            f"{self.source} ({self.source_format}){arrow}: {c['applied']} tensors, {human_size(self.bytes)}"
-            + (f", {self.scalars} scalars" if self.scalars else "")
-            + (f", {len(self.metadata)} metadata entr{'y' if len(self.metadata) == 1 else 'ies'}" if self.metadata else "")
+            f"{self.source} ({self.source_format}){arrow}: {plural(c['applied'], 'tensor')}, {human_size(self.bytes)}"
+            + (f", {plural(self.scalars, 'scalar')}" if self.scalars else "")
+            + (f", {plural(len(self.metadata), 'metadata entry', 'metadata entries')}" if self.metadata else "")
             + (f" in {self.seconds:.2f}s" if self.seconds else ""),
             "  " + ", ".join(f"{k} {v}" for k, v in c.items()),
         ]
@@ -144,7 +147,7 @@ class ConversionReport:
         section("unused", self.unused)
         section("errors", self.errors)
         section("warnings", self.warnings)
-        return "\n".join(lines)
+        return printable_lines(lines)
 
     def __str__(self) -> str:
         return self.summary()
@@ -204,7 +207,7 @@ def _select_top_level(tset: TensorSet, key: str, report: ConversionReport) -> Te
         raise ConversionError(f"no tensors under top-level key {key!r}; top-level names: {roots[:20]}")
     dropped = len(tset.entries) - len(chosen)
     if dropped:
-        report.warnings.append(f"{dropped} tensor(s) outside top-level key {key!r} ignored")
+        report.warnings.append(f"{plural(dropped, 'tensor')} outside top-level key {key!r} ignored")
     return TensorSet(chosen, tset.metadata, tset.scalars, tset.format, tset.module_types, top_level_key=key, closers=tset.closers)
 
 
@@ -589,13 +592,15 @@ def convert(
     compress: bool = False,
     progress: Callable[[int], None] | bool | str | None = None,
     legacy_ok: bool = False,
+    npz_metadata: bool = False,
     **options: Any,
 ) -> ConversionReport:
     """Convert ``source`` (a path, bytes, a ``TensorSet``, a torch ``state_dict`` or
     ``nn.Module``) to the file ``target``; formats come from ``from_format`` / ``to_format``,
     else from the content / the extension. ``options`` are :func:`transform`'s. Nothing is
     written when anything fails; an existing ``target`` is kept unless ``overwrite``; ``legacy_ok``
-    reads a .bpk from an older Burn as its writer meant it.
+    reads a .bpk from an older Burn as its writer meant it; ``npz_metadata``: a ``.npz`` target
+    also gets a ``__metadata__`` member with the metadata and the dtypes numpy cannot name.
 
     ``progress``: a callable fed the bytes written, or a setting of
     :func:`burnpack.progress.progress_for` (``"auto"``: a bar on a terminal for 64 MiB or more;
@@ -604,6 +609,8 @@ def convert(
     max_shard_size = options.pop("max_shard_size", None)
     shard_size = None if max_shard_size is None else parse_size(max_shard_size)
     out_path, out_format = resolve_output(target, to_format, max_shard_size=shard_size)
+    if npz_metadata and out_format.name != "npz":
+        raise OptionError(f"npz_metadata=True applies to .npz output, not {out_format.name}")
     if not out_format.directory:
         if os.path.isdir(target) or out_path.is_dir():
             raise ConversionError(f"{target} is a directory; give the output's file name")
@@ -619,9 +626,11 @@ def convert(
             source=_describe(source), target=str(out_path), source_format=tset.format, target_format=target_format
         )
         result, report = transform(tset, target_format=target_format, report=report, **options)
-        _note_losses(result, target_format, report)
+        _refuse_quantized(result, target_format)
+        _note_losses(result, target_format, report, npz_metadata=npz_metadata)
         bar = progress_for(progress, result.nbytes, "converting")
-        write_tensors(result, out_path, out_format, overwrite=overwrite, progress=bar, compress=compress, max_shard_size=shard_size)
+        write_tensors(result, out_path, out_format, overwrite=overwrite, progress=bar, compress=compress,
+                      max_shard_size=shard_size, npz_metadata=npz_metadata)  # fmt: skip
         finish(bar)
     finally:
         tset.close()
@@ -637,16 +646,55 @@ def _describe(source: Any) -> str:
     return f"<{type(source).__name__}>"
 
 
-def _note_losses(tset: TensorSet, target_format: str, report: ConversionReport) -> None:
-    """Warn about what the target container cannot hold."""
+def _refuse_quantized(tset: TensorSet, target_format: str) -> None:
+    """Only a .bpk holds QFloat tensors: one line naming the first, its scheme and the way out."""
+    if target_format == "burnpack":
+        return
+    quantized = [e for e in tset.entries if e.dtype.is_quantized]
+    if quantized:
+        first, more = quantized[0], len(quantized) - 1
+        others = f" (and {plural(more, 'other QFloat tensor')})" if more else ""
+        raise ConversionError(
+            f"tensor {first.name!r}{others}: {target_format} cannot hold {dtype_label(first.dtype)}; "
+            "pass dequantize=True to write the F32 values"
+        )
+
+
+def _note_npz(tset: TensorSet, report: ConversionReport, npz_metadata: bool) -> None:
+    """A .npz holds tensors only unless ``npz_metadata``: say what was left out, or where it went."""
+    if npz_metadata:
+        if tset.metadata:
+            report.warnings.append(f"{plural(len(tset.metadata), 'metadata entry', 'metadata entries')} written to the __metadata__ member")
+        return
+    if tset.metadata:
+        report.warnings.append(
+            f"{plural(len(tset.metadata), 'metadata entry', 'metadata entries')} not written: the .npz holds tensors only "
+            "(--npz-metadata keeps them in a __metadata__ member)"
+        )
+    bf16 = sum(1 for e in tset.entries if e.dtype == DType.BF16)
+    if bf16:
+        report.warnings.append(
+            f"{plural(bf16, 'BF16 tensor')} written as raw 2-byte items, as numpy saves ml_dtypes' bfloat16 (burnpack reads them back as BF16)"
+        )
+    for e in tset.entries:
+        if e.dtype == DType.Flex32:
+            report.warnings.append(f"{e.name}: Flex32 written as F32")
+        elif e.dtype.is_bool and e.dtype != NATIVE_BOOL:
+            report.warnings.append(f"{e.name}: {dtype_name(e.dtype)} written as numpy bool (--npz-metadata records the store)")
+
+
+def _note_losses(tset: TensorSet, target_format: str, report: ConversionReport, *, npz_metadata: bool = False) -> None:
+    """Warn about what the target container cannot hold (and say where metadata went)."""
     if target_format != "burnpack":
         ids = sum(1 for e in tset.entries if e.param_id is not None)
         if ids:
-            report.warnings.append(f"{ids} param id(s) dropped: {target_format} has no place for them")
+            report.warnings.append(f"{plural(ids, 'param id')} dropped: {target_format} has no place for them")
         if tset.scalars:
-            report.warnings.append(f"{len(tset.scalars)} scalar(s) dropped: {target_format} has no place for them")
+            report.warnings.append(f"{plural(len(tset.scalars), 'scalar')} dropped: {target_format} has no place for them")
     if target_format == "pytorch" and tset.metadata:
-        report.warnings.append(f"{len(tset.metadata)} metadata entr(y/ies) dropped: a state dict has no place for them")
+        report.warnings.append(f"{plural(len(tset.metadata), 'metadata entry', 'metadata entries')} dropped: a state dict has no place for them")
+    if target_format == "npz":
+        _note_npz(tset, report, npz_metadata)
     if target_format in ("safetensors", "pytorch"):
         for e in tset.entries:
             if e.dtype == DType.Flex32:

@@ -144,8 +144,9 @@ def read_pytorch_file(path: Any, *, top_level_key: str | None = None, bool_store
 
 def read_npz(path: Any, *, bool_store: str | BoolStore = BoolStore.U8) -> TensorSet:
     """A ``.npz`` archive of ``.npy`` members (no pickle). A 0-d string ``__metadata__`` member
-    holding JSON ``{"metadata": {...}, "dtypes": {...}}`` (what :func:`write_npz` adds) restores
-    the metadata and the Burn dtypes numpy cannot express (BF16, Bool stores, Flex32).
+    holding JSON ``{"metadata": {...}, "dtypes": {...}}`` (what :func:`write_npz` adds with
+    ``metadata=True``) restores the metadata and the Burn dtypes numpy cannot express (BF16, Bool
+    stores, Flex32); without a hint, raw 2-byte items (how numpy saves ml_dtypes' bfloat16) are BF16.
 
     Each member's ``.npy`` header is checked against the member's declared size before its data
     is read, and compressed members inflate only within the archive's budget (``archive``)."""
@@ -241,9 +242,14 @@ def _npz_entry(name: str, array: np.ndarray, hint: Any, bool_store: str | BoolSt
         elif array.dtype != want:
             array = array.astype(want)
         return Entry.from_numpy(name, array, dtype=dtype)
+    if array.dtype == _RAW_BF16:  # numpy saves ml_dtypes' bfloat16 as raw 2-byte items
+        return Entry.from_numpy(name, array.view(numpy_dtype(DType.BF16)), dtype=DType.BF16)
     if array.dtype.kind == "V":
         raise ValueError(f"raw dtype {array.dtype} and no dtype hint")
     return entry_from_array(name, array, bool_store)
+
+
+_RAW_BF16 = np.dtype("V2")
 
 
 def read_in_memory(
@@ -375,10 +381,13 @@ def write_safetensors_file(tset: TensorSet, path: Path, *, overwrite: bool = Fal
     return path
 
 
-def write_npz(tset: TensorSet, path: Path, *, overwrite: bool = False, compress: bool = False, progress: Progress = _noop) -> Path:
-    """One ``<name>.npy`` member per tensor, written one at a time; metadata and the dtypes numpy
-    cannot name (BF16 is stored as raw 2-byte items, Bool stores, Flex32) go into a
-    ``__metadata__`` JSON member that :func:`read_npz` understands."""
+def write_npz(
+    tset: TensorSet, path: Path, *, overwrite: bool = False, compress: bool = False, progress: Progress = _noop, metadata: bool = False
+) -> Path:
+    """One ``<name>.npy`` member per tensor, written one at a time, and nothing else: BF16 is
+    stored as raw 2-byte items, Bool stores as numpy bools, Flex32 as float32. With ``metadata``
+    a ``__metadata__`` JSON member that :func:`read_npz` understands also holds the metadata and
+    the dtypes numpy cannot name (BF16, Bool stores, Flex32)."""
     hints: dict[str, str] = {}
     for entry in tset.entries:
         if element_size(entry.dtype) is None:
@@ -395,11 +404,13 @@ def write_npz(tset: TensorSet, path: Path, *, overwrite: bool = False, compress:
                 array = entry.numpy()
                 if is_extension_type(array.dtype):
                     array = array.view(f"V{array.dtype.itemsize}")
+                elif entry.dtype.is_bool and not metadata:
+                    array = array != 0
                 with archive.open(entry.name + ".npy", "w", force_zip64=True) as member:
                     np.lib.format.write_array(member, array if array.flags.c_contiguous else array.copy(order="C"), allow_pickle=False)
                 progress(array.nbytes)
                 del array
-            if tset.metadata or hints:
+            if metadata and (tset.metadata or hints):
                 info = json.dumps({"metadata": tset.metadata, "dtypes": hints}, ensure_ascii=False, sort_keys=True)
                 with archive.open(_METADATA_KEY + ".npy", "w", force_zip64=True) as member:
                     np.lib.format.write_array(member, np.array(info), allow_pickle=False)

@@ -44,8 +44,8 @@ from typing import BinaryIO, Literal, cast
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .._generated.types import DTYPE_INFO, DType
-from ..dtypes import NATIVE_BOOL, numpy_dtype
+from .._generated.types import BOOL_STORE_INFO, DTYPE_INFO
+from ..dtypes import NATIVE_BOOL, numpy_dtype_named
 from ..errors import BurnpackError
 from ..source import open_regular
 from .archive import ZIP_ERRORS, InflateBudget
@@ -102,11 +102,15 @@ class _Frozen:
 class _StorageType(_Frozen):
     """Stand-in for a ``torch.*Storage`` class: all a storage type tells us is its dtype."""
 
-    __slots__ = ("dtype",)
-    dtype: np.dtype
+    __slots__ = ("numpy_name",)
+    numpy_name: str
 
-    def __init__(self, dtype: np.dtype) -> None:
-        object.__setattr__(self, "dtype", dtype)
+    def __init__(self, numpy_name: str) -> None:
+        object.__setattr__(self, "numpy_name", numpy_name)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return numpy_dtype_named(self.numpy_name)
 
 
 class _Storage(_Frozen):
@@ -203,16 +207,19 @@ def _numpy_scalar(dtype: object, data: object = b"") -> np.generic:
     return np.frombuffer(data, np_dtype)[0]
 
 
-def _storage_dtypes() -> dict[str, np.dtype]:
-    """``torch.<X>Storage`` → the numpy type of its elements (from the first dtype naming ``X``)."""
-    out: dict[str, np.dtype] = {}
+def _storage_dtypes() -> dict[str, str]:
+    """``torch.<X>Storage`` → the numpy name of its elements (from the first dtype naming ``X``;
+    ml_dtypes' types are imported only when such a storage is met)."""
+    out: dict[str, str] = {}
     for variant, info in DTYPE_INFO.items():
-        if info.torch_storage is not None:
-            out.setdefault(info.torch_storage, numpy_dtype(NATIVE_BOOL if variant == NATIVE_BOOL.variant else getattr(DType, variant)))
+        numpy = BOOL_STORE_INFO[NATIVE_BOOL.value.value].numpy if variant == NATIVE_BOOL.variant else info.numpy
+        if info.torch_storage is not None and numpy is not None:
+            out.setdefault(info.torch_storage, numpy)
     return out
 
 
 _STORAGE_DTYPES = _storage_dtypes()
+"""Storage type prefix → numpy name."""
 _TORCH_DTYPE_NAMES = tuple(dict.fromkeys(info.torch for info in DTYPE_INFO.values() if info.torch is not None))
 
 

@@ -39,7 +39,7 @@ from .._generated.types import BoolStore
 from ..paths import has_extension, resolve_read_path
 from ..remote import is_url
 from ..source import open_regular
-from ._io import ConversionError
+from ..errors import ConversionError
 
 if TYPE_CHECKING:
     from .tensors import TensorSet
@@ -91,6 +91,7 @@ class WriteOptions:
     progress: Progress = _noop
     compress: bool = False
     max_shard_size: int | None = None
+    npz_metadata: bool = False
 
 
 class Probe:
@@ -312,7 +313,7 @@ def _write_pytorch(tset: TensorSet, path: Path, o: WriteOptions) -> Path:
 def _write_npz(tset: TensorSet, path: Path, o: WriteOptions) -> Path:
     from .formats import write_npz
 
-    return write_npz(tset, path, overwrite=o.overwrite, compress=o.compress, progress=o.progress)
+    return write_npz(tset, path, overwrite=o.overwrite, compress=o.compress, progress=o.progress, metadata=o.npz_metadata)
 
 
 def _shard_writer(family: str) -> Writer:
@@ -341,7 +342,7 @@ BUILTIN = (
            _sniff_pytorch, "torch.save files, read without torch and without running pickled code",
            needs_torch=("write",), remote="fetched", rank=1),  # its one-byte pickle check yields to safetensors' header
     Format("npz", _read_npz, _write_npz, ("numpy",), (".npz",), _sniff_npz, "numpy.load without pickle",
-           remote="fetched", write_options=frozenset({"compress"})),
+           remote="fetched", write_options=frozenset({"compress", "npz_metadata"})),
     Format("safetensors-shards", _shard_reader("safetensors"), _shard_writer("safetensors"), ("hf",),
            (".safetensors.index.json",), _shard_sniff("safetensors", generic=True),
            "a Hugging Face model folder: model.safetensors.index.json and its shards, or model.safetensors",
@@ -603,16 +604,19 @@ def write_tensors(
     progress: Progress = _noop,
     compress: bool = False,
     max_shard_size: int | None = None,
+    npz_metadata: bool = False,
 ) -> Path:
     """Write ``tset`` to ``path`` in ``format`` (see :func:`resolve_output`). ``compress``
-    (npz) and ``max_shard_size`` (shard folders) are refused by a format they would not change."""
+    (npz), ``npz_metadata`` (npz: also a ``__metadata__`` member, see :func:`formats.write_npz`)
+    and ``max_shard_size`` (shard folders) are refused by a format they would not change."""
     path, fmt = resolve_output(path, format, max_shard_size=max_shard_size)
-    given = {name for name, value in (("compress", compress), ("max_shard_size", max_shard_size)) if value}
+    options = (("compress", compress), ("max_shard_size", max_shard_size), ("npz_metadata", npz_metadata))
+    given = {name for name, value in options if value}
     unused = sorted(given - fmt.write_options)
     if unused:
         raise ConversionError(f"{path}: {', '.join(unused)} does not apply to {fmt.name} output")
     assert fmt.write is not None  # resolve_output refuses read-only formats
-    return fmt.write(tset, path, WriteOptions(overwrite, progress, compress, max_shard_size))
+    return fmt.write(tset, path, WriteOptions(overwrite, progress, compress, max_shard_size, npz_metadata))
 
 
 def format_table() -> str:

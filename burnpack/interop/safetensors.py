@@ -28,7 +28,7 @@ import numpy as np
 
 from .._generated.types import SAFETENSORS_CODE_ORDER
 from ..atomic import atomic_file
-from ..dtypes import dtype_from_safetensors, numpy_dtype
+from ..dtypes import ResolvedTable, dtype_from_numpy, dtype_from_safetensors, numpy_dtype, safetensors_code
 from ..errors import BurnpackError
 from ..source import open_regular
 
@@ -46,7 +46,7 @@ __all__ = [
 _MAX_HEADER = 100_000_000
 _MAX_DIMS = 64  # numpy's limit on array rank
 # The writer lays tensors out from the end of safetensors' code order (by increasing alignment).
-_DTYPES = {code: numpy_dtype(dtype_from_safetensors(code)) for code in SAFETENSORS_CODE_ORDER}
+_DTYPES: Mapping[str, np.dtype] = ResolvedTable({code: dtype_from_safetensors(code) for code in SAFETENSORS_CODE_ORDER}, numpy_dtype)
 _ALIGNMENT_RANK = {code: rank for rank, code in enumerate(_DTYPES)}
 
 
@@ -336,10 +336,12 @@ def build_header(
 
 
 def _code(name: str, dtype: np.dtype) -> str:
-    little_endian = dtype.newbyteorder("<")
-    for code, candidate in _DTYPES.items():
-        if little_endian == candidate:
-            return code
+    try:
+        code = safetensors_code(dtype_from_numpy(dtype))
+    except ValueError:
+        code = None
+    if code is not None and _DTYPES[code] == dtype.newbyteorder("<"):
+        return code
     raise SafetensorsError(f"tensor {name!r} has dtype {dtype}, which safetensors cannot hold here")
 
 

@@ -154,14 +154,15 @@ def _weight_map(index: Path) -> dict[str, str]:
 
 # -- writing ------------------------------------------------------------------------------------
 def parse_size(size: str | int) -> int:
-    """``"5GB"`` → 5_000_000_000 (huggingface_hub's units: TB, GB, MB, KB, decimal), or an int."""
+    """``"5GB"`` → 5_000_000_000 (huggingface_hub's units: TB, GB, MB, KB, decimal), a plain byte
+    count (``"1000000"``, an int), as huggingface_hub takes them."""
     if isinstance(size, int) and not isinstance(size, bool):
         value = size
     else:
-        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([KMGT]B)\s*", str(size), re.I)
+        match = re.fullmatch(r"\s*(?:([0-9]+)|([0-9]*\.?[0-9]+)\s*([KMGT]B))\s*", str(size), re.I)
         if match is None:
-            raise ValueError(f"max shard size {size!r} is not a number with a unit of KB, MB, GB or TB (e.g. 5GB)")
-        value = int(float(match[1]) * _SIZE_UNITS[match[2].upper()])
+            raise ValueError(f"max shard size {size!r} is not a byte count or a number with a unit of KB, MB, GB or TB (e.g. 5GB)")
+        value = int(match[1]) if match[1] is not None else int(float(match[2]) * _SIZE_UNITS[match[3].upper()])
     if value <= 0:
         raise ValueError(f"max shard size {size!r} must be positive")
     return value

@@ -14,58 +14,82 @@ This layer sits above the format layer (``burnpack.reader`` / ``burnpack.writer`
 numpy; torch is imported only when a caller passes torch objects.
 """
 
-from .checkpoint import (
-    CheckpointingAction,
-    CheckpointRetentionError,
-    Checkpoints,
-    ComposedCheckpointingStrategy,
-    EpochRecords,
-    FileCheckpointer,
-    KeepLastNCheckpoints,
-    LossHistory,
-    MetricCheckpointingStrategy,
-    burn_valid_losses,
-    default_strategy,
-)
-from .detect import RecordKind, detect_record_kind
-from .errors import (
-    MissingParamIdError,
-    RecordCastError,
-    RecordError,
-    RecordValidationError,
-    StateRankError,
-    io_display,
-)
-from .module import ApplyError, ApplyReport, DTypePolicy, LoadResult, ModuleRecord, load_record
-from .optimizer import (
-    AdaGradState,
-    AdamState,
-    AdamWState,
-    AdanState,
-    ConsistencyReport,
-    LBFGSState,
-    MuonState,
-    OptimizerRecord,
-    OptimizerState,
-    ParamEntries,
-    RmsPropState,
-    SgdState,
-)
-from .scheduler import (
-    ComposedLrScheduler,
-    ConstantLr,
-    CosineAnnealingLrScheduler,
-    ExponentialLrScheduler,
-    LinearLrScheduler,
-    LrScheduler,
-    LrSchedulerRecord,
-    ModuleLrScheduler,
-    NoamLrScheduler,
-    SequentialLrScheduler,
-    StepLrScheduler,
-    infer_scheduler,
-)
-from .tree import Ignored, Param, Reparameterized, RunningState, Variant, iter_params, map_params, module_paths
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .checkpoint import (
+        CheckpointingAction,
+        CheckpointRetentionError,
+        Checkpoints,
+        ComposedCheckpointingStrategy,
+        EpochRecords,
+        FileCheckpointer,
+        KeepLastNCheckpoints,
+        LossHistory,
+        MetricCheckpointingStrategy,
+        burn_valid_losses,
+        default_strategy,
+    )
+    from .detect import RecordKind, detect_record_kind
+    from .errors import (
+        MissingParamIdError,
+        RecordCastError,
+        RecordError,
+        RecordValidationError,
+        StateRankError,
+        io_display,
+    )
+    from .module import ApplyError, ApplyReport, DTypePolicy, LoadResult, ModuleRecord, load_record
+    from .optimizer import (
+        AdaGradState,
+        AdamState,
+        AdamWState,
+        AdanState,
+        ConsistencyReport,
+        LBFGSState,
+        MuonState,
+        OptimizerRecord,
+        OptimizerState,
+        ParamEntries,
+        RmsPropState,
+        SgdState,
+    )
+    from .scheduler import (
+        ComposedLrScheduler,
+        ConstantLr,
+        CosineAnnealingLrScheduler,
+        ExponentialLrScheduler,
+        LinearLrScheduler,
+        LrScheduler,
+        LrSchedulerRecord,
+        ModuleLrScheduler,
+        NoamLrScheduler,
+        SequentialLrScheduler,
+        StepLrScheduler,
+        infer_scheduler,
+    )
+    from .tree import Ignored, Param, Reparameterized, RunningState, Variant, iter_params, map_params, module_paths
+
+_EXPORTS = {
+    ".checkpoint": ("CheckpointingAction", "CheckpointRetentionError", "Checkpoints", "ComposedCheckpointingStrategy",
+                    "EpochRecords", "FileCheckpointer", "KeepLastNCheckpoints", "LossHistory", "MetricCheckpointingStrategy",
+                    "burn_valid_losses", "default_strategy"),
+    ".detect": ("RecordKind", "detect_record_kind"),
+    ".errors": ("MissingParamIdError", "RecordCastError", "RecordError", "RecordValidationError", "StateRankError",
+                "io_display"),
+    ".module": ("ApplyError", "ApplyReport", "DTypePolicy", "LoadResult", "ModuleRecord", "load_record"),
+    ".optimizer": ("AdaGradState", "AdamState", "AdamWState", "AdanState", "ConsistencyReport", "LBFGSState", "MuonState",
+                   "OptimizerRecord", "OptimizerState", "ParamEntries", "RmsPropState", "SgdState"),
+    ".scheduler": ("ComposedLrScheduler", "ConstantLr", "CosineAnnealingLrScheduler", "ExponentialLrScheduler",
+                   "LinearLrScheduler", "LrScheduler", "LrSchedulerRecord", "ModuleLrScheduler", "NoamLrScheduler",
+                   "SequentialLrScheduler", "StepLrScheduler", "infer_scheduler"),
+    ".tree": ("Ignored", "Param", "Reparameterized", "RunningState", "Variant", "iter_params", "map_params", "module_paths"),
+}  # fmt: skip
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "AdaGradState",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Iterable
 from typing import Any
 
@@ -14,6 +13,9 @@ from .._generated.types import Scalar
 from ..errors import ValidationError
 from ..reader import Pack, PathLike, load
 from ..tensor import Tensor
+
+RANK_KEY = "__rank"
+"""The scalar ``<param id>.__rank`` Burn's optimizers store with each parameter's state."""
 
 # Rust integer types → (min, max); what `TryFrom<Scalar>` accepts (burn-pack base.rs:203-229).
 INT_RANGES: dict[str, tuple[int, int]] = {
@@ -33,6 +35,8 @@ INT_RANGES: dict[str, tuple[int, int]] = {
 
 def new_param_id(taken: set[int] | None = None) -> int:
     """A random u64, as Burn's ``ParamId::new`` draws one; never one of ``taken``."""
+    import secrets  # (random's import is paid when an id is drawn, not by every reader)
+
     while True:
         value = secrets.randbits(64)
         if taken is None or value not in taken:

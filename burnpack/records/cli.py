@@ -1,5 +1,6 @@
 """The record layer's command-line pieces: ``burnpack checkpoint inspect`` and the record-kind
-line of ``burnpack inspect``. ``burnpack.cli`` registers them."""
+line of ``burnpack inspect``. ``burnpack.cli`` registers them; the record layer is imported when
+a command runs, so that registering costs nothing at start-up."""
 
 from __future__ import annotations
 
@@ -7,19 +8,19 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from ..dtypes import debug
-from ..errors import BurnpackError
-from ..reader import Pack
-from .checkpoint import Checkpoints
-from .detect import detect_record_kind
-from .errors import RecordError
-from .scheduler import infer_scheduler
+from ..display import printable, printable_lines
+
+if TYPE_CHECKING:
+    from ..reader import Pack
+    from .checkpoint import Checkpoints
 
 
 def record_kind_line(pack: Pack) -> str:
     """One line for ``burnpack inspect``: which record this pack is (records.md §6)."""
+    from .detect import detect_record_kind
+
     return f"record kind: {detect_record_kind(pack)}"
 
 
@@ -41,6 +42,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _error(exc: BaseException) -> str:
+    from ..errors import BurnpackError
+
     if isinstance(exc, BurnpackError):
         return f"{exc.variant}: {exc}"
     return f"{type(exc).__name__}: {exc}"
@@ -48,6 +51,11 @@ def _error(exc: BaseException) -> str:
 
 def inspect_epoch(checkpoints: Checkpoints, epoch: int) -> dict[str, Any]:
     """What ``checkpoint inspect`` reports for one epoch, as JSON-ready data."""
+    from ..dtypes import debug
+    from ..errors import BurnpackError
+    from .errors import RecordError
+    from .scheduler import infer_scheduler
+
     files = checkpoints.files(epoch)
     info: dict[str, Any] = {"epoch": epoch, "files": {k: p.name for k, p in files.items()}, "complete": len(files) == 3}
     model = optim = None
@@ -98,9 +106,12 @@ def inspect_epoch(checkpoints: Checkpoints, epoch: int) -> dict[str, Any]:
 
 def checkpoint_inspect(directory: str, out: TextIO, *, as_json: bool = False) -> int:
     """Print a checkpoint directory's epochs; 1 when there is none or a file cannot be read."""
+    from .checkpoint import Checkpoints
+
     path = Path(directory)
     if not path.is_dir():
-        print(f"burnpack: {directory}: NotADirectoryError: not a directory", file=sys.stderr)
+        kind, what = ("NotADirectoryError", "not a directory") if path.exists() else ("FileNotFoundError", "no such file or directory")
+        print(f"burnpack: {printable(directory)}: {kind}: {what}", file=sys.stderr)
         return 1
     checkpoints = Checkpoints.find(path)
     epochs = checkpoints.epochs()
@@ -117,7 +128,7 @@ def checkpoint_inspect(directory: str, out: TextIO, *, as_json: bool = False) ->
     if as_json:
         print(json.dumps(report, indent=1), file=out)
         return 1 if failed else 0
-    print(f"checkpoint directory: {report['directory']}", file=out)
+    print(f"checkpoint directory: {printable(report['directory'])}", file=out)
     if not epochs:
         print("no checkpoints (expected model-N.bpk, optim-N.bpk, scheduler-N.bpk)", file=out)
         return 1
@@ -127,11 +138,12 @@ def checkpoint_inspect(directory: str, out: TextIO, *, as_json: bool = False) ->
         print(f"\nepoch {detail['epoch']}{'' if detail['complete'] else ' (incomplete)'}", file=out)
         for name in ("model", "optim", "scheduler"):
             file = detail["files"].get(name)
+            file = None if file is None else printable(file)
             entry: dict[str, Any] = detail.get(name) or {}
             if file is None:
                 print(f"  {name:<10} missing", file=out)
             elif "error" in entry:
-                print(f"  {name:<10} {file}: unreadable: {entry['error']}", file=out)
+                print(f"  {name:<10} {file}: unreadable: {printable(entry['error'])}", file=out)
             elif name == "model":
                 print(
                     f"  {name:<10} {file}: {entry['parameters']} parameters, {entry['elements']:,} elements "
@@ -143,7 +155,7 @@ def checkpoint_inspect(directory: str, out: TextIO, *, as_json: bool = False) ->
                 states = f", {entry['states']} parameter states" if "states" in entry else ""
                 print(f"  {name:<10} {file}: {entry['kind']}{states}{step}", file=out)
             else:
-                print(f"  {name:<10} {file}: {entry['state']}", file=out)
+                print(f"  {name:<10} {file}: {printable(entry['state'])}", file=out)
         if "ids" in detail:
-            print(f"  {'ids':<10} " + detail["ids"]["text"].replace("\n", "\n" + " " * 13), file=out)
+            print(f"  {'ids':<10} " + printable_lines(detail["ids"]["text"]).replace("\n", "\n" + " " * 13), file=out)
     return 1 if failed else 0

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..display import plural
 from ..quant import dtype_label
 from ..reader import Pack
-from ._common import parse_u64
-from .optimizer import RANK_KEY, OptimizerRecord, state_kind
-from .scheduler import LrSchedulerRecord, infer_scheduler
+from ._common import RANK_KEY, parse_u64
 
 
 @dataclass
@@ -68,6 +67,8 @@ def detect_record_kind(pack: Pack) -> RecordKind:
             reasons.append(f"{len(numeric_meta)} id → path metadata entries")
         return RecordKind("optimizer", _optimizer_summary(pack), reasons)
     if not names:
+        from .scheduler import LrSchedulerRecord, infer_scheduler
+
         try:
             tree = infer_scheduler(LrSchedulerRecord(scalars))
             summary = f"{len(scalars)} scalars; {tree.describe()}"
@@ -88,6 +89,8 @@ def detect_record_kind(pack: Pack) -> RecordKind:
 
 
 def _optimizer_summary(pack: Pack) -> str:
+    from .optimizer import OptimizerRecord, state_kind
+
     record = OptimizerRecord([], pack.scalars, pack.metadata)
     if _is_lbfgs(pack):
         return f"LBFGS, {len(pack)} tensors, g_iter {record.step}"
@@ -116,5 +119,5 @@ def _optimizer_summary(pack: Pack) -> str:
     if step is not None:
         text += f", step {step}"
     if missing_id:
-        text += f"; {missing_id} tensor(s) without param_id (Burn panics loading them)"
+        text += f"; {plural(missing_id, 'tensor')} without param_id (Burn panics loading them)"
     return text

@@ -19,15 +19,15 @@ import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields as dc_fields
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
 from .._generated.types import Scalar
-from ..writer import Writer
+from ..display import plural, printable_lines
 from ..frameworks import as_numpy
 from ..tensor import Tensor
-from ._common import open_pack, pack_tensors_in_data_order, parse_u64, scalar_value
+from ._common import RANK_KEY, open_pack, pack_tensors_in_data_order, parse_u64, scalar_value
 from .errors import MissingParamIdError, StateRankError
 from .state import (
     Field,
@@ -45,7 +45,9 @@ from .state import (
 )
 
 PathLike = str | os.PathLike[str]
-RANK_KEY = "__rank"
+
+if TYPE_CHECKING:
+    from ..writer import Writer
 
 
 # --------------------------------------------------------------------------------------------
@@ -307,7 +309,7 @@ class ConsistencyReport:
         if self.ok:
             text = "consistent"
             if self.only_in_model:
-                text += f" ({len(self.only_in_model)} model parameter(s) without optimizer state)"
+                text += f" ({plural(len(self.only_in_model), 'model parameter')} without optimizer state)"
             return text
         lines = ["inconsistent:"]
         for pid, path in self.only_in_optimizer:
@@ -319,8 +321,8 @@ class ConsistencyReport:
         for pid, model_path, path in self.path_mismatches:
             lines.append(f"  id {pid}: model path {model_path!r}, optimizer path {path!r}")
         if self.only_in_model:
-            lines.append(f"  {len(self.only_in_model)} model parameter(s) without optimizer state")
-        return "\n".join(lines)
+            lines.append(f"  {plural(len(self.only_in_model), 'model parameter')} without optimizer state")
+        return printable_lines(lines)
 
 
 class OptimizerRecord:
@@ -358,6 +360,8 @@ class OptimizerRecord:
         return cls(pack_tensors_in_data_order(pack), pack.scalars, pack.metadata)
 
     def _writer(self) -> Writer:
+        from ..writer import Writer  # imported when a record is written: reading one (inspect) needs no writer
+
         return Writer(self.tensors, metadata=self.metadata, scalars=self.scalars)
 
     def into_bytes(self) -> bytes:

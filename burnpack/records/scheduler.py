@@ -30,13 +30,15 @@ import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .._generated.types import Scalar
-from ..writer import Writer, as_scalar
 from .._generated.layout import U64_MAX
 from ._common import open_pack, scalar_for, scalar_value
 from .state import join_path
+
+if TYPE_CHECKING:
+    from ..writer import Writer
 
 PathLike = str | os.PathLike[str]
 
@@ -78,6 +80,8 @@ class LrSchedulerRecord:
             if rust_type is None:
                 raise TypeError("give a burnpack.Scalar or the Rust type of the value (rust_type='usize', ...)")
             value = scalar_for(rust_type, value)
+        from ..writer import as_scalar
+
         return LrSchedulerRecord({**self.scalars, key: as_scalar(key, value)})
 
     def scalar(self, key: str, rust_type: str = "f64") -> Any:
@@ -109,6 +113,8 @@ class LrSchedulerRecord:
             return cls(pack.scalars)
 
     def _writer(self) -> Writer:
+        from ..writer import Writer  # imported when a record is written: reading one (inspect) needs no writer
+
         return Writer([], scalars=self.scalars)
 
     def into_bytes(self) -> bytes:

@@ -76,6 +76,13 @@ def checkpoint(**parts):
     return ck
 
 
+def by_name(ck):
+    """The optimizer state keyed by parameter name, as torch's ``get_state_dict`` gives it."""
+    names = ck["optimizer"]["param_groups"][0]["params"] = list(PARAMS)
+    ck["optimizer"]["state"] = {names[i]: s for i, s in ck["optimizer"]["state"].items()}
+    return ck
+
+
 def same(a, b):
     """Deep equality where arrays must match in dtype, shape and bytes."""
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
@@ -322,3 +329,78 @@ def test_remap_on_the_way_back_renames_burn_paths(tmp_path):
     state, _ = burn_checkpoint_to_pytorch(tmp_path, module_types={"emb": "Embedding", "dense": "Linear"},
                                           remap=[(r"^dense\.", "fc.")], optimizer_config={"kind": "adam"})  # fmt: skip
     assert "fc.weight" in state.model and state.model["fc.weight"].shape == (2, 3)
+
+
+def test_optimizer_state_keyed_by_parameter_name_maps_as_keyed_by_index(tmp_path):
+    ck = checkpoint()
+    pytorch_to_burn_checkpoint(copy.deepcopy(ck), tmp_path / "by_index", module_types=TYPES, seed=3)
+    report = pytorch_to_burn_checkpoint(by_name(ck), tmp_path / "by_name", module_types=TYPES, seed=3)
+    assert report.params_with_state == len(PARAMS)
+    named, indexed = (OptimizerRecord.load(tmp_path / d / "optim-4.bpk") for d in ("by_name", "by_index"))
+    assert [(t.name, t.numpy().tobytes()) for t in named.tensors] == [(t.name, t.numpy().tobytes()) for t in indexed.tensors]
+    assert named.check(ModuleRecord.load(tmp_path / "by_name" / "model-4.bpk")).ok
+
+
+def test_optimizer_state_keyed_by_parameter_name_converts_back_keyed_by_name(tmp_path):
+    ck = by_name(checkpoint())
+    pytorch_to_burn_checkpoint(copy.deepcopy(ck), tmp_path, module_types=TYPES, seed=3)
+    state, _ = burn_checkpoint_to_pytorch(tmp_path)
+    assert same(state.optimizer, ck["optimizer"])
+
+
+def test_parts_inside_one_entry_are_found_and_written_back_there(tmp_path):
+    pytest.importorskip("torch")  # to_torch
+    ck = by_name(checkpoint())
+    app = {"model": ck["model"], "optim": ck["optimizer"], "note": "kept"}  # torch's DCP recipe: {"app": AppState}
+    report = pytorch_to_burn_checkpoint({"app": app, "scheduler": ck["scheduler"], "epoch": 4}, tmp_path, module_types=TYPES)
+    assert report.params_with_state == len(PARAMS) and report.scheduler == "CosineAnnealingLR"
+    back = burn_checkpoint_to_pytorch(tmp_path)[0].to_torch()
+    assert list(back) == ["app", "scheduler", "epoch"] and list(back["app"]) == ["model", "optim", "note"]
+    assert back["app"]["note"] == "kept" and list(back["app"]["optim"]["state"]) == PARAMS
+
+
+def flattened(optimizer):
+    """torch's ``flatten_optimizer_state_dict`` form of a name-keyed optimizer state dict."""
+    flat = {f"state.{n}.{k}": v for n, s in optimizer["state"].items() for k, v in s.items()}
+    for group in optimizer["param_groups"]:
+        flat.update({f"param_groups.{n}.{k}": v for n in group["params"] for k, v in group.items() if k != "params"})
+    return flat
+
+
+def test_a_flattened_optimizer_state_maps_as_the_nested_one(tmp_path):
+    ck = by_name(checkpoint())
+    pytorch_to_burn_checkpoint(copy.deepcopy(ck), tmp_path / "nested", module_types=TYPES, seed=3)
+    flat = flattened(ck["optimizer"])
+    report = pytorch_to_burn_checkpoint({**ck, "optimizer": flat}, tmp_path / "flat", module_types=TYPES, seed=3)
+    assert report.optimizer == "Adam" and report.params_with_state == len(PARAMS)
+    named, nested = (OptimizerRecord.load(tmp_path / d / "optim-4.bpk") for d in ("flat", "nested"))
+    assert [(t.name, t.numpy().tobytes()) for t in named.tensors] == [(t.name, t.numpy().tobytes()) for t in nested.tensors]
+    state, _ = burn_checkpoint_to_pytorch(tmp_path / "flat")
+    assert same(state.optimizer, ck["optimizer"])
+
+
+def test_a_flattened_optimizer_state_converts_back_flattened(tmp_path):
+    pytest.importorskip("torch")  # to_torch
+    ck = by_name(checkpoint())
+    flat = flattened(ck["optimizer"])
+    pytorch_to_burn_checkpoint({**ck, "optimizer": flat}, tmp_path, module_types=TYPES)
+    back = burn_checkpoint_to_pytorch(tmp_path)[0].to_torch()["optimizer"]
+    assert list(back) == list(flat)
+    assert all(same(back[k].numpy(), v) if isinstance(v, np.ndarray) else back[k] == v for k, v in flat.items())
+
+
+def test_flattened_parameters_with_different_settings_form_separate_groups(tmp_path):
+    ck = by_name(checkpoint())
+    second = {**ck["optimizer"]["param_groups"][0], "lr": 0.5, "params": PARAMS[5:]}
+    ck["optimizer"]["param_groups"] = [{**ck["optimizer"]["param_groups"][0], "params": PARAMS[:5]}, second]
+    ck["scheduler"]["base_lrs"], ck["scheduler"]["_last_lr"] = [0.001, 0.5], [0.0007, 0.4]
+    pytorch_to_burn_checkpoint({**ck, "optimizer": flattened(ck["optimizer"])}, tmp_path, module_types=TYPES)
+    state, _ = burn_checkpoint_to_pytorch(tmp_path)
+    assert [g["params"] for g in state.optimizer["param_groups"]] == [PARAMS[:5], PARAMS[5:]]
+
+
+def test_a_flattened_optimizer_key_without_a_parameter_name_is_a_conversion_error(tmp_path):
+    ck = by_name(checkpoint())
+    flat = {**flattened(ck["optimizer"]), "state.step": np.array(1.0, np.float32)}
+    with pytest.raises(ConversionError, match="'state.step' is not 'state.<parameter name>.<key>'"):
+        pytorch_to_burn_checkpoint({**ck, "optimizer": flat}, tmp_path, module_types=TYPES)

@@ -11,7 +11,7 @@ from burnpack.cli import main
 from burnpack.interop.checkpoint import burn_checkpoint_to_pytorch, pytorch_to_burn_checkpoint
 from burnpack.interop.formats import ConversionError
 from burnpack.records import OptimizerRecord
-from tests.interop.test_checkpoint import TYPES, checkpoint
+from tests.interop.test_checkpoint import PARAMS, TYPES, by_name, checkpoint
 
 
 def test_a_model_state_dict_with_non_string_keys_is_a_conversion_error(tmp_path):
@@ -56,6 +56,8 @@ CORRUPTIONS = {
     "scheduler T_max zero": ("torch.scheduler", lambda s: {**s, "state": {**s["state"], "T_max": 0}}),
     "scheduler base_lrs not numbers": ("torch.scheduler", lambda s: {**s, "state": {**s["state"], "base_lrs": ["x"]}}),
     "keys not strings": ("torch.keys", json.dumps({"model": 1})),
+    "a param group indexing no parameter": ("torch.optimizer", lambda o: {**o, "param_groups": [{**o["param_groups"][0], "params": [0, 99]}]}),
+    "a param group naming no parameter": ("torch.optimizer", lambda o: {**o, "param_groups": [{**o["param_groups"][0], "params": ["nope"]}]}),
 }
 
 
@@ -88,3 +90,43 @@ def test_optimizer_state_beyond_the_parameters_is_reported_not_silently_dropped(
     ck["optimizer"]["state"][99] = ck["optimizer"]["state"][0]
     report = pytorch_to_burn_checkpoint(ck, tmp_path / "checkpoint", module_types=TYPES, seed=1)
     assert any("[99]" in w for w in report.warnings)
+
+
+def test_param_groups_naming_a_parameter_the_model_lacks_are_a_conversion_error(tmp_path):
+    ck = by_name(checkpoint())
+    ck["optimizer"]["param_groups"][0]["params"] = [*PARAMS, "head.weight"]
+    with pytest.raises(ConversionError, match=r"name 1 parameter\(s\) the model does not have: \['head.weight'\]"):
+        pytorch_to_burn_checkpoint(ck, tmp_path / "checkpoint", module_types=TYPES, seed=1)
+
+
+def test_param_groups_naming_a_parameter_twice_are_a_conversion_error(tmp_path):
+    ck = by_name(checkpoint())
+    ck["optimizer"]["param_groups"].append({**ck["optimizer"]["param_groups"][0], "params": ["fc.bias"]})
+    with pytest.raises(ConversionError, match="more than once"):
+        pytorch_to_burn_checkpoint(ck, tmp_path / "checkpoint", module_types=TYPES, seed=1)
+
+
+def test_state_of_a_parameter_no_group_names_is_reported_not_silently_dropped(tmp_path):
+    ck = by_name(checkpoint())
+    ck["optimizer"]["param_groups"][0]["params"] = PARAMS[1:]
+    report = pytorch_to_burn_checkpoint(ck, tmp_path / "checkpoint", module_types=TYPES, seed=1)
+    assert report.params_with_state == len(PARAMS) - 1
+    assert any("['emb.weight'] that no param group lists" in w for w in report.warnings)
+
+
+def test_param_groups_mixing_indices_and_names_are_a_conversion_error(tmp_path):
+    ck = checkpoint()
+    ck["optimizer"]["param_groups"][0]["params"][0] = PARAMS[0]
+    with pytest.raises(ConversionError, match="neither parameter indices 0..n-1 in order nor parameter names"):
+        pytorch_to_burn_checkpoint(ck, tmp_path / "checkpoint", module_types=TYPES, seed=1)
+
+
+@pytest.mark.parametrize("optimizer", [
+    {"state": {}, "param_groups": [{"lr": 0.1}]},
+    {"state": {}, "param_groups": {"params": [0]}},
+    {"state": [1, 2], "param_groups": [{"params": [0]}]},
+    {"state": {0: 1.0}, "param_groups": [{"params": [0]}]},
+], ids=["a group without params", "groups not a list", "state not a dict", "a parameter's state not a dict"])  # fmt: skip
+def test_an_optimizer_state_dict_of_the_wrong_shape_is_a_conversion_error(tmp_path, optimizer):
+    with pytest.raises(ConversionError, match="the optimizer state_dict's"):
+        pytorch_to_burn_checkpoint(checkpoint(optimizer=optimizer), tmp_path / "checkpoint", module_types=TYPES, seed=1)

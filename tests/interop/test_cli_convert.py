@@ -293,6 +293,11 @@ def test_convert_checkpoint_refuses_names_that_contradict_what_it_writes(burn_ch
     assert code == 1 and "IsADirectoryError" in err
 
 
+def test_convert_checkpoint_refuses_dcp_on_the_way_to_burn(burn_checkpoint, tmp_path, capsys):
+    code, _, err = run(capsys, "convert-checkpoint", tmp_path / "train.pt", tmp_path / "ck2", "--dcp", "--module-type", "emb=Embedding")
+    assert code == 2 and err.startswith("burnpack: UsageError: --dcp applies to Burn -> PyTorch") and not (tmp_path / "ck2").exists()
+
+
 def torch_checkpoint_with_extras(path: Path) -> Path:
     """What training scripts save: state dicts plus an argparse.Namespace and numpy scalars."""
     torch = pytest.importorskip("torch")

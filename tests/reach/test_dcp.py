@@ -135,38 +135,3 @@ def test_a_checkpoint_sharded_by_two_gloo_processes_converts_whole(tmp_path):
     loaded = burnpack.torch.load_file(tmp_path / "m.bpk")
     assert torch.equal(loaded["w"], torch.arange(24, dtype=torch.float32).reshape(6, 4))
     assert torch.equal(loaded["b"], torch.ones(3))
-
-
-def _zeros_like(tree):
-    if isinstance(tree, torch.Tensor):
-        return torch.zeros_like(tree)
-    if isinstance(tree, dict):
-        return {k: _zeros_like(v) for k, v in tree.items()}
-    if isinstance(tree, list):
-        return [_zeros_like(v) for v in tree]
-    return tree
-
-
-def _same(a, b) -> bool:
-    if isinstance(a, torch.Tensor):
-        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return isinstance(b, list) and len(a) == len(b) and all(map(_same, a, b))
-    return a == b
-
-
-def test_convert_checkpoint_writes_a_burn_checkpoint_as_dcp_that_dcp_load_restores(tmp_path):
-    model, optimizer, scheduler = _trained()
-    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()},
-               tmp_path / "ck.pt")  # fmt: skip
-    types = ["--module-type", "emb=Embedding", "--module-type", "head=Linear", "-q"]
-    assert main(["convert-checkpoint", str(tmp_path / "ck.pt"), str(tmp_path / "burn"), *types]) == 0
-    assert main(["convert-checkpoint", str(tmp_path / "burn"), str(tmp_path / "back.pt"), "-q"]) == 0
-    assert main(["convert-checkpoint", str(tmp_path / "burn"), str(tmp_path / "back_dcp"), "--dcp", "-q"]) == 0
-    expected = torch.load(tmp_path / "back.pt", weights_only=True)
-    restored = _zeros_like(expected)
-    dcp.load(restored, checkpoint_id=tmp_path / "back_dcp", no_dist=True)
-    assert _same(restored, expected)
-    assert main(["convert-checkpoint", str(tmp_path / "burn"), str(tmp_path / "back_dcp"), "--dcp", "-q"]) == 1  # kept

@@ -25,7 +25,8 @@ Adam/AdamW ``exp_avg``,               ``{id}.momentum.moment_1``, ``moment_2``, 
 Adam/AdamW ``step``                   ``{id}.momentum.time`` (UInt)                exact
 SGD ``momentum_buffer``               ``{id}.momentum.velocity``                   bit-exact
 state ↔ parameter link (index in      ``param_id`` shared by model and optimizer   exact
-``param_groups``)                     records, id → path metadata
+``param_groups``, or name as          records, id → path metadata
+``get_state_dict`` gives it)
 scheduler position ``last_epoch`` =   cosine ``current_iter = k-1`` (``2^64-1`` at exact
 ``k`` (per group ``i`` → ``"i."``)    ``k = 0``); linear ``remaining_iters =
                                       max(total_iters + 1 - k, 0)``; step
@@ -51,6 +52,12 @@ recurrence (exponential); PyTorch's schedulers use recursive ("chainable") formu
 positions map exactly, and the learning rates agree to floating-point rounding. When a
 Burn-side position differs from the stored PyTorch state, the reverse conversion recomputes
 the learning rate in closed form and says so.
+
+torch's distributed-checkpoint workflow: a DCP folder is read as a ``torch.save`` file is;
+``get_state_dict``'s optimizer state is keyed by parameter name (also flattened, and torch's
+recipe nests the parts in ``{"app": AppState}``); ``burn_checkpoint_to_pytorch(..., dcp=True)``
+writes a DCP folder keyed by name, laid out as the source was, which a ``get_state_dict``
+template, ``dcp.load`` and ``set_state_dict`` restore.
 
 The work is split by part: :mod:`.model`, :mod:`.optimizer` and :mod:`.scheduler` map one record
 each, both ways; :mod:`.state` reads the PyTorch side and holds the report. Checkpoint entries
@@ -79,6 +86,7 @@ from ...writer import Writer
 from ..adapters import ModuleTypes
 from ...frameworks import is_torch_module
 from .._io import ConversionError, OutputExistsError, atomic_output
+from ..dcp import write_dcp_state
 from ..formats import burnpack_writer
 from ..remap import KeyRemapper
 from ..tensors import TensorSet
@@ -230,9 +238,16 @@ def burn_checkpoint_to_pytorch(
     scheduler_config: Mapping[str, Any] | None = None,
     remap: Any = None,
     overwrite: bool = False,
+    dcp: bool = False,
 ) -> tuple[TorchTrainingState, CheckpointReport]:
     """Read a Burn Learner checkpoint (the ``checkpoint`` directory or its artifact directory)
     and rebuild the PyTorch state dicts; with ``out``, also ``torch.save`` them (needs torch).
+
+    ``dcp``: the optimizer state is keyed by parameter name, as ``get_state_dict`` gives it, and
+    ``out`` is written as a ``torch.distributed.checkpoint`` folder that ``dcp.load`` into a
+    ``get_state_dict`` template, then ``set_state_dict``, restores. Otherwise the optimizer state
+    is keyed as the PyTorch source was (by index, as ``optimizer.state_dict()``, unless the
+    source listed names).
 
     Everything Burn holds comes from Burn's records. What Burn does not hold — parameter
     groups' hyperparameters, the scheduler configuration, the PyTorch parameter order and
@@ -245,6 +260,8 @@ def burn_checkpoint_to_pytorch(
     """
     from ..torch_live import module_types_of
 
+    if dcp and out is None:
+        raise TypeError("dcp=True needs out (the DCP folder to write)")
     ckpts = Checkpoints.find(checkpoint_dir)
     epoch = ckpts.latest() if epoch is None else epoch
     if epoch is None:
@@ -263,11 +280,14 @@ def burn_checkpoint_to_pytorch(
     types = ModuleTypes(module_types, type_rules, torch_types=torch_types, infer=infer_types)
     remapper = remap if isinstance(remap, KeyRemapper) or remap is None else KeyRemapper(remap)
     model = model_to_pytorch(ModuleRecord.load(files["model"]), meta.get("model", {}), types, remapper, live, report)
-    optimizer_sd = optimizer_to_pytorch(optim_rec, meta.get("optimizer"), optimizer_config, model, live, report)
+    optimizer_sd = optimizer_to_pytorch(optim_rec, meta.get("optimizer"), optimizer_config, model, live, report, by_name=dcp)
     scheduler_sd = scheduler_to_pytorch(sched_rec, meta.get("scheduler"), scheduler_config, optimizer_sd, report)
     result = TorchTrainingState(model.state_dict, optimizer_sd, scheduler_sd, dict(meta.get("extra", {})), None,
                                 dict(torch_types), dict(meta.get("keys", {})))  # fmt: skip
-    if out is not None:
+    if out is not None and dcp:
+        write_dcp_state(result.to_torch(), out, overwrite=overwrite)
+        report.files["dcp"] = str(out)
+    elif out is not None:
         _save_torch(result, Path(out), overwrite, report)
     return result, report
 

@@ -2,9 +2,11 @@
 
 Adam ``exp_avg`` / ``exp_avg_sq`` / ``max_exp_avg_sq`` ↔ ``moment_1`` / ``moment_2`` /
 ``max_moment_2`` (transposed with their Linear weight), ``step`` ↔ ``time``; SGD
-``momentum_buffer`` ↔ ``velocity``. PyTorch indexes states by parameter position; Burn by the
-``param_id`` the model record shares. Hyperparameters live in Burn's optimizer config (code), so
-they are reported as the config that reproduces them and kept as ``torch.*`` metadata.
+``momentum_buffer`` ↔ ``velocity``. ``optimizer.state_dict()`` keys states by parameter position,
+``torch.distributed.checkpoint.state_dict.get_state_dict`` by parameter name (FQN, in ``state``
+and in the groups' ``params``); Burn by the ``param_id`` the model record shares. Hyperparameters
+live in Burn's optimizer config (code), so they are reported as the config that reproduces them
+and kept as ``torch.*`` metadata.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def optimizer_kind(sd: Mapping[str, Any], given: str | None) -> str:
     if given is not None:
         names = {"adam": "Adam", "adamw": "AdamW", "sgd": "SGD"}
         if given.strip().lower() not in names:
-            raise ConversionError(f"unsupported optimizer {given!r}; supported: Adam, AdamW, SGD")
+            raise ConversionError(f"unsupported optimizer {given!r}; supported: {', '.join(TORCH_DEFAULTS)}")
         return names[given.strip().lower()]
     group = (sd.get("param_groups") or [{}])[0]
     if "betas" in group:
@@ -47,7 +49,10 @@ def optimizer_kind(sd: Mapping[str, Any], given: str | None) -> str:
         return "Adam"
     if leaves <= {"momentum_buffer"}:
         return "SGD"
-    raise ConversionError(f"unsupported optimizer state (param group keys {sorted(group)}, state keys {sorted(leaves)})")
+    raise ConversionError(
+        f"unsupported optimizer state (param group keys {sorted(group)}, state keys {sorted(leaves)}); "
+        f"supported: {', '.join(f'torch.optim.{kind}' for kind in TORCH_DEFAULTS)}"
+    )
 
 
 def burn_config(kind: str, group: Mapping[str, Any]) -> str:
@@ -72,31 +77,55 @@ def burn_config(kind: str, group: Mapping[str, Any]) -> str:
     return text
 
 
+def keyed_by_name(optimizer_sd: Mapping[str, Any]) -> bool:
+    """Whether the groups list parameter names (``get_state_dict``'s form), not indices."""
+    listed = [p for group in optimizer_sd["param_groups"] for p in group["params"]]
+    return bool(listed) and all(isinstance(p, str) for p in listed)
+
+
 def param_order(state: TorchTrainingState, optimizer_sd: Mapping[str, Any]) -> list[str]:
-    """The parameter names in the order the optimizer indexes them."""
-    indices = [i for group in optimizer_sd["param_groups"] for i in group["params"]]
+    """The parameter names in the order the optimizer's groups list them."""
+    listed = [p for group in optimizer_sd["param_groups"] for p in group["params"]]
+    if keyed_by_name(optimizer_sd):
+        unknown = [name for name in listed if name not in state.model]
+        if unknown:
+            raise ConversionError(f"the optimizer's param_groups name {len(unknown)} parameter(s) the model does not have: {unknown[:5]!r}")
+        if len(set(listed)) != len(listed):
+            raise ConversionError("the optimizer's param_groups list a parameter more than once")
+        return listed
     if state.param_names is not None:
         names = state.param_names
     else:
         names = [n for n in state.model if not is_buffer_name(n) and state.model[n].dtype.kind in "fc"]
-    if len(names) != len(indices):
+    if len(names) != len(listed):
         raise ConversionError(
-            f"the optimizer indexes {len(indices)} parameters but the model has {len(names)} float tensors that are not "
+            f"the optimizer indexes {len(listed)} parameters but the model has {len(names)} float tensors that are not "
             "BatchNorm buffers; pass module= (the torch.nn.Module) to give the exact parameter order"
         )
-    if indices != list(range(len(indices))):
-        raise ConversionError("the optimizer's param_groups do not index parameters 0..n-1 in order")
+    if listed != list(range(len(listed))):
+        raise ConversionError("the optimizer's param_groups list neither parameter indices 0..n-1 in order nor parameter names")
     return list(names)  # torch numbers parameters in the order the groups list them
 
 
-def _check_state_keys(states: Mapping[Any, Any], parameters: int, report: CheckpointReport) -> None:
-    """State keys are parameter indices (ints, or decimal strings after a JSON round trip)."""
+def _state_keys(states: Mapping[Any, Any], order: list[str], by_name: bool, report: CheckpointReport) -> list[Any]:
+    """The ``state`` key of each parameter in ``order``: its name (``get_state_dict``) or its index
+    (an int, or a decimal string after a JSON round trip). State for no listed parameter is reported."""
+    if by_name:
+        odd = [k for k in states if not isinstance(k, str)]
+        if odd:
+            raise ConversionError(f"the optimizer state_dict's 'state' has {len(odd)} key(s) that are not parameter names: {odd[:5]!r}")
+        listed = set(order)
+        unlisted = [k for k in states if k not in listed]
+        if unlisted:
+            report.warnings.append(f"optimizer state for parameters {unlisted[:5]} that no param group lists was not converted")
+        return list(order)
     odd = [k for k in states if not (type(k) is int or (isinstance(k, str) and k.isdecimal()))]
     if odd:
         raise ConversionError(f"the optimizer state_dict's 'state' has {len(odd)} key(s) that are not parameter indices: {odd[:5]!r}")
-    beyond = sorted(int(k) for k in states if int(k) >= parameters)
+    beyond = sorted(int(k) for k in states if int(k) >= len(order))
     if beyond:
-        report.warnings.append(f"optimizer state for parameter indices {beyond[:5]} beyond the {parameters} parameters was not converted")
+        report.warnings.append(f"optimizer state for parameter indices {beyond[:5]} beyond the {len(order)} parameters was not converted")
+    return [index if index in states else str(index) for index in range(len(order))]
 
 
 def _adam_state(name: str, pstate: Mapping[str, Any], layout: Any) -> AdamState:
@@ -118,10 +147,10 @@ def optimizer_to_burn(state: TorchTrainingState, model: BurnModel, kind: str, re
     assert state.optimizer is not None
     record, adapter = OptimizerRecord(), PyTorchToBurnAdapter()
     order = param_order(state, state.optimizer)
-    _check_state_keys(state.optimizer["state"], len(order), report)
+    keys = _state_keys(state.optimizer["state"], order, keyed_by_name(state.optimizer), report)
     steps = set()
-    for index, torch_name in enumerate(order):
-        pstate = state.optimizer["state"].get(index, state.optimizer["state"].get(str(index)))
+    for key, torch_name in zip(keys, order):
+        pstate = state.optimizer["state"].get(key)
         if pstate is None or torch_name in model.excluded:
             continue
         entry = model.by_torch.get(torch_name)
@@ -183,9 +212,11 @@ def _torch_state(name: str, st: Any, kind: str, layout: Any) -> dict[str, Any] |
 
 def optimizer_to_pytorch(
     record: OptimizerRecord, meta: Mapping[str, Any] | None, config: Mapping[str, Any] | None, model: TorchModel,
-    module: Any, report: CheckpointReport,
+    module: Any, report: CheckpointReport, *, by_name: bool = False,
 ) -> dict[str, Any] | None:  # fmt: skip
-    """The PyTorch optimizer ``state_dict`` (None without optimizer state or settings)."""
+    """The PyTorch optimizer ``state_dict`` (None without optimizer state or settings), keyed
+    by parameter name (``get_state_dict``'s form) when ``by_name`` or when the stored groups list
+    names, else by index (``optimizer.state_dict()``'s)."""
     settings = dict(config or {})
     kind = _torch_kind(record, meta, settings, report)
     if kind is None:
@@ -199,9 +230,12 @@ def optimizer_to_pytorch(
         names = [n for n, _ in module.named_parameters()] if module is not None else [
             n for n in sd if not is_buffer_name(n) and sd[n].dtype.kind in "fc"]  # fmt: skip
         groups = [{**TORCH_DEFAULTS[kind], **settings, "params": list(range(len(names)))}]
+    if by_name and not keyed_by_name({"param_groups": groups}):
+        groups = [{**group, "params": [names[index] for index in group["params"]]} for group in groups]
+    by_name = keyed_by_name({"param_groups": groups})
     burn_of = {torch: burn for burn, (_, torch) in model.by_burn.items()}
     states, adapter = record.states(), BurnToPyTorchAdapter()
-    out: dict[int, dict[str, Any]] = {}
+    out: dict[int | str, dict[str, Any]] = {}
     steps = set()
     for index, torch_name in enumerate(names):
         burn_name = burn_of.get(torch_name)
@@ -212,7 +246,7 @@ def optimizer_to_pytorch(
         st = states.get(entry.param_id) if entry.param_id is not None else None
         item = None if st is None else _torch_state(burn_name, st, kind, layout_adapter(adapter, entry))
         if item is not None:
-            out[index] = item
+            out[torch_name if by_name else index] = item
             steps.update([st.time] if isinstance(st, AdamState) else [])
     report.params_with_state, report.step = len(out), max(steps) if steps else None
     unknown = set(states) - {entry.param_id for entry, _ in model.by_burn.values()}

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ...display import printable_lines
 from ...frameworks import is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
 from .._io import ConversionError
 
@@ -35,8 +36,10 @@ class TorchTrainingState:
     ``model`` is the ordered ``state_dict``; ``optimizer`` / ``scheduler`` their
     ``state_dict()``s (or None); ``extra`` the checkpoint's other entries (``epoch``...);
     ``param_names`` the parameter names in the order the optimizer indexes them, when known;
-    ``module_types`` module path → Burn type, when a module was given; ``keys`` the checkpoint
-    keys the three parts came from.
+    ``module_types`` module path → Burn type, when a module was given; ``keys`` where the three
+    parts came from: ``keys[part]`` their checkpoint key, ``keys[part + ".within"]`` the entry
+    holding them (torch's DCP recipe saves ``{"app": AppState}``), ``keys["optimizer.layout"] ==
+    "flat"`` for ``get_state_dict``'s ``flatten_optimizer_state_dict`` form.
     """
 
     model: dict[str, np.ndarray]
@@ -62,17 +65,24 @@ class TorchTrainingState:
 
         def put(part: str, value: Any) -> None:
             key = self.keys.get(part, part)
+            within = self.keys.get(f"{part}.within")
+            target = out if within is None else out.setdefault(within, {})
             if key.endswith("[0]"):  # it came as the only item of a list (Lightning)
-                out[key[:-3]] = [value]
+                target[key[:-3]] = [value]
             else:
-                out[key] = value
+                target[key] = value
 
         put("model", OrderedDict((k, conv(v)) for k, v in self.model.items()))
         if self.optimizer is not None:
-            put("optimizer", conv(self.optimizer))
+            flat = self.keys.get("optimizer.layout") == "flat"
+            put("optimizer", conv(flatten_optimizer_sd(self.optimizer) if flat else self.optimizer))
         if self.scheduler is not None:
             put("scheduler", conv(self.scheduler))
-        out.update(self.extra)
+        for key, value in self.extra.items():
+            if isinstance(out.get(key), dict) and isinstance(value, dict):  # the rest of the entry holding the parts
+                out[key].update(value)
+            else:
+                out[key] = value
         return out
 
 
@@ -125,7 +135,7 @@ class CheckpointReport:
             if items:
                 lines.append(f"  {title}:")
                 lines += [f"    {item}" for item in items]
-        return "\n".join(lines)
+        return printable_lines(lines)
 
     def __str__(self) -> str:
         return self.summary()
@@ -156,6 +166,59 @@ def is_optimizer_sd(value: Any) -> bool:
     return isinstance(value, dict) and "state" in value and "param_groups" in value
 
 
+def check_optimizer_sd(sd: Any) -> None:
+    """An optimizer ``state_dict``'s shape: ``state`` maps each key to a dict, ``param_groups``
+    is a list of dicts each with a ``params`` list."""
+    if not isinstance(sd["state"], dict) or not all(isinstance(v, dict) for v in sd["state"].values()):
+        raise ConversionError("the optimizer state_dict's 'state' is not a dict of per-parameter dicts")
+    groups = sd["param_groups"]
+    if not isinstance(groups, list) or not all(isinstance(g, dict) and isinstance(g.get("params"), list) for g in groups):
+        raise ConversionError("the optimizer state_dict's 'param_groups' is not a list of groups, each with a 'params' list")
+
+
+def is_flat_optimizer_sd(value: Any) -> bool:
+    """``get_state_dict(..., options=StateDictOptions(flatten_optimizer_state_dict=True))``'s form:
+    ``{"state.<name>.<key>": ..., "param_groups.<name>.<setting>": ...}``."""
+    return (
+        isinstance(value, dict) and any(isinstance(k, str) and k.startswith("param_groups.") for k in value)
+        and all(isinstance(k, str) and k.startswith(("state.", "param_groups.")) for k in value)
+    )  # fmt: skip
+
+
+def _same_settings(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return a.keys() == b.keys() and all(
+        np.array_equal(a[k], b[k]) if isinstance(a[k], np.ndarray) or isinstance(b[k], np.ndarray) else a[k] == b[k] for k in a)  # fmt: skip
+
+
+def unflatten_optimizer_sd(flat: dict[str, Any]) -> dict[str, Any]:
+    """The optimizer ``state_dict`` (keyed by name) of a flattened one. Parameters listed one
+    after another with the same settings form one group (the flat form keeps no groups)."""
+    state: dict[str, dict[str, Any]] = {}
+    settings: dict[str, dict[str, Any]] = {}
+    for key, value in flat.items():
+        section, _, rest = key.partition(".")
+        name, _, leaf = rest.rpartition(".")
+        if not name or not leaf:
+            raise ConversionError(f"flattened optimizer state key {key!r} is not '{section}.<parameter name>.<key>'")
+        (state if section == "state" else settings).setdefault(name, {})[leaf] = value
+    groups: list[dict[str, Any]] = []
+    for name, group in settings.items():
+        if groups and _same_settings({k: v for k, v in groups[-1].items() if k != "params"}, group):
+            groups[-1]["params"].append(name)
+        else:
+            groups.append({**group, "params": [name]})
+    return {"state": state, "param_groups": groups}
+
+
+def flatten_optimizer_sd(sd: dict[str, Any]) -> dict[str, Any]:
+    """The flattened form of an optimizer ``state_dict`` keyed by name (as torch flattens it)."""
+    flat = {f"state.{name}.{leaf}": value for name, item in sd["state"].items() for leaf, value in item.items()}
+    for group in sd["param_groups"]:
+        for name in group["params"]:
+            flat.update({f"param_groups.{name}.{key}": value for key, value in group.items() if key != "params"})
+    return flat
+
+
 def is_scheduler_sd(value: Any) -> bool:
     return isinstance(value, dict) and "last_epoch" in value and "base_lrs" in value
 
@@ -179,10 +242,34 @@ def _take(root: dict[Any, Any], explicit: str | None, names: Sequence[str], test
     return None
 
 
+def _is_any_optimizer_sd(value: Any) -> bool:
+    return is_optimizer_sd(value) or is_flat_optimizer_sd(value)
+
+
+def _split_nested(root: dict[Any, Any], keys: dict[str, str], found: dict[str, Any]) -> dict[str, Any]:
+    """The parts inside the one entry of ``root`` that holds a model (torch's DCP recipe saves
+    ``{"app": AppState(model, optimizer)}``); that entry's other items are returned as extra."""
+    nones: dict[str, str | None] = {"model": None, "optimizer": None, "scheduler": None}
+    holders = [k for k, v in root.items() if isinstance(v, dict) and "model" in _split_checkpoint(dict(v), {}, nones)]
+    if len(holders) != 1:
+        return {}
+    within = holders[0]
+    inner, inner_keys = dict(root.pop(within)), dict[str, str]()
+    for part, value in _split_checkpoint(inner, inner_keys, nones).items():
+        key = inner_keys[part]
+        if part not in found:
+            found[part], keys[part], keys[f"{part}.within"] = value, key, str(within)
+        elif key.endswith("[0]"):  # found outside already: the inner one stays as it was
+            inner[key[:-3]] = [value]
+        else:
+            inner[key] = value
+    return {str(within): inner} if inner else {}
+
+
 def _split_checkpoint(root: dict[Any, Any], keys: dict[str, str], explicit: dict[str, str | None]) -> dict[str, Any]:
     """The model, optimizer and scheduler parts of a checkpoint dict; what remains is extra."""
     found: dict[str, Any] = {}
-    for part, names, test in (("optimizer", _OPTIM_KEYS, is_optimizer_sd), ("scheduler", _SCHED_KEYS, is_scheduler_sd),
+    for part, names, test in (("optimizer", _OPTIM_KEYS, _is_any_optimizer_sd), ("scheduler", _SCHED_KEYS, is_scheduler_sd),
                               ("model", _MODEL_KEYS, is_array_dict)):  # fmt: skip
         hit = _take(root, explicit[part], names, test)
         if hit is not None:
@@ -193,12 +280,18 @@ def _split_checkpoint(root: dict[Any, Any], keys: dict[str, str], explicit: dict
     return found
 
 
-def _state_dict(value: Any) -> Any:
-    """A path → its unpickled object; a live torch object → its ``state_dict()``."""
+def _read_object(path: str | os.PathLike[str]) -> Any:
+    """The object a ``torch.save`` file or a ``torch.distributed.checkpoint`` folder holds."""
+    from ..dcp import is_dcp, read_dcp_object
     from ..pytorch import read_pytorch_object
 
+    return read_dcp_object(path) if is_dcp(path) else read_pytorch_object(path)
+
+
+def _state_dict(value: Any) -> Any:
+    """A path → its object; a live torch object → its ``state_dict()``."""
     if isinstance(value, (str, os.PathLike)):
-        value = read_pytorch_object(value)
+        value = _read_object(value)
     if value is not None and hasattr(value, "state_dict") and not isinstance(value, dict):
         value = value.state_dict()
     return value
@@ -243,7 +336,7 @@ def read_torch_training_state(
     optimizer_key: str | None = None,
     scheduler_key: str | None = None,
 ) -> TorchTrainingState:
-    """Collect a training state from a checkpoint file or dict (``source``) and/or separate
+    """Collect a training state from a checkpoint file, DCP folder or dict (``source``) and/or separate
     parts (each a file path, a ``state_dict`` or a live torch object).
 
     In a checkpoint dict the parts are found by key (``model`` / ``model_state_dict`` /
@@ -254,12 +347,11 @@ def read_torch_training_state(
     ``nn.Module``) supplies exact module types and the parameter order; a live optimizer with a
     live module gives the exact index → parameter mapping even for custom parameter groups.
     """
-    from ..pytorch import read_pytorch_object
     from ..torch_live import module_types_of
 
     keys: dict[str, str] = {}
     live_optimizer = optimizer if hasattr(optimizer, "param_groups") and hasattr(optimizer, "state_dict") else None
-    root = read_pytorch_object(source) if isinstance(source, (str, os.PathLike)) else source
+    root = _read_object(source) if isinstance(source, (str, os.PathLike)) else source
     if is_torch_module(root):
         module, model, root = module or root, model if model is not None else root, None
     elif root is not None and not isinstance(root, dict):
@@ -268,15 +360,20 @@ def read_torch_training_state(
     if root is not None:
         root = dict(root)
         found = _split_checkpoint(root, keys, {"model": model_key, "optimizer": optimizer_key, "scheduler": scheduler_key})
+        nested = _split_nested(root, keys, found) if model is None and "model" not in found else {}
         model = model if model is not None else found.get("model")
         optimizer = optimizer if optimizer is not None else found.get("optimizer")
         scheduler = scheduler if scheduler is not None else found.get("scheduler")
-        extra = {str(key): _to_plain(value) for key, value in root.items()}
+        extra = {str(key): _to_plain(value) for key, value in {**root, **nested}.items()}
     if model is None:
         raise ConversionError("no model state_dict found; pass model= or model_key=")
     if is_torch_module(model):
         module = module or model
     optimizer_sd, scheduler_sd = _to_plain(_state_dict(optimizer)), _to_plain(_state_dict(scheduler))
+    if is_flat_optimizer_sd(optimizer_sd):
+        optimizer_sd, keys["optimizer.layout"] = unflatten_optimizer_sd(optimizer_sd), "flat"
+    if optimizer_sd is not None and is_optimizer_sd(optimizer_sd):
+        check_optimizer_sd(optimizer_sd)
     if optimizer_sd is not None and not is_optimizer_sd(optimizer_sd):
         raise ConversionError("the optimizer part is not an optimizer state_dict (no 'state' / 'param_groups')")
     if scheduler_sd is not None and not is_scheduler_sd(scheduler_sd):

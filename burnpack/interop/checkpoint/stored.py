@@ -43,6 +43,11 @@ def _is_str_list(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
+def _names_a_parameter(param: Any, names: list[str]) -> bool:
+    """A param group entry: an index into ``names`` or one of them (``get_state_dict``'s form)."""
+    return (type(param) is int and 0 <= param < len(names)) or (isinstance(param, str) and param in names)
+
+
 def _model_problem(value: Any) -> str | None:
     if not isinstance(value, dict):
         return "expected an object"
@@ -77,6 +82,11 @@ def _problem(name: str, value: Any) -> str | None:
             return "'param_names' is not a list of strings"
         if not isinstance(value.get("param_groups"), list) or not all(isinstance(g, dict) for g in value["param_groups"]):
             return "'param_groups' is not a list of objects"
+        names = value["param_names"]
+        for group in value["param_groups"]:
+            params = group.get("params")
+            if not isinstance(params, list) or not all(_names_a_parameter(p, names) for p in params):
+                return f"a param group's 'params' {params!r} are not indices into or names in 'param_names'"
     if name == "scheduler":
         if not isinstance(value, dict) or value.get("kind") not in SCHEDULER_CLASSES.values():
             return f"expected an object whose 'kind' is one of {sorted(SCHEDULER_CLASSES.values())}"
