@@ -132,6 +132,11 @@ def _first_by(key: str) -> dict[Any, DType]:
     return out
 
 
+EXTENSION_DTYPES: tuple[DType, ...] = tuple(
+    getattr(DType, name) for name, info in DTYPE_INFO.items() if info.numpy in NUMPY_EXTENSION_TYPES and name in DType.UNIT_VARIANTS
+)
+"""The dtypes whose numpy type comes from ml_dtypes (BF16): a ``.npy`` file holds them as raw items."""
+
 _FROM_NUMPY: dict[Any, DType] = {numpy_dtype_named(k): v for k, v in _first_by("numpy").items() if k not in NUMPY_EXTENSION_TYPES}
 _FROM_NUMPY[np.dtype("?")] = NATIVE_BOOL
 _FROM_ML_DTYPES = {k: v for k, v in _first_by("numpy").items() if k in NUMPY_EXTENSION_TYPES}

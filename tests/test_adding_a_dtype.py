@@ -87,6 +87,12 @@ pack = burnpack.load(burnpack.save_bytes({"w": fp8, "b": np.ones(3, np.float32)}
 path = sys.argv[2]
 write_safetensors({"w": fp8}, path)
 tensors, _ = read_safetensors(path)
+from pathlib import Path
+from burnpack.interop.formats import read_npz, write_npz
+from burnpack.interop.tensors import TensorSet
+npz = Path(path).with_suffix(".npz")
+write_npz(TensorSet.from_numpy({"w": fp8}), npz)
+from_npz = read_npz(npz).entries[0]
 from burnpack.frameworks import numpy_to_torch, torch_to_numpy
 as_torch = numpy_to_torch(fp8)
 print(json.dumps({
@@ -99,6 +105,7 @@ print(json.dumps({
     "safetensors": [safetensors_code(dtype), debug(dtype_from_safetensors("F8_E4M3"))],
     "loaded": [debug(pack["w"].dtype), pack["w"].numpy().astype(np.float32).tolist()],
     "safetensors_file": tensors["w"].astype(np.float32).tolist(),
+    "npz": [debug(from_npz.dtype), from_npz.numpy().astype(np.float32).tolist()],
 }))
 """
 
@@ -124,4 +131,5 @@ def test_the_hand_written_modules_take_the_new_dtype_from_the_generated_code(tre
         "safetensors": ["F8_E4M3", "F8E4M3"],
         "loaded": ["F8E4M3", values],
         "safetensors_file": values,
+        "npz": ["F8E4M3", values],
     }

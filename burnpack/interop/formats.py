@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .._generated.types import BoolStore, DType
-from ..dtypes import dtype_from_numpy, dtype_from_safetensors, element_size, is_extension_type, numpy_dtype, safetensors_code
+from ..dtypes import EXTENSION_DTYPES, dtype_from_numpy, dtype_from_safetensors, element_size, is_extension_type, numpy_dtype, safetensors_code
 from ..reader import TensorView, load
 from ..source import open_regular
 from ..tensor import NUMPY_MAX_DIMS
@@ -242,14 +242,18 @@ def _npz_entry(name: str, array: np.ndarray, hint: Any, bool_store: str | BoolSt
         elif array.dtype != want:
             array = array.astype(want)
         return Entry.from_numpy(name, array, dtype=dtype)
-    if array.dtype == _RAW_BF16:  # numpy saves ml_dtypes' bfloat16 as raw 2-byte items
-        return Entry.from_numpy(name, array.view(numpy_dtype(DType.BF16)), dtype=DType.BF16)
+    raw = _RAW_ITEMS.get(array.dtype)
+    if raw is not None:  # numpy saves ml_dtypes' types (bfloat16) as raw items of their size
+        return Entry.from_numpy(name, array.view(numpy_dtype(raw)), dtype=raw)
     if array.dtype.kind == "V":
         raise ValueError(f"raw dtype {array.dtype} and no dtype hint")
     return entry_from_array(name, array, bool_store)
 
 
-_RAW_BF16 = np.dtype("V2")
+_RAW_ITEMS: dict[np.dtype, DType] = {}
+"""Raw items of a ``.npy`` file without a dtype hint → the first ml_dtypes dtype of that size (BF16)."""
+for _dtype in EXTENSION_DTYPES:
+    _RAW_ITEMS.setdefault(np.dtype(f"V{element_size(_dtype)}"), _dtype)
 
 
 def read_in_memory(
