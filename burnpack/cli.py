@@ -1,4 +1,4 @@
-"""The ``burnpack`` command: inspect, dump, validate, repack, pack, diff, convert, checkpoints.
+"""The ``burnpack`` command: inspect, dump, validate, repack, pack, diff, view, convert, checkpoints.
 
 Subcommands register themselves through their module's ``register(subparsers)`` and set a
 ``handler(args) -> exit code``. ``main`` gives every command the same behaviour: failures as one
@@ -21,6 +21,7 @@ from . import __version__
 from .commands import diff as diff_cmd
 from .commands import files as files_cmd
 from .commands import pack as pack_cmd
+from .commands import view as view_cmd
 from .commands.common import describe_error, first_path
 from .display import printable_lines
 from .errors import LegacyFormatWarning
@@ -39,6 +40,7 @@ def _parser() -> argparse.ArgumentParser:
     files_cmd.register(sub)
     pack_cmd.register(sub)
     diff_cmd.register(sub)
+    view_cmd.register(sub)
     records_cli.register(sub)
     interop_cli.register(sub)
     for command in sub.choices.values():  # --verbose also after the command name

@@ -460,6 +460,9 @@ def load(
     if is_url(source):
         data: Source = FsspecSource(source, storage_options)
         from_file = True
+    elif isinstance(source, FsspecSource):  # a URL opened already (its first block cached)
+        data = source
+        from_file = True
     elif isinstance(source, (str, os.PathLike)):
         path = resolve_read_path(source)
         try:

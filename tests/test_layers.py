@@ -20,13 +20,15 @@ LAYERS = ("_generated", "container", "records", "interop", "cli")
 """Bottom to top."""
 
 CLI_MODULES = {"burnpack.cli", "burnpack.__main__", "burnpack.batch", "burnpack.records.cli", "burnpack.interop.cli"}
+CLI_PACKAGES = ("burnpack.commands", "burnpack.view")
+"""Packages that are command-line consumers of the layers below as a whole."""
 LOW_LEVEL = {"burnpack._generated", "burnpack._cbor"}
 """The generated codec and the CBOR primitives it is written in."""
 
 
 def layer_of(module: str) -> str | None:
     """The layer of a burnpack module (None: the package facade or another package)."""
-    if module in CLI_MODULES or module == "burnpack.commands" or module.startswith("burnpack.commands."):
+    if module in CLI_MODULES or any(module == p or module.startswith(p + ".") for p in CLI_PACKAGES):
         return "cli"
     if any(module == low or module.startswith(low + ".") for low in LOW_LEVEL):
         return "_generated"
@@ -159,6 +161,7 @@ def test_the_check_finds_a_cycle_and_an_upward_import():
     assert layer_of("burnpack.records.module") == "records" and layer_of("burnpack.reader") == "container"
     assert layer_of("burnpack._generated.codec") == "_generated" and layer_of("burnpack.interop.cli") == "cli"
     assert layer_of("burnpack.commands.inspect") == "cli" and layer_of("burnpack.commands") == "cli"
+    assert layer_of("burnpack.view") == "cli" and layer_of("burnpack.view.stats") == "cli"
 
 
 def _third_party_imports(package: str) -> dict[str, set[str]]:

@@ -40,6 +40,8 @@ class _EntryView:
         self.shape = tuple(entry.shape)
         self.param_id = entry.param_id
         self.data_offsets = (0, 0)
+        self.byte_len = entry.byte_len
+        self.numel = entry.numel
         self._entry = entry
 
     def numpy(self) -> np.ndarray:
@@ -64,18 +66,31 @@ class _Tensors:
     def tensors(self) -> list[_EntryView]:
         return [self._views[n] for n in self.names]
 
+    def __getitem__(self, name: str) -> _EntryView:
+        return self._views[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._views
+
 
 @contextlib.contextmanager
-def _open(path: str) -> Iterator[Any]:
-    """A file, folder or URL of any registered format (a ``.bpk`` opened as a pack)."""
-    from ..interop.registry import choose, read_tensors
+def open_input(path: str) -> Iterator[Any]:
+    """A file, folder or URL of any registered format: a ``.bpk`` as an open ``Pack``, any other
+    as a pack-like object (``names``, ``tensors()``, ``metadata``, ``scalars``); failures name ``path``."""
+    from ..interop.registry import choose, probe_url, read_tensors
+    from ..remote import is_url
 
     with blame(path):
-        fmt = choose(path)
+        if is_url(path):  # the probe's first block opens a .bpk: no second request
+            fmt, source = probe_url(path)
+            if fmt.name != "burnpack":
+                source.close()
+        else:
+            fmt, source = choose(path), None
         if fmt.name == "burnpack":
             from ..reader import load
 
-            with load(path) as pack:
+            with load(source or path) as pack:
                 yield pack
             return
         with read_tensors(path, fmt) as tset:
@@ -87,7 +102,7 @@ def run_diff(args: Any) -> int:
     from ..diff import PackDiff, compare_layout, diff_packs
 
     try:
-        with _open(args.a) as a, _open(args.b) as b:
+        with open_input(args.a) as a, open_input(args.b) as b:
             if args.layout and not all(hasattr(x, "data_section_start") for x in (a, b)):
                 raise CommandError(args.a if not hasattr(a, "data_section_start") else args.b, "UsageError",
                                    "--layout compares two .bpk files; this one is not one", code=2)  # fmt: skip

@@ -42,6 +42,7 @@ from ..source import open_regular
 from ..errors import ConversionError
 
 if TYPE_CHECKING:
+    from ..remote import FsspecSource
     from .tensors import TensorSet
 
 __all__ = [
@@ -476,14 +477,23 @@ def _url_name(url: str) -> str:
 
 def _detect_url(url: str) -> Format:
     """A URL's format from its first bytes (no zip listing: then its extension decides)."""
+    fmt, source = probe_url(url)
+    source.close()
+    return fmt
+
+
+def probe_url(url: str) -> tuple[Format, FsspecSource]:
+    """A URL's format and its source, left open: the first block the probe fetched stays cached
+    in it, so a ``.bpk`` opened from it (``load(source)``) costs no second request."""
     from ..remote import FsspecSource
 
     source = FsspecSource(url)
     try:
         head = source.read(0, min(Probe.HEAD, source.size))
-        return detect(url, probe=Probe(Path(_url_name(url) or "remote"), head, source.size))
-    finally:
+        return detect(url, probe=Probe(Path(_url_name(url) or "remote"), head, source.size)), source
+    except BaseException:
         source.close()
+        raise
 
 
 # --------------------------------------------------------------------------------------------

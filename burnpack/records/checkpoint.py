@@ -103,19 +103,22 @@ class LossHistory:
         return best
 
 
-def burn_valid_losses(artifact_dir: PathLike, metric: str = "Loss") -> dict[int, float]:
-    """The per-epoch validation value of ``metric`` a Burn learner's ``FileMetricLogger`` wrote.
+def burn_valid_losses(artifact_dir: PathLike, metric: str = "Loss", *, split: str = "valid") -> dict[int, float]:
+    """The per-epoch validation value of ``metric`` a Burn learner's ``FileMetricLogger`` wrote
+    (``split="train"``: the training value).
 
-    ``<artifact_dir>/valid/epoch-N/<metric>.log`` holds one ``NumericEntry`` per line (``v``,
+    ``<artifact_dir>/<split>/epoch-N/<metric>.log`` holds one ``NumericEntry`` per line (``v``,
     ``v,count`` or ``v,final``); the epoch's value is the last line when it is ``final``, else
     the count-weighted mean, as burn-train's ``NumericMetricsAggregate`` computes it. Epochs are
     read from 1 up to the first without values. A line Burn cannot parse (Burn panics) raises
     ``CheckpointRetentionError``.
     """
+    if split not in ("train", "valid", "test"):
+        raise ValueError(f"split must be 'train', 'valid' or 'test' (Burn's splits), not {split!r}")
     out: dict[int, float] = {}
     epoch = 1
     while True:
-        path = Path(artifact_dir) / "valid" / f"epoch-{epoch}" / f"{metric.replace(' ', '_')}.log"
+        path = Path(artifact_dir) / split / f"epoch-{epoch}" / f"{metric.replace(' ', '_')}.log"
         try:
             lines = [line for line in path.read_text(encoding="utf-8").split("\n") if line]
         except FileNotFoundError:

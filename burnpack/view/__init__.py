@@ -1,0 +1,49 @@
+"""``burnpack view``: a model, a checkpoint directory or a change as one self-contained HTML page.
+
+:func:`build_page` gathers the report (:mod:`burnpack.view.report`) and renders it
+(:mod:`burnpack.view.page`); :mod:`burnpack.view.stats` streams exact statistics over a tensor.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..commands.diff import open_input
+from .page import render
+from .report import checkpoint_report, diff_report, is_checkpoint_directory, pack_report, page_data
+
+__all__ = ["build_page"]
+
+
+def _title(source: str) -> str:
+    return Path(source.rstrip("/")).name or source
+
+
+def build_page(first: str, second: str | None = None, *, stats: bool = True) -> str:
+    """The HTML page for one input (a pack, any format ``convert`` reads, a URL, or a Burn
+    checkpoint directory) or, with ``second``, the diff of two inputs (tensors of the second).
+
+    ``stats=False``: from the metadata alone (no tensor bytes read for one input)."""
+    if second is None and is_checkpoint_directory(first):
+        report, newest = checkpoint_report(first, stats=stats)
+        pack = None
+        if newest is not None:
+            with open_input(str(newest)) as model:
+                pack = pack_report(model, str(newest), stats=stats)
+        return render(page_data(_title(first), checkpoint=report, pack=pack))
+    if second is None:
+        with open_input(first) as a:
+            data = page_data(_title(first), pack=pack_report(a, first, stats=stats))
+    else:
+        with open_input(first) as a, open_input(second) as b:
+            diff = diff_report(a, b, first, second)
+            data = page_data(f"{_title(first)} vs {_title(second)}", diff=diff, pack=pack_report(b, second, stats=stats))
+    return render(data)
+
+
+def write_page(html: str, target: Path) -> None:
+    """Write ``html`` to ``target`` atomically (a reader never sees half a page)."""
+    from ..atomic import atomic_file
+
+    with atomic_file(target) as stream:
+        stream.write(html.encode("utf-8"))
