@@ -20,8 +20,6 @@ BOOLS = [DType.Bool(store) for store in BoolStore]
 DTYPES = [getattr(DType, name) for name in UNIT] + BOOLS
 # What a format without the dtype writes instead (same values): Burn's reading of it back.
 REWRITTEN = {("Flex32", fmt): "F32" for fmt in ("safetensors", "pt")}  # (--npz-metadata records Flex32)
-# torch pickles uint16-64 tensors with _rebuild_tensor_v3, which the .pt reader does not take yet.
-PT_UNREADABLE = {"U16", "U32", "U64"}
 
 
 def _label(dtype: DType) -> str:
@@ -47,8 +45,6 @@ def _diff_json(a, b, capsys) -> tuple[int, dict]:
 def test_convert_diff_and_inspect_work_on_every_dtype_in_every_format(tmp_path, capsys, dtype, fmt):
     if fmt == "pt":
         pytest.importorskip("torch")
-        if dtype.variant in PT_UNREADABLE:
-            pytest.xfail("the .pt reader refuses torch._utils._rebuild_tensor_v3 (uint16-64 tensors)")
     source = _source(tmp_path, dtype)
     out = tmp_path / f"out.{fmt}"
     extra = ["--npz-metadata"] if fmt == "npz" else []

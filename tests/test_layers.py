@@ -193,7 +193,7 @@ def test_installed_burnpack_imports_only_its_declared_dependencies():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     declared = {dep.split(">")[0].split("=")[0].split("[")[0].strip().replace("-", "_") for dep in project["dependencies"]}
     extras = project["optional-dependencies"]
-    optional = {dep.split("=")[0].split(">")[0].strip() for extra in ("torch", "remote") for dep in extras[extra]}
+    optional = {dep.split("=")[0].split(">")[0].strip() for extra in ("torch", "remote", "crosscheck") for dep in extras[extra]}
     imports = _third_party_imports("burnpack")
     assert set(imports) - declared - optional == set()
     assert declared <= set(imports), "a runtime dependency nothing imports belongs in an extra"

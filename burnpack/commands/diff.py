@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .common import CommandError, blame
@@ -74,12 +75,17 @@ class _Tensors:
 
 
 @contextlib.contextmanager
-def open_input(path: str) -> Iterator[Any]:
+def open_input(path: str, readers: dict[str, str] | None = None) -> Iterator[Any]:
     """A file, folder or URL of any registered format: a ``.bpk`` as an open ``Pack``, any other
-    as a pack-like object (``names``, ``tensors()``, ``metadata``, ``scalars``); failures name ``path``."""
+    as a pack-like object (``names``, ``tensors()``, ``metadata``, ``scalars``); failures name ``path``.
+
+    A local file of another format is read with that format's own library where one is installed
+    (``interop.crosscheck``), so that a bug in burnpack's reader of that format cannot hide itself
+    in a diff against a file converted with it; ``readers[path]`` says which reader was used."""
     from ..interop.registry import choose, probe_url, read_tensors
     from ..remote import is_url
 
+    readers = {} if readers is None else readers
     with blame(path):
         if is_url(path):  # the probe's first block opens a .bpk: no second request
             fmt, source = probe_url(path)
@@ -90,10 +96,18 @@ def open_input(path: str) -> Iterator[Any]:
         if fmt.name == "burnpack":
             from ..reader import load
 
+            readers[path] = "burnpack"
             with load(source or path) as pack:
                 yield pack
             return
-        with read_tensors(path, fmt) as tset:
+        from ..interop.crosscheck import read_independently
+
+        independent = read_independently(path, fmt.name) if not is_url(path) and Path(path).is_file() else None
+        if independent is not None:
+            tset, readers[path] = independent
+        else:
+            tset, readers[path] = read_tensors(path, fmt), "burnpack"
+        with tset:
             yield _Tensors(tset)
 
 
@@ -102,7 +116,8 @@ def run_diff(args: Any) -> int:
     from ..diff import PackDiff, compare_layout, diff_packs
 
     try:
-        with open_input(args.a) as a, open_input(args.b) as b:
+        readers: dict[str, str] = {}
+        with open_input(args.a, readers) as a, open_input(args.b, readers) as b:
             if args.layout and not all(hasattr(x, "data_section_start") for x in (a, b)):
                 raise CommandError(args.a if not hasattr(a, "data_section_start") else args.b, "UsageError",
                                    "--layout compares two .bpk files; this one is not one", code=2)  # fmt: skip
@@ -119,7 +134,7 @@ def run_diff(args: Any) -> int:
         exc.exit_code = 2  # type: ignore[attr-defined]
         raise
     if args.json:
-        print(json.dumps(result.to_json(), ensure_ascii=False, indent=1))
+        print(json.dumps({**result.to_json(), "readers": {"a": readers[args.a], "b": readers[args.b]}}, ensure_ascii=False, indent=1))
     else:
         print(result.render(args.a, args.b))
     return 0 if result.identical else 1

@@ -53,7 +53,7 @@ from ..frameworks import is_torch_module
 from ..progress import finish, human_size, progress_for
 from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
 from ._io import ConversionError, OptionError
-from .registry import formats, read_tensors, resolve_output, write_tensors
+from .registry import Format, formats, read_tensors, resolve_output, write_tensors
 from .sharded import parse_size
 from .remap import KeyRemapper, PathFilter, insert_enum_variants, map_indices_contiguous as _contiguous, strip_enum_variants
 from .._generated.types import DTYPE_INFO, BoolStore, DType
@@ -69,7 +69,8 @@ class ConversionReport:
     """What a conversion did.
 
     ``applied``: output tensor names in data order. ``skipped``: tensors the filters removed
-    (output names). ``renamed``: source name → output name where they differ. ``missing``:
+    (output names). ``skipped_entries``: entries of the source that are not tensors the reader
+    can map (a number, a config object, a tensor of a dtype Burn lacks): source path → why. ``renamed``: source name → output name where they differ. ``missing``:
     names that were asked for (``expect``, exact ``filter`` paths) and not found. ``unused``:
     source tensors that ``expect`` did not take. ``transformed``: output name → what was done
     (``transposed [3, 2] -> [2, 3]``, ``F32 -> F16``, ``renamed weight -> gamma``). ``errors``:
@@ -85,6 +86,7 @@ class ConversionReport:
     target_format: str | None = None
     applied: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    skipped_entries: dict[str, str] = field(default_factory=dict)
     renamed: dict[str, str] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     unused: list[str] = field(default_factory=list)
@@ -109,6 +111,7 @@ class ConversionReport:
         return {
             "applied": len(self.applied),
             "skipped": len(self.skipped),
+            "skipped_entries": len(self.skipped_entries),
             "renamed": len(self.renamed),
             "missing": len(self.missing),
             "unused": len(self.unused),
@@ -125,7 +128,7 @@ class ConversionReport:
             + (f", {plural(self.scalars, 'scalar')}" if self.scalars else "")
             + (f", {plural(len(self.metadata), 'metadata entry', 'metadata entries')}" if self.metadata else "")
             + (f" in {self.seconds:.2f}s" if self.seconds else ""),
-            "  " + ", ".join(f"{k} {v}" for k, v in c.items()),
+            "  " + ", ".join(f"{k} {v}" for k, v in c.items() if v or k != "skipped_entries"),
         ]
 
         def section(title: str, items: Sequence[str]) -> None:
@@ -143,6 +146,7 @@ class ConversionReport:
         section("quantized (error vs float: max abs, RMSE)",
                 [f"{n}: {q['scheme']}, {q['max_abs']:.4g}, {q['rmse']:.4g}" for n, q in self.quantized.items()])  # fmt: skip
         section("skipped", self.skipped)
+        section("skipped entries (not tensors)", [f"{path}: {why}" for path, why in self.skipped_entries.items()])
         section("missing", self.missing)
         section("unused", self.unused)
         section("errors", self.errors)
@@ -208,7 +212,9 @@ def _select_top_level(tset: TensorSet, key: str, report: ConversionReport) -> Te
     dropped = len(tset.entries) - len(chosen)
     if dropped:
         report.warnings.append(f"{plural(dropped, 'tensor')} outside top-level key {key!r} ignored")
-    return TensorSet(chosen, tset.metadata, tset.scalars, tset.format, tset.module_types, top_level_key=key, closers=tset.closers)
+    skipped = {path[len(head):]: why for path, why in tset.skipped.items() if path.startswith(head)}
+    return TensorSet(chosen, tset.metadata, tset.scalars, tset.format, tset.module_types, top_level_key=key,
+                     closers=tset.closers, skipped=skipped)  # fmt: skip
 
 
 def _rename_all(entries: list[Entry], mapping: Mapping[str, str]) -> list[Entry]:
@@ -474,6 +480,7 @@ def transform(
     report.source_format = report.source_format or tset.format
     if top_level_key is not None and tset.top_level_key != top_level_key:
         tset = _select_top_level(tset, top_level_key, report)
+    report.skipped_entries.update(tset.skipped)
     entries = list(tset.entries)
     _check_unique(entries, "reading")
     log = _OptionLog(allow_unmatched)
@@ -511,7 +518,8 @@ def transform(
     report.bytes = sum(e.byte_len or 0 for e in entries)
     log.check(report)
     _raise_for_expectations(report, validate, expected is not None and not allow_partial)
-    out = TensorSet(entries, out_meta, scalars, format=tset.format, module_types=tset.module_types, top_level_key=tset.top_level_key, closers=tset.closers)
+    out = TensorSet(entries, out_meta, scalars, format=tset.format, module_types=tset.module_types, top_level_key=tset.top_level_key,
+                    closers=tset.closers, skipped=dict(tset.skipped))  # fmt: skip
     return out, report
 
 
@@ -627,7 +635,7 @@ def convert(
         )
         result, report = transform(tset, target_format=target_format, report=report, **options)
         _refuse_quantized(result, target_format)
-        _note_losses(result, target_format, report, npz_metadata=npz_metadata)
+        _note_losses(result, out_format, report, npz_metadata=npz_metadata)
         bar = progress_for(progress, result.nbytes, "converting")
         write_tensors(result, out_path, out_format, overwrite=overwrite, progress=bar, compress=compress,
                       max_shard_size=shard_size, npz_metadata=npz_metadata)  # fmt: skip
@@ -686,22 +694,21 @@ def _note_npz(tset: TensorSet, report: ConversionReport, npz_metadata: bool) -> 
             report.warnings.append(f"{e.name}: {dtype_name(e.dtype)} written as numpy bool (--npz-metadata records the store)")
 
 
-def _note_losses(tset: TensorSet, target_format: str, report: ConversionReport, *, npz_metadata: bool = False) -> None:
-    """Warn about what the target container cannot hold (and say where metadata went)."""
-    if target_format != "burnpack":
-        ids = sum(1 for e in tset.entries if e.param_id is not None)
-        if ids:
-            report.warnings.append(f"{plural(ids, 'param id')} dropped: {target_format} has no place for them")
-        if tset.scalars:
-            report.warnings.append(f"{plural(len(tset.scalars), 'scalar')} dropped: {target_format} has no place for them")
-    if target_format == "pytorch" and tset.metadata:
-        report.warnings.append(f"{plural(len(tset.metadata), 'metadata entry', 'metadata entries')} dropped: a state dict has no place for them")
-    if target_format == "npz":
+def _note_losses(tset: TensorSet, target: Format, report: ConversionReport, *, npz_metadata: bool = False) -> None:
+    """Report, in ``warnings`` (which ``--json`` lists), what the target container cannot hold:
+    one rule for every format (``Format.holds``), and where a .npz's metadata went."""
+    what = target.noun or target.family or target.name
+    ids = sum(1 for e in tset.entries if e.param_id is not None)
+    for kind, count, one, many in (("param ids", ids, "param id", "param ids"),
+                                   ("scalars", len(tset.scalars), "scalar", "scalars"),
+                                   ("metadata", len(tset.metadata), "metadata entry", "metadata entries")):  # fmt: skip
+        if count and kind not in target.holds:
+            report.warnings.append(f"{plural(count, one, many)} dropped: {what} has no place for them")
+    if target.name == "npz":
         _note_npz(tset, report, npz_metadata)
-    if target_format in ("safetensors", "pytorch"):
-        for e in tset.entries:
-            if e.dtype == DType.Flex32:
-                report.warnings.append(f"{e.name}: Flex32 written as F32")
-            elif e.dtype == DType.Bool(BoolStore.U32):
-                report.warnings.append(f"{e.name}: {dtype_name(e.dtype)} written as 1-byte bool")
-
+        return
+    for e in tset.entries:
+        if e.dtype == DType.Flex32 and "Flex32" not in target.holds:
+            report.warnings.append(f"{e.name}: Flex32 written as F32")
+        elif e.dtype == DType.Bool(BoolStore.U32) and "Bool stores" not in target.holds:
+            report.warnings.append(f"{e.name}: {dtype_name(e.dtype)} written as 1-byte bool")

@@ -35,7 +35,7 @@ from ..writer import Tensor, Writer
 from ._io import ConversionError, OutputExistsError, atomic_output, entry_from_array
 from .archive import ZIP_ERRORS, InflateBudget
 from .safetensors import SafetensorsError, build_header, check_json_density, map_safetensors
-from .tensors import Entry, TensorSet, dtype_name
+from .tensors import Entry, TensorSet, dtype_name, flatten_nested
 
 __all__ = [
     "ConversionError",
@@ -135,11 +135,11 @@ class PageReleaser:
 
 def read_pytorch_file(path: Any, *, top_level_key: str | None = None, bool_store: str | BoolStore = BoolStore.U8) -> TensorSet:
     """A ``torch.save`` file read without torch and without running pickled code."""
-    from .pytorch import read_pytorch
+    from .pytorch import read_pytorch_contents
 
-    arrays = read_pytorch(path, top_level_key=top_level_key)
+    arrays, skipped = read_pytorch_contents(path, top_level_key=top_level_key)
     entries = [entry_from_array(name, array, bool_store) for name, array in arrays.items()]
-    return TensorSet(entries, format="pytorch", top_level_key=top_level_key)
+    return TensorSet(entries, format="pytorch", top_level_key=top_level_key, skipped=skipped)
 
 
 def read_npz(path: Any, *, bool_store: str | BoolStore = BoolStore.U8) -> TensorSet:
@@ -283,19 +283,16 @@ def read_in_memory(
         if top_level_key is not None:
             root = source[top_level_key]
         entries = []
-        for name, value in _flatten_arrays(root):
+        skipped: dict[str, str] = {}
+        for name, value in _flatten_arrays(root, skipped):
             entries.append(entry_from_array(name, np.asarray(value), bool_store))
-        return TensorSet(entries, format="memory", top_level_key=top_level_key)
+        return TensorSet(entries, format="memory", top_level_key=top_level_key, skipped=skipped)
     raise TypeError(f"cannot read tensors from a {type(source).__name__}")
 
 
-def _flatten_arrays(tree: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            yield from _flatten_arrays(value, name + ".")
-        elif isinstance(value, np.ndarray) or hasattr(value, "__array__"):
-            yield name, value
+def _flatten_arrays(tree: Any, skipped: dict[str, str] | None = None) -> Iterator[tuple[str, Any]]:
+    """The arrays of nested dicts, lists and tuples under dotted names; other leaves go into ``skipped``."""
+    return flatten_nested(tree, lambda value: isinstance(value, np.ndarray) or hasattr(value, "__array__"), {} if skipped is None else skipped)
 
 
 # --------------------------------------------------------------------------------------------

@@ -37,20 +37,25 @@ import sys
 import tarfile
 import zipfile
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import BinaryIO, Literal, cast
+from typing import Any, BinaryIO, Literal, cast
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from .._generated.types import BOOL_STORE_INFO, DTYPE_INFO
-from ..dtypes import NATIVE_BOOL, numpy_dtype_named
+from ..dtypes import NATIVE_BOOL, dtype_from_torch, numpy_dtype, numpy_dtype_named
 from ..errors import BurnpackError
 from ..source import open_regular
+from ..tensor import NUMPY_MAX_DIMS
 from .archive import ZIP_ERRORS, InflateBudget
+from .tensors import not_a_tensor
 
-__all__ = ["PyTorchReadError", "UnsafePickleError", "read_pytorch", "read_pytorch_object"]
+__all__ = [
+    "PickledObject", "PyTorchReadError", "UnsafePickleError", "describe_leaf", "pickled_class", "read_pytorch", "read_pytorch_buffer", "read_pytorch_contents",
+    "read_pytorch_object", "unpickle_allowing",
+]  # fmt: skip
 
 _LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
 _LEGACY_PROTOCOL = 1001
@@ -100,52 +105,66 @@ class _Frozen:
 
 
 class _StorageType(_Frozen):
-    """Stand-in for a ``torch.*Storage`` class: all a storage type tells us is its dtype."""
+    """Stand-in for a ``torch.*Storage`` class: all a storage type tells us is its dtype (None
+    for a dtype Burn lacks, named by ``label``; ``UntypedStorage`` holds bytes)."""
 
-    __slots__ = ("numpy_name",)
-    numpy_name: str
+    __slots__ = ("numpy_name", "label")
+    numpy_name: str | None
+    label: str
 
-    def __init__(self, numpy_name: str) -> None:
+    def __init__(self, numpy_name: str | None, label: str = "") -> None:
         object.__setattr__(self, "numpy_name", numpy_name)
+        object.__setattr__(self, "label", label or str(numpy_name))
 
     @property
-    def dtype(self) -> np.dtype:
-        return numpy_dtype_named(self.numpy_name)
+    def dtype(self) -> np.dtype | None:
+        return None if self.numpy_name is None else numpy_dtype_named(self.numpy_name)
 
 
 class _Storage(_Frozen):
     """One storage of the checkpoint; its elements live apart, since legacy streams store them
     after the pickle that references them."""
 
-    __slots__ = ("key", "dtype")
+    __slots__ = ("key", "dtype", "big_endian")
     key: str
     dtype: np.dtype
+    big_endian: bool  # byte order of its bytes as read (typed storages are swapped on reading)
 
-    def __init__(self, key: str, dtype: np.dtype) -> None:
+    def __init__(self, key: str, dtype: np.dtype, big_endian: bool = False) -> None:
         object.__setattr__(self, "key", key)
         object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "big_endian", big_endian)
 
 
 class _TensorRef(_Frozen):
-    """A tensor as the pickle describes it: a strided view into a storage."""
+    """A tensor as the pickle describes it: a strided view into a storage, in elements of
+    ``dtype`` (the storage's own, or the one ``_rebuild_tensor_v3`` names for an untyped storage)."""
 
-    __slots__ = ("storage", "offset", "shape", "stride")
+    __slots__ = ("storage", "offset", "shape", "stride", "dtype")
     storage: _Storage
     offset: int
     shape: tuple[int, ...]
     stride: tuple[int, ...]
+    dtype: np.dtype
 
-    def __init__(self, storage: _Storage, offset: object, shape: object, stride: object) -> None:
+    def __init__(
+        self, storage: _Storage, offset: object, shape: object, stride: object, dtype: np.dtype | None = None
+    ) -> None:
         shape = _indices(shape, "tensor size")
         stride = _indices(stride, "tensor stride")
         if len(shape) != len(stride):
             raise PyTorchReadError(f"tensor size {shape} and stride {stride} differ in rank")
+        if len(shape) > NUMPY_MAX_DIMS:  # as the .bpk reader refuses it, before numpy sees it
+            raise PyTorchReadError(f"tensor has {len(shape)} dimensions; numpy arrays have at most {NUMPY_MAX_DIMS}")
+        if dtype is not None and dtype != storage.dtype and storage.dtype != np.uint8:
+            raise PyTorchReadError(f"a {dtype} tensor cannot view a {storage.dtype} storage")
         if math.prod(max(dim, 1) for dim in shape) > _MAX_INDEX:
             raise PyTorchReadError(f"tensor size {shape} is too large")
         object.__setattr__(self, "storage", storage)
         object.__setattr__(self, "offset", _index(offset, "storage offset"))
         object.__setattr__(self, "shape", shape)
         object.__setattr__(self, "stride", stride)
+        object.__setattr__(self, "dtype", storage.dtype if dtype is None else dtype)
 
 
 class PickledObject(_Frozen):
@@ -167,7 +186,8 @@ class PickledObject(_Frozen):
         return f"<{self.type_name}>"
 
 
-def _pickled_class(module: str, name: str) -> type[PickledObject]:
+def pickled_class(module: str, name: str) -> type[PickledObject]:
+    """A fresh stand-in class for ``module.name``: instances keep their pickled state as data."""
     return type(name, (PickledObject,), {"__slots__": (), "type_name": f"{module}.{name}"})
 
 
@@ -221,6 +241,28 @@ def _storage_dtypes() -> dict[str, str]:
 _STORAGE_DTYPES = _storage_dtypes()
 """Storage type prefix → numpy name."""
 _TORCH_DTYPE_NAMES = tuple(dict.fromkeys(info.torch for info in DTYPE_INFO.values() if info.torch is not None))
+# Legitimate torch storages and dtypes Burn has no dtype for: named in "unsupported dtype" errors
+# rather than refused as unknown (possibly malicious) globals.
+_UNSUPPORTED_STORAGES = {
+    "ComplexHalf": "complex32", "ComplexFloat": "complex64", "ComplexDouble": "complex128",
+    "QInt8": "qint8", "QUInt8": "quint8", "QInt32": "qint32", "QUInt4x2": "quint4x2", "QUInt2x4": "quint2x4",
+}  # fmt: skip
+_UNSUPPORTED_TORCH_DTYPES = (
+    "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu", "float4_e2m1fn_x2",
+    "complex32", "complex64", "complex128", "chalf", "cfloat", "cdouble",
+    "qint8", "quint8", "qint32", "quint4x2", "quint2x4", "bits1x8", "bits2x4", "bits4x2", "bits8", "bits16",
+    *(f"uint{n}" for n in range(1, 8)), *(f"int{n}" for n in range(1, 8)),
+)  # fmt: skip
+# Tensor kinds torch rebuilds with functions of their own: legitimate, but not dense strided tensors.
+_UNSUPPORTED_REBUILDS = {
+    "_rebuild_sparse_tensor": "sparse tensor", "_rebuild_sparse_csr_tensor": "sparse CSR tensor",
+    "_rebuild_qtensor": "quantized tensor", "_rebuild_nested_tensor": "nested tensor",
+    "_rebuild_wrapper_subclass": "tensor subclass", "_rebuild_meta_tensor_no_storage": "meta tensor",
+    "_rebuild_device_tensor_from_numpy": "device tensor", "_rebuild_device_tensor_from_cpu_tensor": "device tensor",
+    "_rebuild_xla_tensor": "XLA tensor", "_rebuild_mtia_tensor": "MTIA tensor",
+}  # fmt: skip
+_LAYOUTS = ("torch.strided", "torch.sparse_coo", "torch.sparse_csr", "torch.sparse_csc", "torch.sparse_bsr",
+            "torch.sparse_bsc", "torch._mkldnn", "torch.jagged")  # fmt: skip
 
 
 def _markers() -> dict[tuple[str, str], object]:
@@ -235,9 +277,33 @@ def _markers() -> dict[tuple[str, str], object]:
         for prefix, dtype in _STORAGE_DTYPES.items():
             markers[module, f"{prefix}Storage"] = _StorageType(dtype)
             markers[module, f"{prefix}Tensor"] = f"{module}.{prefix}Tensor"
-    for name in _TORCH_DTYPE_NAMES:
+        for prefix, label in _UNSUPPORTED_STORAGES.items():
+            markers[module, f"{prefix}Storage"] = _StorageType(None, f"torch.{label}")
+    untyped = _StorageType("uint8", "untyped")
+    markers["torch", "UntypedStorage"] = markers["torch.storage", "UntypedStorage"] = untyped
+    for name in (*_TORCH_DTYPE_NAMES, *_UNSUPPORTED_TORCH_DTYPES):
         markers["torch", name] = f"torch.{name}"
+    for scheme in ("per_tensor_affine", "per_channel_affine", "per_channel_affine_float_qparams",
+                   "per_tensor_symmetric", "per_channel_symmetric"):  # fmt: skip
+        markers["torch", scheme] = f"torch.{scheme}"
     return markers
+
+
+def _tensor_dtype(name: object) -> np.dtype:
+    """The numpy dtype of a torch dtype marker (``"torch.uint16"``); Burn's dtypes only."""
+    try:
+        return numpy_dtype(dtype_from_torch(name))
+    except (ValueError, KeyError):
+        raise PyTorchReadError(f"unsupported dtype {name}: Burn has no such dtype") from None
+
+
+def unsupported_rebuild(what: str) -> Callable[..., object]:
+    """A torch rebuild function for a tensor kind this reader does not read: it says so."""
+
+    def refuse(*args: object, **kwargs: object) -> object:
+        raise PyTorchReadError(f"unsupported {what}: only dense strided tensors can be read")
+
+    return refuse
 
 
 _MARKERS = _markers()
@@ -250,9 +316,9 @@ def _allowed_globals(
     sets on them (BUILD works on functions) cannot leak into later loads."""
 
     def rebuild_tensor(
-        storage: object, storage_offset: object, size: object, stride: object
+        storage: object, storage_offset: object, size: object, stride: object, dtype: np.dtype | None = None
     ) -> _TensorRef:
-        return _TensorRef(resolve_storage(storage), storage_offset, size, stride)
+        return _TensorRef(resolve_storage(storage), storage_offset, size, stride, dtype)
 
     def rebuild_tensor_v2(
         storage: object,
@@ -264,6 +330,18 @@ def _allowed_globals(
         metadata: object = None,
     ) -> _TensorRef:
         return rebuild_tensor(storage, storage_offset, size, stride)
+
+    def rebuild_tensor_v3(storage: object, storage_offset: object, size: object, stride: object, *rest: object) -> _TensorRef:
+        # torch >= 2.3 for dtypes without a typed storage (uint16-64, fp8, bits): bytes + dtype,
+        # after requires_grad and backward_hooks (and before an optional metadata).
+        if len(rest) not in (3, 4):
+            raise PyTorchReadError("malformed _rebuild_tensor_v3 record")
+        return rebuild_tensor(storage, storage_offset, size, stride, _tensor_dtype(rest[2]))
+
+    def get_layout(name: object) -> str:
+        if name not in _LAYOUTS:
+            raise PyTorchReadError(f"unknown tensor layout {name!r}")
+        return cast(str, name)
 
     def rebuild_parameter(
         data: object, requires_grad: object, backward_hooks: object
@@ -302,13 +380,16 @@ def _allowed_globals(
 
     return _MARKERS | {
         # Non-tensor entries common beside the state dicts: numbers as numpy scalars, argparse options.
-        ("argparse", "Namespace"): _pickled_class("argparse", "Namespace"),
+        ("argparse", "Namespace"): pickled_class("argparse", "Namespace"),
         ("numpy", "dtype"): _pickled_dtype(),
         ("numpy.core.multiarray", "scalar"): numpy_scalar,
         ("numpy._core.multiarray", "scalar"): numpy_scalar,
         ("collections", "OrderedDict"): collections.OrderedDict,
         ("torch._utils", "_rebuild_tensor"): rebuild_tensor,
         ("torch._utils", "_rebuild_tensor_v2"): rebuild_tensor_v2,
+        ("torch._utils", "_rebuild_tensor_v3"): rebuild_tensor_v3,
+        ("torch.serialization", "_get_layout"): get_layout,
+        **{("torch._utils", name): unsupported_rebuild(what) for name, what in _UNSUPPORTED_REBUILDS.items()},
         ("torch._utils", "_rebuild_parameter"): rebuild_parameter,
         ("torch._utils", "_rebuild_parameter_with_state"): rebuild_parameter_with_state,
         ("torch._tensor", "_rebuild_from_type"): rebuild_from_type,
@@ -402,10 +483,12 @@ def _unpickle(
     file: BinaryIO | mmap.mmap,
     persistent_load: Callable[[object], object] | None = None,
     resolve_storage: Callable[[object], _Storage] = _storage_arg,
+    extra: Mapping[tuple[str, str], object] | None = None,
 ) -> object:
-    """Unpickle one object from ``file``'s position with the allowlist."""
+    """Unpickle one object from ``file``'s position with the allowlist (plus ``extra``)."""
     _check_opcodes(file)
-    unpickler = _SafeUnpickler(file, _allowed_globals(resolve_storage), persistent_load)
+    allowed = _allowed_globals(resolve_storage)
+    unpickler = _SafeUnpickler(file, allowed | dict(extra) if extra else allowed, persistent_load)
     try:
         return unpickler.load()
     except PyTorchReadError:
@@ -449,6 +532,8 @@ def _storage_id(pid: object) -> tuple[np.dtype, str, int, tuple[object, ...]]:
     _, storage_type, key, _location, numel, *rest = pid
     if not isinstance(storage_type, _StorageType):
         raise PyTorchReadError(f"storage type is a {type(storage_type).__name__}")
+    if storage_type.dtype is None:
+        raise PyTorchReadError(f"unsupported dtype {storage_type.label}: Burn has no such dtype")
     return storage_type.dtype, _key(key), _index(numel, "storage size"), tuple(rest)
 
 
@@ -520,7 +605,7 @@ def _zip_info(archive: zipfile.ZipFile, name: str) -> zipfile.ZipInfo:
         raise PyTorchReadError(f"zip record {name!r} is missing") from None
 
 
-def _stored_member(mapped: mmap.mmap | None, info: zipfile.ZipInfo) -> memoryview | None:
+def _stored_member(mapped: mmap.mmap | memoryview | None, info: zipfile.ZipInfo) -> memoryview | None:
     """An uncompressed zip member as a view of the mapped file (torch stores storages
     uncompressed), its CRC-32 checked as ``ZipFile.read`` would; None when it must be read."""
     if mapped is None or info.compress_type != zipfile.ZIP_STORED or info.flag_bits & 0x1:
@@ -539,16 +624,18 @@ def _stored_member(mapped: mmap.mmap | None, info: zipfile.ZipInfo) -> memoryvie
     return view
 
 
-def _load_zip(file: BinaryIO, mapped: mmap.mmap | None = None) -> tuple[object, dict[_Storage, np.ndarray]]:
+def _load_zip(
+    file: BinaryIO, mapped: mmap.mmap | memoryview | None = None
+) -> tuple[object, dict[_Storage, np.ndarray]]:
     """torch >= 1.6: the pickle in ``<name>/data.pkl``, storage ``k`` in ``<name>/data/k``.
 
-    With ``mapped`` (the file memory-mapped), uncompressed storages are zero-copy views of it.
+    With ``mapped`` (the file's bytes, memory-mapped), uncompressed storages are zero-copy views of it.
     Compressed records are inflated only up to their declared size, checked first (``archive``)."""
     try:
         archive = zipfile.ZipFile(file)
     except ZIP_ERRORS as exc:
         raise PyTorchReadError(f"broken zip archive: {exc}") from exc
-    budget = InflateBudget(os.fstat(file.fileno()).st_size, PyTorchReadError)
+    budget = InflateBudget(len(mapped) if mapped is not None else os.fstat(file.fileno()).st_size, PyTorchReadError)
     with archive:
         names = set(archive.namelist())
         pickles = sorted(
@@ -581,7 +668,7 @@ def _load_zip(file: BinaryIO, mapped: mmap.mmap | None = None) -> tuple[object, 
             raw: bytes | memoryview | None = _stored_member(mapped, info)
             if raw is None:
                 raw = budget.read(archive, info)
-            storage = storages[key] = _Storage(key, dtype)
+            storage = storages[key] = _Storage(key, dtype, byteorder == b"big")
             arrays[storage] = _elements(raw, dtype, count, byteorder == b"big")
             return storage
 
@@ -714,6 +801,8 @@ def _tar_storages(
             isinstance(entry, tuple) and len(entry) == 3 and isinstance(entry[2], _StorageType)
         ):
             raise PyTorchReadError("malformed tar storage header")
+        if entry[2].dtype is None:
+            raise PyTorchReadError(f"unsupported dtype {entry[2].label}: Burn has no such dtype")
         storage = storages[_key(entry[0])] = _Storage(_key(entry[0]), entry[2].dtype)
         _count, arrays[storage] = _read_storage(blob, stream, storage.dtype, big_endian)
     if stream.tell() < len(blob):
@@ -779,41 +868,65 @@ def _shared_containers(limit: int) -> PyTorchReadError:
     )
 
 
-def _flatten(tree: dict[object, object], file_size: int) -> dict[str, _TensorRef]:
-    """Name every tensor reachable through nested dicts by its dotted key path, as Burn does.
+def describe_leaf(value: object) -> str:
+    """Why a leaf of a checkpoint is not a tensor: what it is instead."""
+    if isinstance(value, PickledObject):
+        return not_a_tensor(f"{value.type_name} object")
+    if isinstance(value, _Storage):
+        return "a bare storage outside any tensor"
+    if isinstance(value, np.generic):
+        return not_a_tensor(f"numpy {value.dtype} scalar")
+    return not_a_tensor(type(value).__name__)
 
-    Only dicts are descended into: tensors in lists or other objects are skipped along with every
-    non-tensor leaf. Items are read with ``dict.items`` because a pickle can set an instance
-    attribute called ``items`` on an ``OrderedDict``. Entries walked and name characters built
-    are bounded by the file's size (see ``_ENTRY_SLACK``).
+
+def _flatten(tree: dict[object, object], file_size: int) -> tuple[dict[str, _TensorRef], dict[str, str]]:
+    """Name every tensor reachable through nested dicts, lists and tuples by its dotted key path
+    (list and tuple items by their index, as Burn names a ``Vec`` of modules: ``layers.0.w``);
+    every other leaf is returned apart, path → what it is, so nothing goes missing unsaid.
+
+    Items are read with ``dict.items`` because a pickle can set an instance attribute called
+    ``items`` on an ``OrderedDict``. Entries walked and name characters built are bounded by the
+    file's size (see ``_ENTRY_SLACK``).
     """
     found: dict[str, _TensorRef] = {}
+    skipped: dict[str, str] = {}
     limit = file_size + _ENTRY_SLACK
     entries = 0
     characters = 0
 
-    def walk(node: dict[object, object], prefix: str, depth: int) -> None:
+    def walk(items: Iterable[tuple[object, object]], prefix: str, depth: int) -> None:
         nonlocal entries, characters
         if depth > _MAX_DEPTH:
-            raise PyTorchReadError(f"dicts nest more than {_MAX_DEPTH} deep (cyclic?)")
-        for key, value in dict.items(node):
+            raise PyTorchReadError(f"containers nest more than {_MAX_DEPTH} deep (cyclic?)")
+        for key, value in items:
             entries += 1
             if entries > limit:
                 raise _shared_containers(limit)
-            if isinstance(value, (_TensorRef, dict)):
-                characters += len(prefix) + len(_key(key))
-                if characters > 8 * limit:
-                    raise _shared_containers(8 * limit)
+            try:
+                part = _key(key)
+            except PyTorchReadError:
+                if isinstance(value, (_TensorRef, dict, list, tuple)):
+                    raise
+                part = f"<{type(key).__name__} key>"  # a leaf skipped anyway: named as best it can be
+            characters += len(prefix) + len(part)
+            if characters > 8 * limit:
+                raise _shared_containers(8 * limit)
+            name = prefix + part
             if isinstance(value, _TensorRef):
-                name = prefix + _key(key)
                 if name in found:
                     raise PyTorchReadError(f"two tensors flatten to the same name {name!r}")
                 found[name] = value
             elif isinstance(value, dict):
-                walk(value, prefix + _key(key) + ".", depth + 1)
+                walk(dict.items(value), name + ".", depth + 1)
+            elif isinstance(value, list):
+                walk(enumerate(list.__iter__(value)), name + ".", depth + 1)
+            elif isinstance(value, tuple):
+                walk(enumerate(tuple.__iter__(value)), name + ".", depth + 1)
+            else:
+                skipped[name] = describe_leaf(value)
 
-    walk(tree, "", 0)
-    return found
+    walk(dict.items(tree), "", 0)
+    return found, skipped
 
 
 class _CopyBudget:
@@ -837,6 +950,13 @@ def _materialize(tensor: _TensorRef, elements: np.ndarray, name: str, budget: _C
     """Apply the view to its storage: zero-copy when C-contiguous, else a C-order copy (paid
     from ``budget``)."""
     shape, stride, offset = tensor.shape, tensor.stride, tensor.offset
+    if tensor.dtype != elements.dtype:  # an untyped (byte) storage viewed as the tensor's dtype
+        if elements.size % tensor.dtype.itemsize:
+            raise PyTorchReadError(f"tensor {name!r}: its storage of {elements.size} bytes is not a whole number of {tensor.dtype}")
+        elements = elements.view(tensor.dtype)
+        if tensor.storage.big_endian != (sys.byteorder == "big") and tensor.dtype.itemsize > 1:
+            budget.spend(elements.nbytes, name, shape)
+            elements = elements.byteswap()
     extent = 0 if 0 in shape else 1 + sum((dim - 1) * step for dim, step in zip(shape, stride))
     if offset + extent > elements.size:
         raise PyTorchReadError(
@@ -866,8 +986,10 @@ def read_pytorch(
     """Load every tensor of a PyTorch checkpoint as numpy arrays keyed by dotted paths.
 
     Nothing in the file is executed, so untrusted checkpoints are safe to read. Nested dicts
-    flatten to names like ``"encoder.layer.weight"`` and non-tensor leaves (epochs, configs,
-    lists) are skipped, matching the names Burn's importer sees. ``top_level_key`` first selects
+    flatten to names like ``"encoder.layer.weight"``, tensors in lists and tuples to indexed
+    names (``"layers.0.weight"``, as a Burn ``Vec`` of modules is named); non-tensor leaves
+    (epochs, configs) are left out — :func:`read_pytorch_contents` lists them.
+    ``top_level_key`` first selects
     one entry of the root dict (e.g. ``"state_dict"`` or ``"model"``), so checkpoints that wrap
     the state dict yield the module's own names. Arrays are read-only; tensors that share a
     storage come back as views of the same buffer.
@@ -876,6 +998,14 @@ def read_pytorch(
     not a readable checkpoint or ``top_level_key`` is absent, and ``OSError`` when it cannot be
     opened.
     """
+    return read_pytorch_contents(path, top_level_key=top_level_key)[0]
+
+
+def read_pytorch_contents(
+    path: str | os.PathLike[str], *, top_level_key: str | None = None
+) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """:func:`read_pytorch`'s tensors, and the leaves that are not tensors: path → what it is
+    (``{"epoch": "a int, not a tensor"}``)."""
     try:
         root, arrays, file_size = _load(Path(path))
         if not isinstance(root, dict):
@@ -892,7 +1022,8 @@ def read_pytorch(
         tensors: dict[str, np.ndarray] = {}
         done: dict[_TensorRef, np.ndarray] = {}
         budget = _CopyBudget(arrays)
-        for name, tensor in _flatten(root, file_size).items():
+        found, skipped = _flatten(root, file_size)
+        for name, tensor in found.items():
             if tensor not in done:
                 elements = arrays.get(tensor.storage)
                 if elements is None:
@@ -901,7 +1032,7 @@ def read_pytorch(
                     )
                 done[tensor] = _materialize(tensor, elements, name, budget)
             tensors[name] = done[tensor]
-        return tensors
+        return tensors, skipped
     except PyTorchReadError as exc:
         exc.add_note(f"while reading {os.fspath(path)!r}")
         raise
@@ -918,39 +1049,88 @@ def read_pytorch_object(path: str | os.PathLike[str]) -> object:
     """
     try:
         root, arrays, file_size = _load(Path(path))
-        done: dict[_TensorRef, np.ndarray] = {}
-        budget = _CopyBudget(arrays)
-        limit = file_size + _ENTRY_SLACK
-        entries = 0
-
-        def convert(value: object, depth: int) -> object:
-            nonlocal entries
-            entries += 1
-            if entries > limit:
-                raise _shared_containers(limit)
-            if depth > _MAX_DEPTH:
-                raise PyTorchReadError(f"containers nest more than {_MAX_DEPTH} deep (cyclic?)")
-            if isinstance(value, _TensorRef):
-                if value not in done:
-                    elements = arrays.get(value.storage)
-                    if elements is None:
-                        raise PyTorchReadError(f"storage {value.storage.key!r} has no data")
-                    done[value] = _materialize(value, elements, f"<tensor in {os.fspath(path)}>", budget)
-                return done[value]
-            if isinstance(value, dict):
-                out = collections.OrderedDict() if isinstance(value, collections.OrderedDict) else {}
-                for key, item in dict.items(value):
-                    out[key] = convert(item, depth + 1)
-                return out
-            if isinstance(value, list):
-                return [convert(item, depth + 1) for item in list.__iter__(value)]
-            if isinstance(value, tuple):
-                return tuple(convert(item, depth + 1) for item in tuple.__iter__(value))
-            if isinstance(value, _Storage):
-                raise PyTorchReadError("a bare storage outside any tensor is not supported")
-            return value
-
-        return convert(root, 0)
+        return _plain(root, arrays, file_size, f"<tensor in {os.fspath(path)}>")
     except PyTorchReadError as exc:
         exc.add_note(f"while reading {os.fspath(path)!r}")
         raise
+
+
+def read_pytorch_buffer(buffer: memoryview) -> object:
+    """:func:`read_pytorch_object` of a ``torch.save`` zip held in memory (a record of a DCP
+    ``.distcp`` file): arrays of stored records view ``buffer``."""
+    root, arrays = _load_zip(cast(BinaryIO, io.BufferedReader(_BufferFile(buffer))), buffer)
+    return _plain(root, arrays, len(buffer), "<tensor in a torch.save record>")
+
+
+def unpickle_allowing(data: bytes, extra: Mapping[tuple[str, str], object]) -> object:
+    """A bare pickle (no storages) read with this module's allowlist plus ``extra`` globals —
+    the stand-ins of another format's classes (DCP's metadata): nothing else is imported or called."""
+    return _unpickle(io.BytesIO(data), extra=extra)
+
+
+class _BufferFile(io.RawIOBase):
+    """A read-only, seekable file over a buffer, without copying it (``io.BytesIO`` would)."""
+
+    def __init__(self, buffer: memoryview) -> None:
+        self._view = buffer
+        self._at = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, target: Any) -> int:
+        chunk = self._view[self._at : self._at + len(target)]
+        target[: len(chunk)] = chunk
+        self._at += len(chunk)
+        return len(chunk)
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._at, io.SEEK_END: len(self._view)}[whence]
+        if base + offset < 0:
+            raise OSError("negative seek position")
+        self._at = base + offset
+        return self._at
+
+    def tell(self) -> int:
+        return self._at
+
+
+def _plain(root: object, arrays: Mapping[_Storage, np.ndarray], file_size: int, where: str) -> object:
+    """``root`` with every tensor materialised and every container as a plain one (see
+    :func:`read_pytorch_object`); entries walked are bounded by the file's size."""
+    done: dict[_TensorRef, np.ndarray] = {}
+    budget = _CopyBudget(arrays)
+    limit = file_size + _ENTRY_SLACK
+    entries = 0
+
+    def convert(value: object, depth: int) -> object:
+        nonlocal entries
+        entries += 1
+        if entries > limit:
+            raise _shared_containers(limit)
+        if depth > _MAX_DEPTH:
+            raise PyTorchReadError(f"containers nest more than {_MAX_DEPTH} deep (cyclic?)")
+        if isinstance(value, _TensorRef):
+            if value not in done:
+                elements = arrays.get(value.storage)
+                if elements is None:
+                    raise PyTorchReadError(f"storage {value.storage.key!r} has no data")
+                done[value] = _materialize(value, elements, where, budget)
+            return done[value]
+        if isinstance(value, dict):
+            out = collections.OrderedDict() if isinstance(value, collections.OrderedDict) else {}
+            for key, item in dict.items(value):
+                out[key] = convert(item, depth + 1)
+            return out
+        if isinstance(value, list):
+            return [convert(item, depth + 1) for item in list.__iter__(value)]
+        if isinstance(value, tuple):
+            return tuple(convert(item, depth + 1) for item in tuple.__iter__(value))
+        if isinstance(value, _Storage):
+            raise PyTorchReadError("a bare storage outside any tensor is not supported")
+        return value
+
+    return convert(root, 0)

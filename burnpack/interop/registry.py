@@ -69,6 +69,10 @@ __all__ = [
 Progress = Callable[[int], None]
 
 
+HOLDABLE = frozenset({"metadata", "scalars", "param ids", "Flex32", "Bool stores"})
+"""What a container may hold besides tensor elements (``Format.holds``)."""
+
+
 def _noop(_: int) -> None:
     pass
 
@@ -186,6 +190,10 @@ class Format:
     """Between several formats that match, the lowest rank wins; a tie is ambiguous."""
     write_options: frozenset[str] = field(default_factory=frozenset)
     """The ``WriteOptions`` beyond overwrite and progress this writer uses."""
+    holds: frozenset[str] = field(default_factory=frozenset)
+    """What an output holds besides tensor elements (of ``HOLDABLE``); a conversion reports the rest as dropped."""
+    noun: str = ""
+    """What a report calls an output of this format ("a state dict"; default: the name)."""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -336,25 +344,28 @@ def _write_dcp(tset: TensorSet, path: Path, o: WriteOptions) -> Path:
 
 BUILTIN = (
     Format("burnpack", _read_burnpack, _write_burnpack, ("bpk", "burn"), (".bpk",), _sniff_burnpack,
-           "Burn's container: zero-copy, ids, metadata and scalars kept", remote="ranges"),
+           "Burn's container: zero-copy, ids, metadata and scalars kept", remote="ranges", holds=HOLDABLE),
     Format("safetensors", _read_safetensors, _write_safetensors, ("st",), (".safetensors", ".sft"), _sniff_safetensors,
-           "validated and memory-mapped; the safetensors library's exact layout", remote="fetched"),
+           "validated and memory-mapped; the safetensors library's exact layout", remote="fetched",
+           holds=frozenset({"metadata"})),
     Format("pytorch", _read_pytorch, _write_pytorch, ("pt", "pth", "torch"), (".pt", ".pth", ".bin", ".ckpt", ".tar"),
            _sniff_pytorch, "torch.save files, read without torch and without running pickled code",
-           needs_torch=("write",), remote="fetched", rank=1),  # its one-byte pickle check yields to safetensors' header
+           needs_torch=("write",), remote="fetched", rank=1, noun="a state dict"),  # its one-byte pickle check yields to safetensors' header
     Format("npz", _read_npz, _write_npz, ("numpy",), (".npz",), _sniff_npz, "numpy.load without pickle",
-           remote="fetched", write_options=frozenset({"compress", "npz_metadata"})),
+           remote="fetched", write_options=frozenset({"compress", "npz_metadata"}),
+           holds=frozenset({"metadata", "Flex32", "Bool stores"})),  # with npz_metadata (converter._note_npz says so)
     Format("safetensors-shards", _shard_reader("safetensors"), _shard_writer("safetensors"), ("hf",),
            (".safetensors.index.json",), _shard_sniff("safetensors", generic=True),
            "a Hugging Face model folder: model.safetensors.index.json and its shards, or model.safetensors",
-           directory=True, sharded=True, family="safetensors", write_options=frozenset({"max_shard_size"})),
+           directory=True, sharded=True, family="safetensors", write_options=frozenset({"max_shard_size"}),
+           holds=frozenset({"metadata"})),
     Format("pytorch-shards", _shard_reader("pytorch"), _shard_writer("pytorch"), ("hf-bin",), (".bin.index.json",),
            _shard_sniff("pytorch", generic=False),
            "a Hugging Face model folder: pytorch_model.bin.index.json and its shards, or pytorch_model.bin",
            directory=True, sharded=True, family="pytorch", needs_torch=("write",), rank=1,
-           write_options=frozenset({"max_shard_size"})),
+           write_options=frozenset({"max_shard_size"}), noun="a state dict"),
     Format("dcp", _read_dcp, _write_dcp, ("distcp",), (), _sniff_dcp, "a torch.distributed.checkpoint folder: .metadata and .distcp files",
-           directory=True, needs_torch=("read", "write"), executes_code=True, alone=True, rank=2),
+           directory=True, needs_torch=("write",), alone=True, rank=2, noun="a DCP checkpoint"),
 )  # fmt: skip
 
 _TABLE: dict[str, Format] = {f.name: f for f in BUILTIN}

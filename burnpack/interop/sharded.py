@@ -104,6 +104,7 @@ def read_sharded(
     entries: list[Entry] = []
     closers: list[Callable[[], None]] = []
     metadata: dict[str, str] = {}
+    skipped: dict[str, str] = {}  # what .bin shards hold besides tensors
     pages = PageReleaser()
     try:
         for shard, listed in shards.items():
@@ -119,6 +120,7 @@ def read_sharded(
             else:
                 tset = read_pytorch_file(shard_path, top_level_key=top_level_key, bool_store=bool_store)
             shard_entries = tset.entries
+            skipped.update(tset.skipped)
             closers.append(tset.close)
             held = {e.name for e in shard_entries}
             absent = [name for name in listed if name not in held]
@@ -133,7 +135,7 @@ def read_sharded(
             close()
         raise
     fmt = "safetensors" if found.name.endswith(".safetensors.index.json") else "pytorch"
-    return TensorSet(entries, metadata, format=fmt, top_level_key=top_level_key, closers=closers)
+    return TensorSet(entries, metadata, format=fmt, top_level_key=top_level_key, closers=closers, skipped=skipped)
 
 
 def _weight_map(index: Path) -> dict[str, str]:

@@ -23,7 +23,7 @@ from ..dtypes import NATIVE_BOOL, debug, dtype_from_numpy, element_size, numpy_d
 from ..errors import ValidationError
 from ..tensor import FileRange, Tensor, _blank, _describe, _freeze
 
-__all__ = ["Entry", "TensorSet", "cast_array", "dtype_name", "is_float", "parse_dtype"]
+__all__ = ["Entry", "TensorSet", "cast_array", "dtype_name", "flatten_nested", "is_float", "not_a_tensor", "parse_dtype"]
 
 def _dtype_names() -> dict[str, DType]:
     """Every spelling ``parse_dtype`` takes: Burn's names, torch's, C's, and the Bool stores."""
@@ -54,6 +54,38 @@ def parse_dtype(value: str | DType) -> DType:
         return _NAMES[str(value).strip().lower()]
     except KeyError:
         raise ValueError(f"unknown dtype {value!r}; expected one of {_EXPECTED}") from None
+
+
+def flatten_nested(
+    tree: Mapping[Any, Any], is_tensor: Callable[[Any], bool], skipped: dict[str, str], *, max_depth: int = 128
+) -> Iterator[tuple[str, Any]]:
+    """``(name, tensor)`` for every tensor in nested mappings, lists and tuples, named by its dotted
+    key path (list and tuple items by index: ``layers.0.weight``, as Burn names a ``Vec`` of
+    modules); every other leaf goes into ``skipped`` as path → what it is."""
+
+    def walk(items: Iterable[tuple[Any, Any]], prefix: str, depth: int) -> Iterator[tuple[str, Any]]:
+        if depth > max_depth:
+            raise ValueError(f"containers nest more than {max_depth} deep")
+        for key, value in items:
+            name = f"{prefix}{key}"
+            if is_tensor(value):
+                yield name, value
+            elif isinstance(value, Mapping):
+                yield from walk(value.items(), name + ".", depth + 1)
+            elif isinstance(value, (list, tuple)):
+                yield from walk(enumerate(value), name + ".", depth + 1)
+            else:
+                skipped[name] = not_a_tensor(type(value).__name__)
+
+    return walk(tree.items(), "", 0)
+
+
+def not_a_tensor(kind: str) -> str:
+    """Why a reader skipped a leaf of a nested state: ``not_a_tensor("int")`` → ``"an int, not a
+    tensor"`` (``None``'s type stays bare: ``"None, not a tensor"``)."""
+    if kind in ("None", "NoneType"):
+        return "None, not a tensor"
+    return f"{'an' if kind[:1].lower() in tuple('aeiou') else 'a'} {kind}, not a tensor"
 
 
 def dtype_name(dtype: DType) -> str:
@@ -202,6 +234,9 @@ class TensorSet:
     """Module path → Burn module type, when the source knows them (a ``torch.nn.Module``)."""
     top_level_key: str | None = None
     """The top-level key the reader already selected (PyTorch files, torch objects, dicts)."""
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Entries of the source the reader did not take as tensors: source path → why (``"epoch":
+    "an int, not a tensor"``), so that nothing is left out unsaid."""
     closers: list[Callable[[], None]] = field(default_factory=list, repr=False)
 
     def __iter__(self) -> Iterator[Entry]:

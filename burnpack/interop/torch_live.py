@@ -23,17 +23,27 @@ from .._generated.types import BoolStore
 from ..dtypes import numpy_dtype
 from ..frameworks import is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
 from ._io import ConversionError, atomic_output, entry_from_array
-from .tensors import TensorSet, dtype_name
+from .tensors import TensorSet, dtype_name, flatten_nested
 
 __all__ = ["is_torch_object", "module_types_of", "read_torch", "to_state_dict", "write_pytorch"]
 
 
 def is_torch_object(value: Any) -> bool:
-    """A ``torch.nn.Module``, a torch tensor, or a mapping holding torch tensors somewhere."""
+    """A ``torch.nn.Module``, a torch tensor, or a mapping holding torch tensors somewhere (in
+    nested mappings, lists or tuples)."""
     if is_torch_module(value) or is_torch_tensor(value):
         return True
-    if isinstance(value, Mapping):
-        return any(is_torch_object(v) for v in value.values() if isinstance(v, Mapping) or is_torch_tensor(v))
+    return isinstance(value, Mapping) and _holds_tensors(value.values())
+
+
+def _holds_tensors(values: Any) -> bool:
+    for value in values:
+        if is_torch_tensor(value):
+            return True
+        if isinstance(value, Mapping):
+            value = value.values()
+        if isinstance(value, (list, tuple, type({}.values()))) and _holds_tensors(value):
+            return True
     return False
 
 
@@ -44,19 +54,9 @@ def module_types_of(module: Any, prefix: str = "") -> dict[str, str]:
     return ModuleTypes.from_torch_module(module, prefix)
 
 
-def _walk(tree: Mapping[Any, Any], prefix: str = "", depth: int = 0) -> Iterator[tuple[str, Any]]:
-    if depth > 128:
-        raise ValueError("dicts nest more than 128 deep")
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if is_torch_tensor(value):
-            yield name, value
-        elif isinstance(value, Mapping):
-            yield from _walk(value, name + ".", depth + 1)
-
-
 def read_torch(obj: Any, *, top_level_key: str | None = None, bool_store: str | BoolStore = BoolStore.U8) -> TensorSet:
-    """A ``state_dict`` (nested dicts flatten to dotted names, non-tensor leaves skipped) or an
+    """A ``state_dict`` (nested dicts, lists and tuples flatten to dotted names; non-tensor leaves
+    are listed in ``skipped``) or an
     ``nn.Module`` (its ``state_dict()``; its submodule types become the set's module types)."""
     types: dict[str, str] = {}
     if is_torch_module(obj):
@@ -73,12 +73,13 @@ def read_torch(obj: Any, *, top_level_key: str | None = None, bool_store: str | 
                 tree = tree.state_dict()
     entries = []
     seen: dict[int, np.ndarray] = {}
-    for name, tensor in _walk(tree):
+    skipped: dict[str, str] = {}
+    for name, tensor in flatten_nested(tree, is_torch_tensor, skipped):
         array = seen.get(id(tensor))
         if array is None:
             array = seen[id(tensor)] = torch_to_numpy(tensor)
         entries.append(entry_from_array(name, array, bool_store))
-    return TensorSet(entries, format="torch", module_types=types, top_level_key=top_level_key)
+    return TensorSet(entries, format="torch", module_types=types, top_level_key=top_level_key, skipped=skipped)
 
 
 def to_state_dict(tset: TensorSet) -> OrderedDict[str, Any]:

@@ -368,3 +368,37 @@ def test_the_python_api_refuses_a_directory_target_and_a_contradicting_extension
 def test_malformed_options_are_usage_errors(linear_st, tmp_path, capsys, options, message):
     code, out, err = run(capsys, "convert", linear_st, tmp_path / "o.bpk", *options)
     assert (code, out, err) == (2, "", message + "\n") and not (tmp_path / "o.bpk").exists()
+
+
+def _listed_pt(path: Path) -> Path:
+    """``torch.save({'layers': [{'w': ...}, {'w': ...}], 'head': ..., 'epoch': 3})``, built by hand."""
+    storage = storage_ref("0", "FloatStorage", 3)
+    root = {"layers": [{"w": tensor(storage, 0, (1,), (1,))}, {"w": tensor(storage, 1, (1,), (1,))}],
+            "head": tensor(storage, 2, (1,), (1,)), "epoch": 3}  # fmt: skip
+    return write_zip(path, root, {"0": np.array([1, 2, 3], "<f4").tobytes()})
+
+
+def test_tensors_in_lists_of_a_pt_convert_under_indexed_names(tmp_path, capsys):
+    code, _, _ = run(capsys, "convert", _listed_pt(tmp_path / "listed.pt"), tmp_path / "listed.bpk", "-q")
+    with burnpack.load(tmp_path / "listed.bpk") as pack:
+        assert code == 0 and {n: pack[n].numpy().tolist() for n in pack.names} == {
+            "layers.0.w": [1.0], "layers.1.w": [2.0], "head": [3.0]}  # fmt: skip
+
+
+def test_what_a_pt_holds_besides_tensors_is_reported_as_skipped_with_its_reason(tmp_path, capsys):
+    code, out, _ = run(capsys, "convert", _listed_pt(tmp_path / "listed.pt"), tmp_path / "a.bpk")
+    assert code == 0 and "skipped_entries 1" in out and "epoch: an int, not a tensor" in out
+    code, out, _ = run(capsys, "convert", tmp_path / "listed.pt", tmp_path / "b.bpk", "--json")
+    assert json.loads(out)["skipped_entries"] == {"epoch": "an int, not a tensor"}
+
+
+def test_diff_reads_safetensors_and_npz_with_their_own_libraries(tmp_path, capsys):
+    arrays = {"w": np.arange(4, dtype=np.float32), "i": np.arange(3, dtype=np.int16)}
+    burnpack.save(arrays, tmp_path / "a.bpk")
+    for name in ("a.safetensors", "a.npz"):
+        assert run(capsys, "convert", tmp_path / "a.bpk", tmp_path / name, "-q")[0] == 0
+    code, out, _ = run(capsys, "diff", tmp_path / "a.safetensors", tmp_path / "a.npz", "--json")
+    report = json.loads(out)
+    assert report["readers"] == {"a": "safetensors.numpy", "b": "numpy.load"}
+    assert code == 0 or report["metadata"]  # same tensors; metadata stamps may differ by format
+    assert not (report["added"] or report["removed"] or report["changed"])

@@ -391,3 +391,11 @@ def test_writing_pt_without_torch_says_so_and_writes_nothing(tmp_path, monkeypat
     with pytest.raises(ConversionError, match="needs torch"):
         convert(sample_pack(tmp_path / "s.bpk"), tmp_path / "out.pt")
     assert not (tmp_path / "out.pt").exists()
+
+
+def test_a_nested_dict_of_arrays_converts_lists_under_indexed_names_and_reports_the_rest(tmp_path):
+    state = {"layers": [{"w": np.ones(2, np.float32)}, (np.zeros(1, np.int8),)], "name": "run", "lr": 0.5}
+    report = convert(state, tmp_path / "s.bpk")
+    with burnpack.load(tmp_path / "s.bpk") as pack:
+        assert pack.names == ["layers.0.w", "layers.1.0"]
+    assert report.skipped_entries == {"name": "a str, not a tensor", "lr": "a float, not a tensor"}

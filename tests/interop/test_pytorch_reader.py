@@ -529,10 +529,30 @@ def test_integer_dict_keys_become_decimal_name_parts(tmp_path: Path) -> None:
     assert list(got) == ["state.0.exp_avg"]
 
 
-def test_tensors_inside_lists_are_skipped_like_burn(tmp_path: Path) -> None:
+def test_tensors_inside_lists_and_tuples_get_indexed_names_as_burn_vecs(tmp_path: Path) -> None:
+    # Burn's own reader walks dicts only; a Vec of modules is named layers.0.w, so these map there.
     storage = storage_ref("0", "FloatStorage", 1)
-    root = {"w": tensor(storage, 0, (1,), (1,)), "groups": [tensor(storage, 0, (1,), (1,))]}
-    assert list(read_pytorch(write_zip(tmp_path / "t.pt", root, {"0": f32([1])}))) == ["w"]
+    one = tensor(storage, 0, (1,), (1,))
+    root = {"layers": [{"w": one}, {"w": one}], "pair": (one, [one]), "head": one}
+    got = read_pytorch(write_zip(tmp_path / "t.pt", root, {"0": f32([1])}))
+    assert list(got) == ["layers.0.w", "layers.1.w", "pair.0", "pair.1.0", "head"]
+
+
+def test_every_leaf_that_is_not_a_tensor_is_listed_with_what_it_is(tmp_path: Path) -> None:
+    from burnpack.interop.pytorch import read_pytorch_contents
+
+    namespace = Call(Global("argparse", "Namespace"), ())
+    root = {"w": tensor(storage_ref("0", "FloatStorage", 1), 0, (1,), (1,)), "epoch": 3,
+            "opt": {"groups": [{"lr": 0.1, "name": None}]}, "args": namespace, 2.5: "odd key"}  # fmt: skip
+    tensors, skipped = read_pytorch_contents(write_zip(tmp_path / "t.pt", root, {"0": f32([1])}))
+    assert list(tensors) == ["w"]
+    assert skipped == {
+        "epoch": "an int, not a tensor",
+        "opt.groups.0.lr": "a float, not a tensor",
+        "opt.groups.0.name": "None, not a tensor",
+        "args": "an argparse.Namespace object, not a tensor",
+        "<float key>": "a str, not a tensor",
+    }
 
 
 def test_parameter_wrapper_yields_its_tensor(tmp_path: Path) -> None:
@@ -794,3 +814,66 @@ def test_corrupted_bytes_raise_only_pytorch_read_error(
     for position, value in flips:
         data[position % len(data)] = value
     read_bytes_as_checkpoint(bytes(data))
+
+
+# --- ranks and dtypes Burn lacks ------------------------------------------------------------------
+
+
+def test_tensor_of_65_dimensions_is_a_pytorch_read_error_in_every_reader(tmp_path: Path) -> None:
+    from burnpack.interop import convert
+
+    rank = 65
+    root = {"t": tensor(storage_ref("0", "FloatStorage", 1), 0, (1,) * rank, (1,) * rank)}
+    path = write_zip(tmp_path / "t.pt", root, {"0": f32([1])})
+    for read in (read_pytorch, pytorch_reader.read_pytorch_object, lambda p: convert(p, tmp_path / "t.bpk")):
+        with pytest.raises(PyTorchReadError, match="65 dimensions"):
+            read(path)
+
+
+def tensor_v3(storage: object, size: tuple, stride: tuple, dtype: str) -> Call:
+    """torch >= 2.3's record for dtypes without a typed storage: an untyped storage plus a dtype."""
+    hooks = Call(Global("collections", "OrderedDict"), ())
+    args = (storage, 0, size, stride, False, hooks, Global("torch", dtype))
+    return Call(Global("torch._utils", "_rebuild_tensor_v3"), args)
+
+
+def test_untyped_storages_read_as_the_dtype_torch_names(tmp_path: Path) -> None:
+    raw = np.array([1, 2, 3], "<u2").tobytes()
+    root = {"u": tensor_v3(storage_ref("0", "UntypedStorage", len(raw)), (3,), (1,), "uint16")}
+    got = read_pytorch(write_zip(tmp_path / "t.pt", root, {"0": raw}))["u"]
+    assert got.dtype == np.uint16 and got.tolist() == [1, 2, 3]
+
+
+def test_big_endian_untyped_storages_are_byte_swapped(tmp_path: Path) -> None:
+    raw = np.array([1, 70000], ">u4").tobytes()
+    root = {"u": tensor_v3(storage_ref("0", "UntypedStorage", len(raw)), (2,), (1,), "uint32")}
+    got = read_pytorch(write_zip(tmp_path / "t.pt", root, {"0": raw}, byteorder="big"))["u"]
+    assert got.tolist() == [1, 70000]
+
+
+@pytest.mark.parametrize(
+    ("record", "named"),
+    [
+        (lambda: tensor_v3(storage_ref("0", "UntypedStorage", 16), (2,), (1,), "float8_e4m3fn"), "torch.float8_e4m3fn"),
+        (lambda: tensor_v3(storage_ref("0", "UntypedStorage", 16), (2,), (1,), "bits8"), "torch.bits8"),
+        (lambda: tensor(storage_ref("0", "ComplexFloatStorage", 2), 0, (2,), (1,)), "torch.complex64"),
+        (lambda: tensor(storage_ref("0", "QInt8Storage", 2), 0, (2,), (1,)), "torch.qint8"),
+    ],
+    ids=["fp8", "bits", "complex", "qint"],
+)
+def test_a_legitimate_dtype_burn_lacks_is_unsupported_not_unsafe(tmp_path: Path, record: object, named: str) -> None:
+    path = write_zip(tmp_path / "t.pt", {"t": record()}, {"0": bytes(16)})  # type: ignore[operator]
+    with pytest.raises(PyTorchReadError, match=f"unsupported dtype {named}") as caught:
+        read_pytorch(path)
+    assert not isinstance(caught.value, UnsafePickleError)
+
+
+def test_a_sparse_tensor_is_unsupported_not_unsafe(tmp_path: Path) -> None:
+    layout = Call(Global("torch.serialization", "_get_layout"), ("torch.sparse_coo",))
+    indices = tensor(storage_ref("0", "LongStorage", 2), 0, (1, 2), (2, 1))
+    values = tensor(storage_ref("1", "FloatStorage", 2), 0, (2,), (1,))
+    sparse = Call(Global("torch._utils", "_rebuild_sparse_tensor"), (layout, (indices, values, (2,), True)))
+    path = write_zip(tmp_path / "t.pt", {"t": sparse}, {"0": bytes(16), "1": f32([1, 2])})
+    with pytest.raises(PyTorchReadError, match="unsupported sparse tensor") as caught:
+        read_pytorch(path)
+    assert not isinstance(caught.value, UnsafePickleError)

@@ -281,3 +281,33 @@ def test_cli_converts_a_burn_native_checkpoint_with_given_configs(tmp_path, caps
     assert optimizer2.state[model2.fc.weight]["step"].item() == 5
     assert optimizer2.param_groups[0]["lr"] == pytest.approx(0.001 + (0.01 - 0.001) * (1 + math.cos(math.pi * 5 / 7)) / 2)
     train_step(model2, optimizer2, scheduler2)  # resumes
+
+
+def test_unsigned_dtypes_torch_saves_untyped_read_like_torch_load(tmp_path):
+    tensors = {"u16": torch.arange(5).to(torch.uint16), "u32": torch.arange(4).to(torch.uint32)[1:],
+               "u64": torch.arange(6).to(torch.uint64).reshape(2, 3).t()}  # fmt: skip
+    torch.save(tensors, tmp_path / "u.pt")
+    ours = read_pytorch(tmp_path / "u.pt")
+    for name, t in torch.load(tmp_path / "u.pt", weights_only=True).items():
+        np.testing.assert_array_equal(ours[name], t.numpy(), err_msg=name)
+        assert ours[name].dtype == t.numpy().dtype
+
+
+def test_a_live_state_with_lists_converts_under_indexed_names_and_reports_the_rest(tmp_path):
+    state = {"layers": [{"w": torch.ones(2)}, (torch.zeros(1),)], "step": 3}
+    report = convert(state, tmp_path / "s.bpk")
+    with burnpack.load(tmp_path / "s.bpk") as pack:
+        assert pack.names == ["layers.0.w", "layers.1.0"]
+    assert report.skipped_entries == {"step": "an int, not a tensor"}
+
+
+def test_diff_reads_a_pt_with_torch_load_so_a_reader_bug_cannot_hide_itself(tmp_path, capsys):
+    import json
+
+    from burnpack.cli import main
+
+    torch.save({"layers": [{"w": torch.ones(2)}, {"w": torch.zeros(2)}], "head": torch.ones(1)}, tmp_path / "listed.pt")
+    burnpack.save({"head": np.ones(1, np.float32)}, tmp_path / "listed.bpk")  # what a reader skipping lists wrote
+    assert main(["diff", str(tmp_path / "listed.pt"), str(tmp_path / "listed.bpk"), "--json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    assert sorted(out["removed"]) == ["layers.0.w", "layers.1.w"] and out["readers"] == {"a": "torch.load", "b": "burnpack"}

@@ -58,19 +58,23 @@ def test_a_dcp_model_converts_to_bpk(tmp_path):
     assert "step" not in everything  # not a tensor
 
 
-def test_dcp_tensors_are_loaded_one_at_a_time(tmp_path, monkeypatch):
+def test_dcp_tensors_are_read_only_when_asked_for_one_at_a_time(tmp_path, monkeypatch):
+    from burnpack.interop import dcp as dcp_reader
+
     model, _, _ = _trained()
     _save_dcp(tmp_path / "ck", model.state_dict())
-    calls = []
-    original = dcp.load
+    records = []
+    original = dcp_reader.read_pytorch_buffer
 
-    def counting(state, **kwargs):
-        calls.append(list(state))
-        return original(state, **kwargs)
+    def counting(buffer):
+        records.append(len(buffer))
+        return original(buffer)
 
-    monkeypatch.setattr(dcp, "load", counting)
-    convert(tmp_path / "ck", tmp_path / "m.bpk")
-    assert sorted(c[0] for c in calls) == sorted(model.state_dict()) and all(len(c) == 1 for c in calls)
+    monkeypatch.setattr(dcp_reader, "read_pytorch_buffer", counting)
+    tset = dcp_reader.read_dcp(tmp_path / "ck")
+    assert records == [] and sorted(tset.names) == sorted(model.state_dict())
+    tset["head.weight"].numpy()
+    assert len(records) == 1
 
 
 def test_bpk_converts_to_a_dcp_folder_that_dcp_load_restores(tmp_path):
@@ -135,3 +139,186 @@ def test_a_checkpoint_sharded_by_two_gloo_processes_converts_whole(tmp_path):
     loaded = burnpack.torch.load_file(tmp_path / "m.bpk")
     assert torch.equal(loaded["w"], torch.arange(24, dtype=torch.float32).reshape(6, 4))
     assert torch.equal(loaded["b"], torch.ones(3))
+
+
+# --- no code runs, every failure is a burnpack error ----------------------------------------------
+
+
+class _RunShell:
+    def __init__(self, command: str) -> None:
+        self.command = command
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (self.command,))
+
+
+def _evil_dcp(tmp_path):
+    """A DCP folder whose .metadata pickle runs ``touch <marker>`` when unpickled."""
+    import pickle
+
+    folder, marker = tmp_path / "evil", tmp_path / "pwned"
+    folder.mkdir()
+    (folder / ".metadata").write_bytes(pickle.dumps(_RunShell(f"touch '{marker}'")))
+    (folder / "__0_0.distcp").write_bytes(b"")
+    return folder, marker
+
+
+def test_a_dcp_metadata_whose_pickle_would_run_code_is_refused_with_nothing_executed(tmp_path):
+    from burnpack.interop.pytorch import UnsafePickleError
+
+    folder, marker = _evil_dcp(tmp_path)
+    with pytest.raises(ConversionError, match="refused pickle global") as caught:
+        convert(folder, tmp_path / "m.bpk")
+    assert isinstance(caught.value.__cause__, UnsafePickleError) and not marker.exists()
+
+
+def test_convert_checkpoint_refuses_a_code_running_dcp_metadata_with_nothing_executed(tmp_path, capsys):
+    folder, marker = _evil_dcp(tmp_path)
+    assert main(["convert-checkpoint", str(folder), str(tmp_path / "out"), "-q"]) != 0
+    assert not marker.exists() and "Traceback" not in capsys.readouterr().err
+
+
+BURN_DTYPES = ["float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8",
+               "uint64", "uint32", "uint16", "uint8", "bool"]  # fmt: skip
+
+
+def test_real_dcp_save_of_every_torch_dtype_burn_has_converts(tmp_path):
+    state = {name: (torch.arange(6).reshape(2, 3) % 2).to(getattr(torch, name)) for name in BURN_DTYPES}
+    state["sliced"] = torch.arange(12.0).reshape(3, 4)[:, 1:3]  # a view of a larger storage
+    _save_dcp(tmp_path / "ck", state)
+    convert(tmp_path / "ck", tmp_path / "m.bpk")
+    with burnpack.load(tmp_path / "m.bpk") as pack:
+        assert sorted(pack.names) == sorted(state)
+        for name, t in state.items():
+            got = pack[name].numpy()
+            want = t.float().numpy() if t.dtype == torch.bfloat16 else t.numpy()
+            np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64), err_msg=name)
+
+
+def test_a_missing_distcp_file_is_a_conversion_error(tmp_path, capsys):
+    _save_dcp(tmp_path / "ck", {"w": torch.ones(2)})
+    for data in (tmp_path / "ck").glob("*.distcp"):
+        data.unlink()
+    with pytest.raises(ConversionError, match="does not exist"):
+        convert(tmp_path / "ck", tmp_path / "m.bpk")
+    assert main(["convert", str(tmp_path / "ck"), str(tmp_path / "m.bpk")]) == 1
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_a_record_past_the_end_of_its_distcp_file_is_a_conversion_error(tmp_path):
+    _save_dcp(tmp_path / "ck", {"w": torch.ones(64)})
+    (data,) = (tmp_path / "ck").glob("*.distcp")
+    data.write_bytes(data.read_bytes()[:-100])
+    with pytest.raises(ConversionError, match="past its end"):
+        convert(tmp_path / "ck", tmp_path / "m.bpk")
+
+
+def _rewrite_metadata(folder, change) -> None:
+    """Let ``change`` alter the metadata torch wrote (test-side, with torch's own classes)."""
+    import pickle
+
+    metadata = pickle.loads((folder / ".metadata").read_bytes())
+    change(metadata)
+    (folder / ".metadata").write_bytes(pickle.dumps(metadata))
+
+
+def test_a_relative_path_leaving_the_checkpoint_folder_is_refused(tmp_path):
+    _save_dcp(tmp_path / "ck", {"w": torch.ones(2)})
+    (data,) = (tmp_path / "ck").glob("*.distcp")
+    (tmp_path / "outside.distcp").write_bytes(data.read_bytes())
+
+    def escape(metadata) -> None:
+        for info in metadata.storage_data.values():
+            info.relative_path = "../outside.distcp"
+
+    _rewrite_metadata(tmp_path / "ck", escape)
+    with pytest.raises(ConversionError, match="not a file in the checkpoint folder"):
+        convert(tmp_path / "ck", tmp_path / "m.bpk")
+
+
+def test_a_dcp_tensor_of_a_dtype_burn_lacks_is_unsupported(tmp_path):
+    _save_dcp(tmp_path / "ck", {"w": torch.zeros(2, dtype=torch.float8_e4m3fn)})
+    with pytest.raises(ConversionError, match="unsupported dtype torch.float8_e4m3fn"):
+        convert(tmp_path / "ck", tmp_path / "m.bpk")
+
+
+def test_a_chunk_claiming_more_elements_than_its_tensor_is_refused_before_allocating(tmp_path):
+    _save_dcp(tmp_path / "ck", {"w": torch.ones(4)})
+
+    def grow(metadata) -> None:
+        metadata.state_dict_metadata["w"].size = torch.Size([1 << 40])
+
+    _rewrite_metadata(tmp_path / "ck", grow)
+    with pytest.raises(ConversionError, match="hold 4 elements"):
+        convert(tmp_path / "ck", tmp_path / "m.bpk")
+
+
+def test_dcp_non_tensor_entries_are_reported_as_skipped(tmp_path):
+    _save_dcp(tmp_path / "ck", {"w": torch.ones(2), "step": 3, "cfg": {"name": "run"}})
+    report = convert(tmp_path / "ck", tmp_path / "m.bpk")
+    assert report.skipped_entries == {"step": "an int, not a tensor", "cfg.name": "a str, not a tensor"}
+
+
+def test_dcp_output_reports_the_metadata_and_scalars_it_cannot_hold(tmp_path, capsys):
+    import json
+
+    burnpack.save({"w": np.ones(2, np.float32)}, tmp_path / "m.bpk", metadata={"run": "7", "lr": "0.1"}, scalars={"epoch": 3})
+    report = convert(tmp_path / "m.bpk", tmp_path / "ck", to_format="dcp")
+    assert any("metadata" in w and "dropped" in w and "DCP" in w for w in report.warnings)
+    assert any("1 scalar dropped" in w for w in report.warnings)
+    assert main(["convert", str(tmp_path / "m.bpk"), str(tmp_path / "ck2"), "--to", "dcp", "--json"]) == 0
+    warnings = json.loads(capsys.readouterr().out)["warnings"]
+    assert any("metadata" in w and "dropped" in w for w in warnings)
+
+
+@pytest.fixture(scope="module")
+def dcp_folder_bytes(tmp_path_factory):
+    """The files of a small real DCP checkpoint (nested, with a list and a non-tensor entry)."""
+    folder = tmp_path_factory.mktemp("dcp") / "ck"
+    _save_dcp(folder, {"model": {"w": torch.arange(6.0).reshape(2, 3), "layers": [torch.ones(2)]}, "step": 3})
+    return {p.name: p.read_bytes() for p in folder.iterdir()}
+
+
+def _only_conversion_errors(folder, files) -> None:
+    from burnpack.interop.dcp import read_dcp_object
+
+    folder.mkdir(exist_ok=True)
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    try:
+        read_dcp_object(folder)
+    except ConversionError:
+        pass
+
+
+def test_every_truncation_of_dcp_metadata_is_a_conversion_error(dcp_folder_bytes, tmp_path):
+    metadata = dcp_folder_bytes[".metadata"]
+    for end in range(0, len(metadata), max(1, len(metadata) // 200)):
+        _only_conversion_errors(tmp_path / "ck", {**dcp_folder_bytes, ".metadata": metadata[:end]})
+
+
+def test_corrupted_dcp_files_are_conversion_errors(dcp_folder_bytes, tmp_path):
+    import random
+
+    rng = random.Random(7)
+    for _ in range(150):
+        files = dict(dcp_folder_bytes)
+        name = rng.choice(sorted(files))
+        data = bytearray(files[name])
+        for _ in range(rng.randint(1, 6)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        files[name] = bytes(data)
+        _only_conversion_errors(tmp_path / "ck", files)
+
+
+def test_read_dcp_object_rebuilds_the_nested_state(dcp_folder_bytes, tmp_path):
+    from burnpack.interop.dcp import read_dcp_object
+
+    (tmp_path / "ck").mkdir()
+    for name, data in dcp_folder_bytes.items():
+        (tmp_path / "ck" / name).write_bytes(data)
+    state = read_dcp_object(tmp_path / "ck")
+    assert state["step"] == 3 and state["model"]["layers"][0].tolist() == [1.0, 1.0]
+    assert state["model"]["w"].tolist() == [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]

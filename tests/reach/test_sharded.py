@@ -345,3 +345,14 @@ def test_shard_sizes_count_every_bool_store_as_the_one_byte_bools_written(tmp_pa
     index = json.loads((tmp_path / "hf" / "model.safetensors.index.json").read_text())
     assert index["metadata"]["total_size"] == 200
     assert index["weight_map"] == {"mask": "model-00001-of-00002.safetensors", "ids": "model-00002-of-00002.safetensors"}
+
+
+def test_what_pytorch_bin_shards_hold_besides_tensors_is_reported(tmp_path):
+    from tests.interop.test_pytorch_reader import storage_ref, tensor, write_zip
+
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    root = {"w": tensor(storage_ref("0", "FloatStorage", 1), 0, (1,), (1,)), "step": 3}
+    write_zip(folder / "pytorch_model-00001-of-00001.bin", root, {"0": np.ones(1, "<f4").tobytes()})
+    (folder / "pytorch_model.bin.index.json").write_text(json.dumps({"weight_map": {"w": "pytorch_model-00001-of-00001.bin"}}))
+    assert convert(folder, tmp_path / "out.bpk").skipped_entries == {"step": "an int, not a tensor"}

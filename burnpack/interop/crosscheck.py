@@ -1,0 +1,72 @@
+"""Reading a file with its format's own library instead of burnpack's reader.
+
+``burnpack diff x.pt x.bpk`` after ``burnpack convert x.pt x.bpk`` would compare burnpack's
+reading of ``x.pt`` with what burnpack wrote from that same reading: a tensor the reader missed
+would be missing on both sides, and the diff would say "identical". :func:`read_independently`
+reads the file with a library that shares no code with burnpack's reader — ``safetensors``
+(numpy, or torch for BF16), ``numpy.load`` for ``.npz`` members, ``torch.load(weights_only=True)``
+when torch is installed — so that such a bug shows up as a difference.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from .._generated.types import BoolStore
+from ..frameworks import torch_available
+from ._io import entry_from_array
+from .formats import _npz_tensor_set
+from .tensors import TensorSet
+
+__all__ = ["read_independently"]
+
+
+def read_independently(
+    path: str | os.PathLike[str], fmt: str, *, bool_store: str | BoolStore = BoolStore.U8
+) -> tuple[TensorSet, str] | None:
+    """The file's tensors and metadata as its format's own library reads them, and that
+    library's name; None when no such library is installed for the file (a ``.bpk``, whose
+    reader is burnpack's own; a ``.pt`` without torch). A file the library cannot read raises
+    what the library raises. ``fmt`` is the registry's name of the file's format."""
+    if fmt == "safetensors":
+        return _safetensors(path, bool_store)
+    if fmt == "npz":
+        with np.load(path, allow_pickle=False) as archive:
+            arrays = {name: archive[name] for name in archive.files}
+        return _npz_tensor_set(path, arrays, bool_store), "numpy.load"
+    if fmt == "pytorch" and torch_available():
+        import torch
+
+        from .torch_live import read_torch
+
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        return read_torch(state, bool_store=bool_store), "torch.load"
+    return None
+
+
+def _safetensors(path: str | os.PathLike[str], bool_store: str | BoolStore) -> tuple[TensorSet, str] | None:
+    try:
+        from safetensors import safe_open
+    except ImportError:  # the crosscheck extra is not installed
+        return None
+
+    with safe_open(os.fspath(path), framework="np") as handle:
+        metadata = dict(handle.metadata() or {})
+        names = list(handle.keys())
+        try:
+            arrays: dict[str, Any] = {name: handle.get_tensor(name) for name in names}
+            library = "safetensors.numpy"
+        except (TypeError, ValueError):  # numpy has no BF16: torch reads it, when installed
+            if not torch_available():
+                return None
+            from safetensors.torch import load_file
+
+            from ..frameworks import torch_to_numpy
+
+            arrays = {name: torch_to_numpy(t) for name, t in load_file(os.fspath(path)).items()}
+            library = "safetensors.torch"
+    entries = [entry_from_array(name, np.asarray(arrays[name]), bool_store) for name in names]
+    return TensorSet(entries, metadata, format="safetensors"), library
