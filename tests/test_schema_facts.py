@@ -62,28 +62,23 @@ def test_an_unknown_dtype_is_refused_naming_every_dtype_it_could_be():
     assert sorted(named) == sorted(expected)
 
 
+def _quantizes(value: QuantValue, scale: ScaleDtype) -> bool:
+    """Whether ``quantize`` computes a per-tensor scheme of this value and scale dtype."""
+    try:
+        quant.quantize(np.ones((2, 4), np.float32), QuantScheme(value, QuantStore.Native, QuantMode.Symmetric, scale, None))
+    except UnsupportedQuantization:
+        return False
+    return True
+
+
 @pytest.mark.parametrize("value", list(QuantValue))
 def test_convert_offers_exactly_the_values_quantize_computes(value):
-    scheme = QuantScheme(value, QuantStore.Native, QuantMode.Symmetric, ScaleDtype.F32, None)
-    try:
-        quant.quantize(np.ones((2, 4), np.float32), scheme)
-    except UnsupportedQuantization:
-        computable = False
-    else:
-        computable = True
-    assert (value.name.lower() in _choices("--quantize")) == computable
+    assert (value.name.lower() in _choices("--quantize")) == _quantizes(value, ScaleDtype.F32)
 
 
 @pytest.mark.parametrize("scale", list(ScaleDtype))
 def test_convert_offers_exactly_the_scale_dtypes_quantize_rounds_onto(scale):
-    scheme = QuantScheme(QuantValue.Q8S, QuantStore.Native, QuantMode.Symmetric, scale, None)
-    try:
-        quant.quantize(np.ones((2, 4), np.float32), scheme)
-    except UnsupportedQuantization:
-        computable = False
-    else:
-        computable = True
-    assert (scale.name.lower() in _choices("--scale-dtype")) == computable
+    assert (scale.name.lower() in _choices("--scale-dtype")) == _quantizes(QuantValue.Q8S, scale)
 
 
 @pytest.mark.parametrize("value", [v for v, info in QUANT_VALUE_INFO.items() if info.kind == "int"])
