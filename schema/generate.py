@@ -154,7 +154,8 @@ def load_schema(root: Path = ROOT) -> Schema:
     schema = Schema(data["limits"], structs, enums, tuple(data["safetensors"]["code_order"]))
     codes = {v.safetensors for e in enums.values() for v in e.variants if v.safetensors is not None}
     missing = codes - set(schema.safetensors_code_order)
-    assert not missing, f"safetensors codes {sorted(missing)} are missing from [safetensors] code_order"
+    if missing:
+        raise ValueError(f"schema/metadata.toml: safetensors codes {sorted(missing)} are missing from [safetensors] code_order")
     return schema
 
 
