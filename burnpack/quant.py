@@ -271,7 +271,7 @@ def _encode_scales(scales: np.ndarray, dtype: ScaleDtype) -> bytes:
     stored = np.asarray(scales, np.float32).reshape(-1).astype(_SCALE_NUMPY[dtype])
     if stored.dtype.byteorder in "<|" or stored.itemsize == 1:
         return stored.tobytes()
-    return stored.view(f"u{stored.itemsize}").astype(f"<u{stored.itemsize}").tobytes()  # native-endian types
+    return stored.view(f"u{stored.itemsize}").astype(f"<u{stored.itemsize}", copy=False).tobytes()  # native-endian types
 
 
 # -- values --------------------------------------------------------------------------------------
