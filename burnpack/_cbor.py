@@ -889,6 +889,7 @@ class Decoder:
         tags straight from the bytes, leaving at the first token that needs the careful path
         (which then reads it from the same state). True when the outermost item completed."""
         buf, pos, end, depth, scratch = self.buf, self.pos, self.end, self.depth, self.scratch
+        fixed_width = _FIXED_WIDTH
         done = False
         while stack and stack[-1] > 0 and pos < end:
             initial = buf[pos]
@@ -904,6 +905,12 @@ class Decoder:
                 arg, head = info, 1
             elif info < 28:
                 head = 1 + (1 << (info - 24))
+                if pos + head < end and buf[pos + head] == initial and fixed_width[initial] and stack[-1] > 2:
+                    # a run of integers or floats of one width (two at least): heads checked in bulk
+                    run = _fixed_run(buf, pos, min(end, pos + head * (stack[-1] - 1)), head)
+                    pos += run * head  # at least the first
+                    stack[-1] -= run
+                    continue
                 if pos + head > end:
                     break
                 arg = int.from_bytes(buf[pos + 1 : pos + head], "big")
@@ -985,6 +992,37 @@ _ONE_BYTE_SCALARS = frozenset([*range(0x00, 0x18), *range(0x20, 0x38), *range(0x
 # ... and empty arrays and maps (0x80, 0xa0), one-byte items as long as one more level is allowed.
 _ITEM_RUN = re.compile(rb"[\x00-\x17\x20-\x37\xf4-\xf7\x80\xa0]*")
 _ONE_BYTE_ITEMS = _ONE_BYTE_SCALARS | {0x80, 0xA0}
+# Integers and floats with a 1/2/4/8-byte argument: heads by item width; a run of one width is
+# skipped by one regex match (any argument is valid, non-shortest forms included).
+_FIXED_HEADS = {2: b"\x18\x38", 3: b"\x19\x39\xf9", 5: b"\x1a\x3a\xfa", 9: b"\x1b\x3b\xfb"}
+_FIXED_WIDTH = bytes(next((w for w, heads in _FIXED_HEADS.items() if i in heads), 0) for i in range(256))
+_FIXED_OTHER = {width: re.compile(b"[^" + re.escape(heads) + b"]") for width, heads in _FIXED_HEADS.items()}
+_FIXED_RUNS = {
+    width: re.compile(b"(?:[" + re.escape(heads) + b"][\x00-\xff]{" + str(width - 1).encode() + b"}){0,64}")
+    for width, heads in _FIXED_HEADS.items()
+}
+"""Up to 64 items of one width: a short run costs one regex match; a longer one goes on by searching its heads for another kind."""
+
+
+def _fixed_run(buf: bytes, pos: int, stop: int, width: int) -> int:
+    """How many items of ``width`` bytes, each with a head of that width, follow ``pos`` (ending
+    by ``stop``): the first 64 by a regex, then heads checked in chunks that double, so the work
+    follows the run's length."""
+    run = (_FIXED_RUNS[width].match(buf, pos, stop).end() - pos) // width  # type: ignore[union-attr]  # {0,64} always matches
+    if run < 64:
+        return run
+    other, chunk = _FIXED_OTHER[width], 64
+    while True:
+        at = pos + run * width
+        count = min(chunk, (stop - at) // width)
+        if count <= 0:
+            return run
+        heads = bytes(buf[at : at + count * width : width])  # every width-th byte: the heads
+        found = other.search(heads)
+        if found is not None:
+            return run + found.start()
+        run += count
+        chunk *= 2
 
 
 # -- helpers for the generated canonical scanner ---------------------------------------------

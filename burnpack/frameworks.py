@@ -136,7 +136,10 @@ def torch_from_buffer(buffer: Any, offset: int, shape: tuple[int, ...], dtype: D
     raw = torch_view_dtype(dtype, name=name)
     count = math.prod(shape)
     if count == 0:
-        tensor = torch.empty(shape, dtype=raw)
+        try:
+            tensor = torch.empty(shape, dtype=raw)
+        except RuntimeError:  # an empty shape whose other dimensions overflow torch's size
+            raise ValidationError(f"tensor '{name}' of shape {list(shape)} holds more elements than torch can index", where="torch()") from None
     else:
         if sys.byteorder == "big" and raw.itemsize > 1:
             raise TypeError("zero-copy torch tensors of little-endian data need a little-endian host")

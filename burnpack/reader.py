@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import builtins
 import io
-import math
 import os
 import stat
+import sys
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, BinaryIO, cast
@@ -33,27 +33,27 @@ from ._generated.layout import (
     data_section_start,
 )
 from ._generated.types import DType, Metadata, Scalar, TensorDescriptor
-from .dtypes import UNIT_VIEW_SPECS, element_size
+from .dtypes import element_size
 from .errors import (
     BurnpackError,
     InvalidHeader,
     InvalidMagicNumber,
     InvalidVersion,
     IoError,
-    LegacyFormatError,
     MetadataDeserializationError,
     QuantizationError,
     TensorNotFound,
     ValidationError,
 )
-from .metadata import decode_metadata
+from .metadata import decode_metadata, decode_metadata_exact
+from .plan import Limits, ReadPlan
 from .frameworks import import_torch, torch_from_buffer, torch_view_dtype
 from .paths import PathLike, resolve_read_path
 from .remote import FsspecSource, is_url
 from .slices import TensorSlice
 from .source import BULK_BLOCK, BULK_GAP, BufferSource, FileObjectSource, FileSource, Source, coalesce
 from .table import TensorTable, scan_table
-from .tensor import NUMPY_MAX_DIMS, FileRange, Tensor, _as_array, _blank, _freeze
+from .tensor import FileRange, Tensor, _as_array, _blank, _freeze
 
 __all__ = ["Pack", "PathLike", "TensorView", "load"]
 
@@ -93,7 +93,7 @@ class TensorView(Tensor):
     def file_range(self) -> FileRange | None:
         """Where the bytes are in the pack's file, for a pack opened from a path (a ``Writer``
         copies them from there in the kernel); None for other sources, or a range Burn refuses."""
-        source = self._pack._source
+        source = self._pack._live(self.name)
         if not isinstance(source, FileSource):
             return None
         try:
@@ -105,6 +105,7 @@ class TensorView(Tensor):
     @property
     def slice(self) -> TensorSlice:
         """``view.slice[i:j]``, ``view.slice[:, 3]``: that part only, reading only its byte ranges."""
+        self._pack._live(self.name)
         return TensorSlice(self)
 
     def read(self, offset: int = 0, length: int | None = None) -> bytes:
@@ -196,10 +197,22 @@ class Pack(Mapping[str, TensorView]):
         legacy_ok: bool,
         from_file: bool,
         old_schemes: dict[str, dict] | None = None,
+        limits: Limits = Limits(),
     ) -> None:
         self._source = source
+        self._closed = False
+        self._current_size = source.current_size if isinstance(source, FileSource) else None
+        self._buffer: Callable[[], memoryview | None] = getattr(source, "buffer", None) or (lambda: None)
         self._descriptors: Mapping[str, TensorDescriptor] = meta.tensors
-        self._names = meta.tensors.names if isinstance(meta.tensors, TensorTable) else sorted(meta.tensors)
+        self._plan = ReadPlan(
+            meta.tensors,
+            base=data_section_start,
+            size=source.size,
+            limits=limits,
+            from_file=from_file,
+            diagnose_legacy=legacy_layout and not legacy_ok,
+        )
+        self._names = self._plan.names
         self.version = version
         self.metadata_size = metadata_size
         self.metadata: dict[str, str] = meta.metadata
@@ -229,7 +242,7 @@ class Pack(Mapping[str, TensorView]):
         return len(self._names)
 
     def __contains__(self, name: object) -> bool:
-        return name in self._descriptors
+        return self._plan.contains(name)
 
     def __repr__(self) -> str:
         return f"<burnpack.Pack: {len(self)} tensors, {len(self.metadata)} metadata, {len(self.scalars)} scalars>"
@@ -241,7 +254,9 @@ class Pack(Mapping[str, TensorView]):
         self.close()
 
     def close(self) -> None:
-        """Release the file mapping (arrays already taken keep it alive until freed)."""
+        """Release the file mapping (arrays already taken keep it alive until freed); reading a
+        tensor of a closed pack raises ``IoError``."""
+        self._closed = True
         close = getattr(self._source, "close", None)
         if close is not None:
             close()
@@ -258,10 +273,9 @@ class Pack(Mapping[str, TensorView]):
 
     def tensors(self) -> list[TensorView]:
         """Every tensor in name order, each checked as Burn's ``into_tensors`` checks it."""
-        views = [self[name] for name in self._names]
-        for view in views:
-            self._tensor_range(view, whole_pack=True)
-        return views
+        self._live()
+        self._plan.ranges()
+        return [self[name] for name in self._names]
 
     def numpy(self, *, dequantize: bool = False) -> dict[str, np.ndarray]:
         """Every tensor as a zero-copy numpy array, keyed by name in sorted order.
@@ -273,20 +287,21 @@ class Pack(Mapping[str, TensorView]):
             arrays = self.numpy()
             arrays.update(self.dequantize())
             return arrays
-        buffer = _zero_copy(self._source)
+        buffer = _zero_copy(self._live())
         if self.legacy_layout:
             return {view.name: view.numpy() for view in self.tensors()}
         if buffer is None:
             return self._bulk_ranges(lambda view, block, start, end: view._numpy_of(memoryview(block)[start:end]))
         base = self.data_section_start
         if isinstance(self._descriptors, TensorTable):  # many tensors: a strided window per (dtype, shape)
-            bulk = self._descriptors.arrays(buffer, base, self._source.size - base)
+            bulk = self._plan.table_arrays(self._descriptors, buffer)
             if bulk is not None:
                 return dict(zip(self._names, bulk))
         return self._bulk(lambda dtype, np_dtype, count: np.frombuffer(buffer, np_dtype, count, base), TensorView.numpy)
 
     def torch(self) -> dict[str, Any]:
         """Every tensor as a torch tensor sharing the pack's memory (see ``TensorView.torch``)."""
+        self._live()
         buffer = self._writable_buffer()
         if self.legacy_layout:
             return {view.name: view.torch() for view in self.tensors()}
@@ -298,8 +313,9 @@ class Pack(Mapping[str, TensorView]):
     def _bulk_ranges(self, take: Callable[[TensorView, bytearray, int, int], Any]) -> dict[str, Any]:
         """Every tensor (checked as ``tensors()`` is) from a source without a buffer, read in
         large blocks of neighbouring tensors: one request per block for remote files."""
-        views = self.tensors()
-        ranges = [(start, end - start) for start, end in map(self._tensor_range, views)]
+        self._live()
+        views = [self[name] for name in self._names]
+        ranges = [(start, end - start) for start, end in self._plan.ranges()]
         out = {}
         for block_start, block_end, members in coalesce(ranges, max_gap=BULK_GAP, max_block=BULK_BLOCK):
             block = bytearray(self._source.read(block_start, block_end - block_start))
@@ -324,31 +340,22 @@ class Pack(Mapping[str, TensorView]):
         per dtype (``section_of(dtype, numpy dtype, element count)``); ``one(view)`` serves
         tensors that cannot be sliced so (Bool stores, QFloat, or a range Burn rejects)."""
         out = {}
-        base, descriptors = self.data_section_start, self._descriptors
-        limit = self._source.size - base
+        plan, descriptors = self._plan, self._descriptors
+        limit = self._source.size - self.data_section_start
         sections: dict[np.dtype, Any] = {}
         for name in self._names:
             descriptor = descriptors[name]
-            dtype, shape, (start, end) = descriptor.dtype, descriptor.shape, descriptor.data_offsets
-            size, np_dtype = UNIT_VIEW_SPECS.get(dtype.variant, _NO_VIEW) if dtype.value is None else _NO_VIEW
-            length = end - start
-            if (
-                not size
-                or not 0 <= length <= MAX_TENSOR_SIZE
-                or end > limit
-                or start % size
-                or length != math.prod(shape) * size
-                or len(shape) > NUMPY_MAX_DIMS
-                or 0 in shape
-            ):
+            size, np_dtype = plan.unit_view(descriptor)
+            if not size:
                 view = self[name]  # the checked path: Bool stores, QFloat, or raises Burn's error
                 self._tensor_range(view, whole_pack=True)
                 out[name] = one(view)
                 continue
             section = sections.get(np_dtype)
             if section is None:
-                section = sections[np_dtype] = section_of(dtype, np_dtype, limit // size)
-            out[name] = section[start // size : end // size].reshape(shape)
+                section = sections[np_dtype] = section_of(descriptor.dtype, np_dtype, limit // size)
+            start, end = descriptor.data_offsets
+            out[name] = section[start // size : end // size].reshape(descriptor.shape)
         return out
 
     def dequantize(self) -> dict[str, np.ndarray]:
@@ -362,44 +369,30 @@ class Pack(Mapping[str, TensorView]):
 
     # -- data access -------------------------------------------------------------------------
     def _tensor_range(self, view: TensorView, *, whole_pack: bool = False) -> tuple[int, int]:
-        """Absolute [start, end) of a tensor, with Burn's ``tensor_range`` checks.
+        """Absolute [start, end) of a tensor of this open pack, checked by the read plan."""
+        if self._closed or (self._current_size is not None and self._current_size() < self._source.size):
+            self._live(view.name)  # raises
+        return self._plan.range(view.name, view.data_offsets, whole_pack=whole_pack)
 
-        Burn words an out-of-range tensor differently in ``into_tensors`` (``whole_pack``) and in
-        ``tensor_data`` for memory and file sources; the messages follow it.
-        """
-        name = view.name
-        diagnose_legacy = self.legacy_layout and not self._legacy_ok
-        start_rel, end_rel = view.data_offsets
-        start, end = self.data_section_start + start_rel, self.data_section_start + end_rel
-        if start > U64_MAX or end > U64_MAX:
-            raise ValidationError(f"Tensor '{name}' has corrupted offset data: overflow")
-        if end < start:
-            raise ValidationError(f"Tensor '{name}' has corrupted offset data: end {end} < start {start}")
-        if end - start > MAX_TENSOR_SIZE:
-            raise ValidationError(
-                f"Tensor '{name}' size {end - start} exceeds maximum allowed size of {MAX_TENSOR_SIZE} bytes "
-                "(potential DoS attack)"
-            )
-        available = self._source.size
-        if end > available:
-            if whole_pack:
-                message = f"Tensor '{name}' data range {start}..{end} could not be viewed (source is {available} bytes)"
-            elif self._from_file:
-                message = f"Tensor '{name}' data range {start}..{end} could not be viewed"
-            else:
-                message = f"Tensor data range {start}..{end} is out of bounds (buffer is {available} bytes)"
-            if diagnose_legacy:  # Burn's own error, with the diagnosis beside it
-                error = LegacyFormatError(message, where=f"tensor '{name}', file is {available} bytes; {legacy.LAYOUT_DIAGNOSIS}")
-                raise legacy.with_diagnosis(error, legacy.LAYOUT_DIAGNOSIS, legacy.LAYOUT_DETAILS)
-            raise ValidationError(message, where=f"tensor '{name}', file is {available} bytes")
-        # An in-range tensor of a pre-alignment-looking file is returned as Burn returns it: the
-        # layout cannot be told apart from a modern file cut at exactly 10 + M + max_end, whose
-        # bytes are right. Opening such a file has already warned (LegacyFormatWarning).
-        return start, end
+    def _live(self, name: str | None = None) -> Source:
+        """The source, if its bytes can still be read: not after ``close()``, nor once another
+        process has truncated a mapped file (touching the lost pages would kill the process)."""
+        what = f"tensor '{name}'" if name is not None else "tensors"
+        if self._closed:
+            raise IoError("the pack is closed", where=f"reading {what} after Pack.close()")
+        source = self._source
+        if self._current_size is not None:
+            now = self._current_size()
+            if now < source.size:
+                raise IoError(
+                    f"the file shrank from {source.size} to {now} bytes while it was open (another process truncated it)",
+                    where=f"reading {what} of a memory-mapped file",
+                )
+        return source
 
     def _tensor_bytes(self, view: TensorView) -> memoryview:
         start, end = self._tensor_range(view)
-        buffer = _zero_copy(self._source)
+        buffer = self._buffer()
         if buffer is None:
             return memoryview(self._source.read(start, end - start))
         return buffer[start:end]
@@ -412,16 +405,13 @@ class Pack(Mapping[str, TensorView]):
         return writable() if writable is not None else None
 
 
-_NO_VIEW: tuple[int, np.dtype] = (0, np.dtype("V1"))
-"""Size 0: the dtype has no in-place view (Bool stores, QFloat, or bf16 on big-endian hosts)."""
-
-
 def _zero_copy(source: Source) -> memoryview | None:
     buffer = getattr(source, "buffer", None)
     return buffer() if buffer is not None else None
 
 
 FRAMEWORKS = {"np": "np", "numpy": "np", "pt": "pt", "torch": "pt"}
+DECODERS = ("auto", "exact")
 
 
 def load(
@@ -431,14 +421,19 @@ def load(
     legacy_ok: bool = False,
     framework: str = "np",
     storage_options: Mapping[str, Any] | None = None,
+    decoder: str = "auto",
+    max_metadata_size: int = MAX_METADATA_SIZE,
+    max_tensors: int = MAX_TENSOR_COUNT,
+    max_tensor_size: int = MAX_TENSOR_SIZE,
 ) -> Pack:
     """Open a burnpack from a path (memory-mapped, lazy), a URL, a binary file object, bytes in
     memory, or any ``Source``.
 
     A URL (``https://``, ``s3://``, ``gs://``, ``hf://``, … with ``storage_options`` for its
     fsspec filesystem; needs ``burnpack[remote]``) is read with range requests, see
-    ``burnpack.remote``. A file object with a file descriptor is memory-mapped; any other
-    seekable binary file object (``io.BytesIO``) is read range by range.
+    ``burnpack.remote``. A binary file object is read from its current position (as
+    ``torch.load`` does): a plain file at position 0 is memory-mapped, any other seekable one
+    (``io.BytesIO``, an offset file) is read range by range; gzip/bz2/lzma streams are refused.
 
     A ``Source`` (an object with ``size`` and ``read(offset, length)``, e.g. one serving HTTP range
     requests) is read like bytes: opening reads the header and the metadata, and each tensor's
@@ -450,7 +445,17 @@ def load(
 
     ``framework`` ("np" or "pt", as in safetensors' ``safe_open``) chooses what ``get_tensor``
     and ``view.slice[...]`` return; ``"pt"`` needs torch (``pip install 'burnpack[torch]'``).
+
+    ``decoder="exact"`` decodes the metadata with the token-by-token ciborium emulation only,
+    instead of the faster tiers that fall back to it (``"auto"``); every tier gives the same
+    ``Pack``. ``max_metadata_size``, ``max_tensors`` and ``max_tensor_size`` (bytes, one
+    tensor) are Burn's limits by default; a refusal names the parameter that raises it.
     """
+    if decoder not in DECODERS:
+        raise ValueError(f"decoder must be one of {sorted(DECODERS)}, not {decoder!r}")
+    if decoder != "auto" and legacy_ok:
+        raise ValueError("decoder only applies without legacy_ok (legacy_ok rewrites old descriptors before decoding)")
+    limits = Limits(max_metadata_size, max_tensors, max_tensor_size).checked()
     if framework not in FRAMEWORKS:
         raise ValueError(f"framework must be one of {sorted(FRAMEWORKS)}, not {framework!r}")
     if FRAMEWORKS[framework] == "pt":
@@ -482,7 +487,7 @@ def load(
     else:
         raise TypeError(f"load() takes a path, a bytes-like object or a Source (or a URL, or a binary file object), not {type(source).__name__}")
     try:
-        pack = _open(data, from_file=from_file, legacy_ok=legacy_ok)
+        pack = _open(data, from_file=from_file, legacy_ok=legacy_ok, decoder=decoder, limits=limits)
         pack.framework = FRAMEWORKS[framework]
         if strict:
             from .strict import check_strict
@@ -497,10 +502,21 @@ def load(
 
 
 def _file_object_source(file: Any) -> Source:
-    """A file object with a descriptor of a regular file is mapped; others are read by range."""
+    """A file object's bytes from its current position, as ``torch.load`` and ``np.load`` read
+    them: a plain file object (``open(path, "rb")``) of a regular file at position 0 is mapped;
+    others are read by range from their position. A compressed stream is refused: seeking in it
+    decompresses from the start again."""
+    for module, name in _COMPRESSED_STREAMS:
+        kind = getattr(sys.modules.get(module), name, None)
+        if kind is not None and isinstance(file, kind):
+            raise IoError(
+                f"a {module}.{name} is a compressed stream, which cannot be read by range",
+                where="pass its decompressed bytes instead: load(stream.read())",
+            )
     try:
+        plain = isinstance(file, (io.FileIO, io.BufferedReader, io.BufferedRandom)) and file.tell() == 0
         fd = file.fileno()
-        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+        regular = plain and stat.S_ISREG(os.fstat(fd).st_mode)
     except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
         regular = False
     try:
@@ -513,7 +529,12 @@ def _file_object_source(file: Any) -> Source:
         raise IoError(f"the file object cannot be read by range: {exc}") from None
 
 
-def _open(source: Source, *, from_file: bool, legacy_ok: bool) -> Pack:
+_COMPRESSED_STREAMS = (("gzip", "GzipFile"), ("bz2", "BZ2File"), ("lzma", "LZMAFile"))
+"""File objects that hand out the descriptor of their compressed file (looked up only when their
+module is loaded: a caller holding one has imported it)."""
+
+
+def _open(source: Source, *, from_file: bool, legacy_ok: bool, decoder: str = "auto", limits: Limits = Limits()) -> Pack:
     size = source.size
     if from_file and size > MAX_FILE_SIZE:
         raise ValidationError(f"File size {size} bytes exceeds maximum allowed size of {MAX_FILE_SIZE} bytes")
@@ -527,10 +548,11 @@ def _open(source: Source, *, from_file: bool, legacy_ok: bool) -> Pack:
         raise InvalidMagicNumber(where=f"bytes 0..4 are {head[:4].hex(' ')}")
     if version > FORMAT_VERSION:
         raise InvalidVersion(where=f"header version {version}, this reader supports <= {FORMAT_VERSION}")
-    if metadata_size > MAX_METADATA_SIZE:
+    if metadata_size > limits.max_metadata_size:
         raise ValidationError(
-            f"Metadata size {metadata_size} exceeds maximum allowed size of {MAX_METADATA_SIZE} bytes "
-            "(potential DoS attack)"
+            f"Metadata size {metadata_size} exceeds maximum allowed size of {limits.max_metadata_size} bytes "
+            "(potential DoS attack)",
+            where=limits.lift("max_metadata_size"),
         )
     metadata_end = HEADER_SIZE + metadata_size
     if size < metadata_end:
@@ -540,14 +562,18 @@ def _open(source: Source, *, from_file: bool, legacy_ok: bool) -> Pack:
         raise InvalidHeader(where=where)
     blob = source.read(HEADER_SIZE, metadata_size)
     try:
-        meta = None if legacy_ok else scan_table(blob)
-        if meta is None:
-            meta = legacy.decode_legacy(blob) if legacy_ok else decode_metadata(blob)
+        if legacy_ok:
+            meta = legacy.decode_legacy(blob)
+        elif decoder == "exact":
+            meta = decode_metadata_exact(blob)
+        else:
+            meta = scan_table(blob) or decode_metadata(blob)
     except MetadataDeserializationError as exc:
         raise legacy.explain_rejection(exc, blob) from None
-    if len(meta.tensors) > MAX_TENSOR_COUNT:
+    if len(meta.tensors) > limits.max_tensors:
         raise ValidationError(
-            f"File contains {len(meta.tensors)} tensors, exceeding maximum of {MAX_TENSOR_COUNT} (potential DoS attack)"
+            f"File contains {len(meta.tensors)} tensors, exceeding maximum of {limits.max_tensors} (potential DoS attack)",
+            where=limits.lift("max_tensors"),
         )
     max_end = _check_total_size(meta, metadata_end, size)
     data_start = data_section_start(metadata_size)
@@ -571,6 +597,7 @@ def _open(source: Source, *, from_file: bool, legacy_ok: bool) -> Pack:
         legacy_ok=legacy_ok,
         from_file=from_file,
         old_schemes=old_schemes,
+        limits=limits,
     )
 
 

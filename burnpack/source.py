@@ -114,6 +114,7 @@ class FileSource:
     def _map_fd(self, fd: int) -> None:
         self._size = os.fstat(fd).st_size
         self._map = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if self._size else None
+        self._view = memoryview(self._map) if self._map is not None else memoryview(b"")
         self._fd = os.dup(fd) if self._size else -1
         self._release_fd = weakref.finalize(self, os.close, self._fd) if self._fd >= 0 else None
         self._private: mmap.mmap | None = None
@@ -121,6 +122,13 @@ class FileSource:
     @property
     def size(self) -> int:
         return self._size
+
+    def current_size(self) -> int:
+        """The file's size now: less than ``size`` once another process has truncated it."""
+        try:
+            return os.fstat(self._fd).st_size
+        except OSError:  # an empty file (nothing mapped) or a closed one
+            return self._size
 
     def fileno(self) -> int:
         """The mapped file's descriptor, for reading by offset (``FileRange``); ValueError once closed."""
@@ -134,7 +142,7 @@ class FileSource:
         return self._map[offset : offset + length]
 
     def buffer(self) -> memoryview | None:
-        return memoryview(self._map) if self._map is not None else memoryview(b"")
+        return self._view
 
     def writable_buffer(self) -> memoryview:
         """The whole file as writable copy-on-write memory (mapped on first use)."""
@@ -155,6 +163,10 @@ class FileSource:
                 self._private.close()
             except BufferError:  # torch tensors still use it
                 pass
+        try:
+            self._view.release()
+        except BufferError:  # an array viewing the whole mapping still uses it
+            pass
         if self._map is not None:
             try:
                 self._map.close()
@@ -163,13 +175,15 @@ class FileSource:
 
 
 class FileObjectSource:
-    """A seekable binary file object (``io.BytesIO``, a socket-backed or compressed stream, …),
-    read range by range: each read seeks, so the object's position moves; reads are serialised."""
+    """A seekable binary file object (``io.BytesIO``, a socket-backed stream, …) from its
+    position when given, read range by range: each read seeks, so the object's position moves;
+    reads are serialised."""
 
     def __init__(self, file: BinaryIO) -> None:
         self._file = file
         self._lock = threading.Lock()
-        self._size = file.seek(0, os.SEEK_END)
+        self._base = file.tell()
+        self._size = max(0, file.seek(0, os.SEEK_END) - self._base)
 
     @property
     def size(self) -> int:
@@ -179,7 +193,7 @@ class FileObjectSource:
         length = max(0, min(length, self._size - offset))
         parts = []
         with self._lock:
-            self._file.seek(offset)
+            self._file.seek(self._base + offset)
             while length > 0:
                 chunk = self._file.read(length)
                 if not chunk:

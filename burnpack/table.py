@@ -10,7 +10,6 @@ also word the errors.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterator, Mapping
 
@@ -26,9 +25,7 @@ from ._generated.codec import (
     TensorDescriptor_RE,
     fast_Metadata,
 )
-from ._generated.types import Metadata, TensorDescriptor
-from .dtypes import UNIT_VIEW_SPECS
-from .tensor import NUMPY_MAX_DIMS
+from ._generated.types import DType, Metadata, TensorDescriptor
 
 __all__ = ["TensorTable", "scan_table"]
 
@@ -43,7 +40,7 @@ _ENTRY_RE = re.compile(
 class TensorTable(Mapping[str, TensorDescriptor]):
     """Name → ``TensorDescriptor``, stored as columns; names are sorted, as Burn writes them."""
 
-    __slots__ = ("names", "_dtype_keys", "_shape_keys", "_shapes", "starts", "ends", "_param_ids", "_index")
+    __slots__ = ("names", "_dtype_keys", "_shape_keys", "_shapes", "starts", "ends", "_param_ids", "_index", "_offsets")
 
     def __init__(
         self,
@@ -61,16 +58,17 @@ class TensorTable(Mapping[str, TensorDescriptor]):
         """Relative data offsets, ``uint64`` columns in name order."""
         self._param_ids = param_ids
         self._index: dict[str, int] | None = None
+        self._offsets: list[tuple[int, int]] = []
 
     def __getitem__(self, name: str) -> TensorDescriptor:
         index = self._index
         if index is None:
             index = self._index = dict(zip(self.names, range(len(self.names))))
+            self._offsets = list(zip(self.starts.tolist(), self.ends.tolist()))
         i = index[name]
         raw = self._param_ids[i]
         param_id = None if not raw else raw[0] if len(raw) == 1 else int.from_bytes(raw[1:], "big")
-        offsets = (int(self.starts[i]), int(self.ends[i]))
-        return tuple.__new__(TensorDescriptor, (DType_SCAN[self._dtype_keys[i]], self._shapes[self._shape_keys[i]], offsets, param_id))
+        return tuple.__new__(TensorDescriptor, (DType_SCAN[self._dtype_keys[i]], self._shapes[self._shape_keys[i]], self._offsets[i], param_id))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names)
@@ -90,13 +88,9 @@ class TensorTable(Mapping[str, TensorDescriptor]):
         """The largest end offset (0 without tensors)."""
         return int(self.ends.max()) if len(self.names) else 0
 
-    def arrays(self, buffer: memoryview, base: int, limit: int) -> list[np.ndarray] | None:
-        """Every tensor as a zero-copy array of ``buffer[base:]``, in name order, one numpy view per
-        (dtype, shape) group; None when any tensor needs the per-tensor path (Bool stores, a bad
-        range or length, no in-place view), which also raises Burn's error for it."""
+    def groups(self) -> list[tuple[DType, tuple[int, ...], np.ndarray]]:
+        """(dtype, shape, indices in name order) for each (dtype, shape) the table holds."""
         count = len(self.names)
-        if not count:
-            return []
         keys = list(map(bytes.__add__, self._dtype_keys, self._shape_keys))
         groups = {key: i for i, key in enumerate(dict.fromkeys(keys))}
         if len(groups) == 1:
@@ -105,34 +99,10 @@ class TensorTable(Mapping[str, TensorDescriptor]):
             codes = np.fromiter(map(groups.__getitem__, keys), np.intp, count)
             order = np.argsort(codes, kind="stable")
             members = np.split(order, np.cumsum(np.bincount(codes, minlength=len(groups)))[:-1])
-        sections: dict[np.dtype, np.ndarray] = {}
-        out: list[np.ndarray] = [None] * count  # type: ignore[list-item]
+        out = []
         for index in members:
             first = int(index[0])
-            dtype = DType_SCAN[self._dtype_keys[first]]
-            shape = self._shapes[self._shape_keys[first]]
-            size, np_dtype = UNIT_VIEW_SPECS.get(dtype.variant, (0, None)) if dtype.value is None else (0, None)
-            if not size or np_dtype is None or len(shape) > NUMPY_MAX_DIMS or 0 in shape:
-                return None  # the checked path words what numpy cannot hold
-            starts, ends = self.starts[index], self.ends[index]
-            length = math.prod(shape) * size
-            if length > limit or (ends > limit).any() or (ends < starts).any() or (ends - starts != length).any() or (starts % size).any():
-                return None
-            section = sections.get(np_dtype)
-            if section is None:
-                section = sections[np_dtype] = np.frombuffer(buffer, np_dtype, limit // size, base)
-            numel = length // size
-            at = (starts // size).tolist()
-            if shape:
-                strides = tuple(size * math.prod(shape[d + 1 :]) for d in range(len(shape)))
-                windows = np.lib.stride_tricks.as_strided(section, (section.size - numel + 1, *shape), (size, *strides))
-                views = list(map(windows.__getitem__, at))
-            else:
-                views = [section[k : k + 1].reshape(()) for k in at]
-            if len(members) == 1:
-                return views
-            for i, view in zip(index.tolist(), views):
-                out[i] = view
+            out.append((DType_SCAN[self._dtype_keys[first]], self._shapes[self._shape_keys[first]], index))
         return out
 
 

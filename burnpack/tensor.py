@@ -384,7 +384,8 @@ def check_numpy_shape(name: str, shape: tuple[int, ...], itemsize: int) -> None:
             f"tensor '{name}' has {len(shape)} dimensions; numpy arrays have at most {NUMPY_MAX_DIMS}",
             where="numpy()",
         )
-    if math.prod(dim for dim in shape if dim) * max(itemsize, 1) > _INTP_MAX:
+    numel = math.prod(shape) or math.prod(dim for dim in shape if dim)  # an empty shape: its other dimensions
+    if numel * max(itemsize, 1) > _INTP_MAX:
         raise ValidationError(
             f"tensor '{name}' of shape {list(shape)} holds more elements than numpy can index",
             where="numpy()",

@@ -9,10 +9,13 @@ import os
 import struct
 import sys
 import threading
+from unittest import mock
 
 import cbor2
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import burnpack
 from burnpack import Tensor, Writer
@@ -235,6 +238,53 @@ def test_skipping_a_long_array_of_small_integers_costs_a_constant_number_of_call
     short = _with_unknown_field(cbor2.dumps([7] * 1_000))
     long = _with_unknown_field(cbor2.dumps([7] * 200_000))
     assert _calls(lambda: decode_metadata_exact(long)) == _calls(lambda: decode_metadata_exact(short))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [1_000, -1_000, 100_000, -100_000, 1 << 40, 1.5, 1.1, 1e300],  # 2-, 3-, 5- and 9-byte items
+    ids=["u16", "neg16", "u32", "neg32", "u64", "f16", "f32", "f64"],
+)
+def test_skipping_a_long_array_of_wider_numbers_costs_calls_growing_with_the_log_of_its_length(value):
+    from burnpack.metadata import decode_metadata_exact
+
+    def calls(count: int) -> int:
+        blob = _with_unknown_field(cbor2.dumps([value] * count))
+        return _calls(lambda: decode_metadata_exact(blob))
+
+    assert calls(64_000) - calls(1_000) < 50  # item by item: over 60,000 more
+
+
+def test_skipping_a_run_of_wider_numbers_keeps_serdes_verdict_on_the_item_after_it():
+    from burnpack.metadata import decode_metadata_exact
+
+    junk = b"\x99\x03\xe9" + b"\x19\x03\xe8" * 1_000 + b"\xf0"  # 1,000 u16 then an unknown simple value
+    with pytest.raises(burnpack.MetadataDeserializationError, match="expected known simple value") as info:
+        decode_metadata_exact(_with_unknown_field(junk))
+    assert "metadata byte 3016" in str(info.value)  # as item by item (after the token, as ciborium counts)
+
+
+_NUMBER_TOKENS = st.sampled_from(["18ff", "3801", "190100", "39ffff", "f93c00", "1a00010000", "fa3f8ccccd", "1b" + "00" * 8,
+                                  "fb" + "3f" * 8, "01", "f0", "f818", "81", "a0", "60", "1b00"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 40), st.lists(_NUMBER_TOKENS, max_size=40))
+def test_skipping_runs_of_numbers_in_bulk_gives_the_verdict_of_skipping_them_one_by_one(count, tokens):
+    from burnpack import _cbor
+    from burnpack.metadata import decode_metadata_exact
+
+    blob = _with_unknown_field(bytes([0x98, count]) + bytes.fromhex("".join(tokens)))
+
+    def verdict() -> str:
+        try:
+            return repr(decode_metadata_exact(blob))
+        except burnpack.MetadataDeserializationError as exc:
+            return str(exc)
+
+    bulk = verdict()
+    with mock.patch.object(_cbor, "_fixed_run", lambda buf, pos, stop, width: 1):  # one item at a time
+        assert verdict() == bulk
 
 
 def test_the_exact_decoder_reads_plain_tensor_entries_in_a_few_calls_each():

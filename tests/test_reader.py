@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 import warnings
 
@@ -350,3 +351,46 @@ def test_a_prealignment_looking_file_reports_the_tensor_burn_fails_on_not_the_fi
 def test_load_refuses_what_is_neither_a_path_bytes_nor_a_source():
     with pytest.raises(TypeError, match="a path, a bytes-like object or a Source"):
         burnpack.load(42)
+
+
+VIEW_READS = ["numpy", "read", "tobytes", "memoryview", "slice", "torch", "file_range"]
+PACK_READS = ["pack.numpy", "pack.torch", "pack.tensors"]
+
+
+def _view_reads(view) -> dict:
+    return {
+        "numpy": view.numpy,
+        "read": view.read,
+        "tobytes": view.tobytes,
+        "memoryview": view.memoryview,
+        "slice": lambda: view.slice[:1],
+        "torch": view.torch,
+        "file_range": lambda: view.file_range,
+    }
+
+
+def _pack_reads(pack) -> dict:
+    return {"pack.numpy": pack.numpy, "pack.torch": pack.torch, "pack.tensors": pack.tensors}
+
+
+@pytest.mark.parametrize("method", VIEW_READS + PACK_READS)
+def test_reading_a_tensor_after_its_pack_was_closed_is_an_io_error(tmp_path, method):
+    path = tmp_path / "a.bpk"
+    burnpack.save({"w": np.arange(4, dtype=np.float32)}, path)
+    pack = burnpack.load(path)
+    view = pack["w"]
+    kept = view.numpy()  # an array taken before keeps the mapping alive: reads after close must still fail
+    pack.close()
+    with pytest.raises(burnpack.IoError, match="the pack is closed"):
+        {**_view_reads(view), **_pack_reads(pack)}[method]()
+    assert kept.tolist() == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("method", VIEW_READS + PACK_READS)
+def test_reading_a_file_truncated_while_mapped_is_an_io_error_not_a_crash(tmp_path, method):
+    path = tmp_path / "a.bpk"
+    burnpack.save({"w": np.arange(4096, dtype=np.float32)}, path)
+    with burnpack.load(path) as pack:
+        os.truncate(path, 4096)  # what Burn's writer does to a file it rewrites in place
+        with pytest.raises(burnpack.IoError, match=r"the file shrank from \d+ to 4096 bytes"):
+            {**_view_reads(pack["w"]), **_pack_reads(pack)}[method]()

@@ -50,6 +50,30 @@ def test_a_bytesio_bulk_read_is_one_read():
     assert Counting.reads == 1
 
 
+@pytest.mark.parametrize("kind", ["file", "bytesio"])
+def test_a_file_object_is_read_from_its_current_position(tmp_path, kind):
+    (tmp_path / "p.bpk").write_bytes(b"a header of another format" + DATA)
+    with open(tmp_path / "p.bpk", "rb") if kind == "file" else io.BytesIO(b"a header of another format" + DATA) as file:
+        file.seek(len(b"a header of another format"))
+        with burnpack.load(file) as pack:
+            assert pack.file_size == len(DATA)
+            _same(pack)
+
+
+@pytest.mark.parametrize("module", ["gzip", "bz2", "lzma"])
+def test_a_compressed_stream_is_refused_with_advice_not_mapped_as_its_compressed_bytes(tmp_path, module):
+    import importlib
+
+    compressed = importlib.import_module(module)
+    path = tmp_path / f"p.bpk.{module}"
+    with compressed.open(path, "wb") as out:
+        out.write(DATA)
+    with compressed.open(path, "rb") as stream:
+        with pytest.raises(burnpack.IoError, match=rf"a {module}\.\w+ is a compressed stream.*load\(stream.read\(\)\)"):
+            burnpack.load(stream)
+        _same(burnpack.load(stream.read()))
+
+
 def test_a_text_file_object_is_refused(tmp_path):
     (tmp_path / "p.bpk").write_bytes(DATA)
     with pytest.raises(TypeError, match="binary mode"):
