@@ -3,7 +3,11 @@
 Readers: burnpack (``load`` from bytes and from a file, ``legacy_ok``, ``strict``, every tensor's
 ``numpy()``, and ``burnpack inspect`` for some inputs), PyTorch (``read_pytorch`` and
 ``read_pytorch_object`` on zip, legacy and tar layouts), safetensors (``parse_safetensors``,
-``read_safetensors``) and npz (``read_npz``), plus ``read_tensors``' format detection.
+``read_safetensors``) and npz (``read_npz``), plus ``read_tensors``' format detection; side
+files (mutated JSON as a shard index, ``retention.json``, a writer spec, ``dump --batch``
+requests, and text as Burn's ``Loss.log``); and ``http``: a mutated pack served by a hostile
+server on 127.0.0.1 (lying sizes, bodies longer, shorter or endless, ranges ignored, a dripping
+body, odd statuses), read through ``burnpack.remote`` with a 0.25 s deadline per request.
 
 The oracle is the README's resource contract ("Bounded on hostile input"). For an input of n
 bytes, each reader must
@@ -19,7 +23,7 @@ bytes, each reader must
 
 Input ``i`` of a campaign is generated from ``(seed, i)`` alone, so any failure is replayed with
 ``--replay i`` (same seed corpus required: the corpus digest is recorded). Workers take blocks of
-four consecutive indices (one input per reader) in turn. The result JSON (inputs per reader, failures, version, commit,
+``len(READERS)`` consecutive indices (one input per reader) in turn. The result JSON (inputs per reader, failures, version, commit,
 corpus digest) is what ``benchmarks/results/fuzz_campaign.json`` holds.
 
     python benchmarks/fuzz_campaign.py --seconds 60 --workers 2 --json out.json
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import http.server
 import hashlib
 import io
 import json
@@ -36,13 +41,16 @@ import multiprocessing
 import os
 import platform
 import random
+import re
 import resource
+import shutil
 import signal
 import struct
 import subprocess
 import sys
 import tarfile
 import tempfile
+import threading
 import time
 import warnings
 import zipfile
@@ -63,6 +71,9 @@ from burnpack.interop.formats import read_npz  # noqa: E402
 from burnpack.interop.registry import read_tensors  # noqa: E402
 from burnpack.interop.pytorch import read_pytorch, read_pytorch_object  # noqa: E402
 from burnpack.interop.safetensors import parse_safetensors, read_safetensors, serialize_safetensors  # noqa: E402
+from burnpack.interop.sharded import read_sharded  # noqa: E402
+from burnpack.records import Checkpoints, burn_valid_losses  # noqa: E402
+from burnpack.spec import load_spec, spec_from_pack, writer_from_spec  # noqa: E402
 
 MB = 1_000_000
 TIME_BASE = 0.5
@@ -70,7 +81,8 @@ TIME_PER_MB = 1.0
 TIME_KILL_FACTOR = 10
 MEMORY_BASE = 64 * 1024 * 1024
 MEMORY_FACTOR = 16
-READERS = ("bpk", "pytorch", "safetensors", "npz")
+READERS = ("bpk", "pytorch", "safetensors", "npz", "sidefile", "http")
+SUFFIXES = {"bpk": ".bpk", "pytorch": ".pt", "safetensors": ".safetensors", "npz": ".npz", "sidefile": ".json", "http": ".bpk"}
 _FIXED_DATE = (2020, 1, 1, 0, 0, 0)
 
 
@@ -162,8 +174,29 @@ def _npz_seeds() -> list[bytes]:
     ]
 
 
+def _sidefile_seeds() -> list[bytes]:
+    with burnpack.load(_bpk_seeds()[1]) as pack:
+        spec = spec_from_pack(pack)
+    index = {"metadata": {"total_size": 8}, "weight_map": {"w": "a.safetensors", "b": "a.safetensors"}}
+    retention = {"format": "burnpack-checkpoint-retention/1", "epochs": [{"epoch": 1, "valid_loss": 0.5}, {"epoch": 2, "valid_loss": 0.25, "best_epoch": 1}, {"epoch": 3}]}
+    return [
+        json.dumps(index, indent=2).encode(),
+        json.dumps(retention, indent=1).encode(),
+        json.dumps(spec).encode(),
+        b'{"path": "absent.bpk", "level": "strict"}\n{"path": "x.bpk"}\nplain.bpk\n',
+        b"0.5,10\n0.25,20\n1.5\n0.75,final\n",
+    ]
+
+
+def _http_seeds() -> list[bytes]:
+    return _bpk_seeds()[:4]
+
+
 def seed_corpus() -> dict[str, list[bytes]]:
-    return {"bpk": _bpk_seeds(), "pytorch": _pytorch_seeds(), "safetensors": _safetensors_seeds(), "npz": _npz_seeds()}
+    return {
+        "bpk": _bpk_seeds(), "pytorch": _pytorch_seeds(), "safetensors": _safetensors_seeds(), "npz": _npz_seeds(),
+        "sidefile": _sidefile_seeds(), "http": _http_seeds(),
+    }  # fmt: skip
 
 
 def corpus_digest(corpus: dict[str, list[bytes]]) -> str:
@@ -188,6 +221,13 @@ _PICKLE_SNIPPETS = [
     b"r\xff\xff\xff\x7f", b"q\xff", b"j\xff\xff\xff\x7f", b"h\x00", b"\x94", b"\x82\x01", b"\x83\x01\x00",
     b"\x84\x01\x00\x00\x00", b"\x95" + b"\xff" * 8, b"\x8e" + b"\xff" * 8, b"B\xff\xff\xff\x7f", b"(", b"t", b"u",
     b"}", b"]", b"e", b"0", b"2", b"R", b"b", b"\x93", b"c__builtin__\neval\n",
+]
+
+
+# JSON worth inserting: deep and dense nesting, escapes, constants, huge numbers.
+_JSON_SNIPPETS = [
+    b"[" * 200, b'{"k":' * 200, b"[]," * 50, b"{}", b'"', b"\\", b"\\u0000", b"\\ud800", b"NaN", b"-Infinity", b"1e999",
+    b"99999999999999999999", b"]", b"}", b",", b":", b"null", b'"path"', b'"epochs"', b'"weight_map"', b'"tensors"', b"\n",
 ]
 
 
@@ -298,8 +338,10 @@ def generate(corpus: dict[str, list[bytes]], seed: int, index: int) -> tuple[str
         cut = rng.randrange(len(data) + 1)
         data = data[:cut] + other[rng.randrange(len(other) + 1) :]
     for _ in range(rng.choice((1, 1, 2, 3))):
-        if reader == "bpk":
+        if reader in ("bpk", "http"):
             data = _mutate_bpk_metadata(data, rng) if rng.random() < 0.6 else _mutate_bytes(data, rng, _CBOR_SNIPPETS)
+        elif reader == "sidefile":
+            data = _mutate_bytes(data, rng, _JSON_SNIPPETS)
         elif data[:4] == b"PK\x03\x04" and rng.random() < 0.7:
             data = _mutate_zip(data, rng, _PICKLE_SNIPPETS if reader == "pytorch" else [b"\x93NUMPY", b"(", b"'shape'"])
         elif data[257:262] == b"ustar" and rng.random() < 0.7:
@@ -354,11 +396,144 @@ def _read_npz(data: bytes, path: Path, rng: random.Random) -> None:
         read_npz(path).numpy()
 
 
+def _read_sidefile(data: bytes, path: Path, rng: random.Random) -> None:
+    """The bytes as one side file, chosen by ``rng``: shard index, retention record, writer spec,
+    ``dump --batch`` requests or Burn's ``Loss.log``."""
+    from burnpack.batch import serve
+
+    folder = path.parent / "side"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    surface = rng.randrange(5)
+    if surface == 0:
+        (folder / "a.safetensors").write_bytes(serialize_safetensors({"w": np.zeros(1, np.float32), "b": np.ones(1, np.float32)}))
+        (folder / "model.safetensors.index.json").write_bytes(data)
+        read_sharded(folder).close()
+    elif surface == 1:
+        (folder / "checkpoint").mkdir()
+        (folder / "checkpoint" / "retention.json").write_bytes(data)
+        Checkpoints(folder)
+    elif surface == 2:
+        path.write_bytes(data)
+        writer_from_spec(load_spec(path)).to_bytes()
+    elif surface == 3:
+        with contextlib.chdir(folder):  # relative request paths stay in the scratch folder
+            serve(io.StringIO(data.decode("utf-8", "replace")), io.StringIO(), max_line=4096)
+    else:
+        (folder / "valid" / "epoch-1").mkdir(parents=True)
+        (folder / "valid" / "epoch-1" / "Loss.log").write_bytes(data)
+        burn_valid_losses(folder)
+
+
+class HostileServer:
+    """One HTTP/1.0 server thread on 127.0.0.1 serving ``data`` at ``/input.bpk`` the way ``mode``
+    says. Every loop that sends is bounded (bytes and time) and stops when the client hangs up."""
+
+    MODES = ("ok", "ok", "lying_size", "overlong", "endless", "short", "norange", "drip", "status")
+
+    def __init__(self) -> None:
+        self.data = b""
+        self.mode = "ok"
+        self.rng = random.Random(0)
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"
+            timeout = 2
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_HEAD(self) -> None:
+                size = len(server.data)
+                if server.mode == "lying_size":
+                    size = server.rng.choice((0, 1, size - 1, size + 1, 2 * size, 1 << 40))
+                self.send_response(200)
+                self.send_header("Content-Length", str(max(size, 0)))
+                self.end_headers()
+
+            def do_GET(self) -> None:
+                try:
+                    self._get()
+                except (BrokenPipeError, ConnectionResetError, TimeoutError):
+                    pass
+
+            def _get(self) -> None:
+                data, mode, rng = server.data, server.mode, server.rng
+                if mode == "status":
+                    self.send_response(rng.choice((200, 204, 301, 302, 404, 416, 500, 503)))
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                match = None if mode == "norange" else _RANGE.fullmatch(self.headers.get("Range") or "")
+                start = int(match[1]) if match else 0
+                end = min(int(match[2]) + 1, len(data)) if match and match[2] else len(data)
+                body = data[start:end]
+                self.send_response(206 if match else 200)
+                if mode not in ("endless", "overlong"):
+                    self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                if mode == "endless":
+                    for _ in range(64):  # 4 MiB at most
+                        self.wfile.write(b"\0" * (1 << 16))
+                elif mode == "overlong":
+                    self.wfile.write(body + bytes(rng.randrange(1, 1 << 16)))
+                elif mode == "short":
+                    self.wfile.write(body[: rng.randrange(len(body) + 1)])
+                elif mode == "drip":
+                    stop = time.monotonic() + 0.5
+                    for i in range(len(body)):
+                        if time.monotonic() > stop:
+                            break
+                        self.wfile.write(body[i : i + 1])
+                        self.wfile.flush()
+                        time.sleep(0.005)
+                else:
+                    self.wfile.write(body)
+
+        self._server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+        host, port = self._server.server_address[:2]
+        self.url = f"http://{host}:{port}/input.bpk"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+_RANGE = re.compile(r"bytes=(\d+)-(\d*)")
+_SERVER: HostileServer | None = None
+
+
+def _hostile_server() -> HostileServer:
+    """The process's hostile server, started (and its client warmed up) outside any input's limits."""
+    global _SERVER
+    if _SERVER is None:
+        _SERVER = HostileServer()
+        _SERVER.data = burnpack.save_bytes({"w": np.zeros(2, np.float32)})
+        burnpack.load(_SERVER.url).numpy()  # fsspec's loop thread and session exist before the first input
+    return _SERVER
+
+
+def _read_http(data: bytes, path: Path, rng: random.Random) -> None:
+    from burnpack.remote import FsspecSource
+
+    server = _hostile_server()
+    server.data, server.mode, server.rng = data, rng.choice(HostileServer.MODES), rng
+    with burnpack.load(FsspecSource(server.url, deadline=0.25, idle_timeout=0.25)) as pack:
+        pack.numpy()
+        for view in pack.tensors():
+            view.numpy()
+
+
 _READ: dict[str, Callable[[bytes, Path, random.Random], None]] = {
     "bpk": _read_bpk,
     "pytorch": _read_pytorch,
     "safetensors": _read_safetensors,
     "npz": _read_npz,
+    "sidefile": _read_sidefile,
+    "http": _read_http,
 }
 
 
@@ -435,6 +610,7 @@ def _worker(args: tuple[int, int, int, float, int | None, str, str]) -> dict[str
     warnings.simplefilter("ignore")
     signal.signal(signal.SIGPROF, _on_alarm)
     corpus = seed_corpus()
+    _hostile_server()
     counts = dict.fromkeys(READERS, 0)
     kinds = {"foreign": 0, "over_time": 0, "over_memory": 0}
     failures: list[dict[str, Any]] = []
@@ -448,7 +624,7 @@ def _worker(args: tuple[int, int, int, float, int | None, str, str]) -> dict[str
             if time.time() >= deadline or (limit is not None and index >= limit):
                 break
             reader, data = generate(corpus, seed, index)
-            suffix = {"bpk": ".bpk", "pytorch": ".pt", "safetensors": ".safetensors", "npz": ".npz"}[reader]
+            suffix = SUFFIXES[reader]
             verdict = judge(reader, data, Path(tmp) / f"input{suffix}", random.Random(f"read:{seed}:{index}"))
             counts[reader] += 1
             if verdict is not None:
@@ -526,6 +702,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.replay is not None:
         signal.signal(signal.SIGPROF, _on_alarm)
+        _hostile_server()
         reader, data = generate(seed_corpus(), args.seed, args.replay)
         with tempfile.TemporaryDirectory() as tmp:
             verdict = judge(reader, data, Path(tmp) / "input", random.Random(f"read:{args.seed}:{args.replay}"))

@@ -20,7 +20,7 @@ def has_extension(path: Path) -> bool:
 def resolve_read_path(path: PathLike) -> Path:
     """Burn's reader rule: an extensionless path that does not exist gets ``.bpk`` appended."""
     p = Path(path)
-    if not has_extension(p) and not p.exists():
+    if not has_extension(p) and not os.path.exists(p):  # False, not an error, for a name too long or holding NUL
         return p.with_name(p.name + ".bpk")
     return p
 

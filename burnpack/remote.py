@@ -5,13 +5,19 @@ Opening costs one size request and one range request: the first 64 KiB are fetch
 which holds the header and the metadata of nearly every pack. Each tensor is then one range
 request of exactly its bytes; bulk reads coalesce neighbouring tensors into large requests.
 Every failure (HTTP error, timeout, a server that sends too few bytes) is a burnpack ``IoError``.
+
+Every request is bounded: it fails after ``idle_timeout`` seconds without a byte (for HTTP; other
+backends take their own timeouts in ``storage_options``) and after ``deadline`` seconds in all,
+however slowly the server keeps sending. An HTTP response body is read up to the bytes asked for
+and one more: a server that sends more is an ``IoError``, never a download of what it sends.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeGuard
 
 from .errors import BurnpackError, IoError
@@ -24,8 +30,12 @@ NO_RANGES = (
 )
 HEAD_BLOCK = 64 << 10
 """Bytes fetched by the first request: the header plus metadata of up to 64 KiB - 10."""
+IDLE_TIMEOUT = 60.0
+"""Default seconds an HTTP request may wait for the connection or the next byte."""
+DEADLINE = 600.0
+"""Default seconds one request (a size query or a range of at most 64 MiB) may take in all."""
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
-_HTTP_TIMEOUTS = {"sock_connect": 30, "sock_read": 60}  # seconds; no request waits forever
+_READ_CHUNK = 1 << 20
 
 
 def is_url(value: object) -> TypeGuard[str]:
@@ -34,25 +44,47 @@ def is_url(value: object) -> TypeGuard[str]:
 
 
 class FsspecSource:
-    """A remote file served as byte ranges."""
+    """A remote file served as byte ranges.
 
-    def __init__(self, url: str, storage_options: Mapping[str, Any] | None = None) -> None:
+    ``storage_options`` go to fsspec's filesystem. ``idle_timeout`` (seconds without a byte on an
+    HTTP connection; :data:`IDLE_TIMEOUT` by default, unless ``storage_options`` give aiohttp's
+    ``client_kwargs`` themselves) and ``deadline`` (seconds for one whole request, every backend;
+    :data:`DEADLINE` by default) bound each request; pass a source made with other limits to
+    ``burnpack.load`` in place of the URL.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        storage_options: Mapping[str, Any] | None = None,
+        *,
+        idle_timeout: float = IDLE_TIMEOUT,
+        deadline: float = DEADLINE,
+    ) -> None:
         try:
             import fsspec
         except ImportError:
             raise ImportError(REMOTE_EXTRA_HINT) from None
+        if not idle_timeout > 0 or not deadline > 0:
+            raise ValueError(f"idle_timeout and deadline must be positive seconds, not {idle_timeout!r} and {deadline!r}")
         options = dict(storage_options or {})
-        if url.split("://", 1)[0].lower() in ("http", "https") and "client_kwargs" not in options:
+        self._http = url.split("://", 1)[0].lower() in ("http", "https")
+        if self._http and "client_kwargs" not in options:
             import aiohttp
 
-            options["client_kwargs"] = {"timeout": aiohttp.ClientTimeout(**_HTTP_TIMEOUTS)}
+            options["client_kwargs"] = {"timeout": aiohttp.ClientTimeout(sock_connect=idle_timeout, sock_read=idle_timeout)}
         self.url = url
+        self.deadline = deadline
         self._lock = threading.Lock()
         self._head = b""
         self._file: Any = None
-        fs, path = self._call("open", lambda: fsspec.core.url_to_fs(url, **options))
-        self._file = self._call("open", lambda: fs.open(path, "rb", cache_type="none"))
-        size = self._file.size
+        self._closed = False
+        self._fs, self._path = self._call("open", lambda: fsspec.core.url_to_fs(url, **options))
+        if self._http:
+            size = self._call("size request", lambda: self._sync(self._fs._info, self._path)["size"])
+        else:
+            self._file = self._call("open", lambda: self._bounded(lambda: self._fs.open(self._path, "rb", cache_type="none")))
+            size = self._file.size
         if not isinstance(size, int):
             self.close()
             raise IoError("the server does not report the file's size", where=url)
@@ -90,14 +122,58 @@ class FsspecSource:
             return b""
 
         def get() -> bytes:
-            with self._lock:
-                self._file.seek(offset)
-                return self._file.read(expected)
+            if self._closed:
+                raise IoError("the remote file is closed", where=self.url)
+            if self._http:
+                return self._sync(_http_range, self._fs, self._path, offset, expected)
+
+            def read() -> bytes:
+                with self._lock:  # taken on the worker: a read left running past its deadline still holds it
+                    self._file.seek(offset)
+                    return self._file.read(expected)
+
+            return self._bounded(read)
 
         data = self._call(f"read of bytes {offset}..{offset + expected}", get)
         if len(data) != expected:
             raise IoError(f"short read: got {len(data)} of {expected} bytes at offset {offset}", where=self.url)
         return data
+
+    def _sync(self, coroutine: Callable[..., Any], *args: Any) -> Any:
+        """Run one of the filesystem's coroutines on its loop, cancelled after the deadline."""
+        from fsspec.asyn import FSTimeoutError, sync
+
+        async def run() -> Any:
+            try:
+                return await coroutine(*args)
+            except asyncio.TimeoutError as exc:  # aiohttp's idle timeout (the deadline cancels instead)
+                raise IoError(f"{type(exc).__name__}: no byte within the idle timeout", where=self.url) from None
+
+        try:
+            return sync(self._fs.loop, run, timeout=self.deadline)
+        except FSTimeoutError:
+            raise IoError(f"no complete answer within the {self.deadline} s deadline", where=self.url) from None
+
+    def _bounded(self, action: Callable[[], Any]) -> Any:
+        """``action()`` of a backend without a loop we can cancel on: waited for up to the deadline
+        on a daemon thread (left to the backend's own timeouts after that)."""
+        outcome: list[Any] = []
+
+        def run() -> None:
+            try:
+                outcome.append((True, action()))
+            except BaseException as exc:  # handed to the caller
+                outcome.append((False, exc))
+
+        worker = threading.Thread(target=run, daemon=True)
+        worker.start()
+        worker.join(self.deadline)
+        if not outcome:
+            raise IoError(f"no complete answer within the {self.deadline} s deadline", where=self.url)
+        ok, value = outcome[0]
+        if not ok:
+            raise value
+        return value
 
     def _call(self, what: str, action: Any) -> Any:
         try:
@@ -112,8 +188,37 @@ class FsspecSource:
             raise IoError(f"{what} failed: {type(exc).__name__}: {exc}", where=self.url) from exc
 
     def close(self) -> None:
-        if self._file is not None:
+        self._closed = True
+        self._file, file = None, self._file
+        if file is not None:
             try:
-                self._file.close()
+                file.close()
             except Exception:  # closing a read-only handle has nothing to lose
                 pass
+
+
+async def _http_range(fs: Any, url: str, offset: int, length: int) -> bytes:
+    """``length`` bytes at ``offset`` with one ranged GET, reading at most ``length + 1`` bytes
+    of the body whatever the server sends (fsspec's own fetch reads a 206 body to its end)."""
+    kwargs = dict(fs.kwargs)
+    headers = {**kwargs.pop("headers", {}), "Range": f"bytes={offset}-{offset + length - 1}"}
+    session = await fs.set_session()
+    async with session.get(fs.encode_url(url), headers=headers, **kwargs) as response:
+        if response.status == 404:
+            raise FileNotFoundError(url)
+        response.raise_for_status()
+        ranged = response.status == 206
+        if not ranged and offset > 0:
+            raise IoError(f"HTTP {response.status} to a range request: {NO_RANGES}", where=url)
+        limit = length + 1 if ranged else length  # a whole file from byte 0: its first bytes are the range
+        chunks: list[bytes] = []
+        got = 0
+        while got < limit:
+            chunk = await response.content.read(min(limit - got, _READ_CHUNK))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        if got > length:
+            raise IoError(f"the server sent more than the {length} bytes asked for at offset {offset}", where=url)
+        return b"".join(chunks)

@@ -41,6 +41,8 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
     is opened, and again on the open descriptor (the path could be swapped in between); the open
     itself is non-blocking, so even a FIFO swapped in cannot hang it.
     """
+    if "\0" in os.fsdecode(path):  # os.stat would raise a bare ValueError
+        raise IoError("a path cannot hold a NUL character", where=repr(os.fsdecode(path)))
     _refuse_irregular(os.stat(path).st_mode, path)
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:

@@ -23,16 +23,15 @@ out-of-range values) raises the writer's ``BurnpackError``, exactly as ``Writer`
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import struct
-from pathlib import Path
 from typing import Any
 
 from ._generated.types import DType, Scalar
 from .dump import scalar_json
 from .errors import BurnpackError, ValidationError
+from .sidefile import parse_json, read_side_file
 from .writer import Tensor, Writer
 
 
@@ -129,11 +128,19 @@ def writer_from_spec(spec: Any) -> Writer:
     return Writer(tensors, metadata=metadata, scalars=scalars)
 
 
-def load_spec(path: str | os.PathLike[str]) -> dict:
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise SpecError(f"{path}: not JSON: {exc}") from None
+SPEC_MAX_BYTES = 256 << 20
+"""Default cap on a spec's size: tensor bytes are hex in a spec, so 128 MiB of tensors."""
+
+
+def load_spec(path: str | os.PathLike[str], *, max_bytes: int = SPEC_MAX_BYTES) -> Any:
+    """The JSON of a spec file: a regular file of at most ``max_bytes``, parsed with the JSON
+    checks of :func:`burnpack.sidefile.parse_json` (``SpecError`` when it is not JSON)."""
+    return parse_spec(read_side_file(path, max_bytes=max_bytes))
+
+
+def parse_spec(text: str | bytes) -> Any:
+    """The JSON of a spec's text (``SpecError`` when it is not JSON, too dense or too deep)."""
+    return parse_json(text, SpecError, "spec")
 
 
 def bytes_from_spec(spec: Any) -> bytes:

@@ -73,7 +73,7 @@ def test_inputs_are_a_function_of_seed_and_index_only():
 
 def test_a_short_campaign_covers_every_reader_without_failures(alarm):
     with warnings.catch_warnings():  # the in-process worker silences warnings, as workers do
-        result = campaign.run_campaign(seconds=600, workers=1, seed=3, limit=400)
-    assert result["inputs"] == 400
+        result = campaign.run_campaign(seconds=600, workers=1, seed=3, limit=100 * len(campaign.READERS))
+    assert result["inputs"] == 100 * len(campaign.READERS)
     assert all(count == 100 for count in result["inputs_per_reader"].values())
     assert result["failures"] == 0, result["failure_samples"][:5]

@@ -191,7 +191,9 @@ def test_installed_burnpack_imports_only_its_declared_dependencies():
     import tomllib
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    import_names = {"google_re2": "re2"}  # distributions whose module is named otherwise
     declared = {dep.split(">")[0].split("=")[0].split("[")[0].strip().replace("-", "_") for dep in project["dependencies"]}
+    declared = {import_names.get(name, name) for name in declared}
     extras = project["optional-dependencies"]
     optional = {dep.split("=")[0].split(">")[0].strip() for extra in ("torch", "remote", "crosscheck") for dep in extras[extra]}
     imports = _third_party_imports("burnpack")

@@ -22,6 +22,7 @@ from ..display import plural, printable
 from ..dump import scalar_json
 from .._generated.types import DTYPE_INFO
 from ..errors import BurnpackError
+from ..patterns import InvalidPattern, compile_pattern
 from ..progress import human_size
 from ..quant import dtype_label
 from ..reader import Pack, TensorView
@@ -86,9 +87,9 @@ def select(pack: Pack, *, sort: str = "natural", pattern: str | None = None) -> 
     views = [pack[name] for name in pack.names]
     if pattern is not None:
         try:
-            regex = re.compile(pattern)
-        except re.error as exc:
-            raise CommandError(None, "UsageError", f"--filter {pattern!r}: {exc}", code=2) from None
+            regex = compile_pattern(pattern)
+        except InvalidPattern as exc:
+            raise CommandError(None, "UsageError", f"--filter {pattern!r}: {exc.reason}", code=2) from None
         views = [v for v in views if regex.search(v.name)]
     if sort == "natural":
         views.sort(key=lambda v: natural_key(v.name))

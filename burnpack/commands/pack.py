@@ -27,14 +27,15 @@ def register(sub: Any) -> None:
 
 def _build(args: Any) -> Path:
     from ..atomic import atomic_file
-    from ..spec import SpecError, load_spec, writer_from_spec
+    from ..sidefile import read_capped
+    from ..spec import SPEC_MAX_BYTES, SpecError, load_spec, parse_spec, writer_from_spec
     from ..writer import resolve_write_path
 
     with blame(args.spec):
-        try:
-            spec = json.loads(sys.stdin.read()) if args.spec == "-" else load_spec(args.spec)
-        except json.JSONDecodeError as exc:
-            raise SpecError(f"not JSON: {exc}") from None
+        if args.spec == "-":
+            spec = parse_spec(read_capped(sys.stdin.buffer, max_bytes=SPEC_MAX_BYTES, where="standard input"))
+        else:
+            spec = load_spec(args.spec)
         writer = writer_from_spec(spec)
         writer.plan()  # a refusal is about the spec, before any output exists
     target = check_output(args.output, resolve_write_path(args.output), overwrite=args.overwrite)

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .._generated.types import DTYPE_INFO, DType
+from ..patterns import InvalidPattern, Pattern, compile_pattern
 from ._io import OptionError
 from .tensors import Entry, cast_array, dtype_name, is_float, parse_dtype
 
@@ -135,13 +136,13 @@ class ModuleTypes:
         self.types = {path: known_module_type(t) for path, t in (types or {}).items()}
         if isinstance(rules, Mapping):
             rules = rules.items()
-        self.rules: list[tuple[re.Pattern[str], str]] = []
+        self.rules: list[tuple[Pattern, str]] = []
         for pattern, t in rules or ():
             kind = known_module_type(t, "module type in rule")
             try:
-                self.rules.append((re.compile(pattern), kind))
-            except re.error as exc:
-                raise OptionError(f"type_rules={pattern!r}: {exc}") from None
+                self.rules.append((compile_pattern(pattern), kind))
+            except InvalidPattern as exc:
+                raise OptionError(f"type_rules={pattern!r}: {exc.reason}") from None
         self.torch_types = dict(torch_types or {})
         self.infer = infer
         self.inferred: dict[str, str] = {}

@@ -16,6 +16,7 @@ from typing import Any
 
 from .._generated.types import QUANTIZABLE_SCALES, QUANTIZABLE_VALUES, BoolStore
 from ..commands.common import CommandError, add_progress_option, blame, check_output
+from ..sidefile import parse_json
 from .registry import choices, formats
 
 __all__ = ["register"]
@@ -304,10 +305,7 @@ def _convert(args: argparse.Namespace) -> int:
 
 
 def _json_option(option: str, text: str | None) -> Any:
-    try:
-        return json.loads(text) if text else None
-    except json.JSONDecodeError as exc:
-        raise _usage(option, ValueError(f"not JSON: {exc}")) from None
+    return parse_json(text, lambda message: _usage(option, ValueError(message)), "the value") if text else None
 
 
 def _checkpoint_output(args: argparse.Namespace, to_burn: bool) -> None:

@@ -39,7 +39,6 @@ them out; ``metadata={...}`` adds or overrides entries; ``keep_metadata=False`` 
 from __future__ import annotations
 
 import os
-import re
 import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -50,6 +49,7 @@ from ..display import plural, printable_lines
 from ..dtypes import EXTENSION_DTYPES, NATIVE_BOOL, element_size
 from ..quant import dtype_label
 from ..frameworks import is_torch_module
+from ..patterns import InvalidPattern, compile_pattern
 from ..progress import finish, human_size, progress_for
 from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
 from ._io import ConversionError, OptionError
@@ -357,9 +357,9 @@ def _filters(entries: list[Entry], keep_spec: Any, drop_spec: Any, log: _OptionL
     for option, spec in (("filter", keep_spec), ("exclude", drop_spec)):
         for pattern in _patterns(spec):
             try:
-                regex = re.compile(pattern)
-            except re.error as exc:
-                raise OptionError(f"{option}={pattern!r}: {exc}") from None
+                regex = compile_pattern(pattern)
+            except InvalidPattern as exc:
+                raise OptionError(f"{option}={pattern!r}: {exc.reason}") from None
             n = sum(1 for e in entries if regex.search(e.name))
             log.record(option, pattern, n, "matched", "matches no tensor name")
     keep, drop = PathFilter.coerce(keep_spec), PathFilter.coerce(drop_spec)

@@ -43,6 +43,7 @@ from .._generated.types import BoolStore, DType
 from ..dtypes import dtype_from_torch, numpy_dtype
 from ..errors import BurnpackError
 from ..frameworks import import_torch, numpy_to_torch
+from ..sidefile import read_side_file
 from ..source import open_regular
 from ..tensor import NUMPY_MAX_DIMS
 from ._io import ConversionError, OutputExistsError, entry_from_array
@@ -235,16 +236,22 @@ def _path(folder: Path, fqn: str, value: object) -> tuple[str | int, ...]:
     return value
 
 
-def read_dcp_metadata(path: str | os.PathLike[str]) -> DcpMetadata:
+DCP_METADATA_MAX_BYTES = 256 << 20
+"""Default cap on a DCP ``.metadata`` file: it lists tensors and chunks, far less for any real model."""
+
+
+def read_dcp_metadata(path: str | os.PathLike[str], *, max_metadata_bytes: int = DCP_METADATA_MAX_BYTES) -> DcpMetadata:
     """A DCP checkpoint's ``.metadata``, unpickled with the allowlist (nothing in it runs) and
     checked against the folder's files: every record inside its file, no two overlapping, every
     tensor's chunks inside its shape and adding up to it, each chunk's record large enough for
-    its elements — so that what is later allocated is paid for by bytes really present."""
+    its elements — so that what is later allocated is paid for by bytes really present.
+    ``.metadata`` is read as a side file: a regular file of at most ``max_metadata_bytes``."""
     folder = Path(path)
     try:
-        with open_regular(folder / ".metadata") as handle:
-            data = handle.read()
+        data = read_side_file(folder / ".metadata", max_bytes=max_metadata_bytes)
     except OSError as exc:
+        if exc.errno is None:  # over the cap: the side-file reader's own error says so
+            raise
         raise ConversionError(f"{folder}: not a torch.distributed.checkpoint folder (no readable .metadata: {exc.strerror})") from None
     try:
         root = unpickle_allowing(data, _dcp_globals())
@@ -366,14 +373,21 @@ def _owned(value: Any) -> Any:
     return value
 
 
-def read_dcp(path: str | os.PathLike[str], *, bool_store: str | BoolStore = "U8", top_level_key: str | None = None) -> TensorSet:
+def read_dcp(
+    path: str | os.PathLike[str],
+    *,
+    bool_store: str | BoolStore = "U8",
+    top_level_key: str | None = None,
+    max_metadata_bytes: int = DCP_METADATA_MAX_BYTES,
+) -> TensorSet:
     """The tensors of a DCP checkpoint, each loaded only when asked for (``top_level_key``
     takes the tensors under ``"<key>."``, with that prefix removed); the non-tensor entries are
-    listed in the set's ``skipped`` with what they hold. Needs no torch."""
+    listed in the set's ``skipped`` with what they hold. Needs no torch. ``max_metadata_bytes``:
+    see :func:`read_dcp_metadata`."""
     folder = Path(path)
     if not is_dcp(folder):
         raise ConversionError(f"{folder}: not a torch.distributed.checkpoint folder (no .metadata file)")
-    meta = read_dcp_metadata(folder)
+    meta = read_dcp_metadata(folder, max_metadata_bytes=max_metadata_bytes)
     prefix = f"{top_level_key}." if top_level_key is not None else ""
     entries = []
     for fqn, info in meta.tensors.items():
@@ -400,11 +414,11 @@ def _loader(meta: DcpMetadata, fqn: str, bool_store: str | BoolStore) -> Callabl
     return load
 
 
-def read_dcp_object(path: str | os.PathLike[str]) -> Any:
+def read_dcp_object(path: str | os.PathLike[str], *, max_metadata_bytes: int = DCP_METADATA_MAX_BYTES) -> Any:
     """The whole nested state of a DCP checkpoint, as :func:`~burnpack.interop.pytorch.read_pytorch_object`
     returns a ``torch.save`` file's: tensors as numpy arrays, other entries read with the same
     allowlist, nested along the key paths DCP recorded (list items by index). Needs no torch."""
-    meta = read_dcp_metadata(path)
+    meta = read_dcp_metadata(path, max_metadata_bytes=max_metadata_bytes)
     values: dict[str, Any] = {fqn: _load_tensor(meta, fqn) for fqn in meta.tensors}
     values.update((fqn, _load_object(meta, fqn)) for fqn in meta.objects)
     state: dict[Any, Any] = {}

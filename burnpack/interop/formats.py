@@ -28,13 +28,14 @@ import numpy as np
 from .._generated.types import BoolStore, DType
 from ..dtypes import EXTENSION_DTYPES, dtype_from_numpy, dtype_from_safetensors, element_size, is_extension_type, numpy_dtype, safetensors_code
 from ..reader import TensorView, load
+from ..sidefile import parse_json
 from ..source import open_regular
 from ..tensor import NUMPY_MAX_DIMS
 from ..tensor import FileRange, le_c_bytes
 from ..writer import Tensor, Writer
 from ._io import ConversionError, OutputExistsError, atomic_output, entry_from_array
 from .archive import ZIP_ERRORS, InflateBudget
-from .safetensors import SafetensorsError, build_header, check_json_density, map_safetensors
+from .safetensors import SafetensorsError, build_header, map_safetensors
 from .tensors import Entry, TensorSet, dtype_name, flatten_nested
 
 __all__ = [
@@ -211,10 +212,9 @@ def _npz_tensor_set(path: Any, arrays: dict[str, np.ndarray], bool_store: str | 
         try:
             # From the raw UTF-32 code units: numpy's str() passes code points past U+10FFFF through.
             text = info.astype(info.dtype.newbyteorder("<")).tobytes().decode("utf-32-le").rstrip("\0")
-            check_json_density(text, ConversionError, f"{path}: {_METADATA_KEY}")
-            parsed = json.loads(text)
-        except (ValueError, RecursionError) as exc:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        except UnicodeDecodeError as exc:
             raise ConversionError(f"{path}: {_METADATA_KEY} is not JSON: {exc}") from None
+        parsed = parse_json(text, ConversionError, f"{path}: {_METADATA_KEY}")
         meta_part = parsed.get("metadata") or {} if isinstance(parsed, dict) else None
         dtypes_part = parsed.get("dtypes") or {} if isinstance(parsed, dict) else None
         if not isinstance(meta_part, dict) or not isinstance(dtypes_part, dict):

@@ -20,6 +20,7 @@ import numpy as np
 
 from .._generated.types import DType, QuantScheme
 from ..errors import QuantizationError
+from ..patterns import compile_pattern
 from ..quant import check_decodable, check_quantizable, describe, dequantize, quantize, quantized_data_len
 from .formats import ConversionError
 from .tensors import Entry, is_float
@@ -50,7 +51,7 @@ def quantize_entries(
     ``errors[name]`` receives ``{"scheme", "max_abs", "rmse"}`` when the tensor is written.
     Raises :class:`ConversionError` when nothing is selected.
     """
-    pattern = re.compile(include) if include is not None else None
+    pattern = compile_pattern(include, "quantization include regex") if include is not None else None
     out, selected = [], 0
     for entry in entries:
         chosen = pattern.search(entry.name) is not None if pattern is not None else default_selection(entry)

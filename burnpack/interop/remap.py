@@ -11,6 +11,7 @@
   active variant as a path segment (``conv.DwsConv.dconv.weight``); PyTorch does not
   (``conv.dconv.weight``).
 
+Patterns are RE2's (:mod:`burnpack.patterns`): linear-time, with the syntax of Burn's regex crate.
 Deliberate differences from Burn: an invalid regex raises instead of being silently dropped,
 and a reference to a group the pattern does not have is an error only in Python syntax (Burn's
 ``$9`` for a missing group expands to nothing, and so does ours).
@@ -22,6 +23,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..patterns import Pattern, compile_pattern
 
 __all__ = [
     "KeyRemapper",
@@ -35,15 +38,16 @@ __all__ = [
 ]
 
 _CAP_LETTER = re.compile(r"[0-9A-Za-z_]+")
-_RUST_NAMED_GROUP = re.compile(r"\(\?<(?![=!])")
 
 
-def _rust_pattern(pattern: str) -> str:
-    """Rust's ``(?<name>...)`` named groups spelled the Python way (``(?P<name>...)``)."""
-    return _RUST_NAMED_GROUP.sub("(?P<", pattern)
+def _python_twin(compiled: Pattern) -> re.Pattern[str]:
+    """A Python pattern with the groups (numbers and names) of ``compiled``, to check a Python
+    replacement template against (RE2 reads templates only when it expands them)."""
+    names = {index: name for name, index in compiled.groupindex.items() if name.isidentifier()}
+    return re.compile("".join(f"(?P<{names[i]}>)" if i in names else "()" for i in range(1, compiled.groups + 1)))
 
 
-def _expander(compiled: re.Pattern[str], replacement: str) -> Callable[[re.Match[str]], str]:
+def _expander(compiled: Pattern, replacement: str) -> Callable[[Any], str]:
     """A match → text function for ``replacement`` in Burn's or Python's syntax.
 
     Burn (Rust ``regex``): ``$$`` is a dollar; ``${name}`` or ``$name`` (``name`` = the longest
@@ -96,7 +100,7 @@ def _expander(compiled: re.Pattern[str], replacement: str) -> Callable[[re.Match
                 literal = []
             template = "".join(chunk)
             try:
-                compiled.sub(template, "")  # re parses the template eagerly: bad groups fail here
+                _python_twin(compiled).sub(template, "")  # re parses the template eagerly: bad groups fail here
             except (re.error, IndexError) as exc:
                 raise ValueError(f"invalid replacement {replacement!r}: {exc}") from None
             parts.append(("python", template))
@@ -109,7 +113,7 @@ def _expander(compiled: re.Pattern[str], replacement: str) -> Callable[[re.Match
     groups = compiled.groups
     names = compiled.groupindex
 
-    def expand(match: re.Match[str]) -> str:
+    def expand(match: Any) -> str:
         out = []
         for part in parts:
             if isinstance(part, str):
@@ -134,15 +138,12 @@ class RemapRule:
 
     pattern: str
     replacement: str
-    regex: re.Pattern[str] = field(repr=False, compare=False)
-    expand: Callable[[re.Match[str]], str] = field(repr=False, compare=False)
+    regex: Pattern = field(repr=False, compare=False)
+    expand: Callable[[Any], str] = field(repr=False, compare=False)
 
     @classmethod
     def compile(cls, pattern: str, replacement: str) -> RemapRule:
-        try:
-            regex = re.compile(_rust_pattern(pattern))
-        except re.error as exc:
-            raise ValueError(f"invalid remap pattern {pattern!r}: {exc}") from None
+        regex = compile_pattern(pattern, "remap regex")
         return cls(pattern, replacement, regex, _expander(regex, replacement))
 
     def apply(self, name: str) -> str:
@@ -168,6 +169,9 @@ def parse_rule(text: str) -> tuple[str, str]:
             depth = max(0, depth - 1)
         elif ch == "=" and depth == 0:
             return text[:i], text[i + 1 :]
+    if "=" in text:  # unbalanced parentheses: the pattern is what is wrong, and compiling it says so
+        pattern, _, replacement = text.partition("=")
+        return pattern, replacement
     raise ValueError(f"remap rule {text!r} is not PATTERN=REPLACEMENT")
 
 
@@ -235,10 +239,7 @@ class PathFilter:
         self.paths = list(paths)
         self.regexes = []
         for pattern in regexes:
-            try:
-                self.regexes.append(re.compile(_rust_pattern(pattern)))
-            except re.error as exc:
-                raise ValueError(f"invalid filter regex {pattern!r}: {exc}") from None
+            self.regexes.append(compile_pattern(pattern, "filter regex"))
         self.predicates = list(predicates)
         self.match_all = match_all
         self._path_set = set(self.paths)

@@ -30,6 +30,7 @@ from .._generated.types import SAFETENSORS_CODE_ORDER
 from ..atomic import atomic_file
 from ..dtypes import ResolvedTable, dtype_from_numpy, dtype_from_safetensors, numpy_dtype, safetensors_code
 from ..errors import BurnpackError
+from ..sidefile import parse_json
 from ..source import open_regular
 
 __all__ = [
@@ -139,27 +140,7 @@ def _parse_header(raw: bytes) -> dict[str, object]:
         raise SafetensorsError(f"header is not valid UTF-8: {exc}") from exc
     if not text.startswith("{"):
         raise SafetensorsError("header must be a JSON object starting with '{'")
-    check_json_density(text, SafetensorsError, "header")
-    try:
-        return json.loads(text, object_pairs_hook=_json_object, parse_constant=_no_constant)
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
-        raise SafetensorsError(f"header is not valid JSON: {exc}") from exc
-
-
-# A tensor entry (``"a":{"dtype":"U8","shape":[],"data_offsets":[0,0]}``) spends at least 16 bytes
-# per JSON object or array; json builds ~60-byte objects for 2-byte ``{}``, so denser text could
-# cost 30x its size in memory.
-_JSON_BYTES_PER_CONTAINER = 8
-
-
-def check_json_density(text: str, error: type[Exception], what: str) -> None:
-    """Refuse JSON with more objects and arrays than metadata needs (counted before parsing)."""
-    containers = text.count("{") + text.count("[")
-    if containers * _JSON_BYTES_PER_CONTAINER > len(text) + 64:
-        raise error(
-            f"{what} holds {containers} JSON objects and arrays in {len(text)} characters, more than "
-            f"one per {_JSON_BYTES_PER_CONTAINER}: refused before parsing, as no tensor listing is that dense"
-        )
+    return parse_json(text, SafetensorsError, "header", object_pairs_hook=_json_object, parse_constant=_no_constant)
 
 
 def _json_object(pairs: list[tuple[str, object]]) -> dict[str, object]:

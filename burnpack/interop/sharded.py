@@ -25,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .._generated.types import BoolStore
+from ..sidefile import SIDE_FILE_MAX_BYTES, parse_json, read_side_file
 from ._io import ConversionError, OutputExistsError, atomic_output
 from .formats import PageReleaser, read_pytorch_file, read_safetensors_file, write_safetensors_file
 from .safetensors import SafetensorsError
@@ -36,7 +37,6 @@ __all__ = ["find_sharded", "parse_size", "read_sharded", "shard_families", "spli
 SHARD_PATTERNS = {"safetensors": "model{suffix}.safetensors", "pytorch": "pytorch_model{suffix}.bin"}
 """huggingface_hub's ``filename_pattern``s: ``{suffix}`` is ``-00001-of-00003``, or empty for one file."""
 SINGLE_NAMES = tuple(pattern.format(suffix="") for pattern in SHARD_PATTERNS.values())
-_MAX_INDEX = 64 << 20  # an index lists names: far below this for any real model
 _SIZE_UNITS = {"TB": 10**12, "GB": 10**9, "MB": 10**6, "KB": 10**3}  # huggingface_hub's (decimal)
 
 
@@ -86,10 +86,19 @@ def find_sharded(path: str | os.PathLike[str], family: str | None = None) -> Pat
 
 
 def read_sharded(
-    path: str | os.PathLike[str], *, bool_store: str | BoolStore = "U8", top_level_key: str | None = None, family: str | None = None
+    path: str | os.PathLike[str],
+    *,
+    bool_store: str | BoolStore = "U8",
+    top_level_key: str | None = None,
+    family: str | None = None,
+    max_index_bytes: int = SIDE_FILE_MAX_BYTES,
 ) -> TensorSet:
     """The tensors of a sharded checkpoint (of the ``family`` shard format when given), shard by
-    shard in file order, checked against its index."""
+    shard in file order, checked against its index.
+
+    The index is read as a side file: a regular file of at most ``max_index_bytes`` (64 MiB by
+    default; an index lists names, far less for any real model), parsed with the JSON checks.
+    """
     found = find_sharded(path, family)
     if found is None:
         raise ConversionError(f"{path}: not a model folder or an *.index.json file")
@@ -97,7 +106,7 @@ def read_sharded(
         return read_safetensors_file(found, bool_store=bool_store)
     if not found.name.endswith(".index.json"):
         return read_pytorch_file(found, top_level_key=top_level_key, bool_store=bool_store)
-    weight_map = _weight_map(found)
+    weight_map = _weight_map(found, max_index_bytes)
     shards: dict[str, list[str]] = {}
     for name, shard in weight_map.items():
         shards.setdefault(shard, []).append(name)
@@ -138,13 +147,8 @@ def read_sharded(
     return TensorSet(entries, metadata, format=fmt, top_level_key=top_level_key, closers=closers, skipped=skipped)
 
 
-def _weight_map(index: Path) -> dict[str, str]:
-    if index.stat().st_size > _MAX_INDEX:
-        raise ConversionError(f"{index}: {index.stat().st_size} bytes is more than an index of tensor names needs ({_MAX_INDEX})")
-    try:
-        parsed = json.loads(index.read_bytes())
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ConversionError(f"{index}: not JSON: {exc}") from None
+def _weight_map(index: Path, max_bytes: int) -> dict[str, str]:
+    parsed = parse_json(read_side_file(index, max_bytes=max_bytes), ConversionError, str(index))
     weight_map = parsed.get("weight_map") if isinstance(parsed, dict) else None
     if not isinstance(weight_map, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()):
         raise ConversionError(f"{index}: needs a \"weight_map\" object of tensor name -> shard file name")

@@ -31,10 +31,12 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
 from ..atomic import atomic_file
 from ..errors import BurnpackError, IoError
+from ..sidefile import SIDE_FILE_MAX_BYTES, parse_json, read_side_file
 from .module import ModuleRecord
 from .optimizer import OptimizerRecord
 from .scheduler import LrSchedulerRecord
@@ -80,30 +82,48 @@ class LossHistory:
 
     Like Burn's event store, it scans epochs 1, 2, ... until the first epoch without a value and
     returns the first strict minimum. ``best`` overrides the answer (the caller says which epoch).
+    The scan resumes where the last one stopped, so asking after each of ``n`` epochs added with
+    :meth:`record` costs ``O(n)`` in all (a changed epoch already scanned starts the scan over).
     """
 
     def __init__(self, losses: Mapping[int, float] | None = None, best: int | None = None) -> None:
-        self.losses: dict[int, float] = dict(losses or {})
+        self._losses: dict[int, float] = dict(losses or {})
         self.best = best
+        self._restart()
+
+    @property
+    def losses(self) -> Mapping[int, float]:
+        """Epoch → loss (read-only: add with :meth:`record`)."""
+        return MappingProxyType(self._losses)
+
+    def record(self, epoch: int, loss: float) -> None:
+        """Set the loss of ``epoch``."""
+        if epoch <= self._scanned:
+            self._restart()
+        self._losses[epoch] = loss
+
+    def _restart(self) -> None:
+        self._scanned = 0  # epochs 1..scanned are taken into current / found
+        self._current = _F64_MAX
+        self._found: int | None = None
 
     def find_epoch(self) -> int | None:
         if self.best is not None:
             return self.best
-        data = []
-        epoch = 1
-        while epoch in self.losses:
-            data.append(float(self.losses[epoch]))
-            epoch += 1
-        if not data:
+        while self._scanned + 1 in self._losses:
+            self._scanned += 1
+            value = float(self._losses[self._scanned])
+            if value < self._current:
+                self._current, self._found = value, self._scanned
+        if not self._scanned:
             return None
-        current, best = _F64_MAX, epoch  # Burn leaves current_epoch past the data when nothing beats f64::MAX
-        for i, value in enumerate(data):
-            if value < current:
-                current, best = value, i + 1
-        return best
+        # Burn leaves current_epoch past the data when nothing beats f64::MAX
+        return self._found if self._found is not None else self._scanned + 1
 
 
-def burn_valid_losses(artifact_dir: PathLike, metric: str = "Loss", *, split: str = "valid") -> dict[int, float]:
+def burn_valid_losses(
+    artifact_dir: PathLike, metric: str = "Loss", *, split: str = "valid", max_bytes: int = SIDE_FILE_MAX_BYTES
+) -> dict[int, float]:
     """The per-epoch validation value of ``metric`` a Burn learner's ``FileMetricLogger`` wrote
     (``split="train"``: the training value).
 
@@ -111,7 +131,8 @@ def burn_valid_losses(artifact_dir: PathLike, metric: str = "Loss", *, split: st
     ``v,count`` or ``v,final``); the epoch's value is the last line when it is ``final``, else
     the count-weighted mean, as burn-train's ``NumericMetricsAggregate`` computes it. Epochs are
     read from 1 up to the first without values. A line Burn cannot parse (Burn panics) raises
-    ``CheckpointRetentionError``.
+    ``CheckpointRetentionError``; so does a log that is not a regular file or holds more than
+    ``max_bytes`` (64 MiB by default).
     """
     if split not in ("train", "valid", "test"):
         raise ValueError(f"split must be 'train', 'valid' or 'test' (Burn's splits), not {split!r}")
@@ -120,7 +141,7 @@ def burn_valid_losses(artifact_dir: PathLike, metric: str = "Loss", *, split: st
     while True:
         path = Path(artifact_dir) / split / f"epoch-{epoch}" / f"{metric.replace(' ', '_')}.log"
         try:
-            lines = [line for line in path.read_text(encoding="utf-8").split("\n") if line]
+            lines = [line for line in read_side_file(path, max_bytes=max_bytes).decode("utf-8").split("\n") if line]
         except FileNotFoundError:
             return out
         except (OSError, UnicodeError) as exc:
@@ -294,25 +315,30 @@ class Checkpoints:
 
     ``Checkpoints(artifact_dir)`` works on ``<artifact_dir>/checkpoint`` (Burn's
     ``with_default_checkpointers``); ``Checkpoints.at(path)`` on a checkpoint directory itself.
+    ``retention.json`` and Burn's ``Loss.log`` files are read as side files: regular files of at
+    most ``max_side_file_bytes`` each (64 MiB by default).
     """
 
-    def __init__(self, artifact_dir: PathLike, *, strategy: Any = None) -> None:
-        self._init(Path(artifact_dir) / "checkpoint", strategy)
+    def __init__(self, artifact_dir: PathLike, *, strategy: Any = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> None:
+        self._init(Path(artifact_dir) / "checkpoint", strategy, max_side_file_bytes)
 
     @classmethod
-    def at(cls, checkpoint_dir: PathLike, *, strategy: Any = None) -> Checkpoints:
+    def at(cls, checkpoint_dir: PathLike, *, strategy: Any = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> Checkpoints:
         self = cls.__new__(cls)
-        self._init(Path(checkpoint_dir), strategy)
+        self._init(Path(checkpoint_dir), strategy, max_side_file_bytes)
         return self
 
     @classmethod
-    def find(cls, path: PathLike, *, strategy: Any = None) -> Checkpoints:
+    def find(cls, path: PathLike, *, strategy: Any = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> Checkpoints:
         """``path/checkpoint`` when it is a directory, else ``path`` itself."""
         path = Path(path)
-        return cls(path, strategy=strategy) if (path / "checkpoint").is_dir() else cls.at(path, strategy=strategy)
+        if (path / "checkpoint").is_dir():
+            return cls(path, strategy=strategy, max_side_file_bytes=max_side_file_bytes)
+        return cls.at(path, strategy=strategy, max_side_file_bytes=max_side_file_bytes)
 
-    def _init(self, directory: Path, strategy: Any) -> None:
+    def _init(self, directory: Path, strategy: Any, max_side_file_bytes: int) -> None:
         self.directory = directory
+        self._max_side_file_bytes = max_side_file_bytes
         self.checkpointers = {name: FileCheckpointer(directory, name) for name in RECORD_NAMES}
         self._fresh_strategy = copy.deepcopy(strategy if strategy is not None else default_strategy())
         self._journal: list[dict[str, Any]] = self._read_journal() or self._journal_from_burn_logs()
@@ -323,7 +349,7 @@ class Checkpoints:
         logged in ``<artifact_dir>/valid/epoch-N/Loss.log`` (what Burn itself reads back)."""
         if self.directory.name != "checkpoint":
             return []
-        losses = burn_valid_losses(self.directory.parent)
+        losses = burn_valid_losses(self.directory.parent, max_bytes=self._max_side_file_bytes)
         last = max([*losses, *self.epochs()], default=0)
         if not losses:
             return []
@@ -332,11 +358,21 @@ class Checkpoints:
     def _replay(self) -> None:
         """Bring a fresh strategy to the state an uninterrupted run has after the recorded epochs."""
         self.strategy = copy.deepcopy(self._fresh_strategy)
-        self.valid_losses: dict[int, float] = {}
+        self._history = LossHistory()
         for entry in self._journal:
-            if entry.get("valid_loss") is not None:
-                self.valid_losses[entry["epoch"]] = entry["valid_loss"]
-            self.strategy.checkpointing(entry["epoch"], LossHistory(self.valid_losses, entry.get("best_epoch")))
+            self._checkpointing(entry["epoch"], entry.get("valid_loss"), entry.get("best_epoch"))
+
+    def _checkpointing(self, epoch: int, valid_loss: float | None, best_epoch: int | None) -> list[CheckpointingAction]:
+        """The strategy's actions for ``epoch``, told its loss (one history for all epochs)."""
+        if valid_loss is not None:
+            self._history.record(epoch, valid_loss)
+        self._history.best = best_epoch
+        return self.strategy.checkpointing(epoch, self._history)
+
+    @property
+    def valid_losses(self) -> Mapping[int, float]:
+        """The validation loss of each recorded epoch (read-only)."""
+        return self._history.losses
 
     @property
     def retention_file(self) -> Path:
@@ -345,13 +381,18 @@ class Checkpoints:
     def _read_journal(self) -> list[dict[str, Any]]:
         path = self.retention_file
         try:
-            text = path.read_text(encoding="utf-8")
+            raw = read_side_file(path, max_bytes=self._max_side_file_bytes)
         except FileNotFoundError:
             return []
-        except OSError as exc:
-            raise IoError.from_os_error(exc, where=str(path)) from None
+
+        def unreadable(problem: str) -> CheckpointRetentionError:
+            return CheckpointRetentionError(
+                f"unreadable retention record ({problem}); remove it to restart retention from the files alone",
+                where=str(path),
+            )
+
+        data = parse_json(raw, unreadable, "the record")
         try:
-            data = json.loads(text)
             if data.get("format") != _RETENTION_FORMAT:
                 raise ValueError(f"format {data.get('format')!r}, expected {_RETENTION_FORMAT!r}")
             entries = data["epochs"]
@@ -366,10 +407,7 @@ class Checkpoints:
                     raise ValueError(f"epoch {epoch}: best_epoch {best!r} is not an integer")
                 previous = epoch
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise CheckpointRetentionError(
-                f"unreadable retention record ({exc}); remove it to restart retention from the files alone",
-                where=str(path),
-            ) from None
+            raise unreadable(str(exc)) from None
         return list(entries)
 
     def _write_journal(self) -> None:
@@ -476,10 +514,9 @@ class Checkpoints:
         entry: dict[str, Any] = {"epoch": epoch}
         if valid_loss is not None:
             entry["valid_loss"] = float(valid_loss)
-            self.valid_losses[epoch] = float(valid_loss)
         if best_epoch is not None:
             entry["best_epoch"] = int(best_epoch)
-        actions = self.strategy.checkpointing(epoch, LossHistory(self.valid_losses, best_epoch))
+        actions = self._checkpointing(epoch, entry.get("valid_loss"), entry.get("best_epoch"))
         self._journal.append(entry)
         self._write_journal()  # before any file changes: a crash mid-save is replayed correctly
         for action in actions:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import difflib
 import enum
 import os
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ from ..errors import QuantizationError, ValidationError
 from ..quant import QuantizedTensor, decode
 from ..writer import Writer
 from ..frameworks import as_numpy, is_torch_module
+from ..patterns import compile_pattern
 from ..tensor import Tensor
 from ._cast import cast_array, is_float
 from ._common import (
@@ -319,7 +319,7 @@ class ModuleRecord:
         ``predicate(path, id)``. Load it with ``allow_partial(True)``."""
         path_set = set(paths or ())
         id_set = set(ids or ())
-        pattern = re.compile(regex) if regex is not None else None
+        pattern = compile_pattern(regex) if regex is not None else None
 
         def keep(t: Tensor) -> bool:
             return (

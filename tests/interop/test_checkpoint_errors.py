@@ -43,6 +43,7 @@ def _corrupt(directory, key, value):
 
 CORRUPTIONS = {
     "not JSON": ("torch.model", "{"),
+    "JSON nested past the recursion limit": ("torch.extra", '{"key":' * 5000 + "0" + "}" * 5000),
     "a bad ndarray dtype": ("torch.extra", json.dumps({"x": {"__ndarray__": 1, "dtype": "no-such-dtype"}})),
     "model not an object": ("torch.model", "[1, 2]"),
     "model names not strings": ("torch.model", lambda m: {**m, "names": {"a": 1}}),
@@ -130,3 +131,11 @@ def test_param_groups_mixing_indices_and_names_are_a_conversion_error(tmp_path):
 def test_an_optimizer_state_dict_of_the_wrong_shape_is_a_conversion_error(tmp_path, optimizer):
     with pytest.raises(ConversionError, match="the optimizer state_dict's"):
         pytorch_to_burn_checkpoint(checkpoint(optimizer=optimizer), tmp_path / "checkpoint", module_types=TYPES, seed=1)
+
+
+def test_a_deeply_nested_optimizer_config_is_a_usage_error(tmp_path, capsys):
+    (tmp_path / "run").mkdir()
+    nested = '{"key":' * 5000 + "0" + "}" * 5000
+    assert main(["convert-checkpoint", str(tmp_path / "run"), str(tmp_path / "out.pt"), "--optimizer-config", nested]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "UsageError: --optimizer-config: the value nests JSON objects and arrays 5000 deep" in err

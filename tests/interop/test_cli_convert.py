@@ -358,10 +358,12 @@ def test_the_python_api_refuses_a_directory_target_and_a_contradicting_extension
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        (["--filter", "["], "burnpack: OptionError: --filter '[': unterminated character set at position 0"),
-        (["--exclude", "("], "burnpack: OptionError: --exclude '(': missing ), unterminated subpattern at position 0"),
-        (["--remap", "[=x"], "burnpack: UsageError: --remap: invalid remap pattern '[': unterminated character set at position 0"),
-        (["--adapter", "pytorch", "--type-rule", "(=Linear"], "burnpack: OptionError: --type-rule '(': missing ), unterminated subpattern at position 0"),
+        (["--filter", "["], "burnpack: OptionError: --filter '[': missing ]: ["),
+        (["--exclude", "("], "burnpack: OptionError: --exclude '(': missing ): ("),
+        (["--remap", "[=x"], "burnpack: UsageError: --remap: invalid remap regex '[': missing ]: ["),
+        (["--adapter", "pytorch", "--type-rule", "(=Linear"], "burnpack: OptionError: --type-rule '(': missing ): ("),
+        (["--remap", "(=x"], "burnpack: UsageError: --remap: invalid remap regex '(': missing ): ("),
+        (["--filter", "(a)\\1"], "burnpack: OptionError: --filter '(a)\\\\1': invalid escape sequence: \\1 (backreferences are not supported, as in Burn's regex crate)"),
         (["--adapter", "bogus"], "burnpack: OptionError: unknown adapter 'bogus'; expected pytorch, to-pytorch, half, cast=DTYPE or identity"),
     ],
 )  # fmt: skip

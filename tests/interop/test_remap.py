@@ -64,7 +64,7 @@ def test_remap_all_reports_rules_that_matched_nothing():
 
 
 def test_remap_invalid_pattern_is_an_error():
-    with pytest.raises(ValueError, match="invalid remap pattern"):
+    with pytest.raises(ValueError, match="invalid remap regex '\\(': missing \\)"):
         KeyRemapper([("(", "x")])
 
 

@@ -16,13 +16,19 @@ class RangeServer:
     ``mode``: ``"ok"``; ``"error"`` (500 for GETs); ``"slow"`` (GETs stall for ``stall`` seconds);
     ``"short"`` (a ranged GET announces the full range but sends half and closes);
     ``"truncated"`` (HEAD reports the full size, GETs serve a file cut in half); ``"norange"``
-    (GETs ignore Range and send the whole file).
+    (GETs ignore Range and send the whole file); ``"endless"`` (a ranged GET is a 206 whose body
+    has no length and runs on, up to ``endless_limit`` bytes, until the client hangs up);
+    ``"drip"`` (a ranged GET sends its body one byte every ``drip_interval`` seconds, giving up
+    after ``drip_limit`` bytes).
     """
 
     def __init__(self) -> None:
         self.files: dict[str, bytes] = {}
         self.mode = "ok"
         self.stall = 3.0
+        self.endless_limit = 128 << 20
+        self.drip_interval = 0.05
+        self.drip_limit = 100
         self.requests: list[tuple[str, str, str | None]] = []  # (method, path, Range header)
         self.bytes_sent = 0
         self._lock = threading.Lock()
@@ -68,6 +74,9 @@ class RangeServer:
                     start = int(match[1])
                     end = min(int(match[2]) + 1 if match[2] else len(data), len(data))
                     body, status = data[start:end], 206
+                if server.mode in ("endless", "drip") and status == 206:
+                    self._hostile(body, start, full)
+                    return
                 announced = len(body)
                 if server.mode == "short" and status == 206:
                     body = body[: len(body) // 2]
@@ -81,6 +90,32 @@ class RangeServer:
                 self.wfile.write(body)
                 if server.mode == "short":
                     self.close_connection = True
+
+            def _hostile(self, body: bytes, start: int, full: int) -> None:
+                """The body of a ranged GET as an endless or a dripping server sends it (loops bounded)."""
+                self.send_response(206)
+                self.send_header("Content-Range", f"bytes {start}-{start + len(body) - 1}/{full}")
+                if server.mode == "drip":
+                    self.send_header("Content-Length", str(len(body)))
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.close_connection = True
+                chunk = b"\0" * (1 << 16) if server.mode == "endless" else b""
+                try:
+                    if server.mode == "endless":
+                        for _ in range(server.endless_limit // len(chunk)):
+                            with server._lock:
+                                server.bytes_sent += len(chunk)
+                            self.wfile.write(chunk)
+                    else:
+                        for i in range(min(len(body), server.drip_limit)):
+                            with server._lock:
+                                server.bytes_sent += 1
+                            self.wfile.write(body[i : i + 1])
+                            self.wfile.flush()
+                            time.sleep(server.drip_interval)
+                except (BrokenPipeError, ConnectionResetError):  # the client hung up: what it should do
+                    pass
 
         class Server(ThreadingHTTPServer):
             def handle_error(self, request: object, client_address: object) -> None:

@@ -288,3 +288,42 @@ def test_a_server_without_range_support_gets_our_advice_for_any_format(http_serv
     with pytest.raises(burnpack.IoError, match="does not answer range requests.*download the file"):
         convert(url, tmp_path / "out.bpk")
     assert not (tmp_path / "out.bpk").exists()
+
+
+# -- hostile servers -----------------------------------------------------------------------------
+def test_an_endless_partial_response_is_an_io_error_after_the_bytes_asked_for(http_server):
+    pack = burnpack.load(_serve(http_server))
+    http_server.mode = "endless"
+    http_server.reset_counts()
+    with pytest.raises(burnpack.IoError, match="more than the 16384 bytes asked for"):
+        pack["t05"].numpy()
+    assert http_server.bytes_sent < http_server.endless_limit // 4  # the client hung up: no whole download
+
+
+def test_a_dripping_server_is_an_io_error_at_the_deadline(http_server):
+    from burnpack.remote import FsspecSource
+
+    pack = burnpack.load(FsspecSource(_serve(http_server), deadline=0.5))
+    http_server.mode = "drip"
+    http_server.reset_counts()
+    with pytest.raises(burnpack.IoError, match="within the 0.5 s deadline"):
+        pack["t05"].numpy()
+    assert http_server.bytes_sent < http_server.drip_limit  # given up before the server gave up
+
+
+def test_request_limits_must_be_positive():
+    from burnpack.remote import FsspecSource
+
+    with pytest.raises(ValueError, match="positive"):
+        FsspecSource("http://127.0.0.1:9/x.bpk", deadline=0)
+
+
+def test_a_closed_remote_source_reads_nothing_more(http_server):
+    from burnpack.remote import FsspecSource
+
+    source = FsspecSource(_serve(http_server))
+    source.close()
+    http_server.reset_counts()
+    with pytest.raises(burnpack.IoError, match="closed"):
+        source.read(100_000, 10)
+    assert http_server.requests == []

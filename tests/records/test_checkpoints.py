@@ -216,6 +216,44 @@ def test_an_unreadable_retention_record_is_a_clear_error(tmp_path):
         Checkpoints(tmp_path)
 
 
+def _replay_lines(directory, epochs: int) -> int:
+    """Lines of the checkpoint module run while opening a record of ``epochs`` ever-better epochs."""
+    import json
+    import sys
+
+    from burnpack.records import checkpoint as module
+
+    (directory / "checkpoint").mkdir(parents=True)
+    record = {"format": "burnpack-checkpoint-retention/1", "epochs": [{"epoch": e, "valid_loss": 1 / e} for e in range(1, epochs + 1)]}
+    (directory / "checkpoint" / "retention.json").write_text(json.dumps(record))
+    lines = 0
+
+    def trace(frame, event, arg):
+        nonlocal lines
+        if event == "line" and frame.f_code.co_filename == module.__file__:
+            lines += 1
+        return trace
+
+    sys.settrace(trace)
+    try:
+        Checkpoints(directory)
+    finally:
+        sys.settrace(None)
+    return lines
+
+
+def test_replaying_a_retention_record_takes_work_linear_in_its_epochs(tmp_path):
+    small, large = _replay_lines(tmp_path / "small", 400), _replay_lines(tmp_path / "large", 1600)
+    assert large < 5 * small  # quadratic replay: 16x
+
+
+def test_a_history_told_of_a_changed_epoch_scans_again():
+    history = LossHistory({1: 0.5, 2: 0.4})
+    assert history.find_epoch() == 2
+    history.record(1, 0.1)
+    assert history.find_epoch() == 1
+
+
 # -- completeness ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["model", "optim", "scheduler"])
 def test_an_epoch_with_a_truncated_file_is_not_complete(tmp_path, name):

@@ -4,12 +4,12 @@ another tool gets a ConversionError naming the key, never a crash."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import numpy as np
 
 from ...records import OptimizerRecord
+from ...sidefile import parse_json
 from .._io import ConversionError
 from .optimizer import TORCH_DEFAULTS
 from .scheduler import SCHEDULER_CLASSES
@@ -25,8 +25,9 @@ def torch_meta(record: OptimizerRecord) -> dict[str, Any]:
             if name == "format":
                 out[name] = value
                 continue
+            parsed = parse_json(value, ConversionError, f"optim record metadata {key!r}")
             try:
-                out[name] = from_json(json.loads(value))
+                out[name] = from_json(parsed)
             except (ValueError, TypeError) as exc:
                 raise ConversionError(f"optim record metadata {key!r} is not JSON of burnpack's form: {exc}") from None
             problem = _problem(name, out[name])
