@@ -2,7 +2,8 @@
 
 Every table here is derived from the generated ``DTYPE_INFO`` / ``BOOL_STORE_INFO``
 (``schema/metadata.toml``); torch is imported only by the torch functions, and ``ml_dtypes``
-(whose extension takes about a second to load) only when a bf16 array is made or met.
+(whose extension takes about a second to load) only when an array of one of its types (bf16) is
+made or met.
 """
 
 from __future__ import annotations
@@ -15,28 +16,31 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ._generated.types import BOOL_STORE_INFO, DTYPE_INFO, BoolStore, DType
+from ._generated.types import BOOL_STORE_INFO, DTYPE_INFO, NUMPY_EXTENSION_TYPES, BoolStore, DType, debug_DType
 
 _BIG_ENDIAN_HOST = sys.byteorder == "big"
-_ML_DTYPES = "bfloat16"
-"""The one numpy name of the tables that numpy lacks: ``ml_dtypes`` provides it."""
 
 
 @functools.cache
 def numpy_dtype_named(name: str) -> np.dtype:
     """The numpy dtype of a table's numpy name (``<f4``, ``bfloat16``); imports ``ml_dtypes``
-    only for the names numpy itself lacks."""
-    if name == _ML_DTYPES:
+    only for the names numpy itself lacks (the generated ``NUMPY_EXTENSION_TYPES``)."""
+    if name in NUMPY_EXTENSION_TYPES:
         import ml_dtypes
 
         return np.dtype(getattr(ml_dtypes, name))
     return np.dtype(name)
 
 
-def is_bf16(dt: np.dtype) -> bool:
-    """Whether ``dt`` is ml_dtypes' bfloat16 (without importing ml_dtypes: no bf16 array can
-    exist before it is imported)."""
-    return "ml_dtypes" in sys.modules and dt == numpy_dtype_named(_ML_DTYPES)
+def is_extension_type(dt: np.dtype) -> bool:
+    """Whether ``dt`` is one of the tables' ml_dtypes types (bf16): native-endian only, and no type
+    torch hands to numpy directly (without importing ml_dtypes: no such array can exist before)."""
+    return "ml_dtypes" in sys.modules and dt.name in NUMPY_EXTENSION_TYPES and dt == numpy_dtype_named(dt.name)
+
+
+def is_float_array(array: np.ndarray) -> bool:
+    """Whether ``array`` holds floats: numpy's own or an ml_dtypes float type (bf16)."""
+    return array.dtype.kind == "f" or is_extension_type(array.dtype)  # the tables' ml_dtypes types are floats
 
 
 _K = TypeVar("_K")
@@ -128,9 +132,14 @@ def _first_by(key: str) -> dict[Any, DType]:
     return out
 
 
-_FROM_NUMPY: dict[Any, DType] = {numpy_dtype_named(k): v for k, v in _first_by("numpy").items() if k != _ML_DTYPES}
+EXTENSION_DTYPES: tuple[DType, ...] = tuple(
+    getattr(DType, name) for name, info in DTYPE_INFO.items() if info.numpy in NUMPY_EXTENSION_TYPES and name in DType.UNIT_VARIANTS
+)
+"""The dtypes whose numpy type comes from ml_dtypes (BF16): a ``.npy`` file holds them as raw items."""
+
+_FROM_NUMPY: dict[Any, DType] = {numpy_dtype_named(k): v for k, v in _first_by("numpy").items() if k not in NUMPY_EXTENSION_TYPES}
 _FROM_NUMPY[np.dtype("?")] = NATIVE_BOOL
-_FROM_ML_DTYPES = {k: v for k, v in _first_by("numpy").items() if k == _ML_DTYPES}
+_FROM_ML_DTYPES = {k: v for k, v in _first_by("numpy").items() if k in NUMPY_EXTENSION_TYPES}
 _FROM_SAFETENSORS = {**_first_by("safetensors"), DTYPE_INFO[NATIVE_BOOL.variant].safetensors: NATIVE_BOOL}
 _FROM_TORCH_NAME = {**_first_by("torch"), DTYPE_INFO[NATIVE_BOOL.variant].torch: NATIVE_BOOL}
 
@@ -141,7 +150,7 @@ def dtype_from_numpy(dt: np.dtype) -> DType:
     try:
         return _FROM_NUMPY[little]
     except KeyError:
-        if dt.name in _FROM_ML_DTYPES and is_bf16(dt):
+        if dt.name in _FROM_ML_DTYPES and is_extension_type(dt):
             return _FROM_ML_DTYPES[dt.name]
         raise ValueError(f"numpy dtype {dt} has no burnpack equivalent") from None
 
@@ -181,29 +190,25 @@ def dtype_from_torch(dtype: Any) -> DType:
         raise ValueError(f"torch dtype {dtype} has no Burn equivalent") from None
 
 
-def debug(dtype: DType) -> str:
-    """Rust's ``{:?}`` of a DType, as in Burn's error messages (``F32``, ``Bool(U32)``)."""
-    if dtype.value is None:
-        return dtype.variant
-    if isinstance(dtype.value, BoolStore):
-        return f"{dtype.variant}({dtype.value.value})"
-    return f"{dtype.variant}({dtype.value!r})"
+debug = debug_DType
+"""Rust's ``{:?}`` of a DType, as in Burn's error messages (``F32``, ``Bool(U32)``)."""
 
 
 UNIT_VIEW_SPECS: Mapping[str, tuple[int, np.dtype]] = ResolvedTable(
     {
         name: (size, DTYPE_INFO[name].numpy)
         for name, size in UNIT_SIZES.items()
-        if size is not None and not (_BIG_ENDIAN_HOST and DTYPE_INFO[name].numpy == _ML_DTYPES)
-    },  # ml_dtypes' bfloat16 is native-endian only
+        if size is not None and not (_BIG_ENDIAN_HOST and DTYPE_INFO[name].numpy in NUMPY_EXTENSION_TYPES)
+    },  # ml_dtypes' types are native-endian only
     lambda spec: (spec[0], numpy_dtype_named(spec[1])),
 )
 """Unit dtypes whose bytes numpy views in place: variant → (element size, numpy dtype)."""
 
 
 def view_bytes_as(buffer: Any, offset: int, count: int, dtype: np.dtype) -> np.ndarray:
-    """A zero-copy 1-D view of ``count`` elements at ``offset`` (bf16 is byte-swapped on BE hosts)."""
-    if _BIG_ENDIAN_HOST and is_bf16(dtype):
-        return np.frombuffer(buffer, "<u2", count, offset).astype("=u2").view(dtype)
+    """A zero-copy 1-D view of ``count`` elements at ``offset`` (ml_dtypes types such as bf16 are
+    byte-swapped on BE hosts)."""
+    if _BIG_ENDIAN_HOST and dtype.itemsize > 1 and is_extension_type(dtype):
+        return np.frombuffer(buffer, f"<u{dtype.itemsize}", count, offset).astype(f"=u{dtype.itemsize}").view(dtype)
     return np.frombuffer(buffer, dtype, count, offset)
 

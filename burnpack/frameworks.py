@@ -3,7 +3,7 @@
 Nothing here imports torch unless a caller hands over a torch object or asks for torch output,
 so reading and writing burnpack never needs it. Dtypes follow the generated table
 (``burnpack.dtypes.torch_dtype`` / ``dtype_from_torch``): any Bool store becomes ``torch.bool``,
-Flex32 ``float32``, bfloat16 travels through its 16-bit pattern (numpy has no bf16 of its own).
+Flex32 ``float32``; a type numpy has only from ml_dtypes (bfloat16) travels through its bit pattern.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ._generated.types import DTYPE_INFO, DType
-from .dtypes import debug, dtype_from_torch, element_size, is_bf16, numpy_dtype, torch_dtype
+from ._generated.types import DTYPE_INFO, NUMPY_EXTENSION_TYPES, DType
+from .dtypes import debug, dtype_from_numpy, dtype_from_torch, element_size, is_extension_type, numpy_dtype, torch_dtype
 from .errors import ValidationError
 
 
@@ -52,7 +52,7 @@ def torch_to_numpy(tensor: Any) -> np.ndarray:
     import torch  # only reached when the caller handed us a torch object
 
     try:
-        dtype_from_torch(tensor.dtype)
+        burn = dtype_from_torch(tensor.dtype)
     except ValueError:
         raise ValidationError(
             f"torch dtype {str(tensor.dtype).removeprefix('torch.')} has no Burn DType (Burn has "
@@ -62,8 +62,9 @@ def torch_to_numpy(tensor: Any) -> np.ndarray:
     if tensor.device.type != "cpu":
         tensor = tensor.cpu()
     tensor = tensor.contiguous()
-    if tensor.dtype == torch.bfloat16:
-        return tensor.view(torch.int16).numpy().view(numpy_dtype(DType.BF16))  # type: ignore[no-any-return]
+    if DTYPE_INFO[burn.variant].numpy in NUMPY_EXTENSION_TYPES:  # numpy has it from ml_dtypes: torch hands over its bits
+        extension = numpy_dtype(burn)
+        return tensor.view(getattr(torch, f"int{8 * extension.itemsize}")).numpy().view(extension)  # type: ignore[no-any-return]
     return tensor.numpy()  # type: ignore[no-any-return]
 
 
@@ -86,12 +87,12 @@ def numpy_to_torch(array: np.ndarray, dtype: DType | None = None, *, name: str =
             array = array.astype(numpy_dtype(dtype))
         elif copy or not array.flags.c_contiguous:
             array = np.array(array, copy=True)  # (ascontiguousarray would make a 0-d array 1-d)
-        bf16 = is_bf16(array.dtype)
+        extension = is_extension_type(array.dtype)  # torch takes its bits, then views them as its type
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)  # "non-writable NumPy array": only read
-            tensor = torch.from_numpy(array.view(np.int16) if bf16 else array)
-        if bf16:
-            tensor = tensor.view(torch.bfloat16)
+            tensor = torch.from_numpy(array.view(f"i{array.dtype.itemsize}") if extension else array)
+        if extension:
+            tensor = tensor.view(torch_dtype(dtype_from_numpy(array.dtype)))
         if want is not None and tensor.dtype != want:
             tensor = tensor.to(want)
     return tensor if device is None else tensor.to(device)

@@ -25,8 +25,20 @@ from typing import Any
 
 import numpy as np
 
-from ._generated.types import BlockScale, BlockSize, DType, QuantMode, QuantScheme, QuantStore, QuantValue, ScaleDtype
-from .dtypes import is_bf16
+from ._generated.types import (
+    QUANT_VALUE_INFO,
+    QUANTIZABLE_VALUES,
+    SCALE_DTYPE_INFO,
+    BlockScale,
+    BlockSize,
+    DType,
+    QuantMode,
+    QuantScheme,
+    QuantStore,
+    QuantValue,
+    ScaleDtype,
+)
+from .dtypes import ResolvedTable, debug, is_float_array, numpy_dtype_named, view_bytes_as
 from .errors import InvalidQuantizedData, QuantizationError, UnsupportedQuantization
 from .tensor import Tensor
 
@@ -42,54 +54,33 @@ __all__ = [
     "round_up_scale",
 ]
 
-# -- the value and scale types (cubecl quant/scheme.rs:357-483) --------------------------------
+# -- the value and scale types (cubecl quant/scheme.rs:357-483; facts from the schema) -----------
 
-VALUE_BITS: dict[QuantValue, int] = {
-    QuantValue.Q8F: 8, QuantValue.Q8S: 8, QuantValue.E4M3: 8, QuantValue.E5M2: 8,
-    QuantValue.Q4F: 4, QuantValue.Q4S: 4, QuantValue.E2M1: 4,
-    QuantValue.Q2F: 2, QuantValue.Q2S: 2,
-}  # fmt: skip
+VALUE_BITS: dict[QuantValue, int] = {value: info.bits for value, info in QUANT_VALUE_INFO.items()}
 """``QuantValue::size_bits``."""
 
-VALUE_RANGE: dict[QuantValue, tuple[int, int]] = {
-    QuantValue.Q8F: (-128, 127), QuantValue.Q4F: (-8, 7), QuantValue.Q2F: (-2, 1),
-    QuantValue.Q8S: (-127, 127), QuantValue.Q4S: (-7, 7), QuantValue.Q2S: (-1, 1),
-}  # fmt: skip
+VALUE_RANGE: dict[QuantValue, tuple[int, int]] = {v: info.range for v, info in QUANT_VALUE_INFO.items() if info.range is not None}
 """``QuantValue::range`` of the integer values: what quantizing clamps to."""
 
-SCALE_SIZE: dict[ScaleDtype, int] = {
-    ScaleDtype.F32: 4, ScaleDtype.F16: 2, ScaleDtype.BF16: 2, ScaleDtype.UE8M0: 1, ScaleDtype.UE4M3: 1,
-}  # fmt: skip
+SCALE_SIZE: dict[ScaleDtype, int] = {dtype: info.size for dtype, info in SCALE_DTYPE_INFO.items()}
 """Bytes per stored scale (burn-std ``scale_size``)."""
 
-MAX_REPRESENTABLE: dict[ScaleDtype, np.float32] = {
-    ScaleDtype.F32: np.finfo(np.float32).max,
-    ScaleDtype.F16: np.float32(65504.0),
-    ScaleDtype.BF16: np.float32(np.array(0x7F7F0000, np.uint32).view(np.float32)[()]),  # bf16's largest finite value
-    ScaleDtype.UE8M0: np.float32(2.0**127),
-    ScaleDtype.UE4M3: np.float32(448.0),
-}
+MAX_REPRESENTABLE: dict[ScaleDtype, np.float32] = {dtype: np.float32(info.max) for dtype, info in SCALE_DTYPE_INFO.items()}
 """``ScaleDtype::max_representable``."""
 
 # (bit step on the f32 pattern, (smallest normal, subnormal spacing) or None): ``ScaleDtype::f32_grid``
 _GRID: dict[ScaleDtype, tuple[int, tuple[np.float32, np.float32] | None]] = {
-    ScaleDtype.F16: (1 << 13, (np.float32(2.0**-14), np.float32(2.0**-24))),
-    ScaleDtype.BF16: (1 << 16, None),
-    ScaleDtype.UE4M3: (1 << 20, (np.float32(2.0**-6), np.float32(2.0**-9))),
+    dtype: (info.grid[0], None if info.grid[1] is None else (np.float32(info.grid[1][0]), np.float32(info.grid[1][1])))
+    for dtype, info in SCALE_DTYPE_INFO.items()
+    if info.grid is not None
 }
-
-
-
-@functools.cache
-def _e4m3_to_f32() -> np.ndarray:
-    """Every E4M3 byte's float32 value (ml_dtypes is imported when the first such scale is met)."""
-    import ml_dtypes
-
-    return np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float32)
-
+_SCALE_NUMPY: Mapping[ScaleDtype, np.dtype] = ResolvedTable(
+    {dtype: info.numpy for dtype, info in SCALE_DTYPE_INFO.items() if info.numpy is not None}, numpy_dtype_named
+)
+"""The numpy type each scale dtype Burn has a codec for is stored as (ml_dtypes' imported when met)."""
 
 _F32_MIN_POSITIVE = np.float32(np.finfo(np.float32).tiny)
-_MINIFLOATS = frozenset({QuantValue.E4M3, QuantValue.E5M2, QuantValue.E2M1})
+_INTEGER_VALUES = "/".join(v.name for v in QUANTIZABLE_VALUES)
 
 
 # -- the layout ----------------------------------------------------------------------------------
@@ -151,7 +142,7 @@ def _value_bytes(scheme: QuantScheme, shape: tuple[int, ...]) -> int:
     if store == QuantStore.Native:
         return math.prod(shape) * ((bits + 7) // 8)
     if store.is_packed_native:
-        stored_bits = bits * (2 if scheme.value is QuantValue.E2M1 else 1)
+        stored_bits = bits * QUANT_VALUE_INFO[scheme.value].packed_native
         per_element, stored_bytes = stored_bits // bits, (stored_bits + 7) // 8
     else:
         per_element, stored_bytes = 32 // bits, 4
@@ -198,12 +189,10 @@ def describe(scheme: QuantScheme) -> str:
 
 
 def dtype_label(dtype: DType) -> str:
-    """A dtype's short human name: ``F32``, ``Bool(U8)``, ``QFloat(Q8S block 32 F16)``."""
-    if dtype.value is None:
-        return dtype.variant
+    """A dtype's short human name: ``F32``, ``Bool(U8)`` (its ``debug``), ``QFloat(Q8S block 32 F16)``."""
     if isinstance(dtype.value, QuantScheme):
         return f"QFloat({describe(dtype.value)})"
-    return f"{dtype.variant}({dtype.value.value})"
+    return debug(dtype)
 
 
 def parse_scheme(
@@ -251,11 +240,11 @@ def round_up_scale(scales: Any, dtype: ScaleDtype) -> np.ndarray:
     magnitude of a block never clips. F32 is the identity; NaN is kept; UE8M0 is unsupported.
     """
     s = np.array(scales, dtype=np.float32)
-    if dtype is ScaleDtype.F32:
-        return s
-    if dtype is ScaleDtype.UE8M0:
-        raise UnsupportedQuantization("UE8M0 scales: Burn has no rounding or codec for them (ScaleDtype::round_up answers None)")
+    if dtype not in _GRID:
+        raise UnsupportedQuantization(f"{dtype.name} scales: Burn has no rounding or codec for them (ScaleDtype::round_up answers None)")
     step, subnormals = _GRID[dtype]
+    if step == 1 and subnormals is None:  # f32's own grid
+        return s
     maxrep = MAX_REPRESENTABLE[dtype]
     bits = s.view(np.uint32).astype(np.uint64)
     out = ((bits + (step - 1)) & ~np.uint64(step - 1) & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.float32)
@@ -269,31 +258,20 @@ def round_up_scale(scales: Any, dtype: ScaleDtype) -> np.ndarray:
 
 def _decode_scales(buffer: Any, dtype: ScaleDtype) -> np.ndarray:
     """Stored scales → float32 (exact: every scale dtype is a subset of f32)."""
-    if dtype is ScaleDtype.F32:
-        return np.frombuffer(buffer, "<f4").astype(np.float32)
-    if dtype is ScaleDtype.F16:
-        return np.frombuffer(buffer, "<f2").astype(np.float32)
-    if dtype is ScaleDtype.BF16:
-        return (np.frombuffer(buffer, "<u2").astype(np.uint32) << 16).view(np.float32)
-    if dtype is ScaleDtype.UE4M3:
-        return _e4m3_to_f32()[np.frombuffer(buffer, np.uint8)]
-    raise UnsupportedQuantization("UE8M0 scales: Burn has no decoder for them (decode_scales is unimplemented)")
+    if SCALE_DTYPE_INFO[dtype].numpy is None:
+        raise UnsupportedQuantization(f"{dtype.name} scales: Burn has no decoder for them (decode_scales is unimplemented)")
+    stored = _SCALE_NUMPY[dtype]
+    return view_bytes_as(buffer, 0, -1, stored).astype(np.float32)
 
 
 def _encode_scales(scales: np.ndarray, dtype: ScaleDtype) -> bytes:
     """float32 scales → stored bytes, converting to nearest as Burn's ``encode_scales`` does."""
-    s = np.asarray(scales, np.float32).reshape(-1)
-    if dtype is ScaleDtype.F32:
-        return s.astype("<f4").tobytes()
-    if dtype is ScaleDtype.F16:
-        return s.astype("<f2").tobytes()
-    if dtype in (ScaleDtype.BF16, ScaleDtype.UE4M3):
-        import ml_dtypes
-
-        if dtype is ScaleDtype.BF16:
-            return s.astype(ml_dtypes.bfloat16).view(np.uint16).astype("<u2").tobytes()
-        return s.astype(ml_dtypes.float8_e4m3fn).tobytes()
-    raise UnsupportedQuantization("UE8M0 scales: Burn has no encoder for them (encode_scales is unimplemented)")
+    if SCALE_DTYPE_INFO[dtype].numpy is None:
+        raise UnsupportedQuantization(f"{dtype.name} scales: Burn has no encoder for them (encode_scales is unimplemented)")
+    stored = np.asarray(scales, np.float32).reshape(-1).astype(_SCALE_NUMPY[dtype])
+    if stored.dtype.byteorder in "<|" or stored.itemsize == 1:
+        return stored.tobytes()
+    return stored.view(f"u{stored.itemsize}").astype(f"<u{stored.itemsize}", copy=False).tobytes()  # native-endian types
 
 
 # -- values --------------------------------------------------------------------------------------
@@ -461,14 +439,15 @@ def check_decodable(scheme: QuantScheme) -> None:
             "Lookup mode: each field indexes a 2^bits-entry table that travels beside the tensor, not in its "
             "bytes (Burn refuses it too: lookup quantization does not travel as a QFloat tensor)"
         )
-    if scheme.value in _MINIFLOATS:
+    if QUANT_VALUE_INFO[scheme.value].kind == "minifloat":
         raise UnsupportedQuantization(
             f"{scheme.value.name} values: what Burn's writers store for fp8/fp4 values at its pinned revision is "
             "not determinable (cubek rounds to integers before packing, Flex saturates to i8; quant.md §3.5), "
             "so these bytes cannot be dequantized reliably"
         )
-    if ScaleDtype.UE8M0 in (_scale_dtype(scheme), _global_dtype(scheme)):
-        raise UnsupportedQuantization("UE8M0 scales: Burn has no codec for them (encode/decode are unimplemented)")
+    for scale in (_scale_dtype(scheme), _global_dtype(scheme)):
+        if scale is not None and SCALE_DTYPE_INFO[scale].numpy is None:
+            raise UnsupportedQuantization(f"{scale.name} scales: Burn has no codec for them (encode/decode are unimplemented)")
     if scheme.store.is_packed_native:
         raise UnsupportedQuantization(
             f"{scheme.value.name} in a PackedNative store: that store is defined only for E2M1 and no Burn backend "
@@ -680,7 +659,7 @@ def quantize(array: Any, scheme: QuantScheme, *, backend: str = "ndarray") -> Qu
     if not isinstance(scheme, QuantScheme):
         raise QuantizationError(f"scheme must be a burnpack.QuantScheme, got {type(scheme).__name__}")
     x = np.asarray(array)
-    if x.dtype.kind != "f" and not is_bf16(x.dtype):
+    if not is_float_array(x):
         raise QuantizationError(f"only float arrays can be quantized, got {x.dtype}")
     x = np.ascontiguousarray(x, dtype=np.float32)
     check_quantizable(scheme, x.shape)
@@ -723,7 +702,7 @@ def check_quantizable(scheme: QuantScheme, shape: tuple[int, ...]) -> None:
     if scheme.mode is not QuantMode.Symmetric:
         raise UnsupportedQuantization("only Symmetric quantization can be computed; Lookup needs a table Burn does not store")
     if scheme.value not in VALUE_RANGE:
-        raise UnsupportedQuantization(f"{scheme.value.name}: Burn's CPU backends quantize integer values only (Q8F/Q8S/Q4F/Q4S/Q2F/Q2S)")
+        raise UnsupportedQuantization(f"{scheme.value.name}: Burn's CPU backends quantize integer values only ({_INTEGER_VALUES})")
     store = scheme.store
     if store.is_packed_native:
         raise UnsupportedQuantization("PackedNative stores only E2M1 values; use QuantStore.Native or PackedU32(0)")
@@ -734,8 +713,9 @@ def check_quantizable(scheme: QuantScheme, shape: tuple[int, ...]) -> None:
                 f"{store!r} on shape {list(shape)}: Burn packs u32 words only along the last dim and only when it is "
                 f"a multiple of {per_word} (\"Can't store in u32\"); use QuantStore.Native as its CPU backends do")  # fmt: skip
     dtype, gdtype = _scale_dtype(scheme), _global_dtype(scheme)
-    if ScaleDtype.UE8M0 in (dtype, gdtype):
-        raise UnsupportedQuantization("UE8M0 scales: Burn cannot quantize with them (ScaleDtype::round_up answers None)")
+    for scale in (dtype, gdtype):
+        if scale is not None and scale not in _GRID:
+            raise UnsupportedQuantization(f"{scale.name} scales: Burn cannot quantize with them (ScaleDtype::round_up answers None)")
     if gdtype is not None and (gdtype is not ScaleDtype.F32 or MAX_REPRESENTABLE[dtype] > MAX_REPRESENTABLE[ScaleDtype.F16]):
         raise UnsupportedQuantization(
             "a two-level scheme needs an F32 per-tensor scale and block scales no wider than F16's range "

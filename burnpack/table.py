@@ -16,18 +16,25 @@ from collections.abc import Iterator, Mapping
 import numpy as np
 
 from ._cbor import fast_loads, map_header, uints
-from ._generated.codec import _DType_SCAN, _TensorDescriptor_RE, fast_Metadata
+from ._generated.codec import (
+    METADATA_FIRST_KEY,
+    DType_SCAN,
+    TensorDescriptor_HEAD,
+    TensorDescriptor_LITERAL_BYTES,
+    TensorDescriptor_OPTIONAL_LITERAL_BYTES,
+    TensorDescriptor_RE,
+    fast_Metadata,
+)
 from ._generated.types import DType, Metadata, TensorDescriptor
 
 __all__ = ["TensorTable", "scan_table"]
 
 _ENTRY_RE = re.compile(
     rb"([\x60-\x77]|\x78[\x00-\xff])([\x00-\xff]{0,255}?)"  # the name, checked against its length afterwards
-    + _TensorDescriptor_RE.pattern
+    + TensorDescriptor_RE.pattern
     + rb"|([\x00-\xff]+)"  # anything else ends the run: findall's matches are then back to back
 )
 """One tensors-map entry per match; names of 256 bytes or more are left to the per-entry scanner."""
-_FIXED_ENTRY_BYTES = len(b"edtype") + len(b"eshape") + len(b"ldata_offsets\x82")
 
 
 class TensorTable(Mapping[str, TensorDescriptor]):
@@ -61,7 +68,7 @@ class TensorTable(Mapping[str, TensorDescriptor]):
         i = index[name]
         raw = self._param_ids[i]
         param_id = None if not raw else raw[0] if len(raw) == 1 else int.from_bytes(raw[1:], "big")
-        return tuple.__new__(TensorDescriptor, (_DType_SCAN[self._dtype_keys[i]], self._shapes[self._shape_keys[i]], self._offsets[i], param_id))
+        return tuple.__new__(TensorDescriptor, (DType_SCAN[self._dtype_keys[i]], self._shapes[self._shape_keys[i]], self._offsets[i], param_id))
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.names)
@@ -95,7 +102,7 @@ class TensorTable(Mapping[str, TensorDescriptor]):
         out = []
         for index in members:
             first = int(index[0])
-            out.append((_DType_SCAN[self._dtype_keys[first]], self._shapes[self._shape_keys[first]], index))
+            out.append((DType_SCAN[self._dtype_keys[first]], self._shapes[self._shape_keys[first]], index))
         return out
 
 
@@ -103,10 +110,10 @@ def scan_table(buf: bytes | bytearray | memoryview) -> Metadata | None:
     """The metadata with its tensors as a ``TensorTable``, or None if the map is not as Burn writes it."""
     buf = bytes(buf)  # a Source may answer with any bytes-like object (no copy for bytes)
     fields = buf[0] - 0xA0 if buf else 0
-    if not 1 <= fields <= 3 or not buf.startswith(b"gtensors", 1):
+    if not 1 <= fields <= 3 or not buf.startswith(METADATA_FIRST_KEY, 1):
         return None
     try:
-        count, pos = map_header(buf, 9)
+        count, pos = map_header(buf, 1 + len(METADATA_FIRST_KEY))
     except Exception:
         return None
     rows = _ENTRY_RE.findall(buf, pos)  # back to back from pos to the end of buf
@@ -118,9 +125,9 @@ def scan_table(buf: bytes | bytearray | memoryview) -> Metadata | None:
         struct_heads = b"".join(heads)
         if len(struct_heads) != count:
             return None  # some entry is not as Burn writes it
-        if not (struct_heads.count(b"\xa3") == param_ids.count(b"") in (0, count)):
+        if not (struct_heads.count(TensorDescriptor_HEAD) == param_ids.count(b"") in (0, count)):
             has_param = np.fromiter(map(len, param_ids), np.intp, count) > 0
-            if (np.frombuffer(struct_heads, np.uint8) - 0xA3 != has_param).any():
+            if (np.frombuffer(struct_heads, np.uint8) - TensorDescriptor_HEAD != has_param).any():
                 return None  # the struct's entry count disagrees with the fields present
         declared = np.frombuffer(b"".join(name_heads), np.uint8).astype(np.intp)
         if len(declared) == count:  # every name shorter than 24 bytes: the head holds the length
@@ -165,7 +172,7 @@ def _row_length(row: tuple[bytes, ...]) -> int:
     captured = sum(map(len, row))
     if row[-1]:
         return captured
-    return captured + _FIXED_ENTRY_BYTES + (len(b"hparam_id") if row[-2] else 0)
+    return captured + TensorDescriptor_LITERAL_BYTES + (TensorDescriptor_OPTIONAL_LITERAL_BYTES["param_id"] if row[-2] else 0)
 
 
 def _uint_column(column: tuple[bytes, ...]) -> np.ndarray:

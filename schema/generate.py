@@ -16,16 +16,17 @@ files are stale (the test suite runs it).
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import re
 import struct
 import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import construct
-
-from schema import layout
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_TOML = ROOT / "schema" / "metadata.toml"
@@ -94,6 +95,8 @@ class Variant:
     kind: str | None = None
     torch: str | None = None
     safetensors: str | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
+    """Every other key of the variant (aliases, torch storage class, quant bit widths...)."""
 
 
 @dataclass
@@ -112,10 +115,14 @@ class Schema:
     limits: dict[str, int]
     structs: dict[str, Struct]
     enums: dict[str, Enum]
+    safetensors_code_order: tuple[str, ...] = ()
 
 
-def load_schema() -> Schema:
-    data = tomllib.loads(SCHEMA_TOML.read_text())
+_VARIANT_KEYS = ("name", "value", "size", "numpy", "kind", "torch", "safetensors")
+
+
+def load_schema(root: Path = ROOT) -> Schema:
+    data = tomllib.loads((root / SCHEMA_TOML.relative_to(ROOT)).read_text())
     structs = {
         s["name"]: Struct(
             s["name"],
@@ -137,13 +144,28 @@ def load_schema() -> Schema:
                     v.get("kind"),
                     v.get("torch"),
                     v.get("safetensors"),
+                    {k: x for k, x in v.items() if k not in _VARIANT_KEYS},
                 )
                 for v in e["variants"]
             ],
         )
         for e in data["enum"]
     }
-    return Schema(data["limits"], structs, enums)
+    schema = Schema(data["limits"], structs, enums, tuple(data["safetensors"]["code_order"]))
+    codes = {v.safetensors for e in enums.values() for v in e.variants if v.safetensors is not None}
+    missing = codes - set(schema.safetensors_code_order)
+    if missing:
+        raise ValueError(f"schema/metadata.toml: safetensors codes {sorted(missing)} are missing from [safetensors] code_order")
+    return schema
+
+
+def load_layout(root: Path = ROOT) -> ModuleType:
+    """``schema/layout.py`` of the tree at ``root``."""
+    spec = importlib.util.spec_from_file_location("_schema_layout", root / "schema" / "layout.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 # ---------------------------------------------------------------------------------------------
@@ -166,7 +188,7 @@ def header_format(struct: construct.Struct) -> tuple[str, list[str]]:
     return "<" + fmt, names
 
 
-def gen_layout(schema: Schema) -> str:
+def gen_layout(schema: Schema, layout: ModuleType) -> str:
     fmt, names = header_format(layout.Header)
     lines = [
         BANNER,
@@ -416,24 +438,30 @@ def gen_payload_check(e: Enum) -> list[str]:
     return lines + ["        return self.value is None"]
 
 
+_NUMPY_TYPE_CODE = re.compile(r"[<>|=]?[?bBiufc]\d*")
+"""A numpy type code (``<f4``, ``u1``, ``?``); any other numpy name is an ml_dtypes type (``bfloat16``)."""
+
+
 def gen_dtype_table(schema: Schema) -> list[str]:
     dtype = schema.enums["DType"]
     bool_store = schema.enums["BoolStore"]
 
     def info(v: Variant) -> str:
-        return f"ElementInfo({v.kind!r}, {v.size!r}, {v.numpy!r}, {v.torch!r}, {v.safetensors!r})"
+        return f"ElementInfo({v.kind!r}, {v.size!r}, {v.numpy!r}, {v.torch!r}, {v.safetensors!r}, {v.facts.get('torch_storage')!r})"
 
     lines = [
         "",
         "",
         "class ElementInfo(NamedTuple):",
-        '    """An element type: its kind, size in bytes and its names in numpy, torch and safetensors."""',
+        '    """An element type: its kind, size in bytes, its names in numpy, torch and safetensors and the',
+        '    storage class a pickled torch file names (``Float`` for ``torch.FloatStorage``)."""',
         "",
         "    kind: str | None",
         "    size: int | None",
         "    numpy: str | None",
         "    torch: str | None",
         "    safetensors: str | None",
+        "    torch_storage: str | None",
         "",
         "",
         "DTYPE_INFO: dict[str, ElementInfo] = {",
@@ -443,6 +471,126 @@ def gen_dtype_table(schema: Schema) -> list[str]:
     lines += ["}", "", "BOOL_STORE_INFO: dict[str, ElementInfo] = {", "    # BoolStore variant -> how a Bool tensor stores each element"]
     lines += [f"    {v.name!r}: {info(v)}," for v in bool_store.variants]
     lines += ["}", ""]
+    numpy_names = [v.numpy for e in schema.enums.values() for v in e.variants if v.numpy is not None]
+    extensions = tuple(dict.fromkeys(n for n in numpy_names if not _NUMPY_TYPE_CODE.fullmatch(n)))
+    aliases = {a: v.name for v in dtype.variants for a in v.facts.get("aliases", ())}
+    lines += [
+        "DTYPE_ALIASES: dict[str, str] = {",
+        "    # further spelling (lower case) -> DType variant",
+        *(f"    {a!r}: {name!r}," for a, name in aliases.items()),
+        "}",
+        "",
+        f"NUMPY_EXTENSION_TYPES: frozenset[str] = frozenset({extensions!r})",
+        '"""The numpy names above that are ml_dtypes types (``ml_dtypes.bfloat16``), not numpy\'s own."""',
+        "",
+        f"SAFETENSORS_CODE_ORDER: tuple[str, ...] = {schema.safetensors_code_order!r}",
+        '"""safetensors\' dtype codes in the order of its ``Dtype`` enum (by increasing alignment)."""',
+    ]
+    lines += gen_quant_tables(schema)
+    lines += gen_debug(schema)
+    return lines
+
+
+def enum_tuple(enum: str, variants: list[Variant]) -> str:
+    """A tuple of enum members, as source."""
+    members = [f"{enum}.{v.name}" for v in variants]
+    return f"({', '.join(members)}{',' if len(members) == 1 else ''})"
+
+
+def gen_quant_tables(schema: Schema) -> list[str]:
+    """The quantized value and scale types' facts (cubecl quant/scheme.rs), keyed by the enum members."""
+    values, scales = schema.enums["QuantValue"], schema.enums["ScaleDtype"]
+
+    def value_info(v: Variant) -> str:
+        rng = v.facts.get("range")
+        return f"QuantValueInfo({v.kind!r}, {v.facts['bits']!r}, {tuple(rng) if rng else None!r}, {v.facts.get('packed_native', 1)!r})"
+
+    def scale_info(v: Variant) -> str:
+        grid = None
+        if "mantissa_bits" in v.facts:
+            exp = v.facts.get("min_normal_exp")
+            subnormals = None if exp is None else (2.0**exp, 2.0 ** (exp - v.facts["mantissa_bits"]))
+            grid = (1 << (23 - v.facts["mantissa_bits"]), subnormals)
+        return f"ScaleDtypeInfo({v.size!r}, {float(v.facts['max'])!r}, {grid!r}, {v.numpy!r})"
+
+    def quantizable_order(v: Variant) -> tuple[int, bool]:
+        lo, hi = v.facts["range"]
+        return -v.facts["bits"], lo != -hi
+
+    quantizable = sorted((v for v in values.variants if "range" in v.facts), key=quantizable_order)
+    return [
+        "",
+        "",
+        "class QuantValueInfo(NamedTuple):",
+        '    """A quantized value type: ``int`` or ``minifloat``, ``QuantValue::size_bits``, the integer range',
+        "    quantizing clamps to (None for minifloats) and the values per stored element under",
+        '    ``QuantStore::PackedNative``."""',
+        "",
+        "    kind: str",
+        "    bits: int",
+        "    range: tuple[int, int] | None",
+        "    packed_native: int",
+        "",
+        "",
+        "QUANT_VALUE_INFO: dict[QuantValue, QuantValueInfo] = {",
+        *(f"    QuantValue.{v.name}: {value_info(v)}," for v in values.variants),
+        "}",
+        "",
+        "",
+        "class ScaleDtypeInfo(NamedTuple):",
+        '    """A scale type: bytes per stored scale, ``ScaleDtype::max_representable``, the f32 grid',
+        "    ``ScaleDtype::round_up`` moves scales onto — (bit step on the f32 pattern, (smallest normal,",
+        "    subnormal spacing) or None) — or None when Burn has no rounding for it, and the numpy (or",
+        '    ml_dtypes) type its bytes are (None: Burn has no codec for it)."""',
+        "",
+        "    size: int",
+        "    max: float",
+        "    grid: tuple[int, tuple[float, float] | None] | None",
+        "    numpy: str | None",
+        "",
+        "",
+        "SCALE_DTYPE_INFO: dict[ScaleDtype, ScaleDtypeInfo] = {",
+        *(f"    ScaleDtype.{v.name}: {scale_info(v)}," for v in scales.variants),
+        "}",
+        "",
+        f"QUANTIZABLE_VALUES: tuple[QuantValue, ...] = {enum_tuple('QuantValue', quantizable)}",
+        '"""The values Burn\'s CPU backends quantize to (those with an integer range), widest first,',
+        'symmetric before full range."""',
+        f"QUANTIZABLE_SCALES: tuple[ScaleDtype, ...] = {enum_tuple('ScaleDtype', [v for v in scales.variants if 'mantissa_bits' in v.facts])}",
+        '"""The scale dtypes Burn rounds scales onto (``ScaleDtype::round_up``), so quantizes with."""',
+    ]
+
+
+def debug_expr(t: Type, x: str, schema: Schema) -> str:
+    """Rust's derived ``{:?}`` of the Python value ``x`` of type ``t`` (structs: their repr)."""
+    if is_enum(t, schema) and schema.enums[t.kind].unit_only:
+        return f"{x}.name"
+    if t.kind in INT_RANGES:
+        return f"str({x})"
+    if t.kind == "bool":
+        return f"str({x}).lower()"
+    return f"repr({x})"
+
+
+def gen_debug(schema: Schema) -> list[str]:
+    """``debug_<Enum>``: Rust's derived ``{:?}`` of every tagged enum's values (as in Burn's messages)."""
+    lines: list[str] = []
+    for e in schema.enums.values():
+        if e.unit_only:
+            continue
+        lines += [
+            "",
+            "",
+            f"def debug_{e.name}(value: {e.name}) -> str:",
+            f'    """Rust\'s ``{{:?}}`` of a {e.name}: a unit variant\'s name, a newtype variant\'s name and its',
+            "    payload in parentheses (float and struct payloads: their Python repr).\"\"\"",
+            "    if value.value is None:",
+            "        return value.variant",
+        ]
+        for v in e.variants:
+            if v.value is not None:
+                lines += [f"    if value.variant == {v.name!r}:", f'        return f"{v.name}({{{debug_expr(v.value, "value.value", schema)}}})"']
+        lines.append('    raise AssertionError(value.variant)')
     return lines
 
 
@@ -704,7 +852,7 @@ def scan_value(t: Type, schema: Schema, var: str) -> tuple[str, list[str], str, 
                 for inner in schema.enums[v.value.kind].variants:
                     table[b"\xa1" + cbor_text(v.name) + cbor_text(inner.name)] = f"{t.kind}.{v.name}({v.value.kind}.{inner.name})"
         alternatives = "|".join(regex_bytes(k) for k in sorted(table, key=len, reverse=True))
-        return f"({alternatives})", [var], f"_{t.kind}_SCAN[{var}]", table
+        return f"({alternatives})", [var], f"{t.kind}_SCAN[{var}]", table
     return None
 
 
@@ -741,9 +889,24 @@ def gen_scanner(schema: Schema) -> list[str]:
     lines = ["", ""]
     for enum_name, table in tables.items():
         entries = ", ".join(f"{k!r}: {v}" for k, v in table.items())
-        lines.append(f"_{enum_name}_SCAN = {{{entries}}}")
+        lines.append(f"{enum_name}_SCAN: dict[bytes, {enum_name}] = {{{entries}}}")
+        lines.append(f'"""The CBOR bytes of each {enum_name} the scanner matches → the value."""')
+    # what the pattern matches literally: the keys, and the array head of a fixed-size tuple
+    literal = {f.name: len(cbor_text(f.name)) + (1 if f.type.kind == "tuple" else 0) for f in struct.fields}
+    required_literal = sum(n for name, n in literal.items() if next(f for f in struct.fields if f.name == name).absent != "omit_if_none")
+    optional_literal = {f.name: literal[f.name] for f in struct.fields if f.absent == "omit_if_none"}
     lines += [
-        f'_{struct.name}_RE = re.compile(rb"{"".join(parts)}")',
+        f"{struct.name}_RE = re.compile(rb\"{''.join(parts)}\")",
+        f'"""One {struct.name} exactly as Burn writes it, from its struct head; the groups are',
+        f"{', '.join(g.removeprefix('v_') for g in groups)}.\"\"\"",
+        f"{struct.name}_HEAD = {0xa0 + required:#x}",
+        f'"""The struct head of a {struct.name} without its optional fields (one more per field present)."""',
+        f"{struct.name}_LITERAL_BYTES = {required_literal}",
+        f'"""Bytes of a match the groups do not capture: the keys (and tuple heads) of the required fields."""',
+        f"{struct.name}_OPTIONAL_LITERAL_BYTES: dict[str, int] = {optional_literal!r}",
+        f'"""The same for each optional field, when present."""',
+        f"METADATA_FIRST_KEY = {cbor_text(first.name)!r}",
+        f'"""The CBOR text of the metadata\'s first key, which Burn writes first."""',
         "",
         "",
         "def scan_Metadata(buf: bytes) -> Metadata:",
@@ -753,7 +916,7 @@ def gen_scanner(schema: Schema) -> list[str]:
         "        raise Fallback",
         f"    count, pos = map_header(buf, {1 + len(cbor_text(first.name))})",
         "    entries = {}",
-        f"    match = _{struct.name}_RE.match",
+        f"    match = {struct.name}_RE.match",
         "    for _ in range(count):",
         "        text_head = buf[pos]  # the name: a definite text string",
         "        if 0x60 <= text_head < 0x78:",
@@ -819,7 +982,7 @@ def gen_direct_encoder(schema: Schema) -> list[str]:
     lines = ["", ""]
     for f in struct.fields:
         if is_enum(f.type, schema):
-            lines.append(f"_{f.type.kind}_BYTES = {{v: b for b, v in _{f.type.kind}_SCAN.items()}}")
+            lines.append(f"_{f.type.kind}_BYTES = {{v: b for b, v in {f.type.kind}_SCAN.items()}}")
             if not schema.enums[f.type.kind].unit_only:
                 lines.append(f"_{f.type.kind}_UNIT_BYTES = {{v.variant: b for v, b in _{f.type.kind}_BYTES.items() if v.value is None}}")
     # The leading required fields that are not numbers (dtype, shape) are shared by every tensor of
@@ -1061,36 +1224,48 @@ def gen_cddl(schema: Schema) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-def outputs() -> dict[Path, str]:
-    schema = load_schema()
+def outputs(root: Path = ROOT) -> dict[Path, str]:
+    """Every generated file of the tree at ``root`` (this checkout by default) → its text."""
+    schema = load_schema(root)
+    generated = root / GENERATED.relative_to(ROOT)
     return {
-        GENERATED / "__init__.py": BANNER
+        generated / "__init__.py": BANNER
         + '"""Code generated from schema/ — see schema/generate.py."""\n\n'
         + "from . import codec  # noqa: F401 - gives the types their serde form (types.SERDE)\n",
-        GENERATED / "layout.py": gen_layout(schema),
-        GENERATED / "types.py": gen_types(schema),
-        GENERATED / "codec.py": gen_codec(schema),
-        CDDL: gen_cddl(schema),
+        generated / "layout.py": gen_layout(schema, load_layout(root)),
+        generated / "types.py": gen_types(schema),
+        generated / "codec.py": gen_codec(schema),
+        root / CDDL.relative_to(ROOT): gen_cddl(schema),
     }
 
 
-def stale_files() -> list[Path]:
+def stale_files(root: Path = ROOT) -> list[Path]:
     """Generated files whose checked-in text differs from what the schema generates."""
-    return [path for path, text in outputs().items() if not path.exists() or path.read_text() != text]
+    return [path for path, text in outputs(root).items() if not path.exists() or path.read_text() != text]
+
+
+def write(root: Path = ROOT) -> list[Path]:
+    """Regenerate the tree at ``root``; returns the files whose text changed."""
+    changed = []
+    for path, text in outputs(root).items():
+        if not path.exists() or path.read_text() != text:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+            changed.append(path)
+    return changed
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if any generated file is stale")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the checkout to generate in (default: this one)")
     args = parser.parse_args(argv)
     if args.check:
-        stale = stale_files()
+        stale = stale_files(args.root)
         for path in stale:
-            print(f"stale: {path.relative_to(ROOT)}", file=sys.stderr)
+            print(f"stale: {path.relative_to(args.root)}", file=sys.stderr)
         return 1 if stale else 0
-    GENERATED.mkdir(parents=True, exist_ok=True)
-    for path, text in outputs().items():
-        path.write_text(text)
+    write(args.root)
     return 0
 
 

@@ -422,8 +422,19 @@ def exact_BlockSize(d: Decoder) -> BlockSize:
     return BlockSize(got['storage'], got['len'])
 
 
-_DType_SCAN = {b'cF64': DType.F64, b'cF32': DType.F32, b'fFlex32': DType.Flex32, b'cF16': DType.F16, b'dBF16': DType.BF16, b'cI64': DType.I64, b'cI32': DType.I32, b'cI16': DType.I16, b'bI8': DType.I8, b'cU64': DType.U64, b'cU32': DType.U32, b'cU16': DType.U16, b'bU8': DType.U8, b'\xa1dBoolfNative': DType.Bool(BoolStore.Native), b'\xa1dBoolbU8': DType.Bool(BoolStore.U8), b'\xa1dBoolcU32': DType.Bool(BoolStore.U32)}
-_TensorDescriptor_RE = re.compile(rb"([\xa3-\xa4])\x65\x64\x74\x79\x70\x65(\xa1\x64\x42\x6f\x6f\x6c\x66\x4e\x61\x74\x69\x76\x65|\xa1\x64\x42\x6f\x6f\x6c\x63\x55\x33\x32|\xa1\x64\x42\x6f\x6f\x6c\x62\x55\x38|\x66\x46\x6c\x65\x78\x33\x32|\x64\x42\x46\x31\x36|\x63\x46\x36\x34|\x63\x46\x33\x32|\x63\x46\x31\x36|\x63\x49\x36\x34|\x63\x49\x33\x32|\x63\x49\x31\x36|\x63\x55\x36\x34|\x63\x55\x33\x32|\x63\x55\x31\x36|\x62\x49\x38|\x62\x55\x38)\x65\x73\x68\x61\x70\x65((?:[\x80-\x97]|\x98[\x00-\xff]|\x99[\x00-\xff]{2}))((?:(?:[\x00-\x17]|\x18[\x00-\xff]|\x19[\x00-\xff]{2}|\x1a[\x00-\xff]{4}|\x1b[\x00-\xff]{8}))*?)\x6c\x64\x61\x74\x61\x5f\x6f\x66\x66\x73\x65\x74\x73\x82((?:[\x00-\x17]|\x18[\x00-\xff]|\x19[\x00-\xff]{2}|\x1a[\x00-\xff]{4}|\x1b[\x00-\xff]{8}))((?:[\x00-\x17]|\x18[\x00-\xff]|\x19[\x00-\xff]{2}|\x1a[\x00-\xff]{4}|\x1b[\x00-\xff]{8}))(?:\x68\x70\x61\x72\x61\x6d\x5f\x69\x64((?:[\x00-\x17]|\x18[\x00-\xff]|\x19[\x00-\xff]{2}|\x1a[\x00-\xff]{4}|\x1b[\x00-\xff]{8})))?")
+DType_SCAN: dict[bytes, DType] = {b'cF64': DType.F64, b'cF32': DType.F32, b'fFlex32': DType.Flex32, b'cF16': DType.F16, b'dBF16': DType.BF16, b'cI64': DType.I64, b'cI32': DType.I32, b'cI16': DType.I16, b'bI8': DType.I8, b'cU64': DType.U64, b'cU32': DType.U32, b'cU16': DType.U16, b'bU8': DType.U8, b'\xa1dBoolfNative': DType.Bool(BoolStore.Native), b'\xa1dBoolbU8': DType.Bool(BoolStore.U8), b'\xa1dBoolcU32': DType.Bool(BoolStore.U32)}
+"""The CBOR bytes of each DType the scanner matches → the value."""
+TensorDescriptor_RE = re.compile(rb"([\xa3-\xa4])\x65\x64\x74\x79\x70\x65(\xa1\x64\x42\x6f\x6f\x6c\x66\x4e\x61\x74\x69\x76\x65|\xa1\x64\x42\x6f\x6f\x6c\x63\x55\x33\x32|\xa1\x64\x42\x6f\x6f\x6c\x62\x55\x38|\x66\x46\x6c\x65\x78\x33\x32|\x64\x42\x46\x31\x36|\x63\x46\x36\x34|\x63\x46\x33\x32|\x63\x46\x31\x36|\x63\x49\x36\x34|\x63\x49\x33\x32|\x63\x49\x31\x36|\x63\x55\x36\x34|\x63\x55\x33\x32|\x63\x55\x31\x36|\x62\x49\x38|\x62\x55\x38)\x65\x73\x68\x61\x70\x65((?:[\x80-\x97]|\x98[\x00-\xff]|\x99[\x00-\xff]{2}))((?:(?:[\x00-\x17]|\x18[\x00-\xff]|\x19[\x00-\xff]{2}|\x1a[\x00-\xff]{4}|\x1b[\x00-\xff]{8}))*?)\x6c\x64\x61\x74\x61\x5f\x6f\x66\x66\x73\x65\x74\x73\x82((?:[\x00-\x17]|\x18[\x00-\xff]|\x19[\x00-\xff]{2}|\x1a[\x00-\xff]{4}|\x1b[\x00-\xff]{8}))((?:[\x00-\x17]|\x18[\x00-\xff]|\x19[\x00-\xff]{2}|\x1a[\x00-\xff]{4}|\x1b[\x00-\xff]{8}))(?:\x68\x70\x61\x72\x61\x6d\x5f\x69\x64((?:[\x00-\x17]|\x18[\x00-\xff]|\x19[\x00-\xff]{2}|\x1a[\x00-\xff]{4}|\x1b[\x00-\xff]{8})))?")
+"""One TensorDescriptor exactly as Burn writes it, from its struct head; the groups are
+head, dtype, shape_head, shape, data_offsets_0, data_offsets_1, param_id."""
+TensorDescriptor_HEAD = 0xa3
+"""The struct head of a TensorDescriptor without its optional fields (one more per field present)."""
+TensorDescriptor_LITERAL_BYTES = 26
+"""Bytes of a match the groups do not capture: the keys (and tuple heads) of the required fields."""
+TensorDescriptor_OPTIONAL_LITERAL_BYTES: dict[str, int] = {'param_id': 9}
+"""The same for each optional field, when present."""
+METADATA_FIRST_KEY = b'gtensors'
+"""The CBOR text of the metadata's first key, which Burn writes first."""
 
 
 def scan_Metadata(buf: bytes) -> Metadata:
@@ -433,7 +444,7 @@ def scan_Metadata(buf: bytes) -> Metadata:
         raise Fallback
     count, pos = map_header(buf, 9)
     entries = {}
-    match = _TensorDescriptor_RE.match
+    match = TensorDescriptor_RE.match
     for _ in range(count):
         text_head = buf[pos]  # the name: a definite text string
         if 0x60 <= text_head < 0x78:
@@ -453,7 +464,7 @@ def scan_Metadata(buf: bytes) -> Metadata:
         head, v_dtype, v_shape_head, v_shape, v_data_offsets_0, v_data_offsets_1, v_param_id = m.groups()
         if head[0] - 0xA0 != 3 + (v_param_id is not None):
             raise Fallback  # the struct's entry count disagrees with the fields present
-        values = (_DType_SCAN[v_dtype], (tuple(v_shape) if len(v_shape_head) == 1 and len(v_shape) == v_shape_head[0] - 0x80 and max(v_shape, default=0) < 0x18 else uints(v_shape_head, v_shape)), ((v_data_offsets_0[0] if len(v_data_offsets_0) == 1 else int.from_bytes(v_data_offsets_0[1:], 'big')), (v_data_offsets_1[0] if len(v_data_offsets_1) == 1 else int.from_bytes(v_data_offsets_1[1:], 'big')), ), (None if v_param_id is None else (v_param_id[0] if len(v_param_id) == 1 else int.from_bytes(v_param_id[1:], 'big'))),)
+        values = (DType_SCAN[v_dtype], (tuple(v_shape) if len(v_shape_head) == 1 and len(v_shape) == v_shape_head[0] - 0x80 and max(v_shape, default=0) < 0x18 else uints(v_shape_head, v_shape)), ((v_data_offsets_0[0] if len(v_data_offsets_0) == 1 else int.from_bytes(v_data_offsets_0[1:], 'big')), (v_data_offsets_1[0] if len(v_data_offsets_1) == 1 else int.from_bytes(v_data_offsets_1[1:], 'big')), ), (None if v_param_id is None else (v_param_id[0] if len(v_param_id) == 1 else int.from_bytes(v_param_id[1:], 'big'))),)
         if values[1] is None:
             raise Fallback
         entries[name.decode()] = tuple.__new__(TensorDescriptor, values)
@@ -465,7 +476,7 @@ def scan_Metadata(buf: bytes) -> Metadata:
     return others._replace(tensors=entries)
 
 
-_DType_BYTES = {v: b for b, v in _DType_SCAN.items()}
+_DType_BYTES = {v: b for b, v in DType_SCAN.items()}
 _DType_UNIT_BYTES = {v.variant: b for v, b in _DType_BYTES.items() if v.value is None}
 
 

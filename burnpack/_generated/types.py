@@ -456,37 +456,143 @@ class Scalar:
 
 
 class ElementInfo(NamedTuple):
-    """An element type: its kind, size in bytes and its names in numpy, torch and safetensors."""
+    """An element type: its kind, size in bytes, its names in numpy, torch and safetensors and the
+    storage class a pickled torch file names (``Float`` for ``torch.FloatStorage``)."""
 
     kind: str | None
     size: int | None
     numpy: str | None
     torch: str | None
     safetensors: str | None
+    torch_storage: str | None
 
 
 DTYPE_INFO: dict[str, ElementInfo] = {
     # DType variant -> element info (Bool: see BOOL_STORE_INFO; QFloat: bit-packed, no size)
-    'F64': ElementInfo('float', 8, '<f8', 'float64', 'F64'),
-    'F32': ElementInfo('float', 4, '<f4', 'float32', 'F32'),
-    'Flex32': ElementInfo('float', 4, '<f4', 'float32', 'F32'),
-    'F16': ElementInfo('float', 2, '<f2', 'float16', 'F16'),
-    'BF16': ElementInfo('float', 2, 'bfloat16', 'bfloat16', 'BF16'),
-    'I64': ElementInfo('int', 8, '<i8', 'int64', 'I64'),
-    'I32': ElementInfo('int', 4, '<i4', 'int32', 'I32'),
-    'I16': ElementInfo('int', 2, '<i2', 'int16', 'I16'),
-    'I8': ElementInfo('int', 1, 'i1', 'int8', 'I8'),
-    'U64': ElementInfo('uint', 8, '<u8', 'uint64', 'U64'),
-    'U32': ElementInfo('uint', 4, '<u4', 'uint32', 'U32'),
-    'U16': ElementInfo('uint', 2, '<u2', 'uint16', 'U16'),
-    'U8': ElementInfo('uint', 1, 'u1', 'uint8', 'U8'),
-    'Bool': ElementInfo('bool', None, None, 'bool', 'BOOL'),
-    'QFloat': ElementInfo('quantized', None, None, None, None),
+    'F64': ElementInfo('float', 8, '<f8', 'float64', 'F64', 'Double'),
+    'F32': ElementInfo('float', 4, '<f4', 'float32', 'F32', 'Float'),
+    'Flex32': ElementInfo('float', 4, '<f4', 'float32', 'F32', 'Float'),
+    'F16': ElementInfo('float', 2, '<f2', 'float16', 'F16', 'Half'),
+    'BF16': ElementInfo('float', 2, 'bfloat16', 'bfloat16', 'BF16', 'BFloat16'),
+    'I64': ElementInfo('int', 8, '<i8', 'int64', 'I64', 'Long'),
+    'I32': ElementInfo('int', 4, '<i4', 'int32', 'I32', 'Int'),
+    'I16': ElementInfo('int', 2, '<i2', 'int16', 'I16', 'Short'),
+    'I8': ElementInfo('int', 1, 'i1', 'int8', 'I8', 'Char'),
+    'U64': ElementInfo('uint', 8, '<u8', 'uint64', 'U64', None),
+    'U32': ElementInfo('uint', 4, '<u4', 'uint32', 'U32', None),
+    'U16': ElementInfo('uint', 2, '<u2', 'uint16', 'U16', None),
+    'U8': ElementInfo('uint', 1, 'u1', 'uint8', 'U8', 'Byte'),
+    'Bool': ElementInfo('bool', None, None, 'bool', 'BOOL', 'Bool'),
+    'QFloat': ElementInfo('quantized', None, None, None, None, None),
 }
 
 BOOL_STORE_INFO: dict[str, ElementInfo] = {
     # BoolStore variant -> how a Bool tensor stores each element
-    'Native': ElementInfo('bool', 1, '?', None, None),
-    'U8': ElementInfo('bool', 1, 'u1', None, None),
-    'U32': ElementInfo('bool', 4, '<u4', None, None),
+    'Native': ElementInfo('bool', 1, '?', None, None, None),
+    'U8': ElementInfo('bool', 1, 'u1', None, None, None),
+    'U32': ElementInfo('bool', 4, '<u4', None, None, None),
 }
+
+DTYPE_ALIASES: dict[str, str] = {
+    # further spelling (lower case) -> DType variant
+    'double': 'F64',
+    'float': 'F32',
+    'half': 'F16',
+}
+
+NUMPY_EXTENSION_TYPES: frozenset[str] = frozenset(('bfloat16', 'float8_e4m3fn'))
+"""The numpy names above that are ml_dtypes types (``ml_dtypes.bfloat16``), not numpy's own."""
+
+SAFETENSORS_CODE_ORDER: tuple[str, ...] = ('BOOL', 'U8', 'I8', 'I16', 'U16', 'F16', 'BF16', 'I32', 'U32', 'F32', 'F64', 'I64', 'U64')
+"""safetensors' dtype codes in the order of its ``Dtype`` enum (by increasing alignment)."""
+
+
+class QuantValueInfo(NamedTuple):
+    """A quantized value type: ``int`` or ``minifloat``, ``QuantValue::size_bits``, the integer range
+    quantizing clamps to (None for minifloats) and the values per stored element under
+    ``QuantStore::PackedNative``."""
+
+    kind: str
+    bits: int
+    range: tuple[int, int] | None
+    packed_native: int
+
+
+QUANT_VALUE_INFO: dict[QuantValue, QuantValueInfo] = {
+    QuantValue.Q8F: QuantValueInfo('int', 8, (-128, 127), 1),
+    QuantValue.E5M2: QuantValueInfo('minifloat', 8, None, 1),
+    QuantValue.E4M3: QuantValueInfo('minifloat', 8, None, 1),
+    QuantValue.Q4F: QuantValueInfo('int', 4, (-8, 7), 1),
+    QuantValue.E2M1: QuantValueInfo('minifloat', 4, None, 2),
+    QuantValue.Q2F: QuantValueInfo('int', 2, (-2, 1), 1),
+    QuantValue.Q8S: QuantValueInfo('int', 8, (-127, 127), 1),
+    QuantValue.Q4S: QuantValueInfo('int', 4, (-7, 7), 1),
+    QuantValue.Q2S: QuantValueInfo('int', 2, (-1, 1), 1),
+}
+
+
+class ScaleDtypeInfo(NamedTuple):
+    """A scale type: bytes per stored scale, ``ScaleDtype::max_representable``, the f32 grid
+    ``ScaleDtype::round_up`` moves scales onto — (bit step on the f32 pattern, (smallest normal,
+    subnormal spacing) or None) — or None when Burn has no rounding for it, and the numpy (or
+    ml_dtypes) type its bytes are (None: Burn has no codec for it)."""
+
+    size: int
+    max: float
+    grid: tuple[int, tuple[float, float] | None] | None
+    numpy: str | None
+
+
+SCALE_DTYPE_INFO: dict[ScaleDtype, ScaleDtypeInfo] = {
+    ScaleDtype.F32: ScaleDtypeInfo(4, 3.4028234663852886e+38, (1, None), '<f4'),
+    ScaleDtype.F16: ScaleDtypeInfo(2, 65504.0, (8192, (6.103515625e-05, 5.960464477539063e-08)), '<f2'),
+    ScaleDtype.BF16: ScaleDtypeInfo(2, 3.3895313892515355e+38, (65536, None), 'bfloat16'),
+    ScaleDtype.UE8M0: ScaleDtypeInfo(1, 1.7014118346046923e+38, None, None),
+    ScaleDtype.UE4M3: ScaleDtypeInfo(1, 448.0, (1048576, (0.015625, 0.001953125)), 'float8_e4m3fn'),
+}
+
+QUANTIZABLE_VALUES: tuple[QuantValue, ...] = (QuantValue.Q8S, QuantValue.Q8F, QuantValue.Q4S, QuantValue.Q4F, QuantValue.Q2S, QuantValue.Q2F)
+"""The values Burn's CPU backends quantize to (those with an integer range), widest first,
+symmetric before full range."""
+QUANTIZABLE_SCALES: tuple[ScaleDtype, ...] = (ScaleDtype.F32, ScaleDtype.F16, ScaleDtype.BF16, ScaleDtype.UE4M3)
+"""The scale dtypes Burn rounds scales onto (``ScaleDtype::round_up``), so quantizes with."""
+
+
+def debug_DType(value: DType) -> str:
+    """Rust's ``{:?}`` of a DType: a unit variant's name, a newtype variant's name and its
+    payload in parentheses (float and struct payloads: their Python repr)."""
+    if value.value is None:
+        return value.variant
+    if value.variant == 'Bool':
+        return f"Bool({value.value.name})"
+    if value.variant == 'QFloat':
+        return f"QFloat({repr(value.value)})"
+    raise AssertionError(value.variant)
+
+
+def debug_QuantStore(value: QuantStore) -> str:
+    """Rust's ``{:?}`` of a QuantStore: a unit variant's name, a newtype variant's name and its
+    payload in parentheses (float and struct payloads: their Python repr)."""
+    if value.value is None:
+        return value.variant
+    if value.variant == 'PackedNative':
+        return f"PackedNative({str(value.value)})"
+    if value.variant == 'PackedU32':
+        return f"PackedU32({str(value.value)})"
+    raise AssertionError(value.variant)
+
+
+def debug_Scalar(value: Scalar) -> str:
+    """Rust's ``{:?}`` of a Scalar: a unit variant's name, a newtype variant's name and its
+    payload in parentheses (float and struct payloads: their Python repr)."""
+    if value.value is None:
+        return value.variant
+    if value.variant == 'Int':
+        return f"Int({str(value.value)})"
+    if value.variant == 'UInt':
+        return f"UInt({str(value.value)})"
+    if value.variant == 'Float':
+        return f"Float({repr(value.value)})"
+    if value.variant == 'Bool':
+        return f"Bool({str(value.value).lower()})"
+    raise AssertionError(value.variant)

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .._generated.types import DType
+from .._generated.types import DTYPE_INFO, DType
 from ..patterns import InvalidPattern, Pattern, compile_pattern
 from ._io import OptionError
 from .tensors import Entry, cast_array, dtype_name, is_float, parse_dtype
@@ -423,6 +423,10 @@ _ADAPTERS = {
     "burn-to-pytorch": BurnToPyTorchAdapter,
     "half": HalfPrecisionAdapter,
 }
+_FLOAT_NAMES = frozenset(
+    name for variant, info in DTYPE_INFO.items() if info.kind == "float" for name in (variant.lower(), info.torch) if name
+)
+"""Float dtypes' Burn and torch names, which alone mean ``cast=NAME``."""
 
 
 def parse_adapter(spec: str | ModuleAdapter | Iterable[str | ModuleAdapter] | None) -> ModuleAdapter | None:
@@ -450,7 +454,7 @@ def parse_adapter(spec: str | ModuleAdapter | Iterable[str | ModuleAdapter] | No
             adapters.append(_ADAPTERS[key]())
         elif key.startswith(("cast=", "cast:", "float=", "float:")):
             adapters.append(FloatCastAdapter(key.split("=" if "=" in key else ":", 1)[1]))
-        elif key in ("f16", "bf16", "f32", "f64", "flex32", "float16", "bfloat16", "float32", "float64"):
+        elif key in _FLOAT_NAMES:
             adapters.append(FloatCastAdapter(key))
         else:
             raise OptionError(f"unknown adapter {item!r}; expected pytorch, to-pytorch, half, cast=DTYPE or identity")

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .._generated.types import BoolStore
+from .._generated.types import QUANTIZABLE_SCALES, QUANTIZABLE_VALUES, BoolStore
 from ..commands.common import CommandError, add_progress_option, blame, check_output
 from ..sidefile import parse_json
 from .registry import choices, formats
@@ -163,12 +163,13 @@ def _register_convert(sub: Any) -> None:
 
 def _add_quantization_options(p: Any) -> None:
     g = p.add_argument_group("quantization (output .bpk; Burn's CPU backend arithmetic)")
-    g.add_argument("--quantize", metavar="VALUE", choices=("q8s", "q8f", "q4s", "q4f", "q2s", "q2f"),
+    values = [value.name.lower() for value in QUANTIZABLE_VALUES]
+    g.add_argument("--quantize", metavar="VALUE", choices=values,
                    help="quantize the weights (float tensors of rank >= 2 named 'weight'; norms, biases and embeddings "
-                        "stay float): q8s, q8f, q4s, q4f, q2s or q2f, one byte per value (Native store)")  # fmt: skip
+                        f"stay float): {', '.join(values[:-1])} or {values[-1]}, one byte per value (Native store)")  # fmt: skip
     g.add_argument("--block", metavar="N[xM...]", help="one scale per block of N values along the last dim (4x32: rectangles); "
                    "default one scale per tensor")  # fmt: skip
-    g.add_argument("--scale-dtype", choices=("f32", "f16", "bf16", "ue4m3"), help="scale storage (rounded up onto it; default f32)")
+    g.add_argument("--scale-dtype", choices=[dtype.name.lower() for dtype in QUANTIZABLE_SCALES], help="scale storage (rounded up onto it; default f32)")
     g.add_argument("--include", metavar="REGEX", help="quantize the float tensors whose output name matches instead")
     g.add_argument("--dequantize", action="store_true",
                    help="write every quantized (QFloat) tensor as its F32 values, as Burn dequantizes them")

@@ -46,7 +46,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..display import plural, printable_lines
-from ..dtypes import NATIVE_BOOL
+from ..dtypes import EXTENSION_DTYPES, NATIVE_BOOL, element_size
 from ..quant import dtype_label
 from ..frameworks import is_torch_module
 from ..patterns import InvalidPattern, compile_pattern
@@ -56,7 +56,7 @@ from ._io import ConversionError, OptionError
 from .registry import Format, formats, read_tensors, resolve_output, write_tensors
 from .sharded import parse_size
 from .remap import KeyRemapper, PathFilter, insert_enum_variants, map_indices_contiguous as _contiguous, strip_enum_variants
-from .._generated.types import BoolStore, DType
+from .._generated.types import DTYPE_INFO, BoolStore, DType
 from .tensors import Entry, TensorSet, dtype_name
 
 __all__ = ["ConversionReport", "UnmatchedOptionError", "convert", "transform"]
@@ -679,11 +679,14 @@ def _note_npz(tset: TensorSet, report: ConversionReport, npz_metadata: bool) -> 
             f"{plural(len(tset.metadata), 'metadata entry', 'metadata entries')} not written: the .npz holds tensors only "
             "(--npz-metadata keeps them in a __metadata__ member)"
         )
-    bf16 = sum(1 for e in tset.entries if e.dtype == DType.BF16)
-    if bf16:
-        report.warnings.append(
-            f"{plural(bf16, 'BF16 tensor')} written as raw 2-byte items, as numpy saves ml_dtypes' bfloat16 (burnpack reads them back as BF16)"
-        )
+    for raw in EXTENSION_DTYPES:
+        count = sum(1 for e in tset.entries if e.dtype == raw)
+        if count:
+            name = dtype_name(raw)
+            report.warnings.append(
+                f"{plural(count, f'{name} tensor')} written as raw {element_size(raw)}-byte items, as numpy saves ml_dtypes' "
+                f"{DTYPE_INFO[raw.variant].numpy} (burnpack reads them back as {name})"
+            )
     for e in tset.entries:
         if e.dtype == DType.Flex32:
             report.warnings.append(f"{e.name}: Flex32 written as F32")

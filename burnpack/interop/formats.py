@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .._generated.types import BoolStore, DType
-from ..dtypes import dtype_from_safetensors, element_size, is_bf16, numpy_dtype, safetensors_code
+from ..dtypes import EXTENSION_DTYPES, dtype_from_numpy, dtype_from_safetensors, element_size, is_extension_type, numpy_dtype, safetensors_code
 from ..reader import TensorView, load
 from ..sidefile import parse_json
 from ..source import open_regular
@@ -242,14 +242,18 @@ def _npz_entry(name: str, array: np.ndarray, hint: Any, bool_store: str | BoolSt
         elif array.dtype != want:
             array = array.astype(want)
         return Entry.from_numpy(name, array, dtype=dtype)
-    if array.dtype == _RAW_BF16:  # numpy saves ml_dtypes' bfloat16 as raw 2-byte items
-        return Entry.from_numpy(name, array.view(numpy_dtype(DType.BF16)), dtype=DType.BF16)
+    raw = _RAW_ITEMS.get(array.dtype)
+    if raw is not None:  # numpy saves ml_dtypes' types (bfloat16) as raw items of their size
+        return Entry.from_numpy(name, array.view(numpy_dtype(raw)), dtype=raw)
     if array.dtype.kind == "V":
         raise ValueError(f"raw dtype {array.dtype} and no dtype hint")
     return entry_from_array(name, array, bool_store)
 
 
-_RAW_BF16 = np.dtype("V2")
+_RAW_ITEMS: dict[np.dtype, DType] = {}
+"""Raw items of a ``.npy`` file without a dtype hint → the first ml_dtypes dtype of that size (BF16)."""
+for _dtype in EXTENSION_DTYPES:
+    _RAW_ITEMS.setdefault(np.dtype(f"V{element_size(_dtype)}"), _dtype)
 
 
 def read_in_memory(
@@ -389,7 +393,8 @@ def write_npz(
     for entry in tset.entries:
         if element_size(entry.dtype) is None:
             raise ConversionError(f"tensor {entry.name!r}: .npz cannot hold {dtype_name(entry.dtype)}")
-        if entry.dtype.is_bool or entry.dtype in (DType.BF16, DType.Flex32):
+        kept = numpy_dtype(entry.dtype)  # .npy holds numpy's own types, and names no Burn dtype
+        if entry.dtype.is_bool or is_extension_type(kept) or dtype_from_numpy(kept) != entry.dtype:
             hints[entry.name] = dtype_name(entry.dtype)
         if entry.name == _METADATA_KEY:
             raise ConversionError(f"a tensor named {_METADATA_KEY!r} cannot be written to .npz")
@@ -398,8 +403,8 @@ def write_npz(
         with zipfile.ZipFile(stream, "w", compression=mode, allowZip64=True) as archive:
             for entry in tset.entries:
                 array = entry.numpy()
-                if is_bf16(array.dtype):
-                    array = array.view("V2")
+                if is_extension_type(array.dtype):
+                    array = array.view(f"V{array.dtype.itemsize}")
                 elif entry.dtype.is_bool and not metadata:
                     array = array != 0
                 with archive.open(entry.name + ".npy", "w", force_zip64=True) as member:

@@ -44,8 +44,8 @@ from typing import Any, BinaryIO, Literal, cast
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .._generated.types import DTYPE_INFO
-from ..dtypes import dtype_from_torch, numpy_dtype, numpy_dtype_named
+from .._generated.types import BOOL_STORE_INFO, DTYPE_INFO
+from ..dtypes import NATIVE_BOOL, dtype_from_torch, numpy_dtype, numpy_dtype_named
 from ..errors import BurnpackError
 from ..source import open_regular
 from ..tensor import NUMPY_MAX_DIMS
@@ -227,11 +227,19 @@ def _numpy_scalar(dtype: object, data: object = b"") -> np.generic:
     return np.frombuffer(data, np_dtype)[0]
 
 
-_STORAGE_DTYPES = {
-    "Double": "float64", "Float": "float32", "Half": "float16", "BFloat16": "bfloat16", "Long": "int64",
-    "Int": "int32", "Short": "int16", "Char": "int8", "Byte": "uint8", "Bool": "bool",
-}  # fmt: skip
-"""Storage type prefix → numpy name (ml_dtypes' bfloat16 is imported when such a storage is met)."""
+def _storage_dtypes() -> dict[str, str]:
+    """``torch.<X>Storage`` → the numpy name of its elements (from the first dtype naming ``X``;
+    ml_dtypes' types are imported only when such a storage is met)."""
+    out: dict[str, str] = {}
+    for variant, info in DTYPE_INFO.items():
+        numpy = BOOL_STORE_INFO[NATIVE_BOOL.value.value].numpy if variant == NATIVE_BOOL.variant else info.numpy
+        if info.torch_storage is not None and numpy is not None:
+            out.setdefault(info.torch_storage, numpy)
+    return out
+
+
+_STORAGE_DTYPES = _storage_dtypes()
+"""Storage type prefix → numpy name."""
 _TORCH_DTYPE_NAMES = tuple(dict.fromkeys(info.torch for info in DTYPE_INFO.values() if info.torch is not None))
 # Legitimate torch storages and dtypes Burn has no dtype for: named in "unsupported dtype" errors
 # rather than refused as unknown (possibly malicious) globals.

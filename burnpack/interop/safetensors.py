@@ -26,6 +26,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from .._generated.types import SAFETENSORS_CODE_ORDER
 from ..atomic import atomic_file
 from ..dtypes import ResolvedTable, dtype_from_numpy, dtype_from_safetensors, numpy_dtype, safetensors_code
 from ..errors import BurnpackError
@@ -45,10 +46,8 @@ __all__ = [
 # safetensors' own bound (MAX_HEADER_SIZE): a larger header is refused before it is read.
 _MAX_HEADER = 100_000_000
 _MAX_DIMS = 64  # numpy's limit on array rank
-# Dtype codes in the order of safetensors' ``Dtype`` enum (safetensors' names, by increasing
-# alignment); the writer lays tensors out from the end of this list.
-_CODE_ORDER = ("BOOL", "U8", "I8", "I16", "U16", "F16", "BF16", "I32", "U32", "F32", "F64", "I64", "U64")
-_DTYPES: Mapping[str, np.dtype] = ResolvedTable({code: dtype_from_safetensors(code) for code in _CODE_ORDER}, numpy_dtype)
+# The writer lays tensors out from the end of safetensors' code order (by increasing alignment).
+_DTYPES: Mapping[str, np.dtype] = ResolvedTable({code: dtype_from_safetensors(code) for code in SAFETENSORS_CODE_ORDER}, numpy_dtype)
 _ALIGNMENT_RANK = {code: rank for rank, code in enumerate(_DTYPES)}
 
 

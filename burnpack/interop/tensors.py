@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .._generated.types import DTYPE_INFO, BoolStore, DType, Scalar
+from .._generated.types import DTYPE_ALIASES, DTYPE_INFO, BoolStore, DType, Scalar
 from ..dtypes import NATIVE_BOOL, debug, dtype_from_numpy, element_size, numpy_dtype
 from ..errors import ValidationError
 from ..tensor import FileRange, Tensor, _blank, _describe, _freeze
@@ -27,7 +27,7 @@ __all__ = ["Entry", "TensorSet", "cast_array", "dtype_name", "flatten_nested", "
 
 def _dtype_names() -> dict[str, DType]:
     """Every spelling ``parse_dtype`` takes: Burn's names, torch's, C's, and the Bool stores."""
-    names: dict[str, DType] = {"double": DType.F64, "float": DType.F32, "half": DType.F16}
+    names: dict[str, DType] = {}
     for variant, info in DTYPE_INFO.items():
         if variant in DType.UNIT_VARIANTS:
             dtype = getattr(DType, variant)
@@ -35,12 +35,15 @@ def _dtype_names() -> dict[str, DType]:
             if info.torch is not None:
                 names.setdefault(info.torch, dtype)
     names[DTYPE_INFO[NATIVE_BOOL.variant].torch or ""] = NATIVE_BOOL
+    for alias, variant in DTYPE_ALIASES.items():
+        names.setdefault(alias, getattr(DType, variant))
     for store in BoolStore:
         names[debug(DType.Bool(store)).lower()] = DType.Bool(store)
     return names
 
 
 _NAMES = _dtype_names()
+_EXPECTED = ", ".join(dict.fromkeys(debug(dtype) for dtype in _NAMES.values()))
 
 
 def parse_dtype(value: str | DType) -> DType:
@@ -50,7 +53,7 @@ def parse_dtype(value: str | DType) -> DType:
     try:
         return _NAMES[str(value).strip().lower()]
     except KeyError:
-        raise ValueError(f"unknown dtype {value!r}; expected one of F64, F32, Flex32, F16, BF16, I64..U8, Bool(U8)") from None
+        raise ValueError(f"unknown dtype {value!r}; expected one of {_EXPECTED}") from None
 
 
 def flatten_nested(

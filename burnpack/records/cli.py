@@ -62,7 +62,7 @@ def inspect_epoch(checkpoints: Checkpoints, epoch: int) -> dict[str, Any]:
     if "model" in files:
         try:
             model = checkpoints.model(epoch)
-            dtypes = sorted({t.dtype.variant if t.dtype.value is None else debug(t.dtype) for t in model.tensors})
+            dtypes = sorted({debug(t.dtype) for t in model.tensors})
             info["model"] = {"parameters": len(model), "elements": model.num_elements, "dtypes": dtypes}
         except (BurnpackError, OSError) as exc:
             info["model"] = {"error": _error(exc)}

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import is_float_array
 from ..quant import describe
 from ..reader import TensorView
 
@@ -52,7 +53,7 @@ def chunks(tensor: Any, chunk_elements: int = CHUNK_ELEMENTS) -> Iterator[np.nda
 
 
 def _as_float(chunk: np.ndarray) -> np.ndarray | None:
-    if chunk.dtype.kind not in "fiub" and chunk.dtype.name != "bfloat16" and not chunk.dtype.name.startswith("float8"):
+    if chunk.dtype.kind not in "iub" and not is_float_array(chunk):
         return None
     return chunk.astype(np.float64)
 
