@@ -32,8 +32,9 @@ from ..reader import TensorView
 
 BINS = 32
 CHUNK_ELEMENTS = 1 << 16
-"""Values per chunk. The work arrays take about 30 bytes a value (under 2 MiB: a core's cache);
-larger chunks measured slower (``benchmarks/view_stats.py``), smaller ones pay more per call."""
+"""Values per chunk. The work arrays take 29 (float32 work) to 41 (float64) bytes a value, 2-3 MiB:
+about a core's cache; larger chunks measured slower (``benchmarks/view_stats.py``), smaller ones
+pay more per call."""
 
 _F32_EXACT = {np.dtype(t) for t in ("float32", "float16", "int8", "uint8", "int16", "uint16", "bool")}
 """Types every value of which float32 holds exactly (with bfloat16 and the float8 types)."""
@@ -166,12 +167,13 @@ class _Binning:
     """``numpy.histogram``'s counts of finite values between ``low`` and ``high``, chunk by chunk.
 
     A value ``v``'s position ``t = (v - low) * scale`` (``scale = bins / (high - low)``) is computed
-    in the work type with relative rounding error below ``3.01 u`` per operation chain (``u`` its
-    unit roundoff), so ``|t - T(v)| <= 3.01 u bins`` where ``T`` is the exact affine map; the edges
-    numpy uses (``linspace``: ``low + j * step``) sit within ``(3.01 j + bins |M| / (high - low))
-    2**-53`` of ``T = j``, ``M`` the larger magnitude of low and high. A value farther than the sum
-    of both bounds (``margin``) from every inner integer is in bin ``floor(t)``; one closer is
-    compared with the edge itself. When the margin is not small, numpy bins the chunk."""
+    in the work type with at most four roundings (``u`` its unit roundoff), so it is within
+    ``4 u bins`` of ``T(v)``, ``T`` the exact affine map with ``T(low) = 0`` and ``T(high) = bins``;
+    the edges numpy uses (``linspace``: ``low + j * step`` in float64) lie within
+    ``(4 bins + bins M / (high - low)) 2**-53`` of ``T = j``, ``M`` the larger magnitude of low and
+    high. A value farther than twice the sum of both bounds (``margin``) from every inner integer
+    is in bin ``floor(t)``; a closer one is compared with the edge itself. When the margin is not
+    small (ranges near overflow or underflow), ``numpy.histogram`` bins the chunk."""
 
     def __init__(self, work: _Work, edges: np.ndarray, low: float, high: float) -> None:
         self.work, self.edges, self.low, self.high = work, edges, low, high
