@@ -224,9 +224,25 @@ def _remote_rows(remote: dict[str, Any]) -> list[tuple[str, str, str]]:
     ]
 
 
+# -- benchmarks/view_stats.py ------------------------------------------------------------------
+def view_stats(path: str) -> str:
+    r = _load(path)
+    runs, model = r["runs"], r["model"]
+    values = model["size_mib"] * (1 << 20) // 4
+    rows = []
+    for cache, clock, note in (("warm", "cpu", "page cache warm: reading is a memory copy (CPU time)"),
+                               ("cold", "wall", "file evicted from the page cache before each run (wall time)")):
+        ours, peer = runs[f"value_stats_{cache}"][f"min_{clock}_s"], runs[f"read_once_{cache}"][f"min_{clock}_s"]
+        rows.append([f"statistics / read once + sum, {cache}", f"{_num(ours / peer)}× ({_ms(ours)} vs {_ms(peer)})",
+                     f"{ours / values * 1e9:.1f} ns", "≤ 2×", note])
+    return "\n".join([caption(path, r), "", *_table(
+        [f"{model['size_mib']} MiB {model['dtype']}, {model['tensors']} tensors", "result (minimum of runs)",
+         "statistics per value (same clock)", "target", "like for like"], rows)])
+
+
 RENDERERS: dict[str, Callable[..., str]] = {
     "bench": bench, "replace": replace, "cbor_decoder": cbor_decoder, "quant": quant, "ab_tiny": ab_tiny,
-    "fuzz_campaigns": fuzz_campaigns, "conformance_fuzz": conformance_fuzz, "reach": reach,
+    "fuzz_campaigns": fuzz_campaigns, "conformance_fuzz": conformance_fuzz, "reach": reach, "view_stats": view_stats,
 }
 
 

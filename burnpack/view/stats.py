@@ -1,12 +1,21 @@
 """Exact statistics and a histogram of a tensor's values, streamed over its bytes.
 
-Two passes over the tensor, each reading it chunk by chunk (``view.slice[...]`` along the first
-axis for a pack, so only that chunk's bytes are read and converted): the first counts zeros, NaN
-and ±inf and finds the finite minimum, maximum, mean and standard deviation (chunk moments merged
-with Chan's formula, in float64); the second counts the finite values into ``bins`` equal bins
-between minimum and maximum, exactly as ``numpy.histogram(finite, bins, range=(min, max))`` does.
-Memory is bounded by the chunk, not by the tensor. QFloat tensors are dequantized whole (their
-values only exist with their scales); their scales get a histogram of their own.
+Two passes over the tensor, each a chunk of values at a time (a mapped file's tensor is viewed in
+place; any other source is read a byte range at a time, so only that chunk's bytes are read):
+
+- the first finds the minimum and maximum (NaN and ±inf are counted only in chunks where they
+  show up in these), counts zeros, and sums the finite values and their squared deviations from
+  the chunk's mean in float64 (chunk moments merged with Chan's formula);
+- the second counts the finite values into ``bins`` equal bins between minimum and maximum,
+  exactly as ``numpy.histogram(finite, bins, range=(min, max))`` does: each value's bin index is
+  computed in the values' own precision (float32 for float32 and narrower types), counted with
+  ``numpy.bincount``, and the few values whose computed position lies within the proven rounding
+  error of an inner bin edge are placed by comparing them with that edge itself. A range for
+  which that error bound is not small (overflowing, subnormal) is binned by ``numpy.histogram``.
+
+Work arrays are allocated once per tensor and reused (``out=``) for every chunk; memory is
+bounded by the chunk, not by the tensor. QFloat tensors are dequantized whole (their values only
+exist with their scales); their scales get a histogram of their own.
 """
 
 from __future__ import annotations
@@ -17,33 +26,38 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import is_float_array
+from ..dtypes import is_extension_type, numpy_dtype
 from ..quant import describe
 from ..reader import TensorView
 
 BINS = 32
-CHUNK_ELEMENTS = 1 << 17
-"""Elements converted to float64 at a time (1 MiB, cache-sized): what the statistics hold in memory."""
+CHUNK_ELEMENTS = 1 << 16
+"""Values per chunk. The work arrays take 29 (float32 work) to 41 (float64) bytes a value, 2-3 MiB:
+about a core's cache; larger chunks measured slower (``benchmarks/view_stats.py``), smaller ones
+pay more per call."""
+
+_F32_EXACT = {np.dtype(t) for t in ("float32", "float16", "int8", "uint8", "int16", "uint16", "bool")}
+"""Types every value of which float32 holds exactly (with bfloat16 and the float8 types)."""
 
 
 def chunks(tensor: Any, chunk_elements: int = CHUNK_ELEMENTS) -> Iterator[np.ndarray]:
-    """The tensor's values as flat arrays of about ``chunk_elements`` each, in order.
+    """The tensor's values as flat arrays of ``chunk_elements`` each (the last one shorter), in order.
 
-    A pack's tensor is read row block by row block (only those bytes); a converted tensor (from
-    safetensors, ``.pt``...) is viewed through the array its reader gives, a chunk at a time.
-    QFloat: the dequantized values."""
+    A pack's tensor in a mapped file is viewed in place; from any other source it is read one
+    chunk's byte range at a time. A converted tensor (from safetensors, ``.pt``...) is viewed
+    through the array its reader gives. QFloat: the dequantized values."""
     if chunk_elements < 1:
         raise ValueError(f"chunk_elements must be positive, got {chunk_elements}")
-    if isinstance(tensor, TensorView) and not tensor.dtype.is_quantized and len(tensor.shape) > 0:
-        rows = int(tensor.shape[0])
-        per_row = math.prod(tensor.shape[1:])
-        if rows == 0 or per_row == 0:
+    if isinstance(tensor, TensorView) and not tensor.dtype.is_quantized:
+        dtype = numpy_dtype(tensor.dtype)
+        count = tensor.numel
+        if tensor.file_range is None and tensor.byte_len == count * dtype.itemsize:
+            for start in range(0, count, chunk_elements):
+                data = tensor.read(start * dtype.itemsize, chunk_elements * dtype.itemsize)
+                yield np.frombuffer(data, dtype)
             return
-        step = max(1, chunk_elements // per_row)
-        for start in range(0, rows, step):
-            yield np.asarray(tensor.slice[start : start + step]).reshape(-1)
-        return
-    if isinstance(tensor, TensorView):
+        values = tensor.numpy()  # a mapped file: no copy; bytes that do not fit the shape: Burn's error
+    elif isinstance(tensor, TensorView):
         values = tensor.numpy(dequantize=True)
     else:
         values = tensor.numpy()
@@ -52,10 +66,33 @@ def chunks(tensor: Any, chunk_elements: int = CHUNK_ELEMENTS) -> Iterator[np.nda
         yield flat[start : start + chunk_elements]
 
 
-def _as_float(chunk: np.ndarray) -> np.ndarray | None:
-    if chunk.dtype.kind not in "iub" and not is_float_array(chunk):
-        return None
-    return chunk.astype(np.float64)
+def _work_dtype(dtype: np.dtype) -> np.dtype | None:
+    """float32 for types it holds exactly, float64 for other numbers, None for what is not a number."""
+    if dtype in _F32_EXACT or is_extension_type(dtype):  # the tables' ml_dtypes floats (bf16) fit in float32
+        return np.dtype(np.float32)
+    if dtype.kind in "fiu":
+        return np.dtype(np.float64)
+    return None
+
+
+class _Work:
+    """Arrays of one chunk's size, reused for every chunk of a tensor."""
+
+    def __init__(self, size: int, dtype: np.dtype) -> None:
+        self.dtype = dtype
+        self.values = np.empty(size, dtype)  # the chunk converted to ``dtype`` (unused when it already is)
+        self.wide = np.empty(size, np.float64)  # float64 values, then their deviations from the mean
+        self.position = np.empty(size, dtype)  # where a value falls among the bins, in bin widths
+        self.rounded = np.empty(size, dtype)
+        self.index = np.empty(size, np.intp)
+        self.mask = np.empty(size, np.bool_)
+
+    def convert(self, chunk: np.ndarray) -> np.ndarray:
+        if chunk.dtype == self.dtype:
+            return chunk
+        out = self.values[: chunk.size]
+        np.copyto(out, chunk, casting="unsafe")
+        return out
 
 
 def value_stats(tensor: Any, *, bins: int = BINS, chunk_elements: int = CHUNK_ELEMENTS) -> dict[str, Any] | None:
@@ -68,46 +105,113 @@ def value_stats(tensor: Any, *, bins: int = BINS, chunk_elements: int = CHUNK_EL
     finite_n = 0
     mean = m2 = 0.0
     low, high = math.inf, -math.inf
+    work: _Work | None = None
     for chunk in chunks(tensor, chunk_elements):
-        values = _as_float(chunk)
-        if values is None:
-            return None
-        count += values.size
-        zeros += values.size - int(np.count_nonzero(values))
-        total_sum = float(np.add.reduce(values))
-        if math.isfinite(total_sum):  # no NaN or infinity (and no overflow): every value counts
-            finite = values
-        else:
-            isnan = np.isnan(values)
-            nan += int(np.count_nonzero(isnan))
-            posinf += int(np.count_nonzero(values == np.inf))
-            neginf += int(np.count_nonzero(values == -np.inf))
-            finite = values[np.isfinite(values)]
-            total_sum = float(np.add.reduce(finite))
-        if finite.size == 0:
+        if work is None:
+            dtype = _work_dtype(chunk.dtype)
+            if dtype is None:
+                return None
+            work = _Work(min(chunk_elements, max(chunk.size, 1)), dtype)
+        values = work.convert(chunk)
+        n = values.size
+        count += n
+        if n == 0:
             continue
-        low, high = min(low, float(finite.min())), max(high, float(finite.max()))
-        n = finite.size
-        chunk_mean = total_sum / n
-        centered = finite - chunk_mean
-        chunk_m2 = float(np.add.reduce(np.square(centered, out=centered)))
+        lo, hi = float(np.minimum.reduce(values)), float(np.maximum.reduce(values))
+        if not (math.isfinite(lo) and math.isfinite(hi)):  # a NaN (min and max propagate it) or an infinity
+            special = np.isnan(values, out=work.mask[:n])
+            nan += int(np.count_nonzero(special))
+            posinf += int(np.count_nonzero(np.equal(values, np.inf, out=special)))
+            neginf += int(np.count_nonzero(np.equal(values, -np.inf, out=special)))
+            values = values[np.isfinite(values, out=special)]
+            n = values.size
+            if n == 0:
+                continue
+            lo, hi = float(values.min()), float(values.max())
+        zeros += int(np.count_nonzero(np.equal(values, 0, out=work.mask[:n])))
+        low, high = min(low, lo), max(high, hi)
+        wide = work.wide[:n]
+        if values.dtype != np.float64:
+            np.copyto(wide, values)
+            values = wide
+        chunk_mean = float(np.add.reduce(values)) / n
+        np.subtract(values, chunk_mean, out=wide)
+        chunk_m2 = float(np.add.reduce(np.square(wide, out=wide)))  # not BLAS dot: its threads stall on a busy machine
         total = finite_n + n
         delta = chunk_mean - mean
         mean += delta * n / total
         m2 += chunk_m2 + delta * delta * finite_n * n / total
         finite_n = total
     out: dict[str, Any] = {"count": count, "zeros": zeros, "nan": nan, "posinf": posinf, "neginf": neginf, "finite": finite_n}
-    if finite_n == 0:
+    if finite_n == 0 or work is None:
         out.update(min=None, max=None, mean=None, std=None, hist=[], edges=[])
         return out
-    counts = np.zeros(bins, dtype=np.int64)
     edges = np.histogram_bin_edges(np.empty(0), bins=bins, range=(low, high))
-    special = nan or posinf or neginf
+    if low == high:  # one value: every finite value falls in its bin, no second pass
+        counts = np.histogram(np.array([low]), bins=bins, range=(low, high))[0] * finite_n
+        out.update(min=low, max=high, mean=mean, std=math.sqrt(m2 / finite_n), hist=counts.tolist(), edges=edges.tolist())
+        return out
+    special = bool(nan or posinf or neginf)
+    binning = _Binning(work, edges, low, high)
+    counts = np.zeros(bins, dtype=np.int64)
     for chunk in chunks(tensor, chunk_elements):
-        values = chunk.astype(np.float64)
-        counts += np.histogram(values[np.isfinite(values)] if special else values, bins=bins, range=(low, high))[0]
+        values = work.convert(chunk)
+        if special:
+            values = values[np.isfinite(values, out=work.mask[: values.size])]
+        counts += binning.count(values)
     out.update(min=low, max=high, mean=mean, std=math.sqrt(m2 / finite_n), hist=counts.tolist(), edges=edges.tolist())
     return out
+
+
+class _Binning:
+    """``numpy.histogram``'s counts of finite values between ``low`` and ``high``, chunk by chunk.
+
+    A value ``v``'s position ``t = (v - low) * scale`` (``scale = bins / (high - low)``) is computed
+    in the work type with at most four roundings (``u`` its unit roundoff), so it is within
+    ``4 u bins`` of ``T(v)``, ``T`` the exact affine map with ``T(low) = 0`` and ``T(high) = bins``;
+    the edges numpy uses (``linspace``: ``low + j * step`` in float64) lie within
+    ``(4 bins + bins M / (high - low)) 2**-53`` of ``T = j``, ``M`` the larger magnitude of low and
+    high. A value farther than twice the sum of both bounds (``margin``) from every inner integer
+    is in bin ``floor(t)``; a closer one is compared with the edge itself. When the margin is not
+    small (ranges near overflow or underflow), ``numpy.histogram`` bins the chunk."""
+
+    def __init__(self, work: _Work, edges: np.ndarray, low: float, high: float) -> None:
+        self.work, self.edges, self.low, self.high = work, edges, low, high
+        self.bins = bins = edges.size - 1
+        info = np.finfo(work.dtype)
+        span = high - low
+        fits = math.isfinite(span) and span > 0 and float(edges[1] - edges[0]) > 0 and span < float(info.max) / 2
+        scale = bins / span if fits else math.inf
+        fits = fits and float(info.tiny) < scale < float(info.max)
+        unit = float(info.eps) / 2
+        to_t = 4 * unit * bins + float(info.smallest_subnormal) * 4
+        to_edges = (4 * bins + bins * max(abs(low), abs(high)) / span) * 2.0**-53 if fits else math.inf
+        self.margin = 2 * (to_t + to_edges)
+        self.fast = fits and self.margin < 0.25
+        dtype = work.dtype.type
+        self.low_w, self.scale_w = dtype(low), dtype(scale if fits else 0)
+        self.top, self.half = dtype(bins - 0.5), dtype(0.5)
+        self.margin_w = dtype(self.margin)
+
+    def count(self, values: np.ndarray) -> np.ndarray:
+        n, bins = values.size, self.bins
+        if not self.fast:
+            return np.histogram(values.astype(np.float64), bins=bins, range=(self.low, self.high))[0]
+        w = self.work
+        t, r, index, near = w.position[:n], w.rounded[:n], w.index[:n], w.mask[:n]
+        np.subtract(values, self.low_w, out=t)
+        np.multiply(t, self.scale_w, out=t)
+        np.minimum(t, self.top, out=t)  # the top edge belongs to the last bin
+        np.copyto(index, t, casting="unsafe")  # t >= 0: truncation is floor
+        np.maximum(t, self.half, out=r)  # away from the outer edges 0 and bins, which need no check
+        np.rint(r, out=t)  # the nearest inner edge
+        np.subtract(r, t, out=r)
+        np.less(np.abs(r, out=r), self.margin_w, out=near)
+        if np.count_nonzero(near):
+            where = np.flatnonzero(near)
+            edge = t[where].astype(np.intp)
+            index[where] = edge - (values[where].astype(np.float64) < self.edges[edge])
+        return np.bincount(index, minlength=bins)
 
 
 def quantization(view: TensorView, *, bins: int = BINS) -> dict[str, Any]:

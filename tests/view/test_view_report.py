@@ -54,11 +54,63 @@ def test_integer_and_bool_tensors_have_exact_statistics(tmp_path, array):
     assert stats["hist"] == np.histogram(values, bins=32, range=(values.min(), values.max()))[0].tolist()
 
 
-def test_a_pack_tensor_is_read_a_row_block_at_a_time(tmp_path):
-    burnpack.save({"t": np.ones((100, 30), np.float32)}, tmp_path / "t.bpk")
+def test_a_pack_tensor_is_streamed_a_chunk_of_values_at_a_time_whatever_its_rows(tmp_path):
+    burnpack.save({"t": np.ones((1, 3000), np.float32)}, tmp_path / "t.bpk")
     with burnpack.load(tmp_path / "t.bpk") as pack:
-        sizes = [c.size for c in chunks(pack["t"], chunk_elements=100)]
-    assert sizes == [90] * 33 + [30]
+        sizes = [c.size for c in chunks(pack["t"], chunk_elements=700)]
+    assert sizes == [700] * 4 + [200]
+
+
+def test_statistics_from_an_unmapped_source_read_each_pass_a_chunk_of_bytes_at_a_time(tmp_path):
+    values = np.random.default_rng(1).standard_normal((1, 3000)).astype(np.float32)
+    burnpack.save({"t": values}, tmp_path / "t.bpk")
+    source = CountingSource((tmp_path / "t.bpk").read_bytes())
+    with burnpack.load(source) as pack:
+        source.reads.clear()
+        stats = value_stats(pack["t"], chunk_elements=700)
+        begin = pack.data_section_start
+    tensor_reads = [(start - begin, end - start) for start, end in source.reads if start >= begin]
+    assert tensor_reads == [(4 * s, min(2800, 12000 - 4 * s)) for s in range(0, 3000, 700)] * 2
+    assert stats["hist"] == np.histogram(values.astype(np.float64), bins=32)[0].tolist()
+
+
+def _edge_heavy(dtype, rng):
+    """Values from several distributions, with every histogram edge and its neighbours among them."""
+    low, high = dtype(-3.1), dtype(7.3)
+    edges = np.linspace(float(low), float(high), 33).astype(dtype)
+    below, above = np.nextafter(edges, dtype(-np.inf)), np.nextafter(edges, dtype(np.inf))
+    near = np.concatenate([edges, below, above, np.nextafter(below, dtype(-np.inf)), np.nextafter(above, dtype(np.inf))])
+    body = np.concatenate([rng.standard_normal(5000), rng.uniform(-3, 7, 5000), np.round(rng.uniform(-3, 7, 3000), 1)])
+    values = np.clip(np.concatenate([[low, high], near, body.astype(dtype)]), low, high)
+    return rng.permutation(values.astype(dtype))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_histogram_counts_equal_numpys_for_values_on_and_beside_every_edge(tmp_path, dtype):
+    values = _edge_heavy(dtype, np.random.default_rng(7))
+    burnpack.save({"t": values}, tmp_path / "t.bpk")
+    with burnpack.load(tmp_path / "t.bpk") as pack:
+        stats = value_stats(pack["t"], chunk_elements=1000)
+    wide = values.astype(np.float64)
+    assert stats["hist"] == np.histogram(wide, bins=32, range=(wide.min(), wide.max()))[0].tolist()
+    assert stats["mean"] == pytest.approx(wide.mean(), rel=1e-12) and stats["std"] == pytest.approx(wide.std(), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.array([-3e38, 3e38, 0, 1, -1], np.float32),  # a range float32 cannot hold
+        np.array([1e6, 1e6 + 1e-4, 1e6 + 2e-4, 1e6 + 3e-4], np.float64),  # a range tiny beside the values
+        np.array([2.5] * 7 + [np.nan], np.float32),  # one value
+    ],
+)
+def test_histogram_counts_equal_numpys_for_extreme_ranges(tmp_path, values):
+    burnpack.save({"t": values}, tmp_path / "t.bpk")
+    with burnpack.load(tmp_path / "t.bpk") as pack:
+        stats = value_stats(pack["t"], chunk_elements=2)
+    finite = values[np.isfinite(values)].astype(np.float64)
+    assert stats["hist"] == np.histogram(finite, bins=32, range=(finite.min(), finite.max()))[0].tolist()
+    assert (stats["min"], stats["max"], stats["finite"]) == (finite.min(), finite.max(), finite.size)
 
 
 def test_a_tensor_without_finite_values_has_counts_and_no_histogram(tmp_path):
