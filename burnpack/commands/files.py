@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 def register(sub: Any) -> None:
     """Add the four single-file commands to ``burnpack``'s argument parser."""
     from ..interop.cli import add_from_option
+
     p = sub.add_parser("inspect", help="a table (or --tree, --json) of tensors with totals, metadata and scalars; "
                                        "any format convert reads (a file, shard or DCP folder, URL)")
     p.add_argument("file")
@@ -105,7 +106,8 @@ def run_inspect(args: Any) -> int:
 
     with open_input(args.file, from_format=args.from_format, crosscheck=False, legacy_ok=args.legacy_ok) as pack:
         if args.legacy_ok and isinstance(pack, FormatTensors):
-            raise CommandError(args.file, "UsageError", f"--legacy-ok reads .bpk files of older Burn versions, not this {pack.format.label}", code=2)
+            message = f"--legacy-ok reads .bpk files of older Burn versions, not this {pack.format.label}"
+            raise CommandError(args.file, "UsageError", message, code=2)
         return inspect_cmd.inspect(pack, args, sys.stdout)
 
 

@@ -3,8 +3,10 @@
 FILE is anything ``convert`` reads — a ``.bpk``, a file, shard folder or DCP folder of another
 registered format, or a URL — opened by ``diff``'s :func:`~burnpack.commands.diff.open_input`. A
 file of another format is listed as ``convert`` reads it, under a line naming its format and
-what that format has no place for (param ids, scalars...); the ``.bpk`` layout facts (version,
-offsets, record kind) belong to ``.bpk`` files only. Tensors are listed in natural order (``layers.2`` before ``layers.10``) unless ``--sort``
+what that format has no place for (param ids, scalars...), with the entries that are not
+tensors; the ``.bpk`` facts (record kind, param ids, version, offsets) belong to ``.bpk`` files.
+
+Tensors are listed in natural order (``layers.2`` before ``layers.10``) unless ``--sort``
 says ``name`` (byte-wise, Burn's order) or ``file`` (data order); ``--filter`` keeps the names a
 regex finds. Sizes are human (KiB, MiB...), totals are given per dtype with the parameter count
 (elements), QFloat schemes are summarized (``QFloat(Q8S block 32 F16)``), long names are shortened in
@@ -255,10 +257,11 @@ def print_summary(pack: Pack | FormatTensors, views: Sequence[View], out: TextIO
 
 def format_line(tensors: FormatTensors) -> str:
     """``format: safetensors file; no place for param ids, scalars, Flex32 or Bool stores``."""
-    fmt = tensors.format
-    lacks = fmt.lacks()
-    missing = f"; no place for {', '.join(lacks[:-1])} or {lacks[-1]}" if len(lacks) > 1 else f"; no place for {lacks[0]}" if lacks else ""
-    return f"format: {fmt.label}{missing}"
+    lacks = tensors.format.lacks()
+    if not lacks:
+        return f"format: {tensors.format.label}"
+    listed = f"{', '.join(lacks[:-1])} or {lacks[-1]}" if len(lacks) > 1 else lacks[0]
+    return f"format: {tensors.format.label}; no place for {listed}"
 
 
 def print_skipped(tensors: FormatTensors, out: TextIO) -> None:
