@@ -304,15 +304,6 @@ def test_inspect_shortens_long_names_in_the_middle_and_aligns_wide_characters(tm
     assert max(display_width(row.split()[0]) for row in rows[2:]) <= 60
 
 
-def test_inspect_says_what_a_non_burnpack_file_is(tmp_path, capsys):
-    from burnpack.interop.safetensors import serialize_safetensors
-
-    src = tmp_path / "m.safetensors"
-    src.write_bytes(serialize_safetensors({"w": np.ones(2, np.float32)}))
-    assert main(["inspect", str(src)]) == 1
-    assert capsys.readouterr().err == f"burnpack: {src}: NotBurnpack: safetensors file: use burnpack convert {src} OUT.bpk\n"
-
-
 def test_plurals_are_correct_for_one(tmp_path, capsys):
     path = tmp_path / "one.bpk"
     burnpack.save({"w": np.ones(1, np.float32)}, path, metadata={"a": "b"}, scalars={"s": 1})

@@ -69,6 +69,26 @@ def test_inspect_json_keeps_names_exact(hostile):
     assert report["metadata"] == {HOSTILE: HOSTILE}
 
 
+def test_inspect_of_another_format_shows_hostile_names_and_metadata_escaped(tmp_path):
+    from safetensors.numpy import save_file
+
+    path = tmp_path / "hostile.safetensors"
+    save_file({HOSTILE: np.ones(2, np.float32), f"layers.{HOSTILE}.b": np.ones(2, np.float32)}, path, metadata={HOSTILE: HOSTILE})
+    for args in ((), ("--tree",)):
+        result = _run("inspect", *args, str(path))
+        text = _assert_safe(result.stdout + result.stderr)
+        assert result.returncode == 0 and text.startswith("format: safetensors file;") and f"{SHOWN}  " in text
+
+
+def test_inspect_shows_hostile_skipped_entry_paths_escaped(tmp_path):
+    torch = pytest.importorskip("torch")
+
+    torch.save({"w": torch.ones(2), HOSTILE: 3}, tmp_path / "hostile.pt")
+    result = _run("inspect", str(tmp_path / "hostile.pt"))
+    text = _assert_safe(result.stdout + result.stderr)
+    assert result.returncode == 0 and f"\n  {SHOWN}: an int, not a tensor\n" in text
+
+
 def test_diff_shows_hostile_names_escaped(hostile, tmp_path):
     other = tmp_path / "other.bpk"
     burnpack.save({HOSTILE: np.zeros(2, np.float32), "x": np.ones(1, np.float32)}, other, metadata={HOSTILE: "x"})

@@ -1,4 +1,7 @@
-"""``burnpack inspect``, ``dump``, ``validate`` and ``repack``: the commands on one .bpk file.
+"""``burnpack inspect``, ``dump``, ``validate`` and ``repack``: the commands on one file.
+
+``inspect`` lists any input ``convert`` reads; ``dump``, ``validate`` and ``repack`` are about a
+``.bpk`` and answer another format's file with the ``convert`` command that makes one.
 
 What a command needs is imported when it runs: registering the commands costs nothing at start-up.
 """
@@ -18,10 +21,14 @@ if TYPE_CHECKING:
 
 def register(sub: Any) -> None:
     """Add the four single-file commands to ``burnpack``'s argument parser."""
-    p = sub.add_parser("inspect", help="a table (or --tree, --json) of tensors with totals, metadata and scalars")
+    from ..interop.cli import add_from_option
+
+    p = sub.add_parser("inspect", help="a table (or --tree, --json) of tensors with totals, metadata and scalars; "
+                                       "any format convert reads (a file, shard or DCP folder, URL)")
     p.add_argument("file")
     _inspect_options(p)
     _legacy_option(p)
+    add_from_option(p)
     p.set_defaults(handler=run_inspect)
 
     p = sub.add_parser("dump", help="print the pack as one JSON object (the conformance protocol)")
@@ -64,6 +71,20 @@ def _legacy_option(p: Any) -> None:
                    help="read files from older Burn versions as their writer meant them (see docs/reading-levels.md)")  # fmt: skip
 
 
+def not_a_pack(path: str) -> CommandError | None:
+    """A readable error for a file or folder that is another format ``burnpack convert`` reads."""
+    from ..interop._io import ConversionError
+    from ..interop.registry import detect
+
+    try:
+        fmt = detect(path)
+    except (ConversionError, OSError):
+        return None
+    if fmt.name == "burnpack":
+        return None
+    return CommandError(path, "NotBurnpack", f"{fmt.label}: use burnpack convert {path} OUT.bpk")
+
+
 def _open(path: str, args: Any, *, strict: bool = False) -> Pack:
     from ..errors import BurnpackError
     from ..reader import load
@@ -72,8 +93,6 @@ def _open(path: str, args: Any, *, strict: bool = False) -> Pack:
         return load(path, strict=strict, legacy_ok=args.legacy_ok)
     except BurnpackError as exc:
         if exc.variant == "InvalidMagicNumber" or isinstance(exc, IsADirectoryError):  # another format's file or folder
-            from .inspect import not_a_pack
-
             other = not_a_pack(path)
             if other is not None:
                 raise other from None
@@ -81,9 +100,14 @@ def _open(path: str, args: Any, *, strict: bool = False) -> Pack:
 
 
 def run_inspect(args: Any) -> int:
+    """Any input ``convert`` reads, opened as ``diff`` opens it (read as ``convert`` reads it)."""
     from . import inspect as inspect_cmd
+    from .diff import FormatTensors, open_input
 
-    with blame(args.file), _open(args.file, args) as pack:
+    with open_input(args.file, from_format=args.from_format, crosscheck=False, legacy_ok=args.legacy_ok) as pack:
+        if args.legacy_ok and isinstance(pack, FormatTensors):
+            message = f"--legacy-ok reads .bpk files of older Burn versions, not this {pack.format.label}"
+            raise CommandError(args.file, "UsageError", message, code=2)
         return inspect_cmd.inspect(pack, args, sys.stdout)
 
 

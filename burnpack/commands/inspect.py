@@ -1,5 +1,11 @@
 """``burnpack inspect FILE``: what a pack holds, for people (a table or a tree) and machines (--json).
 
+FILE is anything ``convert`` reads — a ``.bpk``, a file, shard folder or DCP folder of another
+registered format, or a URL — opened by ``diff``'s :func:`~burnpack.commands.diff.open_input`. A
+file of another format is listed as ``convert`` reads it, under a line naming its format and
+what that format has no place for (param ids, scalars...), with the entries that are not
+tensors; the ``.bpk`` facts (record kind, param ids, version, offsets) belong to ``.bpk`` files.
+
 Tensors are listed in natural order (``layers.2`` before ``layers.10``) unless ``--sort``
 says ``name`` (byte-wise, Burn's order) or ``file`` (data order); ``--filter`` keeps the names a
 regex finds. Sizes are human (KiB, MiB...), totals are given per dtype with the parameter count
@@ -27,6 +33,10 @@ from ..progress import human_size
 from ..quant import dtype_label
 from ..reader import Pack, TensorView
 from .common import CommandError
+from .diff import EntryView, FormatTensors
+
+View = TensorView | EntryView
+"""A listed tensor: a ``.bpk``'s view, or an entry of another format."""
 
 NAME_WIDTH = 60  # names longer than this are shortened in the middle
 
@@ -67,10 +77,10 @@ def pad(text: str, width: int, *, right: bool = False) -> str:
     return fill + text if right else text + fill
 
 
-def _stats(view: TensorView, notes: list[str]) -> tuple[str, str, str]:
+def _stats(view: View, notes: list[str]) -> tuple[str, str, str]:
     """min, max, mean of a tensor's values (QFloat: dequantized), or dashes with a note why not."""
     try:
-        values = view.numpy(dequantize=True)
+        values = view.dequantize() if isinstance(view, TensorView) and view.dtype.is_quantized else view.numpy()
     except BurnpackError as exc:
         notes.append(printable(f"  {view.name}: {exc.payload}"))
         return ("-", "-", "-")
@@ -82,9 +92,10 @@ def _stats(view: TensorView, notes: list[str]) -> tuple[str, str, str]:
     return low, high, mean
 
 
-def select(pack: Pack, *, sort: str = "natural", pattern: str | None = None) -> list[TensorView]:
-    """The tensors ``inspect`` shows, in the order asked for."""
-    views = [pack[name] for name in pack.names]
+def select(pack: Pack | FormatTensors, *, sort: str = "natural", pattern: str | None = None) -> list[View]:
+    """The tensors ``inspect`` shows, in the order asked for (``file``: the data order; for
+    another format, the order its reader lists them in)."""
+    views: list[View] = [pack[name] for name in (pack.names if isinstance(pack, Pack) else pack.data_order)]
     if pattern is not None:
         try:
             regex = compile_pattern(pattern)
@@ -93,8 +104,10 @@ def select(pack: Pack, *, sort: str = "natural", pattern: str | None = None) -> 
         views = [v for v in views if regex.search(v.name)]
     if sort == "natural":
         views.sort(key=lambda v: natural_key(v.name))
-    elif sort == "file":
+    elif sort == "file" and isinstance(pack, Pack):
         views.sort(key=lambda v: (v.data_offsets, v.name))
+    elif sort == "name":
+        views.sort(key=lambda v: v.name)
     return views
 
 
@@ -108,7 +121,7 @@ def parameters(elements: int, buffered: int) -> str:
     return plural(elements, "parameter") + (f" ({buffered:,} in integer or bool tensors)" if buffered else "")
 
 
-def totals(views: Iterable[TensorView]) -> dict[str, dict[str, int]]:
+def totals(views: Iterable[View]) -> dict[str, dict[str, int]]:
     """Per dtype: tensors, elements (parameters) and bytes."""
     out: dict[str, dict[str, int]] = {}
     for view in views:
@@ -119,29 +132,37 @@ def totals(views: Iterable[TensorView]) -> dict[str, dict[str, int]]:
     return out
 
 
-def to_json(pack: Pack, views: Sequence[TensorView], record_kind: str) -> dict[str, Any]:
+def to_json(pack: Pack | FormatTensors, views: Sequence[View], record_kind: str | None) -> dict[str, Any]:
+    """Everything ``inspect`` shows; the ``.bpk`` layout facts (version, sizes, offsets, record
+    kind) only for a ``.bpk``, the entries the reader skipped only for another format."""
     by_dtype = totals(views)
-    return {
-        "record_kind": record_kind,
-        "version": pack.version,
-        "metadata_size": pack.metadata_size,
-        "data_section_start": pack.data_section_start,
-        "file_size": pack.file_size,
-        "tensors": [
-            {
-                "name": v.name, "dtype": v.dtype.to_serde(), "dtype_text": dtype_label(v.dtype), "shape": list(v.shape),
-                "elements": math.prod(v.shape), "bytes": v.byte_len, "param_id": v.param_id, "data_offsets": list(v.data_offsets),
-            }  # fmt: skip
-            for v in views
-        ],
+    layout: dict[str, Any] = {}
+    if isinstance(pack, Pack):
+        layout = {"record_kind": record_kind, "version": pack.version, "metadata_size": pack.metadata_size,
+                  "data_section_start": pack.data_section_start, "file_size": pack.file_size}  # fmt: skip
+    tensors = []
+    for v in views:
+        tensor = {"name": v.name, "dtype": v.dtype.to_serde(), "dtype_text": dtype_label(v.dtype), "shape": list(v.shape),
+                  "elements": math.prod(v.shape), "bytes": v.byte_len, "param_id": v.param_id}  # fmt: skip
+        if isinstance(v, TensorView):
+            tensor["data_offsets"] = list(v.data_offsets)
+        tensors.append(tensor)
+    out = {
+        "format": "burnpack" if isinstance(pack, Pack) else pack.format.name,
+        "lacks": [] if isinstance(pack, Pack) else pack.format.lacks(),
+        **layout,
+        "tensors": tensors,
         "totals": {"by_dtype": by_dtype, "tensors": len(views), "parameters": sum(t["elements"] for t in by_dtype.values()),
                    "integer_or_bool_elements": _buffered(views), "bytes": sum(t["bytes"] for t in by_dtype.values())},  # fmt: skip
         "metadata": dict(pack.metadata),
         "scalars": {name: scalar_json(s) for name, s in sorted(pack.scalars.items())},
     }
+    if isinstance(pack, FormatTensors):
+        out["skipped_entries"] = dict(pack.skipped)
+    return out
 
 
-def _buffered(views: Iterable[TensorView]) -> int:
+def _buffered(views: Iterable[View]) -> int:
     """Elements of integer and bool tensors (counted among the parameters, and said so)."""
     return sum(math.prod(v.shape) for v in views if not _is_float(v.dtype))
 
@@ -154,24 +175,25 @@ def _table(rows: Sequence[tuple[str, ...]], right: set[int], out: TextIO) -> Non
             print("  ".join("-" * w for w in widths), file=out)
 
 
-def _shape(view: TensorView) -> str:
+def _shape(view: View) -> str:
     return "[" + ", ".join(map(str, view.shape)) + "]"
 
 
-def print_table(views: Sequence[TensorView], out: TextIO, *, stats: bool = False, name_width: int = NAME_WIDTH) -> None:
-    rows = [("name", "dtype", "shape", "params", "size", "param_id") + (("min", "max", "mean") if stats else ())]
+def print_table(views: Sequence[View], out: TextIO, *, stats: bool = False, ids: bool = True, name_width: int = NAME_WIDTH) -> None:
+    """One row per tensor; a ``param_id`` column when the format holds ids, statistics with ``stats``."""
+    rows = [("name", "dtype", "shape", "params", "size") + (("param_id",) if ids else ()) + (("min", "max", "mean") if stats else ())]
     notes: list[str] = []
     for v in views:
-        pid = "-" if v.param_id is None else str(v.param_id)
-        row = (shorten(printable(v.name), name_width), dtype_label(v.dtype), _shape(v), f"{math.prod(v.shape):,}", human_size(max(v.byte_len, 0)), pid)
-        rows.append(row + (_stats(v, notes) if stats else ()))
-    _table(rows, {3, 4, 5, 6, 7, 8}, out)
+        pid = ("-" if v.param_id is None else str(v.param_id),) if ids else ()
+        row = (shorten(printable(v.name), name_width), dtype_label(v.dtype), _shape(v), f"{math.prod(v.shape):,}", human_size(max(v.byte_len, 0)))
+        rows.append(row + pid + (_stats(v, notes) if stats else ()))
+    _table(rows, set(range(3, len(rows[0]))), out)
     if notes:
         print("\nno statistics for:", file=out)
         print("\n".join(notes), file=out)
 
 
-def print_tree(views: Sequence[TensorView], out: TextIO, *, name_width: int = NAME_WIDTH) -> None:
+def print_tree(views: Sequence[View], out: TextIO, *, name_width: int = NAME_WIDTH) -> None:
     """Tensors grouped by module path; each module line carries its parameter count."""
     root: dict[str, Any] = {}
     for v in views:
@@ -181,24 +203,24 @@ def print_tree(views: Sequence[TensorView], out: TextIO, *, name_width: int = NA
             node = node.setdefault(part, {})
         node[parts[-1]] = v
 
-    def leaves(node: Any) -> list[TensorView]:
-        return [node] if isinstance(node, TensorView) else [leaf for c in node.values() for leaf in leaves(c)]
+    def leaves(node: Any) -> list[View]:
+        return [leaf for c in node.values() for leaf in leaves(c)] if isinstance(node, dict) else [node]
 
     def walk(node: dict[str, Any], depth: int) -> None:
         for key in sorted(node, key=natural_key):
             child, indent = node[key], "  " * depth
             label = shorten(printable(key), max(name_width - len(indent), 8))
-            if isinstance(child, TensorView):
-                print(f"{indent}{label}  {dtype_label(child.dtype)} {_shape(child)}  {math.prod(child.shape):,}", file=out)
-            else:
+            if isinstance(child, dict):
                 inside = leaves(child)
                 print(f"{indent}{label}/  {parameters(sum(math.prod(v.shape) for v in inside), _buffered(inside))}", file=out)
                 walk(child, depth + 1)
+            else:
+                print(f"{indent}{label}  {dtype_label(child.dtype)} {_shape(child)}  {math.prod(child.shape):,}", file=out)
 
     walk(root, 0)
 
 
-def print_summary(pack: Pack, views: Sequence[TensorView], out: TextIO) -> None:
+def print_summary(pack: Pack | FormatTensors, views: Sequence[View], out: TextIO) -> None:
     by_dtype = totals(views)
     if pack.metadata:
         print("\nmetadata:", file=out)
@@ -218,44 +240,56 @@ def print_summary(pack: Pack, views: Sequence[TensorView], out: TextIO) -> None:
     elements = sum(t["elements"] for t in by_dtype.values())
     size = sum(t["bytes"] for t in by_dtype.values())
     subset = "" if len(views) == len(pack) else f" (of {len(pack)})"
+    counts = f"{plural(len(views), 'tensor')}{subset}, {parameters(elements, _buffered(views))}, {human_size(size)} of tensor data"
+    if not isinstance(pack, Pack):  # what the format holds besides tensors; no .bpk layout to report
+        lacks = pack.format.lacks()
+        held = [plural(len(pack.metadata), "metadata entry", "metadata entries")] if "metadata" not in lacks else []
+        held += [plural(len(pack.scalars), "scalar")] if "scalars" not in lacks else []
+        print("\n" + ", ".join([counts, *held]), file=out)
+        return
     print(
-        f"\n{plural(len(views), 'tensor')}{subset}, {parameters(elements, _buffered(views))}, {human_size(size)} of tensor data, "
-        f"{plural(len(pack.metadata), 'metadata entry', 'metadata entries')}, {plural(len(pack.scalars), 'scalar')}; "
+        f"\n{counts}, {plural(len(pack.metadata), 'metadata entry', 'metadata entries')}, {plural(len(pack.scalars), 'scalar')}; "
         f"version {pack.version}, metadata {human_size(pack.metadata_size)}, data section at byte {pack.data_section_start:,}, "
         f"file {human_size(pack.file_size)}",
         file=out,
     )
 
 
-def not_a_pack(path: str) -> CommandError | None:
-    """A readable error for a file or folder that is another format ``burnpack convert`` reads."""
-    from ..interop._io import ConversionError
-    from ..interop.registry import detect
-
-    try:
-        fmt = detect(path)
-    except (ConversionError, OSError):
-        return None
-    if fmt.name == "burnpack":
-        return None
-    return CommandError(path, "NotBurnpack", f"{fmt.name} {'folder' if fmt.directory else 'file'}: use burnpack convert {path} OUT.bpk")
+def format_line(tensors: FormatTensors) -> str:
+    """``format: safetensors file; no place for param ids, scalars, Flex32 or Bool stores``."""
+    lacks = tensors.format.lacks()
+    if not lacks:
+        return f"format: {tensors.format.label}"
+    listed = f"{', '.join(lacks[:-1])} or {lacks[-1]}" if len(lacks) > 1 else lacks[0]
+    return f"format: {tensors.format.label}; no place for {listed}"
 
 
-def inspect(pack: Pack, args: Any, out: TextIO) -> int:
-    """Print what ``burnpack inspect`` shows for an open pack; 1 when ``--filter`` finds nothing."""
+def print_skipped(tensors: FormatTensors, out: TextIO) -> None:
+    """The entries of the source the reader did not take as tensors (``convert`` skips them too)."""
+    if tensors.skipped:
+        print("\nnot tensors (convert skips them):", file=out)
+        for path, why in tensors.skipped.items():
+            print(f"  {printable(path)}: {printable(why)}", file=out)
+
+
+def inspect(pack: Pack | FormatTensors, args: Any, out: TextIO) -> int:
+    """Print what ``burnpack inspect`` shows for an open pack or another format's tensors; 1 when
+    ``--filter`` finds nothing."""
     from ..records.detect import detect_record_kind
 
     views = select(pack, sort=args.sort, pattern=args.filter)
-    kind = str(detect_record_kind(pack))
+    kind = str(detect_record_kind(pack)) if isinstance(pack, Pack) else None
     if args.json:
         print(json.dumps(to_json(pack, views, kind), ensure_ascii=False, indent=1), file=out)
     else:
-        print(f"record kind: {printable(kind)}\n", file=out)
+        print(f"record kind: {printable(kind)}\n" if isinstance(pack, Pack) else f"{format_line(pack)}\n", file=out)
         if args.filter and not views:
             print(f"no tensor name matches {args.filter!r}", file=out)
         elif args.tree:
             print_tree(views, out)
         else:
-            print_table(views, out, stats=args.stats)
+            print_table(views, out, stats=args.stats, ids=isinstance(pack, Pack) or "param ids" not in pack.format.lacks())
+        if isinstance(pack, FormatTensors):
+            print_skipped(pack, out)
         print_summary(pack, views, out)
     return 1 if args.filter and not views else 0

@@ -19,7 +19,7 @@ from ..commands.common import CommandError, add_progress_option, blame, check_ou
 from ..sidefile import parse_json
 from .registry import choices, formats
 
-__all__ = ["register"]
+__all__ = ["add_from_option", "register"]
 
 # Formats convert-checkpoint can never write, by extension: a directory (to Burn) or a .pt (to PyTorch).
 _CHECKPOINT_FILE_SUFFIXES = {".bpk", ".safetensors", ".sft", ".npz"}
@@ -92,6 +92,12 @@ def _add_sharding_options(p: argparse.ArgumentParser) -> None:
                         "pytorch_model-00001-of-0000N.bin plus pytorch_model.bin.index.json")  # fmt: skip
 
 
+def add_from_option(p: argparse.ArgumentParser) -> None:
+    """``--from FORMAT``: the input's format when its content should not decide (``registry.choose``)."""
+    p.add_argument("--from", dest="from_format", metavar="FORMAT", type=str.lower, choices=choices(),
+                   help=f"the input's format (default: from its content): {', '.join(f.name for f in formats())}")  # fmt: skip
+
+
 def register(sub: Any) -> None:
     """Add ``convert`` and ``convert-checkpoint`` to the ``burnpack`` subparsers."""
     _register_convert(sub)
@@ -111,11 +117,9 @@ def _register_convert(sub: Any) -> None:
     )
     p.add_argument("input", help="the file to read (format from its content unless --from)")
     p.add_argument("output", help="the file to write (format from its extension unless --to; .bpk when none)")
-    names = ", ".join(f.name for f in formats())
-    p.add_argument("--from", dest="from_format", metavar="FORMAT", type=str.lower, choices=choices(),
-                   help=f"the input's format (default: from its content): {names}")
+    add_from_option(p)
     p.add_argument("--to", dest="to_format", metavar="FORMAT", type=str.lower, choices=choices(),
-                   help=f"the output's format (default: from its extension): {names}")
+                   help=f"the output's format (default: from its extension): {', '.join(f.name for f in formats())}")
     p.add_argument("--adapter", action="append", metavar="NAME",
                    help="pytorch (PyTorch -> Burn: transpose Linear weights, norm weight/bias -> gamma/beta), to-pytorch "
                         "(the reverse), half (F32 <-> F16 for the tensors of Burn's module list, not BatchNorm), "

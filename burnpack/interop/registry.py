@@ -69,7 +69,8 @@ __all__ = [
 Progress = Callable[[int], None]
 
 
-HOLDABLE = frozenset({"metadata", "scalars", "param ids", "Flex32", "Bool stores"})
+_HOLDABLE = ("param ids", "scalars", "metadata", "Flex32", "Bool stores")
+HOLDABLE = frozenset(_HOLDABLE)
 """What a container may hold besides tensor elements (``Format.holds``)."""
 
 
@@ -199,6 +200,15 @@ class Format:
     def names(self) -> tuple[str, ...]:
         return (self.name, *self.aliases)
 
+    @property
+    def label(self) -> str:
+        """``safetensors file``, ``dcp folder``: what the format is called in a message."""
+        return f"{self.name} {'folder' if self.directory else 'file'}"
+
+    def lacks(self) -> list[str]:
+        """What of ``HOLDABLE`` this format has no place for (param ids and scalars first)."""
+        return [kind for kind in _HOLDABLE if kind not in self.holds]
+
     def capabilities(self) -> list[str]:
         """The capabilities as the documented format table lists them."""
         caps = ["folder"] if self.directory else []
@@ -249,6 +259,8 @@ def _shard_sniff(family: str, generic: bool) -> Callable[[Probe], bool]:
     """A model folder holding this family's index or single weights file (or such an index file)."""
 
     def sniff(probe: Probe) -> bool:
+        if not probe.is_dir and not probe.path.name.endswith(".index.json"):
+            return False  # a file that is no index: no need to import the shard reader to say so
         from .sharded import shard_families
 
         return family in shard_families(probe.path, probe.names if probe.is_dir else None, generic=generic)
@@ -257,9 +269,11 @@ def _shard_sniff(family: str, generic: bool) -> Callable[[Probe], bool]:
 
 
 def _sniff_dcp(probe: Probe) -> bool:
+    if not probe.is_dir:
+        return False  # a file: the DCP reader is not imported to say so
     from .dcp import is_dcp
 
-    return probe.is_dir and is_dcp(probe.path)
+    return is_dcp(probe.path)
 
 
 def _read_burnpack(path: Path, o: ReadOptions) -> TensorSet:

@@ -4,7 +4,6 @@ documented precedence, and the documentation (docs/conversions.md) lists exactly
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import numpy as np
@@ -202,10 +201,11 @@ def test_diff_takes_a_shard_folder(tmp_path, capsys):
     assert "identical" in capsys.readouterr().out
 
 
-def test_inspect_of_a_shard_folder_says_how_to_convert_it(tmp_path, capsys):
+def test_inspect_takes_a_shard_folder(tmp_path, capsys):
     from safetensors.numpy import save_file
 
     (tmp_path / "m").mkdir()
     save_file(ARRAYS, tmp_path / "m" / "model.safetensors")
-    assert main(["inspect", str(tmp_path / "m")]) == 1
-    assert re.search(r"NotBurnpack: safetensors-shards folder: use burnpack convert \S+ OUT.bpk", capsys.readouterr().err)
+    assert main(["inspect", str(tmp_path / "m")]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("format: safetensors-shards folder;") and "fc.weight" in out and "fc.bias" in out

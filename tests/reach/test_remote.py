@@ -3,6 +3,8 @@ both on 127.0.0.1 and started by the tests. Requests and bytes fetched are count
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -250,12 +252,23 @@ def test_diff_names_a_missing_url_as_given(http_server, tmp_path, capsys):
     assert url in err and "http:/1" not in err
 
 
-def test_inspect_of_a_safetensors_url_says_how_to_convert_it(http_server, capsys):
+def test_inspect_lists_a_safetensors_url(http_server, capsys):
     from burnpack.cli import main
 
     url = _serve(http_server, _safetensors_bytes(), "/model.safetensors")
-    assert main(["inspect", url]) == 1
-    assert f"NotBurnpack: safetensors file: use burnpack convert {url} OUT.bpk" in capsys.readouterr().err
+    assert main(["inspect", url]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("format: safetensors file; no place for param ids")
+    assert all(f"\n{name}  " in out for name in TENSORS)
+
+
+def test_inspect_json_of_an_npz_url_lists_its_tensors(http_server, capsys):
+    from burnpack.cli import main
+
+    url = _serve(http_server, _npz_bytes(), "/model.npz")
+    assert main(["inspect", "--json", url]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["format"] == "npz" and sorted(t["name"] for t in report["tensors"]) == sorted(TENSORS)
 
 
 def test_an_error_in_a_fetched_url_names_the_url_not_a_scratch_file(http_server, tmp_path):
