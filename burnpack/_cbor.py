@@ -890,6 +890,7 @@ class Decoder:
         (which then reads it from the same state). True when the outermost item completed."""
         buf, pos, end, depth, scratch = self.buf, self.pos, self.end, self.depth, self.scratch
         fixed_width = _FIXED_WIDTH
+        wait, backoff = 0, 1  # shaped-head items left to the token path before the next shape attempt
         done = False
         while stack and stack[-1] > 0 and pos < end:
             initial = buf[pos]
@@ -900,6 +901,26 @@ class Decoder:
                 pos += run
                 stack[-1] -= run
                 continue
+            if initial in _SHAPED_HEADS and stack[-1] > 2:
+                # A string or small container: consumed by its shape, with the items after it that
+                # share it. Walking a shape costs about what the token path costs for the item; where
+                # shapes do not repeat, the attempts back off, so mixed content costs what it did.
+                if wait:
+                    wait -= 1
+                else:
+                    shape = _shape(buf, pos, end, depth, scratch)
+                    if shape is not None:
+                        length = shape[0]
+                        same = pos + length < end and buf[pos + length] == initial
+                        run = _shape_run(buf, pos, min(end, pos + length * (stack[-1] - 1)), shape) if same else 1
+                        pos += run * length
+                        stack[-1] -= run
+                        if run >= _SHAPE_PAYS:
+                            backoff = 1
+                        else:
+                            wait, backoff = backoff, min(2 * backoff, _SHAPE_BACKOFF)
+                        continue
+                    wait, backoff = backoff, min(2 * backoff, _SHAPE_BACKOFF)
             major, info = initial >> 5, initial & 0x1F
             if info < 24:
                 arg, head = info, 1
@@ -1022,6 +1043,124 @@ def _fixed_run(buf: bytes, pos: int, stop: int, width: int) -> int:
         if found is not None:
             return run + found.start()
         run += count
+        chunk *= 2
+
+
+# Heads of the items ``skip`` consumes by their shape: strings with a length up to 255, arrays
+# and maps with up to 255 entries.
+_SHAPED_HEADS = frozenset([*range(0x40, 0x59), *range(0x60, 0x79), *range(0x80, 0x99), *range(0xA0, 0xB9)])
+_SHAPE_MAX = 512
+"""The longest item given a shape: its bytes are walked once in Python, the items after it in bulk."""
+_SHAPE_PAYS, _SHAPE_BACKOFF = 8, 64
+"""A run of fewer items than this counts as a miss: the next attempts wait 1, 2, 4, ... 64 items."""
+_NON_ASCII = re.compile(rb"[\x80-\xff]")
+
+
+Shape = tuple[int, list[int], list[int]]
+
+
+def _shape(buf: bytes, pos: int, end: int, depth: int, scratch: int) -> Shape | None:
+    """The shape of the plain item at ``pos``: its length, the offsets of the bytes every item of
+    the same shape repeats (heads, lengths, counts, the non-ASCII bytes of its text) and the
+    offsets of its ASCII text bytes; the bytes at no offset are integer and float arguments and
+    byte-string contents, which serde's skip accepts whatever they hold.
+
+    None unless the item is at most ``_SHAPE_MAX`` bytes of definite containers (nested less
+    deeply than ``depth`` allows), numbers, false/true/null/undefined and strings (text valid
+    UTF-8) up to ``scratch`` bytes: an item serde's skip consumes without any possible error.
+    Any other item of the same shape is one too — same structure, same lengths, ASCII
+    characters in place of ASCII characters — so ``_shape_run`` need only compare bytes.
+    """
+    fixed: list[int] = []
+    ascii_: list[int] = []
+    limit = min(end, pos + _SHAPE_MAX)
+    at = pos
+    open_: list[int] = []  # items each open container still holds
+    while True:
+        if at >= limit:
+            return None
+        initial = buf[at]
+        major, info = initial >> 5, initial & 0x1F
+        if info < 24:
+            arg, head = info, 1
+        elif info < 28:
+            head = 1 + (1 << (info - 24))
+            if at + head > limit:
+                return None
+            arg = int.from_bytes(buf[at + 1 : at + head], "big")
+        else:
+            return None
+        if major <= 1 or (major == 7 and 25 <= info <= 27):  # an integer or float: any argument
+            fixed.append(at - pos)
+            at += head
+        elif major == 7:
+            if not 20 <= info <= 23:
+                return None
+            fixed.append(at - pos)
+            at += 1
+        elif major <= 3:
+            if arg > scratch or at + head + arg > limit:
+                return None
+            fixed.extend(range(at - pos, at - pos + head))
+            at += head
+            if major == 3:
+                data = buf[at : at + arg]
+                try:
+                    data.decode("utf-8")
+                except UnicodeDecodeError:
+                    return None
+                if data.isascii():
+                    ascii_.extend(range(at - pos, at - pos + arg))
+                else:
+                    for offset, byte in enumerate(data, at - pos):
+                        (ascii_ if byte < 0x80 else fixed).append(offset)
+            at += arg
+        elif major <= 5:
+            if len(open_) >= depth:  # the recursion limit: the careful path reports it
+                return None
+            fixed.extend(range(at - pos, at - pos + head))
+            at += head
+            items = arg if major == 4 else 2 * arg
+            if items:
+                open_.append(items)
+                continue
+        else:  # tags: the careful path
+            return None
+        while open_:  # the item is complete: count it off, closing the containers it fills
+            open_[-1] -= 1
+            if open_[-1]:
+                break
+            open_.pop()
+        else:
+            return at - pos, fixed, ascii_
+
+
+def _shape_run(buf: bytes, pos: int, stop: int, shape: Shape) -> int:
+    """How many items of ``shape`` follow ``pos`` (the first is the item it was taken from),
+    ending by ``stop``: each offset's bytes are compared across a chunk of items at once (one
+    strided slice per offset), in chunks that double, so the work follows the run's length."""
+    length, fixed, ascii_ = shape
+    run, chunk = 0, 4
+    while True:
+        at = pos + run * length
+        good = min(chunk, (stop - at) // length)
+        if good <= 0:
+            return run
+        count = good
+        for offset in fixed:
+            column = buf[at + offset : at + offset + good * length : length]
+            good -= len(column.lstrip(buf[pos + offset : pos + offset + 1]))  # leading equal bytes
+            if not good:
+                return run
+        for offset in ascii_:
+            found = _NON_ASCII.search(buf[at + offset : at + offset + good * length : length])
+            if found is not None:
+                good = found.start()
+                if not good:
+                    return run
+        run += good
+        if good < count:
+            return run
         chunk *= 2
 
 

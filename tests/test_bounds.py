@@ -220,6 +220,10 @@ _NOTHING = "Metadata(tensors={}, metadata={}, scalars={})"
         ("81" * 126 + "83" + "80a080", "RecursionLimitExceeded (metadata byte 140)"),  # ... and at it
         ("c350" + "ff" * 16, 'Semantic(None, "integer too large") (metadata byte 30)'),
         ("8262fffe01", "Syntax(13) (metadata byte 13)"),
+        ("81" * 125 + "9803" + "a1616101" * 3, _NOTHING),  # same-shaped maps one level above the limit
+        ("81" * 126 + "9803" + "a1616101" * 3, "RecursionLimitExceeded (metadata byte 141)"),  # ... and at it
+        ("81" * 124 + "9803" + "a161618101" * 3, _NOTHING),  # maps holding arrays, two levels above
+        ("81" * 125 + "9803" + "a161618101" * 3, "RecursionLimitExceeded (metadata byte 143)"),  # ... and one
     ],
 )
 def test_skipping_an_unknown_field_gives_serdes_verdict_and_offset(junk, verdict):
@@ -266,15 +270,15 @@ def test_skipping_a_run_of_wider_numbers_keeps_serdes_verdict_on_the_item_after_
 
 _NUMBER_TOKENS = st.sampled_from(["18ff", "3801", "190100", "39ffff", "f93c00", "1a00010000", "fa3f8ccccd", "1b" + "00" * 8,
                                   "fb" + "3f" * 8, "01", "f0", "f818", "81", "a0", "60", "1b00"])
+# Tokens of strings and small containers, valid and not: heads, ASCII and non-ASCII text (and a
+# broken UTF-8 sequence), tags, bignums, indefinite lengths, a break, simple values.
+_SHAPE_TOKENS = st.sampled_from(["a1", "a2", "81", "82", "83", "98", "9f", "bf", "ff", "6161", "6162", "62c3a9", "62c3",
+                                 "63e282ac", "6180", "4100", "42ffff", "c6", "c2", "f5", "f6", "f0", "f818", "1903e8", "fb"])
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.integers(0, 40), st.lists(_NUMBER_TOKENS, max_size=40))
-def test_skipping_runs_of_numbers_in_bulk_gives_the_verdict_of_skipping_them_one_by_one(count, tokens):
+def _bulk_and_one_by_one_verdicts(blob: bytes) -> tuple[str, str]:
     from burnpack import _cbor
     from burnpack.metadata import decode_metadata_exact
-
-    blob = _with_unknown_field(bytes([0x98, count]) + bytes.fromhex("".join(tokens)))
 
     def verdict() -> str:
         try:
@@ -283,8 +287,71 @@ def test_skipping_runs_of_numbers_in_bulk_gives_the_verdict_of_skipping_them_one
             return str(exc)
 
     bulk = verdict()
-    with mock.patch.object(_cbor, "_fixed_run", lambda buf, pos, stop, width: 1):  # one item at a time
-        assert verdict() == bulk
+    with mock.patch.object(_cbor, "_fixed_run", lambda buf, pos, stop, width: 1), \
+            mock.patch.object(_cbor, "_shape", lambda buf, pos, end, depth, scratch: None):  # one token at a time
+        return bulk, verdict()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 40), st.lists(_NUMBER_TOKENS, max_size=40))
+def test_skipping_runs_of_numbers_in_bulk_gives_the_verdict_of_skipping_them_one_by_one(count, tokens):
+    bulk, one_by_one = _bulk_and_one_by_one_verdicts(_with_unknown_field(bytes([0x98, count]) + bytes.fromhex("".join(tokens))))
+    assert bulk == one_by_one
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(0, 60), st.lists(_SHAPE_TOKENS, min_size=1, max_size=12), st.integers(0, 30), st.lists(_SHAPE_TOKENS, max_size=12),
+       st.integers(0, 4) | st.integers(120, 128))
+def test_skipping_runs_of_same_shaped_items_in_bulk_gives_the_verdict_of_skipping_them_one_by_one(count, item, repeats, tail, nesting):
+    """An array of ``count`` items: one item's tokens repeated, then other tokens, under ``nesting``
+    arrays (near the recursion limit too): the same verdict, error and offset either way."""
+    body = bytes([0x98, count]) + bytes.fromhex("".join(item)) * repeats + bytes.fromhex("".join(tail))
+    bulk, one_by_one = _bulk_and_one_by_one_verdicts(_with_unknown_field(b"\x81" * nesting + body))
+    assert bulk == one_by_one
+
+
+@pytest.mark.parametrize(
+    "item",
+    [{"a": 1000}, [1, 2.5, "x"], "hello world", "héllo wörld", b"\x00\xff" * 5, {"name": "layer", "shape": [3, 4], "ok": True}],
+    ids=["small-map", "array", "ascii-text", "unicode-text", "bytes", "nested-record"],
+)
+def test_skipping_a_long_array_of_same_shaped_items_costs_calls_growing_with_the_log_of_its_length(item):
+    from burnpack.metadata import decode_metadata_exact
+
+    def calls(count: int) -> int:
+        blob = _with_unknown_field(cbor2.dumps([item] * count))
+        return _calls(lambda: decode_metadata_exact(blob))
+
+    assert calls(64_000) - calls(1_000) < 300  # a few per byte of the shape and doubling; item by item: over 60,000 more
+
+
+def test_same_shaped_items_may_differ_in_numbers_bytes_and_ascii_text():
+    from burnpack.metadata import decode_metadata_exact
+
+    def calls(count: int) -> int:
+        items = [{"k": f"v{i % 10}", "n": 1000 + i % 50_000, "b": bytes([i % 256, 7])} for i in range(count)]
+        blob = _with_unknown_field(cbor2.dumps(items))
+        return _calls(lambda: decode_metadata_exact(blob))
+
+    assert calls(64_000) - calls(1_000) < 300  # item by item: over 60,000 more
+
+
+def test_a_bad_item_after_a_run_of_same_shaped_items_gets_serdes_verdict_and_offset():
+    from burnpack.metadata import decode_metadata_exact
+
+    item = b"\xa1\x61a\x19\x03\xe8"  # {"a": 1000}, 6 bytes
+    junk = b"\x99\x03\xe9" + item * 1_000 + b"\xa1\x61a\xf0"  # 1,000 maps, then one holding an unknown simple value
+    with pytest.raises(burnpack.MetadataDeserializationError, match="expected known simple value") as info:
+        decode_metadata_exact(_with_unknown_field(junk))
+    assert "metadata byte 6019" in str(info.value)  # as item by item
+
+
+def test_a_string_in_a_run_of_same_shaped_items_with_broken_utf8_gets_serdes_syntax_error():
+    from burnpack.metadata import decode_metadata_exact
+
+    junk = b"\x99\x03\xe8" + b"\x62ab" * 500 + b"\x62a\xff" + b"\x62ab" * 499
+    with pytest.raises(burnpack.MetadataDeserializationError, match=r"Syntax\(1515\)"):
+        decode_metadata_exact(_with_unknown_field(junk))
 
 
 def test_the_exact_decoder_reads_plain_tensor_entries_in_a_few_calls_each():
