@@ -41,11 +41,11 @@ import numpy as np
 
 from .._generated.types import BoolStore, DType
 from ..dtypes import dtype_from_torch, numpy_dtype
-from ..errors import BurnpackError
+from ..errors import BurnpackError, ValidationError
 from ..frameworks import import_torch, numpy_to_torch
 from ..sidefile import read_side_file
 from ..source import open_regular
-from ..tensor import NUMPY_MAX_DIMS
+from ..tensor import NUMPY_MAX_DIMS, check_numpy_shape
 from ._io import ConversionError, OutputExistsError, entry_from_array
 from .pytorch import PickledObject, PyTorchReadError, describe_leaf, pickled_class, read_pytorch_buffer, unpickle_allowing
 from .tensors import Entry, TensorSet
@@ -285,6 +285,10 @@ def _tensor_info(folder: Path, fqn: str, fields: dict[str, Any], records: Mappin
     dtype = _dtype(folder, fqn, fields.get("properties"))
     shape = _ints(folder, fields.get("size"), f"{fqn!r} size")
     itemsize = numpy_dtype(dtype).itemsize
+    try:  # an empty shape whose other dimensions numpy cannot index passes the element count
+        check_numpy_shape(fqn, shape, itemsize)
+    except ValidationError as exc:
+        raise ConversionError(f"{folder}: {exc.payload}") from None
     chunk_list = fields.get("chunks")
     if not isinstance(chunk_list, list):
         raise _bad(folder, f"{fqn!r} has no chunk list")
