@@ -423,6 +423,7 @@ def read_dcp_object(path: str | os.PathLike[str], *, max_metadata_bytes: int = D
     returns a ``torch.save`` file's: tensors as numpy arrays, other entries read with the same
     allowlist, nested along the key paths DCP recorded (list items by index). Needs no torch."""
     meta = read_dcp_metadata(path, max_metadata_bytes=max_metadata_bytes)
+    _check_distinct_paths(meta.folder, meta.paths)
     values: dict[str, Any] = {fqn: _load_tensor(meta, fqn) for fqn in meta.tensors}
     values.update((fqn, _load_object(meta, fqn)) for fqn in meta.objects)
     state: dict[Any, Any] = {}
@@ -430,6 +431,27 @@ def read_dcp_object(path: str | os.PathLike[str], *, max_metadata_bytes: int = D
     for fqn, value in values.items():
         _set_element(meta.folder, state, meta.paths[fqn], value, limit)
     return state
+
+
+_LEAF, _VIA = object(), object()
+
+
+def _check_distinct_paths(folder: Path, paths: Mapping[str, tuple[str | int, ...]]) -> None:
+    """No entry's key path equals another's or runs through it (nesting would drop one of them).
+    A trie of the paths: work linear in their total length."""
+    trie: dict[Any, Any] = {}
+    for fqn, path in paths.items():
+        node = trie
+        for key in path:
+            if _LEAF in node:
+                raise _bad(folder, f"the key path of {fqn!r} runs through {node[_LEAF]!r}")
+            node.setdefault(_VIA, fqn)
+            node = node.setdefault((type(key), key), {})
+        if _LEAF in node:
+            raise _bad(folder, f"{fqn!r} and {node[_LEAF]!r} are both at key path {path}")
+        if _VIA in node:
+            raise _bad(folder, f"the key path of {node[_VIA]!r} runs through {fqn!r}")
+        node[_LEAF] = fqn
 
 
 def _set_element(folder: Path, root: dict[Any, Any], path: tuple[str | int, ...], value: Any, limit: int) -> None:

@@ -275,6 +275,18 @@ def test_an_empty_dcp_tensor_whose_other_dimensions_numpy_cannot_index_is_a_conv
             read()
 
 
+@pytest.mark.parametrize("path_of_w", [("b",), ("b", "x")], ids=["same path", "under another entry"])
+def test_read_dcp_object_refuses_an_entry_whose_key_path_would_replace_another(tmp_path, path_of_w):
+    _save_dcp(tmp_path / "ck", {"w": torch.ones(2), "b": torch.zeros(3)})
+
+    def collide(metadata) -> None:
+        metadata.planner_data["w"] = path_of_w
+
+    _rewrite_metadata(tmp_path / "ck", collide)
+    with pytest.raises(ConversionError, match="'b' and 'w' are both at key path|key path of 'w' runs through 'b'"):
+        read_dcp_object(tmp_path / "ck")
+
+
 def test_dcp_non_tensor_entries_are_reported_as_skipped(tmp_path):
     _save_dcp(tmp_path / "ck", {"w": torch.ones(2), "step": 3, "cfg": {"name": "run"}})
     report = convert(tmp_path / "ck", tmp_path / "m.bpk")
