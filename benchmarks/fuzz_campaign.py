@@ -7,7 +7,15 @@ Readers: burnpack (``load`` from bytes and from a file, ``legacy_ok``, ``strict`
 files (mutated JSON as a shard index, ``retention.json``, a writer spec, ``dump --batch``
 requests, and text as Burn's ``Loss.log``); and ``http``: a mutated pack served by a hostile
 server on 127.0.0.1 (lying sizes, bodies longer, shorter or endless, ranges ignored, a dripping
-body, odd statuses), read through ``burnpack.remote`` with a 0.25 s deadline per request.
+body, odd statuses), read through ``burnpack.remote`` with a 0.25 s deadline per request;
+``shards``: Hugging Face model folders (``*.index.json`` plus safetensors or ``torch.save``
+shards, or a single ``model.safetensors``) read through ``read_tensors`` (detected, named by
+index, or with the format given) and ``convert``, every tensor materialised; ``dcp``:
+``torch.distributed.checkpoint`` folders made with ``dcp.save`` (mutated ``.metadata`` pickles
+and ``.distcp`` records) read through ``read_dcp`` (every tensor materialised),
+``read_dcp_object``, ``read_tensors`` and ``convert``. A folder input is a stored zip of its
+files: a mutation changes one file's bytes, renames, drops or copies a file, or adds a file of
+another format (a ``.metadata`` pickle beside shards, an index beside DCP files).
 
 The oracle is the documented resource contract (docs/bounds.md). For an input of n
 bytes, each reader must
@@ -81,8 +89,12 @@ TIME_PER_MB = 1.0
 TIME_KILL_FACTOR = 10
 MEMORY_BASE = 64 * 1024 * 1024
 MEMORY_FACTOR = 16
-READERS = ("bpk", "pytorch", "safetensors", "npz", "sidefile", "http")
-SUFFIXES = {"bpk": ".bpk", "pytorch": ".pt", "safetensors": ".safetensors", "npz": ".npz", "sidefile": ".json", "http": ".bpk"}
+READERS = ("bpk", "pytorch", "safetensors", "npz", "sidefile", "http", "shards", "dcp")
+SUFFIXES = {
+    "bpk": ".bpk", "pytorch": ".pt", "safetensors": ".safetensors", "npz": ".npz", "sidefile": ".json", "http": ".bpk",
+    "shards": ".zip", "dcp": ".zip",
+}  # fmt: skip
+FOLDER_READERS = ("shards", "dcp")  # an input is a stored zip of the folder's files
 _FIXED_DATE = (2020, 1, 1, 0, 0, 0)
 
 
@@ -192,10 +204,78 @@ def _http_seeds() -> list[bytes]:
     return _bpk_seeds()[:4]
 
 
+def _folder(files: dict[str, bytes]) -> bytes:
+    return _zip([(name, data, zipfile.ZIP_STORED) for name, data in files.items()])
+
+
+def _index(weight_map: dict[str, str], total: int) -> bytes:
+    return json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=2).encode()
+
+
+def _shard_seeds() -> list[bytes]:
+    first = serialize_safetensors({"w": np.arange(6, dtype=np.float32).reshape(2, 3), "b": np.zeros(2, np.int16)}, {"format": "pt"})
+    second = serialize_safetensors({"m": np.array([True, False]), "h": np.ones((2, 2), np.float16)})
+    names = ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors")
+    weight_map = {"w": names[0], "b": names[0], "m": names[1], "h": names[1]}
+    seeds = [
+        _folder({"model.safetensors.index.json": _index(weight_map, 40), names[0]: first, names[1]: second}),
+        _folder({"model.safetensors": first, "config.json": b'{"model_type": "fuzz"}'}),
+        _folder({"weights.index.json": _index({"w": "a.safetensors", "b": "a.safetensors"}, 28), "a.safetensors": first}),
+    ]
+    try:
+        import torch
+    except ImportError:  # pragma: no cover - the torch extra is absent
+        return seeds
+    shards = []
+    for state in ({"w": torch.arange(6, dtype=torch.float32).reshape(2, 3)}, {"b": torch.ones(3, dtype=torch.int64), "step": 3}):
+        out = io.BytesIO()
+        torch.save(state, out)
+        shards.append(out.getvalue())
+    bins = ("pytorch_model-00001-of-00002.bin", "pytorch_model-00002-of-00002.bin")
+    seeds.append(_folder({"pytorch_model.bin.index.json": _index({"w": bins[0], "b": bins[1]}, 48), bins[0]: shards[0], bins[1]: shards[1]}))
+    return seeds
+
+
+def _dcp_seeds() -> list[bytes]:
+    """Folders written by torch's ``dcp.save`` (its ``.metadata`` made reproducible: the
+    ``StorageMeta`` names a fixed checkpoint id and save id instead of the scratch folder)."""
+    try:
+        import torch
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.metadata import StorageMeta
+    except ImportError:  # pragma: no cover - the torch extra is absent: a metadata pickle alone
+        return [_folder({".metadata": b"\x80\x02}q\x00.", "__0_0.distcp": b""})]
+    import pickle
+
+    states: list[dict[str, Any]] = [
+        {
+            "w": torch.arange(6, dtype=torch.float32).reshape(2, 3), "b": torch.ones(3, dtype=torch.int64),
+            "h": torch.zeros(2, 2, dtype=torch.bfloat16), "mask": torch.tensor([True, False]), "step": 7,
+        },
+        {
+            "model": {"fc": {"weight": torch.eye(3, dtype=torch.float16), "bias": torch.arange(3, dtype=torch.int8)}},
+            "optim": {"state": {0: {"exp_avg": torch.ones(3), "step": torch.tensor(2.0)}}, "param_groups": [{"lr": 0.1, "params": [0]}]},
+            "names": ["a", "b"],
+        },
+        {"x": torch.tensor(1.5, dtype=torch.float64), "u": torch.arange(4, dtype=torch.uint8), "empty": torch.zeros(2, 0, 3)},
+    ]  # fmt: skip
+    seeds = []
+    with tempfile.TemporaryDirectory(prefix="bpk-fuzz-dcp-") as tmp, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for number, state in enumerate(states):
+            folder = Path(tmp) / str(number)
+            dcp.save(state, checkpoint_id=folder, no_dist=True)
+            metadata = pickle.loads((folder / ".metadata").read_bytes())  # our own dcp.save output
+            metadata.storage_meta = StorageMeta(checkpoint_id=Path("checkpoint"), save_id="fuzz", load_id=None)
+            files = {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.name != ".metadata"}
+            seeds.append(_folder({".metadata": pickle.dumps(metadata, protocol=2), **files}))
+    return seeds
+
+
 def seed_corpus() -> dict[str, list[bytes]]:
     return {
         "bpk": _bpk_seeds(), "pytorch": _pytorch_seeds(), "safetensors": _safetensors_seeds(), "npz": _npz_seeds(),
-        "sidefile": _sidefile_seeds(), "http": _http_seeds(),
+        "sidefile": _sidefile_seeds(), "http": _http_seeds(), "shards": _shard_seeds(), "dcp": _dcp_seeds(),
     }  # fmt: skip
 
 
@@ -327,12 +407,109 @@ def _mutate_bpk_metadata(data: bytes, rng: random.Random) -> bytes:
     return data[:6] + struct.pack("<I", new_size) + blob + rest
 
 
+# Names a folder mutation copies a file to: another format's marker beside this one, a second
+# index, another rank's records, a file of the weight map's.
+_FOLDER_NAMES = [
+    ".metadata", "model.safetensors.index.json", "pytorch_model.bin.index.json", "model.safetensors", "pytorch_model.bin",
+    "other.index.json", "__1_0.distcp", "__0_0.distcp", "model-00001-of-00002.safetensors", "a.safetensors",
+]
+# Shard names worth putting into an index: traversal, absolute, empty, the index itself.
+_SHARD_NAMES = ["../a.safetensors", "/etc/passwd", "", ".", "..", "model.safetensors.index.json", "a/b.safetensors", "x.bin", ".metadata"]
+
+
+def _folder_files(data: bytes) -> list[tuple[str, bytes]]:
+    """The files of a folder input (a damaged archive is one index file holding its bytes)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            return [(info.filename, archive.read(info)) for info in archive.infolist()]
+    except Exception:
+        return [("model.safetensors.index.json", data)]
+
+
+def _mutate_index(content: bytes, rng: random.Random) -> bytes:
+    """A structural change of a shard index: a shard name replaced, a name added or dropped."""
+    try:
+        index = json.loads(content)
+        weight_map = index["weight_map"]
+        names = list(weight_map)
+    except Exception:
+        return _mutate_bytes(content, rng, _JSON_SNIPPETS)
+    choice = rng.randrange(3)
+    if choice == 0 and names:
+        weight_map[rng.choice(names)] = rng.choice(_SHARD_NAMES + list(weight_map.values()))
+    elif choice == 1:
+        weight_map[rng.choice(("extra", "", "w", "a" * 300))] = rng.choice(list(weight_map.values()) or _SHARD_NAMES)
+    elif names:
+        del weight_map[rng.choice(names)]
+    return json.dumps(index).encode()
+
+
+_PICKLE_INTS = {b"I", b"J", b"K", b"M", b"\x8a"}  # INT, BININT, BININT1, BININT2, LONG1
+_BIG_INTS = [-1, 1 << 31, 1 << 40, (1 << 60) - 1, 1 << 60, 1 << 63, 1 << 64, 1 << 80]
+# Nested lists 1100 deep: EMPTY_LIST pushed 1100 times, each appended to the one below.
+_DEEP_PICKLE = b"]" * 1100 + b"a" * 1099
+
+
+def _mutate_pickle_int(content: bytes, rng: random.Random) -> bytes:
+    """One int of a pickle (an offset, a length, a size, a dimension) replaced by an interesting
+    one, written as LONG1; the pickle is only parsed into opcodes (nothing is loaded)."""
+    import pickletools
+
+    try:
+        spots = [(pos, op.code) for op, _, pos in pickletools.genops(content) if op.code.encode("latin-1") in _PICKLE_INTS]
+    except Exception:
+        spots = []
+    if not spots:
+        return _mutate_bytes(content, rng, _PICKLE_SNIPPETS + [_DEEP_PICKLE])
+    pos, code = rng.choice(spots)
+    end = content.index(b"\n", pos) + 1 if code == "I" else pos + 1 + {"J": 4, "K": 1, "M": 2}.get(code, 1 + content[pos + 1])
+    value = rng.choice(_BIG_INTS if rng.random() < 0.5 else _INTERESTING)
+    value = value + rng.choice((-1, 0, 0, 1)) if value > 0 else value
+    raw = value.to_bytes((value.bit_length() + 8) // 8, "little", signed=True)
+    return content[:pos] + b"\x8a" + bytes([len(raw)]) + raw + content[end:]
+
+
+def _mutate_folder(data: bytes, rng: random.Random) -> bytes:
+    """Mutate a folder input: one file's bytes (by its format), a name, a file dropped or copied."""
+    files = _folder_files(data)
+    op = rng.randrange(20)
+    if not files or op < 13:
+        if not files:
+            files = [("model.safetensors.index.json", b"")]
+        index = rng.randrange(len(files))
+        name, content = files[index]
+        if name.endswith(".json"):
+            content = _mutate_index(content, rng) if rng.random() < 0.3 else _mutate_bytes(content, rng, _JSON_SNIPPETS)
+        elif name.endswith(".safetensors"):
+            content = _mutate_bytes(content, rng, _JSON_SNIPPETS)
+        elif name.endswith(".bin") and content[:4] == b"PK\x03\x04" and rng.random() < 0.7:
+            content = _mutate_zip(content, rng, _PICKLE_SNIPPETS)
+        elif name == ".metadata" and rng.random() < 0.4:
+            content = _mutate_pickle_int(content, rng)
+        else:  # .metadata pickles and .distcp records (torch.save archives end to end)
+            content = _mutate_bytes(content, rng, _PICKLE_SNIPPETS + [_DEEP_PICKLE])
+        files[index] = (name, content)
+    elif op < 15:
+        index = rng.randrange(len(files))
+        name, content = files[index]
+        files[index] = (_mutate_bytes(name.encode(), rng, [b".", b"/", b"..", b".json", b".distcp"]).decode("utf-8", "replace"), content)
+    elif op < 17:
+        del files[rng.randrange(len(files))]
+    else:
+        files.append((rng.choice(_FOLDER_NAMES), rng.choice(files)[1]))
+    return _folder(dict(files))
+
+
 def generate(corpus: dict[str, list[bytes]], seed: int, index: int) -> tuple[str, bytes]:
     """Input ``index`` of the campaign: its reader and its bytes (deterministic)."""
     rng = random.Random(f"{seed}:{index}")
     reader = READERS[index % len(READERS)]
     seeds = corpus[reader]
     data = rng.choice(seeds)
+    if reader in FOLDER_READERS:
+        for _ in range(rng.choice((1, 1, 2, 3))):
+            data = _mutate_folder(data, rng)
+        return reader, data
     if rng.random() < 0.05 and len(seeds) > 1:  # splice two seeds
         other = rng.choice(seeds)
         cut = rng.randrange(len(data) + 1)
@@ -423,6 +600,63 @@ def _read_sidefile(data: bytes, path: Path, rng: random.Random) -> None:
         (folder / "valid" / "epoch-1").mkdir(parents=True)
         (folder / "valid" / "epoch-1" / "Loss.log").write_bytes(data)
         burn_valid_losses(folder)
+
+
+def _unpack_folder(data: bytes, path: Path) -> Path:
+    """The folder input written out as files (names made plain file names in the folder)."""
+    folder = path.parent / "folder"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    for name, content in _folder_files(data):
+        plain = re.sub(r"[/\\\0]", "_", name)[:80]  # at most 240 bytes: a legal file name
+        if plain not in ("", ".", ".."):
+            (folder / plain).write_bytes(content)
+    return folder
+
+
+def _materialise(tset: Any) -> None:
+    with tset:
+        for entry in tset.entries:
+            entry.numpy()
+
+
+def _read_shards(data: bytes, path: Path, rng: random.Random) -> None:
+    """A Hugging Face model folder: detected, named by an index file, or with its format given;
+    or converted to a ``.bpk``."""
+    folder = _unpack_folder(data, path)
+    mode = rng.randrange(5)
+    if mode == 0:
+        from burnpack.interop.converter import convert
+
+        convert(folder, path.parent / "out.bpk", overwrite=True)
+    elif mode == 1:
+        indexes = sorted(folder.glob("*.index.json"))
+        _materialise(read_tensors(indexes[0] if indexes else folder))
+    elif mode == 2:
+        _materialise(read_tensors(folder, rng.choice(("safetensors-shards", "pytorch-shards"))))
+    else:
+        _materialise(read_tensors(folder))
+
+
+def _read_dcp_folder(data: bytes, path: Path, rng: random.Random) -> None:
+    """A DCP folder through ``read_dcp`` (every tensor materialised), ``read_dcp_object``,
+    ``read_tensors`` (detected or as ``dcp``) or ``convert``."""
+    from burnpack.interop.dcp import read_dcp, read_dcp_object
+
+    folder = _unpack_folder(data, path)
+    mode = rng.randrange(6)
+    if mode == 0:
+        from burnpack.interop.converter import convert
+
+        convert(folder, path.parent / "out.bpk", overwrite=True, from_format="dcp")
+    elif mode == 1:
+        read_dcp_object(folder)
+    elif mode == 2:
+        _materialise(read_tensors(folder))
+    elif mode == 3:
+        _materialise(read_tensors(folder, "dcp"))
+    else:
+        _materialise(read_dcp(folder))
 
 
 class HostileServer:
@@ -534,7 +768,19 @@ _READ: dict[str, Callable[[bytes, Path, random.Random], None]] = {
     "npz": _read_npz,
     "sidefile": _read_sidefile,
     "http": _read_http,
+    "shards": _read_shards,
+    "dcp": _read_dcp_folder,
 }
+
+
+def _warm_up(corpus: dict[str, list[bytes]], scratch: Path) -> None:
+    """Read every folder seed once outside any input's limits (lazy imports, first mappings)."""
+    _hostile_server()
+    for reader in FOLDER_READERS:
+        for seed in corpus[reader]:
+            for mode in range(6):
+                with contextlib.suppress(Exception):
+                    _READ[reader](seed, scratch / "warm", random.Random(mode))
 
 
 # -- the oracle -----------------------------------------------------------------------------------
@@ -610,12 +856,12 @@ def _worker(args: tuple[int, int, int, float, int | None, str, str]) -> dict[str
     warnings.simplefilter("ignore")
     signal.signal(signal.SIGPROF, _on_alarm)
     corpus = seed_corpus()
-    _hostile_server()
     counts = dict.fromkeys(READERS, 0)
     kinds = {"foreign": 0, "over_time": 0, "over_memory": 0}
     failures: list[dict[str, Any]] = []
     cpu = time.process_time()
     with tempfile.TemporaryDirectory(dir=_scratch_dir(), prefix="bpk-fuzz-") as tmp:
+        _warm_up(corpus, Path(tmp))
         step = 0
         while True:
             # Blocks of one input per reader, dealt round-robin: every worker gets every reader.
@@ -702,9 +948,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.replay is not None:
         signal.signal(signal.SIGPROF, _on_alarm)
-        _hostile_server()
-        reader, data = generate(seed_corpus(), args.seed, args.replay)
+        corpus = seed_corpus()
+        reader, data = generate(corpus, args.seed, args.replay)
         with tempfile.TemporaryDirectory() as tmp:
+            _warm_up(corpus, Path(tmp))
             verdict = judge(reader, data, Path(tmp) / "input", random.Random(f"read:{args.seed}:{args.replay}"))
         print(json.dumps({"index": args.replay, "reader": reader, "size": len(data), "verdict": verdict}))
         return 0 if verdict is None else 1

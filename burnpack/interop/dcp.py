@@ -41,11 +41,11 @@ import numpy as np
 
 from .._generated.types import BoolStore, DType
 from ..dtypes import dtype_from_torch, numpy_dtype
-from ..errors import BurnpackError
+from ..errors import BurnpackError, ValidationError
 from ..frameworks import import_torch, numpy_to_torch
 from ..sidefile import read_side_file
 from ..source import open_regular
-from ..tensor import NUMPY_MAX_DIMS
+from ..tensor import NUMPY_MAX_DIMS, check_numpy_shape
 from ._io import ConversionError, OutputExistsError, entry_from_array
 from .pytorch import PickledObject, PyTorchReadError, describe_leaf, pickled_class, read_pytorch_buffer, unpickle_allowing
 from .tensors import Entry, TensorSet
@@ -285,6 +285,10 @@ def _tensor_info(folder: Path, fqn: str, fields: dict[str, Any], records: Mappin
     dtype = _dtype(folder, fqn, fields.get("properties"))
     shape = _ints(folder, fields.get("size"), f"{fqn!r} size")
     itemsize = numpy_dtype(dtype).itemsize
+    try:  # an empty shape whose other dimensions numpy cannot index passes the element count
+        check_numpy_shape(fqn, shape, itemsize)
+    except ValidationError as exc:
+        raise ConversionError(f"{folder}: {exc.payload}") from None
     chunk_list = fields.get("chunks")
     if not isinstance(chunk_list, list):
         raise _bad(folder, f"{fqn!r} has no chunk list")
@@ -419,6 +423,7 @@ def read_dcp_object(path: str | os.PathLike[str], *, max_metadata_bytes: int = D
     returns a ``torch.save`` file's: tensors as numpy arrays, other entries read with the same
     allowlist, nested along the key paths DCP recorded (list items by index). Needs no torch."""
     meta = read_dcp_metadata(path, max_metadata_bytes=max_metadata_bytes)
+    _check_distinct_paths(meta.folder, meta.paths)
     values: dict[str, Any] = {fqn: _load_tensor(meta, fqn) for fqn in meta.tensors}
     values.update((fqn, _load_object(meta, fqn)) for fqn in meta.objects)
     state: dict[Any, Any] = {}
@@ -426,6 +431,27 @@ def read_dcp_object(path: str | os.PathLike[str], *, max_metadata_bytes: int = D
     for fqn, value in values.items():
         _set_element(meta.folder, state, meta.paths[fqn], value, limit)
     return state
+
+
+_LEAF, _VIA = object(), object()
+
+
+def _check_distinct_paths(folder: Path, paths: Mapping[str, tuple[str | int, ...]]) -> None:
+    """No entry's key path equals another's or runs through it (nesting would drop one of them).
+    A trie of the paths: work linear in their total length."""
+    trie: dict[Any, Any] = {}
+    for fqn, path in paths.items():
+        node = trie
+        for key in path:
+            if _LEAF in node:
+                raise _bad(folder, f"the key path of {fqn!r} runs through {node[_LEAF]!r}")
+            node.setdefault(_VIA, fqn)
+            node = node.setdefault((type(key), key), {})
+        if _LEAF in node:
+            raise _bad(folder, f"{fqn!r} and {node[_LEAF]!r} are both at key path {path}")
+        if _VIA in node:
+            raise _bad(folder, f"the key path of {node[_VIA]!r} runs through {fqn!r}")
+        node[_LEAF] = fqn
 
 
 def _set_element(folder: Path, root: dict[Any, Any], path: tuple[str | int, ...], value: Any, limit: int) -> None:

@@ -14,6 +14,7 @@ import burnpack  # noqa: E402
 import burnpack.torch  # noqa: E402
 from burnpack.cli import main  # noqa: E402
 from burnpack.interop import ConversionError, convert  # noqa: E402
+from burnpack.interop.dcp import read_dcp, read_dcp_object  # noqa: E402
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
 
@@ -253,6 +254,37 @@ def test_a_chunk_claiming_more_elements_than_its_tensor_is_refused_before_alloca
     _rewrite_metadata(tmp_path / "ck", grow)
     with pytest.raises(ConversionError, match="hold 4 elements"):
         convert(tmp_path / "ck", tmp_path / "m.bpk")
+
+
+def test_an_empty_dcp_tensor_whose_other_dimensions_numpy_cannot_index_is_a_conversion_error(tmp_path):
+    from torch.distributed.checkpoint.metadata import MetadataIndex
+
+    _save_dcp(tmp_path / "ck", {"w": torch.ones(0)})
+    shape = torch.Size([1 << 40, 1 << 40, 0])  # no elements, but 2**80 of them were it not for the 0
+
+    def widen(metadata) -> None:
+        item = metadata.state_dict_metadata["w"]
+        item.size = item.chunks[0].sizes = shape
+        item.chunks[0].offsets = torch.Size([0, 0, 0])
+        (index,) = metadata.storage_data
+        metadata.storage_data = {MetadataIndex("w", torch.Size([0, 0, 0])): metadata.storage_data[index]}
+
+    _rewrite_metadata(tmp_path / "ck", widen)
+    for read in (lambda: [entry.numpy() for entry in read_dcp(tmp_path / "ck").entries], lambda: read_dcp_object(tmp_path / "ck")):
+        with pytest.raises(ConversionError, match="more elements than numpy can index"):
+            read()
+
+
+@pytest.mark.parametrize("path_of_w", [("b",), ("b", "x")], ids=["same path", "under another entry"])
+def test_read_dcp_object_refuses_an_entry_whose_key_path_would_replace_another(tmp_path, path_of_w):
+    _save_dcp(tmp_path / "ck", {"w": torch.ones(2), "b": torch.zeros(3)})
+
+    def collide(metadata) -> None:
+        metadata.planner_data["w"] = path_of_w
+
+    _rewrite_metadata(tmp_path / "ck", collide)
+    with pytest.raises(ConversionError, match="'b' and 'w' are both at key path|key path of 'w' runs through 'b'"):
+        read_dcp_object(tmp_path / "ck")
 
 
 def test_dcp_non_tensor_entries_are_reported_as_skipped(tmp_path):
