@@ -26,11 +26,11 @@ from typing import Any
 
 import cbor2
 import numpy as np
-from safetensors import safe_open
 from safetensors.numpy import save_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import environment, finish, save  # noqa: E402
+from bench import read_ops  # noqa: E402
 
 import burnpack  # noqa: E402
 
@@ -57,17 +57,10 @@ def pack_ops(bp: ModuleType, bpk: Path) -> dict[str, Op]:
     return {"open+names": names, "open+numpy()": numpy_each}
 
 
-def peer_ops(st: Path) -> dict[str, Op]:
-    def keys() -> None:
-        with safe_open(str(st), framework="np") as f:
-            list(f.keys())
-
-    def get_each() -> None:
-        with safe_open(str(st), framework="np") as f:
-            for name in f.keys():
-                f.get_tensor(name)
-
-    return {"open+names": keys, "open+numpy()": get_each}
+def peer_ops(bpk: Path, st: Path) -> dict[str, Op]:
+    """safetensors' lazy reads, as ``bench.py`` measures them."""
+    ops = read_ops(bpk, st)
+    return {"open+names": ops["open+names: safe_open keys"], "open+numpy()": ops["open+get_tensor of each: safe_open"]}
 
 
 def cpu_seconds(op: Op, number: int) -> float:
@@ -102,7 +95,7 @@ def file_workload(label: str, arrays: dict[str, np.ndarray], packages: dict[str,
     burnpack.save(arrays, bpk)
     save_file(arrays, str(st))
     sides = {side: pack_ops(bp, bpk) for side, bp in packages.items()}
-    sides["safe_open"] = peer_ops(st)
+    sides["safe_open"] = peer_ops(bpk, st)
     samples = interleave(sides, repeat, number)
     out: dict[str, Any] = {"calls_per_sample": number, "ratios": ratios(samples, "safe_open")}
     if "base" in packages:
