@@ -41,6 +41,16 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
     is opened, and again on the open descriptor (the path could be swapped in between); the open
     itself is non-blocking, so even a FIFO swapped in cannot hang it.
     """
+    fd = open_regular_fd(path)
+    try:
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_regular_fd(path: str | os.PathLike[str]) -> int:
+    """``open_regular``'s checks and open, as a bare descriptor the caller closes."""
     if "\0" in os.fsdecode(path):  # os.stat would raise a bare ValueError
         raise IoError("a path cannot hold a NUL character", where=repr(os.fsdecode(path)))
     _refuse_irregular(os.stat(path).st_mode, path)
@@ -48,10 +58,10 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
     try:
         _refuse_irregular(os.fstat(fd).st_mode, path)
         os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
         raise
+    return fd
 
 
 class Source(Protocol):
@@ -103,8 +113,12 @@ class FileSource:
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        with open_regular(path) as file:
-            self._map_fd(file.fileno())
+        fd = open_regular_fd(path)
+        try:
+            self._map_fd(fd, owned=True)
+        except BaseException:
+            os.close(fd)
+            raise
 
     @classmethod
     def from_fd(cls, fd: int) -> FileSource:
@@ -113,11 +127,14 @@ class FileSource:
         source._map_fd(fd)
         return source
 
-    def _map_fd(self, fd: int) -> None:
+    def _map_fd(self, fd: int, *, owned: bool = False) -> None:
+        """Map ``fd``; keep it when ``owned`` (closing it with the source), else keep a duplicate."""
         self._size = os.fstat(fd).st_size
         self._map = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if self._size else None
         self._view = memoryview(self._map) if self._map is not None else memoryview(b"")
-        self._fd = os.dup(fd) if self._size else -1
+        if not self._size and owned:
+            os.close(fd)
+        self._fd = (fd if owned else os.dup(fd)) if self._size else -1
         self._release_fd = weakref.finalize(self, os.close, self._fd) if self._fd >= 0 else None
         self._private: mmap.mmap | None = None
 

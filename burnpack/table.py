@@ -35,6 +35,17 @@ _ENTRY_RE = re.compile(
     + rb"|([\x00-\xff]+)"  # anything else ends the run: findall's matches are then back to back
 )
 """One tensors-map entry per match; names of 256 bytes or more are left to the per-entry scanner."""
+_HEADS = bytes(range(TensorDescriptor_HEAD, TensorDescriptor_HEAD + 1 + len(TensorDescriptor_OPTIONAL_LITERAL_BYTES)))
+"""The struct heads a descriptor can start with (without and with each optional field)."""
+_PLAIN_ENTRY_RE = re.compile(
+    rb"([\x60-\x77]|\x78[\x00-\xff])([^" + re.escape(_HEADS) + rb"]{0,255})"  # a name without those bytes
+    + TensorDescriptor_RE.pattern
+    + rb"|([\x00-\xff]+)"
+)
+"""``_ENTRY_RE`` for names holding no struct-head byte (every ASCII name): the descriptor then
+starts at the first such byte, found without trying the descriptor at every byte of the name.
+Where it matches, it matches as ``_ENTRY_RE`` does; a name it cannot match sends the scan to
+``_ENTRY_RE``."""
 
 
 class TensorTable(Mapping[str, TensorDescriptor]):
@@ -116,7 +127,9 @@ def scan_table(buf: bytes | bytearray | memoryview) -> Metadata | None:
         count, pos = map_header(buf, 1 + len(METADATA_FIRST_KEY))
     except Exception:
         return None
-    rows = _ENTRY_RE.findall(buf, pos)  # back to back from pos to the end of buf
+    rows = _PLAIN_ENTRY_RE.findall(buf, pos)  # back to back from pos to the end of buf
+    if count and (len(rows) < count or rows[count - 1][-1]):  # an entry it could not match
+        rows = _ENTRY_RE.findall(buf, pos)
     if len(rows) < count:
         return None
     end = len(buf) - sum(map(_row_length, rows[count:]))
@@ -175,12 +188,18 @@ def _row_length(row: tuple[bytes, ...]) -> int:
     return captured + TensorDescriptor_LITERAL_BYTES + (TensorDescriptor_OPTIONAL_LITERAL_BYTES["param_id"] if row[-2] else 0)
 
 
+_SMALL_COLUMN = 512
+"""Up to this many values, ``_uint_column`` decodes them one by one."""
+
+
 def _uint_column(column: tuple[bytes, ...]) -> np.ndarray:
     """CBOR unsigned integers (head and argument bytes each) as a ``uint64`` array."""
     joined = b"".join(column)
     raw = np.frombuffer(joined, np.uint8)
     if len(joined) == len(column):  # every value below 24: the head is the value
         return raw.astype(np.uint64)
+    if len(column) <= _SMALL_COLUMN:  # a few values: one int each beats a numpy pass per width
+        return np.array([value[0] if len(value) == 1 else int.from_bytes(value[1:], "big") for value in column], np.uint64)
     widths = np.fromiter(map(len, column), np.intp, len(column))
     at = np.cumsum(widths) - widths
     out = raw[at].astype(np.uint64)

@@ -85,3 +85,22 @@ def test_bulk_arrays_view_the_pack_and_match_each_tensor():
         assert array.dtype == single.dtype and array.shape == single.shape and array.tobytes() == single.tobytes()
     bulk["g0"][0, 0] = 42  # a writable source gives writable views of its own bytes (no copy)
     assert pack["g0"].numpy()[0, 0] == 42
+
+
+def test_names_holding_the_struct_head_bytes_still_decode_as_a_table():
+    names = ["a£", "b¤x", "c\xa3edtype"]  # UTF-8 0xC2 0xA3 / 0xC2 0xA4 inside the name
+    blob = _metadata_blob(_pack([Tensor.from_numpy(n, np.zeros(3, np.float32)) for n in names]))
+    table = scan_table(blob)
+    assert isinstance(table.tensors, TensorTable)
+    assert table.tensors.names == sorted(names, key=str.encode)
+    assert dict(table.tensors.items()) == decode_metadata_exact(blob).tensors
+
+
+@pytest.mark.parametrize("count", [3, 600])  # below and above the one-by-one column threshold
+def test_offsets_of_every_width_decode_alike_in_small_and_large_tables(count):
+    sizes = [1, 7, 300, 70_000]  # offsets crossing the 1-, 2-, 3- and 5-byte CBOR widths
+    tensors = [Tensor.from_numpy(f"t{i:04}", np.zeros(sizes[i % 4], np.uint8)) for i in range(count)]
+    blob = _metadata_blob(_pack(tensors))
+    table = scan_table(blob)
+    assert isinstance(table.tensors, TensorTable)
+    assert dict(table.tensors.items()) == decode_metadata_exact(blob).tensors
