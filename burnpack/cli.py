@@ -50,15 +50,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def _reported() -> tuple[type[BaseException], ...]:
     """The failures reported in one line; anything else is a bug and keeps its traceback."""
-    from .commands.common import CommandError
-    from .errors import BurnpackError
-    from .interop.formats import ConversionError
-    from .interop.pytorch import PyTorchReadError
-    from .interop.safetensors import SafetensorsError
-    from .records.errors import RecordError
+    from .errors import BurnpackError, CommandError
 
-    return (CommandError, BurnpackError, ConversionError, PyTorchReadError, SafetensorsError, RecordError,
-            OSError, ValueError, KeyError, ImportError)  # fmt: skip
+    return (CommandError, BurnpackError, OSError, ValueError, KeyError, ImportError)
 
 
 def _show_warning(message: Any, category: type[Warning], *rest: Any, verbose: bool = False) -> None:

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .common import CommandError, blame
+from ..errors import CommandError
+from .common import blame
 
 if TYPE_CHECKING:
     import numpy as np

@@ -10,7 +10,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..display import plural, printable
-from .common import CommandError, add_progress_option, blame, check_output
+from ..errors import CommandError
+from .common import add_progress_option, blame, check_output
 
 if TYPE_CHECKING:
     from ..reader import Pack

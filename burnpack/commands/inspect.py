@@ -21,12 +21,11 @@ import numpy as np
 from ..display import plural, printable
 from ..dump import scalar_json
 from .._generated.types import DTYPE_INFO
-from ..errors import BurnpackError
-from ..patterns import InvalidPattern, compile_pattern
+from ..errors import BurnpackError, CommandError, InvalidPattern
+from ..patterns import compile_pattern
 from ..progress import human_size
 from ..quant import dtype_label
 from ..reader import Pack, TensorView
-from .common import CommandError
 
 NAME_WIDTH = 60  # names longer than this are shortened in the middle
 
@@ -229,7 +228,7 @@ def print_summary(pack: Pack, views: Sequence[TensorView], out: TextIO) -> None:
 
 def not_a_pack(path: str) -> CommandError | None:
     """A readable error for a file or folder that is another format ``burnpack convert`` reads."""
-    from ..interop._io import ConversionError
+    from ..errors import ConversionError
     from ..interop.registry import detect
 
     try:

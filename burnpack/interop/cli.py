@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from .._generated.types import BoolStore
-from ..commands.common import CommandError, add_progress_option, blame, check_output
+from ..commands.common import add_progress_option, blame, check_output
+from ..errors import CommandError
 from ..sidefile import parse_json
 from .registry import choices, formats
 

@@ -46,7 +46,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from .._generated.types import DTYPE_INFO
 from ..dtypes import dtype_from_torch, numpy_dtype, numpy_dtype_named
-from ..errors import BurnpackError
+from ..errors import PyTorchReadError, UnsafePickleError
 from ..source import open_regular
 from ..tensor import NUMPY_MAX_DIMS
 from .archive import ZIP_ERRORS, InflateBudget
@@ -75,22 +75,6 @@ _ENTRY_SLACK = 4096
 # Views that repeat elements (stride 0, overlapping strides) are copied to C order; the copies of
 # one checkpoint may exceed its storages' bytes by at most this much.
 EXPANSION_LIMIT = 64 * 1024 * 1024
-
-
-class PyTorchReadError(BurnpackError, ValueError):
-    """The file is not a checkpoint this reader can load: truncated, corrupt or unsupported."""
-
-
-class UnsafePickleError(PyTorchReadError):
-    """The pickle names a global outside the allowlist, so loading it could run arbitrary code."""
-
-    def __init__(self, global_name: str) -> None:
-        super().__init__(
-            f"refused pickle global {global_name!r}: only tensor rebuild functions, storage "
-            "types and plain containers are allowed (a full-model save must be re-saved as a "
-            "state_dict; anything else may be malicious)"
-        )
-        self.global_name = global_name
 
 
 class _Frozen:

@@ -28,7 +28,7 @@ import numpy as np
 
 from ..atomic import atomic_file
 from ..dtypes import ResolvedTable, dtype_from_numpy, dtype_from_safetensors, numpy_dtype, safetensors_code
-from ..errors import BurnpackError
+from ..errors import SafetensorsError
 from ..sidefile import parse_json
 from ..source import open_regular
 
@@ -50,10 +50,6 @@ _MAX_DIMS = 64  # numpy's limit on array rank
 _CODE_ORDER = ("BOOL", "U8", "I8", "I16", "U16", "F16", "BF16", "I32", "U32", "F32", "F64", "I64", "U64")
 _DTYPES: Mapping[str, np.dtype] = ResolvedTable({code: dtype_from_safetensors(code) for code in _CODE_ORDER}, numpy_dtype)
 _ALIGNMENT_RANK = {code: rank for rank, code in enumerate(_DTYPES)}
-
-
-class SafetensorsError(BurnpackError, ValueError):
-    """The bytes are not a valid safetensors file, or the tensors cannot be written as one."""
 
 
 def read_safetensors(path: str | os.PathLike[str]) -> tuple[dict[str, np.ndarray], dict[str, str]]:

@@ -26,9 +26,9 @@ from pathlib import Path
 
 from .._generated.types import BoolStore
 from ..sidefile import SIDE_FILE_MAX_BYTES, parse_json, read_side_file
-from ._io import ConversionError, OutputExistsError, atomic_output
+from ._io import atomic_output
+from ..errors import ConversionError, OutputExistsError, SafetensorsError
 from .formats import PageReleaser, read_pytorch_file, read_safetensors_file, write_safetensors_file
-from .safetensors import SafetensorsError
 from .tensors import Entry, TensorSet
 from .torch_live import write_pytorch
 

@@ -52,8 +52,7 @@ def _error(exc: BaseException) -> str:
 def inspect_epoch(checkpoints: Checkpoints, epoch: int) -> dict[str, Any]:
     """What ``checkpoint inspect`` reports for one epoch, as JSON-ready data."""
     from ..dtypes import debug
-    from ..errors import BurnpackError
-    from .errors import RecordError
+    from ..errors import BurnpackError, RecordError
     from .scheduler import infer_scheduler
 
     files = checkpoints.files(epoch)
