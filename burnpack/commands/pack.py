@@ -50,7 +50,7 @@ def run_pack(args: Any) -> int:
 
     try:
         target = _build(args)
-    except (CommandError, BurnpackError, OSError, ValueError) as exc:
+    except (CommandError, BurnpackError, OSError) as exc:
         if isinstance(exc, SpecError):
             exc.exit_code = 2  # type: ignore[attr-defined]
         if not args.json:
