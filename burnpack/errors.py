@@ -325,6 +325,13 @@ class RecordCastError(RecordError):
     variant = "Cast"
 
 
+class SchedulerLayoutError(RecordError, ValueError):
+    """A scheduler record's keys are not a layout Burn's learning-rate schedulers write, so no
+    scheduler tree can be inferred from them."""
+
+    variant = "SchedulerLayout"
+
+
 class CheckpointRetentionError(IoError):
     """``retention.json`` exists but cannot be read back; retention would go wrong silently."""
 

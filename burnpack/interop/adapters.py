@@ -385,7 +385,7 @@ class FloatCastAdapter(ModuleAdapter):
     def __init__(self, target: DType | str) -> None:
         target = parse_dtype(target)
         if not is_float(target):
-            raise ValueError(f"FloatCastAdapter target must be a float dtype, got {dtype_name(target)}")
+            raise OptionError(f"cast target must be a float dtype (F64, F32, Flex32, F16 or BF16), got {dtype_name(target)}")
         self.target = target
         self.name = f"cast={dtype_name(target)}"
 

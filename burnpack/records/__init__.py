@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         RecordCastError,
         RecordError,
         RecordValidationError,
+        SchedulerLayoutError,
         StateRankError,
         io_display,
     )
@@ -76,7 +77,7 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "..errors": ("CheckpointRetentionError", "MissingParamIdError", "RecordCastError", "RecordError",
-                 "RecordValidationError", "StateRankError", "io_display"),
+                 "RecordValidationError", "SchedulerLayoutError", "StateRankError", "io_display"),
     ".checkpoint": ("CheckpointingAction", "Checkpoints", "ComposedCheckpointingStrategy",
                     "EpochRecords", "FileCheckpointer", "KeepLastNCheckpoints", "LossHistory", "MetricCheckpointingStrategy",
                     "burn_valid_losses", "default_strategy"),
@@ -132,6 +133,7 @@ __all__ = [
     "RecordError",
     "RecordKind",
     "RecordValidationError",
+    "SchedulerLayoutError",
     "Reparameterized",
     "RmsPropState",
     "RunningState",
