@@ -57,4 +57,4 @@ def decode_metadata_exact(blob: bytes) -> Metadata:
         raise MetadataDeserializationError("RecursionLimitExceeded", where="metadata nesting") from None
 
 
-__all__ = ["Fallback", "decode_metadata", "decode_metadata_exact", "encode_metadata", "encode_metadata_entries"]
+__all__ = ["decode_metadata", "decode_metadata_exact", "encode_metadata", "encode_metadata_entries"]

@@ -21,7 +21,7 @@ from typing import Any
 
 from .errors import InvalidPattern
 
-__all__ = ["InvalidPattern", "Pattern", "compile_pattern"]
+__all__ = ["Pattern", "compile_pattern"]
 
 Pattern = Any
 """A compiled pattern: ``search``, ``match``, ``fullmatch``, ``sub``, ``groups``, ``groupindex``

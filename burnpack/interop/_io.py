@@ -13,7 +13,7 @@ import numpy as np
 
 from .._generated.types import BoolStore, DType
 from ..atomic import atomic_file
-from ..errors import ConversionError, DestinationExists, OptionError, OutputExistsError
+from ..errors import ConversionError, DestinationExists, OutputExistsError
 from ..dtypes import numpy_dtype
 from .tensors import Entry
 

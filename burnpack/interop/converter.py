@@ -47,10 +47,10 @@ from typing import Any
 
 from ..display import plural, printable_lines
 from ..dtypes import NATIVE_BOOL
+from ..errors import ConversionError, InvalidPattern, OptionError, UnmatchedOptionError
 from ..quant import dtype_label
 from ..frameworks import is_torch_module
 from ..patterns import compile_pattern
-from ..errors import ConversionError, InvalidPattern, OptionError, UnmatchedOptionError
 from ..progress import finish, human_size, progress_for
 from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
 from .registry import Format, formats, read_tensors, resolve_output, write_tensors
@@ -59,7 +59,7 @@ from .remap import KeyRemapper, PathFilter, insert_enum_variants, map_indices_co
 from .._generated.types import BoolStore, DType
 from .tensors import Entry, TensorSet, dtype_name
 
-__all__ = ["ConversionReport", "UnmatchedOptionError", "convert", "transform"]
+__all__ = ["ConversionReport", "convert", "transform"]
 
 _CONTAINER_NAMES = {"burnpack", "safetensors"}
 

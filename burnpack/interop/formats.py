@@ -34,7 +34,7 @@ from ..tensor import NUMPY_MAX_DIMS
 from ..tensor import FileRange, le_c_bytes
 from ..writer import Tensor, Writer
 from ._io import atomic_output, entry_from_array
-from ..errors import ConversionError, OutputExistsError, SafetensorsError
+from ..errors import ConversionError, SafetensorsError
 from .archive import ZIP_ERRORS, InflateBudget
 from .safetensors import build_header, map_safetensors
 from .tensors import Entry, TensorSet, dtype_name, flatten_nested

@@ -53,7 +53,7 @@ from .archive import ZIP_ERRORS, InflateBudget
 from .tensors import not_a_tensor
 
 __all__ = [
-    "PickledObject", "PyTorchReadError", "UnsafePickleError", "describe_leaf", "pickled_class", "read_pytorch", "read_pytorch_buffer", "read_pytorch_contents",
+    "PickledObject", "describe_leaf", "pickled_class", "read_pytorch", "read_pytorch_buffer", "read_pytorch_contents",
     "read_pytorch_object", "unpickle_allowing",
 ]  # fmt: skip
 

@@ -46,7 +46,6 @@ if TYPE_CHECKING:
     from .tensors import TensorSet
 
 __all__ = [
-    "AmbiguousFormatError",
     "choices",
     "Format",
     "Probe",

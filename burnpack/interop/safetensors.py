@@ -33,7 +33,6 @@ from ..sidefile import parse_json
 from ..source import open_regular
 
 __all__ = [
-    "SafetensorsError",
     "build_header",
     "map_safetensors",
     "parse_safetensors",
