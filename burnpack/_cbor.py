@@ -26,6 +26,7 @@ from typing import IO, Any, NoReturn, cast
 import cbor2
 
 from ._generated.layout import I64_MAX, MAX_CBOR_DEPTH, U64_MAX
+from .errors import CborError, Fallback
 
 I128_MAX = (1 << 127) - 1
 
@@ -33,14 +34,6 @@ I128_MAX = (1 << 127) - 1
 POS, NEG, FLOAT, SIMPLE, TAG, BREAK, BYTES, TEXT, ARRAY, MAP = range(10)
 _FALSE, _TRUE, _NULL, _UNDEFINED = 20, 21, 22, 23
 _BIGPOS, _BIGNEG = 2, 3
-
-
-class CborError(Exception):
-    """A ciborium ``de::Error``; ``str()`` is its Debug rendering, as Burn reports it."""
-
-    def __init__(self, text: str, offset: int | None = None) -> None:
-        super().__init__(text)
-        self.offset = offset
 
 
 # Other_Grapheme_Extend (Unicode PropList.txt) code points that are not already Mn/Me or
@@ -267,10 +260,6 @@ def encode(tree: Any) -> bytes:
     insertion order, which is what ciborium does for these values.
     """
     return cbor2.dumps(tree, default=_encode_default)
-
-
-class Fallback(Exception):
-    """The fast path met something it cannot prove it reads as Burn does."""
 
 
 def _refuse_tag(decoder: Any, tag: Any = None) -> NoReturn:

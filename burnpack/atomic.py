@@ -43,6 +43,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from .errors import DestinationExists
+
 SCRATCH_SUFFIX = ".burnpack-tmp"
 _HOST = hashlib.blake2s(socket.gethostname().encode(), digest_size=4).hexdigest()
 _SCRATCH = re.compile(r"^\..+\.(?P<host>[0-9a-f]{8})-(?P<pid>[1-9][0-9]*)-[0-9]+" + re.escape(SCRATCH_SUFFIX) + "$")
@@ -50,10 +52,6 @@ _O_TMPFILE: int | None = getattr(os, "O_TMPFILE", None)
 _AT_FDCWD = -100
 _AT_SYMLINK_FOLLOW = 0x400
 _tmpfile_works: dict[int, bool] = {}  # st_dev → whether O_TMPFILE + linkat works there
-
-
-class DestinationExists(FileExistsError):
-    """``replace=False`` and the destination appeared while the scratch file was being written."""
 
 
 def destination(path: Path) -> Path:

@@ -1,9 +1,10 @@
 """The ``burnpack`` command: inspect, dump, validate, repack, pack, diff, view, convert, checkpoints.
 
 Subcommands register themselves through their module's ``register(subparsers)`` and set a
-``handler(args) -> exit code``. ``main`` gives every command the same behaviour: failures as one
-line ``burnpack: PATH: Kind: message`` (exit 1; 2 for usage errors), Ctrl-C as one line and exit
-130 (atomic writes leave nothing behind), a closed output pipe ends quietly, and a missing
+``handler(args) -> exit code``. ``main`` gives every command the same behaviour: failures — a
+``BurnpackError``, an ``OSError`` or a ``CommandError`` — as one line ``burnpack: PATH: Kind:
+message`` (exit 1; 2 for usage errors), any other exception as the traceback of a bug, Ctrl-C as
+one line and exit 130 (atomic writes leave nothing behind), a closed output pipe ends quietly, and a missing
 optional dependency names the extra that installs it. A command imports what it needs when it
 runs, so that ``burnpack --version`` or ``inspect`` of a small file start about as fast as numpy.
 """
@@ -22,9 +23,9 @@ from .commands import diff as diff_cmd
 from .commands import files as files_cmd
 from .commands import pack as pack_cmd
 from .commands import view as view_cmd
-from .commands.common import describe_error, first_path
+from .commands.common import describe_error, first_path, missing_extra
 from .display import printable_lines
-from .errors import LegacyFormatWarning
+from .errors import BurnpackError, CommandError, LegacyFormatWarning
 from .interop import cli as interop_cli
 from .records import cli as records_cli
 
@@ -46,19 +47,6 @@ def _parser() -> argparse.ArgumentParser:
     for command in sub.choices.values():  # --verbose also after the command name
         command.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="full error details")
     return parser
-
-
-def _reported() -> tuple[type[BaseException], ...]:
-    """The failures reported in one line; anything else is a bug and keeps its traceback."""
-    from .commands.common import CommandError
-    from .errors import BurnpackError
-    from .interop.formats import ConversionError
-    from .interop.pytorch import PyTorchReadError
-    from .interop.safetensors import SafetensorsError
-    from .records.errors import RecordError
-
-    return (CommandError, BurnpackError, ConversionError, PyTorchReadError, SafetensorsError, RecordError,
-            OSError, ValueError, KeyError, ImportError)  # fmt: skip
 
 
 def _show_warning(message: Any, category: type[Warning], *rest: Any, verbose: bool = False) -> None:
@@ -101,7 +89,9 @@ def _main(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:  # output piped into e.g. `head`: stop quietly, as Unix tools do
         _quiet_stdout()
         return 1
-    except _reported() as exc:
+    except (BurnpackError, OSError, CommandError, ImportError) as exc:
+        if isinstance(exc, ImportError) and missing_extra(exc) is None:
+            raise  # not a missing optional dependency: a bug, with its traceback
         line, code = describe_error(exc, first_path(args, *_PATH_ARGUMENTS), verbose=verbose)
         print(line, file=sys.stderr)
         return code

@@ -1,14 +1,25 @@
-"""The one exception family every burnpack operation raises.
+"""Every exception class of burnpack, in one module that imports nothing of burnpack.
 
-The classes mirror the variants of Burn's ``burn_pack::Error`` (base.rs:315-348) so a caller can
+The container's classes mirror the variants of Burn's ``burn_pack::Error`` (base.rs:315-348) so a caller can
 tell exactly which check a file failed, as Burn would report it. ``payload`` is Burn's own
 message text where Burn has one; ``str(error)`` adds where the problem is (tensor, byte offset).
+Below them come the other layers' errors — the record layer (Burn's ``RecordError``), the foreign
+formats and conversions — all ``BurnpackError``s too, and the two that are not: the CBOR decoder's
+:class:`CborError` (turned into a burnpack error before a caller sees it) and the command line's
+:class:`CommandError`. The command line reports ``BurnpackError``, ``OSError`` and
+``CommandError`` as one line; any other exception is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
 import builtins
 import os
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .interop.converter import ConversionReport
+    from .records.module import ApplyReport
 
 
 class BurnpackError(Exception):
@@ -176,6 +187,195 @@ class OutputExistsError(ConversionError, FileExistsError):
 
     def __str__(self) -> str:
         return str(self.args[0])
+
+
+class UnmatchedOptionError(ConversionError, ValueError):
+    """Options that changed nothing — a silent no-op would produce a wrong model without a hint.
+
+    ``unmatched`` lists ``(option, value, why)`` with Python option names (``adapter``,
+    ``type_rules``...); ``report`` is the conversion report so far. Pass
+    ``allow_unmatched=True`` (``--allow-unmatched``) to convert anyway."""
+
+    def __init__(self, unmatched: Sequence[tuple[str, str, str]], report: ConversionReport) -> None:
+        self.unmatched = list(unmatched)
+        self.report = report
+        lines = [f"{option}={value!r}: {why}" if value else f"{option}: {why}" for option, value, why in self.unmatched]
+        super().__init__("options that change nothing: " + "; ".join(lines) + " (allow_unmatched=True to go on)")
+
+
+class UnknownModuleType(OptionError):
+    """A module type that is neither Burn's nor a torch class name (a typo would silently leave
+    weights untransposed). Custom modules are spelled ``Struct:Name`` / ``Enum:Name``;
+    ``suggestion`` is the closest known name, if any."""
+
+    def __init__(self, name: str, option: str, known: Iterable[str], suggestion: str | None) -> None:
+        self.suggestion = suggestion
+        hint = f" (did you mean {suggestion!r}?)" if suggestion else ""
+        super().__init__(
+            f"unknown {option} {name!r}{hint}; known types: {', '.join(known)} (torch class names such as "
+            "BatchNorm2d work too; a custom module is Struct:Name)"
+        )
+        self.name = name
+
+
+class AmbiguousFormatError(ConversionError, ValueError):
+    """A source several formats recognize equally well; ``candidates`` names them."""
+
+    def __init__(self, source: str, candidates: list[str]) -> None:
+        self.candidates = candidates
+        super().__init__(f"{source}: ambiguous: it is {' and '.join(candidates)}; pass the format (--from) to choose")
+
+
+class PyTorchReadError(BurnpackError, ValueError):
+    """The file is not a checkpoint this reader can load: truncated, corrupt or unsupported."""
+
+
+class UnsafePickleError(PyTorchReadError):
+    """The pickle names a global outside the allowlist, so loading it could run arbitrary code."""
+
+    def __init__(self, global_name: str) -> None:
+        super().__init__(
+            f"refused pickle global {global_name!r}: only tensor rebuild functions, storage "
+            "types and plain containers are allowed (a full-model save must be re-saved as a "
+            "state_dict; anything else may be malicious)"
+        )
+        self.global_name = global_name
+
+
+class SafetensorsError(BurnpackError, ValueError):
+    """The bytes are not a valid safetensors file, or the tensors cannot be written as one."""
+
+
+class SpecError(BurnpackError, ValueError):
+    """A JSON pack spec is malformed (not JSON, a missing field, a wrong type)."""
+
+
+class InvalidPattern(BurnpackError, ValueError):
+    """A user regular expression RE2 (and so Burn's ``regex`` crate's syntax) does not accept;
+    ``pattern`` and ``reason`` (RE2's, with a hint for Python-only syntax) are kept."""
+
+    def __init__(self, pattern: str, reason: str, what: str = "regex") -> None:
+        super().__init__(f"invalid {what} {pattern!r}: {reason}")
+        self.pattern = pattern
+        self.reason = reason
+
+
+# --------------------------------------------------------------------------------------------
+# The record layer: Burn's ``RecordError``
+# --------------------------------------------------------------------------------------------
+# Burn's ``RecordError`` has two variants (burn-core ``store/mod.rs``): ``Io(String)`` wraps a
+# ``burn_pack::Error`` and ``Validation(String)`` reports a load that did not fit the module. Here
+# an ``Io`` error *is* the format-layer exception (``InvalidMagicNumber``, ``IoError``, ...), raised
+# unchanged, and ``Validation`` is :class:`RecordValidationError`. Burn panics in a few places where
+# a Python caller deserves an exception (an optimizer tensor without ``param_id``, a cast a value
+# does not survive, a state tensor whose rank contradicts ``__rank``); those are the other
+# :class:`RecordError` subclasses.
+class RecordError(BurnpackError):
+    """Base class of every record-layer error (a ``BurnpackError``)."""
+
+    variant = "RecordError"
+    default_message = "record error"
+
+    @property
+    def display(self) -> str:
+        """Burn's ``Display`` of the matching ``RecordError`` (or the plain message)."""
+        return self.payload if self.payload is not None else self.default_message
+
+
+class RecordValidationError(RecordError):
+    """Burn's ``RecordError::Validation``: a record did not fit its target.
+
+    ``payload`` is Burn's exact text (``"Missing tensors: [\\"fc.bias\\"]"``, ``"Unused tensors:
+    [...]"`` or ``"Apply errors: [...]"``), ``kind`` says which check failed (``"apply"``,
+    ``"missing"``, ``"unused"``) and ``report`` holds everything the load found, with
+    "did you mean" suggestions for missing paths.
+    """
+
+    variant = "Validation"
+
+    def __init__(self, payload: str, *, kind: str, report: ApplyReport | None = None) -> None:
+        self.kind = kind
+        self.report = report
+        super().__init__(payload)
+        hints = report.hint_lines() if report is not None and kind == "missing" else []
+        if hints:
+            self.args = (payload + "\n" + "\n".join(hints),)
+
+    @property
+    def display(self) -> str:
+        return f"Record validation error: {self.payload}"
+
+
+class MissingParamIdError(RecordError):
+    """An optimizer record tensor has no ``param_id`` (Burn panics on load)."""
+
+    variant = "MissingParamId"
+    default_message = "Optimizer record tensors should carry a parameter id."
+
+
+class StateRankError(RecordError):
+    """A state tensor's rank differs from its parameter's ``__rank`` (Burn panics on load)."""
+
+    variant = "StateRank"
+
+
+class RecordCastError(RecordError):
+    """A value cannot be represented in the dtype a load casts it to (Burn panics)."""
+
+    variant = "Cast"
+
+
+class SchedulerLayoutError(RecordError, ValueError):
+    """A scheduler record's keys are not a layout Burn's learning-rate schedulers write, so no
+    scheduler tree can be inferred from them."""
+
+    variant = "SchedulerLayout"
+
+
+class CheckpointRetentionError(IoError):
+    """``retention.json`` exists but cannot be read back; retention would go wrong silently."""
+
+
+def io_display(error: BaseException) -> str:
+    """How Burn would show ``error`` as a ``RecordError``: ``"Record I/O error: ..."`` for format errors."""
+    if isinstance(error, RecordError):
+        return error.display
+    if isinstance(error, BurnpackError):
+        return f"Record I/O error: {error.display}"
+    return str(error)
+
+
+# --------------------------------------------------------------------------------------------
+# Not ``BurnpackError``s
+# --------------------------------------------------------------------------------------------
+class DestinationExists(FileExistsError):
+    """``replace=False`` and the destination appeared while the scratch file was being written."""
+
+
+class CborError(Exception):
+    """A ciborium ``de::Error``; ``str()`` is its Debug rendering, as Burn reports it. The metadata
+    decoder turns it into a ``MetadataDeserializationError``; a caller never sees it."""
+
+    def __init__(self, text: str, offset: int | None = None) -> None:
+        super().__init__(text)
+        self.offset = offset
+
+
+class Fallback(Exception):
+    """The fast metadata decoder met something it cannot prove it reads as Burn does: the exact
+    decoder takes over. Never leaves the container."""
+
+
+class CommandError(Exception):
+    """A command-line failure reported as ``burnpack: PATH: Kind: message`` with exit status
+    ``code`` (2 for usage errors): an output the command refuses, a flag it cannot use."""
+
+    def __init__(self, path: str | os.PathLike[str] | None, kind: str, message: str, *, code: int = 1) -> None:
+        super().__init__(message)
+        self.path = None if path is None else str(path)
+        self.kind = kind
+        self.message = message
+        self.code = code
 
 
 class LegacyFormatWarning(UserWarning):

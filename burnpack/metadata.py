@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ._cbor import CborError, Decoder, Fallback, fast_loads
+from ._cbor import Decoder, fast_loads
+from .errors import CborError, Fallback, MetadataDeserializationError, MetadataSerializationError
 from ._generated.codec import encode_Metadata_bytes, encode_Metadata_entries, exact_Metadata, fast_Metadata, scan_Metadata
 from ._generated.layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH
 from ._generated.types import Metadata
-from .errors import MetadataDeserializationError, MetadataSerializationError
 
 
 def encode_metadata(metadata: Metadata) -> bytes:
@@ -57,4 +57,4 @@ def decode_metadata_exact(blob: bytes) -> Metadata:
         raise MetadataDeserializationError("RecursionLimitExceeded", where="metadata nesting") from None
 
 
-__all__ = ["Fallback", "decode_metadata", "decode_metadata_exact", "encode_metadata", "encode_metadata_entries"]
+__all__ = ["decode_metadata", "decode_metadata_exact", "encode_metadata", "encode_metadata_entries"]

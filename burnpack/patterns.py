@@ -19,23 +19,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import BurnpackError
+from .errors import InvalidPattern
 
-__all__ = ["InvalidPattern", "Pattern", "compile_pattern"]
+__all__ = ["Pattern", "compile_pattern"]
 
 Pattern = Any
 """A compiled pattern: ``search``, ``match``, ``fullmatch``, ``sub``, ``groups``, ``groupindex``
 as ``re.Pattern`` has them (RE2's ``_Regexp``)."""
-
-
-class InvalidPattern(BurnpackError, ValueError):
-    """A user regular expression RE2 (and so Burn's ``regex`` crate's syntax) does not accept;
-    ``pattern`` and ``reason`` (RE2's, with a hint for Python-only syntax) are kept."""
-
-    def __init__(self, pattern: str, reason: str, what: str = "regex") -> None:
-        super().__init__(f"invalid {what} {pattern!r}: {reason}")
-        self.pattern = pattern
-        self.reason = reason
 
 
 def compile_pattern(pattern: str, what: str = "regex") -> Pattern:

@@ -30,13 +30,9 @@ from typing import Any
 
 from ._generated.types import DType, Scalar
 from .dump import scalar_json
-from .errors import BurnpackError, ValidationError
+from .errors import SpecError, ValidationError
 from .sidefile import parse_json, read_side_file
 from .writer import Tensor, Writer
-
-
-class SpecError(BurnpackError, ValueError):
-    """The spec itself is malformed (not JSON, a missing field, a wrong type)."""
 
 
 def _need(obj: dict, key: str, kind: type | tuple[type, ...], where: str) -> Any:

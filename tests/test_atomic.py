@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from burnpack.atomic import DestinationExists, atomic_file
+from burnpack.atomic import atomic_file
+from burnpack.errors import DestinationExists
 
 
 def test_the_bytes_land_only_when_the_block_succeeds(tmp_path):

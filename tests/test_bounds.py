@@ -21,7 +21,8 @@ import burnpack
 from burnpack import Tensor, Writer
 from burnpack._cbor import plain_item
 from burnpack._generated.layout import MAX_TENSOR_COUNT
-from burnpack.interop.safetensors import SafetensorsError, parse_safetensors
+from burnpack.interop.safetensors import parse_safetensors
+from burnpack.errors import SafetensorsError
 from tests.conftest import peak_bytes
 
 

@@ -82,7 +82,7 @@ def test_the_bad_magic_message_names_burns_u32_and_the_bytes_on_disk(tmp_path, c
 
 
 def test_an_unknown_optimizer_state_lists_the_supported_optimizers():
-    from burnpack.interop._io import ConversionError
+    from burnpack.errors import ConversionError
     from burnpack.interop.checkpoint.optimizer import optimizer_kind
 
     with pytest.raises(ConversionError, match=r"supported: torch\.optim\.Adam, torch\.optim\.AdamW, torch\.optim\.SGD$"):

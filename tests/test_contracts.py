@@ -137,9 +137,9 @@ def test_save_takes_a_tensor_under_its_own_name():
 
 # -- every file error is a BurnpackError ------------------------------------------------------------
 def test_every_format_error_is_in_the_burnpack_tree():
-    from burnpack.interop.formats import ConversionError
-    from burnpack.interop.pytorch import PyTorchReadError
-    from burnpack.interop.safetensors import SafetensorsError
+    from burnpack.errors import ConversionError
+    from burnpack.errors import PyTorchReadError
+    from burnpack.errors import SafetensorsError
 
     for cls in (ConversionError, PyTorchReadError, SafetensorsError):
         assert issubclass(cls, BurnpackError), cls

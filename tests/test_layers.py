@@ -1,6 +1,6 @@
 """The package's layers read top-down, and no module imports itself back through others.
 
-``schema → _generated → container → records → interop → cli``: every import statement in the
+``schema → errors → _generated → container → records → interop → cli``: every import statement in the
 installed packages (module level and inside functions; ``if TYPE_CHECKING:`` blocks excepted,
 since they never run) is parsed with ``ast``, so neither a cycle nor an upward import can creep
 back in unnoticed.
@@ -16,8 +16,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("burnpack", "conformance")
 
-LAYERS = ("_generated", "container", "records", "interop", "cli")
-"""Bottom to top."""
+LAYERS = ("errors", "_generated", "container", "records", "interop", "cli")
+"""Bottom to top: ``burnpack.errors``, every exception class, is below all the code that raises them."""
 
 CLI_MODULES = {"burnpack.cli", "burnpack.__main__", "burnpack.batch", "burnpack.records.cli", "burnpack.interop.cli"}
 CLI_PACKAGES = ("burnpack.commands", "burnpack.view")
@@ -28,6 +28,8 @@ LOW_LEVEL = {"burnpack._generated", "burnpack._cbor"}
 
 def layer_of(module: str) -> str | None:
     """The layer of a burnpack module (None: the package facade or another package)."""
+    if module == "burnpack.errors":
+        return "errors"
     if module in CLI_MODULES or any(module == p or module.startswith(p + ".") for p in CLI_PACKAGES):
         return "cli"
     if any(module == low or module.startswith(low + ".") for low in LOW_LEVEL):
@@ -150,15 +152,33 @@ def test_reader_and_writer_do_not_import_each_other(graph):
     assert "burnpack.writer" not in graph["burnpack.reader"]
 
 
-def test_the_generated_code_imports_nothing_hand_written_but_its_cbor_primitives(graph):
+def test_the_generated_code_imports_nothing_hand_written_but_its_cbor_primitives_and_the_errors(graph):
     for module, deps in graph.items():
         if layer_of(module) == "_generated":
-            assert {dep for dep in deps if layer_of(dep) != "_generated"} == set(), module
+            assert {dep for dep in deps if layer_of(dep) not in ("_generated", "errors")} == set(), module
+
+
+def test_the_errors_module_imports_nothing_of_burnpack(graph):
+    assert graph["burnpack.errors"] == set()
+
+
+def test_every_exception_class_is_defined_in_the_errors_module():
+    defined = []
+    for module, (path, _) in modules().items():
+        if module == "burnpack.errors" or not module.startswith("burnpack."):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
+                bases = {ast.unparse(base).rsplit(".", 1)[-1] for base in node.bases}
+                if any(base.endswith(("Error", "Exception", "Warning", "Exists")) for base in bases):
+                    defined.append(f"{module}.{node.name}")
+    assert defined == []
 
 
 def test_the_check_finds_a_cycle_and_an_upward_import():
     assert cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
     assert layer_of("burnpack.records.module") == "records" and layer_of("burnpack.reader") == "container"
+    assert layer_of("burnpack.errors") == "errors" and layer_of("burnpack._cbor") == "_generated"
     assert layer_of("burnpack._generated.codec") == "_generated" and layer_of("burnpack.interop.cli") == "cli"
     assert layer_of("burnpack.commands.inspect") == "cli" and layer_of("burnpack.commands") == "cli"
     assert layer_of("burnpack.view") == "cli" and layer_of("burnpack.view.stats") == "cli"

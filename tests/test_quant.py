@@ -753,8 +753,8 @@ def test_convert_dequantize_without_quantized_tensors_is_an_error(tmp_path, caps
 def test_quantization_flags_without_quantize_are_an_error(tmp_path, capsys):
     from burnpack.cli import main
 
-    assert main(["convert", str(_model(tmp_path)), str(tmp_path / "c.bpk"), "--block", "32"]) == 1
-    assert "--block applies only with --quantize" in capsys.readouterr().err
+    assert main(["convert", str(_model(tmp_path)), str(tmp_path / "c.bpk"), "--block", "32"]) == 2
+    assert "UsageError: --block applies only with --quantize" in capsys.readouterr().err
 
 
 def test_inspect_shows_the_short_scheme_and_dequantized_statistics(tmp_path, capsys):

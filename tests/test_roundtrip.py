@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 import burnpack
 from burnpack import Scalar
-from burnpack._cbor import CborError, Decoder
+from burnpack._cbor import Decoder
+from burnpack.errors import CborError
 from burnpack._generated.codec import exact_Metadata, fast_Metadata, scan_Metadata
 from burnpack.metadata import decode_metadata_exact
 from tests.strategies import arrays, packs, param_ids, tensors
@@ -159,7 +160,8 @@ def _exact_or_none(blob):
 
 @given(_metadata_trees)
 def test_fast_and_exact_metadata_decoders_agree_wherever_the_fast_one_accepts(tree):
-    from burnpack._cbor import Fallback, fast_loads
+    from burnpack._cbor import fast_loads
+    from burnpack.errors import Fallback
 
     blob = cbor2.dumps(tree)
     try:
@@ -172,7 +174,7 @@ def test_fast_and_exact_metadata_decoders_agree_wherever_the_fast_one_accepts(tr
 
 @given(_metadata_trees, st.binary(max_size=4))
 def test_scanner_and_exact_metadata_decoders_agree_wherever_the_scanner_accepts(tree, trailing):
-    from burnpack._cbor import Fallback
+    from burnpack.errors import Fallback
 
     blob = cbor2.dumps(tree) + trailing
     try:

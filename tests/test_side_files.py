@@ -14,12 +14,12 @@ import pytest
 
 import burnpack
 from burnpack.batch import serve
-from burnpack.interop._io import ConversionError
-from burnpack.interop.safetensors import SafetensorsError, parse_safetensors, serialize_safetensors
+from burnpack.errors import ConversionError, SafetensorsError, SpecError
+from burnpack.interop.safetensors import parse_safetensors, serialize_safetensors
 from burnpack.interop.sharded import read_sharded
 from burnpack.records import CheckpointRetentionError, Checkpoints, burn_valid_losses
 from burnpack.sidefile import JSON_MAX_DEPTH, parse_json, read_side_file
-from burnpack.spec import SpecError, load_spec
+from burnpack.spec import load_spec
 
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
 

@@ -17,24 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from ..display import printable, printable_lines
+from ..errors import CommandError, OutputExistsError
 
-__all__ = ["CommandError", "add_progress_option", "blame", "check_output", "describe_error", "missing_extra"]
+__all__ = ["add_progress_option", "blame", "check_output", "describe_error", "missing_extra"]
 
 # Scratch siblings written by burnpack.atomic: "<name>.<pid>-<n>.tmp".
 _SCRATCH = re.compile(r"^(?P<name>.+)\.\d+-\d+\.tmp$")
 # Optional dependencies → the extra that installs them.
 _EXTRAS = {"torch": "torch", "hypothesis": "test", "atheris": "fuzz", "safetensors": "test"}
-
-
-class CommandError(Exception):
-    """A failure reported as ``burnpack: PATH: Kind: message`` with exit status ``code``."""
-
-    def __init__(self, path: str | os.PathLike[str] | None, kind: str, message: str, *, code: int = 1) -> None:
-        super().__init__(message)
-        self.path = None if path is None else str(path)
-        self.kind = kind
-        self.message = message
-        self.code = code
 
 
 @contextlib.contextmanager
@@ -96,8 +86,6 @@ def _kind(exc: BaseException) -> str:
 
 
 def _message(exc: BaseException, verbose: bool) -> str:
-    from ..interop.formats import OutputExistsError
-
     if isinstance(exc, OutputExistsError):
         return str(exc).removeprefix(str(exc.filename)).strip().replace("pass overwrite=True", "use --overwrite")
     if isinstance(exc, OSError) and exc.strerror:

@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .common import CommandError, blame
+from ..errors import BurnpackError, CommandError
+from .common import blame
 
 if TYPE_CHECKING:
     import numpy as np
@@ -150,10 +151,8 @@ def run_diff(args: Any) -> int:
                 result.layout_differs = bool(layout)
                 if args.layout:  # then a layout difference is a difference
                     result.layout = layout
-    except CommandError:
-        raise
-    except Exception as exc:
-        exc.exit_code = 2  # type: ignore[attr-defined]
+    except (BurnpackError, OSError) as exc:  # an input that cannot be read: exit 2, not "different"
+        exc.exit_code = 2  # type: ignore[union-attr]
         raise
     if args.json:
         print(json.dumps({**result.to_json(), "readers": {"a": readers[args.a], "b": readers[args.b]}}, ensure_ascii=False, indent=1))

@@ -13,7 +13,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..display import plural, printable
-from .common import CommandError, add_progress_option, blame, check_output
+from ..errors import CommandError
+from .common import add_progress_option, blame, check_output
 
 if TYPE_CHECKING:
     from ..reader import Pack
@@ -73,7 +74,7 @@ def _legacy_option(p: Any) -> None:
 
 def not_a_pack(path: str) -> CommandError | None:
     """A readable error for a file or folder that is another format ``burnpack convert`` reads."""
-    from ..interop._io import ConversionError
+    from ..errors import ConversionError
     from ..interop.registry import detect
 
     try:

@@ -27,12 +27,12 @@ import numpy as np
 from ..display import plural, printable
 from ..dump import scalar_json
 from .._generated.types import DTYPE_INFO
-from ..errors import BurnpackError
-from ..patterns import InvalidPattern, compile_pattern
+from ..errors import BurnpackError, CommandError, InvalidPattern
+from ..patterns import compile_pattern
 from ..progress import human_size
 from ..quant import dtype_label
 from ..reader import Pack, TensorView
-from .common import CommandError
+from ..errors import CommandError
 from .diff import EntryView, FormatTensors
 
 View = TensorView | EntryView

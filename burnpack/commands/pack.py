@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .common import CommandError, blame, check_output, describe_error
+from ..errors import CommandError
+from .common import blame, check_output, describe_error
 
 
 def register(sub: Any) -> None:
@@ -28,7 +29,7 @@ def register(sub: Any) -> None:
 def _build(args: Any) -> Path:
     from ..atomic import atomic_file
     from ..sidefile import read_capped
-    from ..spec import SPEC_MAX_BYTES, SpecError, load_spec, parse_spec, writer_from_spec
+    from ..spec import SPEC_MAX_BYTES, load_spec, parse_spec, writer_from_spec
     from ..writer import resolve_write_path
 
     with blame(args.spec):
@@ -45,12 +46,11 @@ def _build(args: Any) -> Path:
 
 
 def run_pack(args: Any) -> int:
-    from ..errors import BurnpackError
-    from ..spec import SpecError
+    from ..errors import BurnpackError, SpecError
 
     try:
         target = _build(args)
-    except (SpecError, CommandError, BurnpackError, OSError, ValueError) as exc:
+    except (CommandError, BurnpackError, OSError) as exc:
         if isinstance(exc, SpecError):
             exc.exit_code = 2  # type: ignore[attr-defined]
         if not args.json:

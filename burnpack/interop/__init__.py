@@ -32,21 +32,21 @@ if TYPE_CHECKING:
     from .converter import convert
 
 _EXPORTS = {
-    ".converter": ("convert", "transform", "ConversionReport", "UnmatchedOptionError"),
+    "..errors": ("ConversionError", "OutputExistsError", "UnmatchedOptionError", "UnknownModuleType", "PyTorchReadError",
+                 "UnsafePickleError", "SafetensorsError"),
+    ".converter": ("convert", "transform", "ConversionReport"),
     ".registry": ("read_tensors", "write_tensors", "detect_format", "Format"),
-    ".formats": ("ConversionError", "OutputExistsError"),
     ".tensors": ("Entry", "TensorSet"),
     ".remap": ("KeyRemapper", "PathFilter", "map_indices_contiguous", "strip_enum_variants",
                "insert_enum_variants"),
     ".adapters": ("ModuleAdapter", "IdentityAdapter", "ChainAdapter", "PyTorchToBurnAdapter",
                   "BurnToPyTorchAdapter", "HalfPrecisionAdapter", "FloatCastAdapter", "ModuleTypes",
-                  "UnknownModuleType", "parse_adapter"),
+                  "parse_adapter"),
     ".loader": ("load_record", "load_into"),
     ".checkpoint": ("pytorch_to_burn_checkpoint", "burn_checkpoint_to_pytorch", "read_torch_training_state",
                     "CheckpointReport", "TorchTrainingState"),
-    ".pytorch": ("read_pytorch", "read_pytorch_object", "PyTorchReadError", "UnsafePickleError"),
-    ".safetensors": ("read_safetensors", "parse_safetensors", "write_safetensors", "serialize_safetensors",
-                     "SafetensorsError"),
+    ".pytorch": ("read_pytorch", "read_pytorch_object"),
+    ".safetensors": ("read_safetensors", "parse_safetensors", "write_safetensors", "serialize_safetensors"),
     ".torch_live": ("to_state_dict",),
 }  # fmt: skip
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -12,12 +12,12 @@ from typing import BinaryIO
 import numpy as np
 
 from .._generated.types import BoolStore, DType
-from ..atomic import DestinationExists, atomic_file
+from ..atomic import atomic_file
+from ..errors import ConversionError, DestinationExists, OutputExistsError
 from ..dtypes import numpy_dtype
-from ..errors import ConversionError, OptionError, OutputExistsError
 from .tensors import Entry
 
-__all__ = ["ConversionError", "OptionError", "OutputExistsError", "atomic_output", "bool_dtype", "entry_from_array"]
+__all__ = ["atomic_output", "bool_dtype", "entry_from_array"]
 
 
 _BOOL_STORES = {store.name.lower(): store for store in BoolStore}

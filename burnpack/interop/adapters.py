@@ -28,8 +28,8 @@ from typing import Any
 import numpy as np
 
 from .._generated.types import DTYPE_INFO, DType
-from ..patterns import InvalidPattern, Pattern, compile_pattern
-from ._io import OptionError
+from ..errors import InvalidPattern, OptionError, UnknownModuleType
+from ..patterns import Pattern, compile_pattern
 from .tensors import Entry, cast_array, dtype_name, is_float, parse_dtype
 
 __all__ = [
@@ -41,7 +41,6 @@ __all__ = [
     "ModuleAdapter",
     "ModuleTypes",
     "PyTorchToBurnAdapter",
-    "UnknownModuleType",
     "known_module_type",
     "module_type",
     "parse_adapter",
@@ -77,30 +76,16 @@ BURN_MODULE_TYPES = frozenset(_TORCH_CLASSES.values())
 """Burn's module types that adapters act on, by their short names."""
 
 
-class UnknownModuleType(OptionError):
-    """A module type that is neither Burn's nor a torch class name (a typo would silently leave
-    weights untransposed). Custom modules are spelled ``Struct:Name`` / ``Enum:Name``."""
-
-    def __init__(self, name: str, option: str = "module type") -> None:
-        known = sorted(BURN_MODULE_TYPES)
-        by_lower = {k.lower(): k for k in [*_TORCH_CLASSES, *known]}
-        close = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
-        self.suggestion = by_lower[close[0]] if close else None
-        hint = f" (did you mean {self.suggestion!r}?)" if self.suggestion else ""
-        super().__init__(
-            f"unknown {option} {name!r}{hint}; known types: {', '.join(known)} (torch class names such as "
-            "BatchNorm2d work too; a custom module is Struct:Name)"
-        )
-        self.name = name
-
-
 def known_module_type(name: str, option: str = "module type") -> str:
     """:func:`module_type`, refusing a short name that is neither a Burn module nor a torch class."""
     text = str(name).strip()
     if ":" in text:
         return text
     if text.rpartition(".")[2] not in _TORCH_CLASSES and text not in BURN_MODULE_TYPES:
-        raise UnknownModuleType(text, option)
+        known = sorted(BURN_MODULE_TYPES)
+        by_lower = {k.lower(): k for k in [*_TORCH_CLASSES, *known]}
+        close = difflib.get_close_matches(text.lower(), list(by_lower), n=1, cutoff=0.6)
+        raise UnknownModuleType(text, option, known, by_lower[close[0]] if close else None)
     return module_type(text)
 
 
@@ -400,7 +385,7 @@ class FloatCastAdapter(ModuleAdapter):
     def __init__(self, target: DType | str) -> None:
         target = parse_dtype(target)
         if not is_float(target):
-            raise ValueError(f"FloatCastAdapter target must be a float dtype, got {dtype_name(target)}")
+            raise OptionError(f"cast target must be a float dtype (F64, F32, Flex32, F16 or BF16), got {dtype_name(target)}")
         self.target = target
         self.name = f"cast={dtype_name(target)}"
 

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from .._generated.types import QUANTIZABLE_SCALES, QUANTIZABLE_VALUES, BoolStore
-from ..commands.common import CommandError, add_progress_option, blame, check_output
+from ..commands.common import add_progress_option, blame, check_output
+from ..errors import CommandError, InvalidPattern, OptionError
 from ..sidefile import parse_json
 from .registry import choices, formats
 
@@ -65,7 +66,7 @@ def _shard_size(text: str) -> int:
 
     try:
         return parse_size(text)
-    except ValueError as exc:
+    except OptionError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
@@ -222,7 +223,7 @@ def _register_convert_checkpoint(sub: Any) -> None:
     p.set_defaults(handler=_convert_checkpoint)
 
 
-def _usage(option: str, exc: ValueError) -> CommandError:
+def _usage(option: str, exc: Exception) -> CommandError:
     return CommandError(None, "UsageError", f"{option}: {exc}", code=2)
 
 
@@ -242,7 +243,7 @@ def _convert_options(args: argparse.Namespace) -> dict[str, Any]:
     try:
         remap = [parse_rule(r) for r in args.remap or ()]
         KeyRemapper(remap)  # every pattern compiles
-    except ValueError as exc:
+    except (OptionError, InvalidPattern) as exc:
         raise _usage("--remap", exc) from None
     return {
         "adapter": adapter or None, "remap": remap, "filter": args.filter, "exclude": args.exclude,
@@ -262,10 +263,11 @@ def _quantize_options(args: argparse.Namespace) -> dict[str, Any]:
     if args.quantize is None:
         given = [flag for flag, value in (("--block", args.block), ("--scale-dtype", args.scale_dtype), ("--include", args.include)) if value is not None]
         if given:
-            raise ValueError(f"{', '.join(given)} {'applies' if len(given) == 1 else 'apply'} only with --quantize")
+            verb = "applies" if len(given) == 1 else "apply"
+            raise CommandError(None, "UsageError", f"{', '.join(given)} {verb} only with --quantize", code=2)
         return {"dequantize": True} if args.dequantize else {}
     if args.dequantize:
-        raise ValueError("--quantize and --dequantize exclude each other")
+        raise CommandError(None, "UsageError", "--quantize and --dequantize exclude each other", code=2)
     from ..quant import parse_scheme
 
     block = None
@@ -273,7 +275,7 @@ def _quantize_options(args: argparse.Namespace) -> dict[str, Any]:
         try:
             block = tuple(int(part) for part in args.block.lower().split("x"))
         except ValueError:
-            raise ValueError(f"--block {args.block!r} is not N or NxM...") from None
+            raise CommandError(None, "UsageError", f"--block {args.block!r} is not N or NxM", code=2) from None
     scheme = parse_scheme(args.quantize, block=block, scale_dtype=args.scale_dtype or "f32")
     return {"quantize": scheme, "quantize_include": args.include}
 
@@ -338,7 +340,7 @@ def _convert_checkpoint(args: argparse.Namespace) -> int:
     rules = _type_rules(args.type_rule) or None
     try:
         remap = [parse_rule(r) for r in args.remap or ()] or None
-    except ValueError as exc:
+    except OptionError as exc:
         raise _usage("--remap", exc) from None
     to_burn = not Path(args.input).is_dir() or is_dcp(args.input)
     if args.dcp and to_burn:

@@ -47,19 +47,19 @@ from typing import Any
 
 from ..display import plural, printable_lines
 from ..dtypes import EXTENSION_DTYPES, NATIVE_BOOL, element_size
+from ..errors import ConversionError, InvalidPattern, OptionError, UnmatchedOptionError
 from ..quant import dtype_label
 from ..frameworks import is_torch_module
-from ..patterns import InvalidPattern, compile_pattern
+from ..patterns import compile_pattern
 from ..progress import finish, human_size, progress_for
 from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
-from ._io import ConversionError, OptionError
 from .registry import Format, formats, read_tensors, resolve_output, write_tensors
 from .sharded import parse_size
 from .remap import KeyRemapper, PathFilter, insert_enum_variants, map_indices_contiguous as _contiguous, strip_enum_variants
 from .._generated.types import DTYPE_INFO, BoolStore, DType
 from .tensors import Entry, TensorSet, dtype_name
 
-__all__ = ["ConversionReport", "UnmatchedOptionError", "convert", "transform"]
+__all__ = ["ConversionReport", "convert", "transform"]
 
 _CONTAINER_NAMES = {"burnpack", "safetensors"}
 
@@ -227,20 +227,6 @@ def _check_unique(entries: Iterable[Entry], stage: str) -> None:
         if e.name in seen:
             raise ConversionError(f"after {stage}, tensors {seen[e.name]!r} and {e.source_name!r} both map to {e.name!r}")
         seen[e.name] = e.source_name
-
-
-class UnmatchedOptionError(ConversionError, ValueError):
-    """Options that changed nothing — a silent no-op would produce a wrong model without a hint.
-
-    ``unmatched`` lists ``(option, value, why)`` with Python option names (``adapter``,
-    ``type_rules``...); ``report`` is the conversion report so far. Pass
-    ``allow_unmatched=True`` (``--allow-unmatched``) to convert anyway."""
-
-    def __init__(self, unmatched: Sequence[tuple[str, str, str]], report: ConversionReport) -> None:
-        self.unmatched = list(unmatched)
-        self.report = report
-        lines = [f"{option}={value!r}: {why}" if value else f"{option}: {why}" for option, value, why in self.unmatched]
-        super().__init__("options that change nothing: " + "; ".join(lines) + " (allow_unmatched=True to go on)")
 
 
 class _OptionLog:
@@ -623,7 +609,7 @@ def convert(
         if os.path.isdir(target) or out_path.is_dir():
             raise ConversionError(f"{target} is a directory; give the output's file name")
         if not overwrite and out_path.exists():
-            from ._io import OutputExistsError
+            from ..errors import OutputExistsError
 
             raise OutputExistsError(out_path)
     top_level_key = options.get("top_level_key")

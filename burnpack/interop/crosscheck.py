@@ -11,11 +11,15 @@ when torch is installed — so that such a bug shows up as a difference.
 from __future__ import annotations
 
 import os
+import pickle
+import zipfile
+import zlib
 from typing import Any
 
 import numpy as np
 
 from .._generated.types import BoolStore
+from ..errors import ConversionError
 from ..frameworks import torch_available
 from ._io import entry_from_array
 from .formats import _npz_tensor_set
@@ -29,44 +33,60 @@ def read_independently(
 ) -> tuple[TensorSet, str] | None:
     """The file's tensors and metadata as its format's own library reads them, and that
     library's name; None when no such library is installed for the file (a ``.bpk``, whose
-    reader is burnpack's own; a ``.pt`` without torch). A file the library cannot read raises
-    what the library raises. ``fmt`` is the registry's name of the file's format."""
+    reader is burnpack's own; a ``.pt`` without torch). A file the library refuses raises a
+    :class:`~burnpack.errors.ConversionError` quoting the library. ``fmt`` is the registry's name
+    of the file's format."""
     if fmt == "safetensors":
         return _safetensors(path, bool_store)
     if fmt == "npz":
-        with np.load(path, allow_pickle=False) as archive:
-            arrays = {name: archive[name] for name in archive.files}
+        try:
+            with np.load(path, allow_pickle=False) as archive:
+                arrays = {name: archive[name] for name in archive.files}
+        except (ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+            raise _refused(path, "numpy.load", exc) from None
         return _npz_tensor_set(path, arrays, bool_store), "numpy.load"
     if fmt == "pytorch" and torch_available():
         import torch
 
         from .torch_live import read_torch
 
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        try:
+            state = torch.load(path, map_location="cpu", weights_only=True)
+        except (pickle.UnpicklingError, RuntimeError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+            raise _refused(path, "torch.load", exc) from None
         return read_torch(state, bool_store=bool_store), "torch.load"
     return None
 
 
+def _refused(path: str | os.PathLike[str], library: str, exc: Exception) -> ConversionError:
+    """The error for a file ``library`` cannot read, with the library's own message."""
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return ConversionError(f"{os.fspath(path)}: {library} cannot read it: {message}")
+
+
 def _safetensors(path: str | os.PathLike[str], bool_store: str | BoolStore) -> tuple[TensorSet, str] | None:
     try:
-        from safetensors import safe_open
+        from safetensors import SafetensorError, safe_open
     except ImportError:  # the crosscheck extra is not installed
         return None
 
-    with safe_open(os.fspath(path), framework="np") as handle:
-        metadata = dict(handle.metadata() or {})
-        names = list(handle.keys())
-        try:
-            arrays: dict[str, Any] = {name: handle.get_tensor(name) for name in names}
-            library = "safetensors.numpy"
-        except (TypeError, ValueError):  # numpy has no BF16: torch reads it, when installed
-            if not torch_available():
-                return None
-            from safetensors.torch import load_file
+    try:
+        with safe_open(os.fspath(path), framework="np") as handle:
+            metadata = dict(handle.metadata() or {})
+            names = list(handle.keys())
+            try:
+                arrays: dict[str, Any] = {name: handle.get_tensor(name) for name in names}
+                library = "safetensors.numpy"
+            except (TypeError, ValueError):  # numpy has no BF16: torch reads it, when installed
+                if not torch_available():
+                    return None
+                from safetensors.torch import load_file
 
-            from ..frameworks import torch_to_numpy
+                from ..frameworks import torch_to_numpy
 
-            arrays = {name: torch_to_numpy(t) for name, t in load_file(os.fspath(path)).items()}
-            library = "safetensors.torch"
+                arrays = {name: torch_to_numpy(t) for name, t in load_file(os.fspath(path)).items()}
+                library = "safetensors.torch"
+    except SafetensorError as exc:
+        raise _refused(path, "safetensors", exc) from None
     entries = [entry_from_array(name, np.asarray(arrays[name]), bool_store) for name in names]
     return TensorSet(entries, metadata, format="safetensors"), library

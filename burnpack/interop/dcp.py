@@ -41,13 +41,13 @@ import numpy as np
 
 from .._generated.types import BoolStore, DType
 from ..dtypes import dtype_from_torch, numpy_dtype
-from ..errors import BurnpackError, ValidationError
+from ..errors import BurnpackError, ConversionError, OutputExistsError, PyTorchReadError, ValidationError
 from ..frameworks import import_torch, numpy_to_torch
 from ..sidefile import read_side_file
 from ..source import open_regular
 from ..tensor import NUMPY_MAX_DIMS, check_numpy_shape
-from ._io import ConversionError, OutputExistsError, entry_from_array
-from .pytorch import PickledObject, PyTorchReadError, describe_leaf, pickled_class, read_pytorch_buffer, unpickle_allowing
+from ._io import entry_from_array
+from .pytorch import PickledObject, describe_leaf, pickled_class, read_pytorch_buffer, unpickle_allowing
 from .tensors import Entry, TensorSet
 
 __all__ = ["DcpMetadata", "is_dcp", "read_dcp", "read_dcp_metadata", "read_dcp_object", "write_dcp", "write_dcp_state"]

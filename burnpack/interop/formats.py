@@ -33,14 +33,13 @@ from ..source import open_regular
 from ..tensor import NUMPY_MAX_DIMS
 from ..tensor import FileRange, le_c_bytes
 from ..writer import Tensor, Writer
-from ._io import ConversionError, OutputExistsError, atomic_output, entry_from_array
+from ._io import atomic_output, entry_from_array
+from ..errors import ConversionError, SafetensorsError
 from .archive import ZIP_ERRORS, InflateBudget
-from .safetensors import SafetensorsError, build_header, map_safetensors
+from .safetensors import build_header, map_safetensors
 from .tensors import Entry, TensorSet, dtype_name, flatten_nested
 
 __all__ = [
-    "ConversionError",
-    "OutputExistsError",
     "atomic_output",
     "read_burnpack",
     "read_in_memory",

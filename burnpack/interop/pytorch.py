@@ -46,14 +46,14 @@ from numpy.lib.stride_tricks import as_strided
 
 from .._generated.types import BOOL_STORE_INFO, DTYPE_INFO
 from ..dtypes import NATIVE_BOOL, dtype_from_torch, numpy_dtype, numpy_dtype_named
-from ..errors import BurnpackError
+from ..errors import BurnpackError, PyTorchReadError, UnsafePickleError
 from ..source import open_regular
 from ..tensor import NUMPY_MAX_DIMS
 from .archive import ZIP_ERRORS, InflateBudget
 from .tensors import not_a_tensor
 
 __all__ = [
-    "PickledObject", "PyTorchReadError", "UnsafePickleError", "describe_leaf", "pickled_class", "read_pytorch", "read_pytorch_buffer", "read_pytorch_contents",
+    "PickledObject", "describe_leaf", "pickled_class", "read_pytorch", "read_pytorch_buffer", "read_pytorch_contents",
     "read_pytorch_object", "unpickle_allowing",
 ]  # fmt: skip
 
@@ -75,22 +75,6 @@ _ENTRY_SLACK = 4096
 # Views that repeat elements (stride 0, overlapping strides) are copied to C order; the copies of
 # one checkpoint may exceed its storages' bytes by at most this much.
 EXPANSION_LIMIT = 64 * 1024 * 1024
-
-
-class PyTorchReadError(BurnpackError, ValueError):
-    """The file is not a checkpoint this reader can load: truncated, corrupt or unsupported."""
-
-
-class UnsafePickleError(PyTorchReadError):
-    """The pickle names a global outside the allowlist, so loading it could run arbitrary code."""
-
-    def __init__(self, global_name: str) -> None:
-        super().__init__(
-            f"refused pickle global {global_name!r}: only tensor rebuild functions, storage "
-            "types and plain containers are allowed (a full-model save must be re-saved as a "
-            "state_dict; anything else may be malicious)"
-        )
-        self.global_name = global_name
 
 
 class _Frozen:

@@ -19,10 +19,9 @@ from typing import Any
 import numpy as np
 
 from .._generated.types import DType, QuantScheme
-from ..errors import QuantizationError
+from ..errors import ConversionError, QuantizationError
 from ..patterns import compile_pattern
 from ..quant import check_decodable, check_quantizable, describe, dequantize, quantize, quantized_data_len
-from .formats import ConversionError
 from .tensors import Entry, is_float
 
 __all__ = ["default_selection", "dequantize_entries", "quantize_entries"]

@@ -39,14 +39,13 @@ from .._generated.types import BoolStore
 from ..paths import has_extension, resolve_read_path
 from ..remote import is_url
 from ..source import open_regular
-from ..errors import ConversionError
+from ..errors import AmbiguousFormatError, ConversionError
 
 if TYPE_CHECKING:
     from ..remote import FsspecSource
     from .tensors import TensorSet
 
 __all__ = [
-    "AmbiguousFormatError",
     "choices",
     "Format",
     "Probe",
@@ -218,14 +217,6 @@ class Format:
         caps += [f"URL ({self.remote})"] if self.remote else []
         caps += ["detected only alone"] if self.alone else []
         return caps
-
-
-class AmbiguousFormatError(ConversionError, ValueError):
-    """A source several formats recognize equally well; ``candidates`` names them."""
-
-    def __init__(self, source: str, candidates: list[str]) -> None:
-        self.candidates = candidates
-        super().__init__(f"{source}: ambiguous: it is {' and '.join(candidates)}; pass the format (--from) to choose")
 
 
 # --------------------------------------------------------------------------------------------

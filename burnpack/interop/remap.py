@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..errors import OptionError
 from ..patterns import Pattern, compile_pattern
 
 __all__ = [
@@ -102,7 +103,7 @@ def _expander(compiled: Pattern, replacement: str) -> Callable[[Any], str]:
             try:
                 _python_twin(compiled).sub(template, "")  # re parses the template eagerly: bad groups fail here
             except (re.error, IndexError) as exc:
-                raise ValueError(f"invalid replacement {replacement!r}: {exc}") from None
+                raise OptionError(f"invalid replacement {replacement!r}: {exc}") from None
             parts.append(("python", template))
             i = j
             continue
@@ -172,7 +173,7 @@ def parse_rule(text: str) -> tuple[str, str]:
     if "=" in text:  # unbalanced parentheses: the pattern is what is wrong, and compiling it says so
         pattern, _, replacement = text.partition("=")
         return pattern, replacement
-    raise ValueError(f"remap rule {text!r} is not PATTERN=REPLACEMENT")
+    raise OptionError(f"remap rule {text!r} is not PATTERN=REPLACEMENT")
 
 
 class KeyRemapper:

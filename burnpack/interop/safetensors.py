@@ -29,12 +29,11 @@ import numpy as np
 from .._generated.types import SAFETENSORS_CODE_ORDER
 from ..atomic import atomic_file
 from ..dtypes import ResolvedTable, dtype_from_numpy, dtype_from_safetensors, numpy_dtype, safetensors_code
-from ..errors import BurnpackError
+from ..errors import SafetensorsError
 from ..sidefile import parse_json
 from ..source import open_regular
 
 __all__ = [
-    "SafetensorsError",
     "build_header",
     "map_safetensors",
     "parse_safetensors",
@@ -49,10 +48,6 @@ _MAX_DIMS = 64  # numpy's limit on array rank
 # The writer lays tensors out from the end of safetensors' code order (by increasing alignment).
 _DTYPES: Mapping[str, np.dtype] = ResolvedTable({code: dtype_from_safetensors(code) for code in SAFETENSORS_CODE_ORDER}, numpy_dtype)
 _ALIGNMENT_RANK = {code: rank for rank, code in enumerate(_DTYPES)}
-
-
-class SafetensorsError(BurnpackError, ValueError):
-    """The bytes are not a valid safetensors file, or the tensors cannot be written as one."""
 
 
 def read_safetensors(path: str | os.PathLike[str]) -> tuple[dict[str, np.ndarray], dict[str, str]]:

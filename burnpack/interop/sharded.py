@@ -26,9 +26,9 @@ from pathlib import Path
 
 from .._generated.types import BoolStore
 from ..sidefile import SIDE_FILE_MAX_BYTES, parse_json, read_side_file
-from ._io import ConversionError, OutputExistsError, atomic_output
+from ._io import atomic_output
+from ..errors import ConversionError, OptionError, OutputExistsError, SafetensorsError
 from .formats import PageReleaser, read_pytorch_file, read_safetensors_file, write_safetensors_file
-from .safetensors import SafetensorsError
 from .tensors import Entry, TensorSet
 from .torch_live import write_pytorch
 
@@ -167,10 +167,10 @@ def parse_size(size: str | int) -> int:
     else:
         match = re.fullmatch(r"\s*(?:([0-9]+)|([0-9]*\.?[0-9]+)\s*([KMGT]B))\s*", str(size), re.I)
         if match is None:
-            raise ValueError(f"max shard size {size!r} is not a byte count or a number with a unit of KB, MB, GB or TB (e.g. 5GB)")
+            raise OptionError(f"max shard size {size!r} is not a byte count or a number with a unit of KB, MB, GB or TB (e.g. 5GB)")
         value = int(match[1]) if match[1] is not None else int(float(match[2]) * _SIZE_UNITS[match[3].upper()])
     if value <= 0:
-        raise ValueError(f"max shard size {size!r} must be positive")
+        raise OptionError(f"max shard size {size!r} must be positive")
     return value
 
 

@@ -22,7 +22,8 @@ import numpy as np
 from .._generated.types import BoolStore
 from ..dtypes import numpy_dtype
 from ..frameworks import is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
-from ._io import ConversionError, atomic_output, entry_from_array
+from ._io import atomic_output, entry_from_array
+from ..errors import ConversionError
 from .tensors import TensorSet, dtype_name, flatten_nested
 
 __all__ = ["is_torch_object", "module_types_of", "read_torch", "to_state_dict", "write_pytorch"]

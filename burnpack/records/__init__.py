@@ -21,9 +21,18 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from ..errors import (
+        CheckpointRetentionError,
+        MissingParamIdError,
+        RecordCastError,
+        RecordError,
+        RecordValidationError,
+        SchedulerLayoutError,
+        StateRankError,
+        io_display,
+    )
     from .checkpoint import (
         CheckpointingAction,
-        CheckpointRetentionError,
         Checkpoints,
         ComposedCheckpointingStrategy,
         EpochRecords,
@@ -35,14 +44,6 @@ if TYPE_CHECKING:
         default_strategy,
     )
     from .detect import RecordKind, detect_record_kind
-    from .errors import (
-        MissingParamIdError,
-        RecordCastError,
-        RecordError,
-        RecordValidationError,
-        StateRankError,
-        io_display,
-    )
     from .module import ApplyError, ApplyReport, DTypePolicy, LoadResult, ModuleRecord, load_record
     from .optimizer import (
         AdaGradState,
@@ -75,12 +76,12 @@ if TYPE_CHECKING:
     from .tree import Ignored, Param, Reparameterized, RunningState, Variant, iter_params, map_params, module_paths
 
 _EXPORTS = {
-    ".checkpoint": ("CheckpointingAction", "CheckpointRetentionError", "Checkpoints", "ComposedCheckpointingStrategy",
+    "..errors": ("CheckpointRetentionError", "MissingParamIdError", "RecordCastError", "RecordError",
+                 "RecordValidationError", "SchedulerLayoutError", "StateRankError", "io_display"),
+    ".checkpoint": ("CheckpointingAction", "Checkpoints", "ComposedCheckpointingStrategy",
                     "EpochRecords", "FileCheckpointer", "KeepLastNCheckpoints", "LossHistory", "MetricCheckpointingStrategy",
                     "burn_valid_losses", "default_strategy"),
     ".detect": ("RecordKind", "detect_record_kind"),
-    ".errors": ("MissingParamIdError", "RecordCastError", "RecordError", "RecordValidationError", "StateRankError",
-                "io_display"),
     ".module": ("ApplyError", "ApplyReport", "DTypePolicy", "LoadResult", "ModuleRecord", "load_record"),
     ".optimizer": ("AdaGradState", "AdamState", "AdamWState", "AdanState", "ConsistencyReport", "LBFGSState", "MuonState",
                    "OptimizerRecord", "OptimizerState", "ParamEntries", "RmsPropState", "SgdState"),
@@ -132,6 +133,7 @@ __all__ = [
     "RecordError",
     "RecordKind",
     "RecordValidationError",
+    "SchedulerLayoutError",
     "Reparameterized",
     "RmsPropState",
     "RunningState",

@@ -14,7 +14,7 @@ import numpy as np
 
 from .._generated.types import BoolStore, DType
 from ..dtypes import debug, numpy_dtype
-from .errors import RecordCastError
+from ..errors import RecordCastError
 
 def _kind(dtype: DType) -> str:
     if dtype.is_float:

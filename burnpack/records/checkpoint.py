@@ -35,7 +35,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
 from ..atomic import atomic_file
-from ..errors import BurnpackError, IoError
+from ..errors import BurnpackError, CheckpointRetentionError, IoError
 from ..sidefile import SIDE_FILE_MAX_BYTES, parse_json, read_side_file
 from .module import ModuleRecord
 from .optimizer import OptimizerRecord
@@ -296,10 +296,6 @@ class FileCheckpointer:
                 if m and m["name"] == self.name and entry.is_file():
                     found.add(int(m["epoch"]))
         return sorted(found)
-
-
-class CheckpointRetentionError(IoError):
-    """``retention.json`` exists but cannot be read back; retention would go wrong silently."""
 
 
 class EpochRecords(NamedTuple):

@@ -52,8 +52,7 @@ def _error(exc: BaseException) -> str:
 def inspect_epoch(checkpoints: Checkpoints, epoch: int) -> dict[str, Any]:
     """What ``checkpoint inspect`` reports for one epoch, as JSON-ready data."""
     from ..dtypes import debug
-    from ..errors import BurnpackError
-    from .errors import RecordError
+    from ..errors import BurnpackError, RecordError, SchedulerLayoutError
     from .scheduler import infer_scheduler
 
     files = checkpoints.files(epoch)
@@ -82,7 +81,7 @@ def inspect_epoch(checkpoints: Checkpoints, epoch: int) -> dict[str, Any]:
             entry = {"scalars": {k: [v.variant, v.value] for k, v in record.scalars.items()}}
             try:
                 entry["state"] = infer_scheduler(record).describe()
-            except ValueError as exc:
+            except SchedulerLayoutError as exc:
                 entry["state"] = f"unrecognised layout ({exc})"
             info["scheduler"] = entry
         except (BurnpackError, OSError) as exc:

@@ -67,12 +67,13 @@ def detect_record_kind(pack: Pack) -> RecordKind:
             reasons.append(f"{len(numeric_meta)} id → path metadata entries")
         return RecordKind("optimizer", _optimizer_summary(pack), reasons)
     if not names:
+        from ..errors import SchedulerLayoutError
         from .scheduler import LrSchedulerRecord, infer_scheduler
 
         try:
             tree = infer_scheduler(LrSchedulerRecord(scalars))
             summary = f"{len(scalars)} scalars; {tree.describe()}"
-        except ValueError:
+        except SchedulerLayoutError:
             summary = f"{len(scalars)} scalars (not a layout Burn's schedulers write)"
         return RecordKind("scheduler", summary, ["scalars only, no tensors"])
     if not scalars:

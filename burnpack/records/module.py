@@ -24,7 +24,7 @@ import numpy as np
 
 from .._generated.types import DType
 from ..dtypes import dtype_from_numpy
-from ..errors import QuantizationError, ValidationError
+from ..errors import QuantizationError, RecordValidationError, ValidationError
 from ..quant import QuantizedTensor, decode
 from ..writer import Writer
 from ..frameworks import as_numpy, is_torch_module
@@ -38,7 +38,6 @@ from ._common import (
     rust_debug_list,
     shape_debug,
 )
-from .errors import RecordValidationError
 from .tree import Param, RunningState, is_leaf, iter_params, map_params
 
 PathLike = str | os.PathLike[str]

@@ -28,7 +28,7 @@ from ..display import plural, printable_lines
 from ..frameworks import as_numpy
 from ..tensor import Tensor
 from ._common import RANK_KEY, open_pack, pack_tensors_in_data_order, parse_u64, scalar_value
-from .errors import MissingParamIdError, StateRankError
+from ..errors import MissingParamIdError, StateRankError
 from .state import (
     Field,
     StateSource,

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from .._generated.types import Scalar
 from .._generated.layout import U64_MAX
+from ..errors import SchedulerLayoutError
 from ._common import open_pack, scalar_for, scalar_value
 from .state import join_path
 
@@ -333,39 +334,39 @@ def infer_scheduler(record: LrSchedulerRecord, *, module: bool = True) -> LrSche
     ``module=True`` reads the top level as a ``ModuleLrScheduler`` (what Burn's learner saves).
     Keys cannot tell a constant scheduler from a missing one, so gaps in child indices become
     ``ConstantLr`` and trailing constant children are invisible; a composed scheduler with one
-    child and a module scheduler with one group look the same. Unknown leaves raise ``ValueError``.
+    child and a module scheduler with one group look the same. Unknown leaves raise :class:`~burnpack.errors.SchedulerLayoutError` (a ``ValueError``).
     """
     own = {k: v for k, v in record.scalars.items() if "." not in k}
     indices = sorted({int(k.split(".", 1)[0]) for k in record.scalars if "." in k and k.split(".", 1)[0].isdigit()})
     others = [k for k in record.scalars if "." in k and not k.split(".", 1)[0].isdigit()]
     if others:
-        raise ValueError(f"keys that no Burn scheduler writes: {others}")
+        raise SchedulerLayoutError(f"keys that no Burn scheduler writes: {others}")
     children = [infer_scheduler(record.record(str(i)), module=False) for i in range(indices[-1] + 1)] if indices else []
     if module:
         if own:
-            raise ValueError(f"a module scheduler has no keys of its own, found {sorted(own)}")
+            raise SchedulerLayoutError(f"a module scheduler has no keys of its own, found {sorted(own)}")
         return ModuleLrScheduler(children)
     if children:
         if set(own) == {"step"}:
             return SequentialLrScheduler(children, step=scalar_value("usize", own["step"]) or 0)
         if own:
-            raise ValueError(f"unexpected keys beside child schedulers: {sorted(own)}")
+            raise SchedulerLayoutError(f"unexpected keys beside child schedulers: {sorted(own)}")
         return ComposedLrScheduler(children)
     if not own:
         return ConstantLr()
     if len(own) != 1:
-        raise ValueError(f"more than one scheduler key at one level: {sorted(own)}")
+        raise SchedulerLayoutError(f"more than one scheduler key at one level: {sorted(own)}")
     (key, value), = own.items()
     for cls in (LinearLrScheduler, CosineAnnealingLrScheduler, ExponentialLrScheduler, StepLrScheduler):
         if key == cls.KEY:
             loaded = record.scalar(key, cls.RUST_TYPE)
             if loaded is None:
-                raise ValueError(f"{key}: {value!r} is not a {cls.RUST_TYPE}")
+                raise SchedulerLayoutError(f"{key}: {value!r} is not a {cls.RUST_TYPE}")
             return cls(loaded)
     if key == "step":
         if value.is_float:
             return NoamLrScheduler(value.value)
         # A UInt `step` alone: a sequential scheduler whose children are all constant.
         return SequentialLrScheduler([], step=scalar_value("usize", value) or 0)
-    raise ValueError(f"no Burn scheduler writes the key {key!r}")
+    raise SchedulerLayoutError(f"no Burn scheduler writes the key {key!r}")
 

@@ -13,7 +13,8 @@ import pytest
 import burnpack
 from burnpack import cli
 from burnpack.batch import serve
-from burnpack.spec import SpecError, spec_from_pack, writer_from_spec
+from burnpack.spec import spec_from_pack, writer_from_spec
+from burnpack.errors import SpecError
 from conformance.reference import dump
 
 HERE = Path(__file__).resolve().parents[2] / "conformance"

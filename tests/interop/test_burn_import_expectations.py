@@ -18,7 +18,7 @@ import pytest
 
 import burnpack
 from burnpack.interop.converter import convert
-from burnpack.interop.formats import ConversionError
+from burnpack.errors import ConversionError
 from burnpack.interop.pytorch import read_pytorch, read_pytorch_object
 from tests.conftest import PYTORCH_FIXTURES, require
 

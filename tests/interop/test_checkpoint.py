@@ -12,7 +12,7 @@ import pytest
 
 from burnpack import Scalar
 from burnpack.interop.checkpoint import burn_checkpoint_to_pytorch, pytorch_to_burn_checkpoint
-from burnpack.interop.formats import ConversionError, OutputExistsError
+from burnpack.errors import ConversionError, OutputExistsError
 from burnpack.records import (
     AdamState,
     Checkpoints,

@@ -9,7 +9,7 @@ import pytest
 
 from burnpack.cli import main
 from burnpack.interop.checkpoint import burn_checkpoint_to_pytorch, pytorch_to_burn_checkpoint
-from burnpack.interop.formats import ConversionError
+from burnpack.errors import ConversionError
 from burnpack.records import OptimizerRecord
 from tests.interop.test_checkpoint import PARAMS, TYPES, by_name, checkpoint
 

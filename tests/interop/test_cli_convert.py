@@ -181,7 +181,7 @@ def linear_st(tmp_path) -> Path:
 @pytest.mark.parametrize(("given", "suggestion"), [("linear", "Linear"), ("Linnear", "Linear"), ("Foo", None)])
 def test_an_unknown_module_type_is_a_usage_error_with_the_closest_suggestion(linear_st, tmp_path, capsys, given, suggestion):
     from burnpack.interop import convert
-    from burnpack.interop.adapters import UnknownModuleType
+    from burnpack.errors import UnknownModuleType
 
     code, out, err = run(capsys, "convert", linear_st, tmp_path / "o.bpk", "--adapter", "pytorch", "--module-type", f"fc1={given}")
     assert code == 2 and out == "" and not (tmp_path / "o.bpk").exists()
@@ -196,7 +196,7 @@ def test_an_unknown_module_type_is_a_usage_error_with_the_closest_suggestion(lin
 
 def test_half_acts_only_on_burns_module_list_so_without_module_types_it_is_refused(linear_st, tmp_path, capsys):
     from burnpack.interop import convert
-    from burnpack.interop.converter import UnmatchedOptionError
+    from burnpack.errors import UnmatchedOptionError
 
     code, _, err = run(capsys, "convert", linear_st, tmp_path / "o.bpk", "--adapter", "half")
     assert code == 1 and not (tmp_path / "o.bpk").exists()
@@ -242,7 +242,7 @@ def test_an_option_that_changes_nothing_fails_naming_it_unless_allowed(linear_st
 
 def test_unmatched_options_fail_through_the_python_api_too(linear_st, tmp_path):
     from burnpack.interop import convert
-    from burnpack.interop.converter import UnmatchedOptionError
+    from burnpack.errors import UnmatchedOptionError
 
     with pytest.raises(UnmatchedOptionError) as info:
         convert(linear_st, tmp_path / "o.bpk", filter=["^fc", "^nothing"], exclude="zzz")

@@ -18,9 +18,8 @@ import burnpack
 from burnpack import BoolStore, DType
 from burnpack.interop.converter import ConversionReport, convert, transform
 from burnpack.progress import ProgressBar
-from burnpack.interop.formats import ConversionError, OutputExistsError
+from burnpack.errors import ConversionError, OutputExistsError, UnsafePickleError
 from burnpack.interop.registry import detect_format, read_tensors, write_tensors
-from burnpack.interop.pytorch import UnsafePickleError
 from burnpack.interop.safetensors import parse_safetensors, serialize_safetensors
 from burnpack.interop.tensors import Entry, TensorSet
 from tests.conftest import BURN_PACK_FIXTURES, PYTORCH_FIXTURES, require

@@ -15,8 +15,9 @@ import pytest
 
 from burnpack.interop.archive import INFLATE_LIMIT_BASE
 from burnpack.interop.converter import convert
-from burnpack.interop.formats import ConversionError, read_npz
-from burnpack.interop.pytorch import EXPANSION_LIMIT, PyTorchReadError, read_pytorch
+from burnpack.interop.formats import read_npz
+from burnpack.errors import ConversionError, PyTorchReadError
+from burnpack.interop.pytorch import EXPANSION_LIMIT, read_pytorch
 from tests.conftest import peak_bytes
 from tests.interop.test_pytorch_reader import f32, storage_ref, tensor, torch_pickle, write_zip
 

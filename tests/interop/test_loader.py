@@ -7,7 +7,7 @@ import pytest
 
 import burnpack
 from burnpack import DType
-from burnpack.interop.formats import ConversionError
+from burnpack.errors import ConversionError
 from burnpack.interop.loader import load_into, load_record
 from burnpack.interop.pytorch import read_pytorch
 from burnpack.records import Variant

@@ -31,7 +31,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from burnpack.interop import pytorch as pytorch_reader
-from burnpack.interop.pytorch import PyTorchReadError, UnsafePickleError, read_pytorch
+from burnpack.interop.pytorch import read_pytorch
+from burnpack.errors import PyTorchReadError, UnsafePickleError
 from tests.conftest import PYTORCH_FIXTURES, require
 
 F32, F64, F16, BF16 = np.float32, np.float64, np.float16, ml_dtypes.bfloat16

@@ -8,7 +8,8 @@ import zipfile
 import numpy as np
 import pytest
 
-from burnpack.interop.pytorch import PyTorchReadError, read_pytorch
+from burnpack.interop.pytorch import read_pytorch
+from burnpack.errors import PyTorchReadError
 from tests.interop.test_pytorch_reader import f32, storage_ref, tensor, write_zip
 
 VALUES = [1.0, 2.0, 3.0, 4.0]

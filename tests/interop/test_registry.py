@@ -12,8 +12,8 @@ import pytest
 import burnpack
 from burnpack.cli import main
 from burnpack.interop import ConversionError, convert
+from burnpack.errors import AmbiguousFormatError
 from burnpack.interop.registry import (
-    AmbiguousFormatError,
     Format,
     ReadOptions,
     WriteOptions,

@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
+from burnpack.errors import SafetensorsError
 from burnpack.interop.pytorch import read_pytorch
 from burnpack.interop.safetensors import (
-    SafetensorsError,
     parse_safetensors,
     read_safetensors,
     serialize_safetensors,

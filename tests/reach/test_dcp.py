@@ -167,7 +167,7 @@ def _evil_dcp(tmp_path):
 
 
 def test_a_dcp_metadata_whose_pickle_would_run_code_is_refused_with_nothing_executed(tmp_path):
-    from burnpack.interop.pytorch import UnsafePickleError
+    from burnpack.errors import UnsafePickleError
 
     folder, marker = _evil_dcp(tmp_path)
     with pytest.raises(ConversionError, match="refused pickle global") as caught:

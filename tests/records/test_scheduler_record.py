@@ -15,6 +15,7 @@ from burnpack.records import (
     LinearLrScheduler,
     ModuleLrScheduler,
     NoamLrScheduler,
+    SchedulerLayoutError,
     SequentialLrScheduler,
     StepLrScheduler,
     infer_scheduler,
@@ -141,8 +142,9 @@ def test_infer_rebuilds_the_tree_from_keys():
 
 
 def test_infer_refuses_keys_no_scheduler_writes():
-    with pytest.raises(ValueError):
+    with pytest.raises(SchedulerLayoutError) as info:
         infer_scheduler(LrSchedulerRecord({"0.momentum": Scalar.UInt(1)}))
+    assert isinstance(info.value, ValueError) and "'momentum'" in str(info.value)
 
 
 def test_from_state_and_into_state_read_one_level_like_burn():

@@ -85,7 +85,8 @@ from ...records import Checkpoints, LrSchedulerRecord, ModuleRecord, OptimizerRe
 from ...writer import Writer
 from ..adapters import ModuleTypes
 from ...frameworks import is_torch_module
-from .._io import ConversionError, OutputExistsError, atomic_output
+from .._io import atomic_output
+from ...errors import ConversionError, OutputExistsError
 from ..dcp import write_dcp_state
 from ..formats import burnpack_writer
 from ..remap import KeyRemapper

@@ -19,7 +19,8 @@ from ...records import ModuleRecord
 from ..adapters import BurnToPyTorchAdapter, ModuleTypes, PyTorchToBurnAdapter
 from ..converter import transform
 from ..._generated.types import BoolStore
-from .._io import ConversionError, entry_from_array
+from .._io import entry_from_array
+from ...errors import ConversionError
 from ..remap import KeyRemapper
 from ..tensors import Entry, TensorSet
 from .state import CheckpointReport, TorchTrainingState, new_ids

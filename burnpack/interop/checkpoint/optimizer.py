@@ -18,7 +18,7 @@ import numpy as np
 
 from ...records import AdamState, OptimizerRecord, SgdState
 from ..adapters import BurnToPyTorchAdapter, PyTorchToBurnAdapter
-from .._io import ConversionError
+from ...errors import ConversionError
 from .model import BurnModel, TorchModel, layout_adapter
 from .state import CheckpointReport, TorchTrainingState, is_buffer_name
 

@@ -22,7 +22,7 @@ from ...records import (
     StepLrScheduler,
 )
 from ...records.scheduler import ConstantLr
-from .._io import ConversionError
+from ...errors import ConversionError
 from ..._generated.layout import U64_MAX
 from .state import CheckpointReport
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from ...display import printable_lines
 from ...frameworks import is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
-from .._io import ConversionError
+from ...errors import ConversionError
 
 META_PREFIX = "torch."
 FORMAT_TAG = "burnpack.interop.checkpoint/1"

@@ -10,7 +10,7 @@ import numpy as np
 
 from ...records import OptimizerRecord
 from ...sidefile import parse_json
-from .._io import ConversionError
+from ...errors import ConversionError
 from .optimizer import TORCH_DEFAULTS
 from .scheduler import SCHEDULER_CLASSES
 from .state import META_PREFIX, from_json
