@@ -328,20 +328,47 @@ SCHEDULER_KINDS: dict[str, type[LrScheduler]] = {
 }
 
 
-def infer_scheduler(record: LrSchedulerRecord, *, module: bool = True) -> LrScheduler:
+MAX_SCHEDULER_CHILDREN = 1 << 16
+"""Child schedulers :func:`infer_scheduler` builds in a whole tree at most (``max_children``):
+constant children write no keys, so one key's index stands for every constant child before it."""
+
+
+def infer_scheduler(record: LrSchedulerRecord, *, module: bool = True, max_children: int = MAX_SCHEDULER_CHILDREN) -> LrScheduler:
     """Rebuild a scheduler tree from a record's keys, as far as the keys tell.
 
     ``module=True`` reads the top level as a ``ModuleLrScheduler`` (what Burn's learner saves).
     Keys cannot tell a constant scheduler from a missing one, so gaps in child indices become
     ``ConstantLr`` and trailing constant children are invisible; a composed scheduler with one
-    child and a module scheduler with one group look the same. Unknown leaves raise :class:`~burnpack.errors.SchedulerLayoutError` (a ``ValueError``).
+    child and a module scheduler with one group look the same. Unknown leaves raise :class:`~burnpack.errors.SchedulerLayoutError` (a ``ValueError``),
+    and so does a tree of more than ``max_children`` child schedulers (an index a key names
+    counts every child before it): the work follows the keys present and that bound, not the
+    indices a file claims.
     """
-    own = {k: v for k, v in record.scalars.items() if "." not in k}
-    indices = sorted({int(k.split(".", 1)[0]) for k in record.scalars if "." in k and k.split(".", 1)[0].isdigit()})
-    others = [k for k in record.scalars if "." in k and not k.split(".", 1)[0].isdigit()]
+    return _infer(record.scalars, module, [max_children], max_children)
+
+
+def _infer(scalars: Mapping[str, Scalar], module: bool, budget: list[int], max_children: int) -> LrScheduler:
+    own: dict[str, Scalar] = {}
+    below: dict[int, dict[str, Scalar]] = {}
+    others = []
+    for key, value in scalars.items():
+        head, dot, rest = key.partition(".")
+        if not dot:
+            own[key] = value
+        elif head.isascii() and head.isdigit() and str(int(head)) == head:  # a child index as Burn writes it
+            below.setdefault(int(head), {})[rest] = value
+        else:
+            others.append(key)
     if others:
         raise SchedulerLayoutError(f"keys that no Burn scheduler writes: {others}")
-    children = [infer_scheduler(record.record(str(i)), module=False) for i in range(indices[-1] + 1)] if indices else []
+    count = max(below) + 1 if below else 0
+    budget[0] -= count
+    if budget[0] < 0:
+        raise SchedulerLayoutError(
+            f"more than {max_children} child schedulers (a key names child {count - 1}); "
+            "infer_scheduler(..., max_children=...) raises this limit"
+        )
+    children = [_infer(below[i], False, budget, max_children) if i in below else ConstantLr() for i in range(count)]
     if module:
         if own:
             raise SchedulerLayoutError(f"a module scheduler has no keys of its own, found {sorted(own)}")
@@ -359,7 +386,7 @@ def infer_scheduler(record: LrSchedulerRecord, *, module: bool = True) -> LrSche
     (key, value), = own.items()
     for cls in (LinearLrScheduler, CosineAnnealingLrScheduler, ExponentialLrScheduler, StepLrScheduler):
         if key == cls.KEY:
-            loaded = record.scalar(key, cls.RUST_TYPE)
+            loaded = LrSchedulerRecord(own).scalar(key, cls.RUST_TYPE)
             if loaded is None:
                 raise SchedulerLayoutError(f"{key}: {value!r} is not a {cls.RUST_TYPE}")
             return cls(loaded)

@@ -147,6 +147,24 @@ def test_infer_refuses_keys_no_scheduler_writes():
     assert isinstance(info.value, ValueError) and "'momentum'" in str(info.value)
 
 
+def test_infer_refuses_a_child_index_past_its_children_limit_without_building_them(monkeypatch):
+    import burnpack.records.scheduler as scheduler
+
+    built = []
+    monkeypatch.setattr(scheduler, "ConstantLr", lambda: built.append(1) or ConstantLr())
+    record = LrSchedulerRecord({"0.100000000.current_iter": Scalar.UInt(1)})
+    with pytest.raises(SchedulerLayoutError, match="max_children"):
+        infer_scheduler(record)
+    assert built == []  # refused before a single gap was filled
+    tree = infer_scheduler(LrSchedulerRecord({"0.3.current_iter": Scalar.UInt(1)}), max_children=5)
+    assert len(built) == 3 and tree.describe()
+
+
+def test_infer_refuses_a_child_index_burn_does_not_write():
+    with pytest.raises(SchedulerLayoutError, match="'01.current_iter'"):
+        infer_scheduler(LrSchedulerRecord({"01.current_iter": Scalar.UInt(1)}))
+
+
 def test_from_state_and_into_state_read_one_level_like_burn():
     record = LrSchedulerRecord.from_state(StepLrScheduler(4))
     assert record.scalars == {"iter_idx": Scalar.Int(4)}
