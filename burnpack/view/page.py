@@ -324,7 +324,7 @@ if (P) {
     const keys = [["min", st.min], ["max", st.max], ["mean", st.mean], ["std", st.std], ["count", st.count], ["zeros", st.zeros], ["NaN", st.nan], ["+inf", st.posinf], ["-inf", st.neginf]];
     const t = table(["statistic", "value"], keys.map(([k, v]) => el("tr", {}, el("td", {}, k), numCell(v, {"data-stat": k}))), [1]); t.id = "stats-" + id;
     return panel("Statistics of the " + (title || id) + (st.finite < st.count ? " (min…std and histogram over the finite ones)" : ""),
-      el("div", {cls: "grid2"}, t, st.hist.length ? histogram(st, "hist-" + id, color) : el("p", {cls: "muted"}, "no finite values")));
+      el("div", {cls: "grid2"}, t, st.hist.length ? histogram(st, "hist-" + id, color) : el("p", {cls: "muted"}, st.no_histogram || "no finite values")));
   }
 }
 

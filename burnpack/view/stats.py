@@ -106,7 +106,7 @@ def value_stats(tensor: Any, *, bins: int = BINS, chunk_elements: int = CHUNK_EL
     mean = m2 = 0.0
     low, high = math.inf, -math.inf
     work: _Work | None = None
-    for chunk in chunks(tensor, chunk_elements):
+    for chunk in chunks(tensor, chunk_elements):  # float64 sums may overflow here: redone scaled below
         if work is None:
             dtype = _work_dtype(chunk.dtype)
             if dtype is None:
@@ -134,9 +134,10 @@ def value_stats(tensor: Any, *, bins: int = BINS, chunk_elements: int = CHUNK_EL
         if values.dtype != np.float64:
             np.copyto(wide, values)
             values = wide
-        chunk_mean = float(np.add.reduce(values)) / n
-        np.subtract(values, chunk_mean, out=wide)
-        chunk_m2 = float(np.add.reduce(np.square(wide, out=wide)))  # not BLAS dot: its threads stall on a busy machine
+        with np.errstate(over="ignore", invalid="ignore"):
+            chunk_mean = float(np.add.reduce(values)) / n
+            np.subtract(values, chunk_mean, out=wide)
+            chunk_m2 = float(np.add.reduce(np.square(wide, out=wide)))  # not BLAS dot: its threads stall on a busy machine
         total = finite_n + n
         delta = chunk_mean - mean
         mean += delta * n / total
@@ -146,12 +147,22 @@ def value_stats(tensor: Any, *, bins: int = BINS, chunk_elements: int = CHUNK_EL
     if finite_n == 0 or work is None:
         out.update(min=None, max=None, mean=None, std=None, hist=[], edges=[])
         return out
-    edges = np.histogram_bin_edges(np.empty(0), bins=bins, range=(low, high))
+    special = bool(nan or posinf or neginf)
+    if math.isfinite(mean) and math.isfinite(m2):
+        std = math.sqrt(m2 / finite_n)
+    else:  # sums past float64's range
+        mean, std = _scaled_moments(tensor, work, special, chunk_elements, finite_n, max(abs(low), abs(high)))
+    try:
+        with np.errstate(all="ignore"):  # a range past float64's: numpy then refuses it below
+            edges = np.histogram_bin_edges(np.empty(0), bins=bins, range=(low, high))
+    except ValueError:  # numpy cannot divide this range into bins of finite, nonzero width
+        out.update(min=low, max=high, mean=mean, std=std, hist=[], edges=[],
+                   no_histogram=f"numpy cannot divide {low!r}..{high!r} into {bins} bins")  # fmt: skip
+        return out
     if low == high:  # one value: every finite value falls in its bin, no second pass
         counts = np.histogram(np.array([low]), bins=bins, range=(low, high))[0] * finite_n
-        out.update(min=low, max=high, mean=mean, std=math.sqrt(m2 / finite_n), hist=counts.tolist(), edges=edges.tolist())
+        out.update(min=low, max=high, mean=mean, std=std, hist=counts.tolist(), edges=edges.tolist())
         return out
-    special = bool(nan or posinf or neginf)
     binning = _Binning(work, edges, low, high)
     counts = np.zeros(bins, dtype=np.int64)
     for chunk in chunks(tensor, chunk_elements):
@@ -159,8 +170,35 @@ def value_stats(tensor: Any, *, bins: int = BINS, chunk_elements: int = CHUNK_EL
         if special:
             values = values[np.isfinite(values, out=work.mask[: values.size])]
         counts += binning.count(values)
-    out.update(min=low, max=high, mean=mean, std=math.sqrt(m2 / finite_n), hist=counts.tolist(), edges=edges.tolist())
+    out.update(min=low, max=high, mean=mean, std=std, hist=counts.tolist(), edges=edges.tolist())
     return out
+
+
+def _scaled_moments(tensor: Any, work: _Work, special: bool, chunk_elements: int, n: int, magnitude: float) -> tuple[float, float]:
+    """Mean and population standard deviation of the finite values, summed scaled by a power of
+    two (exact) so that no sum leaves float64's range: two more passes, only when the plain sums did."""
+    shift = math.frexp(magnitude)[1]
+    total = 0.0
+    for chunk in chunks(tensor, chunk_elements):
+        values = _finite_wide(work, chunk, special)
+        total += float(np.add.reduce(np.ldexp(values, -shift, out=values)))
+    scaled_mean = total / n
+    m2 = 0.0
+    for chunk in chunks(tensor, chunk_elements):
+        values = _finite_wide(work, chunk, special)
+        np.subtract(np.ldexp(values, -shift, out=values), scaled_mean, out=values)
+        m2 += float(np.add.reduce(np.square(values, out=values)))
+    return math.ldexp(scaled_mean, shift), math.ldexp(math.sqrt(m2 / n), shift)
+
+
+def _finite_wide(work: _Work, chunk: np.ndarray, special: bool) -> np.ndarray:
+    """A chunk's finite values as float64, in the work buffer."""
+    values = work.convert(chunk)
+    if special:
+        values = values[np.isfinite(values, out=work.mask[: values.size])]
+    wide = work.wide[: values.size]
+    np.copyto(wide, values)
+    return wide
 
 
 class _Binning:

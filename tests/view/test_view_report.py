@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from pathlib import Path
 
 import ml_dtypes
@@ -111,6 +112,20 @@ def test_histogram_counts_equal_numpys_for_extreme_ranges(tmp_path, values):
     finite = values[np.isfinite(values)].astype(np.float64)
     assert stats["hist"] == np.histogram(finite, bins=32, range=(finite.min(), finite.max()))[0].tolist()
     assert (stats["min"], stats["max"], stats["finite"]) == (finite.min(), finite.max(), finite.size)
+
+
+@pytest.mark.parametrize("values", [[-1.7e308, 1.7e308, 0.0, 1e308], [5e-324, 1e-323, 1e-323]], ids=["overflowing range", "subnormal range"])
+def test_a_range_numpy_cannot_bin_has_moments_and_says_why_there_is_no_histogram(tmp_path, values):
+    values = np.array(values, np.float64)
+    burnpack.save({"t": values}, tmp_path / "t.bpk")
+    with warnings.catch_warnings(), burnpack.load(tmp_path / "t.bpk") as pack:
+        warnings.simplefilter("error")  # numpy's overflow warnings included
+        stats = value_stats(pack["t"], chunk_elements=2)
+    shift = np.frexp(np.abs(values).max())[1]  # numpy's moments of the values scaled by a power of two
+    scaled = np.ldexp(values, -shift)
+    assert stats["mean"] == pytest.approx(np.ldexp(scaled.mean(), shift), rel=1e-12, abs=1e-323)
+    assert stats["std"] == pytest.approx(np.ldexp(scaled.std(), shift), rel=1e-12, abs=1e-323)
+    assert stats["hist"] == [] and "cannot divide" in stats["no_histogram"]
 
 
 def test_a_tensor_without_finite_values_has_counts_and_no_histogram(tmp_path):
