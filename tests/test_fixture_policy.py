@@ -29,3 +29,18 @@ def test_missing_fixtures_fail_the_run_under_ci():
     result = _pytest_without_fixtures("true")
     assert result.returncode != 0
     assert "CI=true requires every fixture" in result.stdout
+
+
+def test_no_tracked_file_is_a_copy_of_a_fixture():
+    """Fixtures stay in ../shared: a tracked file with a fixture's bytes (an empty ``__init__.py``
+    is the empty-file fixture) would be a copy of one."""
+    import hashlib
+
+    from tests.conftest import SHARED_DIR, require
+
+    fixtures = require(SHARED_DIR / "fixtures")
+    digest = {hashlib.sha256(p.read_bytes()).hexdigest(): p for p in fixtures.rglob("*") if p.is_file() and p.suffix in (".bpk", ".pt", ".tar", ".safetensors")}
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO_ROOT, capture_output=True, check=True).stdout.split(b"\0")
+    copies = [(name.decode(), digest[h]) for name in tracked if name and (REPO_ROOT / name.decode()).is_file()
+              and (h := hashlib.sha256((REPO_ROOT / name.decode()).read_bytes()).hexdigest()) in digest]  # fmt: skip
+    assert not copies, f"tracked files identical to fixtures: {copies}"
