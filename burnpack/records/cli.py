@@ -13,15 +13,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from ..display import printable, printable_lines
 
 if TYPE_CHECKING:
-    from ..reader import Pack
     from .checkpoint import Checkpoints
-
-
-def record_kind_line(pack: Pack) -> str:
-    """One line for ``burnpack inspect``: which record this pack is (records.md §6)."""
-    from .detect import detect_record_kind
-
-    return f"record kind: {detect_record_kind(pack)}"
 
 
 def register(subparsers: Any) -> None:
