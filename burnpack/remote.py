@@ -8,7 +8,9 @@ Every failure (HTTP error, timeout, a server that sends too few bytes) is a burn
 
 Every request is bounded: it fails after ``idle_timeout`` seconds without a byte (for HTTP; other
 backends take their own timeouts in ``storage_options``) and after ``deadline`` seconds in all,
-however slowly the server keeps sending. An HTTP response body is read up to the bytes asked for
+however slowly the server keeps sending. On HTTP and every asynchronous backend (s3fs, gcsfs,
+…) the deadline cancels the request itself; a synchronous backend's call cannot be cancelled
+from outside, so there the deadline ends our wait and the call is left to the backend's timeouts. An HTTP response body is read up to the bytes asked for
 and one more: a server that sends more is an ``IoError``, never a download of what it sends.
 """
 
@@ -68,7 +70,7 @@ class FsspecSource:
         if not idle_timeout > 0 or not deadline > 0:
             raise ValueError(f"idle_timeout and deadline must be positive seconds, not {idle_timeout!r} and {deadline!r}")
         options = dict(storage_options or {})
-        self._http = url.split("://", 1)[0].lower() in ("http", "https")
+        self._http = url.split("://", 1)[0].lower() in ("http", "https")  # ranged GETs of our own
         if self._http and "client_kwargs" not in options:
             import aiohttp
 
@@ -80,7 +82,8 @@ class FsspecSource:
         self._file: Any = None
         self._closed = False
         self._fs, self._path = self._call("open", lambda: fsspec.core.url_to_fs(url, **options))
-        if self._http:
+        self._async = bool(getattr(self._fs, "async_impl", False))  # coroutines: cancelled at the deadline
+        if self._http or self._async:
             size = self._call("size request", lambda: self._sync(self._fs._info, self._path)["size"])
         else:
             self._file = self._call("open", lambda: self._bounded(lambda: self._fs.open(self._path, "rb", cache_type="none")))
@@ -126,6 +129,8 @@ class FsspecSource:
                 raise IoError("the remote file is closed", where=self.url)
             if self._http:
                 return self._sync(_http_range, self._fs, self._path, offset, expected)
+            if self._async:
+                return self._sync(_backend_range, self._fs, self._path, offset, expected)
 
             def read() -> bytes:
                 with self._lock:  # taken on the worker: a read left running past its deadline still holds it
@@ -195,6 +200,12 @@ class FsspecSource:
                 file.close()
             except Exception:  # closing a read-only handle has nothing to lose
                 pass
+
+
+async def _backend_range(fs: Any, path: str, offset: int, length: int) -> bytes:
+    """``length`` bytes at ``offset`` from an asynchronous backend's ranged read."""
+    data = await fs._cat_file(path, start=offset, end=offset + length)
+    return bytes(data)
 
 
 async def _http_range(fs: Any, url: str, offset: int, length: int) -> bytes:

@@ -131,14 +131,14 @@ def s3_fetches(monkeypatch):
     import s3fs
 
     fetched: list[tuple[int, int]] = []
-    original = s3fs.core.S3File._fetch_range
+    original = s3fs.core.S3FileSystem._cat_file
 
-    def counting(self, start: int, end: int) -> bytes:
-        data = original(self, start, end)
+    async def counting(self, path, version_id=None, start=None, end=None):
+        data = await original(self, path, version_id=version_id, start=start, end=end)
         fetched.append((start, len(data)))
         return data
 
-    monkeypatch.setattr(s3fs.core.S3File, "_fetch_range", counting)
+    monkeypatch.setattr(s3fs.core.S3FileSystem, "_cat_file", counting)
     return fetched
 
 
@@ -322,6 +322,38 @@ def test_a_dripping_server_is_an_io_error_at_the_deadline(http_server):
     with pytest.raises(burnpack.IoError, match="within the 0.5 s deadline"):
         pack["t05"].numpy()
     assert http_server.bytes_sent < http_server.drip_limit  # given up before the server gave up
+
+
+def test_an_asynchronous_backend_request_is_cancelled_at_the_deadline():
+    import asyncio
+
+    from fsspec.asyn import AsyncFileSystem
+    from fsspec.registry import register_implementation
+
+    from burnpack.remote import FsspecSource
+
+    cancelled: list[bool] = []
+
+    class Stalling(AsyncFileSystem):  # answers the size, then never sends a byte of a range
+        protocol = "stalling"
+
+        async def _info(self, path, **kwargs):
+            return {"name": path, "size": len(DATA), "type": "file"}
+
+        async def _cat_file(self, path, start=None, end=None, **kwargs):
+            if start == 0:
+                return DATA[start:end]
+            try:
+                await asyncio.sleep(3600)
+            except asyncio.CancelledError:
+                cancelled.append(True)
+                raise
+
+    register_implementation("stalling", Stalling, clobber=True)
+    pack = burnpack.load(FsspecSource("stalling://model.bpk", deadline=0.25))
+    with pytest.raises(burnpack.IoError, match="within the 0.25 s deadline"):
+        pack["t05"].numpy()
+    assert cancelled == [True]  # the request itself was cancelled, not only our wait for it
 
 
 def test_request_limits_must_be_positive():
