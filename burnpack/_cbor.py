@@ -873,105 +873,9 @@ class Decoder:
             self.depth = depth
 
     def _skip_plain(self, stack: list[int]) -> bool:
-        """``skip``'s inner loop for the tokens that cannot fail: while the innermost open
-        container is definite, consume scalars, short strings, definite containers and non-bignum
-        tags straight from the bytes, leaving at the first token that needs the careful path
-        (which then reads it from the same state). True when the outermost item completed."""
-        buf, pos, end, depth, scratch = self.buf, self.pos, self.end, self.depth, self.scratch
-        fixed_width = _FIXED_WIDTH
-        wait, backoff = 0, 1  # shaped-head items left to the token path before the next shape attempt
-        done = False
-        while stack and stack[-1] > 0 and pos < end:
-            initial = buf[pos]
-            if initial in _ONE_BYTE_ITEMS and stack[-1] > 1 and (depth or initial in _ONE_BYTE_SCALARS):
-                # Empty arrays and maps only count as plain below the recursion limit.
-                match = (_ITEM_RUN if depth else _SCALAR_RUN).match(buf, pos, min(end, pos + stack[-1] - 1))
-                run = match.end() - pos if match else 0  # the patterns match the empty run too
-                pos += run
-                stack[-1] -= run
-                continue
-            if initial in _SHAPED_HEADS and stack[-1] > 2:
-                # A string or small container: consumed by its shape, with the items after it that
-                # share it. Walking a shape costs about what the token path costs for the item; where
-                # shapes do not repeat, the attempts back off, so mixed content costs what it did.
-                if wait:
-                    wait -= 1
-                else:
-                    shape = _shape(buf, pos, end, depth, scratch)
-                    if shape is not None:
-                        length = shape[0]
-                        same = pos + length < end and buf[pos + length] == initial
-                        run = _shape_run(buf, pos, min(end, pos + length * (stack[-1] - 1)), shape) if same else 1
-                        pos += run * length
-                        stack[-1] -= run
-                        if run >= _SHAPE_PAYS:
-                            backoff = 1
-                        else:
-                            wait, backoff = backoff, min(2 * backoff, _SHAPE_BACKOFF)
-                        continue
-                    wait, backoff = backoff, min(2 * backoff, _SHAPE_BACKOFF)
-            major, info = initial >> 5, initial & 0x1F
-            if info < 24:
-                arg, head = info, 1
-            elif info < 28:
-                head = 1 + (1 << (info - 24))
-                if pos + head < end and buf[pos + head] == initial and fixed_width[initial] and stack[-1] > 2:
-                    # a run of integers or floats of one width (two at least): heads checked in bulk
-                    run = _fixed_run(buf, pos, min(end, pos + head * (stack[-1] - 1)), head)
-                    pos += run * head  # at least the first
-                    stack[-1] -= run
-                    continue
-                if pos + head > end:
-                    break
-                arg = int.from_bytes(buf[pos + 1 : pos + head], "big")
-            else:
-                break
-            if major <= 1:
-                pos += head
-            elif major == 7:
-                if not (20 <= info <= 23 or 25 <= info <= 27):
-                    break
-                pos += head
-            elif major <= 3:
-                if arg > scratch or pos + head + arg > end:
-                    break
-                if major == 3:
-                    try:
-                        buf[pos + head : pos + head + arg].decode("utf-8")
-                    except UnicodeDecodeError:
-                        break
-                pos += head + arg
-            elif major <= 5:
-                if depth == 0:
-                    break
-                pos += head
-                items = arg if major == 4 else 2 * arg
-                if items:
-                    depth -= 1
-                    stack.append(items)
-                    continue
-            else:  # a tag: ignored, its item read next (bignums need the careful path)
-                if arg in (_BIGPOS, _BIGNEG) or depth == 0:
-                    break
-                pos += head
-                depth -= 1
-                stack.append(1)
-                continue
-            while stack:  # the item is complete: count it off, closing the containers it fills
-                top = stack[-1]
-                if top > 1:
-                    stack[-1] = top - 1
-                    break
-                if top == 1:
-                    stack.pop()
-                    depth += 1
-                    continue
-                stack[-1] = _IND_VALUE if top == _IND_KEY else _IND_KEY if top == _IND_VALUE else top
-                break
-            else:
-                done = True
-                break
-        self.pos, self.depth = pos, depth
+        """``skip``'s inner loop for the tokens that cannot fail (``skip_plain``, compiled when
+        the kernel is built): True when the outermost item completed."""
+        self.pos, self.depth, done = skip_plain(self.buf, self.pos, self.end, self.depth, self.scratch, stack)
         return done
 
     def _finished(self, stack: list[int]) -> bool:
@@ -1151,6 +1055,120 @@ def _shape_run(buf: bytes, pos: int, stop: int, shape: Shape) -> int:
         if good < count:
             return run
         chunk *= 2
+
+
+def python_skip_plain(buf: bytes, pos: int, end: int, depth: int, scratch: int, stack: list[int]) -> tuple[int, int, bool]:
+    """``skip``'s inner loop for the tokens that cannot fail: while the innermost open container
+    (``stack[-1]``, a count of items still to come or an indefinite marker) is definite, consume
+    scalars, short strings, definite containers and non-bignum tags straight from the bytes,
+    leaving at the first token that needs the careful path (which then reads it from the same
+    state). Returns (pos, depth, done) and updates ``stack`` in place; ``done`` is True when the
+    outermost item completed. ``burnpack/_cskip.c`` is the same function compiled."""
+    fixed_width = _FIXED_WIDTH
+    wait, backoff = 0, 1  # shaped-head items left to the token path before the next shape attempt
+    done = False
+    while stack and stack[-1] > 0 and pos < end:
+        initial = buf[pos]
+        if initial in _ONE_BYTE_ITEMS and stack[-1] > 1 and (depth or initial in _ONE_BYTE_SCALARS):
+            # Empty arrays and maps only count as plain below the recursion limit.
+            match = (_ITEM_RUN if depth else _SCALAR_RUN).match(buf, pos, min(end, pos + stack[-1] - 1))
+            run = match.end() - pos if match else 0  # the patterns match the empty run too
+            pos += run
+            stack[-1] -= run
+            continue
+        if initial in _SHAPED_HEADS and stack[-1] > 2:
+            # A string or small container: consumed by its shape, with the items after it that
+            # share it. Walking a shape costs about what the token path costs for the item; where
+            # shapes do not repeat, the attempts back off, so mixed content costs what it did.
+            if wait:
+                wait -= 1
+            else:
+                shape = _shape(buf, pos, end, depth, scratch)
+                if shape is not None:
+                    length = shape[0]
+                    same = pos + length < end and buf[pos + length] == initial
+                    run = _shape_run(buf, pos, min(end, pos + length * (stack[-1] - 1)), shape) if same else 1
+                    pos += run * length
+                    stack[-1] -= run
+                    if run >= _SHAPE_PAYS:
+                        backoff = 1
+                    else:
+                        wait, backoff = backoff, min(2 * backoff, _SHAPE_BACKOFF)
+                    continue
+                wait, backoff = backoff, min(2 * backoff, _SHAPE_BACKOFF)
+        major, info = initial >> 5, initial & 0x1F
+        if info < 24:
+            arg, head = info, 1
+        elif info < 28:
+            head = 1 + (1 << (info - 24))
+            if pos + head < end and buf[pos + head] == initial and fixed_width[initial] and stack[-1] > 2:
+                # a run of integers or floats of one width (two at least): heads checked in bulk
+                run = _fixed_run(buf, pos, min(end, pos + head * (stack[-1] - 1)), head)
+                pos += run * head  # at least the first
+                stack[-1] -= run
+                continue
+            if pos + head > end:
+                break
+            arg = int.from_bytes(buf[pos + 1 : pos + head], "big")
+        else:
+            break
+        if major <= 1:
+            pos += head
+        elif major == 7:
+            if not (20 <= info <= 23 or 25 <= info <= 27):
+                break
+            pos += head
+        elif major <= 3:
+            if arg > scratch or pos + head + arg > end:
+                break
+            if major == 3:
+                try:
+                    buf[pos + head : pos + head + arg].decode("utf-8")
+                except UnicodeDecodeError:
+                    break
+            pos += head + arg
+        elif major <= 5:
+            if depth == 0:
+                break
+            pos += head
+            items = arg if major == 4 else 2 * arg
+            if items:
+                depth -= 1
+                stack.append(items)
+                continue
+        else:  # a tag: ignored, its item read next (bignums need the careful path)
+            if arg in (_BIGPOS, _BIGNEG) or depth == 0:
+                break
+            pos += head
+            depth -= 1
+            stack.append(1)
+            continue
+        while stack:  # the item is complete: count it off, closing the containers it fills
+            top = stack[-1]
+            if top > 1:
+                stack[-1] = top - 1
+                break
+            if top == 1:
+                stack.pop()
+                depth += 1
+                continue
+            stack[-1] = _IND_VALUE if top == _IND_KEY else _IND_KEY if top == _IND_VALUE else top
+            break
+        else:
+            done = True
+            break
+    return pos, depth, done
+
+
+try:
+    from ._cskip import skip_plain as _compiled_skip_plain
+except ImportError:  # the optional kernel is not built: the same walk in Python
+    _compiled_skip_plain = None
+
+skip_plain: Callable[[bytes, int, int, int, int, list[int]], tuple[int, int, bool]] = _compiled_skip_plain or python_skip_plain
+"""What ``Decoder.skip`` runs: the compiled kernel when it is built, else ``python_skip_plain``."""
+SKIP_KERNEL = "compiled" if _compiled_skip_plain is not None else "python"
+"""Which ``skip_plain`` is active (docs/codec.md)."""
 
 
 # -- helpers for the generated canonical scanner ---------------------------------------------

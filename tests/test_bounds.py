@@ -237,6 +237,16 @@ def test_skipping_an_unknown_field_gives_serdes_verdict_and_offset(junk, verdict
     assert got == verdict
 
 
+@pytest.fixture
+def python_skip():
+    """Skip with the Python walk, also when the compiled kernel is built (tests/test_skip_kernel.py)."""
+    from burnpack import _cbor
+
+    with mock.patch.object(_cbor, "skip_plain", _cbor.python_skip_plain):
+        yield
+
+
+@pytest.mark.usefixtures("python_skip")
 def test_skipping_a_long_array_of_small_integers_costs_a_constant_number_of_calls():
     from burnpack.metadata import decode_metadata_exact
 
@@ -245,6 +255,7 @@ def test_skipping_a_long_array_of_small_integers_costs_a_constant_number_of_call
     assert _calls(lambda: decode_metadata_exact(long)) == _calls(lambda: decode_metadata_exact(short))
 
 
+@pytest.mark.usefixtures("python_skip")
 @pytest.mark.parametrize(
     "value",
     [1_000, -1_000, 100_000, -100_000, 1 << 40, 1.5, 1.1, 1e300],  # 2-, 3-, 5- and 9-byte items
@@ -287,10 +298,11 @@ def _bulk_and_one_by_one_verdicts(blob: bytes) -> tuple[str, str]:
         except burnpack.MetadataDeserializationError as exc:
             return str(exc)
 
-    bulk = verdict()
-    with mock.patch.object(_cbor, "_fixed_run", lambda buf, pos, stop, width: 1), \
-            mock.patch.object(_cbor, "_shape", lambda buf, pos, end, depth, scratch: None):  # one token at a time
-        return bulk, verdict()
+    with mock.patch.object(_cbor, "skip_plain", _cbor.python_skip_plain):  # the Python walk, also when the kernel is built
+        bulk = verdict()
+        with mock.patch.object(_cbor, "_fixed_run", lambda buf, pos, stop, width: 1), \
+                mock.patch.object(_cbor, "_shape", lambda buf, pos, end, depth, scratch: None):  # one token at a time
+            return bulk, verdict()
 
 
 @settings(max_examples=300, deadline=None)
@@ -311,6 +323,7 @@ def test_skipping_runs_of_same_shaped_items_in_bulk_gives_the_verdict_of_skippin
     assert bulk == one_by_one
 
 
+@pytest.mark.usefixtures("python_skip")
 @pytest.mark.parametrize(
     "item",
     [{"a": 1000}, [1, 2.5, "x"], "hello world", "héllo wörld", b"\x00\xff" * 5, {"name": "layer", "shape": [3, 4], "ok": True}],
@@ -326,6 +339,7 @@ def test_skipping_a_long_array_of_same_shaped_items_costs_calls_growing_with_the
     assert calls(64_000) - calls(1_000) < 300  # a few per byte of the shape and doubling; item by item: over 60,000 more
 
 
+@pytest.mark.usefixtures("python_skip")
 def test_same_shaped_items_may_differ_in_numbers_bytes_and_ascii_text():
     from burnpack.metadata import decode_metadata_exact
 
