@@ -301,7 +301,8 @@ def _bulk_and_one_by_one_verdicts(blob: bytes) -> tuple[str, str]:
     with mock.patch.object(_cbor, "skip_plain", _cbor.python_skip_plain):  # the Python walk, also when the kernel is built
         bulk = verdict()
         with mock.patch.object(_cbor, "_fixed_run", lambda buf, pos, stop, width: 1), \
-                mock.patch.object(_cbor, "_shape", lambda buf, pos, end, depth, scratch: None):  # one token at a time
+                mock.patch.object(_cbor, "_shape", lambda buf, pos, end, depth, scratch: None), \
+                mock.patch.object(_cbor, "_ATOM_HEADS", frozenset()):  # one token at a time
             return bulk, verdict()
 
 

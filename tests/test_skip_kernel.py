@@ -112,7 +112,7 @@ _STACK_ENTRY = st.integers(1, 6) | st.sampled_from([-1, -2, -3, 1 << 63, (1 << 6
 
 @st.composite
 def _valid_items(draw: st.DrawFn) -> bytes:
-    leaf = (st.integers(-(1 << 70), 1 << 70) | st.floats() | st.text(max_size=30) | st.binary(max_size=30) | st.booleans()
+    leaf = (st.integers(-(1 << 70), 1 << 70) | st.floats() | st.text(max_size=70) | st.binary(max_size=70) | st.booleans()
             | st.none())
     tree = st.recursive(leaf, lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=5), inner, max_size=4)
                         | st.builds(cbor2.CBORTag, st.sampled_from([0, 1, 6, 1000, 55799]), inner), max_leaves=30)
@@ -133,7 +133,7 @@ def test_every_implementation_stops_where_the_contract_stops_on_token_soup(buf, 
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(_valid_items(), min_size=1, max_size=20), st.integers(0, 20), st.integers(0, MAX_CBOR_DEPTH), st.integers(0, 30))
+@given(st.lists(_valid_items(), min_size=1, max_size=40), st.integers(0, 20), st.integers(0, MAX_CBOR_DEPTH), st.integers(0, 30))
 def test_every_implementation_stops_where_the_contract_stops_on_valid_cbor(items, count, depth, cut):
     body = b"".join(items)
     buf = b"\x9b" + (count or len(items)).to_bytes(8, "big") + body
@@ -245,3 +245,22 @@ def test_skipping_varied_content_with_the_kernel_costs_a_constant_number_of_pyth
         return _calls(lambda: decode_metadata_exact(blob))
 
     assert calls(100_000) == calls(1_000)
+
+
+@pytest.mark.parametrize("junk", [_varied_atoms, _varied_containers], ids=["atoms", "containers"])
+def test_skipping_varied_content_in_python_gives_the_verdict_of_the_careful_path(junk):
+    blob = _with_unknown_field(junk(5_000)[:-3] + b"\xf0\x00\x00")  # ... and an unknown simple value near the end
+    assert "expected known simple value" in _verdict(blob, _cbor.python_skip_plain)
+    assert _verdict(blob, _cbor.python_skip_plain) == _verdict(blob, _careful_only)
+
+
+def test_skipping_a_long_array_of_varied_atoms_in_python_costs_calls_growing_with_the_log_of_its_length():
+    from burnpack.metadata import decode_metadata_exact
+
+    def calls(count: int) -> int:
+        blob = _with_unknown_field(_varied_atoms(count))
+        with mock.patch.object(_cbor, "skip_plain", _cbor.python_skip_plain):
+            return _calls(lambda: decode_metadata_exact(blob))
+
+    calls(64_000)  # the run patterns are compiled on first use
+    assert calls(64_000) - calls(1_000) < 100  # item by item: over 60,000 more
