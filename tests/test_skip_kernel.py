@@ -102,7 +102,7 @@ _TOKENS = [
     "00", "17", "18ff", "1903e8", "1a00010000", "1b0000000100000000", "20", "3801", "39ffff", "3a7fffffff", "3bffffffffffffffff",
     "f4", "f5", "f6", "f7", "f0", "f818", "f93c00", "fa3f8ccccd", "fb3ff0000000000000", "fc", "fd", "fe", "ff",
     "40", "4100", "42ffff", "5803aabbcc", "60", "6161", "62c3a9", "62c3", "63e282ac", "63eda080", "62c0af", "64f4908080",
-    "64f09f9880", "6180", "780161", "7801", "5a00000001", "5bffffffffffffffff",
+    "64f09f9880", "62e282", "63f09f98", "6180", "780161", "7801", "5a00000001", "5bffffffffffffffff",
     "80", "81", "82", "83", "9803", "a0", "a1", "a2", "b803", "9f", "bf", "5f", "7f", "9b0000000100000000", "bbffffffffffffffff",
     "c6", "d903e8", "c2", "c3", "c24101", "c34100", "d8", "1c", "1f", "3f", "df",
 ]
@@ -152,6 +152,18 @@ def test_every_implementation_stops_where_the_contract_stops_on_random_bytes(buf
 def test_every_implementation_stops_at_the_recursion_limit_as_the_contract_does(nesting, opener):
     inner = bytes.fromhex(opener) * nesting + b"\x01" * 4
     _assert_agree(inner, 0, len(inner), MAX_CBOR_DEPTH, CBOR_SCRATCH_SIZE, [1])
+
+
+_TEXTS = ["", "61", "c3a9", "e282ac", "f09f9880", "c3", "e282", "f09f98", "80", "bf", "c0af", "c1bf", "e080af", "eda080", "edbfbf",
+          "ed9fbf", "ee8080", "f08080af", "f4908080", "f48fbfbf", "f5808080", "ff", "fe"]
+
+
+@pytest.mark.parametrize("ascii_before", [0, 1, 7, 8, 9, 16])
+@pytest.mark.parametrize("text", _TEXTS)
+def test_every_implementation_judges_text_as_pythons_strict_utf8_codec(text, ascii_before):
+    payload = b"a" * ascii_before + bytes.fromhex(text)
+    buf = bytes([0x78, len(payload)]) + payload + b"\x80" * 4  # continuation bytes right after the text
+    _assert_agree(buf, 0, len(buf), MAX_CBOR_DEPTH, CBOR_SCRATCH_SIZE, [3])
 
 
 @pytest.mark.parametrize("count", [(1 << 64) - 1, 2 * ((1 << 64) - 1), 1 << 63])
