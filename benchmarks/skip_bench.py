@@ -24,7 +24,6 @@ import random
 import re
 import struct
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from unittest import mock
@@ -32,6 +31,7 @@ from unittest import mock
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 from benchmarks._results import environment, finish, save  # noqa: E402
+from benchmarks.cbor_decoder_bench import samples  # noqa: E402
 
 _WORDS = ["weight", "bias", "layer", "norm", "conv", "é", "ß", "日本", "😀", "x"]
 
@@ -105,15 +105,6 @@ def pack_with(junk: bytes) -> tuple[bytes, bytes]:
     return head + bytes(-len(head) % 256), blob
 
 
-def best(func: Callable[[], object], repeat: int) -> list[float]:
-    out = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        func()
-        out.append(time.perf_counter() - start)
-    return out
-
-
 _RARE_BYTES = re.compile(rb"[\x1c-\x1e]")
 """Reserved CBOR heads: a regex pass over every byte that finds few matches."""
 
@@ -138,16 +129,16 @@ def main() -> None:
         burnpack.load(pack)  # opens: the unknown field is skipped
         row: dict[str, object] = {"metadata_bytes": len(blob)}
         timings = {
-            "cbor2_loads_s": lambda: best(lambda: cbor2.loads(blob), args.repeat),
-            "bytes_count_s": lambda: best(lambda: blob.count(b"\x00"), args.repeat),
-            "regex_scan_s": lambda: best(lambda: _RARE_BYTES.findall(blob), args.repeat),
+            "cbor2_loads_s": lambda: samples(lambda: cbor2.loads(blob), args.repeat),
+            "bytes_count_s": lambda: samples(lambda: blob.count(b"\x00"), args.repeat),
+            "regex_scan_s": lambda: samples(lambda: _RARE_BYTES.findall(blob), args.repeat),
         }
         if _cbor.SKIP_KERNEL == "compiled":
-            row["load_kernel_s"] = best(lambda: burnpack.load(pack), args.repeat)
+            row["load_kernel_s"] = samples(lambda: burnpack.load(pack), args.repeat)
         for name, run in timings.items():
             row[name] = run()
         with mock.patch.object(_cbor, "skip_plain", _cbor.python_skip_plain):
-            row["load_python_s"] = best(lambda: burnpack.load(pack), args.python_repeat)
+            row["load_python_s"] = samples(lambda: burnpack.load(pack), args.python_repeat)
         line = [f"{mix:11} {len(blob) / 1e6:6.1f} MB"]
         for name in [key for key in ("load_kernel_s", "load_python_s", "cbor2_loads_s", "bytes_count_s", "regex_scan_s") if key in row]:
             seconds = min(row[name])  # type: ignore[type-var]

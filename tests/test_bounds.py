@@ -24,6 +24,7 @@ from burnpack._generated.layout import MAX_TENSOR_COUNT
 from burnpack.interop.safetensors import parse_safetensors
 from burnpack.errors import SafetensorsError
 from tests.conftest import peak_bytes
+from tests.conftest import python_calls as _calls
 
 
 def _file(blob: bytes, data: bytes = b"") -> bytes:
@@ -165,21 +166,6 @@ def test_the_writer_refuses_metadata_larger_than_a_reader_accepts():
 
 
 # -- safetensors ---------------------------------------------------------------------------------
-def _calls(func) -> int:
-    count = 0
-
-    def profile(frame, event, arg):
-        nonlocal count
-        count += event in ("call", "c_call")
-
-    sys.setprofile(profile)
-    try:
-        func()
-    finally:
-        sys.setprofile(None)
-    return count
-
-
 def _repeated_key_header(entries: int) -> bytes:
     body = ",".join(f'"k{i}":{{}}' for i in range(entries)) + ',"k0":{}'
     header = ("{" + body + "}").encode()

@@ -2,16 +2,15 @@
 implementations: the Python walk (``_cbor.python_skip_plain``, always tested) and the compiled
 kernel (``burnpack/_cskip.c``, tested when it is built).
 
-Each implementation must leave exactly the state the reference below leaves — the contract,
-token by token: consume what serde's IgnoredAny cannot fail on while the innermost open container
-is definite, stop at the first token that needs the careful path. And skipping through either
-must give Burn's verdict, error and offset, as the careful path alone gives it.
+Each implementation must leave exactly the state the reference leaves — the contract, token by
+token: consume what serde's IgnoredAny cannot fail on while the innermost open container is
+definite, stop at the first token that needs the careful path. And skipping through either must
+give Burn's verdict, error and offset, as the careful path alone gives it.
 """
 
 from __future__ import annotations
 
 import struct
-import sys
 from collections.abc import Callable
 from unittest import mock
 
@@ -23,6 +22,7 @@ from hypothesis import strategies as st
 import burnpack
 from burnpack import _cbor
 from burnpack._generated.layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH
+from tests.conftest import python_calls
 
 SkipPlain = Callable[[bytes, int, int, int, int, list[int]], tuple[int, int, bool]]
 
@@ -32,61 +32,11 @@ if _cbor._compiled_skip_plain is not None:
 
 
 def reference_skip_plain(buf: bytes, pos: int, end: int, depth: int, scratch: int, stack: list[int]) -> tuple[int, int, bool]:
-    """The contract, one token at a time."""
-    while stack and stack[-1] > 0 and pos < end:
-        initial = buf[pos]
-        major, info = initial >> 5, initial & 0x1F
-        if info < 24:
-            arg, head = info, 1
-        elif info < 28:
-            head = 1 + (1 << (info - 24))
-            if pos + head > end:
-                break
-            arg = int.from_bytes(buf[pos + 1 : pos + head], "big")
-        else:
-            break  # indefinite lengths, reserved values
-        if major <= 1 or (major == 7 and info in (20, 21, 22, 23, 25, 26, 27)):
-            pos += head
-        elif major == 7:
-            break  # unknown simple values
-        elif major <= 3:
-            if arg > scratch or pos + head + arg > end:
-                break
-            if major == 3:
-                try:
-                    buf[pos + head : pos + head + arg].decode("utf-8")
-                except UnicodeDecodeError:
-                    break
-            pos += head + arg
-        elif major <= 5:
-            if depth == 0:
-                break  # the recursion limit
-            pos += head
-            items = arg if major == 4 else 2 * arg
-            if items:
-                depth -= 1
-                stack.append(items)
-                continue
-        else:
-            if arg in (2, 3) or depth == 0:
-                break  # bignums
-            pos += head
-            depth -= 1
-            stack.append(1)
-            continue
-        while stack:
-            if stack[-1] > 1:
-                stack[-1] -= 1
-                break
-            if stack[-1] == 1:
-                stack.pop()
-                depth += 1
-                continue
-            stack[-1] = {-2: -3, -3: -2}.get(stack[-1], stack[-1])
-            break
-        else:
-            return pos, depth, True
-    return pos, depth, False
+    """The contract, one token at a time: the Python walk with every bulk path switched off (the
+    token path itself gives the careful path's verdicts: the tests at the end of this file)."""
+    with mock.patch.object(_cbor, "_ONE_BYTE_ITEMS", frozenset()), mock.patch.object(_cbor, "_FIXED_WIDTH", bytes(256)), \
+            mock.patch.object(_cbor, "_ATOM_HEADS", frozenset()), mock.patch.object(_cbor, "_SHAPED_HEADS", frozenset()):
+        return _cbor.python_skip_plain(buf, pos, end, depth, scratch, stack)
 
 
 def _run(func: SkipPlain, buf: bytes, pos: int, end: int, depth: int, scratch: int, stack: list[int]) -> tuple:
@@ -206,26 +156,11 @@ def _verdict(blob: bytes, func: SkipPlain) -> str:
 def test_skipping_through_every_implementation_gives_the_verdict_of_the_careful_path(tokens, count, nesting):
     blob = _with_unknown_field(b"\x81" * nesting + bytes([0x98, count]) + tokens)
     expected = _verdict(blob, _careful_only)
-    for name, func in IMPLEMENTATIONS.items():
+    for name, func in {**IMPLEMENTATIONS, "reference": reference_skip_plain}.items():
         assert _verdict(blob, func) == expected, name
 
 
 # -- which path skipping takes, and what it costs ------------------------------------------------
-def _calls(func: Callable[[], object]) -> int:
-    count = 0
-
-    def profile(frame: object, event: str, arg: object) -> None:
-        nonlocal count
-        count += event in ("call", "c_call")
-
-    sys.setprofile(profile)
-    try:
-        func()
-    finally:
-        sys.setprofile(None)
-    return count
-
-
 def _varied_atoms(count: int) -> bytes:
     """An array of ``count`` atoms whose kinds and widths change from item to item."""
     cycle = [b"\x01", b"\x19\x03\xe8", b"\x63abc", b"\xfa\x3f\x8c\xcc\xcd", b"\x38\x07", b"\x42\x00\xff", b"\xf5",
@@ -249,12 +184,12 @@ def test_load_skips_an_ignored_value_with_the_compiled_kernel_when_it_is_built()
 
 @pytest.mark.skipif("compiled" not in IMPLEMENTATIONS, reason="the optional compiled kernel is not built")
 @pytest.mark.parametrize("junk", [_varied_atoms, _varied_containers], ids=["atoms", "containers"])
-def test_skipping_varied_content_with_the_kernel_costs_a_constant_number_of_python_calls(junk):
+def test_skipping_varied_content_with_the_kernel_costs_a_constant_number_of_pythonpython_calls(junk):
     from burnpack.metadata import decode_metadata_exact
 
     def calls(count: int) -> int:
         blob = _with_unknown_field(junk(count))
-        return _calls(lambda: decode_metadata_exact(blob))
+        return python_calls(lambda: decode_metadata_exact(blob))
 
     assert calls(100_000) == calls(1_000)
 
@@ -272,7 +207,7 @@ def test_skipping_a_long_array_of_varied_atoms_in_python_costs_calls_growing_wit
     def calls(count: int) -> int:
         blob = _with_unknown_field(_varied_atoms(count))
         with mock.patch.object(_cbor, "skip_plain", _cbor.python_skip_plain):
-            return _calls(lambda: decode_metadata_exact(blob))
+            return python_calls(lambda: decode_metadata_exact(blob))
 
     calls(64_000)  # the run patterns are compiled on first use
     assert calls(64_000) - calls(1_000) < 100  # item by item: over 60,000 more
