@@ -1105,39 +1105,37 @@ def python_skip_plain(buf: bytes, pos: int, end: int, depth: int, scratch: int, 
             pos += run
             stack[-1] -= run
             continue
-        width = fixed_width[initial]
-        if (initial in _ATOM_HEADS and stack[-1] > 2 and scratch >= _ATOM_STRING_MAX
-                and not (width > 1 and pos + width < end and buf[pos + width] == initial)):  # (one width: below)
-            # A run of atoms of any kinds: 1, 2, 4, ... 4096 of them per regex match while they
-            # last, halving at the run's end, so sre scans every item about 3 times at most.
-            # Short runs count as misses: the attempts back off, so content that rarely holds
-            # atoms in a row costs what the token path costs.
-            if atom_wait:
-                atom_wait -= 1
-            else:
-                remaining, k = stack[-1] - 1, 0
-                while True:
-                    while 1 << k > remaining:
-                        k -= 1
-                    match = (atom_runs[k] or _atom_run(k)).match(buf, pos, end)
-                    if match is None:
-                        if not k:
-                            break
-                        k -= 1
-                        continue
-                    pos = match.end()
-                    remaining -= 1 << k
-                    if not remaining:
+        if atom_wait:
+            atom_wait -= 1
+        elif (initial in _ATOM_HEADS and stack[-1] > 2 and scratch >= _ATOM_STRING_MAX
+              and not ((width := fixed_width[initial]) > 1 and pos + width < end and buf[pos + width] == initial)):
+            # A run of atoms of any kinds (one width: below): 1, 2, 4, ... 4096 of them per regex
+            # match while they last, halving at the run's end, so sre scans every item about 3
+            # times at most. A short run counts as a miss: the next attempts wait 1, 2, 4, ... 64
+            # items, so content that rarely holds atoms in a row costs what the token path costs.
+            remaining, k = stack[-1] - 1, 0
+            while True:
+                while 1 << k > remaining:
+                    k -= 1
+                match = (atom_runs[k] or _atom_run(k)).match(buf, pos, end)
+                if match is None:
+                    if not k:
                         break
-                    k = min(k + 1, len(atom_runs) - 1)
-                run = stack[-1] - 1 - remaining
-                if run >= _SHAPE_PAYS:
-                    atom_backoff = 1
-                else:
-                    atom_wait, atom_backoff = atom_backoff, min(2 * atom_backoff, _SHAPE_BACKOFF)
-                if run:
-                    stack[-1] = remaining + 1
+                    k -= 1
                     continue
+                pos = match.end()
+                remaining -= 1 << k
+                if not remaining:
+                    break
+                k = min(k + 1, len(atom_runs) - 1)
+            run = stack[-1] - 1 - remaining
+            if run >= _SHAPE_PAYS:
+                atom_backoff = 1
+            else:
+                atom_wait, atom_backoff = atom_backoff, min(2 * atom_backoff, _SHAPE_BACKOFF)
+            if run:
+                stack[-1] = remaining + 1
+                continue
         if initial in _SHAPED_HEADS and stack[-1] > 2:
             # A string or small container: consumed by its shape, with the items after it that
             # share it. Walking a shape costs about what the token path costs for the item; where
@@ -1163,7 +1161,7 @@ def python_skip_plain(buf: bytes, pos: int, end: int, depth: int, scratch: int, 
             arg, head = info, 1
         elif info < 28:
             head = 1 + (1 << (info - 24))
-            if pos + head < end and buf[pos + head] == initial and width and stack[-1] > 2:
+            if pos + head < end and buf[pos + head] == initial and fixed_width[initial] and stack[-1] > 2:
                 # a run of integers or floats of one width (two at least): heads checked in bulk
                 run = _fixed_run(buf, pos, min(end, pos + head * (stack[-1] - 1)), head)
                 pos += run * head  # at least the first
