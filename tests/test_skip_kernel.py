@@ -11,6 +11,7 @@ give Burn's verdict, error and offset, as the careful path alone gives it.
 from __future__ import annotations
 
 import struct
+import sys
 from collections.abc import Callable
 from unittest import mock
 
@@ -175,6 +176,21 @@ def _varied_containers(count: int) -> bytes:
               b"\xd9\x03\xe8\x81\xf6", b"\x84\x01\x02\x03\x04", b"\xa1\x41\x00\xfa\x3f\x8c\xcc\xcd"]
     items = [shapes[(i * 5 + i // 8) % len(shapes)] for i in range(count)]
     return b"\x9a" + struct.pack(">I", count) + b"".join(items)
+
+
+def test_without_the_kernel_load_skips_an_ignored_value_with_the_python_walk():
+    import subprocess
+
+    script = (
+        "import sys; sys.modules['burnpack._cskip'] = None  # as when the optional build failed\n"
+        "import struct, burnpack; from burnpack import _cbor\n"
+        "blob = bytes.fromhex('a26774656e736f7273a0617a') + bytes.fromhex(sys.argv[1])\n"
+        "head = b'NRUB' + struct.pack('<HI', 1, len(blob)) + blob\n"
+        "burnpack.load(head + bytes(-len(head) % 256))\n"
+        "print(_cbor.SKIP_KERNEL, _cbor.skip_plain is _cbor.python_skip_plain)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script, _varied_containers(1_000).hex()], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["python", "True"]
 
 
 @pytest.mark.skipif("compiled" not in IMPLEMENTATIONS, reason="the optional compiled kernel is not built")
