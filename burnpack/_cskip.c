@@ -26,6 +26,10 @@ typedef __int128 count_t;
 #define IND_VALUE (-3)
 
 static int to_count(PyObject *item, count_t *out) {
+    if (!PyLong_CheckExact(item)) { /* no __index__: no Python code may run (and change the list) mid-walk */
+        PyErr_SetString(PyExc_TypeError, "skip_plain: stack entries must be ints");
+        return -1;
+    }
     int overflow = 0;
     long long small = PyLong_AsLongLongAndOverflow(item, &overflow);
     if (small == -1 && PyErr_Occurred()) return -1;

@@ -228,3 +228,15 @@ def test_skipping_a_long_array_of_varied_atoms_in_python_costs_calls_growing_wit
     for k in range(len(_cbor._ATOM_RUNS)):  # the run patterns, compiled once, on first use
         _cbor._atom_run(k)
     assert calls(64_000) - calls(1_000) < 100  # item by item: over 60,000 more
+
+
+@pytest.mark.skipif("compiled" not in IMPLEMENTATIONS, reason="the optional compiled kernel is not built")
+@pytest.mark.parametrize("args, error", [
+    ((b"\x01", 0, 1, 5, 10, [True]), TypeError),  # no int subclass: its __index__ could change the stack mid-walk
+    ((b"\x01", 0, 2, 5, 10, [3]), ValueError),  # an end past the buffer
+    ((b"\x01", 2, 1, 5, 10, [3]), ValueError),
+    ((b"\x01", 0, 1, -1, 10, [3]), ValueError),
+])
+def test_the_kernel_refuses_arguments_outside_its_contract(args, error):
+    with pytest.raises(error):
+        _cbor._compiled_skip_plain(*args)
