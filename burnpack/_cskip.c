@@ -48,9 +48,9 @@ static int to_count(PyObject *item, count_t *out) {
 #else
     if (_PyLong_AsByteArray((PyLongObject *)item, bytes, 16, 1, 1) < 0) return -1;
 #endif
-    count_t value = 0;
+    unsigned __int128 value = 0; /* two's complement bits, shifted unsigned */
     for (int i = 15; i >= 0; i--) value = (value << 8) | bytes[i];
-    *out = value;
+    *out = (count_t)value;
     return 0;
 }
 
