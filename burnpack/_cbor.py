@@ -873,105 +873,9 @@ class Decoder:
             self.depth = depth
 
     def _skip_plain(self, stack: list[int]) -> bool:
-        """``skip``'s inner loop for the tokens that cannot fail: while the innermost open
-        container is definite, consume scalars, short strings, definite containers and non-bignum
-        tags straight from the bytes, leaving at the first token that needs the careful path
-        (which then reads it from the same state). True when the outermost item completed."""
-        buf, pos, end, depth, scratch = self.buf, self.pos, self.end, self.depth, self.scratch
-        fixed_width = _FIXED_WIDTH
-        wait, backoff = 0, 1  # shaped-head items left to the token path before the next shape attempt
-        done = False
-        while stack and stack[-1] > 0 and pos < end:
-            initial = buf[pos]
-            if initial in _ONE_BYTE_ITEMS and stack[-1] > 1 and (depth or initial in _ONE_BYTE_SCALARS):
-                # Empty arrays and maps only count as plain below the recursion limit.
-                match = (_ITEM_RUN if depth else _SCALAR_RUN).match(buf, pos, min(end, pos + stack[-1] - 1))
-                run = match.end() - pos if match else 0  # the patterns match the empty run too
-                pos += run
-                stack[-1] -= run
-                continue
-            if initial in _SHAPED_HEADS and stack[-1] > 2:
-                # A string or small container: consumed by its shape, with the items after it that
-                # share it. Walking a shape costs about what the token path costs for the item; where
-                # shapes do not repeat, the attempts back off, so mixed content costs what it did.
-                if wait:
-                    wait -= 1
-                else:
-                    shape = _shape(buf, pos, end, depth, scratch)
-                    if shape is not None:
-                        length = shape[0]
-                        same = pos + length < end and buf[pos + length] == initial
-                        run = _shape_run(buf, pos, min(end, pos + length * (stack[-1] - 1)), shape) if same else 1
-                        pos += run * length
-                        stack[-1] -= run
-                        if run >= _SHAPE_PAYS:
-                            backoff = 1
-                        else:
-                            wait, backoff = backoff, min(2 * backoff, _SHAPE_BACKOFF)
-                        continue
-                    wait, backoff = backoff, min(2 * backoff, _SHAPE_BACKOFF)
-            major, info = initial >> 5, initial & 0x1F
-            if info < 24:
-                arg, head = info, 1
-            elif info < 28:
-                head = 1 + (1 << (info - 24))
-                if pos + head < end and buf[pos + head] == initial and fixed_width[initial] and stack[-1] > 2:
-                    # a run of integers or floats of one width (two at least): heads checked in bulk
-                    run = _fixed_run(buf, pos, min(end, pos + head * (stack[-1] - 1)), head)
-                    pos += run * head  # at least the first
-                    stack[-1] -= run
-                    continue
-                if pos + head > end:
-                    break
-                arg = int.from_bytes(buf[pos + 1 : pos + head], "big")
-            else:
-                break
-            if major <= 1:
-                pos += head
-            elif major == 7:
-                if not (20 <= info <= 23 or 25 <= info <= 27):
-                    break
-                pos += head
-            elif major <= 3:
-                if arg > scratch or pos + head + arg > end:
-                    break
-                if major == 3:
-                    try:
-                        buf[pos + head : pos + head + arg].decode("utf-8")
-                    except UnicodeDecodeError:
-                        break
-                pos += head + arg
-            elif major <= 5:
-                if depth == 0:
-                    break
-                pos += head
-                items = arg if major == 4 else 2 * arg
-                if items:
-                    depth -= 1
-                    stack.append(items)
-                    continue
-            else:  # a tag: ignored, its item read next (bignums need the careful path)
-                if arg in (_BIGPOS, _BIGNEG) or depth == 0:
-                    break
-                pos += head
-                depth -= 1
-                stack.append(1)
-                continue
-            while stack:  # the item is complete: count it off, closing the containers it fills
-                top = stack[-1]
-                if top > 1:
-                    stack[-1] = top - 1
-                    break
-                if top == 1:
-                    stack.pop()
-                    depth += 1
-                    continue
-                stack[-1] = _IND_VALUE if top == _IND_KEY else _IND_KEY if top == _IND_VALUE else top
-                break
-            else:
-                done = True
-                break
-        self.pos, self.depth = pos, depth
+        """``skip``'s inner loop for the tokens that cannot fail (``skip_plain``, compiled when
+        the kernel is built): True when the outermost item completed."""
+        self.pos, self.depth, done = skip_plain(self.buf, self.pos, self.end, self.depth, self.scratch, stack)
         return done
 
     def _finished(self, stack: list[int]) -> bool:
@@ -1035,13 +939,41 @@ def _fixed_run(buf: bytes, pos: int, stop: int, width: int) -> int:
         chunk *= 2
 
 
+# Atoms: items complete in themselves that serde's skip accepts whatever their argument holds —
+# integers and floats of every width, false/true/null/undefined, byte strings and ASCII text up to
+# _ATOM_STRING_MAX bytes (length in the head or in one byte). Their heads are disjoint, so a run of
+# 2**k atoms is one possessive regex match that never backtracks.
+_ATOM_STRING_MAX = 63
+_ATOM = b"|".join(
+    [rb"[\x00-\x17\x20-\x37\xf4-\xf7]", rb"[\x18\x38][\x00-\xff]", rb"[\x19\x39\xf9][\x00-\xff]{2}",
+     rb"[\x1a\x3a\xfa][\x00-\xff]{4}", rb"[\x1b\x3b\xfb][\x00-\xff]{8}"]
+    + [rb"\x%02x[\x00-\xff]{%d}" % (0x40 + n, n) for n in range(24)]
+    + [rb"\x%02x[\x00-\x7f]{%d}" % (0x60 + n, n) for n in range(24)]
+    + [rb"\x58(?:" + b"|".join(rb"\x%02x[\x00-\xff]{%d}" % (n, n) for n in range(24, _ATOM_STRING_MAX + 1)) + b")"]
+    + [rb"\x78(?:" + b"|".join(rb"\x%02x[\x00-\x7f]{%d}" % (n, n) for n in range(24, _ATOM_STRING_MAX + 1)) + b")"]
+)
+_ATOM_RUNS: list[re.Pattern[bytes] | None] = [None] * 13
+"""``_atom_run(k)`` matches exactly 2**k atoms (up to 4096), compiled on first use."""
+_ATOM_HEADS = frozenset(
+    [*range(0x00, 0x1C), *range(0x20, 0x3C), *range(0x40, 0x59), *range(0x60, 0x79), *range(0xF4, 0xF8), *range(0xF9, 0xFC)]
+)
+
+
+def _atom_run(k: int) -> re.Pattern[bytes]:
+    pattern = _ATOM_RUNS[k]
+    if pattern is None:
+        pattern = _ATOM_RUNS[k] = re.compile(b"(?:" + _ATOM + b"){%d}+" % (1 << k))
+    return pattern
+
+
 # Heads of the items ``skip`` consumes by their shape: strings with a length up to 255, arrays
 # and maps with up to 255 entries.
 _SHAPED_HEADS = frozenset([*range(0x40, 0x59), *range(0x60, 0x79), *range(0x80, 0x99), *range(0xA0, 0xB9)])
 _SHAPE_MAX = 512
 """The longest item given a shape: its bytes are walked once in Python, the items after it in bulk."""
 _SHAPE_PAYS, _SHAPE_BACKOFF = 8, 64
-"""A run of fewer items than this counts as a miss: the next attempts wait 1, 2, 4, ... 64 items."""
+"""A run of fewer items than this counts as a miss (of a shape, or of atoms): the next attempts wait
+1, 2, 4, ... 64 items."""
 _NON_ASCII = re.compile(rb"[\x80-\xff]")
 
 
@@ -1151,6 +1083,152 @@ def _shape_run(buf: bytes, pos: int, stop: int, shape: Shape) -> int:
         if good < count:
             return run
         chunk *= 2
+
+
+def python_skip_plain(buf: bytes, pos: int, end: int, depth: int, scratch: int, stack: list[int]) -> tuple[int, int, bool]:
+    """``skip``'s inner loop for the tokens that cannot fail: while the innermost open container
+    (``stack[-1]``, a count of items still to come or an indefinite marker) is definite, consume
+    scalars, short strings, definite containers and non-bignum tags straight from the bytes,
+    leaving at the first token that needs the careful path (which then reads it from the same
+    state). Returns (pos, depth, done) and updates ``stack`` in place; ``done`` is True when the
+    outermost item completed. ``burnpack/_cskip.c`` is the same function compiled."""
+    fixed_width, atom_runs = _FIXED_WIDTH, _ATOM_RUNS
+    wait, backoff = 0, 1  # shaped-head items left to the token path before the next shape attempt
+    atom_wait, atom_backoff = 0, 1  # the same for runs of atoms
+    done = False
+    while stack and stack[-1] > 0 and pos < end:
+        initial = buf[pos]
+        if initial in _ONE_BYTE_ITEMS and stack[-1] > 1 and (depth or initial in _ONE_BYTE_SCALARS):
+            # Empty arrays and maps only count as plain below the recursion limit.
+            match = (_ITEM_RUN if depth else _SCALAR_RUN).match(buf, pos, min(end, pos + stack[-1] - 1))
+            run = match.end() - pos if match else 0  # the patterns match the empty run too
+            pos += run
+            stack[-1] -= run
+            continue
+        if atom_wait:
+            atom_wait -= 1
+        elif (initial in _ATOM_HEADS and stack[-1] > 2 and scratch >= _ATOM_STRING_MAX
+              and not ((width := fixed_width[initial]) > 1 and pos + width < end and buf[pos + width] == initial)):
+            # A run of atoms of any kinds (one width: below): 1, 2, 4, ... 4096 of them per regex
+            # match while they last, halving at the run's end, so sre scans every item about 3
+            # times at most. A short run counts as a miss: the next attempts wait 1, 2, 4, ... 64
+            # items, so content that rarely holds atoms in a row costs what the token path costs.
+            remaining, k = stack[-1] - 1, 0
+            while True:
+                while 1 << k > remaining:
+                    k -= 1
+                match = (atom_runs[k] or _atom_run(k)).match(buf, pos, end)
+                if match is None:
+                    if not k:
+                        break
+                    k -= 1
+                    continue
+                pos = match.end()
+                remaining -= 1 << k
+                if not remaining:
+                    break
+                k = min(k + 1, len(atom_runs) - 1)
+            run = stack[-1] - 1 - remaining
+            if run >= _SHAPE_PAYS:
+                atom_backoff = 1
+            else:
+                atom_wait, atom_backoff = atom_backoff, min(2 * atom_backoff, _SHAPE_BACKOFF)
+            if run:
+                stack[-1] = remaining + 1
+                continue
+        if initial in _SHAPED_HEADS and stack[-1] > 2:
+            # A string or small container: consumed by its shape, with the items after it that
+            # share it. Walking a shape costs about what the token path costs for the item; where
+            # shapes do not repeat, the attempts back off, so mixed content costs what it did.
+            if wait:
+                wait -= 1
+            else:
+                shape = _shape(buf, pos, end, depth, scratch)
+                if shape is not None:
+                    length = shape[0]
+                    same = pos + length < end and buf[pos + length] == initial
+                    run = _shape_run(buf, pos, min(end, pos + length * (stack[-1] - 1)), shape) if same else 1
+                    pos += run * length
+                    stack[-1] -= run
+                    if run >= _SHAPE_PAYS:
+                        backoff = 1
+                    else:
+                        wait, backoff = backoff, min(2 * backoff, _SHAPE_BACKOFF)
+                    continue
+                wait, backoff = backoff, min(2 * backoff, _SHAPE_BACKOFF)
+        major, info = initial >> 5, initial & 0x1F
+        if info < 24:
+            arg, head = info, 1
+        elif info < 28:
+            head = 1 + (1 << (info - 24))
+            if pos + head < end and buf[pos + head] == initial and fixed_width[initial] and stack[-1] > 2:
+                # a run of integers or floats of one width (two at least): heads checked in bulk
+                run = _fixed_run(buf, pos, min(end, pos + head * (stack[-1] - 1)), head)
+                pos += run * head  # at least the first
+                stack[-1] -= run
+                continue
+            if pos + head > end:
+                break
+            arg = int.from_bytes(buf[pos + 1 : pos + head], "big")
+        else:
+            break
+        if major <= 1:
+            pos += head
+        elif major == 7:
+            if not (20 <= info <= 23 or 25 <= info <= 27):
+                break
+            pos += head
+        elif major <= 3:
+            if arg > scratch or pos + head + arg > end:
+                break
+            if major == 3:
+                try:
+                    buf[pos + head : pos + head + arg].decode("utf-8")
+                except UnicodeDecodeError:
+                    break
+            pos += head + arg
+        elif major <= 5:
+            if depth == 0:
+                break
+            pos += head
+            items = arg if major == 4 else 2 * arg
+            if items:
+                depth -= 1
+                stack.append(items)
+                continue
+        else:  # a tag: ignored, its item read next (bignums need the careful path)
+            if arg in (_BIGPOS, _BIGNEG) or depth == 0:
+                break
+            pos += head
+            depth -= 1
+            stack.append(1)
+            continue
+        while stack:  # the item is complete: count it off, closing the containers it fills
+            top = stack[-1]
+            if top > 1:
+                stack[-1] = top - 1
+                break
+            if top == 1:
+                stack.pop()
+                depth += 1
+                continue
+            stack[-1] = _IND_VALUE if top == _IND_KEY else _IND_KEY if top == _IND_VALUE else top
+            break
+        else:
+            done = True
+            break
+    return pos, depth, done
+
+
+try:
+    from ._cskip import skip_plain as _compiled_skip_plain
+except ImportError:  # the optional kernel is not built: the same walk in Python
+    _compiled_skip_plain = None
+
+skip_plain: Callable[[bytes, int, int, int, int, list[int]], tuple[int, int, bool]] = _compiled_skip_plain or python_skip_plain
+"""What ``Decoder.skip`` runs: the compiled kernel when it is built, else ``python_skip_plain``."""
+SKIP_KERNEL = "compiled" if _compiled_skip_plain is not None else "python"
+"""Which ``skip_plain`` is active (docs/codec.md)."""
 
 
 # -- helpers for the generated canonical scanner ---------------------------------------------

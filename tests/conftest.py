@@ -10,6 +10,7 @@ Tests parameterized over a fixture folder are still collected when it is absent:
 from __future__ import annotations
 
 import os
+import sys
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -61,3 +62,19 @@ def peak_bytes(func: Callable[[], object]) -> int:
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+def python_calls(func: Callable[[], object]) -> int:
+    """Python and C function calls made while ``func`` ran (``sys.setprofile``): for work-bound tests."""
+    count = 0
+
+    def profile(frame: object, event: str, arg: object) -> None:
+        nonlocal count
+        count += event in ("call", "c_call")
+
+    sys.setprofile(profile)
+    try:
+        func()
+    finally:
+        sys.setprofile(None)
+    return count

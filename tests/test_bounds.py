@@ -24,6 +24,7 @@ from burnpack._generated.layout import MAX_TENSOR_COUNT
 from burnpack.interop.safetensors import parse_safetensors
 from burnpack.errors import SafetensorsError
 from tests.conftest import peak_bytes
+from tests.conftest import python_calls as _calls
 
 
 def _file(blob: bytes, data: bytes = b"") -> bytes:
@@ -165,21 +166,6 @@ def test_the_writer_refuses_metadata_larger_than_a_reader_accepts():
 
 
 # -- safetensors ---------------------------------------------------------------------------------
-def _calls(func) -> int:
-    count = 0
-
-    def profile(frame, event, arg):
-        nonlocal count
-        count += event in ("call", "c_call")
-
-    sys.setprofile(profile)
-    try:
-        func()
-    finally:
-        sys.setprofile(None)
-    return count
-
-
 def _repeated_key_header(entries: int) -> bytes:
     body = ",".join(f'"k{i}":{{}}' for i in range(entries)) + ',"k0":{}'
     header = ("{" + body + "}").encode()
@@ -237,6 +223,19 @@ def test_skipping_an_unknown_field_gives_serdes_verdict_and_offset(junk, verdict
     assert got == verdict
 
 
+@pytest.fixture
+def python_skip():
+    """Skip with the Python walk, also when the compiled kernel is built (tests/test_skip_kernel.py),
+    its run patterns compiled beforehand (they are compiled once, on first use)."""
+    from burnpack import _cbor
+
+    for k in range(len(_cbor._ATOM_RUNS)):
+        _cbor._atom_run(k)
+    with mock.patch.object(_cbor, "skip_plain", _cbor.python_skip_plain):
+        yield
+
+
+@pytest.mark.usefixtures("python_skip")
 def test_skipping_a_long_array_of_small_integers_costs_a_constant_number_of_calls():
     from burnpack.metadata import decode_metadata_exact
 
@@ -245,6 +244,7 @@ def test_skipping_a_long_array_of_small_integers_costs_a_constant_number_of_call
     assert _calls(lambda: decode_metadata_exact(long)) == _calls(lambda: decode_metadata_exact(short))
 
 
+@pytest.mark.usefixtures("python_skip")
 @pytest.mark.parametrize(
     "value",
     [1_000, -1_000, 100_000, -100_000, 1 << 40, 1.5, 1.1, 1e300],  # 2-, 3-, 5- and 9-byte items
@@ -287,10 +287,12 @@ def _bulk_and_one_by_one_verdicts(blob: bytes) -> tuple[str, str]:
         except burnpack.MetadataDeserializationError as exc:
             return str(exc)
 
-    bulk = verdict()
-    with mock.patch.object(_cbor, "_fixed_run", lambda buf, pos, stop, width: 1), \
-            mock.patch.object(_cbor, "_shape", lambda buf, pos, end, depth, scratch: None):  # one token at a time
-        return bulk, verdict()
+    with mock.patch.object(_cbor, "skip_plain", _cbor.python_skip_plain):  # the Python walk, also when the kernel is built
+        bulk = verdict()
+        with mock.patch.object(_cbor, "_fixed_run", lambda buf, pos, stop, width: 1), \
+                mock.patch.object(_cbor, "_shape", lambda buf, pos, end, depth, scratch: None), \
+                mock.patch.object(_cbor, "_ATOM_HEADS", frozenset()):  # one token at a time
+            return bulk, verdict()
 
 
 @settings(max_examples=300, deadline=None)
@@ -311,6 +313,7 @@ def test_skipping_runs_of_same_shaped_items_in_bulk_gives_the_verdict_of_skippin
     assert bulk == one_by_one
 
 
+@pytest.mark.usefixtures("python_skip")
 @pytest.mark.parametrize(
     "item",
     [{"a": 1000}, [1, 2.5, "x"], "hello world", "héllo wörld", b"\x00\xff" * 5, {"name": "layer", "shape": [3, 4], "ok": True}],
@@ -326,6 +329,7 @@ def test_skipping_a_long_array_of_same_shaped_items_costs_calls_growing_with_the
     assert calls(64_000) - calls(1_000) < 300  # a few per byte of the shape and doubling; item by item: over 60,000 more
 
 
+@pytest.mark.usefixtures("python_skip")
 def test_same_shaped_items_may_differ_in_numbers_bytes_and_ascii_text():
     from burnpack.metadata import decode_metadata_exact
 

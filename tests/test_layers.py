@@ -22,8 +22,8 @@ LAYERS = ("errors", "_generated", "container", "records", "interop", "cli")
 CLI_MODULES = {"burnpack.cli", "burnpack.__main__", "burnpack.batch", "burnpack.records.cli", "burnpack.interop.cli"}
 CLI_PACKAGES = ("burnpack.commands", "burnpack.view")
 """Packages that are command-line consumers of the layers below as a whole."""
-LOW_LEVEL = {"burnpack._generated", "burnpack._cbor"}
-"""The generated codec and the CBOR primitives it is written in."""
+LOW_LEVEL = {"burnpack._generated", "burnpack._cbor", "burnpack._cskip"}
+"""The generated codec and the CBOR primitives it is written in (``_cskip``: compiled, optional)."""
 
 
 def layer_of(module: str) -> str | None:
@@ -75,7 +75,13 @@ def import_graph() -> dict[str, set[str]]:
     """Module → the in-package modules it imports (at any level of its code)."""
     known = modules()
     graph: dict[str, set[str]] = {}
+    for package in PACKAGES:  # C extension modules, by their source: they import nothing of the package
+        for path in (ROOT / package).rglob("*.c"):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            known[name], graph[name] = (path, False), set()
     for module, (path, is_package) in known.items():
+        if module in graph:
+            continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         skipped = _type_checking_nodes(tree)
         deps: set[str] = set()
