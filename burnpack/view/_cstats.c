@@ -1,0 +1,576 @@
+/* The compiled kernel of burnpack/view/stats.py: a chunk's moments and histogram counts.
+ *
+ * Optional: stats.py uses numpy when this module is not built. Each function takes a chunk's bytes
+ * (any object with the buffer protocol, read in place) and a kind saying how to read a value:
+ *
+ *   "f4" "f8" "i4" "i8" "u4" "u8"   native float32, float64, int32, int64, uint32, uint64;
+ *   "t1" "t2"                       a 1- or 2-byte code looked up in ``table`` (256 or 65536 float64
+ *                                   values numpy computed: float16, bfloat16, 8/16-bit integers, bool).
+ *
+ * Every value is read as a float64 (exactly, as numpy's astype(float64) gives it), as stats.py's
+ * numpy path computes its moments in float64 and numpy.histogram bins float64 values.
+ *
+ * moments(data, kind, table) -> (finite, zeros, nan, posinf, neginf, min, max, sum, m2)
+ *     counts, and over the finite values: min, max (inf/-inf when none), their sum and the sum of
+ *     their squared deviations from their mean (two passes over the chunk, the second in cache),
+ *     each summed pairwise (blocks of 128 values in 4 lanes, the blocks' sums in a cascade).
+ * histogram(data, kind, table, low, high, scale, margin, edges, counts)
+ *     adds to ``counts`` (int64, len(edges) - 1 bins) the chunk's finite values' bins exactly as
+ *     numpy.histogram(values, bins, range=(low, high)) assigns them: a value whose position
+ *     ``(v - low) * scale`` lies farther than ``margin`` from every inner edge index is in bin
+ *     floor(position); a nearer one (every value when margin >= 0.25 or is not a number) is binned
+ *     by numpy's own formula and edge comparisons. stats.py derives the margin (see _Binning).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct {
+    Py_ssize_t finite, zeros, nan, posinf, neginf;
+    double min, max, sum, m2;
+} Moments;
+
+#define BLOCK 128
+#define LEVELS 64
+
+/* Pairwise summation of block sums: a binary counter of partial sums of 2**k blocks each. */
+typedef struct {
+    double partial[LEVELS];
+    unsigned long long count;
+} Cascade;
+
+static void cascade_add(Cascade *c, double block) {
+    int level = 0;
+    unsigned long long k = c->count++;
+    while (k & 1) {
+        block += c->partial[level];
+        k >>= 1;
+        level++;
+    }
+    c->partial[level] = block;
+}
+
+static double cascade_total(const Cascade *c) {
+    double total = 0.0;
+    for (int level = 0; level < LEVELS; level++)
+        if ((c->count >> level) & 1) total += c->partial[level];
+    return total;
+}
+
+static inline double rd_f4(const char *p, Py_ssize_t i, const double *t) {
+    float v;
+    (void)t;
+    memcpy(&v, p + 4 * i, 4);
+    return (double)v;
+}
+static inline double rd_f8(const char *p, Py_ssize_t i, const double *t) {
+    double v;
+    (void)t;
+    memcpy(&v, p + 8 * i, 8);
+    return v;
+}
+static inline double rd_i4(const char *p, Py_ssize_t i, const double *t) {
+    int32_t v;
+    (void)t;
+    memcpy(&v, p + 4 * i, 4);
+    return (double)v;
+}
+static inline double rd_i8(const char *p, Py_ssize_t i, const double *t) {
+    int64_t v;
+    (void)t;
+    memcpy(&v, p + 8 * i, 8);
+    return (double)v;
+}
+static inline double rd_u4(const char *p, Py_ssize_t i, const double *t) {
+    uint32_t v;
+    (void)t;
+    memcpy(&v, p + 4 * i, 4);
+    return (double)v;
+}
+static inline double rd_u8(const char *p, Py_ssize_t i, const double *t) {
+    uint64_t v;
+    (void)t;
+    memcpy(&v, p + 8 * i, 8);
+    return (double)v;
+}
+static inline double rd_t1(const char *p, Py_ssize_t i, const double *t) {
+    return t[((const unsigned char *)p)[i]];
+}
+static inline double rd_t2(const char *p, Py_ssize_t i, const double *t) {
+    uint16_t v;
+    memcpy(&v, p + 2 * i, 2);
+    return t[v];
+}
+
+/* A value is finite when v - v is 0 (NaN and +-inf give NaN). */
+#define FINITE(v) ((v) - (v) == 0.0)
+
+#define DEFINE_KERNELS(K)                                                                           \
+    static void moments_##K(const char *p, Py_ssize_t n, const double *table, Moments *m) {        \
+        Cascade sums = {{0}, 0};                                                                    \
+        double lo = INFINITY, hi = -INFINITY;                                                       \
+        Py_ssize_t finite = 0, zeros = 0, nan = 0, posinf = 0, neginf = 0;                          \
+        for (Py_ssize_t start = 0; start < n; start += BLOCK) {                                     \
+            Py_ssize_t end = start + BLOCK < n ? start + BLOCK : n, i = start;                      \
+            double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;                                          \
+            Py_ssize_t fin = 0, zer = 0;                                                            \
+            for (; i + 4 <= end; i += 4) {                                                          \
+                double a = rd_##K(p, i, table), b = rd_##K(p, i + 1, table);                        \
+                double c = rd_##K(p, i + 2, table), d = rd_##K(p, i + 3, table);                   \
+                if (FINITE(a + b + c + d) || (FINITE(a) && FINITE(b) && FINITE(c) && FINITE(d))) {  \
+                    double l0 = a < b ? a : b, l1 = c < d ? c : d, h0 = a < b ? b : a,               \
+                           h1 = c < d ? d : c;                                                      \
+                    l0 = l0 < l1 ? l0 : l1;                                                         \
+                    h0 = h0 < h1 ? h1 : h0;                                                         \
+                    lo = l0 < lo ? l0 : lo;                                                         \
+                    hi = h0 > hi ? h0 : hi;                                                         \
+                    zer += (a == 0.0) + (b == 0.0) + (c == 0.0) + (d == 0.0);                       \
+                    s0 += a;                                                                        \
+                    s1 += b;                                                                        \
+                    s2 += c;                                                                        \
+                    s3 += d;                                                                        \
+                    fin += 4;                                                                       \
+                    continue;                                                                       \
+                }                                                                                   \
+                break; /* a NaN or an infinity among the four: value by value below */             \
+            }                                                                                       \
+            for (; i < end; i++) {                                                                  \
+                double v = rd_##K(p, i, table);                                                     \
+                if (FINITE(v)) {                                                                    \
+                    lo = v < lo ? v : lo;                                                           \
+                    hi = v > hi ? v : hi;                                                           \
+                    zer += v == 0.0;                                                                \
+                    s0 += v;                                                                        \
+                    fin++;                                                                          \
+                } else if (v != v) {                                                                \
+                    nan++;                                                                          \
+                } else if (v > 0) {                                                                 \
+                    posinf++;                                                                       \
+                } else {                                                                            \
+                    neginf++;                                                                       \
+                }                                                                                   \
+            }                                                                                       \
+            cascade_add(&sums, (s0 + s1) + (s2 + s3));                                              \
+            finite += fin;                                                                          \
+            zeros += zer;                                                                           \
+        }                                                                                           \
+        double sum = cascade_total(&sums);                                                          \
+        double m2 = 0.0;                                                                            \
+        if (finite > 0) {                                                                           \
+            double mean = sum / (double)finite;                                                     \
+            Cascade squares = {{0}, 0};                                                             \
+            int special = nan + posinf + neginf > 0;                                                \
+            for (Py_ssize_t start = 0; start < n; start += BLOCK) {                                 \
+                Py_ssize_t end = start + BLOCK < n ? start + BLOCK : n, i = start;                  \
+                double q0 = 0.0, q1 = 0.0, q2 = 0.0, q3 = 0.0;                                      \
+                if (!special) {                                                                     \
+                    for (; i + 4 <= end; i += 4) {                                                  \
+                        double a = rd_##K(p, i, table) - mean, b = rd_##K(p, i + 1, table) - mean;  \
+                        double c = rd_##K(p, i + 2, table) - mean;                                  \
+                        double d = rd_##K(p, i + 3, table) - mean;                                  \
+                        q0 += a * a;                                                                \
+                        q1 += b * b;                                                                \
+                        q2 += c * c;                                                                \
+                        q3 += d * d;                                                                \
+                    }                                                                               \
+                }                                                                                   \
+                for (; i < end; i++) {                                                              \
+                    double v = rd_##K(p, i, table);                                                 \
+                    if (FINITE(v)) q0 += (v - mean) * (v - mean);                                   \
+                }                                                                                   \
+                cascade_add(&squares, (q0 + q1) + (q2 + q3));                                       \
+            }                                                                                       \
+            m2 = cascade_total(&squares);                                                           \
+        }                                                                                           \
+        m->finite = finite;                                                                         \
+        m->zeros = zeros;                                                                           \
+        m->nan = nan;                                                                               \
+        m->posinf = posinf;                                                                         \
+        m->neginf = neginf;                                                                         \
+        m->min = lo;                                                                                \
+        m->max = hi;                                                                                \
+        m->sum = sum;                                                                               \
+        m->m2 = m2;                                                                                 \
+    }                                                                                               \
+                                                                                                    \
+    static void histogram_##K(const char *p, Py_ssize_t n, const double *table, const Binning *b,  \
+                              int64_t *counts) {                                                    \
+        for (Py_ssize_t i = 0; i < n; i++) {                                                        \
+            double v = rd_##K(p, i, table);                                                         \
+            if (!FINITE(v)) continue;                                                               \
+            double t = (v - b->low) * b->scale;                                                     \
+            Py_ssize_t j = (Py_ssize_t)(t + 0.5), index;                                            \
+            if (b->exact || (j >= 1 && j < b->bins && fabs(t - (double)j) < b->margin)) {           \
+                index = numpy_bin(v, b);                                                            \
+            } else {                                                                                \
+                index = (Py_ssize_t)t;                                                              \
+                if (index >= b->bins) index = b->bins - 1;                                          \
+            }                                                                                       \
+            counts[index]++;                                                                        \
+        }                                                                                           \
+    }
+
+typedef struct {
+    double low, high, scale, margin;
+    const double *edges;
+    Py_ssize_t bins;
+    int exact;
+} Binning;
+
+/* numpy.histogram's bin of a finite value v in [low, high] (numpy/lib/_histograms_impl.py). */
+static inline Py_ssize_t numpy_bin(double v, const Binning *b) {
+    double f = ((v - b->low) / (b->high - b->low)) * (double)b->bins;
+    Py_ssize_t index = (Py_ssize_t)f;
+    if (index == b->bins) index--;
+    if (v < b->edges[index])
+        index--;
+    else if (index != b->bins - 1 && v >= b->edges[index + 1])
+        index++;
+    return index;
+}
+
+DEFINE_KERNELS(f4)
+DEFINE_KERNELS(f8)
+DEFINE_KERNELS(i4)
+DEFINE_KERNELS(i8)
+DEFINE_KERNELS(u4)
+DEFINE_KERNELS(u8)
+DEFINE_KERNELS(t1)
+DEFINE_KERNELS(t2)
+
+
+#if defined(__GNUC__) && defined(__x86_64__)
+/* float32 with AVX2 (chosen at run time): 8 values a step; a 128-value block holding a NaN or an
+ * infinity, and the second pass over a chunk holding one, go value by value as above. */
+#include <immintrin.h>
+#define AVX2 __attribute__((target("avx2")))
+
+static void scan_f4(const float *x, Py_ssize_t n, Moments *m, Cascade *sums) {
+    double s = 0.0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        double v = x[i];
+        if (FINITE(v)) {
+            m->min = v < m->min ? v : m->min;
+            m->max = v > m->max ? v : m->max;
+            m->zeros += v == 0.0;
+            s += v;
+            m->finite++;
+        } else if (v != v) {
+            m->nan++;
+        } else if (v > 0) {
+            m->posinf++;
+        } else {
+            m->neginf++;
+        }
+    }
+    cascade_add(sums, s);
+}
+
+AVX2 static double hsum_pd(__m256d v) {
+    __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+
+AVX2 static void moments_f4_avx2(const char *p, Py_ssize_t n, const double *table, Moments *m) {
+    const float *x = (const float *)p;
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), inf = _mm256_set1_ps(INFINITY);
+    const __m256 zero = _mm256_setzero_ps();
+    __m256 lo = _mm256_set1_ps(INFINITY), hi = _mm256_set1_ps(-INFINITY);
+    __m256i zeros = _mm256_setzero_si256();
+    Cascade sums = {{0}, 0};
+    Moments s = {0, 0, 0, 0, 0, INFINITY, -INFINITY, 0.0, 0.0};
+    Py_ssize_t start = 0, fast = 0;
+    (void)table;
+    for (; start + BLOCK <= n; start += BLOCK) {
+        __m256 blo = lo, bhi = hi, ok = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+        __m256i bz = zeros;
+        __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
+        for (Py_ssize_t i = start; i < start + BLOCK; i += 16) {
+            __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
+            _mm_prefetch((const char *)(x + i) + 1024, _MM_HINT_T0);
+            ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(a, absmask), inf, _CMP_LT_OQ));
+            ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(b, absmask), inf, _CMP_LT_OQ));
+            blo = _mm256_min_ps(blo, _mm256_min_ps(a, b));
+            bhi = _mm256_max_ps(bhi, _mm256_max_ps(a, b));
+            bz = _mm256_sub_epi32(bz, _mm256_castps_si256(_mm256_cmp_ps(a, zero, _CMP_EQ_OQ)));
+            bz = _mm256_sub_epi32(bz, _mm256_castps_si256(_mm256_cmp_ps(b, zero, _CMP_EQ_OQ)));
+            s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(a)));
+            s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)));
+            s2 = _mm256_add_pd(s2, _mm256_cvtps_pd(_mm256_castps256_ps128(b)));
+            s3 = _mm256_add_pd(s3, _mm256_cvtps_pd(_mm256_extractf128_ps(b, 1)));
+        }
+        if (_mm256_movemask_ps(ok) == 0xff) {
+            lo = blo;
+            hi = bhi;
+            zeros = bz;
+            cascade_add(&sums, hsum_pd(_mm256_add_pd(_mm256_add_pd(s0, s1), _mm256_add_pd(s2, s3))));
+            fast += BLOCK;
+        } else {
+            scan_f4(x + start, BLOCK, &s, &sums);
+        }
+    }
+    scan_f4(x + start, n - start, &s, &sums);
+    float l[8], h[8];
+    int32_t z[8];
+    _mm256_storeu_ps(l, lo);
+    _mm256_storeu_ps(h, hi);
+    _mm256_storeu_si256((__m256i *)z, zeros);
+    for (int k = 0; k < 8; k++) {
+        s.min = l[k] < s.min ? l[k] : s.min;
+        s.max = h[k] > s.max ? h[k] : s.max;
+        s.zeros += z[k];
+    }
+    s.finite += fast;
+    s.sum = cascade_total(&sums);
+    if (s.finite > 0) {
+        double mean = s.sum / (double)s.finite;
+        Cascade squares = {{0}, 0};
+        start = 0;
+        if (s.nan + s.posinf + s.neginf == 0) {
+            const __m256d mv = _mm256_set1_pd(mean);
+            Py_ssize_t i = 0;
+            for (; start + BLOCK <= n; start += BLOCK) {
+                __m256d q0 = _mm256_setzero_pd(), q1 = q0, q2 = q0, q3 = q0;
+                for (i = start; i < start + BLOCK; i += 16) {
+                    __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
+                    __m256d d0 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(a)), mv);
+                    __m256d d1 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)), mv);
+                    __m256d d2 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(b)), mv);
+                    __m256d d3 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(b, 1)), mv);
+                    q0 = _mm256_add_pd(q0, _mm256_mul_pd(d0, d0));
+                    q1 = _mm256_add_pd(q1, _mm256_mul_pd(d1, d1));
+                    q2 = _mm256_add_pd(q2, _mm256_mul_pd(d2, d2));
+                    q3 = _mm256_add_pd(q3, _mm256_mul_pd(d3, d3));
+                }
+                cascade_add(&squares, hsum_pd(_mm256_add_pd(_mm256_add_pd(q0, q1), _mm256_add_pd(q2, q3))));
+            }
+        }
+        double q = 0.0;
+        for (Py_ssize_t i = start; i < n; i++) {
+            double v = x[i];
+            if (FINITE(v)) q += (v - mean) * (v - mean);
+        }
+        cascade_add(&squares, q);
+        s.m2 = cascade_total(&squares);
+    }
+    *m = s;
+}
+
+AVX2 static void histogram_f4_avx2(const char *p, Py_ssize_t n, const double *table, const Binning *b,
+                                   int64_t *counts) {
+    /* Positions in float32, as stats.py's numpy path computes them for float32 (the margin is its). */
+    const float *x = (const float *)p;
+    const Py_ssize_t bins = b->bins, lanes = bins + 1; /* bin ``bins``: the values that are not finite */
+    int64_t *local = b->exact ? NULL : calloc(8 * (size_t)lanes, sizeof(int64_t));
+    Py_ssize_t i = 0;
+    if (local == NULL) {
+        histogram_f4(p, n, table, b, counts);
+        return;
+    }
+    const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), inf = _mm256_set1_ps(INFINITY);
+    const __m256 low = _mm256_set1_ps((float)b->low), scale = _mm256_set1_ps((float)b->scale);
+    const __m256 one = _mm256_set1_ps(1.0f), last = _mm256_set1_ps((float)(bins - 1));
+    const __m256 top = _mm256_set1_ps((float)((double)bins - 0.5)), margin = _mm256_set1_ps((float)b->margin);
+    const __m256i dummy = _mm256_set1_epi32((int)bins);
+    int32_t index[8];
+    for (; i + 8 <= n; i += 8) {
+        __m256 a = _mm256_loadu_ps(x + i);
+        _mm_prefetch((const char *)(x + i) + 1024, _MM_HINT_T0);
+        __m256 finite = _mm256_cmp_ps(_mm256_and_ps(a, absmask), inf, _CMP_LT_OQ);
+        __m256 t = _mm256_mul_ps(_mm256_sub_ps(a, low), scale);
+        __m256 j = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m256 close = _mm256_cmp_ps(_mm256_and_ps(_mm256_sub_ps(t, j), absmask), margin, _CMP_LT_OQ);
+        close = _mm256_and_ps(close, _mm256_and_ps(_mm256_cmp_ps(j, one, _CMP_GE_OQ), _mm256_cmp_ps(j, last, _CMP_LE_OQ)));
+        __m256i idx = _mm256_cvttps_epi32(_mm256_min_ps(t, top));
+        idx = _mm256_blendv_epi8(dummy, idx, _mm256_castps_si256(finite));
+        int near = _mm256_movemask_ps(_mm256_and_ps(close, finite));
+        if (near) { /* rare: values within rounding distance of an inner edge */
+            _mm256_storeu_si256((__m256i *)index, idx);
+            while (near) {
+                int k = __builtin_ctz(near);
+                index[k] = (int32_t)numpy_bin((double)x[i + k], b);
+                near &= near - 1;
+            }
+            idx = _mm256_loadu_si256((const __m256i *)index);
+        }
+        __m128i low4 = _mm256_castsi256_si128(idx), high4 = _mm256_extracti128_si256(idx, 1);
+        uint64_t q0 = (uint64_t)_mm_cvtsi128_si64(low4), q1 = (uint64_t)_mm_extract_epi64(low4, 1);
+        uint64_t q2 = (uint64_t)_mm_cvtsi128_si64(high4), q3 = (uint64_t)_mm_extract_epi64(high4, 1);
+        local[(uint32_t)q0]++; /* eight histograms: no increment waits for the one before */
+        local[lanes + (q0 >> 32)]++;
+        local[2 * lanes + (uint32_t)q1]++;
+        local[3 * lanes + (q1 >> 32)]++;
+        local[4 * lanes + (uint32_t)q2]++;
+        local[5 * lanes + (q2 >> 32)]++;
+        local[6 * lanes + (uint32_t)q3]++;
+        local[7 * lanes + (q3 >> 32)]++;
+    }
+    for (Py_ssize_t k = 0; k < bins; k++)
+        for (int h = 0; h < 8; h++) counts[k] += local[h * lanes + k];
+    free(local);
+    histogram_f4(p + 4 * i, n - i, table, b, counts);
+}
+
+static int have_avx2(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2");
+}
+#else
+#define moments_f4_avx2 moments_f4
+#define histogram_f4_avx2 histogram_f4
+static int have_avx2(void) { return 0; }
+#endif
+
+typedef void (*MomentsFn)(const char *, Py_ssize_t, const double *, Moments *);
+typedef void (*HistogramFn)(const char *, Py_ssize_t, const double *, const Binning *, int64_t *);
+
+typedef struct {
+    const char *name;
+    Py_ssize_t itemsize, table_size;
+    MomentsFn moments;
+    HistogramFn histogram;
+} Kind;
+
+static Kind KINDS[] = {
+    {"f4", 4, 0, moments_f4, histogram_f4}, {"f8", 8, 0, moments_f8, histogram_f8},
+    {"i4", 4, 0, moments_i4, histogram_i4}, {"i8", 8, 0, moments_i8, histogram_i8},
+    {"u4", 4, 0, moments_u4, histogram_u4}, {"u8", 8, 0, moments_u8, histogram_u8},
+    {"t1", 1, 256, moments_t1, histogram_t1}, {"t2", 2, 65536, moments_t2, histogram_t2},
+};
+
+/* The kind named ``name`` and, when it reads codes, its table (held in *table_view). */
+static const Kind *lookup(const char *name, PyObject *table, Py_buffer *table_view) {
+    const Kind *kind = NULL;
+    for (size_t k = 0; k < sizeof KINDS / sizeof KINDS[0]; k++)
+        if (strcmp(KINDS[k].name, name) == 0) kind = &KINDS[k];
+    if (kind == NULL) {
+        PyErr_Format(PyExc_ValueError, "unknown value kind '%s'", name);
+        return NULL;
+    }
+    table_view->obj = NULL;
+    if (kind->table_size == 0) {
+        if (table != Py_None) {
+            PyErr_Format(PyExc_ValueError, "kind %s takes no table", name);
+            return NULL;
+        }
+        return kind;
+    }
+    if (PyObject_GetBuffer(table, table_view, PyBUF_SIMPLE) < 0) return NULL;
+    if (table_view->len != kind->table_size * (Py_ssize_t)sizeof(double)) {
+        PyErr_Format(PyExc_ValueError, "kind %s needs a table of %zd float64 values, got %zd bytes", name,
+                     kind->table_size, table_view->len);
+        PyBuffer_Release(table_view);
+        return NULL;
+    }
+    return kind;
+}
+
+static int values_of(PyObject *data, const Kind *kind, Py_buffer *view) {
+    if (PyObject_GetBuffer(data, view, PyBUF_SIMPLE) < 0) return -1;
+    if (view->len % kind->itemsize != 0) {
+        PyErr_Format(PyExc_ValueError, "%zd bytes are not a whole number of %zd-byte values", view->len,
+                     kind->itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *moments(PyObject *self, PyObject *args) {
+    PyObject *data, *table;
+    const char *name;
+    Py_buffer values, table_view;
+    Moments m;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OsO:moments", &data, &name, &table)) return NULL;
+    const Kind *kind = lookup(name, table, &table_view);
+    if (kind == NULL) return NULL;
+    if (values_of(data, kind, &values) < 0) {
+        if (table_view.obj) PyBuffer_Release(&table_view);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    kind->moments(values.buf, values.len / kind->itemsize, table_view.obj ? table_view.buf : NULL, &m);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&values);
+    if (table_view.obj) PyBuffer_Release(&table_view);
+    return Py_BuildValue("nnnnndddd", m.finite, m.zeros, m.nan, m.posinf, m.neginf, m.min, m.max, m.sum, m.m2);
+}
+
+static PyObject *histogram(PyObject *self, PyObject *args) {
+    PyObject *data, *table, *edges_obj, *counts_obj;
+    const char *name;
+    Py_buffer values, table_view, edges, counts;
+    Binning b;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OsOddddOO:histogram", &data, &name, &table, &b.low, &b.high, &b.scale, &b.margin,
+                          &edges_obj, &counts_obj))
+        return NULL;
+    if (!(isfinite(b.low) && isfinite(b.high) && b.low < b.high)) {
+        PyErr_SetString(PyExc_ValueError, "the histogram's range must be finite and increasing");
+        return NULL;
+    }
+    const Kind *kind = lookup(name, table, &table_view);
+    if (kind == NULL) return NULL;
+    edges.obj = counts.obj = values.obj = NULL;
+    if (PyObject_GetBuffer(edges_obj, &edges, PyBUF_SIMPLE) < 0 ||
+        PyObject_GetBuffer(counts_obj, &counts, PyBUF_WRITABLE) < 0)
+        goto fail;
+    b.bins = edges.len / (Py_ssize_t)sizeof(double) - 1;
+    if (b.bins < 1 || edges.len % sizeof(double) != 0 || counts.len != b.bins * (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "need bins + 1 float64 edges and bins int64 counts");
+        goto fail;
+    }
+    b.edges = edges.buf;
+    b.exact = !(b.margin < 0.25) || !isfinite(b.scale);
+    if (values_of(data, kind, &values) < 0) goto fail;
+    Py_BEGIN_ALLOW_THREADS
+    kind->histogram(values.buf, values.len / kind->itemsize, table_view.obj ? table_view.buf : NULL, &b,
+                    counts.buf);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&values);
+    PyBuffer_Release(&edges);
+    PyBuffer_Release(&counts);
+    if (table_view.obj) PyBuffer_Release(&table_view);
+    Py_RETURN_NONE;
+fail:
+    if (edges.obj) PyBuffer_Release(&edges);
+    if (counts.obj) PyBuffer_Release(&counts);
+    if (table_view.obj) PyBuffer_Release(&table_view);
+    return NULL;
+}
+
+/* simd(on) -> whether the float32 kernels now use AVX2: on only where the processor has it. */
+static PyObject *simd(PyObject *self, PyObject *arg) {
+    (void)self;
+    int on = PyObject_IsTrue(arg);
+    if (on < 0) return NULL;
+    on = on && have_avx2();
+    KINDS[0].moments = on ? moments_f4_avx2 : moments_f4;
+    KINDS[0].histogram = on ? histogram_f4_avx2 : histogram_f4;
+    return PyBool_FromLong(on);
+}
+
+static PyMethodDef methods[] = {
+    {"simd", simd, METH_O, "Use AVX2 for float32 when the processor has it (True) or not; returns whether it does."},
+    {"moments", moments, METH_VARARGS, "A chunk's counts, min, max, sum and sum of squared deviations."},
+    {"histogram", histogram, METH_VARARGS, "Add a chunk's finite values' numpy.histogram bins to counts."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_cstats", "Compiled moments and histogram counts of burnpack view's statistics.", -1,
+    methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__cstats(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && have_avx2()) {
+        KINDS[0].moments = moments_f4_avx2;
+        KINDS[0].histogram = histogram_f4_avx2;
+    }
+    return m;
+}
