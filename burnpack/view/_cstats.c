@@ -1,4 +1,5 @@
-/* The compiled kernel of burnpack/view/stats.py: a chunk's moments and histogram counts.
+/* The compiled kernel of burnpack/view/stats.py: one pass over a chunk for its counts, extremes
+ * and sum; a second for its histogram counts and squared deviations from the tensor's mean.
  *
  * Optional: stats.py uses numpy when this module is not built. Each function takes a chunk's bytes
  * (any object with the buffer protocol, read in place) and a kind saying how to read a value:
@@ -7,19 +8,21 @@
  *   "t1" "t2"                       a 1- or 2-byte code looked up in ``table`` (256 or 65536 float64
  *                                   values numpy computed: float16, bfloat16, 8/16-bit integers, bool).
  *
- * Every value is read as a float64 (exactly, as numpy's astype(float64) gives it), as stats.py's
- * numpy path computes its moments in float64 and numpy.histogram bins float64 values.
+ * Every value is read as the float64 numpy's astype(float64) gives. Sums are float64, pairwise:
+ * 128-value blocks summed in 4 (8 with AVX2) lanes, the blocks' sums in a cascade.
  *
- * moments(data, kind, table) -> (finite, zeros, nan, posinf, neginf, min, max, sum, m2)
- *     counts, and over the finite values: min, max (inf/-inf when none), their sum and the sum of
- *     their squared deviations from their mean (two passes over the chunk, the second in cache),
- *     each summed pairwise (blocks of 128 values in 4 lanes, the blocks' sums in a cascade).
- * histogram(data, kind, table, low, high, scale, margin, edges, counts)
+ * moments(data, kind, table) -> (finite, zeros, nan, posinf, neginf, min, max, sum)
+ *     counts, and over the finite values: min, max (inf and -inf when there are none) and sum.
+ * squares(data, kind, table, mean) -> float
+ *     the sum of the finite values' squared deviations from ``mean``.
+ * histogram(data, kind, table, mean, low, high, scale, margin, edges, counts) -> float
  *     adds to ``counts`` (int64, len(edges) - 1 bins) the chunk's finite values' bins exactly as
- *     numpy.histogram(values, bins, range=(low, high)) assigns them: a value whose position
- *     ``(v - low) * scale`` lies farther than ``margin`` from every inner edge index is in bin
- *     floor(position); a nearer one (every value when margin >= 0.25 or is not a number) is binned
- *     by numpy's own formula and edge comparisons. stats.py derives the margin (see _Binning).
+ *     numpy.histogram(values, bins, range=(low, high)) assigns them, and returns their squares as
+ *     squares() does. A value whose position ``(v - low) * scale`` lies farther than ``margin`` from
+ *     every inner edge index is in bin floor(position); a nearer one (every value when margin is
+ *     not below 0.25) is binned by numpy's own formula and comparisons with the edges. stats.py
+ *     derives the margin for the precision the position is computed in (see its _Binning):
+ *     float32 for "f4" with AVX2, float64 otherwise.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -30,8 +33,15 @@
 
 typedef struct {
     Py_ssize_t finite, zeros, nan, posinf, neginf;
-    double min, max, sum, m2;
+    double min, max, sum;
 } Moments;
+
+typedef struct {
+    double mean, low, high, scale, margin;
+    const double *edges;
+    Py_ssize_t bins;
+    int exact;
+} Binning;
 
 #define BLOCK 128
 #define LEVELS 64
@@ -108,118 +118,6 @@ static inline double rd_t2(const char *p, Py_ssize_t i, const double *t) {
 /* A value is finite when v - v is 0 (NaN and +-inf give NaN). */
 #define FINITE(v) ((v) - (v) == 0.0)
 
-#define DEFINE_KERNELS(K)                                                                           \
-    static void moments_##K(const char *p, Py_ssize_t n, const double *table, Moments *m) {        \
-        Cascade sums = {{0}, 0};                                                                    \
-        double lo = INFINITY, hi = -INFINITY;                                                       \
-        Py_ssize_t finite = 0, zeros = 0, nan = 0, posinf = 0, neginf = 0;                          \
-        for (Py_ssize_t start = 0; start < n; start += BLOCK) {                                     \
-            Py_ssize_t end = start + BLOCK < n ? start + BLOCK : n, i = start;                      \
-            double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;                                          \
-            Py_ssize_t fin = 0, zer = 0;                                                            \
-            for (; i + 4 <= end; i += 4) {                                                          \
-                double a = rd_##K(p, i, table), b = rd_##K(p, i + 1, table);                        \
-                double c = rd_##K(p, i + 2, table), d = rd_##K(p, i + 3, table);                   \
-                if (FINITE(a + b + c + d) || (FINITE(a) && FINITE(b) && FINITE(c) && FINITE(d))) {  \
-                    double l0 = a < b ? a : b, l1 = c < d ? c : d, h0 = a < b ? b : a,               \
-                           h1 = c < d ? d : c;                                                      \
-                    l0 = l0 < l1 ? l0 : l1;                                                         \
-                    h0 = h0 < h1 ? h1 : h0;                                                         \
-                    lo = l0 < lo ? l0 : lo;                                                         \
-                    hi = h0 > hi ? h0 : hi;                                                         \
-                    zer += (a == 0.0) + (b == 0.0) + (c == 0.0) + (d == 0.0);                       \
-                    s0 += a;                                                                        \
-                    s1 += b;                                                                        \
-                    s2 += c;                                                                        \
-                    s3 += d;                                                                        \
-                    fin += 4;                                                                       \
-                    continue;                                                                       \
-                }                                                                                   \
-                break; /* a NaN or an infinity among the four: value by value below */             \
-            }                                                                                       \
-            for (; i < end; i++) {                                                                  \
-                double v = rd_##K(p, i, table);                                                     \
-                if (FINITE(v)) {                                                                    \
-                    lo = v < lo ? v : lo;                                                           \
-                    hi = v > hi ? v : hi;                                                           \
-                    zer += v == 0.0;                                                                \
-                    s0 += v;                                                                        \
-                    fin++;                                                                          \
-                } else if (v != v) {                                                                \
-                    nan++;                                                                          \
-                } else if (v > 0) {                                                                 \
-                    posinf++;                                                                       \
-                } else {                                                                            \
-                    neginf++;                                                                       \
-                }                                                                                   \
-            }                                                                                       \
-            cascade_add(&sums, (s0 + s1) + (s2 + s3));                                              \
-            finite += fin;                                                                          \
-            zeros += zer;                                                                           \
-        }                                                                                           \
-        double sum = cascade_total(&sums);                                                          \
-        double m2 = 0.0;                                                                            \
-        if (finite > 0) {                                                                           \
-            double mean = sum / (double)finite;                                                     \
-            Cascade squares = {{0}, 0};                                                             \
-            int special = nan + posinf + neginf > 0;                                                \
-            for (Py_ssize_t start = 0; start < n; start += BLOCK) {                                 \
-                Py_ssize_t end = start + BLOCK < n ? start + BLOCK : n, i = start;                  \
-                double q0 = 0.0, q1 = 0.0, q2 = 0.0, q3 = 0.0;                                      \
-                if (!special) {                                                                     \
-                    for (; i + 4 <= end; i += 4) {                                                  \
-                        double a = rd_##K(p, i, table) - mean, b = rd_##K(p, i + 1, table) - mean;  \
-                        double c = rd_##K(p, i + 2, table) - mean;                                  \
-                        double d = rd_##K(p, i + 3, table) - mean;                                  \
-                        q0 += a * a;                                                                \
-                        q1 += b * b;                                                                \
-                        q2 += c * c;                                                                \
-                        q3 += d * d;                                                                \
-                    }                                                                               \
-                }                                                                                   \
-                for (; i < end; i++) {                                                              \
-                    double v = rd_##K(p, i, table);                                                 \
-                    if (FINITE(v)) q0 += (v - mean) * (v - mean);                                   \
-                }                                                                                   \
-                cascade_add(&squares, (q0 + q1) + (q2 + q3));                                       \
-            }                                                                                       \
-            m2 = cascade_total(&squares);                                                           \
-        }                                                                                           \
-        m->finite = finite;                                                                         \
-        m->zeros = zeros;                                                                           \
-        m->nan = nan;                                                                               \
-        m->posinf = posinf;                                                                         \
-        m->neginf = neginf;                                                                         \
-        m->min = lo;                                                                                \
-        m->max = hi;                                                                                \
-        m->sum = sum;                                                                               \
-        m->m2 = m2;                                                                                 \
-    }                                                                                               \
-                                                                                                    \
-    static void histogram_##K(const char *p, Py_ssize_t n, const double *table, const Binning *b,  \
-                              int64_t *counts) {                                                    \
-        for (Py_ssize_t i = 0; i < n; i++) {                                                        \
-            double v = rd_##K(p, i, table);                                                         \
-            if (!FINITE(v)) continue;                                                               \
-            double t = (v - b->low) * b->scale;                                                     \
-            Py_ssize_t j = (Py_ssize_t)(t + 0.5), index;                                            \
-            if (b->exact || (j >= 1 && j < b->bins && fabs(t - (double)j) < b->margin)) {           \
-                index = numpy_bin(v, b);                                                            \
-            } else {                                                                                \
-                index = (Py_ssize_t)t;                                                              \
-                if (index >= b->bins) index = b->bins - 1;                                          \
-            }                                                                                       \
-            counts[index]++;                                                                        \
-        }                                                                                           \
-    }
-
-typedef struct {
-    double low, high, scale, margin;
-    const double *edges;
-    Py_ssize_t bins;
-    int exact;
-} Binning;
-
 /* numpy.histogram's bin of a finite value v in [low, high] (numpy/lib/_histograms_impl.py). */
 static inline Py_ssize_t numpy_bin(double v, const Binning *b) {
     double f = ((v - b->low) / (b->high - b->low)) * (double)b->bins;
@@ -232,6 +130,85 @@ static inline Py_ssize_t numpy_bin(double v, const Binning *b) {
     return index;
 }
 
+/* The bin of a finite value: by its position unless that is within the margin of an inner edge. */
+static inline Py_ssize_t bin_of(double v, const Binning *b) {
+    double t = (v - b->low) * b->scale;
+    Py_ssize_t j = (Py_ssize_t)(t + 0.5);
+    if (b->exact || (j >= 1 && j < b->bins && fabs(t - (double)j) < b->margin)) return numpy_bin(v, b);
+    Py_ssize_t index = (Py_ssize_t)t;
+    return index < b->bins ? index : b->bins - 1;
+}
+
+#define DEFINE_KERNELS(K)                                                                           \
+    static void moments_##K(const char *p, Py_ssize_t n, const double *table, Moments *m) {        \
+        Cascade sums = {{0}, 0};                                                                    \
+        double lo = INFINITY, hi = -INFINITY;                                                       \
+        Py_ssize_t finite = 0, zeros = 0, nan = 0, posinf = 0, neginf = 0;                          \
+        for (Py_ssize_t start = 0; start < n; start += BLOCK) {                                     \
+            Py_ssize_t end = start + BLOCK < n ? start + BLOCK : n, i = start;                      \
+            double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;                                          \
+            for (; i + 4 <= end; i += 4) {                                                          \
+                double a = rd_##K(p, i, table), b = rd_##K(p, i + 1, table);                        \
+                double c = rd_##K(p, i + 2, table), d = rd_##K(p, i + 3, table);                    \
+                if (!(FINITE(a) && FINITE(b) && FINITE(c) && FINITE(d)))                            \
+                    break; /* a NaN or an infinity among the four: value by value below */         \
+                double l0 = a < b ? a : b, l1 = c < d ? c : d, h0 = a < b ? b : a;                  \
+                double h1 = c < d ? d : c;                                                          \
+                l0 = l0 < l1 ? l0 : l1;                                                             \
+                h0 = h0 < h1 ? h1 : h0;                                                             \
+                lo = l0 < lo ? l0 : lo;                                                             \
+                hi = h0 > hi ? h0 : hi;                                                             \
+                zeros += (a == 0.0) + (b == 0.0) + (c == 0.0) + (d == 0.0);                         \
+                s0 += a;                                                                            \
+                s1 += b;                                                                            \
+                s2 += c;                                                                            \
+                s3 += d;                                                                            \
+                finite += 4;                                                                        \
+            }                                                                                       \
+            for (; i < end; i++) {                                                                  \
+                double v = rd_##K(p, i, table);                                                     \
+                if (FINITE(v)) {                                                                    \
+                    lo = v < lo ? v : lo;                                                           \
+                    hi = v > hi ? v : hi;                                                           \
+                    zeros += v == 0.0;                                                              \
+                    s0 += v;                                                                        \
+                    finite++;                                                                       \
+                } else if (v != v) {                                                                \
+                    nan++;                                                                          \
+                } else if (v > 0) {                                                                 \
+                    posinf++;                                                                       \
+                } else {                                                                            \
+                    neginf++;                                                                       \
+                }                                                                                   \
+            }                                                                                       \
+            cascade_add(&sums, (s0 + s1) + (s2 + s3));                                              \
+        }                                                                                           \
+        Moments out = {finite, zeros, nan, posinf, neginf, lo, hi, cascade_total(&sums)};           \
+        *m = out;                                                                                   \
+    }                                                                                               \
+                                                                                                    \
+    /* With a Binning: also counts each finite value into its bin. */                              \
+    static double squares_##K(const char *p, Py_ssize_t n, const double *table, double mean,       \
+                              const Binning *b, int64_t *counts) {                                  \
+        Cascade squares = {{0}, 0};                                                                 \
+        for (Py_ssize_t start = 0; start < n; start += BLOCK) {                                     \
+            Py_ssize_t end = start + BLOCK < n ? start + BLOCK : n;                                 \
+            double q0 = 0.0, q1 = 0.0;                                                              \
+            for (Py_ssize_t i = start; i < end; i++) {                                              \
+                double v = rd_##K(p, i, table);                                                     \
+                if (!FINITE(v)) continue;                                                           \
+                double d = v - mean;                                                                \
+                if (i & 1)                                                                          \
+                    q1 += d * d;                                                                    \
+                else                                                                                \
+                    q0 += d * d;                                                                    \
+                if (b != NULL) counts[bin_of(v, b)]++;                                              \
+            }                                                                                       \
+            cascade_add(&squares, q0 + q1);                                                         \
+        }                                                                                           \
+        return cascade_total(&squares);                                                             \
+    }
+
 DEFINE_KERNELS(f4)
 DEFINE_KERNELS(f8)
 DEFINE_KERNELS(i4)
@@ -241,33 +218,12 @@ DEFINE_KERNELS(u8)
 DEFINE_KERNELS(t1)
 DEFINE_KERNELS(t2)
 
-
 #if defined(__GNUC__) && defined(__x86_64__)
-/* float32 with AVX2 (chosen at run time): 8 values a step; a 128-value block holding a NaN or an
- * infinity, and the second pass over a chunk holding one, go value by value as above. */
+/* float32 with AVX2 (chosen at run time): 16 values a step in the first pass, 8 in the second. A
+ * 128-value block holding a NaN or an infinity goes value by value through the kernels above. */
 #include <immintrin.h>
-#define AVX2 __attribute__((target("avx2")))
-
-static void scan_f4(const float *x, Py_ssize_t n, Moments *m, Cascade *sums) {
-    double s = 0.0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        double v = x[i];
-        if (FINITE(v)) {
-            m->min = v < m->min ? v : m->min;
-            m->max = v > m->max ? v : m->max;
-            m->zeros += v == 0.0;
-            s += v;
-            m->finite++;
-        } else if (v != v) {
-            m->nan++;
-        } else if (v > 0) {
-            m->posinf++;
-        } else {
-            m->neginf++;
-        }
-    }
-    cascade_add(sums, s);
-}
+#define AVX2 __attribute__((target("avx2,fma")))
+#define PAIRED_LANES 64 /* pair histograms of at most 64 * 64 bins, four of them: 64 KiB */
 
 AVX2 static double hsum_pd(__m256d v) {
     __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
@@ -281,9 +237,8 @@ AVX2 static void moments_f4_avx2(const char *p, Py_ssize_t n, const double *tabl
     __m256 lo = _mm256_set1_ps(INFINITY), hi = _mm256_set1_ps(-INFINITY);
     __m256i zeros = _mm256_setzero_si256();
     Cascade sums = {{0}, 0};
-    Moments s = {0, 0, 0, 0, 0, INFINITY, -INFINITY, 0.0, 0.0};
-    Py_ssize_t start = 0, fast = 0;
-    (void)table;
+    Moments s = {0, 0, 0, 0, 0, INFINITY, -INFINITY, 0.0};
+    Py_ssize_t start = 0;
     for (; start + BLOCK <= n; start += BLOCK) {
         __m256 blo = lo, bhi = hi, ok = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
         __m256i bz = zeros;
@@ -307,12 +262,32 @@ AVX2 static void moments_f4_avx2(const char *p, Py_ssize_t n, const double *tabl
             hi = bhi;
             zeros = bz;
             cascade_add(&sums, hsum_pd(_mm256_add_pd(_mm256_add_pd(s0, s1), _mm256_add_pd(s2, s3))));
-            fast += BLOCK;
+            s.finite += BLOCK;
         } else {
-            scan_f4(x + start, BLOCK, &s, &sums);
+            Moments block;
+            moments_f4((const char *)(x + start), BLOCK, table, &block);
+            s.finite += block.finite;
+            s.zeros += block.zeros;
+            s.nan += block.nan;
+            s.posinf += block.posinf;
+            s.neginf += block.neginf;
+            s.min = block.min < s.min ? block.min : s.min;
+            s.max = block.max > s.max ? block.max : s.max;
+            cascade_add(&sums, block.sum);
         }
     }
-    scan_f4(x + start, n - start, &s, &sums);
+    if (start < n) {
+        Moments rest;
+        moments_f4((const char *)(x + start), n - start, table, &rest);
+        s.finite += rest.finite;
+        s.zeros += rest.zeros;
+        s.nan += rest.nan;
+        s.posinf += rest.posinf;
+        s.neginf += rest.neginf;
+        s.min = rest.min < s.min ? rest.min : s.min;
+        s.max = rest.max > s.max ? rest.max : s.max;
+        cascade_add(&sums, rest.sum);
+    }
     float l[8], h[8];
     int32_t z[8];
     _mm256_storeu_ps(l, lo);
@@ -323,122 +298,110 @@ AVX2 static void moments_f4_avx2(const char *p, Py_ssize_t n, const double *tabl
         s.max = h[k] > s.max ? h[k] : s.max;
         s.zeros += z[k];
     }
-    s.finite += fast;
     s.sum = cascade_total(&sums);
-    if (s.finite > 0) {
-        double mean = s.sum / (double)s.finite;
-        Cascade squares = {{0}, 0};
-        start = 0;
-        if (s.nan + s.posinf + s.neginf == 0) {
-            const __m256d mv = _mm256_set1_pd(mean);
-            Py_ssize_t i = 0;
-            for (; start + BLOCK <= n; start += BLOCK) {
-                __m256d q0 = _mm256_setzero_pd(), q1 = q0, q2 = q0, q3 = q0;
-                for (i = start; i < start + BLOCK; i += 16) {
-                    __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
-                    __m256d d0 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(a)), mv);
-                    __m256d d1 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)), mv);
-                    __m256d d2 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(b)), mv);
-                    __m256d d3 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(b, 1)), mv);
-                    q0 = _mm256_add_pd(q0, _mm256_mul_pd(d0, d0));
-                    q1 = _mm256_add_pd(q1, _mm256_mul_pd(d1, d1));
-                    q2 = _mm256_add_pd(q2, _mm256_mul_pd(d2, d2));
-                    q3 = _mm256_add_pd(q3, _mm256_mul_pd(d3, d3));
-                }
-                cascade_add(&squares, hsum_pd(_mm256_add_pd(_mm256_add_pd(q0, q1), _mm256_add_pd(q2, q3))));
-            }
-        }
-        double q = 0.0;
-        for (Py_ssize_t i = start; i < n; i++) {
-            double v = x[i];
-            if (FINITE(v)) q += (v - mean) * (v - mean);
-        }
-        cascade_add(&squares, q);
-        s.m2 = cascade_total(&squares);
-    }
     *m = s;
 }
 
-AVX2 static void histogram_f4_avx2(const char *p, Py_ssize_t n, const double *table, const Binning *b,
-                                   int64_t *counts) {
-    /* Positions in float32, as stats.py's numpy path computes them for float32 (the margin is its). */
+AVX2 static double squares_f4_avx2(const char *p, Py_ssize_t n, const double *table, double mean,
+                                   const Binning *b, int64_t *counts) {
+    /* Positions in float32, as stats.py's numpy path computes them for float32 (the margin is its).
+     * Counted a pair of neighbouring values at a time (``lanes`` ** 2 pair bins, four histograms so
+     * that no increment waits for the one before); bin ``bins``: the values that are not finite. */
     const float *x = (const float *)p;
-    const Py_ssize_t bins = b->bins, lanes = bins + 1; /* bin ``bins``: the values that are not finite */
-    int64_t *local = b->exact ? NULL : calloc(8 * (size_t)lanes, sizeof(int64_t));
-    Py_ssize_t i = 0;
-    if (local == NULL) {
-        histogram_f4(p, n, table, b, counts);
-        return;
-    }
+    const Py_ssize_t bins = b ? b->bins : 0, lanes = bins + 1, size = lanes * lanes;
+    if (b == NULL || b->exact || lanes > PAIRED_LANES) return squares_f4(p, n, table, mean, b, counts);
+    uint32_t *local = malloc(4 * (size_t)size * sizeof(uint32_t));
+    if (local == NULL) return squares_f4(p, n, table, mean, b, counts);
     const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), inf = _mm256_set1_ps(INFINITY);
     const __m256 low = _mm256_set1_ps((float)b->low), scale = _mm256_set1_ps((float)b->scale);
     const __m256 one = _mm256_set1_ps(1.0f), last = _mm256_set1_ps((float)(bins - 1));
     const __m256 top = _mm256_set1_ps((float)((double)bins - 0.5)), margin = _mm256_set1_ps((float)b->margin);
-    const __m256i dummy = _mm256_set1_epi32((int)bins);
+    const __m256i dummy = _mm256_set1_epi32((int)bins), width = _mm256_set1_epi32((int)lanes);
+    const __m256d mv = _mm256_set1_pd(mean);
+    Cascade squares = {{0}, 0};
     int32_t index[8];
-    for (; i + 8 <= n; i += 8) {
-        __m256 a = _mm256_loadu_ps(x + i);
-        _mm_prefetch((const char *)(x + i) + 1024, _MM_HINT_T0);
-        __m256 finite = _mm256_cmp_ps(_mm256_and_ps(a, absmask), inf, _CMP_LT_OQ);
-        __m256 t = _mm256_mul_ps(_mm256_sub_ps(a, low), scale);
-        __m256 j = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        __m256 close = _mm256_cmp_ps(_mm256_and_ps(_mm256_sub_ps(t, j), absmask), margin, _CMP_LT_OQ);
-        close = _mm256_and_ps(close, _mm256_and_ps(_mm256_cmp_ps(j, one, _CMP_GE_OQ), _mm256_cmp_ps(j, last, _CMP_LE_OQ)));
-        __m256i idx = _mm256_cvttps_epi32(_mm256_min_ps(t, top));
-        idx = _mm256_blendv_epi8(dummy, idx, _mm256_castps_si256(finite));
-        int near = _mm256_movemask_ps(_mm256_and_ps(close, finite));
-        if (near) { /* rare: values within rounding distance of an inner edge */
-            _mm256_storeu_si256((__m256i *)index, idx);
-            while (near) {
-                int k = __builtin_ctz(near);
-                index[k] = (int32_t)numpy_bin((double)x[i + k], b);
-                near &= near - 1;
+    Py_ssize_t i = 0;
+    while (i + BLOCK <= n) {
+        /* at most 2**31 values a round: no uint32 count overflows */
+        Py_ssize_t end = n - i > ((Py_ssize_t)1 << 31) ? i + ((Py_ssize_t)1 << 31) : n;
+        memset(local, 0, 4 * (size_t)size * sizeof(uint32_t));
+        for (; i + BLOCK <= end; i += BLOCK) {
+            __m256d q0 = _mm256_setzero_pd(), q1 = q0;
+            for (Py_ssize_t k0 = i; k0 < i + BLOCK; k0 += 8) {
+                __m256 a = _mm256_loadu_ps(x + k0);
+                _mm_prefetch((const char *)(x + k0) + 1024, _MM_HINT_T0);
+                __m256 finite = _mm256_cmp_ps(_mm256_and_ps(a, absmask), inf, _CMP_LT_OQ);
+                __m256i fin = _mm256_castps_si256(finite);
+                __m256d d0 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(a)), mv);
+                __m256d d1 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)), mv);
+                d0 = _mm256_and_pd(d0, _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(fin))));
+                d1 = _mm256_and_pd(d1, _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm256_extracti128_si256(fin, 1))));
+                q0 = _mm256_fmadd_pd(d0, d0, q0);
+                q1 = _mm256_fmadd_pd(d1, d1, q1);
+                __m256 t = _mm256_mul_ps(_mm256_sub_ps(a, low), scale);
+                __m256 j = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                __m256 close = _mm256_cmp_ps(_mm256_and_ps(_mm256_sub_ps(t, j), absmask), margin, _CMP_LT_OQ);
+                close = _mm256_and_ps(close, _mm256_and_ps(_mm256_cmp_ps(j, one, _CMP_GE_OQ), _mm256_cmp_ps(j, last, _CMP_LE_OQ)));
+                __m256i idx = _mm256_cvttps_epi32(_mm256_min_ps(t, top));
+                idx = _mm256_blendv_epi8(dummy, idx, fin);
+                int near = _mm256_movemask_ps(_mm256_and_ps(close, finite));
+                if (near) { /* rare: values within rounding distance of an inner edge */
+                    _mm256_storeu_si256((__m256i *)index, idx);
+                    while (near) {
+                        int k = __builtin_ctz(near);
+                        index[k] = (int32_t)numpy_bin((double)x[k0 + k], b);
+                        near &= near - 1;
+                    }
+                    idx = _mm256_loadu_si256((const __m256i *)index);
+                }
+                /* the low half of each 64-bit lane: index[2k] * lanes + index[2k + 1] */
+                __m256i pair = _mm256_add_epi32(_mm256_mullo_epi32(idx, width), _mm256_srli_epi64(idx, 32));
+                __m128i low2 = _mm256_castsi256_si128(pair), high2 = _mm256_extracti128_si256(pair, 1);
+                local[(uint32_t)_mm_cvtsi128_si64(low2)]++;
+                local[size + (uint32_t)_mm_extract_epi64(low2, 1)]++;
+                local[2 * size + (uint32_t)_mm_cvtsi128_si64(high2)]++;
+                local[3 * size + (uint32_t)_mm_extract_epi64(high2, 1)]++;
             }
-            idx = _mm256_loadu_si256((const __m256i *)index);
+            cascade_add(&squares, hsum_pd(_mm256_add_pd(q0, q1)));
         }
-        __m128i low4 = _mm256_castsi256_si128(idx), high4 = _mm256_extracti128_si256(idx, 1);
-        uint64_t q0 = (uint64_t)_mm_cvtsi128_si64(low4), q1 = (uint64_t)_mm_extract_epi64(low4, 1);
-        uint64_t q2 = (uint64_t)_mm_cvtsi128_si64(high4), q3 = (uint64_t)_mm_extract_epi64(high4, 1);
-        local[(uint32_t)q0]++; /* eight histograms: no increment waits for the one before */
-        local[lanes + (q0 >> 32)]++;
-        local[2 * lanes + (uint32_t)q1]++;
-        local[3 * lanes + (q1 >> 32)]++;
-        local[4 * lanes + (uint32_t)q2]++;
-        local[5 * lanes + (q2 >> 32)]++;
-        local[6 * lanes + (uint32_t)q3]++;
-        local[7 * lanes + (q3 >> 32)]++;
+        for (Py_ssize_t first = 0; first < lanes; first++)
+            for (Py_ssize_t second = 0; second < lanes; second++) {
+                Py_ssize_t at = first * lanes + second;
+                int64_t c = (int64_t)local[at] + local[size + at] + local[2 * size + at] + local[3 * size + at];
+                if (first < bins) counts[first] += c;
+                if (second < bins) counts[second] += c;
+            }
     }
-    for (Py_ssize_t k = 0; k < bins; k++)
-        for (int h = 0; h < 8; h++) counts[k] += local[h * lanes + k];
     free(local);
-    histogram_f4(p + 4 * i, n - i, table, b, counts);
+    cascade_add(&squares, squares_f4((const char *)(x + i), n - i, table, mean, b, counts));
+    return cascade_total(&squares);
 }
 
 static int have_avx2(void) {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 #else
 #define moments_f4_avx2 moments_f4
-#define histogram_f4_avx2 histogram_f4
+#define squares_f4_avx2 squares_f4
 static int have_avx2(void) { return 0; }
 #endif
 
 typedef void (*MomentsFn)(const char *, Py_ssize_t, const double *, Moments *);
-typedef void (*HistogramFn)(const char *, Py_ssize_t, const double *, const Binning *, int64_t *);
+typedef double (*SquaresFn)(const char *, Py_ssize_t, const double *, double, const Binning *, int64_t *);
 
 typedef struct {
     const char *name;
     Py_ssize_t itemsize, table_size;
     MomentsFn moments;
-    HistogramFn histogram;
+    SquaresFn squares;
 } Kind;
 
 static Kind KINDS[] = {
-    {"f4", 4, 0, moments_f4, histogram_f4}, {"f8", 8, 0, moments_f8, histogram_f8},
-    {"i4", 4, 0, moments_i4, histogram_i4}, {"i8", 8, 0, moments_i8, histogram_i8},
-    {"u4", 4, 0, moments_u4, histogram_u4}, {"u8", 8, 0, moments_u8, histogram_u8},
-    {"t1", 1, 256, moments_t1, histogram_t1}, {"t2", 2, 65536, moments_t2, histogram_t2},
+    {"f4", 4, 0, moments_f4, squares_f4}, {"f8", 8, 0, moments_f8, squares_f8},
+    {"i4", 4, 0, moments_i4, squares_i4}, {"i8", 8, 0, moments_i8, squares_i8},
+    {"u4", 4, 0, moments_u4, squares_u4}, {"u8", 8, 0, moments_u8, squares_u8},
+    {"t1", 1, 256, moments_t1, squares_t1}, {"t2", 2, 65536, moments_t2, squares_t2},
 };
 
 /* The kind named ``name`` and, when it reads codes, its table (held in *table_view). */
@@ -446,11 +409,11 @@ static const Kind *lookup(const char *name, PyObject *table, Py_buffer *table_vi
     const Kind *kind = NULL;
     for (size_t k = 0; k < sizeof KINDS / sizeof KINDS[0]; k++)
         if (strcmp(KINDS[k].name, name) == 0) kind = &KINDS[k];
+    table_view->obj = NULL;
     if (kind == NULL) {
         PyErr_Format(PyExc_ValueError, "unknown value kind '%s'", name);
         return NULL;
     }
-    table_view->obj = NULL;
     if (kind->table_size == 0) {
         if (table != Py_None) {
             PyErr_Format(PyExc_ValueError, "kind %s takes no table", name);
@@ -463,20 +426,27 @@ static const Kind *lookup(const char *name, PyObject *table, Py_buffer *table_vi
         PyErr_Format(PyExc_ValueError, "kind %s needs a table of %zd float64 values, got %zd bytes", name,
                      kind->table_size, table_view->len);
         PyBuffer_Release(table_view);
+        table_view->obj = NULL;
         return NULL;
     }
     return kind;
 }
 
 static int values_of(PyObject *data, const Kind *kind, Py_buffer *view) {
+    view->obj = NULL;
     if (PyObject_GetBuffer(data, view, PyBUF_SIMPLE) < 0) return -1;
     if (view->len % kind->itemsize != 0) {
         PyErr_Format(PyExc_ValueError, "%zd bytes are not a whole number of %zd-byte values", view->len,
                      kind->itemsize);
         PyBuffer_Release(view);
+        view->obj = NULL;
         return -1;
     }
     return 0;
+}
+
+static void release(Py_buffer *view) {
+    if (view->obj != NULL) PyBuffer_Release(view);
 }
 
 static PyObject *moments(PyObject *self, PyObject *args) {
@@ -489,25 +459,48 @@ static PyObject *moments(PyObject *self, PyObject *args) {
     const Kind *kind = lookup(name, table, &table_view);
     if (kind == NULL) return NULL;
     if (values_of(data, kind, &values) < 0) {
-        if (table_view.obj) PyBuffer_Release(&table_view);
+        release(&table_view);
         return NULL;
     }
     Py_BEGIN_ALLOW_THREADS
     kind->moments(values.buf, values.len / kind->itemsize, table_view.obj ? table_view.buf : NULL, &m);
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&values);
-    if (table_view.obj) PyBuffer_Release(&table_view);
-    return Py_BuildValue("nnnnndddd", m.finite, m.zeros, m.nan, m.posinf, m.neginf, m.min, m.max, m.sum, m.m2);
+    release(&values);
+    release(&table_view);
+    return Py_BuildValue("nnnnnddd", m.finite, m.zeros, m.nan, m.posinf, m.neginf, m.min, m.max, m.sum);
+}
+
+static PyObject *squares(PyObject *self, PyObject *args) {
+    PyObject *data, *table;
+    const char *name;
+    double mean, total;
+    Py_buffer values, table_view;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "OsOd:squares", &data, &name, &table, &mean)) return NULL;
+    const Kind *kind = lookup(name, table, &table_view);
+    if (kind == NULL) return NULL;
+    if (values_of(data, kind, &values) < 0) {
+        release(&table_view);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    total = kind->squares(values.buf, values.len / kind->itemsize, table_view.obj ? table_view.buf : NULL, mean,
+                          NULL, NULL);
+    Py_END_ALLOW_THREADS
+    release(&values);
+    release(&table_view);
+    return PyFloat_FromDouble(total);
 }
 
 static PyObject *histogram(PyObject *self, PyObject *args) {
-    PyObject *data, *table, *edges_obj, *counts_obj;
+    PyObject *data, *table, *edges_obj, *counts_obj, *result = NULL;
     const char *name;
+    double total;
     Py_buffer values, table_view, edges, counts;
     Binning b;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OsOddddOO:histogram", &data, &name, &table, &b.low, &b.high, &b.scale, &b.margin,
-                          &edges_obj, &counts_obj))
+    if (!PyArg_ParseTuple(args, "OsOdddddOO:histogram", &data, &name, &table, &b.mean, &b.low, &b.high, &b.scale,
+                          &b.margin, &edges_obj, &counts_obj))
         return NULL;
     if (!(isfinite(b.low) && isfinite(b.high) && b.low < b.high)) {
         PyErr_SetString(PyExc_ValueError, "the histogram's range must be finite and increasing");
@@ -516,31 +509,33 @@ static PyObject *histogram(PyObject *self, PyObject *args) {
     const Kind *kind = lookup(name, table, &table_view);
     if (kind == NULL) return NULL;
     edges.obj = counts.obj = values.obj = NULL;
-    if (PyObject_GetBuffer(edges_obj, &edges, PyBUF_SIMPLE) < 0 ||
-        PyObject_GetBuffer(counts_obj, &counts, PyBUF_WRITABLE) < 0)
-        goto fail;
+    if (PyObject_GetBuffer(edges_obj, &edges, PyBUF_SIMPLE) < 0) {
+        edges.obj = NULL;
+        goto done;
+    }
+    if (PyObject_GetBuffer(counts_obj, &counts, PyBUF_WRITABLE) < 0) {
+        counts.obj = NULL;
+        goto done;
+    }
     b.bins = edges.len / (Py_ssize_t)sizeof(double) - 1;
     if (b.bins < 1 || edges.len % sizeof(double) != 0 || counts.len != b.bins * (Py_ssize_t)sizeof(int64_t)) {
         PyErr_SetString(PyExc_ValueError, "need bins + 1 float64 edges and bins int64 counts");
-        goto fail;
+        goto done;
     }
     b.edges = edges.buf;
     b.exact = !(b.margin < 0.25) || !isfinite(b.scale);
-    if (values_of(data, kind, &values) < 0) goto fail;
+    if (values_of(data, kind, &values) < 0) goto done;
     Py_BEGIN_ALLOW_THREADS
-    kind->histogram(values.buf, values.len / kind->itemsize, table_view.obj ? table_view.buf : NULL, &b,
-                    counts.buf);
+    total = kind->squares(values.buf, values.len / kind->itemsize, table_view.obj ? table_view.buf : NULL, b.mean,
+                          &b, counts.buf);
     Py_END_ALLOW_THREADS
-    PyBuffer_Release(&values);
-    PyBuffer_Release(&edges);
-    PyBuffer_Release(&counts);
-    if (table_view.obj) PyBuffer_Release(&table_view);
-    Py_RETURN_NONE;
-fail:
-    if (edges.obj) PyBuffer_Release(&edges);
-    if (counts.obj) PyBuffer_Release(&counts);
-    if (table_view.obj) PyBuffer_Release(&table_view);
-    return NULL;
+    result = PyFloat_FromDouble(total);
+done:
+    release(&values);
+    release(&edges);
+    release(&counts);
+    release(&table_view);
+    return result;
 }
 
 /* simd(on) -> whether the float32 kernels now use AVX2: on only where the processor has it. */
@@ -550,14 +545,15 @@ static PyObject *simd(PyObject *self, PyObject *arg) {
     if (on < 0) return NULL;
     on = on && have_avx2();
     KINDS[0].moments = on ? moments_f4_avx2 : moments_f4;
-    KINDS[0].histogram = on ? histogram_f4_avx2 : histogram_f4;
+    KINDS[0].squares = on ? squares_f4_avx2 : squares_f4;
     return PyBool_FromLong(on);
 }
 
 static PyMethodDef methods[] = {
-    {"simd", simd, METH_O, "Use AVX2 for float32 when the processor has it (True) or not; returns whether it does."},
-    {"moments", moments, METH_VARARGS, "A chunk's counts, min, max, sum and sum of squared deviations."},
-    {"histogram", histogram, METH_VARARGS, "Add a chunk's finite values' numpy.histogram bins to counts."},
+    {"moments", moments, METH_VARARGS, "A chunk's counts, and its finite values' min, max and sum."},
+    {"squares", squares, METH_VARARGS, "The sum of a chunk's finite values' squared deviations from a mean."},
+    {"histogram", histogram, METH_VARARGS, "squares(), and add the finite values' numpy.histogram bins to counts."},
+    {"simd", simd, METH_O, "Use AVX2 for float32 where the processor has it (True) or not; returns whether it does."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -570,7 +566,7 @@ PyMODINIT_FUNC PyInit__cstats(void) {
     PyObject *m = PyModule_Create(&module);
     if (m != NULL && have_avx2()) {
         KINDS[0].moments = moments_f4_avx2;
-        KINDS[0].histogram = histogram_f4_avx2;
+        KINDS[0].squares = squares_f4_avx2;
     }
     return m;
 }
