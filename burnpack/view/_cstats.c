@@ -314,9 +314,8 @@ AVX2 static double squares_f4_avx2(const char *p, Py_ssize_t n, const double *ta
     if (local == NULL) return squares_f4(p, n, table, mean, b, counts);
     const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), inf = _mm256_set1_ps(INFINITY);
     const __m256 low = _mm256_set1_ps((float)b->low), scale = _mm256_set1_ps((float)b->scale);
-    const __m256 one = _mm256_set1_ps(1.0f), last = _mm256_set1_ps((float)(bins - 1));
     const __m256 top = _mm256_set1_ps((float)((double)bins - 0.5)), margin = _mm256_set1_ps((float)b->margin);
-    const __m256i dummy = _mm256_set1_epi32((int)bins), width = _mm256_set1_epi32((int)lanes);
+    const __m256i width = _mm256_set1_epi32((int)lanes);
     const __m256d mv = _mm256_set1_pd(mean);
     Cascade squares = {{0}, 0};
     int32_t index[8];
@@ -327,25 +326,24 @@ AVX2 static double squares_f4_avx2(const char *p, Py_ssize_t n, const double *ta
         memset(local, 0, 4 * (size_t)size * sizeof(uint32_t));
         for (; i + BLOCK <= end; i += BLOCK) {
             __m256d q0 = _mm256_setzero_pd(), q1 = q0;
+            double q = 0.0;
             for (Py_ssize_t k0 = i; k0 < i + BLOCK; k0 += 8) {
                 __m256 a = _mm256_loadu_ps(x + k0);
                 _mm_prefetch((const char *)(x + k0) + 1024, _MM_HINT_T0);
-                __m256 finite = _mm256_cmp_ps(_mm256_and_ps(a, absmask), inf, _CMP_LT_OQ);
-                __m256i fin = _mm256_castps_si256(finite);
+                if (_mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(a, absmask), inf, _CMP_LT_OQ)) != 0xff) {
+                    q += squares_f4((const char *)(x + k0), 8, table, mean, b, counts); /* a NaN or an infinity */
+                    continue;
+                }
                 __m256d d0 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(a)), mv);
                 __m256d d1 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)), mv);
-                d0 = _mm256_and_pd(d0, _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(fin))));
-                d1 = _mm256_and_pd(d1, _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm256_extracti128_si256(fin, 1))));
                 q0 = _mm256_fmadd_pd(d0, d0, q0);
                 q1 = _mm256_fmadd_pd(d1, d1, q1);
                 __m256 t = _mm256_mul_ps(_mm256_sub_ps(a, low), scale);
                 __m256 j = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-                __m256 close = _mm256_cmp_ps(_mm256_and_ps(_mm256_sub_ps(t, j), absmask), margin, _CMP_LT_OQ);
-                close = _mm256_and_ps(close, _mm256_and_ps(_mm256_cmp_ps(j, one, _CMP_GE_OQ), _mm256_cmp_ps(j, last, _CMP_LE_OQ)));
+                /* within the margin of any edge, the outer ones too (few values: the extremes) */
+                int near = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(_mm256_sub_ps(t, j), absmask), margin, _CMP_LT_OQ));
                 __m256i idx = _mm256_cvttps_epi32(_mm256_min_ps(t, top));
-                idx = _mm256_blendv_epi8(dummy, idx, fin);
-                int near = _mm256_movemask_ps(_mm256_and_ps(close, finite));
-                if (near) { /* rare: values within rounding distance of an inner edge */
+                if (near) { /* rare: values within rounding distance of an edge */
                     _mm256_storeu_si256((__m256i *)index, idx);
                     while (near) {
                         int k = __builtin_ctz(near);
@@ -362,7 +360,7 @@ AVX2 static double squares_f4_avx2(const char *p, Py_ssize_t n, const double *ta
                 local[2 * size + (uint32_t)_mm_cvtsi128_si64(high2)]++;
                 local[3 * size + (uint32_t)_mm_extract_epi64(high2, 1)]++;
             }
-            cascade_add(&squares, hsum_pd(_mm256_add_pd(q0, q1)));
+            cascade_add(&squares, hsum_pd(_mm256_add_pd(q0, q1)) + q);
         }
         for (Py_ssize_t first = 0; first < lanes; first++)
             for (Py_ssize_t second = 0; second < lanes; second++) {
