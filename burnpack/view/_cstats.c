@@ -1,5 +1,5 @@
-/* The compiled kernel of burnpack/view/stats.py: one pass over a chunk for its counts, extremes
- * and sum; a second for its histogram counts and squared deviations from the tensor's mean.
+/* The compiled kernel of burnpack/view/stats.py: a chunk's counts, extremes, sum and squared
+ * deviations in one pass over its bytes; its histogram counts in a second.
  *
  * Optional: stats.py uses numpy when this module is not built. Each function takes a chunk's bytes
  * (any object with the buffer protocol, read in place) and a kind saying how to read a value:
@@ -11,18 +11,19 @@
  * Every value is read as the float64 numpy's astype(float64) gives. Sums are float64, pairwise:
  * 128-value blocks summed in 4 (8 with AVX2) lanes, the blocks' sums in a cascade.
  *
- * moments(data, kind, table) -> (finite, zeros, nan, posinf, neginf, min, max, sum)
- *     counts, and over the finite values: min, max (inf and -inf when there are none) and sum.
- * squares(data, kind, table, mean) -> float
- *     the sum of the finite values' squared deviations from ``mean``.
- * histogram(data, kind, table, mean, low, high, scale, margin, edges, counts) -> float
+ * moments(data, kind, table) -> (finite, zeros, nan, posinf, neginf, min, max, sum, m2)
+ *     counts, and over the finite values: min, max (inf and -inf when there are none), sum, and
+ *     the sum of squared deviations from their mean: each 128-value block's own two-pass sum
+ *     (the block read again from the first-level cache), merged exactly as Chan et al. merge
+ *     moments (``m2 = sum of block m2 + sum of n_b (mean_b - mean)**2``).
+ * histogram(data, kind, table, low, high, scale, margin, edges, counts)
  *     adds to ``counts`` (int64, len(edges) - 1 bins) the chunk's finite values' bins exactly as
- *     numpy.histogram(values, bins, range=(low, high)) assigns them, and returns their squares as
- *     squares() does. A value whose position ``(v - low) * scale`` lies farther than ``margin`` from
- *     every inner edge index is in bin floor(position); a nearer one (every value when margin is
- *     not below 0.25) is binned by numpy's own formula and comparisons with the edges. stats.py
- *     derives the margin for the precision the position is computed in (see its _Binning):
- *     float32 for "f4" with AVX2, float64 otherwise.
+ *     numpy.histogram(values, bins, range=(low, high)) assigns them. A value whose position
+ *     ``(v - low) * scale`` lies farther than ``margin`` from every inner edge index is in bin
+ *     floor(position); a nearer one (every value when margin is not below 0.25) is binned by
+ *     numpy's own formula and comparisons with the edges. stats.py derives the margin for the
+ *     precision the position is computed in (see its _Binning): float32 for "f4" with AVX2,
+ *     float64 otherwise.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -33,11 +34,11 @@
 
 typedef struct {
     Py_ssize_t finite, zeros, nan, posinf, neginf;
-    double min, max, sum;
+    double min, max, sum, m2;
 } Moments;
 
 typedef struct {
-    double mean, low, high, scale, margin;
+    double low, high, scale, margin;
     const double *edges;
     Py_ssize_t bins;
     int exact;
@@ -45,6 +46,7 @@ typedef struct {
 
 #define BLOCK 128
 #define LEVELS 64
+#define SEGMENT_BLOCKS 512 /* block means kept at a time (4 KiB) */
 
 /* Pairwise summation of block sums: a binary counter of partial sums of 2**k blocks each. */
 typedef struct {
@@ -68,6 +70,45 @@ static double cascade_total(const Cascade *c) {
     for (int level = 0; level < LEVELS; level++)
         if ((c->count >> level) & 1) total += c->partial[level];
     return total;
+}
+
+/* Squared deviations merged a segment of blocks at a time: each block's finite count, mean and
+ * own m2; at the segment's end, the blocks' deviations from the segment's mean, and the segment
+ * merged into the chunk's (n, mean, m2) with Chan's formula. */
+typedef struct {
+    Py_ssize_t count[SEGMENT_BLOCKS], n, blocks, total_n;
+    double mean[SEGMENT_BLOCKS], m2, total_mean, total_m2;
+    Cascade sum;
+} Deviations;
+
+static void deviations_flush(Deviations *d) {
+    if (d->n > 0) {
+        double mean = cascade_total(&d->sum) / (double)d->n, m2 = d->m2;
+        for (Py_ssize_t k = 0; k < d->blocks; k++) {
+            double delta = d->mean[k] - mean;
+            m2 += (double)d->count[k] * delta * delta;
+        }
+        Py_ssize_t total = d->total_n + d->n;
+        double delta = mean - d->total_mean;
+        d->total_mean += delta * (double)d->n / (double)total;
+        d->total_m2 += m2 + delta * delta * ((double)d->total_n * (double)d->n / (double)total);
+        d->total_n = total;
+    }
+    d->n = d->blocks = 0;
+    d->m2 = 0.0;
+    memset(&d->sum, 0, sizeof d->sum);
+}
+
+/* A block of n finite values (none: nothing to add) with this sum and the squared deviations from
+ * its mean. */
+static void deviations_add(Deviations *d, Py_ssize_t n, double sum, double m2) {
+    if (n == 0) return;
+    if (d->blocks == SEGMENT_BLOCKS) deviations_flush(d);
+    d->count[d->blocks] = n;
+    d->mean[d->blocks++] = sum / (double)n;
+    d->n += n;
+    d->m2 += m2;
+    cascade_add(&d->sum, sum);
 }
 
 static inline double rd_f4(const char *p, Py_ssize_t i, const double *t) {
@@ -140,12 +181,15 @@ static inline Py_ssize_t bin_of(double v, const Binning *b) {
 }
 
 #define DEFINE_KERNELS(K)                                                                           \
+    /* Block by block: counts, extremes and sum, then the block's squared deviations. */           \
     static void moments_##K(const char *p, Py_ssize_t n, const double *table, Moments *m) {        \
         Cascade sums = {{0}, 0};                                                                    \
+        Deviations dev;                                                                             \
         double lo = INFINITY, hi = -INFINITY;                                                       \
         Py_ssize_t finite = 0, zeros = 0, nan = 0, posinf = 0, neginf = 0;                          \
+        memset(&dev, 0, sizeof dev);                                                                \
         for (Py_ssize_t start = 0; start < n; start += BLOCK) {                                     \
-            Py_ssize_t end = start + BLOCK < n ? start + BLOCK : n, i = start;                      \
+            Py_ssize_t end = start + BLOCK < n ? start + BLOCK : n, i = start, fin = 0;             \
             double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;                                          \
             for (; i + 4 <= end; i += 4) {                                                          \
                 double a = rd_##K(p, i, table), b = rd_##K(p, i + 1, table);                        \
@@ -163,7 +207,7 @@ static inline Py_ssize_t bin_of(double v, const Binning *b) {
                 s1 += b;                                                                            \
                 s2 += c;                                                                            \
                 s3 += d;                                                                            \
-                finite += 4;                                                                        \
+                fin += 4;                                                                           \
             }                                                                                       \
             for (; i < end; i++) {                                                                  \
                 double v = rd_##K(p, i, table);                                                     \
@@ -172,7 +216,7 @@ static inline Py_ssize_t bin_of(double v, const Binning *b) {
                     hi = v > hi ? v : hi;                                                           \
                     zeros += v == 0.0;                                                              \
                     s0 += v;                                                                        \
-                    finite++;                                                                       \
+                    fin++;                                                                          \
                 } else if (v != v) {                                                                \
                     nan++;                                                                          \
                 } else if (v > 0) {                                                                 \
@@ -181,32 +225,33 @@ static inline Py_ssize_t bin_of(double v, const Binning *b) {
                     neginf++;                                                                       \
                 }                                                                                   \
             }                                                                                       \
-            cascade_add(&sums, (s0 + s1) + (s2 + s3));                                              \
+            double sum = (s0 + s1) + (s2 + s3), q0 = 0.0, q1 = 0.0;                                 \
+            cascade_add(&sums, sum);                                                                \
+            finite += fin;                                                                          \
+            if (fin == 0) continue;                                                                 \
+            double mean = sum / (double)fin;                                                        \
+            for (i = start; i < end; i++) {                                                         \
+                double v = rd_##K(p, i, table);                                                     \
+                if (!FINITE(v)) continue;                                                           \
+                v -= mean;                                                                          \
+                if (i & 1)                                                                          \
+                    q1 += v * v;                                                                    \
+                else                                                                                \
+                    q0 += v * v;                                                                    \
+            }                                                                                       \
+            deviations_add(&dev, fin, sum, q0 + q1);                                                \
         }                                                                                           \
-        Moments out = {finite, zeros, nan, posinf, neginf, lo, hi, cascade_total(&sums)};           \
+        deviations_flush(&dev);                                                                     \
+        Moments out = {finite, zeros, nan, posinf, neginf, lo, hi, cascade_total(&sums), dev.total_m2}; \
         *m = out;                                                                                   \
     }                                                                                               \
                                                                                                     \
-    /* With a Binning: also counts each finite value into its bin. */                              \
-    static double squares_##K(const char *p, Py_ssize_t n, const double *table, double mean,       \
-                              const Binning *b, int64_t *counts) {                                  \
-        Cascade squares = {{0}, 0};                                                                 \
-        for (Py_ssize_t start = 0; start < n; start += BLOCK) {                                     \
-            Py_ssize_t end = start + BLOCK < n ? start + BLOCK : n;                                 \
-            double q0 = 0.0, q1 = 0.0;                                                              \
-            for (Py_ssize_t i = start; i < end; i++) {                                              \
-                double v = rd_##K(p, i, table);                                                     \
-                if (!FINITE(v)) continue;                                                           \
-                double d = v - mean;                                                                \
-                if (i & 1)                                                                          \
-                    q1 += d * d;                                                                    \
-                else                                                                                \
-                    q0 += d * d;                                                                    \
-                if (b != NULL) counts[bin_of(v, b)]++;                                              \
-            }                                                                                       \
-            cascade_add(&squares, q0 + q1);                                                         \
+    static void histogram_##K(const char *p, Py_ssize_t n, const double *table, const Binning *b,   \
+                              int64_t *counts) {                                                    \
+        for (Py_ssize_t i = 0; i < n; i++) {                                                        \
+            double v = rd_##K(p, i, table);                                                         \
+            if (FINITE(v)) counts[bin_of(v, b)]++;                                                  \
         }                                                                                           \
-        return cascade_total(&squares);                                                             \
     }
 
 DEFINE_KERNELS(f4)
@@ -223,7 +268,7 @@ DEFINE_KERNELS(t2)
  * 128-value block holding a NaN or an infinity goes value by value through the kernels above. */
 #include <immintrin.h>
 #define AVX2 __attribute__((target("avx2,fma")))
-#define PAIRED_LANES 64 /* pair histograms of at most 64 * 64 bins, four of them: 64 KiB */
+#define PAIRED_BINS 64 /* pair histograms of at most 64 * 64 bins, four of them: 64 KiB */
 
 AVX2 static double hsum_pd(__m256d v) {
     __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
@@ -237,8 +282,10 @@ AVX2 static void moments_f4_avx2(const char *p, Py_ssize_t n, const double *tabl
     __m256 lo = _mm256_set1_ps(INFINITY), hi = _mm256_set1_ps(-INFINITY);
     __m256i zeros = _mm256_setzero_si256();
     Cascade sums = {{0}, 0};
-    Moments s = {0, 0, 0, 0, 0, INFINITY, -INFINITY, 0.0};
+    Deviations dev;
+    Moments s = {0, 0, 0, 0, 0, INFINITY, -INFINITY, 0.0, 0.0};
     Py_ssize_t start = 0;
+    memset(&dev, 0, sizeof dev);
     for (; start + BLOCK <= n; start += BLOCK) {
         __m256 blo = lo, bhi = hi, ok = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
         __m256i bz = zeros;
@@ -257,36 +304,53 @@ AVX2 static void moments_f4_avx2(const char *p, Py_ssize_t n, const double *tabl
             s2 = _mm256_add_pd(s2, _mm256_cvtps_pd(_mm256_castps256_ps128(b)));
             s3 = _mm256_add_pd(s3, _mm256_cvtps_pd(_mm256_extractf128_ps(b, 1)));
         }
-        if (_mm256_movemask_ps(ok) == 0xff) {
-            lo = blo;
-            hi = bhi;
-            zeros = bz;
-            cascade_add(&sums, hsum_pd(_mm256_add_pd(_mm256_add_pd(s0, s1), _mm256_add_pd(s2, s3))));
-            s.finite += BLOCK;
-        } else {
+        if (_mm256_movemask_ps(ok) != 0xff) { /* a NaN or an infinity: the block value by value */
             Moments block;
             moments_f4((const char *)(x + start), BLOCK, table, &block);
-            s.finite += block.finite;
             s.zeros += block.zeros;
             s.nan += block.nan;
             s.posinf += block.posinf;
             s.neginf += block.neginf;
             s.min = block.min < s.min ? block.min : s.min;
             s.max = block.max > s.max ? block.max : s.max;
+            s.finite += block.finite;
             cascade_add(&sums, block.sum);
+            deviations_add(&dev, block.finite, block.sum, block.m2);
+            continue;
         }
+        lo = blo;
+        hi = bhi;
+        zeros = bz;
+        double sum = hsum_pd(_mm256_add_pd(_mm256_add_pd(s0, s1), _mm256_add_pd(s2, s3)));
+        const __m256d mean = _mm256_set1_pd(sum / BLOCK);
+        __m256d q0 = _mm256_setzero_pd(), q1 = q0, q2 = q0, q3 = q0;
+        for (Py_ssize_t i = start; i < start + BLOCK; i += 16) { /* again, from the first-level cache */
+            __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
+            __m256d d0 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(a)), mean);
+            __m256d d1 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)), mean);
+            __m256d d2 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(b)), mean);
+            __m256d d3 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(b, 1)), mean);
+            q0 = _mm256_fmadd_pd(d0, d0, q0);
+            q1 = _mm256_fmadd_pd(d1, d1, q1);
+            q2 = _mm256_fmadd_pd(d2, d2, q2);
+            q3 = _mm256_fmadd_pd(d3, d3, q3);
+        }
+        cascade_add(&sums, sum);
+        s.finite += BLOCK;
+        deviations_add(&dev, BLOCK, sum, hsum_pd(_mm256_add_pd(_mm256_add_pd(q0, q1), _mm256_add_pd(q2, q3))));
     }
     if (start < n) {
         Moments rest;
         moments_f4((const char *)(x + start), n - start, table, &rest);
-        s.finite += rest.finite;
         s.zeros += rest.zeros;
         s.nan += rest.nan;
         s.posinf += rest.posinf;
         s.neginf += rest.neginf;
         s.min = rest.min < s.min ? rest.min : s.min;
         s.max = rest.max > s.max ? rest.max : s.max;
+        s.finite += rest.finite;
         cascade_add(&sums, rest.sum);
+        deviations_add(&dev, rest.finite, rest.sum, rest.m2);
     }
     float l[8], h[8];
     int32_t z[8];
@@ -299,80 +363,77 @@ AVX2 static void moments_f4_avx2(const char *p, Py_ssize_t n, const double *tabl
         s.zeros += z[k];
     }
     s.sum = cascade_total(&sums);
+    deviations_flush(&dev);
+    s.m2 = dev.total_m2;
     *m = s;
 }
 
-AVX2 static double squares_f4_avx2(const char *p, Py_ssize_t n, const double *table, double mean,
-                                   const Binning *b, int64_t *counts) {
+AVX2 static void histogram_f4_avx2(const char *p, Py_ssize_t n, const double *table, const Binning *b,
+                                   int64_t *counts) {
     /* Positions in float32, as stats.py's numpy path computes them for float32 (the margin is its).
-     * Counted a pair of neighbouring values at a time (``lanes`` ** 2 pair bins, four histograms so
-     * that no increment waits for the one before); bin ``bins``: the values that are not finite. */
+     * Counted a pair of neighbouring values at a time (``bins`` ** 2 pair bins, four histograms so
+     * that no increment waits for the one before); a step of 8 values holding a NaN or an
+     * infinity goes value by value. */
     const float *x = (const float *)p;
-    const Py_ssize_t bins = b ? b->bins : 0, lanes = bins + 1, size = lanes * lanes;
-    if (b == NULL || b->exact || lanes > PAIRED_LANES) return squares_f4(p, n, table, mean, b, counts);
+    const Py_ssize_t bins = b->bins, size = bins * bins;
+    if (b->exact || bins > PAIRED_BINS) {
+        histogram_f4(p, n, table, b, counts);
+        return;
+    }
     uint32_t *local = malloc(4 * (size_t)size * sizeof(uint32_t));
-    if (local == NULL) return squares_f4(p, n, table, mean, b, counts);
+    if (local == NULL) {
+        histogram_f4(p, n, table, b, counts);
+        return;
+    }
     const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), inf = _mm256_set1_ps(INFINITY);
     const __m256 low = _mm256_set1_ps((float)b->low), scale = _mm256_set1_ps((float)b->scale);
     const __m256 top = _mm256_set1_ps((float)((double)bins - 0.5)), margin = _mm256_set1_ps((float)b->margin);
-    const __m256i width = _mm256_set1_epi32((int)lanes);
-    const __m256d mv = _mm256_set1_pd(mean);
-    Cascade squares = {{0}, 0};
+    const __m256i width = _mm256_set1_epi32((int)bins);
     int32_t index[8];
     Py_ssize_t i = 0;
-    while (i + BLOCK <= n) {
+    while (i + 8 <= n) {
         /* at most 2**31 values a round: no uint32 count overflows */
         Py_ssize_t end = n - i > ((Py_ssize_t)1 << 31) ? i + ((Py_ssize_t)1 << 31) : n;
         memset(local, 0, 4 * (size_t)size * sizeof(uint32_t));
-        for (; i + BLOCK <= end; i += BLOCK) {
-            __m256d q0 = _mm256_setzero_pd(), q1 = q0;
-            double q = 0.0;
-            for (Py_ssize_t k0 = i; k0 < i + BLOCK; k0 += 8) {
-                __m256 a = _mm256_loadu_ps(x + k0);
-                _mm_prefetch((const char *)(x + k0) + 1024, _MM_HINT_T0);
-                if (_mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(a, absmask), inf, _CMP_LT_OQ)) != 0xff) {
-                    q += squares_f4((const char *)(x + k0), 8, table, mean, b, counts); /* a NaN or an infinity */
-                    continue;
-                }
-                __m256d d0 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(a)), mv);
-                __m256d d1 = _mm256_sub_pd(_mm256_cvtps_pd(_mm256_extractf128_ps(a, 1)), mv);
-                q0 = _mm256_fmadd_pd(d0, d0, q0);
-                q1 = _mm256_fmadd_pd(d1, d1, q1);
-                __m256 t = _mm256_mul_ps(_mm256_sub_ps(a, low), scale);
-                __m256 j = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-                /* within the margin of any edge, the outer ones too (few values: the extremes) */
-                int near = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(_mm256_sub_ps(t, j), absmask), margin, _CMP_LT_OQ));
-                __m256i idx = _mm256_cvttps_epi32(_mm256_min_ps(t, top));
-                if (near) { /* rare: values within rounding distance of an edge */
-                    _mm256_storeu_si256((__m256i *)index, idx);
-                    while (near) {
-                        int k = __builtin_ctz(near);
-                        index[k] = (int32_t)numpy_bin((double)x[k0 + k], b);
-                        near &= near - 1;
-                    }
-                    idx = _mm256_loadu_si256((const __m256i *)index);
-                }
-                /* the low half of each 64-bit lane: index[2k] * lanes + index[2k + 1] */
-                __m256i pair = _mm256_add_epi32(_mm256_mullo_epi32(idx, width), _mm256_srli_epi64(idx, 32));
-                __m128i low2 = _mm256_castsi256_si128(pair), high2 = _mm256_extracti128_si256(pair, 1);
-                local[(uint32_t)_mm_cvtsi128_si64(low2)]++;
-                local[size + (uint32_t)_mm_extract_epi64(low2, 1)]++;
-                local[2 * size + (uint32_t)_mm_cvtsi128_si64(high2)]++;
-                local[3 * size + (uint32_t)_mm_extract_epi64(high2, 1)]++;
+        for (; i + 8 <= end; i += 8) {
+            __m256 a = _mm256_loadu_ps(x + i);
+            _mm_prefetch((const char *)(x + i) + 1024, _MM_HINT_T0);
+            if (_mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(a, absmask), inf, _CMP_LT_OQ)) != 0xff) {
+                histogram_f4((const char *)(x + i), 8, table, b, counts);
+                continue;
             }
-            cascade_add(&squares, hsum_pd(_mm256_add_pd(q0, q1)) + q);
+            __m256 t = _mm256_mul_ps(_mm256_sub_ps(a, low), scale);
+            __m256 j = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+            /* within the margin of any edge, the outer ones too (few values: the extremes) */
+            int near = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(_mm256_sub_ps(t, j), absmask), margin, _CMP_LT_OQ));
+            __m256i idx = _mm256_cvttps_epi32(_mm256_min_ps(t, top));
+            if (near) { /* rare: values within rounding distance of an edge */
+                _mm256_storeu_si256((__m256i *)index, idx);
+                while (near) {
+                    int k = __builtin_ctz(near);
+                    index[k] = (int32_t)numpy_bin((double)x[i + k], b);
+                    near &= near - 1;
+                }
+                idx = _mm256_loadu_si256((const __m256i *)index);
+            }
+            /* the low half of each 64-bit lane: index[2k] * bins + index[2k + 1] */
+            __m256i pair = _mm256_add_epi32(_mm256_mullo_epi32(idx, width), _mm256_srli_epi64(idx, 32));
+            __m128i low2 = _mm256_castsi256_si128(pair), high2 = _mm256_extracti128_si256(pair, 1);
+            local[(uint32_t)_mm_cvtsi128_si64(low2)]++;
+            local[size + (uint32_t)_mm_extract_epi64(low2, 1)]++;
+            local[2 * size + (uint32_t)_mm_cvtsi128_si64(high2)]++;
+            local[3 * size + (uint32_t)_mm_extract_epi64(high2, 1)]++;
         }
-        for (Py_ssize_t first = 0; first < lanes; first++)
-            for (Py_ssize_t second = 0; second < lanes; second++) {
-                Py_ssize_t at = first * lanes + second;
+        for (Py_ssize_t first = 0; first < bins; first++)
+            for (Py_ssize_t second = 0; second < bins; second++) {
+                Py_ssize_t at = first * bins + second;
                 int64_t c = (int64_t)local[at] + local[size + at] + local[2 * size + at] + local[3 * size + at];
-                if (first < bins) counts[first] += c;
-                if (second < bins) counts[second] += c;
+                counts[first] += c;
+                counts[second] += c;
             }
     }
     free(local);
-    cascade_add(&squares, squares_f4((const char *)(x + i), n - i, table, mean, b, counts));
-    return cascade_total(&squares);
+    histogram_f4(p + 4 * i, n - i, table, b, counts);
 }
 
 static int have_avx2(void) {
@@ -381,25 +442,25 @@ static int have_avx2(void) {
 }
 #else
 #define moments_f4_avx2 moments_f4
-#define squares_f4_avx2 squares_f4
+#define histogram_f4_avx2 histogram_f4
 static int have_avx2(void) { return 0; }
 #endif
 
 typedef void (*MomentsFn)(const char *, Py_ssize_t, const double *, Moments *);
-typedef double (*SquaresFn)(const char *, Py_ssize_t, const double *, double, const Binning *, int64_t *);
+typedef void (*HistogramFn)(const char *, Py_ssize_t, const double *, const Binning *, int64_t *);
 
 typedef struct {
     const char *name;
     Py_ssize_t itemsize, table_size;
     MomentsFn moments;
-    SquaresFn squares;
+    HistogramFn histogram;
 } Kind;
 
 static Kind KINDS[] = {
-    {"f4", 4, 0, moments_f4, squares_f4}, {"f8", 8, 0, moments_f8, squares_f8},
-    {"i4", 4, 0, moments_i4, squares_i4}, {"i8", 8, 0, moments_i8, squares_i8},
-    {"u4", 4, 0, moments_u4, squares_u4}, {"u8", 8, 0, moments_u8, squares_u8},
-    {"t1", 1, 256, moments_t1, squares_t1}, {"t2", 2, 65536, moments_t2, squares_t2},
+    {"f4", 4, 0, moments_f4, histogram_f4}, {"f8", 8, 0, moments_f8, histogram_f8},
+    {"i4", 4, 0, moments_i4, histogram_i4}, {"i8", 8, 0, moments_i8, histogram_i8},
+    {"u4", 4, 0, moments_u4, histogram_u4}, {"u8", 8, 0, moments_u8, histogram_u8},
+    {"t1", 1, 256, moments_t1, histogram_t1}, {"t2", 2, 65536, moments_t2, histogram_t2},
 };
 
 /* The kind named ``name`` and, when it reads codes, its table (held in *table_view). */
@@ -465,40 +526,17 @@ static PyObject *moments(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
     release(&values);
     release(&table_view);
-    return Py_BuildValue("nnnnnddd", m.finite, m.zeros, m.nan, m.posinf, m.neginf, m.min, m.max, m.sum);
-}
-
-static PyObject *squares(PyObject *self, PyObject *args) {
-    PyObject *data, *table;
-    const char *name;
-    double mean, total;
-    Py_buffer values, table_view;
-    (void)self;
-    if (!PyArg_ParseTuple(args, "OsOd:squares", &data, &name, &table, &mean)) return NULL;
-    const Kind *kind = lookup(name, table, &table_view);
-    if (kind == NULL) return NULL;
-    if (values_of(data, kind, &values) < 0) {
-        release(&table_view);
-        return NULL;
-    }
-    Py_BEGIN_ALLOW_THREADS
-    total = kind->squares(values.buf, values.len / kind->itemsize, table_view.obj ? table_view.buf : NULL, mean,
-                          NULL, NULL);
-    Py_END_ALLOW_THREADS
-    release(&values);
-    release(&table_view);
-    return PyFloat_FromDouble(total);
+    return Py_BuildValue("nnnnndddd", m.finite, m.zeros, m.nan, m.posinf, m.neginf, m.min, m.max, m.sum, m.m2);
 }
 
 static PyObject *histogram(PyObject *self, PyObject *args) {
     PyObject *data, *table, *edges_obj, *counts_obj, *result = NULL;
     const char *name;
-    double total;
     Py_buffer values, table_view, edges, counts;
     Binning b;
     (void)self;
-    if (!PyArg_ParseTuple(args, "OsOdddddOO:histogram", &data, &name, &table, &b.mean, &b.low, &b.high, &b.scale,
-                          &b.margin, &edges_obj, &counts_obj))
+    if (!PyArg_ParseTuple(args, "OsOddddOO:histogram", &data, &name, &table, &b.low, &b.high, &b.scale, &b.margin,
+                          &edges_obj, &counts_obj))
         return NULL;
     if (!(isfinite(b.low) && isfinite(b.high) && b.low < b.high)) {
         PyErr_SetString(PyExc_ValueError, "the histogram's range must be finite and increasing");
@@ -524,10 +562,9 @@ static PyObject *histogram(PyObject *self, PyObject *args) {
     b.exact = !(b.margin < 0.25) || !isfinite(b.scale);
     if (values_of(data, kind, &values) < 0) goto done;
     Py_BEGIN_ALLOW_THREADS
-    total = kind->squares(values.buf, values.len / kind->itemsize, table_view.obj ? table_view.buf : NULL, b.mean,
-                          &b, counts.buf);
+    kind->histogram(values.buf, values.len / kind->itemsize, table_view.obj ? table_view.buf : NULL, &b, counts.buf);
     Py_END_ALLOW_THREADS
-    result = PyFloat_FromDouble(total);
+    result = Py_NewRef(Py_None);
 done:
     release(&values);
     release(&edges);
@@ -543,14 +580,13 @@ static PyObject *simd(PyObject *self, PyObject *arg) {
     if (on < 0) return NULL;
     on = on && have_avx2();
     KINDS[0].moments = on ? moments_f4_avx2 : moments_f4;
-    KINDS[0].squares = on ? squares_f4_avx2 : squares_f4;
+    KINDS[0].histogram = on ? histogram_f4_avx2 : histogram_f4;
     return PyBool_FromLong(on);
 }
 
 static PyMethodDef methods[] = {
     {"moments", moments, METH_VARARGS, "A chunk's counts, and its finite values' min, max and sum."},
-    {"squares", squares, METH_VARARGS, "The sum of a chunk's finite values' squared deviations from a mean."},
-    {"histogram", histogram, METH_VARARGS, "squares(), and add the finite values' numpy.histogram bins to counts."},
+    {"histogram", histogram, METH_VARARGS, "Add a chunk's finite values' numpy.histogram bins to counts."},
     {"simd", simd, METH_O, "Use AVX2 for float32 where the processor has it (True) or not; returns whether it does."},
     {NULL, NULL, 0, NULL},
 };
@@ -564,7 +600,7 @@ PyMODINIT_FUNC PyInit__cstats(void) {
     PyObject *m = PyModule_Create(&module);
     if (m != NULL && have_avx2()) {
         KINDS[0].moments = moments_f4_avx2;
-        KINDS[0].squares = squares_f4_avx2;
+        KINDS[0].histogram = histogram_f4_avx2;
     }
     return m;
 }

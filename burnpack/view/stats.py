@@ -137,8 +137,7 @@ def value_stats(
     use_kernel = _cstats is not None and compiled is not False
     count = zeros = nan = posinf = neginf = 0
     finite_n = 0
-    mean = 0.0
-    m2: float | None = 0.0  # the kernel's: from its second pass (None until then)
+    mean = m2 = 0.0
     low, high = math.inf, -math.inf
     work: _Work | None = None
     kind: tuple[str, np.ndarray | None] | None = None
@@ -149,12 +148,11 @@ def value_stats(
                 return None
             work = _Work(min(chunk_elements, max(chunk.size, 1)), dtype)
             kind = _kernel_kind(chunk.dtype) if use_kernel else None
-            m2 = None if kind is not None else 0.0
         count += chunk.size
         if kind is not None:
-            n, z, c_nan, c_pos, c_neg, lo, hi, total = _cstats.moments(np.ascontiguousarray(chunk), *kind)
+            n, z, c_nan, c_pos, c_neg, lo, hi, total, chunk_m2 = _cstats.moments(np.ascontiguousarray(chunk), *kind)
             nan, posinf, neginf = nan + c_nan, posinf + c_pos, neginf + c_neg
-            chunk_mean, chunk_m2 = (total / n if n else 0.0), 0.0
+            chunk_mean = total / n if n else 0.0
         else:
             n, z, lo, hi, chunk_mean, chunk_m2, specials = _numpy_moments(work, chunk)
             nan, posinf, neginf = nan + specials[0], posinf + specials[1], neginf + specials[2]
@@ -165,55 +163,39 @@ def value_stats(
         total_n = finite_n + n
         delta = chunk_mean - mean
         mean += delta * n / total_n
-        if m2 is not None:  # chunk moments merged with Chan's formula
-            m2 += chunk_m2 + delta * delta * finite_n * n / total_n
+        m2 += chunk_m2 + delta * delta * finite_n * n / total_n
         finite_n = total_n
     out: dict[str, Any] = {"count": count, "zeros": zeros, "nan": nan, "posinf": posinf, "neginf": neginf, "finite": finite_n}
     if finite_n == 0 or work is None:
         out.update(min=None, max=None, mean=None, std=None, hist=[], edges=[])
         return out
     special = bool(nan or posinf or neginf)
-
-    def scaled() -> tuple[float, float]:  # sums past float64's range
-        assert work is not None
-        return _scaled_moments(tensor, work, special, chunk_elements, finite_n, max(abs(low), abs(high)))
-
-    def kernel_std(m2: float) -> tuple[float, float]:
-        return (mean, math.sqrt(m2 / finite_n)) if math.isfinite(m2) else scaled()
-
-    if not math.isfinite(mean) or (m2 is not None and not math.isfinite(m2)):
-        mean, std = scaled()
-        kind = None  # the second pass only counts
-    elif m2 is not None:
+    if math.isfinite(mean) and math.isfinite(m2):
         std = math.sqrt(m2 / finite_n)
+    else:  # sums past float64's range
+        mean, std = _scaled_moments(tensor, work, special, chunk_elements, finite_n, max(abs(low), abs(high)))
     try:
         with np.errstate(all="ignore"):  # a range past float64's: numpy then refuses it below
             edges = np.histogram_bin_edges(np.empty(0), bins=bins, range=(low, high))
     except ValueError:  # numpy cannot divide this range into bins of finite, nonzero width
-        if kind is not None:  # the kernel's squared deviations, in a pass of their own
-            mean, std = kernel_std(math.fsum(_cstats.squares(np.ascontiguousarray(c), *kind, mean) for c in chunks(tensor, chunk_elements)))
         out.update(min=low, max=high, mean=mean, std=std, hist=[], edges=[],
                    no_histogram=f"numpy cannot divide {low!r}..{high!r} into {bins} bins")  # fmt: skip
         return out
     if low == high:  # one value: every finite value falls in its bin, no second pass
         counts = np.histogram(np.array([low]), bins=bins, range=(low, high))[0] * finite_n
-        if kind is not None:  # no deviation from the one value
-            mean, std = low, 0.0
         out.update(min=low, max=high, mean=mean, std=std, hist=counts.tolist(), edges=edges.tolist())
         return out
     binning = _Binning(work, edges, low, high)
     counts = np.zeros(bins, dtype=np.int64)
-    if kind is not None:  # the kernel places values by the same margin, the rest as numpy does
-        margin = binning.margin if binning.fast else math.inf
-        args = (low, high, binning.scale, margin, edges, counts)
-        m2 = math.fsum(_cstats.histogram(np.ascontiguousarray(c), *kind, mean, *args) for c in chunks(tensor, chunk_elements))
-        mean, std = kernel_std(m2)
-    else:
-        for chunk in chunks(tensor, chunk_elements):
-            values = work.convert(chunk)
-            if special:
-                values = values[np.isfinite(values, out=work.mask[: values.size])]
-            counts += binning.count(values)
+    for chunk in chunks(tensor, chunk_elements):
+        if kind is not None:  # the kernel places values by the same margin, the rest as numpy does
+            margin = binning.margin if binning.fast else math.inf
+            _cstats.histogram(np.ascontiguousarray(chunk), *kind, low, high, binning.scale, margin, edges, counts)
+            continue
+        values = work.convert(chunk)
+        if special:
+            values = values[np.isfinite(values, out=work.mask[: values.size])]
+        counts += binning.count(values)
     out.update(min=low, max=high, mean=mean, std=std, hist=counts.tolist(), edges=edges.tolist())
     return out
 

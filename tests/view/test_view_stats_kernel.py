@@ -171,9 +171,9 @@ def test_asking_for_the_kernel_when_it_is_not_built_is_an_error(monkeypatch):
         (lambda k: k.moments(b"", "f3", None), "unknown value kind"),
         (lambda k: k.moments(b"", "t2", np.zeros(256)), "table of 65536"),
         (lambda k: k.moments(b"", "f4", np.zeros(256)), "takes no table"),
-        (lambda k: k.histogram(b"", "f4", None, 0.0, 0.0, 1.0, 32.0, 1e-6, np.zeros(33), np.zeros(31, np.int64)), "edges"),
-        (lambda k: k.histogram(b"", "f4", None, 0.0, 1.0, 1.0, 32.0, 1e-6, np.zeros(33), np.zeros(32, np.int64)), "range"),
-        (lambda k: k.histogram(b"", "f4", None, 0.0, 0.0, math.inf, 0.0, 1e-6, np.zeros(33), np.zeros(32, np.int64)), "range"),
+        (lambda k: k.histogram(b"", "f4", None, 0.0, 1.0, 32.0, 1e-6, np.zeros(33), np.zeros(31, np.int64)), "edges"),
+        (lambda k: k.histogram(b"", "f4", None, 1.0, 1.0, 32.0, 1e-6, np.zeros(33), np.zeros(32, np.int64)), "range"),
+        (lambda k: k.histogram(b"", "f4", None, 0.0, math.inf, 0.0, 1e-6, np.zeros(33), np.zeros(32, np.int64)), "range"),
     ],
     ids=["partial value", "unknown kind", "short table", "table not taken", "edges and counts", "empty range", "infinite range"],
 )
@@ -185,4 +185,4 @@ def test_the_kernel_refuses_inputs_it_cannot_read(call, message):
 @kernel
 def test_the_kernel_histogram_cannot_write_into_read_only_counts():
     with pytest.raises(BufferError):
-        stats._cstats.histogram(b"", "f4", None, 0.0, 0.0, 1.0, 32.0, 1e-6, np.zeros(33), bytes(256))
+        stats._cstats.histogram(b"", "f4", None, 0.0, 1.0, 32.0, 1e-6, np.zeros(33), bytes(256))
