@@ -269,6 +269,7 @@ DEFINE_KERNELS(t2)
 #include <immintrin.h>
 #define AVX2 __attribute__((target("avx2,fma")))
 #define PAIRED_BINS 64 /* pair histograms of at most 64 * 64 bins, four of them: 64 KiB */
+#define PREFETCH 4096 /* bytes ahead: this far, both passes ran fastest from memory (hardware prefetch alone: 3x slower) */
 
 AVX2 static double hsum_pd(__m256d v) {
     __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
@@ -292,7 +293,7 @@ AVX2 static void moments_f4_avx2(const char *p, Py_ssize_t n, const double *tabl
         __m256d s0 = _mm256_setzero_pd(), s1 = s0, s2 = s0, s3 = s0;
         for (Py_ssize_t i = start; i < start + BLOCK; i += 16) {
             __m256 a = _mm256_loadu_ps(x + i), b = _mm256_loadu_ps(x + i + 8);
-            _mm_prefetch((const char *)(x + i) + 1024, _MM_HINT_T0);
+            _mm_prefetch((const char *)(x + i) + PREFETCH, _MM_HINT_T0);
             ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(a, absmask), inf, _CMP_LT_OQ));
             ok = _mm256_and_ps(ok, _mm256_cmp_ps(_mm256_and_ps(b, absmask), inf, _CMP_LT_OQ));
             blo = _mm256_min_ps(blo, _mm256_min_ps(a, b));
@@ -397,7 +398,7 @@ AVX2 static void histogram_f4_avx2(const char *p, Py_ssize_t n, const double *ta
         memset(local, 0, 4 * (size_t)size * sizeof(uint32_t));
         for (; i + 8 <= end; i += 8) {
             __m256 a = _mm256_loadu_ps(x + i);
-            _mm_prefetch((const char *)(x + i) + 1024, _MM_HINT_T0);
+            _mm_prefetch((const char *)(x + i) + PREFETCH, _MM_HINT_T0);
             if (_mm256_movemask_ps(_mm256_cmp_ps(_mm256_and_ps(a, absmask), inf, _CMP_LT_OQ)) != 0xff) {
                 histogram_f4((const char *)(x + i), 8, table, b, counts);
                 continue;
