@@ -111,42 +111,20 @@ static void deviations_add(Deviations *d, Py_ssize_t n, double sum, double m2) {
     cascade_add(&d->sum, sum);
 }
 
-static inline double rd_f4(const char *p, Py_ssize_t i, const double *t) {
-    float v;
-    (void)t;
-    memcpy(&v, p + 4 * i, 4);
-    return (double)v;
-}
-static inline double rd_f8(const char *p, Py_ssize_t i, const double *t) {
-    double v;
-    (void)t;
-    memcpy(&v, p + 8 * i, 8);
-    return v;
-}
-static inline double rd_i4(const char *p, Py_ssize_t i, const double *t) {
-    int32_t v;
-    (void)t;
-    memcpy(&v, p + 4 * i, 4);
-    return (double)v;
-}
-static inline double rd_i8(const char *p, Py_ssize_t i, const double *t) {
-    int64_t v;
-    (void)t;
-    memcpy(&v, p + 8 * i, 8);
-    return (double)v;
-}
-static inline double rd_u4(const char *p, Py_ssize_t i, const double *t) {
-    uint32_t v;
-    (void)t;
-    memcpy(&v, p + 4 * i, 4);
-    return (double)v;
-}
-static inline double rd_u8(const char *p, Py_ssize_t i, const double *t) {
-    uint64_t v;
-    (void)t;
-    memcpy(&v, p + 8 * i, 8);
-    return (double)v;
-}
+/* rd_K(p, i, table): value i of a chunk as a float64. */
+#define READER(K, T)                                                                                \
+    static inline double rd_##K(const char *p, Py_ssize_t i, const double *t) {                    \
+        T v;                                                                                        \
+        (void)t;                                                                                    \
+        memcpy(&v, p + (Py_ssize_t)sizeof(T) * i, sizeof(T));                                      \
+        return (double)v;                                                                           \
+    }
+READER(f4, float)
+READER(f8, double)
+READER(i4, int32_t)
+READER(i8, int64_t)
+READER(u4, uint32_t)
+READER(u8, uint64_t)
 static inline double rd_t1(const char *p, Py_ssize_t i, const double *t) {
     return t[((const unsigned char *)p)[i]];
 }
@@ -276,6 +254,21 @@ AVX2 static double hsum_pd(__m256d v) {
     return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
 }
 
+/* Values by the portable kernel, added to the AVX2 kernel's running moments. */
+static void moments_f4_part(const float *x, Py_ssize_t n, Moments *s, Cascade *sums, Deviations *dev) {
+    Moments part;
+    moments_f4((const char *)x, n, NULL, &part);
+    s->zeros += part.zeros;
+    s->nan += part.nan;
+    s->posinf += part.posinf;
+    s->neginf += part.neginf;
+    s->min = part.min < s->min ? part.min : s->min;
+    s->max = part.max > s->max ? part.max : s->max;
+    s->finite += part.finite;
+    cascade_add(sums, part.sum);
+    deviations_add(dev, part.finite, part.sum, part.m2);
+}
+
 AVX2 static void moments_f4_avx2(const char *p, Py_ssize_t n, const double *table, Moments *m) {
     const float *x = (const float *)p;
     const __m256 absmask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff)), inf = _mm256_set1_ps(INFINITY);
@@ -286,6 +279,7 @@ AVX2 static void moments_f4_avx2(const char *p, Py_ssize_t n, const double *tabl
     Deviations dev;
     Moments s = {0, 0, 0, 0, 0, INFINITY, -INFINITY, 0.0, 0.0};
     Py_ssize_t start = 0;
+    (void)table;
     memset(&dev, 0, sizeof dev);
     for (; start + BLOCK <= n; start += BLOCK) {
         __m256 blo = lo, bhi = hi, ok = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
@@ -306,17 +300,7 @@ AVX2 static void moments_f4_avx2(const char *p, Py_ssize_t n, const double *tabl
             s3 = _mm256_add_pd(s3, _mm256_cvtps_pd(_mm256_extractf128_ps(b, 1)));
         }
         if (_mm256_movemask_ps(ok) != 0xff) { /* a NaN or an infinity: the block value by value */
-            Moments block;
-            moments_f4((const char *)(x + start), BLOCK, table, &block);
-            s.zeros += block.zeros;
-            s.nan += block.nan;
-            s.posinf += block.posinf;
-            s.neginf += block.neginf;
-            s.min = block.min < s.min ? block.min : s.min;
-            s.max = block.max > s.max ? block.max : s.max;
-            s.finite += block.finite;
-            cascade_add(&sums, block.sum);
-            deviations_add(&dev, block.finite, block.sum, block.m2);
+            moments_f4_part(x + start, BLOCK, &s, &sums, &dev);
             continue;
         }
         lo = blo;
@@ -340,19 +324,7 @@ AVX2 static void moments_f4_avx2(const char *p, Py_ssize_t n, const double *tabl
         s.finite += BLOCK;
         deviations_add(&dev, BLOCK, sum, hsum_pd(_mm256_add_pd(_mm256_add_pd(q0, q1), _mm256_add_pd(q2, q3))));
     }
-    if (start < n) {
-        Moments rest;
-        moments_f4((const char *)(x + start), n - start, table, &rest);
-        s.zeros += rest.zeros;
-        s.nan += rest.nan;
-        s.posinf += rest.posinf;
-        s.neginf += rest.neginf;
-        s.min = rest.min < s.min ? rest.min : s.min;
-        s.max = rest.max > s.max ? rest.max : s.max;
-        s.finite += rest.finite;
-        cascade_add(&sums, rest.sum);
-        deviations_add(&dev, rest.finite, rest.sum, rest.m2);
-    }
+    if (start < n) moments_f4_part(x + start, n - start, &s, &sums, &dev);
     float l[8], h[8];
     int32_t z[8];
     _mm256_storeu_ps(l, lo);
