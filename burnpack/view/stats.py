@@ -16,6 +16,11 @@ place; any other source is read a byte range at a time, so only that chunk's byt
 Work arrays are allocated once per tensor and reused (``out=``) for every chunk; memory is
 bounded by the chunk, not by the tensor. QFloat tensors are dequantized whole (their values only
 exist with their scales); their scales get a histogram of their own.
+
+The optional compiled kernel (``_cstats.c``, :data:`KERNEL`) does both passes over a chunk's bytes
+in place, for the types :func:`_kernel_kind` names: its chunk moments are merged as numpy's are,
+and its bins are the same (values within the same margin of an edge placed as numpy places them).
+numpy computes what it does not read, and everything when it is not built.
 """
 
 from __future__ import annotations
