@@ -151,9 +151,10 @@ static inline Py_ssize_t numpy_bin(double v, const Binning *b) {
 
 /* The bin of a finite value: by its position unless that is within the margin of an inner edge. */
 static inline Py_ssize_t bin_of(double v, const Binning *b) {
-    double t = (v - b->low) * b->scale;
+    if (b->exact) return numpy_bin(v, b);
+    double t = (v - b->low) * b->scale; /* in [0, bins] */
     Py_ssize_t j = (Py_ssize_t)(t + 0.5);
-    if (b->exact || (j >= 1 && j < b->bins && fabs(t - (double)j) < b->margin)) return numpy_bin(v, b);
+    if (j >= 1 && j < b->bins && fabs(t - (double)j) < b->margin) return numpy_bin(v, b);
     Py_ssize_t index = (Py_ssize_t)t;
     return index < b->bins ? index : b->bins - 1;
 }
