@@ -46,7 +46,7 @@ typedef struct {
 
 #define BLOCK 128
 #define LEVELS 64
-#define SEGMENT_BLOCKS 512 /* block means kept at a time (4 KiB) */
+#define SEGMENT_BLOCKS 512 /* blocks whose count and mean are kept at a time (8 KiB) */
 
 /* Pairwise summation of block sums: a binary counter of partial sums of 2**k blocks each. */
 typedef struct {
@@ -81,6 +81,12 @@ typedef struct {
     Cascade sum;
 } Deviations;
 
+static void deviations_init(Deviations *d) { /* the arrays are written before they are read */
+    d->n = d->blocks = d->total_n = 0;
+    d->m2 = d->total_mean = d->total_m2 = 0.0;
+    d->sum.count = 0;
+}
+
 static void deviations_flush(Deviations *d) {
     if (d->n > 0) {
         double mean = cascade_total(&d->sum) / (double)d->n, m2 = d->m2;
@@ -96,7 +102,7 @@ static void deviations_flush(Deviations *d) {
     }
     d->n = d->blocks = 0;
     d->m2 = 0.0;
-    memset(&d->sum, 0, sizeof d->sum);
+    d->sum.count = 0;
 }
 
 /* A block of n finite values (none: nothing to add) with this sum and the squared deviations from
@@ -166,7 +172,7 @@ static inline Py_ssize_t bin_of(double v, const Binning *b) {
         Deviations dev;                                                                             \
         double lo = INFINITY, hi = -INFINITY;                                                       \
         Py_ssize_t finite = 0, zeros = 0, nan = 0, posinf = 0, neginf = 0;                          \
-        memset(&dev, 0, sizeof dev);                                                                \
+        deviations_init(&dev);                                                                \
         for (Py_ssize_t start = 0; start < n; start += BLOCK) {                                     \
             Py_ssize_t end = start + BLOCK < n ? start + BLOCK : n, i = start, fin = 0;             \
             double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;                                          \
@@ -281,7 +287,7 @@ AVX2 static void moments_f4_avx2(const char *p, Py_ssize_t n, const double *tabl
     Moments s = {0, 0, 0, 0, 0, INFINITY, -INFINITY, 0.0, 0.0};
     Py_ssize_t start = 0;
     (void)table;
-    memset(&dev, 0, sizeof dev);
+    deviations_init(&dev);
     for (; start + BLOCK <= n; start += BLOCK) {
         __m256 blo = lo, bhi = hi, ok = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
         __m256i bz = zeros;
