@@ -9,7 +9,7 @@
  *                                   values numpy computed: float16, bfloat16, 8/16-bit integers, bool).
  *
  * Every value is read as the float64 numpy's astype(float64) gives. Sums are float64, pairwise:
- * 128-value blocks summed in 4 (8 with AVX2) lanes, the blocks' sums in a cascade.
+ * 128-value blocks summed in 4 (16 with AVX2) lanes, the blocks' sums in a cascade.
  *
  * moments(data, kind, table) -> (finite, zeros, nan, posinf, neginf, min, max, sum, m2)
  *     counts, and over the finite values: min, max (inf and -inf when there are none), sum, and
@@ -285,7 +285,7 @@ AVX2 static void moments_f4_avx2(const char *p, Py_ssize_t n, const double *tabl
     Cascade sums = {{0}, 0};
     Deviations dev;
     Moments s = {0, 0, 0, 0, 0, INFINITY, -INFINITY, 0.0, 0.0};
-    Py_ssize_t start = 0;
+    Py_ssize_t start = 0, fast = 0;
     (void)table;
     deviations_init(&dev);
     for (; start + BLOCK <= n; start += BLOCK) {
@@ -330,6 +330,12 @@ AVX2 static void moments_f4_avx2(const char *p, Py_ssize_t n, const double *tabl
         cascade_add(&sums, sum);
         s.finite += BLOCK;
         deviations_add(&dev, BLOCK, sum, hsum_pd(_mm256_add_pd(_mm256_add_pd(q0, q1), _mm256_add_pd(q2, q3))));
+        if (++fast % (1 << 23) == 0) { /* the 32-bit zero counts (at most 2**28 a lane by now) */
+            int32_t z[8];
+            _mm256_storeu_si256((__m256i *)z, zeros);
+            for (int k = 0; k < 8; k++) s.zeros += z[k];
+            zeros = _mm256_setzero_si256();
+        }
     }
     if (start < n) moments_f4_part(x + start, n - start, &s, &sums, &dev);
     float l[8], h[8];
