@@ -225,17 +225,20 @@ def _remote_rows(remote: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 
 # -- benchmarks/view_stats.py ------------------------------------------------------------------
-def view_stats(path: str) -> str:
-    r = _load(path)
-    runs, model = r["runs"], r["model"]
-    values = model["size_mib"] * (1 << 20) // 4
+def view_stats(*paths: str) -> str:
+    """One row per cache state and file; a file says which statistics ran (``kernel``, numpy before it did)."""
+    records = [(path, _load(path)) for path in paths]
     rows = []
-    for cache, clock, note in (("warm", "cpu", "page cache warm: reading is a memory copy (CPU time)"),
-                               ("cold", "wall", "file evicted from the page cache before each run (wall time)")):
-        ours, peer = runs[f"value_stats_{cache}"][f"min_{clock}_s"], runs[f"read_once_{cache}"][f"min_{clock}_s"]
-        rows.append([f"statistics / read once + sum, {cache}", f"{_num(ours / peer)}× ({_ms(ours)} vs {_ms(peer)})",
-                     f"{ours / values * 1e9:.1f} ns", "≤ 2×", note])
-    return "\n".join([caption(path, r), "", *_table(
+    for path, r in records:
+        runs, model, kernel = r["runs"], r["model"], r.get("kernel", "numpy")
+        values = model["size_mib"] * (1 << 20) // 4
+        for cache, clock, note in (("warm", "cpu", "page cache warm: reading is a memory copy (CPU time)"),
+                                   ("cold", "wall", "file evicted from the page cache before each run (wall time)")):
+            ours, peer = runs[f"value_stats_{cache}"][f"min_{clock}_s"], runs[f"read_once_{cache}"][f"min_{clock}_s"]
+            rows.append([f"statistics ({kernel}) / read once + sum, {cache}", f"{_num(ours / peer)}× ({_ms(ours)} vs {_ms(peer)})",
+                         f"{ours / values * 1e9:.1f} ns", "≤ 2×", note])
+    model = records[0][1]["model"]
+    return "\n".join(["\n\n".join(caption(path, r) for path, r in records), "", *_table(
         [f"{model['size_mib']} MiB {model['dtype']}, {model['tensors']} tensors", "result (minimum of runs)",
          "statistics per value (same clock)", "target", "like for like"], rows)])
 

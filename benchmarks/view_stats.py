@@ -4,7 +4,8 @@ Writes a model of ``--size-mib`` MiB of F32 tensors and times, on its own and pe
 
 - reading once: every tensor's bytes read in 8 MiB ranges into numpy and summed (``view.read``
   + ``np.frombuffer`` + ``sum``: every byte read and touched once, as a program would);
-- ``value_stats`` over every tensor (two streamed passes: moments, then the histogram).
+- ``value_stats`` over every tensor (two streamed passes: moments, then the histogram), with the
+  compiled kernel when it is built (``burnpack.view.stats.KERNEL``), with numpy under ``--numpy``.
 
 Both with the page cache warm (after a first read; reading is then a memory copy) and cold
 (the file's pages evicted with ``posix_fadvise(DONTNEED)`` and the pack reopened before each
@@ -13,6 +14,7 @@ for warm runs, wall time for cold ones (waiting for the disk is no CPU time). Th
 statistics in at most 2x the time of reading once:
 
     python benchmarks/view_stats.py --size-mib 1024 --json benchmarks/results/view_stats.json
+    python benchmarks/view_stats.py --size-mib 1024 --numpy --json benchmarks/results/view_stats_numpy.json
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 import burnpack
-from burnpack.view.stats import CHUNK_ELEMENTS, value_stats
+from burnpack.view.stats import CHUNK_ELEMENTS, KERNEL, value_stats
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._results import environment, finish  # noqa: E402
@@ -45,8 +48,8 @@ def read_once(pack: burnpack.Pack) -> float:
     return total
 
 
-def stats_all(pack: burnpack.Pack) -> int:
-    return sum(value_stats(view)["count"] for view in pack.tensors())
+def stats_all(pack: burnpack.Pack, compiled: bool | None = None) -> int:
+    return sum(value_stats(view, compiled=compiled)["count"] for view in pack.tensors())
 
 
 def evict(path: Path) -> None:
@@ -78,8 +81,11 @@ def main() -> None:
     parser.add_argument("--size-mib", type=int, default=1024)
     parser.add_argument("--tensors", type=int, default=16)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--numpy", action="store_true", help="numpy's statistics even where the compiled kernel is built")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    kernel = "numpy" if args.numpy else KERNEL
+    statistics = partial(stats_all, compiled=False if args.numpy else None)
     rng = np.random.default_rng(0)
     per = args.size_mib * (1 << 20) // 4 // args.tensors
     values = args.size_mib * (1 << 20) // 4
@@ -88,14 +94,14 @@ def main() -> None:
         burnpack.save({f"layers.{i}.weight": rng.standard_normal(per, np.float32).reshape(-1, 1024) for i in range(args.tensors)}, path)
         record = environment(Path(tmp))
         record.update(benchmark="view_stats", model={"size_mib": args.size_mib, "tensors": args.tensors, "dtype": "F32"},
-                      chunk_elements=CHUNK_ELEMENTS)
+                      chunk_elements=CHUNK_ELEMENTS, kernel=kernel)
         with burnpack.load(path) as pack:
             read_once(pack)  # warm the page cache
         runs = {
             "read_once_warm": timed(read_once, path, args.repeat, cold=False),
-            "value_stats_warm": timed(stats_all, path, args.repeat, cold=False),
+            "value_stats_warm": timed(statistics, path, args.repeat, cold=False),
             "read_once_cold": timed(read_once, path, args.repeat, cold=True),
-            "value_stats_cold": timed(stats_all, path, args.repeat, cold=True),
+            "value_stats_cold": timed(statistics, path, args.repeat, cold=True),
         }
     record["runs"] = runs
     warm = runs["value_stats_warm"]["min_cpu_s"] / runs["read_once_warm"]["min_cpu_s"]

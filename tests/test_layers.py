@@ -53,6 +53,11 @@ def modules() -> dict[str, tuple[Path, bool]]:
     return found
 
 
+def extensions() -> set[str]:
+    """Dotted names of the C extension modules, by their sources (``.c``): they import none of ours."""
+    return {".".join(path.relative_to(ROOT).with_suffix("").parts) for package in PACKAGES for path in (ROOT / package).rglob("*.c")}
+
+
 def _type_checking_nodes(tree: ast.AST) -> set[int]:
     skipped: set[int] = set()
     for node in ast.walk(tree):
@@ -61,7 +66,7 @@ def _type_checking_nodes(tree: ast.AST) -> set[int]:
     return skipped
 
 
-def _targets(module: str, is_package: bool, node: ast.Import | ast.ImportFrom, known: dict) -> list[str]:
+def _targets(module: str, is_package: bool, node: ast.Import | ast.ImportFrom, known: set[str]) -> list[str]:
     if isinstance(node, ast.Import):
         return [alias.name for alias in node.names]
     base = module.split(".") if is_package else module.split(".")[:-1]
@@ -74,23 +79,18 @@ def _targets(module: str, is_package: bool, node: ast.Import | ast.ImportFrom, k
 def import_graph() -> dict[str, set[str]]:
     """Module → the in-package modules it imports (at any level of its code)."""
     known = modules()
-    graph: dict[str, set[str]] = {}
-    for package in PACKAGES:  # C extension modules, by their source: they import nothing of the package
-        for path in (ROOT / package).rglob("*.c"):
-            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-            known[name], graph[name] = (path, False), set()
+    graph: dict[str, set[str]] = {name: set() for name in extensions()}
+    importable = set(known) | set(graph)
     for module, (path, is_package) in known.items():
-        if module in graph:
-            continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         skipped = _type_checking_nodes(tree)
         deps: set[str] = set()
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)) and id(node) not in skipped:
-                for target in _targets(module, is_package, node, known):
-                    while target not in known and "." in target:
+                for target in _targets(module, is_package, node, importable):
+                    while target not in importable and "." in target:
                         target = target.rsplit(".", 1)[0]
-                    if target in known and target != module:
+                    if target in importable and target != module:
                         deps.add(target)
         graph[module] = deps
     return graph

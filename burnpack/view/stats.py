@@ -16,6 +16,11 @@ place; any other source is read a byte range at a time, so only that chunk's byt
 Work arrays are allocated once per tensor and reused (``out=``) for every chunk; memory is
 bounded by the chunk, not by the tensor. QFloat tensors are dequantized whole (their values only
 exist with their scales); their scales get a histogram of their own.
+
+The optional compiled kernel (``_cstats.c``, :data:`KERNEL`) does both passes over a chunk's bytes
+in place, for the types :func:`_kernel_kind` names: its chunk moments are merged as numpy's are,
+and its bins are the same (values within the same margin of an edge placed as numpy places them).
+numpy computes what it does not read, and everything when it is not built.
 """
 
 from __future__ import annotations
@@ -27,8 +32,17 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import is_extension_type, numpy_dtype
+from ..errors import OptionError
 from ..quant import describe
 from ..reader import TensorView
+
+try:
+    from . import _cstats  # type: ignore[attr-defined]  # the optional compiled kernel
+except ImportError:  # not built: numpy computes everything
+    _cstats = None
+
+KERNEL = "numpy" if _cstats is None else "compiled"
+"""Which path :func:`value_stats` takes by default: ``"compiled"`` (``_cstats.c``) or ``"numpy"``."""
 
 BINS = 32
 CHUNK_ELEMENTS = 1 << 16
@@ -75,6 +89,24 @@ def _work_dtype(dtype: np.dtype) -> np.dtype | None:
     return None
 
 
+_KERNEL_KINDS = {np.dtype(t): t[1:] for t in ("=f4", "=f8", "=i4", "=i8", "=u4", "=u8")}
+_TABLES: dict[np.dtype, np.ndarray] = {}
+
+
+def _kernel_kind(dtype: np.dtype) -> tuple[str, np.ndarray | None] | None:
+    """How the compiled kernel reads values of ``dtype``: a native 4- or 8-byte type directly, a 1- or
+    2-byte one (float16, bfloat16, small integers, bool) through a table of its codes' float64 values
+    computed by numpy; None for what it does not read (other byte orders)."""
+    if dtype in _KERNEL_KINDS and dtype.isnative:
+        return _KERNEL_KINDS[dtype], None
+    if dtype.itemsize in (1, 2) and (dtype.isnative or dtype.itemsize == 1):
+        if dtype not in _TABLES:
+            with np.errstate(invalid="ignore"):  # NaN codes
+                _TABLES[dtype] = np.arange(1 << 8 * dtype.itemsize, dtype=f"=u{dtype.itemsize}").view(dtype).astype(np.float64)
+        return f"t{dtype.itemsize}", _TABLES[dtype]
+    return None
+
+
 class _Work:
     """Arrays of one chunk's size, reused for every chunk of a tensor."""
 
@@ -95,54 +127,49 @@ class _Work:
         return out
 
 
-def value_stats(tensor: Any, *, bins: int = BINS, chunk_elements: int = CHUNK_ELEMENTS) -> dict[str, Any] | None:
+def value_stats(
+    tensor: Any, *, bins: int = BINS, chunk_elements: int = CHUNK_ELEMENTS, compiled: bool | None = None
+) -> dict[str, Any] | None:
     """``count, min, max, mean, std, zeros, nan, posinf, neginf`` and ``hist`` (``bins`` counts of the
     finite values, ``edges`` their bounds) of a tensor's values; None for values that are not numbers.
 
     ``min``/``max``/``mean``/``std`` are over the finite values (None when there are none); ``std``
-    is the population standard deviation (numpy's ``std()``)."""
+    is the population standard deviation (numpy's ``std()``). ``compiled``: the compiled kernel
+    (:data:`KERNEL`; an error when it is not built), numpy (False), or the kernel when built (None);
+    both give the same counts and histogram, and moments within a few float64 roundings."""
+    if compiled and _cstats is None:
+        raise OptionError("compiled=True: the compiled statistics kernel (burnpack/view/_cstats.c) is not built")
+    use_kernel = _cstats is not None and compiled is not False
     count = zeros = nan = posinf = neginf = 0
     finite_n = 0
     mean = m2 = 0.0
     low, high = math.inf, -math.inf
     work: _Work | None = None
+    kind: tuple[str, np.ndarray | None] | None = None
     for chunk in chunks(tensor, chunk_elements):  # float64 sums may overflow here: redone scaled below
         if work is None:
             dtype = _work_dtype(chunk.dtype)
             if dtype is None:
                 return None
             work = _Work(min(chunk_elements, max(chunk.size, 1)), dtype)
-        values = work.convert(chunk)
-        n = values.size
-        count += n
+            kind = _kernel_kind(chunk.dtype) if use_kernel else None
+        count += chunk.size
+        if kind is not None:
+            n, z, c_nan, c_pos, c_neg, lo, hi, total, chunk_m2 = _cstats.moments(np.ascontiguousarray(chunk), *kind)
+            nan, posinf, neginf = nan + c_nan, posinf + c_pos, neginf + c_neg
+            chunk_mean = total / n if n else 0.0
+        else:
+            n, z, lo, hi, chunk_mean, chunk_m2, specials = _numpy_moments(work, chunk)
+            nan, posinf, neginf = nan + specials[0], posinf + specials[1], neginf + specials[2]
         if n == 0:
             continue
-        lo, hi = float(np.minimum.reduce(values)), float(np.maximum.reduce(values))
-        if not (math.isfinite(lo) and math.isfinite(hi)):  # a NaN (min and max propagate it) or an infinity
-            special = np.isnan(values, out=work.mask[:n])
-            nan += int(np.count_nonzero(special))
-            posinf += int(np.count_nonzero(np.equal(values, np.inf, out=special)))
-            neginf += int(np.count_nonzero(np.equal(values, -np.inf, out=special)))
-            values = values[np.isfinite(values, out=special)]
-            n = values.size
-            if n == 0:
-                continue
-            lo, hi = float(values.min()), float(values.max())
-        zeros += int(np.count_nonzero(np.equal(values, 0, out=work.mask[:n])))
+        zeros += z
         low, high = min(low, lo), max(high, hi)
-        wide = work.wide[:n]
-        if values.dtype != np.float64:
-            np.copyto(wide, values)
-            values = wide
-        with np.errstate(over="ignore", invalid="ignore"):
-            chunk_mean = float(np.add.reduce(values)) / n
-            np.subtract(values, chunk_mean, out=wide)
-            chunk_m2 = float(np.add.reduce(np.square(wide, out=wide)))  # not BLAS dot: its threads stall on a busy machine
-        total = finite_n + n
+        total_n = finite_n + n
         delta = chunk_mean - mean
-        mean += delta * n / total
-        m2 += chunk_m2 + delta * delta * finite_n * n / total
-        finite_n = total
+        mean += delta * n / total_n
+        m2 += chunk_m2 + delta * delta * finite_n * n / total_n
+        finite_n = total_n
     out: dict[str, Any] = {"count": count, "zeros": zeros, "nan": nan, "posinf": posinf, "neginf": neginf, "finite": finite_n}
     if finite_n == 0 or work is None:
         out.update(min=None, max=None, mean=None, std=None, hist=[], edges=[])
@@ -166,12 +193,48 @@ def value_stats(tensor: Any, *, bins: int = BINS, chunk_elements: int = CHUNK_EL
     binning = _Binning(work, edges, low, high)
     counts = np.zeros(bins, dtype=np.int64)
     for chunk in chunks(tensor, chunk_elements):
+        if kind is not None:  # the kernel places values by the same margin, the rest as numpy does
+            margin = binning.margin if binning.fast else math.inf
+            _cstats.histogram(np.ascontiguousarray(chunk), *kind, low, high, binning.scale, margin, edges, counts)
+            continue
         values = work.convert(chunk)
         if special:
             values = values[np.isfinite(values, out=work.mask[: values.size])]
         counts += binning.count(values)
     out.update(min=low, max=high, mean=mean, std=std, hist=counts.tolist(), edges=edges.tolist())
     return out
+
+
+def _numpy_moments(work: _Work, chunk: np.ndarray) -> tuple[int, int, float, float, float, float, tuple[int, int, int]]:
+    """A chunk's finite count, zeros, min, max, mean and sum of squared deviations from that mean
+    (float64), and its NaN, +inf and -inf counts, with numpy."""
+    values = work.convert(chunk)
+    n = values.size
+    specials = (0, 0, 0)
+    if n == 0:
+        return 0, 0, math.inf, -math.inf, 0.0, 0.0, specials
+    lo, hi = float(np.minimum.reduce(values)), float(np.maximum.reduce(values))
+    if not (math.isfinite(lo) and math.isfinite(hi)):  # a NaN (min and max propagate it) or an infinity
+        special = np.isnan(values, out=work.mask[:n])
+        nan = int(np.count_nonzero(special))
+        posinf = int(np.count_nonzero(np.equal(values, np.inf, out=special)))
+        neginf = int(np.count_nonzero(np.equal(values, -np.inf, out=special)))
+        specials = (nan, posinf, neginf)
+        values = values[np.isfinite(values, out=special)]
+        n = values.size
+        if n == 0:
+            return 0, 0, math.inf, -math.inf, 0.0, 0.0, specials
+        lo, hi = float(values.min()), float(values.max())
+    zeros = int(np.count_nonzero(np.equal(values, 0, out=work.mask[:n])))
+    wide = work.wide[:n]
+    if values.dtype != np.float64:
+        np.copyto(wide, values)
+        values = wide
+    with np.errstate(over="ignore", invalid="ignore"):
+        chunk_mean = float(np.add.reduce(values)) / n
+        np.subtract(values, chunk_mean, out=wide)
+        chunk_m2 = float(np.add.reduce(np.square(wide, out=wide)))  # not BLAS dot: its threads stall on a busy machine
+    return n, zeros, lo, hi, chunk_mean, chunk_m2, specials
 
 
 def _scaled_moments(tensor: Any, work: _Work, special: bool, chunk_elements: int, n: int, magnitude: float) -> tuple[float, float]:
@@ -221,6 +284,7 @@ class _Binning:
         fits = math.isfinite(span) and span > 0 and float(edges[1] - edges[0]) > 0 and span < float(info.max) / 2
         scale = bins / span if fits else math.inf
         fits = fits and float(info.tiny) < scale < float(info.max)
+        self.scale = scale if fits else math.inf
         unit = float(info.eps) / 2
         to_t = 4 * unit * bins + float(info.smallest_subnormal) * 4
         to_edges = (4 * bins + bins * max(abs(low), abs(high)) / span) * 2.0**-53 if fits else math.inf
