@@ -19,23 +19,12 @@ from typing import Any
 from ..display import printable, printable_lines
 from ..errors import CommandError, OutputExistsError
 
-__all__ = ["add_progress_option", "blame", "check_output", "describe_error", "missing_extra"]
+__all__ = ["add_progress_option", "check_output", "describe_error", "missing_extra"]
 
 # Scratch siblings written by burnpack.atomic: "<name>.<pid>-<n>.tmp".
 _SCRATCH = re.compile(r"^(?P<name>.+)\.\d+-\d+\.tmp$")
 # Optional dependencies → the extra that installs them.
 _EXTRAS = {"torch": "torch", "hypothesis": "test", "atheris": "fuzz", "safetensors": "test"}
-
-
-@contextlib.contextmanager
-def blame(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Failures inside the block are about ``path`` unless they already name a file."""
-    try:
-        yield
-    except Exception as exc:
-        if getattr(exc, "burnpack_path", None) is None:
-            exc.burnpack_path = str(path)  # type: ignore[attr-defined]
-        raise
 
 
 def check_output(given: str | os.PathLike[str], resolved: Path | None = None, *, overwrite: bool) -> Path:

@@ -13,8 +13,8 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..display import plural, printable
-from ..errors import CommandError
-from .common import add_progress_option, blame, check_output
+from ..errors import CommandError, blame
+from .common import add_progress_option, check_output
 
 if TYPE_CHECKING:
     from ..reader import Pack
@@ -103,7 +103,7 @@ def _open(path: str, args: Any, *, strict: bool = False) -> Pack:
 def run_inspect(args: Any) -> int:
     """Any input ``convert`` reads, opened as ``diff`` opens it (read as ``convert`` reads it)."""
     from . import inspect as inspect_cmd
-    from .diff import FormatTensors, open_input
+    from ..interop.inputs import FormatTensors, open_input
 
     with open_input(args.file, from_format=args.from_format, crosscheck=False, legacy_ok=args.legacy_ok) as pack:
         if args.legacy_ok and isinstance(pack, FormatTensors):

@@ -1,7 +1,7 @@
 """``burnpack inspect FILE``: what a pack holds, for people (a table or a tree) and machines (--json).
 
 FILE is anything ``convert`` reads — a ``.bpk``, a file, shard folder or DCP folder of another
-registered format, or a URL — opened by ``diff``'s :func:`~burnpack.commands.diff.open_input`. A
+registered format, or a URL — opened by :func:`~burnpack.interop.inputs.open_input`. A
 file of another format is listed as ``convert`` reads it, under a line naming its format and
 what that format has no place for (param ids, scalars...), with the entries that are not
 tensors; the ``.bpk`` facts (record kind, param ids, version, offsets) belong to ``.bpk`` files.
@@ -33,7 +33,7 @@ from ..progress import human_size
 from ..quant import dtype_label
 from ..reader import Pack, TensorView
 from ..errors import CommandError
-from .diff import EntryView, FormatTensors
+from ..interop.inputs import EntryView, FormatTensors
 
 View = TensorView | EntryView
 """A listed tensor: a ``.bpk``'s view, or an entry of another format."""

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CommandError
-from .common import blame, check_output, describe_error
+from ..errors import blame
+from .common import check_output, describe_error
 
 
 def register(sub: Any) -> None:

@@ -11,8 +11,8 @@ import webbrowser
 from pathlib import Path
 from typing import Any
 
-from ..errors import CommandError
-from .common import blame, check_output
+from ..errors import CommandError, blame
+from .common import check_output
 
 
 def register(sub: Any) -> None:

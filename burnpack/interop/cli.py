@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from .._generated.types import QUANTIZABLE_SCALES, QUANTIZABLE_VALUES, BoolStore
-from ..commands.common import add_progress_option, blame, check_output
-from ..errors import CommandError, InvalidPattern, OptionError
+from ..commands.common import add_progress_option, check_output
+from ..errors import CommandError, InvalidPattern, OptionError, blame
 from ..sidefile import parse_json
 from .registry import choices, formats
 

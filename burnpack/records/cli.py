@@ -8,12 +8,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from ..display import printable, printable_lines
-
-if TYPE_CHECKING:
-    from .checkpoint import Checkpoints
 
 
 def register(subparsers: Any) -> None:
@@ -33,71 +30,9 @@ def run(args: argparse.Namespace) -> int:
     return checkpoint_inspect(args.directory, sys.stdout, as_json=args.json)
 
 
-def _error(exc: BaseException) -> str:
-    from ..errors import BurnpackError
-
-    if isinstance(exc, BurnpackError):
-        return f"{exc.variant}: {exc}"
-    return f"{type(exc).__name__}: {exc}"
-
-
-def inspect_epoch(checkpoints: Checkpoints, epoch: int) -> dict[str, Any]:
-    """What ``checkpoint inspect`` reports for one epoch, as JSON-ready data."""
-    from ..dtypes import debug
-    from ..errors import BurnpackError, RecordError, SchedulerLayoutError
-    from .scheduler import infer_scheduler
-
-    files = checkpoints.files(epoch)
-    info: dict[str, Any] = {"epoch": epoch, "files": {k: p.name for k, p in files.items()}, "complete": len(files) == 3}
-    model = optim = None
-    if "model" in files:
-        try:
-            model = checkpoints.model(epoch)
-            dtypes = sorted({debug(t.dtype) for t in model.tensors})
-            info["model"] = {"parameters": len(model), "elements": model.num_elements, "dtypes": dtypes}
-        except (BurnpackError, OSError) as exc:
-            info["model"] = {"error": _error(exc)}
-    if "optim" in files:
-        try:
-            optim = checkpoints.optim(epoch)
-            entry: dict[str, Any] = {"kind": optim.kind, "step": optim.step, "tensors": len(optim.tensors)}
-            if not optim.is_lbfgs():
-                entry["states"] = len(optim.param_ids)
-            info["optim"] = entry
-        except (BurnpackError, OSError) as exc:
-            info["optim"] = {"error": _error(exc)}
-            optim = None
-    if "scheduler" in files:
-        try:
-            record = checkpoints.scheduler(epoch)
-            entry = {"scalars": {k: [v.variant, v.value] for k, v in record.scalars.items()}}
-            try:
-                entry["state"] = infer_scheduler(record).describe()
-            except SchedulerLayoutError as exc:
-                entry["state"] = f"unrecognised layout ({exc})"
-            info["scheduler"] = entry
-        except (BurnpackError, OSError) as exc:
-            info["scheduler"] = {"error": _error(exc)}
-    if model is not None and optim is not None and not optim.is_lbfgs():
-        try:
-            report = optim.check(model)
-            info["ids"] = {
-                "consistent": report.ok,
-                "text": str(report),
-                "only_in_model": [path for _, path in report.only_in_model],
-                "only_in_optimizer": [pid for pid, _ in report.only_in_optimizer],
-                "rank_mismatches": [path for _, path, _, _ in report.rank_mismatches],
-                "shape_mismatches": [name for _, name, _, _ in report.shape_mismatches],
-                "path_mismatches": [pid for pid, _, _ in report.path_mismatches],
-            }
-        except RecordError as exc:
-            info["ids"] = {"consistent": False, "text": _error(exc)}
-    return info
-
-
 def checkpoint_inspect(directory: str, out: TextIO, *, as_json: bool = False) -> int:
     """Print a checkpoint directory's epochs; 1 when there is none or a file cannot be read."""
-    from .checkpoint import Checkpoints
+    from .checkpoint import Checkpoints, inspect_epoch
 
     path = Path(directory)
     if not path.is_dir():

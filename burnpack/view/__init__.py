@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..commands.diff import open_input
+from ..interop.inputs import open_input
 from .page import render
 from .report import checkpoint_report, diff_report, is_checkpoint_directory, pack_report, page_data
 

@@ -21,8 +21,7 @@ from ..dump import scalar_json
 from ..errors import BurnpackError
 from ..quant import dtype_label
 from ..reader import load
-from ..records.checkpoint import Checkpoints, KeepLastNCheckpoints, LossHistory, burn_valid_losses
-from ..records.cli import inspect_epoch
+from ..records.checkpoint import Checkpoints, KeepLastNCheckpoints, LossHistory, burn_valid_losses, inspect_epoch
 from ..records.detect import detect_record_kind
 from .stats import chunks, quantization, value_stats
 
