@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import TextIO
 
-from .dump import dump
-from .sidefile import parse_json
+from .core.dump import dump
+from .core.sidefile import parse_json
 
 
 REQUEST_MAX_CHARS = 1 << 20
@@ -23,7 +23,7 @@ def serve(stdin: TextIO, stdout: TextIO, *, strict: bool = False, max_line: int 
 
     A line longer than ``max_line`` characters (default :data:`REQUEST_MAX_CHARS`) is answered
     with a ``ProtocolError`` without being held in memory; a JSON request is parsed with the JSON
-    checks of :func:`burnpack.sidefile.parse_json`.
+    checks of :func:`burnpack.core.sidefile.parse_json`.
     """
     while True:
         line = stdin.readline(max_line + 1)

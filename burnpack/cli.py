@@ -24,7 +24,7 @@ from .commands import files as files_cmd
 from .commands import pack as pack_cmd
 from .commands import view as view_cmd
 from .commands.common import describe_error, first_path, missing_extra
-from .display import printable_lines
+from .core.display import printable_lines
 from .errors import BurnpackError, CommandError, LegacyFormatWarning
 from .interop import cli as interop_cli
 from .records import cli as records_cli

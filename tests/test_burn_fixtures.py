@@ -16,7 +16,7 @@ import burnpack
 import burnpack.cli
 from burnpack import Tensor, Writer
 from burnpack import DType
-from burnpack.dump import scalar_json
+from burnpack.core.dump import scalar_json
 from tests.conftest import BURN_EXAMPLES, BURN_PACK_FIXTURES, fixture_params, require
 
 INDEX = BURN_PACK_FIXTURES / "index.json"

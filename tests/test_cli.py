@@ -159,7 +159,7 @@ def test_a_missing_optional_dependency_names_the_extra(tmp_path, capsys, monkeyp
 def test_writing_commands_keep_an_existing_file_unless_overwrite(model, tmp_path, capsys, command):
     source = str(model)
     if command == "pack":
-        from burnpack.spec import spec_from_pack
+        from burnpack.core.spec import spec_from_pack
 
         with burnpack.load(model) as pack:
             (tmp_path / "spec.json").write_text(json.dumps(spec_from_pack(pack)))

@@ -32,7 +32,7 @@ def small(tmp_path):
 def test_importing_the_command_line_imports_neither_numpy_nor_ml_dtypes_nor_torch():
     loaded = _modules_after("import burnpack.cli")
     assert not {"numpy", "ml_dtypes", "torch"} & loaded
-    assert not any(m.startswith(("burnpack.reader", "burnpack.writer", "burnpack.records.", "burnpack.interop.converter")) for m in loaded - {"burnpack.records.cli"})
+    assert not any(m.startswith(("burnpack.core.reader", "burnpack.core.writer", "burnpack.records.", "burnpack.interop.converter")) for m in loaded - {"burnpack.records.cli"})
 
 
 def test_version_imports_no_numpy():
@@ -57,7 +57,7 @@ def test_inspect_of_a_float32_pack_imports_neither_ml_dtypes_nor_the_writer(smal
         """
     )
     assert "numpy" in loaded
-    assert not {"ml_dtypes", "torch", "burnpack.writer", "burnpack.atomic", "burnpack.interop.converter"} & loaded
+    assert not {"ml_dtypes", "torch", "burnpack.core.writer", "burnpack.core.atomic", "burnpack.interop.converter"} & loaded
 
 
 def test_a_bf16_array_imports_ml_dtypes_when_it_is_made(tmp_path):

@@ -109,7 +109,7 @@ class _Terminal(io.StringIO):
 
 
 def test_the_progress_bar_leaves_nothing_of_a_longer_line_it_redraws():
-    from burnpack.progress import ProgressBar
+    from burnpack.core.progress import ProgressBar
 
     terminal = _Terminal()
     bar = ProgressBar(1 << 30, stream=terminal)

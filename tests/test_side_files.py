@@ -18,8 +18,8 @@ from burnpack.errors import ConversionError, SafetensorsError, SpecError
 from burnpack.interop.safetensors import parse_safetensors, serialize_safetensors
 from burnpack.interop.sharded import read_sharded
 from burnpack.records import CheckpointRetentionError, Checkpoints, burn_valid_losses
-from burnpack.sidefile import JSON_MAX_DEPTH, parse_json, read_side_file
-from burnpack.spec import load_spec
+from burnpack.core.sidefile import JSON_MAX_DEPTH, parse_json, read_side_file
+from burnpack.core.spec import load_spec
 
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
 
@@ -213,7 +213,7 @@ def test_a_fifo_spec_is_refused(tmp_path):
 
 
 def test_pack_refuses_a_spec_on_standard_input_over_the_cap(monkeypatch, tmp_path, capsys):
-    from burnpack import spec
+    from burnpack.core import spec
     from burnpack.cli import main
 
     monkeypatch.setattr(spec, "SPEC_MAX_BYTES", 16)  # the pack command reads it when it runs

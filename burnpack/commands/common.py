@@ -16,12 +16,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..display import printable, printable_lines
+from ..core.display import printable, printable_lines
 from ..errors import CommandError, OutputExistsError
 
 __all__ = ["add_progress_option", "check_output", "describe_error", "missing_extra"]
 
-# Scratch siblings written by burnpack.atomic: "<name>.<pid>-<n>.tmp".
+# Scratch siblings written by burnpack.core.atomic: "<name>.<pid>-<n>.tmp".
 _SCRATCH = re.compile(r"^(?P<name>.+)\.\d+-\d+\.tmp$")
 # Optional dependencies → the extra that installs them.
 _EXTRAS = {"torch": "torch", "hypothesis": "test", "atheris": "fuzz", "safetensors": "test"}
@@ -118,7 +118,7 @@ def cli_spelling(text: str) -> str:
 
 def describe_error(exc: BaseException, default_path: str | None, *, verbose: bool = False) -> tuple[str, int]:
     """The one line (more with ``verbose``) a command prints for ``exc``, and its exit status.
-    Paths and messages are shown :func:`~burnpack.display.printable`: a name cannot forge a line."""
+    Paths and messages are shown :func:`~burnpack.core.display.printable`: a name cannot forge a line."""
     if isinstance(exc, CommandError):
         where = f"{printable(exc.path)}: " if exc.path else ""
         return f"burnpack: {where}{exc.kind}: {printable(exc.message)}", exc.code
@@ -145,7 +145,7 @@ def first_path(args: Any, *names: str) -> str | None:
 
 
 def add_progress_option(p: Any) -> None:
-    """``--progress auto|always|never`` (see :mod:`burnpack.progress`)."""
+    """``--progress auto|always|never`` (see :mod:`burnpack.core.progress`)."""
     p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
                    help="progress on stderr: auto = a bar for 64 MiB or more on a terminal; always = also as lines "
                         "when stderr is not a terminal; never")  # fmt: skip

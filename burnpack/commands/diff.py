@@ -27,7 +27,7 @@ def register(sub: Any) -> None:
 
 def run_diff(args: Any) -> int:
     """Exit 0 when identical, 1 when different; unreadable files are errors (exit 2)."""
-    from ..diff import PackDiff, compare_layout, diff_packs
+    from ..core.diff import PackDiff, compare_layout, diff_packs
     from ..interop.inputs import open_input
 
     try:

@@ -12,12 +12,12 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ..display import plural, printable
+from ..core.display import plural, printable
 from ..errors import CommandError, blame
 from .common import add_progress_option, check_output
 
 if TYPE_CHECKING:
-    from ..reader import Pack
+    from ..core.reader import Pack
 
 
 def register(sub: Any) -> None:
@@ -88,7 +88,7 @@ def not_a_pack(path: str) -> CommandError | None:
 
 def _open(path: str, args: Any, *, strict: bool = False) -> Pack:
     from ..errors import BurnpackError
-    from ..reader import load
+    from ..core.reader import load
 
     try:
         return load(path, strict=strict, legacy_ok=args.legacy_ok)
@@ -119,7 +119,7 @@ def run_dump(args: Any) -> int:
         return serve(sys.stdin, sys.stdout, strict=args.strict)
     if args.file is None:
         raise CommandError(None, "UsageError", "dump needs a file (or --batch)", code=2)
-    from ..dump import dump
+    from ..core.dump import dump
 
     result = dump(args.file, strict=args.strict, legacy_ok=args.legacy_ok)
     print(json.dumps(result, ensure_ascii=False, indent=1))
@@ -162,9 +162,9 @@ def run_validate(args: Any) -> int:
 
 
 def run_repack(args: Any) -> int:
-    from ..atomic import atomic_file
-    from ..progress import finish, progress_for
-    from ..writer import Writer, resolve_write_path
+    from ..core.atomic import atomic_file
+    from ..core.progress import finish, progress_for
+    from ..core.writer import Writer, resolve_write_path
 
     with blame(args.input), _open(args.input, args) as pack:  # a missing input is reported before an existing output
         target = check_output(args.output, resolve_write_path(args.output), overwrite=args.overwrite)

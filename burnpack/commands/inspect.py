@@ -24,14 +24,14 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ..display import plural, printable
-from ..dump import scalar_json
+from ..core.display import plural, printable
+from ..core.dump import scalar_json
 from .._generated.types import DTYPE_INFO
 from ..errors import BurnpackError, CommandError, InvalidPattern
-from ..patterns import compile_pattern
-from ..progress import human_size
+from ..core.patterns import compile_pattern
+from ..core.progress import human_size
 from ..quant import dtype_label
-from ..reader import Pack, TensorView
+from ..core.reader import Pack, TensorView
 from ..errors import CommandError
 from ..interop.inputs import EntryView, FormatTensors
 

@@ -1,4 +1,4 @@
-"""``burnpack pack SPEC.json OUT``: build a .bpk file from a writer spec (``burnpack.spec``).
+"""``burnpack pack SPEC.json OUT``: build a .bpk file from a writer spec (``burnpack.core.spec``).
 
 With ``--json`` the result is one object on stdout — ``{ok, path, size}`` or ``{ok: false,
 error: {variant, message}}`` — the conformance suite's writer protocol; errors also go to stderr
@@ -20,7 +20,7 @@ from .common import check_output, describe_error
 def register(sub: Any) -> None:
     """Add the ``pack`` subcommand to ``burnpack``'s argument parser."""
     p = sub.add_parser("pack", help="build a .bpk file from a writer spec (JSON: tensors in write order, metadata, scalars)")
-    p.add_argument("spec", help="the spec file (see burnpack.spec), or - for standard input")
+    p.add_argument("spec", help="the spec file (see burnpack.core.spec), or - for standard input")
     p.add_argument("output", help="the file to write (atomically; .bpk is appended when there is no extension)")
     p.add_argument("--json", action="store_true", help="print the result as JSON ({ok, path, size} or {ok: false, error})")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
@@ -28,10 +28,10 @@ def register(sub: Any) -> None:
 
 
 def _build(args: Any) -> Path:
-    from ..atomic import atomic_file
-    from ..sidefile import read_capped
-    from ..spec import SPEC_MAX_BYTES, load_spec, parse_spec, writer_from_spec
-    from ..writer import resolve_write_path
+    from ..core.atomic import atomic_file
+    from ..core.sidefile import read_capped
+    from ..core.spec import SPEC_MAX_BYTES, load_spec, parse_spec, writer_from_spec
+    from ..core.writer import resolve_write_path
 
     with blame(args.spec):
         if args.spec == "-":

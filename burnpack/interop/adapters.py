@@ -29,7 +29,7 @@ import numpy as np
 
 from .._generated.types import DTYPE_INFO, DType
 from ..errors import InvalidPattern, OptionError, UnknownModuleType
-from ..patterns import Pattern, compile_pattern
+from ..core.patterns import Pattern, compile_pattern
 from .tensors import Entry, cast_array, dtype_name, is_float, parse_dtype
 
 __all__ = [

@@ -17,7 +17,7 @@ from typing import Any
 from .._generated.types import QUANTIZABLE_SCALES, QUANTIZABLE_VALUES, BoolStore
 from ..commands.common import add_progress_option, check_output
 from ..errors import CommandError, InvalidPattern, OptionError, blame
-from ..sidefile import parse_json
+from ..core.sidefile import parse_json
 from .registry import choices, formats
 
 __all__ = ["add_from_option", "register"]

@@ -45,13 +45,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..display import plural, printable_lines
-from ..dtypes import EXTENSION_DTYPES, NATIVE_BOOL, element_size
+from ..core.display import plural, printable_lines
+from ..core.dtypes import EXTENSION_DTYPES, NATIVE_BOOL, element_size
 from ..errors import ConversionError, InvalidPattern, OptionError, UnmatchedOptionError
 from ..quant import dtype_label
-from ..frameworks import is_torch_module
-from ..patterns import compile_pattern
-from ..progress import finish, human_size, progress_for
+from ..core.frameworks import is_torch_module
+from ..core.patterns import compile_pattern
+from ..core.progress import finish, human_size, progress_for
 from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
 from .registry import Format, formats, read_tensors, resolve_output, write_tensors
 from .sharded import parse_size
@@ -597,7 +597,7 @@ def convert(
     also gets a ``__metadata__`` member with the metadata and the dtypes numpy cannot name.
 
     ``progress``: a callable fed the bytes written, or a setting of
-    :func:`burnpack.progress.progress_for` (``"auto"``: a bar on a terminal for 64 MiB or more;
+    :func:`burnpack.core.progress.progress_for` (``"auto"``: a bar on a terminal for 64 MiB or more;
     ``"always"``: a bar on a terminal, lines otherwise)."""
     started = time.monotonic()
     max_shard_size = options.pop("max_shard_size", None)

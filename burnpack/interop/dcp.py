@@ -40,12 +40,12 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from .._generated.types import BoolStore, DType
-from ..dtypes import dtype_from_torch, numpy_dtype
+from ..core.dtypes import dtype_from_torch, numpy_dtype
 from ..errors import BurnpackError, ConversionError, OutputExistsError, PyTorchReadError, ValidationError
-from ..frameworks import import_torch, numpy_to_torch
-from ..sidefile import read_side_file
-from ..source import open_regular
-from ..tensor import NUMPY_MAX_DIMS, check_numpy_shape
+from ..core.frameworks import import_torch, numpy_to_torch
+from ..core.sidefile import read_side_file
+from ..core.source import open_regular
+from ..core.tensor import NUMPY_MAX_DIMS, check_numpy_shape
 from ._io import entry_from_array
 from .pytorch import PickledObject, describe_leaf, pickled_class, read_pytorch_buffer, unpickle_allowing
 from .tensors import Entry, TensorSet

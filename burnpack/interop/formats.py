@@ -26,13 +26,13 @@ from typing import Any
 import numpy as np
 
 from .._generated.types import BoolStore, DType
-from ..dtypes import EXTENSION_DTYPES, dtype_from_numpy, dtype_from_safetensors, element_size, is_extension_type, numpy_dtype, safetensors_code
-from ..reader import TensorView, load
-from ..sidefile import parse_json
-from ..source import open_regular
-from ..tensor import NUMPY_MAX_DIMS
-from ..tensor import FileRange, le_c_bytes
-from ..writer import Tensor, Writer
+from ..core.dtypes import EXTENSION_DTYPES, dtype_from_numpy, dtype_from_safetensors, element_size, is_extension_type, numpy_dtype, safetensors_code
+from ..core.reader import TensorView, load
+from ..core.sidefile import parse_json
+from ..core.source import open_regular
+from ..core.tensor import NUMPY_MAX_DIMS
+from ..core.tensor import FileRange, le_c_bytes
+from ..core.writer import Tensor, Writer
 from ._io import atomic_output, entry_from_array
 from ..errors import ConversionError, SafetensorsError
 from .archive import ZIP_ERRORS, InflateBudget

@@ -85,7 +85,7 @@ def open_input(
     format cannot hide itself in a diff against a file converted with it; without, it is read as
     ``convert`` reads it. ``readers[path]`` says which reader was used."""
     from .registry import choose, probe_url, read_tensors
-    from ..remote import is_url
+    from ..core.remote import is_url
 
     readers = {} if readers is None else readers
     with blame(path):
@@ -96,7 +96,7 @@ def open_input(
         else:
             fmt, source = choose(path, from_format), None
         if fmt.name == "burnpack":
-            from ..reader import load
+            from ..core.reader import load
 
             readers[path] = "burnpack"
             with load(source or path, legacy_ok=legacy_ok) as pack:

@@ -23,9 +23,9 @@ from __future__ import annotations
 from typing import Any
 
 from .._generated.types import BoolStore
-from ..frameworks import is_torch_module
+from ..core.frameworks import is_torch_module
 from ..records import LoadResult, ModuleRecord
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 STORE_RECIPE_OPTIONS = frozenset({"adapter", "map_indices_contiguous", "skip_enum_variants"})
 """Options a Burn store applies to every model alike: no error when one changes nothing."""

@@ -36,13 +36,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._generated.types import BoolStore
-from ..paths import has_extension, resolve_read_path
-from ..remote import is_url
-from ..source import open_regular
+from ..core.paths import has_extension, resolve_read_path
+from ..core.remote import is_url
+from ..core.source import open_regular
 from ..errors import AmbiguousFormatError, ConversionError
 
 if TYPE_CHECKING:
-    from ..remote import FsspecSource
+    from ..core.remote import FsspecSource
     from .tensors import TensorSet
 
 __all__ = [
@@ -501,7 +501,7 @@ def _detect_url(url: str) -> Format:
 def probe_url(url: str) -> tuple[Format, FsspecSource]:
     """A URL's format and its source, left open: the first block the probe fetched stays cached
     in it, so a ``.bpk`` opened from it (``load(source)``) costs no second request."""
-    from ..remote import FsspecSource
+    from ..core.remote import FsspecSource
 
     source = FsspecSource(url)
     try:
@@ -569,7 +569,7 @@ _FETCH_BLOCK = 8 << 20
 @contextlib.contextmanager
 def _fetched(url: str) -> Iterator[Path]:
     """The file at ``url`` in a scratch file (removed on leaving; open readers keep their view)."""
-    from ..remote import FsspecSource
+    from ..core.remote import FsspecSource
 
     source = FsspecSource(url)
     suffix = "".join(Path(_url_name(url)).suffixes[-3:])

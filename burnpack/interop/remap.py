@@ -11,7 +11,7 @@
   active variant as a path segment (``conv.DwsConv.dconv.weight``); PyTorch does not
   (``conv.dconv.weight``).
 
-Patterns are RE2's (:mod:`burnpack.patterns`): linear-time, with the syntax of Burn's regex crate.
+Patterns are RE2's (:mod:`burnpack.core.patterns`): linear-time, with the syntax of Burn's regex crate.
 Deliberate differences from Burn: an invalid regex raises instead of being silently dropped,
 and a reference to a group the pattern does not have is an error only in Python syntax (Burn's
 ``$9`` for a missing group expands to nothing, and so does ours).
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import OptionError
-from ..patterns import Pattern, compile_pattern
+from ..core.patterns import Pattern, compile_pattern
 
 __all__ = [
     "KeyRemapper",

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .._generated.types import BoolStore
-from ..sidefile import SIDE_FILE_MAX_BYTES, parse_json, read_side_file
+from ..core.sidefile import SIDE_FILE_MAX_BYTES, parse_json, read_side_file
 from ._io import atomic_output
 from ..errors import ConversionError, OptionError, OutputExistsError, SafetensorsError
 from .formats import PageReleaser, read_pytorch_file, read_safetensors_file, write_safetensors_file

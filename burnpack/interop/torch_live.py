@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from .._generated.types import BoolStore
-from ..dtypes import numpy_dtype
-from ..frameworks import is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
+from ..core.dtypes import numpy_dtype
+from ..core.frameworks import is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
 from ._io import atomic_output, entry_from_array
 from ..errors import ConversionError
 from .tensors import TensorSet, dtype_name, flatten_nested

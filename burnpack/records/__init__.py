@@ -10,7 +10,7 @@
 * :class:`Checkpoints` — a learner's ``checkpoint/{model,optim,scheduler}-N.bpk`` directory with
   Burn's default retention.
 
-This layer sits above the format layer (``burnpack.reader`` / ``burnpack.writer``) and only uses
+This layer sits above the format layer (``burnpack.core.reader`` / ``burnpack.core.writer``) and only uses
 numpy; torch is imported only when a caller passes torch objects.
 """
 

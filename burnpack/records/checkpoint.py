@@ -34,9 +34,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
-from ..atomic import atomic_file
+from ..core.atomic import atomic_file
 from ..errors import BurnpackError, CheckpointRetentionError, IoError
-from ..sidefile import SIDE_FILE_MAX_BYTES, parse_json, read_side_file
+from ..core.sidefile import SIDE_FILE_MAX_BYTES, parse_json, read_side_file
 from .module import ModuleRecord
 from .optimizer import OptimizerRecord
 from .scheduler import LrSchedulerRecord
@@ -437,7 +437,7 @@ class Checkpoints:
 
     def is_complete(self, epoch: int) -> bool:
         """Whether each of the three files of ``epoch`` opens and its data section is whole."""
-        from ..reader import load
+        from ..core.reader import load
 
         for checkpointer in self.checkpointers.values():
             try:
@@ -540,7 +540,7 @@ def _error(exc: BaseException) -> str:
 
 def inspect_epoch(checkpoints: Checkpoints, epoch: int) -> dict[str, Any]:
     """What ``checkpoint inspect`` reports for one epoch, as JSON-ready data."""
-    from ..dtypes import debug
+    from ..core.dtypes import debug
     from ..errors import BurnpackError, RecordError, SchedulerLayoutError
     from .scheduler import infer_scheduler
 

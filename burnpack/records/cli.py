@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..display import printable, printable_lines
+from ..core.display import printable, printable_lines
 
 
 def register(subparsers: Any) -> None:

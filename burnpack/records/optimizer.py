@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from .._generated.types import Scalar
-from ..display import plural, printable_lines
-from ..frameworks import as_numpy
-from ..tensor import Tensor
+from ..core.display import plural, printable_lines
+from ..core.frameworks import as_numpy
+from ..core.tensor import Tensor
 from ._common import RANK_KEY, open_pack, pack_tensors_in_data_order, parse_u64, scalar_value
 from ..errors import MissingParamIdError, StateRankError
 from .state import (
@@ -47,7 +47,7 @@ from .state import (
 PathLike = str | os.PathLike[str]
 
 if TYPE_CHECKING:
-    from ..writer import Writer
+    from ..core.writer import Writer
 
 
 # --------------------------------------------------------------------------------------------
@@ -360,7 +360,7 @@ class OptimizerRecord:
         return cls(pack_tensors_in_data_order(pack), pack.scalars, pack.metadata)
 
     def _writer(self) -> Writer:
-        from ..writer import Writer  # imported when a record is written: reading one (inspect) needs no writer
+        from ..core.writer import Writer  # imported when a record is written: reading one (inspect) needs no writer
 
         return Writer(self.tensors, metadata=self.metadata, scalars=self.scalars)
 

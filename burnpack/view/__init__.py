@@ -43,7 +43,7 @@ def build_page(first: str, second: str | None = None, *, stats: bool = True) -> 
 
 def write_page(html: str, target: Path) -> None:
     """Write ``html`` to ``target`` atomically (a reader never sees half a page)."""
-    from ..atomic import atomic_file
+    from ..core.atomic import atomic_file
 
     with atomic_file(target) as stream:
         stream.write(html.encode("utf-8"))

@@ -26,9 +26,9 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import is_extension_type, numpy_dtype
+from ..core.dtypes import is_extension_type, numpy_dtype
 from ..quant import describe
-from ..reader import TensorView
+from ..core.reader import TensorView
 
 BINS = 32
 CHUNK_ELEMENTS = 1 << 16

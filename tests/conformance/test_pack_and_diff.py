@@ -13,7 +13,7 @@ import pytest
 import burnpack
 from burnpack import cli
 from burnpack.batch import serve
-from burnpack.spec import spec_from_pack, writer_from_spec
+from burnpack.core.spec import spec_from_pack, writer_from_spec
 from burnpack.errors import SpecError
 from conformance.reference import dump
 

@@ -82,9 +82,9 @@ from typing import Any
 import numpy as np
 
 from ...records import Checkpoints, LrSchedulerRecord, ModuleRecord, OptimizerRecord
-from ...writer import Writer
+from ...core.writer import Writer
 from ..adapters import ModuleTypes
-from ...frameworks import is_torch_module
+from ...core.frameworks import is_torch_module
 from .._io import atomic_output
 from ...errors import ConversionError, OutputExistsError
 from ..dcp import write_dcp_state

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ...display import printable_lines
-from ...frameworks import is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
+from ...core.display import printable_lines
+from ...core.frameworks import is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
 from ...errors import ConversionError
 
 META_PREFIX = "torch."

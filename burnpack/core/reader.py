@@ -19,8 +19,9 @@ from typing import Any, BinaryIO, cast
 
 import numpy as np
 
-from . import legacy, quant
-from ._generated.layout import (
+from . import legacy
+from .. import quant
+from .._generated.layout import (
     FORMAT_VERSION,
     HEADER,
     HEADER_SIZE,
@@ -32,9 +33,9 @@ from ._generated.layout import (
     U64_MAX,
     data_section_start,
 )
-from ._generated.types import DType, Metadata, Scalar, TensorDescriptor
+from .._generated.types import DType, Metadata, Scalar, TensorDescriptor
 from .dtypes import element_size
-from .errors import (
+from ..errors import (
     BurnpackError,
     InvalidHeader,
     InvalidMagicNumber,
@@ -431,7 +432,7 @@ def load(
 
     A URL (``https://``, ``s3://``, ``gs://``, ``hf://``, … with ``storage_options`` for its
     fsspec filesystem; needs ``burnpack[remote]``) is read with range requests, see
-    ``burnpack.remote``. A binary file object is read from its current position (as
+    ``burnpack.core.remote``. A binary file object is read from its current position (as
     ``torch.load`` does): a plain file at position 0 is memory-mapped, any other seekable one
     (``io.BytesIO``, an offset file) is read range by range; gzip/bz2/lzma streams are refused.
 
@@ -439,7 +440,7 @@ def load(
     requests) is read like bytes: opening reads the header and the metadata, and each tensor's
     range only when it is accessed.
 
-    ``strict=True`` also rejects files no Burn writer could have produced (see ``burnpack.strict``).
+    ``strict=True`` also rejects files no Burn writer could have produced (see ``burnpack.core.strict``).
     ``legacy_ok=True`` reads files from older Burn versions the way their writer meant them
     instead of the way current Burn (mis)reads them.
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from ._cbor import Decoder, fast_loads
-from .errors import CborError, Fallback, MetadataDeserializationError, MetadataSerializationError
-from ._generated.codec import encode_Metadata_bytes, encode_Metadata_entries, exact_Metadata, fast_Metadata, scan_Metadata
-from ._generated.layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH
-from ._generated.types import Metadata
+from .._cbor import Decoder, fast_loads
+from ..errors import CborError, Fallback, MetadataDeserializationError, MetadataSerializationError
+from .._generated.codec import encode_Metadata_bytes, encode_Metadata_entries, exact_Metadata, fast_Metadata, scan_Metadata
+from .._generated.layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH
+from .._generated.types import Metadata
 
 
 def encode_metadata(metadata: Metadata) -> bytes:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from ._generated.layout import FORMAT_VERSION, HEADER_SIZE, U64_MAX, align
+from .._generated.layout import FORMAT_VERSION, HEADER_SIZE, U64_MAX, align
 from .dtypes import element_size, unconstructible
-from .errors import InvalidVersion, MetadataDeserializationError, ValidationError
+from ..errors import InvalidVersion, MetadataDeserializationError, ValidationError
 from .metadata import decode_metadata, encode_metadata
 
 if TYPE_CHECKING:  # the reader calls this module; it needs the Pack only as a type

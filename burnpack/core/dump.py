@@ -14,9 +14,9 @@ import hashlib
 import math
 from typing import Any
 
-from ._cbor import float_to_bits
-from ._generated.types import Scalar
-from .errors import BurnpackError
+from .._cbor import float_to_bits
+from .._generated.types import Scalar
+from ..errors import BurnpackError
 from .reader import Pack, PathLike, load
 
 

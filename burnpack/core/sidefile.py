@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable
 from typing import Any, BinaryIO
 
-from .errors import BurnpackError, IoError
+from ..errors import BurnpackError, IoError
 from .source import open_regular
 
 __all__ = ["JSON_MAX_DEPTH", "SIDE_FILE_MAX_BYTES", "parse_json", "read_capped", "read_side_file"]

@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Sequence
 from typing import BinaryIO, Protocol
 
-from .errors import IoError
+from ..errors import IoError
 
 _KINDS = {
     stat.S_IFIFO: "a FIFO",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import InvalidPattern
+from ..errors import InvalidPattern
 
 __all__ = ["Pattern", "compile_pattern"]
 

@@ -28,9 +28,9 @@ import os
 import struct
 from typing import Any
 
-from ._generated.types import DType, Scalar
+from .._generated.types import DType, Scalar
 from .dump import scalar_json
-from .errors import SpecError, ValidationError
+from ..errors import SpecError, ValidationError
 from .sidefile import parse_json, read_side_file
 from .writer import Tensor, Writer
 
@@ -130,7 +130,7 @@ SPEC_MAX_BYTES = 256 << 20
 
 def load_spec(path: str | os.PathLike[str], *, max_bytes: int = SPEC_MAX_BYTES) -> Any:
     """The JSON of a spec file: a regular file of at most ``max_bytes``, parsed with the JSON
-    checks of :func:`burnpack.sidefile.parse_json` (``SpecError`` when it is not JSON)."""
+    checks of :func:`burnpack.core.sidefile.parse_json` (``SpecError`` when it is not JSON)."""
     return parse_spec(read_side_file(path, max_bytes=max_bytes))
 
 

@@ -4,7 +4,7 @@ A pack's metadata is mostly its ``tensors`` map. When that map is exactly as Bur
 (definite lengths, names sorted and distinct, unit or Bool dtypes), one regex pass of the
 generated descriptor pattern splits it into columns, numpy decodes the offsets, and a
 ``TensorDescriptor`` is built only when a tensor is asked for. Anything else returns None and
-the reader falls back to the per-entry decoders (``burnpack.metadata.decode_metadata``), which
+the reader falls back to the per-entry decoders (``burnpack.core.metadata.decode_metadata``), which
 also word the errors.
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 
-from ._cbor import fast_loads, map_header, uints
-from ._generated.codec import (
+from .._cbor import fast_loads, map_header, uints
+from .._generated.codec import (
     METADATA_FIRST_KEY,
     DType_SCAN,
     TensorDescriptor_HEAD,
@@ -25,7 +25,7 @@ from ._generated.codec import (
     TensorDescriptor_RE,
     fast_Metadata,
 )
-from ._generated.types import DType, Metadata, TensorDescriptor
+from .._generated.types import DType, Metadata, TensorDescriptor
 
 __all__ = ["TensorTable", "scan_table"]
 

@@ -22,8 +22,8 @@ from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 
-from ._generated.codec import TensorDescriptor_layout, encode_TensorDescriptor_entry_with
-from ._generated.layout import (
+from .._generated.codec import TensorDescriptor_layout, encode_TensorDescriptor_entry_with
+from .._generated.layout import (
     FORMAT_VERSION,
     HEADER,
     I64_MAX,
@@ -37,13 +37,13 @@ from ._generated.layout import (
     U64_MAX,
     data_section_start,
 )
-from ._generated.types import Scalar
+from .._generated.types import Scalar
 from .atomic import atomic_file
 from .dtypes import UNIT_SIZES, debug, element_size
-from .errors import BurnpackError, IoError, MetadataSerializationError, TensorBytesSizeMismatch, ValidationError
+from ..errors import BurnpackError, IoError, MetadataSerializationError, TensorBytesSizeMismatch, ValidationError
 from .metadata import encode_metadata_entries
 from .paths import PathLike, resolve_write_path
-from .quant import QuantizedTensor
+from ..quant import QuantizedTensor
 from .tensor import BytesLike, FileRange, Tensor, read_at
 
 __all__ = ["FileRange", "Plan", "Tensor", "Writer", "as_scalar", "resolve_write_path", "save", "save_bytes"]

@@ -17,7 +17,7 @@ import numpy as np
 
 from .dtypes import element_size, numpy_dtype
 from .frameworks import torch_from_buffer
-from .errors import IoError
+from ..errors import IoError
 
 
 def normalize(shape: tuple[int, ...], index: Any) -> list[int | range]:

@@ -43,7 +43,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .errors import DestinationExists
+from ..errors import DestinationExists
 
 SCRATCH_SUFFIX = ".burnpack-tmp"
 _HOST = hashlib.blake2s(socket.gethostname().encode(), digest_size=4).hexdigest()
