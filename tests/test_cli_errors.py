@@ -12,7 +12,7 @@ import pytest
 
 import burnpack
 import burnpack.core.reader
-from burnpack.cli import main
+from burnpack.cli.main import main
 from burnpack.interop.safetensors import serialize_safetensors
 
 

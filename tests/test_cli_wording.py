@@ -10,7 +10,7 @@ import pytest
 
 import burnpack
 from burnpack import DType, Tensor
-from burnpack.cli import main
+from burnpack.cli.main import main
 
 
 @pytest.fixture

@@ -19,8 +19,8 @@ PACKAGES = ("burnpack", "conformance")
 LAYERS = ("errors", "_generated", "container", "records", "interop", "cli")
 """Bottom to top: ``burnpack.errors``, every exception class, is below all the code that raises them."""
 
-CLI_MODULES = {"burnpack.cli", "burnpack.__main__", "burnpack.batch", "burnpack.records.cli", "burnpack.interop.cli"}
-CLI_PACKAGES = ("burnpack.commands", "burnpack.view")
+CLI_MODULES = {"burnpack.cli.main", "burnpack.__main__", "burnpack.cli.batch", "burnpack.cli.records", "burnpack.cli.interop"}
+CLI_PACKAGES = ("burnpack.cli", "burnpack.view")
 """Packages that are command-line consumers of the layers below as a whole."""
 LOW_LEVEL = {"burnpack._generated", "burnpack._cbor"}
 """The generated codec and the CBOR primitives it is written in."""
@@ -179,8 +179,8 @@ def test_the_check_finds_a_cycle_and_an_upward_import():
     assert cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
     assert layer_of("burnpack.records.module") == "records" and layer_of("burnpack.core.reader") == "container"
     assert layer_of("burnpack.errors") == "errors" and layer_of("burnpack._cbor") == "_generated"
-    assert layer_of("burnpack._generated.codec") == "_generated" and layer_of("burnpack.interop.cli") == "cli"
-    assert layer_of("burnpack.commands.inspect") == "cli" and layer_of("burnpack.commands") == "cli"
+    assert layer_of("burnpack._generated.codec") == "_generated" and layer_of("burnpack.cli.interop") == "cli"
+    assert layer_of("burnpack.cli.inspect") == "cli" and layer_of("burnpack.cli") == "cli"
     assert layer_of("burnpack.view") == "cli" and layer_of("burnpack.view.stats") == "cli"
 
 

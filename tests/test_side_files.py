@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import burnpack
-from burnpack.batch import serve
+from burnpack.cli.batch import serve
 from burnpack.errors import ConversionError, SafetensorsError, SpecError
 from burnpack.interop.safetensors import parse_safetensors, serialize_safetensors
 from burnpack.interop.sharded import read_sharded
@@ -214,7 +214,7 @@ def test_a_fifo_spec_is_refused(tmp_path):
 
 def test_pack_refuses_a_spec_on_standard_input_over_the_cap(monkeypatch, tmp_path, capsys):
     from burnpack.core import spec
-    from burnpack.cli import main
+    from burnpack.cli.main import main
 
     monkeypatch.setattr(spec, "SPEC_MAX_BYTES", 16)  # the pack command reads it when it runs
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b'{"tensors": [], "metadata": {}}')))

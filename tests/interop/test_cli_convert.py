@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import burnpack
-from burnpack.cli import main
+from burnpack.cli.main import main
 from burnpack.interop.safetensors import parse_safetensors, serialize_safetensors
 from burnpack.records import LrSchedulerRecord, ModuleRecord, OptimizerRecord
 from tests.conftest import PYTORCH_FIXTURES, require

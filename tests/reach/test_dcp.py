@@ -12,7 +12,7 @@ dcp = pytest.importorskip("torch.distributed.checkpoint")
 
 import burnpack  # noqa: E402
 import burnpack.torch  # noqa: E402
-from burnpack.cli import main  # noqa: E402
+from burnpack.cli.main import main  # noqa: E402
 from burnpack.interop import ConversionError, convert  # noqa: E402
 from burnpack.interop.dcp import read_dcp, read_dcp_object  # noqa: E402
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import TextIO
 
-from .core.dump import dump
-from .core.sidefile import parse_json
+from ..core.dump import dump
+from ..core.sidefile import parse_json
 
 
 REQUEST_MAX_CHARS = 1 << 20

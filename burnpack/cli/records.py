@@ -1,5 +1,5 @@
 """The record layer's command-line pieces: ``burnpack checkpoint inspect`` and the record-kind
-line of ``burnpack inspect``. ``burnpack.cli`` registers them; the record layer is imported when
+line of ``burnpack inspect``. ``burnpack.cli.main`` registers them; the record layer is imported when
 a command runs, so that registering costs nothing at start-up."""
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
 
 def checkpoint_inspect(directory: str, out: TextIO, *, as_json: bool = False) -> int:
     """Print a checkpoint directory's epochs; 1 when there is none or a file cannot be read."""
-    from .checkpoint import Checkpoints, inspect_epoch
+    from ..records.checkpoint import Checkpoints, inspect_epoch
 
     path = Path(directory)
     if not path.is_dir():

@@ -18,16 +18,16 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-from . import __version__
-from .commands import diff as diff_cmd
-from .commands import files as files_cmd
-from .commands import pack as pack_cmd
-from .commands import view as view_cmd
-from .commands.common import describe_error, first_path, missing_extra
-from .core.display import printable_lines
-from .errors import BurnpackError, CommandError, LegacyFormatWarning
-from .interop import cli as interop_cli
-from .records import cli as records_cli
+from .. import __version__
+from . import diff as diff_cmd
+from . import files as files_cmd
+from . import pack as pack_cmd
+from . import view as view_cmd
+from .common import describe_error, first_path, missing_extra
+from ..core.display import printable_lines
+from ..errors import BurnpackError, CommandError, LegacyFormatWarning
+from . import interop as interop_cli
+from . import records as records_cli
 
 # The argument each command's errors are about when the error itself names no file.
 _PATH_ARGUMENTS = ("file", "input", "spec", "a", "directory")

@@ -2,7 +2,7 @@
 
 Registered into the main ``burnpack`` parser by :func:`register`; each subcommand sets
 ``args.handler``. Summaries go to stdout (``--json`` for the full report); failures propagate to
-``burnpack.cli.main``, which prints them in the one error style. Options that would change
+``burnpack.cli.main.main``, which prints them in the one error style. Options that would change
 nothing are refused (exit 1) unless ``--allow-unmatched``; unknown module types are usage errors
 (exit 2). Outputs follow the rule of every writing command (``commands.common.check_output``).
 """
@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from .._generated.types import QUANTIZABLE_SCALES, QUANTIZABLE_VALUES, BoolStore
-from ..commands.common import add_progress_option, check_output
+from .common import add_progress_option, check_output
 from ..errors import CommandError, InvalidPattern, OptionError, blame
 from ..core.sidefile import parse_json
-from .registry import choices, formats
+from ..interop.registry import choices, formats
 
 __all__ = ["add_from_option", "register"]
 
@@ -62,7 +62,7 @@ def _add_type_options(p: argparse.ArgumentParser, *, infer_flag: bool = True) ->
 
 def _shard_size(text: str) -> int:
     """``--max-shard-size``: a bad value is a usage error (exit 2)."""
-    from .sharded import parse_size
+    from ..interop.sharded import parse_size
 
     try:
         return parse_size(text)
@@ -73,7 +73,7 @@ def _shard_size(text: str) -> int:
 def _folder_output(args: argparse.Namespace) -> None:
     """A folder output (shards, DCP) named like a file (``x.safetensors``) is refused: the name
     would say one file where a folder of several is written."""
-    from .registry import from_extension
+    from ..interop.registry import from_extension
 
     out = Path(args.output)
     fmt = from_extension(out, files_only=True)
@@ -229,7 +229,7 @@ def _usage(option: str, exc: Exception) -> CommandError:
 
 def _convert_options(args: argparse.Namespace) -> dict[str, Any]:
     """``transform``'s options from the command line (``--burn-import`` implies three of them)."""
-    from .remap import KeyRemapper, parse_rule
+    from ..interop.remap import KeyRemapper, parse_rule
 
     adapter = list(args.adapter or [])
     infer, contiguous = args.infer_types, args.map_indices_contiguous
@@ -281,8 +281,8 @@ def _quantize_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _convert(args: argparse.Namespace) -> int:
-    from .converter import convert
-    from .registry import resolve_output
+    from ..interop.converter import convert
+    from ..interop.registry import resolve_output
 
     options = _convert_options(args)
     if args.max_shard_size is not None:
@@ -316,7 +316,7 @@ def _json_option(option: str, text: str | None) -> Any:
 
 def _checkpoint_output(args: argparse.Namespace, to_burn: bool) -> None:
     """A checkpoint directory (to Burn) or a .pt file (to PyTorch): refuse names that say otherwise."""
-    from .registry import from_extension
+    from ..interop.registry import from_extension
 
     out = Path(args.output)
     if to_burn:
@@ -332,9 +332,9 @@ def _checkpoint_output(args: argparse.Namespace, to_burn: bool) -> None:
 
 
 def _convert_checkpoint(args: argparse.Namespace) -> int:
-    from .checkpoint import burn_checkpoint_to_pytorch, pytorch_to_burn_checkpoint
-    from .dcp import is_dcp
-    from .remap import parse_rule
+    from ..interop.checkpoint import burn_checkpoint_to_pytorch, pytorch_to_burn_checkpoint
+    from ..interop.dcp import is_dcp
+    from ..interop.remap import parse_rule
 
     types = _pairs(args.module_type, "--module-type") or None
     rules = _type_rules(args.type_rule) or None

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 def register(sub: Any) -> None:
     """Add the four single-file commands to ``burnpack``'s argument parser."""
-    from ..interop.cli import add_from_option
+    from .interop import add_from_option
 
     p = sub.add_parser("inspect", help="a table (or --tree, --json) of tensors with totals, metadata and scalars; "
                                        "any format convert reads (a file, shard or DCP folder, URL)")
@@ -58,7 +58,7 @@ def register(sub: Any) -> None:
 
 
 def _inspect_options(p: Any) -> None:
-    """The options of ``burnpack inspect`` (see :mod:`burnpack.commands.inspect`)."""
+    """The options of ``burnpack inspect`` (see :mod:`burnpack.cli.inspect`)."""
     p.add_argument("--sort", choices=("natural", "name", "file"), default="natural",
                    help="natural (layers.2 before layers.10, the default), name (byte-wise, Burn's order) or file (data order)")  # fmt: skip
     p.add_argument("--filter", metavar="REGEX", help="only tensors whose name the regex finds")
@@ -114,7 +114,7 @@ def run_inspect(args: Any) -> int:
 
 def run_dump(args: Any) -> int:
     if args.batch:
-        from ..batch import serve
+        from .batch import serve
 
         return serve(sys.stdin, sys.stdout, strict=args.strict)
     if args.file is None:
