@@ -35,26 +35,28 @@ _READ_PIECE = 1 << 20
 _NOT_STRUCTURE = bytes(set(range(256)) - set(b'[]{}"'))
 
 
-def read_side_file(path: str | os.PathLike[str], *, max_bytes: int = SIDE_FILE_MAX_BYTES) -> bytes:
+def read_side_file(path: str | os.PathLike[str], *, max_bytes: int = SIDE_FILE_MAX_BYTES, lift: str = "max_bytes") -> bytes:
     """The bytes of a regular file of at most ``max_bytes`` (default :data:`SIDE_FILE_MAX_BYTES`).
 
     Raises ``IoError`` (an ``OSError``; ``FileNotFoundError`` etc. for a missing file) for a file
-    that cannot be opened, is not a regular file, or holds more than ``max_bytes`` bytes; no more
-    than ``max_bytes + 1`` bytes are read whatever the file claims or grows to.
+    that cannot be opened, is not a regular file, or holds more than ``max_bytes`` bytes (the
+    refusal names ``lift``, the caller's parameter that raises the cap); no more than
+    ``max_bytes + 1`` bytes are read whatever the file claims or grows to.
     """
     where = os.fspath(path)
     try:
         with open_regular(path) as file:
-            return read_capped(file, max_bytes=max_bytes, where=where)
+            return read_capped(file, max_bytes=max_bytes, where=where, lift=lift)
     except IoError:
         raise
     except OSError as exc:
         raise IoError.from_os_error(exc, where=where) from None
 
 
-def read_capped(stream: BinaryIO, *, max_bytes: int, where: str) -> bytes:
+def read_capped(stream: BinaryIO, *, max_bytes: int, where: str, lift: str = "max_bytes") -> bytes:
     """All of a binary stream (a file, standard input) when it holds at most ``max_bytes``;
-    else ``IoError`` after reading ``max_bytes + 1`` bytes."""
+    else ``IoError`` after reading ``max_bytes + 1`` bytes, naming ``lift``, the parameter that
+    raises the cap."""
     chunks: list[bytes] = []
     total = 0
     while total <= max_bytes:  # by pieces: read(n) would allocate n bytes up front
@@ -64,7 +66,7 @@ def read_capped(stream: BinaryIO, *, max_bytes: int, where: str) -> bytes:
         chunks.append(chunk)
         total += len(chunk)
     if total > max_bytes:
-        raise IoError(f"more than {max_bytes} bytes, the limit for this input (max_bytes)", where=where)
+        raise IoError(f"more than {max_bytes} bytes, the limit for this input ({lift}=...)", where=where)
     return b"".join(chunks)
 
 

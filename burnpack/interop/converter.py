@@ -43,7 +43,7 @@ import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from ..core.display import plural, printable_lines
 from ..core.dtypes import EXTENSION_DTYPES, NATIVE_BOOL, element_size
@@ -53,6 +53,7 @@ from ..core.frameworks import is_torch_module
 from ..core.patterns import compile_pattern
 from ..core.progress import finish, human_size, progress_for
 from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
+from .limits import ReadCaps
 from .registry import Format, formats, read_tensors, resolve_output, write_tensors
 from .sharded import parse_size
 from .remap import KeyRemapper, PathFilter, insert_enum_variants, map_indices_contiguous as _contiguous, strip_enum_variants
@@ -591,7 +592,10 @@ def convert(
 ) -> ConversionReport:
     """Convert ``source`` (a path, bytes, a ``TensorSet``, a torch ``state_dict`` or
     ``nn.Module``) to the file ``target``; formats come from ``from_format`` / ``to_format``,
-    else from the content / the extension. ``options`` are :func:`transform`'s. Nothing is
+    else from the content / the extension. ``options`` are :func:`transform`'s, and the caps
+    :func:`~burnpack.interop.registry.read_tensors` reads the source within (``max_pickle_depth``,
+    ``max_view_expansion``, ``max_inflate_bytes``, ``max_inflate_ratio``, ``max_index_bytes``,
+    ``max_metadata_bytes``: :class:`~burnpack.interop.limits.ReadLimits`). Nothing is
     written when anything fails; an existing ``target`` is kept unless ``overwrite``; ``legacy_ok``
     reads a .bpk from an older Burn as its writer meant it; ``npz_metadata``: a ``.npz`` target
     also gets a ``__metadata__`` member with the metadata and the dtypes numpy cannot name.
@@ -613,7 +617,8 @@ def convert(
 
             raise OutputExistsError(out_path)
     top_level_key = options.get("top_level_key")
-    tset = read_tensors(source, from_format, top_level_key=top_level_key, bool_store=bool_store, legacy_ok=legacy_ok)
+    caps = cast(ReadCaps, {name: options.pop(name) for name in ReadCaps.__annotations__ if name in options})
+    tset = read_tensors(source, from_format, top_level_key=top_level_key, bool_store=bool_store, legacy_ok=legacy_ok, **caps)
     try:
         target_format = out_format.family or out_format.name  # what the tensors are written as
         report = ConversionReport(

@@ -377,7 +377,7 @@ class Checkpoints:
     def _read_journal(self) -> list[dict[str, Any]]:
         path = self.retention_file
         try:
-            raw = read_side_file(path, max_bytes=self._max_side_file_bytes)
+            raw = read_side_file(path, max_bytes=self._max_side_file_bytes, lift="max_side_file_bytes")
         except FileNotFoundError:
             return []
 
