@@ -28,17 +28,18 @@ def register(sub: Any) -> None:
 def run_diff(args: Any) -> int:
     """Exit 0 when identical, 1 when different; unreadable files are errors (exit 2)."""
     from ..core.diff import PackDiff, compare_layout, diff_packs
+    from ..core.reader import Pack
     from ..interop.inputs import open_input
 
     try:
         readers: dict[str, str] = {}
         with open_input(args.a, readers) as a, open_input(args.b, readers) as b:
-            if args.layout and not all(hasattr(x, "data_section_start") for x in (a, b)):
-                raise CommandError(args.a if not hasattr(a, "data_section_start") else args.b, "UsageError",
+            if args.layout and not (isinstance(a, Pack) and isinstance(b, Pack)):
+                raise CommandError(args.a if not isinstance(a, Pack) else args.b, "UsageError",
                                    "--layout compares two .bpk files; this one is not one", code=2)  # fmt: skip
             result = diff_packs(a, b, atol=args.atol, rtol=args.rtol)
             result.layout_differs = False  # across formats there is no shared layout
-            if all(hasattr(x, "data_section_start") for x in (a, b)):
+            if isinstance(a, Pack) and isinstance(b, Pack):
                 layout = compare_layout(PackDiff(), a, b).layout
                 result.layout_differs = bool(layout)
                 if args.layout:  # then a layout difference is a difference

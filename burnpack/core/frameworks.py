@@ -11,13 +11,25 @@ from __future__ import annotations
 import math
 import sys
 import warnings
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Any, Protocol
 
 import numpy as np
 
 from .._generated.types import DTYPE_INFO, NUMPY_EXTENSION_TYPES, DType
 from .dtypes import debug, dtype_from_numpy, dtype_from_torch, element_size, is_extension_type, numpy_dtype, torch_dtype
 from ..errors import ValidationError
+
+
+class TorchModule(Protocol):
+    """What burnpack reads of a ``torch.nn.Module``: typed by its shape, so that a signature can
+    name it without importing torch (any ``nn.Module`` is one; a mapping is not)."""
+
+    def state_dict(self) -> Mapping[str, Any]: ...
+
+    def named_modules(self) -> Iterator[tuple[str, Any]]: ...
+
+    def named_parameters(self) -> Iterator[tuple[str, Any]]: ...
 
 
 def is_torch_tensor(value: Any) -> bool:

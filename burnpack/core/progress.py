@@ -15,6 +15,9 @@ from typing import Any, TextIO
 
 THRESHOLD = 64 << 20
 SETTINGS = ("auto", "always", "never")
+ProgressSetting = Callable[[int], None] | bool | str | None
+"""What a caller passes as ``progress``: a callable fed the work done, a setting of ``SETTINGS``,
+``True`` (``"always"``), ``False`` or ``None`` (``"never"``)."""
 
 
 def human_size(n: float) -> str:
@@ -99,7 +102,7 @@ class ProgressLines(Progress):
 
 
 def progress_for(
-    setting: Any, total: int, label: str = "writing", stream: TextIO | None = None, *,
+    setting: ProgressSetting, total: int, label: str = "writing", stream: TextIO | None = None, *,
     show: Callable[[int], str] = human_size, threshold: int = THRESHOLD,
 ) -> Callable[[int], None]:  # fmt: skip
     """The progress display a setting asks for (see the module docstring); always callable.

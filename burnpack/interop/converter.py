@@ -49,15 +49,15 @@ from ..core.display import plural, printable_lines
 from ..core.dtypes import EXTENSION_DTYPES, NATIVE_BOOL, element_size
 from ..errors import ConversionError, InvalidPattern, OptionError, UnmatchedOptionError
 from ..quant import dtype_label
-from ..core.frameworks import is_torch_module
+from ..core.frameworks import TorchModule, is_torch_module
 from ..core.patterns import compile_pattern
-from ..core.progress import finish, human_size, progress_for
+from ..core.progress import ProgressSetting, finish, human_size, progress_for
 from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
 from .limits import ReadCaps
 from .registry import Format, formats, read_tensors, resolve_output, write_tensors
 from .sharded import parse_size
-from .remap import KeyRemapper, PathFilter, insert_enum_variants, map_indices_contiguous as _contiguous, strip_enum_variants
-from .._generated.types import DTYPE_INFO, BoolStore, DType
+from .remap import FilterSpec, KeyRemapper, PathFilter, insert_enum_variants, map_indices_contiguous as _contiguous, strip_enum_variants
+from .._generated.types import DTYPE_INFO, BoolStore, DType, QuantScheme
 from .tensors import Entry, TensorSet, dtype_name
 
 __all__ = ["ConversionReport", "convert", "transform"]
@@ -365,7 +365,7 @@ def _filters(entries: list[Entry], keep_spec: Any, drop_spec: Any, log: _OptionL
 
 
 def _quantization(
-    entries: list[Entry], quantize: Any, include: str | None, dequantize: bool, target_format: str | None,
+    entries: list[Entry], quantize: QuantScheme | None, include: str | None, dequantize: bool, target_format: str | None,
     report: ConversionReport,
 ) -> list[Entry]:  # fmt: skip
     """Step 8: quantize the selected weights, or dequantize every QFloat tensor (each raises when
@@ -437,18 +437,18 @@ def transform(
     module_types: Mapping[str, str] | None = None,
     type_rules: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
     infer_types: bool = False,
-    module: Any = None,
+    module: TorchModule | None = None,
     adapter: ModuleAdapter | str | Iterable[Any] | None = None,
     expect: Any = None,
     allow_partial: bool = False,
     validate: bool = True,
-    filter: Any = None,
-    exclude: Any = None,
+    filter: FilterSpec = None,
+    exclude: FilterSpec = None,
     param_ids: str = "keep",
     keep_metadata: bool = True,
     metadata: Mapping[str, str] | None = None,
     stamp: bool = True,
-    quantize: Any = None,
+    quantize: QuantScheme | None = None,
     quantize_include: str | None = None,
     dequantize: bool = False,
     allow_unmatched: bool | Iterable[str] = False,
@@ -585,7 +585,7 @@ def convert(
     overwrite: bool = False,
     bool_store: str | BoolStore = BoolStore.U8,
     compress: bool = False,
-    progress: Callable[[int], None] | bool | str | None = None,
+    progress: ProgressSetting = None,
     legacy_ok: bool = False,
     npz_metadata: bool = False,
     **options: Any,

@@ -64,7 +64,7 @@ _PATH_CLASSES = ("Path", "PosixPath", "WindowsPath", "PurePath", "PurePosixPath"
 _T = TypeVar("_T")
 
 
-def is_dcp(path: Any) -> bool:
+def is_dcp(path: object) -> bool:
     """A folder holding DCP's ``.metadata`` file."""
     return isinstance(path, (str, os.PathLike)) and (Path(path) / ".metadata").is_file()
 

@@ -6,20 +6,22 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import blame
 
 if TYPE_CHECKING:
     import numpy as np
 
+    from ..core.reader import Pack
     from .registry import Format
+    from .tensors import Entry, TensorSet
 
 
 class EntryView:
     """A converted tensor seen through the interface ``diff_packs`` reads."""
 
-    def __init__(self, entry: Any) -> None:
+    def __init__(self, entry: Entry) -> None:
         self.name = entry.name
         self.dtype = entry.dtype
         self.shape = tuple(entry.shape)
@@ -44,7 +46,7 @@ class FormatTensors:
     ``inspect``: also its registry ``format``, its tensor names in the reader's (data) order, and
     the entries the reader ``skipped`` (not tensors: path → what it is)."""
 
-    def __init__(self, tset: Any, fmt: Format) -> None:
+    def __init__(self, tset: TensorSet, fmt: Format) -> None:
         self._views = {e.name: EntryView(e) for e in tset.entries}
         self.names = sorted(self._views)
         self.data_order = [e.name for e in tset.entries]
@@ -74,7 +76,7 @@ def open_input(
     from_format: str | None = None,
     crosscheck: bool = True,
     legacy_ok: bool = False,
-) -> Iterator[Any]:
+) -> Iterator[Pack | FormatTensors]:
     """A file, folder or URL of any registered format (``from_format``, else found by content):
     a ``.bpk`` as an open ``Pack`` (read with ``legacy_ok``), any other as a pack-like
     ``FormatTensors`` (``names``, ``tensors()``, ``metadata``, ``scalars``, ``format``); failures

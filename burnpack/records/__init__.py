@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     )
     from .checkpoint import (
         CheckpointingAction,
+        CheckpointingStrategy,
         Checkpoints,
         ComposedCheckpointingStrategy,
         EpochRecords,
@@ -78,7 +79,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "..errors": ("CheckpointRetentionError", "MissingParamIdError", "RecordCastError", "RecordError",
                  "RecordValidationError", "SchedulerLayoutError", "StateRankError", "io_display"),
-    ".checkpoint": ("CheckpointingAction", "Checkpoints", "ComposedCheckpointingStrategy",
+    ".checkpoint": ("CheckpointingAction", "CheckpointingStrategy", "Checkpoints", "ComposedCheckpointingStrategy",
                     "EpochRecords", "FileCheckpointer", "KeepLastNCheckpoints", "LossHistory", "MetricCheckpointingStrategy",
                     "burn_valid_losses", "default_strategy"),
     ".detect": ("RecordKind", "detect_record_kind"),

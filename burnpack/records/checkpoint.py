@@ -43,7 +43,9 @@ from .scheduler import LrSchedulerRecord
 
 PathLike = str | os.PathLike[str]
 RECORD_NAMES = ("model", "optim", "scheduler")
-RECORD_TYPES: dict[str, type] = {"model": ModuleRecord, "optim": OptimizerRecord, "scheduler": LrSchedulerRecord}
+Record = ModuleRecord | OptimizerRecord | LrSchedulerRecord
+"""A record a learner checkpoints."""
+RECORD_TYPES: dict[str, type[Record]] = {"model": ModuleRecord, "optim": OptimizerRecord, "scheduler": LrSchedulerRecord}
 _FILE = re.compile(r"^(?P<name>.+)-(?P<epoch>0|[1-9][0-9]*)\.bpk$")
 _F64_MAX = 1.7976931348623157e308
 RETENTION_FILE = "retention.json"
@@ -75,6 +77,16 @@ class CheckpointingAction:
 class MetricHistory(Protocol):
     def find_epoch(self) -> int | None:
         """The best epoch so far, or None when the metric was never logged."""
+
+
+class CheckpointingStrategy(Protocol):
+    """Burn's ``CheckpointingStrategy``: after each epoch, which checkpoints to save and delete
+    (:class:`KeepLastNCheckpoints`, :class:`MetricCheckpointingStrategy`, their composition, or
+    a caller's own)."""
+
+    def checkpointing(self, epoch: int, history: MetricHistory) -> list[CheckpointingAction]:
+        """The actions after ``epoch``, given the metric ``history`` so far."""
+        ...
 
 
 class LossHistory:
@@ -221,7 +233,7 @@ class MetricCheckpointingStrategy:
 class ComposedCheckpointingStrategy:
     """Save when any strategy saves; delete an epoch only once every strategy has deleted it."""
 
-    def __init__(self, strategies: Sequence[Any]) -> None:
+    def __init__(self, strategies: Sequence[CheckpointingStrategy]) -> None:
         self.strategies = list(strategies)
         self.deleted: list[set[int]] = [set() for _ in self.strategies]
 
@@ -233,11 +245,11 @@ class ComposedCheckpointingStrategy:
             if not actions:
                 self.deleted[i].add(epoch)
             for action in actions:
-                if action.kind == "delete":
+                if action.kind != "delete":
+                    saved = True
+                elif action.epoch is not None:
                     self.deleted[i].add(action.epoch)
                     to_check.append(action.epoch)
-                else:
-                    saved = True
         out = [CheckpointingAction.save()] if saved else []
         for old in to_check:
             if all(old in deleted for deleted in self.deleted):
@@ -258,15 +270,15 @@ def default_strategy() -> ComposedCheckpointingStrategy:
 class FileCheckpointer:
     """Burn's ``FileCheckpointer``: ``<directory>/<name>-<epoch>.bpk``."""
 
-    def __init__(self, directory: PathLike, name: str, record_type: Any = None) -> None:
+    def __init__(self, directory: PathLike, name: str, record_type: type[Record] | None = None) -> None:
         self.directory = Path(directory)
         self.name = name
-        self.record_type: Any = record_type or RECORD_TYPES.get(name, ModuleRecord)
+        self.record_type: type[Record] = record_type or RECORD_TYPES.get(name, ModuleRecord)
 
     def path_for_epoch(self, epoch: int) -> Path:
         return self.directory / f"{self.name}-{epoch}.bpk"
 
-    def save(self, epoch: int, record: Any) -> Path:
+    def save(self, epoch: int, record: Record) -> Path:
         """Write atomically (scratch file + rename; Burn writes in place from a background thread)."""
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -274,7 +286,7 @@ class FileCheckpointer:
             raise IoError.from_os_error(exc, where=str(self.directory)) from None
         return record.save(self.path_for_epoch(epoch))
 
-    def restore(self, epoch: int) -> Any:
+    def restore(self, epoch: int) -> Record:
         return self.record_type.load(self.path_for_epoch(epoch))
 
     def delete(self, epoch: int) -> bool:
@@ -315,24 +327,24 @@ class Checkpoints:
     most ``max_side_file_bytes`` each (64 MiB by default).
     """
 
-    def __init__(self, artifact_dir: PathLike, *, strategy: Any = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> None:
+    def __init__(self, artifact_dir: PathLike, *, strategy: CheckpointingStrategy | None = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> None:
         self._init(Path(artifact_dir) / "checkpoint", strategy, max_side_file_bytes)
 
     @classmethod
-    def at(cls, checkpoint_dir: PathLike, *, strategy: Any = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> Checkpoints:
+    def at(cls, checkpoint_dir: PathLike, *, strategy: CheckpointingStrategy | None = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> Checkpoints:
         self = cls.__new__(cls)
         self._init(Path(checkpoint_dir), strategy, max_side_file_bytes)
         return self
 
     @classmethod
-    def find(cls, path: PathLike, *, strategy: Any = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> Checkpoints:
+    def find(cls, path: PathLike, *, strategy: CheckpointingStrategy | None = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> Checkpoints:
         """``path/checkpoint`` when it is a directory, else ``path`` itself."""
         path = Path(path)
         if (path / "checkpoint").is_dir():
             return cls(path, strategy=strategy, max_side_file_bytes=max_side_file_bytes)
         return cls.at(path, strategy=strategy, max_side_file_bytes=max_side_file_bytes)
 
-    def _init(self, directory: Path, strategy: Any, max_side_file_bytes: int) -> None:
+    def _init(self, directory: Path, strategy: CheckpointingStrategy | None, max_side_file_bytes: int) -> None:
         self.directory = directory
         self._max_side_file_bytes = max_side_file_bytes
         self.checkpointers = {name: FileCheckpointer(directory, name) for name in RECORD_NAMES}
@@ -464,20 +476,20 @@ class Checkpoints:
         return out
 
     # -- reading -------------------------------------------------------------------------------
-    def open(self, epoch: int, name: str) -> Any:
+    def open(self, epoch: int, name: str) -> Record:
         """One record of ``epoch``: ``name`` is ``model``, ``optim`` or ``scheduler``."""
         if name not in self.checkpointers:
             raise ValueError(f"no checkpoint record named {name!r} (expected one of {RECORD_NAMES})")
         return self.checkpointers[name].restore(epoch)
 
     def model(self, epoch: int) -> ModuleRecord:
-        return self.open(epoch, "model")
+        return ModuleRecord.load(self.checkpointers["model"].path_for_epoch(epoch))
 
     def optim(self, epoch: int) -> OptimizerRecord:
-        return self.open(epoch, "optim")
+        return OptimizerRecord.load(self.checkpointers["optim"].path_for_epoch(epoch))
 
     def scheduler(self, epoch: int) -> LrSchedulerRecord:
-        return self.open(epoch, "scheduler")
+        return LrSchedulerRecord.load(self.checkpointers["scheduler"].path_for_epoch(epoch))
 
     def restore(self, epoch: int) -> EpochRecords:
         """The three records of ``epoch``, as ``learner.checkpoint(epoch)`` restores them (a

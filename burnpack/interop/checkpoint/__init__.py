@@ -75,7 +75,7 @@ from __future__ import annotations
 import json
 import operator
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,7 @@ import numpy as np
 from ...records import Checkpoints, LrSchedulerRecord, ModuleRecord, OptimizerRecord
 from ...core.writer import Writer
 from ..adapters import ModuleTypes
-from ...core.frameworks import is_torch_module
+from ...core.frameworks import TorchModule, is_torch_module
 from .._io import atomic_output
 from ...errors import ConversionError, OutputExistsError
 from ..dcp import write_dcp_state
@@ -168,7 +168,7 @@ def pytorch_to_burn_checkpoint(
     model: Any = None,
     optimizer: Any = None,
     scheduler: Any = None,
-    module: Any = None,
+    module: TorchModule | None = None,
     model_key: str | None = None,
     optimizer_key: str | None = None,
     scheduler_key: str | None = None,
@@ -231,13 +231,13 @@ def burn_checkpoint_to_pytorch(
     out: str | os.PathLike[str] | None = None,
     *,
     epoch: int | None = None,
-    module: Any = None,
+    module: TorchModule | None = None,
     module_types: Mapping[str, str] | None = None,
-    type_rules: Any = None,
+    type_rules: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
     infer_types: bool = True,
     optimizer_config: Mapping[str, Any] | None = None,
     scheduler_config: Mapping[str, Any] | None = None,
-    remap: Any = None,
+    remap: KeyRemapper | Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
     overwrite: bool = False,
     dcp: bool = False,
 ) -> tuple[TorchTrainingState, CheckpointReport]:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ...core.display import printable_lines
-from ...core.frameworks import is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
+from ...core.frameworks import TorchModule, is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
 from ...errors import ConversionError
 
 META_PREFIX = "torch."
@@ -331,7 +331,7 @@ def read_torch_training_state(
     model: Any = None,
     optimizer: Any = None,
     scheduler: Any = None,
-    module: Any = None,
+    module: TorchModule | None = None,
     model_key: str | None = None,
     optimizer_key: str | None = None,
     scheduler_key: str | None = None,
