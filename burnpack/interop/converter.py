@@ -43,7 +43,7 @@ import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from ..core.display import plural, printable_lines
 from ..core.dtypes import EXTENSION_DTYPES, NATIVE_BOOL, element_size
@@ -53,7 +53,7 @@ from ..core.frameworks import TorchModule, is_torch_module
 from ..core.patterns import compile_pattern
 from ..core.progress import ProgressSetting, finish, human_size, progress_for
 from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
-from .limits import ReadCaps
+from .limits import take_caps
 from .registry import Format, formats, read_tensors, resolve_output, write_tensors
 from .sharded import parse_size
 from .remap import FilterSpec, KeyRemapper, PathFilter, insert_enum_variants, map_indices_contiguous as _contiguous, strip_enum_variants
@@ -617,7 +617,7 @@ def convert(
 
             raise OutputExistsError(out_path)
     top_level_key = options.get("top_level_key")
-    caps = cast(ReadCaps, {name: options.pop(name) for name in ReadCaps.__annotations__ if name in options})
+    caps = take_caps(options)
     tset = read_tensors(source, from_format, top_level_key=top_level_key, bool_store=bool_store, legacy_ok=legacy_ok, **caps)
     try:
         target_format = out_format.family or out_format.name  # what the tensors are written as

@@ -16,12 +16,12 @@ expansion (``archive.DEFLATE_MAX_RATIO``), safetensors' header bound (the safete
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import TypedDict
+from typing import Any, TypedDict, cast
 
 from ..core.sidefile import SIDE_FILE_MAX_BYTES
 from ..errors import OptionError
 
-__all__ = ["DEFAULT_LIMITS", "PICKLE_LIMITS", "ZIP_LIMITS", "ReadCaps", "ReadLimits", "refuse_unused"]
+__all__ = ["DEFAULT_LIMITS", "PICKLE_LIMITS", "ZIP_LIMITS", "ReadCaps", "ReadLimits", "refuse_unused", "take_caps"]
 
 
 class ReadCaps(TypedDict, total=False):
@@ -74,6 +74,12 @@ class ReadLimits:
     def lift(self, name: str) -> str:
         """What a refusal says about the keyword that lifts it."""
         return f"the limit {name}={getattr(self, name)}; a larger {name}= lifts it"
+
+
+def take_caps(options: dict[str, Any]) -> ReadCaps:
+    """The read caps among a converter's keyword ``options``, taken out of them (the rest are
+    the transformation's)."""
+    return cast(ReadCaps, {name: options.pop(name) for name in ReadCaps.__annotations__ if name in options})
 
 
 def refuse_unused(lifted: frozenset[str], used: tuple[str, ...], what: str) -> None:

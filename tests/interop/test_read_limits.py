@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from burnpack.errors import ConversionError, OptionError, PyTorchReadError
-from burnpack.interop import convert, read_pytorch, read_pytorch_object, read_tensors, write_safetensors
+from burnpack.interop import convert, load_record, read_pytorch, read_pytorch_object, read_tensors, write_safetensors
 from burnpack.interop.limits import DEFAULT_LIMITS, ReadLimits
 from tests.interop.test_pytorch_reader import f32, storage_ref, tensor, write_zip
 
@@ -77,6 +77,13 @@ def test_convert_reads_its_source_within_the_caps_it_is_given(tmp_path):
     assert not (tmp_path / "out.safetensors").exists()
     convert(_repeating_view(tmp_path), tmp_path / "out.safetensors", max_view_expansion=20)
     assert read_tensors(tmp_path / "out.safetensors").entries[0].numpy().tolist() == [[7.0] * 3] * 2
+
+
+def test_load_record_reads_its_source_within_the_caps_it_is_given(tmp_path):
+    with pytest.raises(PyTorchReadError, match="max_view_expansion="):
+        load_record(_repeating_view(tmp_path), max_view_expansion=0)
+    record, _ = load_record(_repeating_view(tmp_path), max_view_expansion=20)
+    assert record["w"].numpy().tolist() == [[7.0] * 3] * 2
 
 
 def test_a_cap_the_sources_reader_does_not_use_is_refused(tmp_path):
