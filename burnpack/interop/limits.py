@@ -21,7 +21,7 @@ from typing import Any, TypedDict, cast
 from ..core.sidefile import SIDE_FILE_MAX_BYTES
 from ..errors import OptionError
 
-__all__ = ["DEFAULT_LIMITS", "PICKLE_LIMITS", "ZIP_LIMITS", "ReadCaps", "ReadLimits", "refuse_unused", "take_caps"]
+__all__ = ["DCP_LIMITS", "DEFAULT_LIMITS", "PICKLE_LIMITS", "ZIP_LIMITS", "ReadCaps", "ReadLimits", "refuse_unused", "take_caps"]
 
 
 class ReadCaps(TypedDict, total=False):
@@ -97,3 +97,5 @@ ZIP_LIMITS = ("max_inflate_bytes", "max_inflate_ratio")
 """The caps of a zip archive's reader (``.npz``)."""
 PICKLE_LIMITS = ("max_pickle_depth", "max_view_expansion", *ZIP_LIMITS)
 """The caps of a ``torch.save`` file's reader (zip, tar or legacy)."""
+DCP_LIMITS = ("max_metadata_bytes", *PICKLE_LIMITS)
+"""The caps of a DCP folder's reader (its records are ``torch.save`` zips)."""

@@ -40,7 +40,7 @@ from ..core.paths import has_extension, resolve_read_path
 from ..core.remote import is_url
 from ..core.source import open_regular
 from ..errors import AmbiguousFormatError, ConversionError
-from .limits import DEFAULT_LIMITS, PICKLE_LIMITS, ZIP_LIMITS, ReadCaps, ReadLimits, refuse_unused
+from .limits import DCP_LIMITS, DEFAULT_LIMITS, PICKLE_LIMITS, ZIP_LIMITS, ReadCaps, ReadLimits, refuse_unused
 
 if TYPE_CHECKING:
     from ..core.remote import FsspecSource
@@ -378,7 +378,7 @@ BUILTIN = (
            write_options=frozenset({"max_shard_size"}), noun="a state dict", limits=("max_index_bytes", *PICKLE_LIMITS)),
     Format("dcp", _read_dcp, _write_dcp, ("distcp",), (), _sniff_dcp, "a torch.distributed.checkpoint folder: .metadata and .distcp files",
            directory=True, needs_torch=("write",), alone=True, rank=2, noun="a DCP checkpoint",
-           limits=("max_metadata_bytes", *PICKLE_LIMITS)),
+           limits=DCP_LIMITS),
 )  # fmt: skip
 
 _TABLE: dict[str, Format] = {f.name: f for f in BUILTIN}

@@ -10,7 +10,16 @@ import numpy as np
 import pytest
 
 from burnpack.errors import ConversionError, OptionError, PyTorchReadError
-from burnpack.interop import convert, load_record, read_pytorch, read_pytorch_object, read_tensors, write_safetensors
+from burnpack.interop import (
+    convert,
+    load_record,
+    pytorch_to_burn_checkpoint,
+    read_pytorch,
+    read_pytorch_object,
+    read_tensors,
+    read_torch_training_state,
+    write_safetensors,
+)
 from burnpack.interop.limits import DEFAULT_LIMITS, ReadLimits
 from tests.interop.test_pytorch_reader import f32, storage_ref, tensor, write_zip
 
@@ -84,6 +93,24 @@ def test_load_record_reads_its_source_within_the_caps_it_is_given(tmp_path):
         load_record(_repeating_view(tmp_path), max_view_expansion=0)
     record, _ = load_record(_repeating_view(tmp_path), max_view_expansion=20)
     assert record["w"].numpy().tolist() == [[7.0] * 3] * 2
+
+
+def test_a_training_state_is_read_within_the_caps_it_is_given(tmp_path):
+    with pytest.raises(PyTorchReadError, match="max_view_expansion="):
+        read_torch_training_state(model=_repeating_view(tmp_path), max_view_expansion=0)
+    state = read_torch_training_state(model=_repeating_view(tmp_path), max_view_expansion=20)
+    assert state.model["w"].tolist() == [[7.0] * 3] * 2
+
+
+def test_pytorch_to_burn_checkpoint_reads_its_files_within_the_caps_it_is_given(tmp_path):
+    with pytest.raises(PyTorchReadError, match="max_view_expansion="):
+        pytorch_to_burn_checkpoint(model=_repeating_view(tmp_path), out_dir=tmp_path / "ck", max_view_expansion=0)
+    assert not (tmp_path / "ck").exists()
+
+
+def test_caps_given_for_a_training_state_of_objects_are_refused():
+    with pytest.raises(OptionError, match="max_pickle_depth changes nothing for a training state given as objects"):
+        read_torch_training_state(model={"w": np.zeros(2, np.float32)}, max_pickle_depth=5)
 
 
 def test_a_cap_the_sources_reader_does_not_use_is_refused(tmp_path):

@@ -89,6 +89,7 @@ from .._io import atomic_output
 from ...errors import ConversionError, OutputExistsError
 from ..dcp import write_dcp_state
 from ..formats import burnpack_writer
+from ..limits import take_caps
 from ..remap import KeyRemapper
 from ..tensors import TensorSet
 from .model import model_metadata, model_to_burn, model_to_pytorch
@@ -187,13 +188,15 @@ def pytorch_to_burn_checkpoint(
     with their optimizer state; ``module_types`` / ``type_rules`` / ``infer_types`` (default
     True) say which module owns each weight; ``allow_unmatched`` tolerates options that change
     nothing. ``seed`` makes the param ids reproducible. Existing files are kept unless
-    ``overwrite``; each file is written atomically.
+    ``overwrite``; each file is written atomically. The read caps among ``model_options``
+    (``max_pickle_depth``...: :class:`~burnpack.interop.limits.ReadLimits`) bound reading the
+    PyTorch files, as :func:`read_torch_training_state`'s.
     """
     if out_dir is None:
         raise TypeError("out_dir is required")
     state = read_torch_training_state(
         source, model=model, optimizer=optimizer, scheduler=scheduler, module=module,
-        model_key=model_key, optimizer_key=optimizer_key, scheduler_key=scheduler_key,
+        model_key=model_key, optimizer_key=optimizer_key, scheduler_key=scheduler_key, **take_caps(model_options),
     )  # fmt: skip
     report = CheckpointReport(direction="pytorch->burn", source=describe(source if source is not None else model), target=str(out_dir))
     number = _epoch(epoch, state, report)
