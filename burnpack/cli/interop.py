@@ -12,13 +12,16 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .._generated.types import QUANTIZABLE_SCALES, QUANTIZABLE_VALUES, BoolStore
 from .common import add_progress_option, check_output
 from ..errors import CommandError, InvalidPattern, OptionError, blame
 from ..core.sidefile import parse_json
 from ..interop.registry import choices, formats
+
+if TYPE_CHECKING:
+    from ..interop.limits import ReadCaps
 
 __all__ = ["add_from_option", "register"]
 
@@ -80,6 +83,26 @@ def _folder_output(args: argparse.Namespace) -> None:
     if fmt is not None and not out.is_dir():
         what = "--max-shard-size writes" if args.max_shard_size is not None else "--to dcp writes"
         raise CommandError(out, "UsageError", f"{what} a folder, not a {out.suffix} file: name the folder (e.g. {out.with_suffix('')})", code=2)
+
+
+def _add_limit_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--limit", action="append", metavar="NAME=N",
+                   help="read the input within a larger cap, the one a refusal names: max_pickle_depth, max_view_expansion, "
+                        "max_inflate_bytes, max_inflate_ratio, max_index_bytes, max_metadata_bytes")  # fmt: skip
+
+
+def _limits(args: argparse.Namespace) -> ReadCaps:
+    """``--limit NAME=N``: the read caps to lift (``interop.limits.ReadLimits``)."""
+    from ..interop.limits import ReadCaps
+
+    out: dict[str, int] = {}
+    for name, value in _pairs(args.limit, "--limit").items():
+        if name not in ReadCaps.__annotations__:
+            raise CommandError(None, "UsageError", f"--limit {name!r} is not a read cap ({', '.join(ReadCaps.__annotations__)})", code=2)
+        if not value.isdigit():
+            raise CommandError(None, "UsageError", f"--limit {name}={value!r}: the cap is a whole number", code=2)
+        out[name] = int(value)
+    return cast(ReadCaps, out)
 
 
 def _add_sharding_options(p: argparse.ArgumentParser) -> None:
@@ -158,6 +181,7 @@ def _register_convert(sub: Any) -> None:
                    help="go on when an option changes nothing (an adapter with nothing to adapt, a rule or filter "
                         "matching no tensor, module types no adapter uses); they are listed as warnings")  # fmt: skip
     p.add_argument("--legacy-ok", action="store_true", help="read a .bpk from an older Burn as its writer meant it")
+    _add_limit_option(p)
     p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     p.add_argument("--json", action="store_true", help="print the full report as JSON instead of the summary")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
@@ -213,6 +237,7 @@ def _register_convert_checkpoint(sub: Any) -> None:
     p.add_argument("--seed", type=int, help="seed for the param ids (default: random, as Burn)")
     p.add_argument("--allow-unmatched", action="store_true",
                    help="go on when --remap, --exclude, --module-type or --type-rule matches nothing (listed as warnings)")  # fmt: skip
+    _add_limit_option(p)
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
@@ -253,7 +278,7 @@ def _convert_options(args: argparse.Namespace) -> dict[str, Any]:
         "infer_types": infer, "expect": args.expect, "allow_partial": args.allow_partial, "param_ids": args.param_ids,
         "keep_metadata": not args.no_metadata, "metadata": _pairs(args.metadata, "--metadata") or None,
         "stamp": not args.no_stamp, "allow_unmatched": True if args.allow_unmatched else implied,
-        **_quantize_options(args),
+        **_quantize_options(args), **_limits(args),
     }  # fmt: skip
 
 
@@ -345,6 +370,9 @@ def _convert_checkpoint(args: argparse.Namespace) -> int:
     to_burn = not Path(args.input).is_dir() or is_dcp(args.input)
     if args.dcp and to_burn:
         raise CommandError(None, "UsageError", "--dcp applies to Burn -> PyTorch (it writes OUTPUT as a DCP folder); a DCP folder as INPUT needs no flag", code=2)
+    limits = _limits(args)
+    if limits and not to_burn:
+        raise CommandError(None, "UsageError", "--limit applies to PyTorch -> Burn (the caps of reading PyTorch files)", code=2)
     if not (args.dcp and not to_burn):  # a DCP output is a folder, written by write_dcp_state's rules
         _checkpoint_output(args, to_burn)
     with blame(args.input):
@@ -362,7 +390,7 @@ def _convert_checkpoint(args: argparse.Namespace) -> int:
                 optimizer_kind=args.optimizer_kind, module_types=types, type_rules=rules, infer_types=True,
                 remap=remap, enum_variants=_pairs(args.enum_variant, "--enum-variant") or None,
                 map_indices_contiguous=args.map_indices_contiguous, exclude=args.exclude, seed=args.seed,
-                overwrite=args.overwrite, allow_unmatched=args.allow_unmatched,
+                overwrite=args.overwrite, allow_unmatched=args.allow_unmatched, **limits,
             )  # fmt: skip
     if args.json:
         from dataclasses import asdict
