@@ -7,7 +7,7 @@ Readers: burnpack (``load`` from bytes and from a file, ``legacy_ok``, ``strict`
 files (mutated JSON as a shard index, ``retention.json``, a writer spec, ``dump --batch``
 requests, and text as Burn's ``Loss.log``); and ``http``: a mutated pack served by a hostile
 server on 127.0.0.1 (lying sizes, bodies longer, shorter or endless, ranges ignored, a dripping
-body, odd statuses), read through ``burnpack.core.remote`` with a 0.25 s deadline per request;
+body, odd statuses), read through ``burnpack.remote`` with a 0.25 s deadline per request;
 ``shards``: Hugging Face model folders (``*.index.json`` plus safetensors or ``torch.save``
 shards, or a single ``model.safetensors``) read through ``read_tensors`` (detected, named by
 index, or with the format given) and ``convert``, every tensor materialised; ``dcp``:
@@ -751,7 +751,7 @@ def _hostile_server() -> HostileServer:
 
 
 def _read_http(data: bytes, path: Path, rng: random.Random) -> None:
-    from burnpack.core.remote import FsspecSource
+    from burnpack.remote import FsspecSource
 
     server = _hostile_server()
     server.data, server.mode, server.rng = data, rng.choice(HostileServer.MODES), rng

@@ -38,7 +38,7 @@ from ._generated.types import (
     QuantValue,
     ScaleDtype,
 )
-from .core.dtypes import ResolvedTable, debug, is_float_array, numpy_dtype_named, view_bytes_as
+from .dtypes import ResolvedTable, debug, is_float_array, numpy_dtype_named, view_bytes_as
 from .errors import InvalidQuantizedData, QuantizationError, UnsupportedQuantization
 from .core.tensor import Tensor
 

@@ -105,7 +105,7 @@ def _beyond_burns_api(data: bytes) -> bool:
     import math
 
     from burnpack._generated.layout import U64_MAX
-    from burnpack.core.dtypes import element_size, unconstructible
+    from burnpack.dtypes import element_size, unconstructible
 
     with burnpack.load(data) as pack:
         return any(unconstructible(d.dtype) is not None or (element_size(d.dtype) or 0) * math.prod(d.shape) > U64_MAX

@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from burnpack import BoolStore, DType, QuantMode, QuantScheme, QuantStore, QuantValue, Scalar, Tensor
-from burnpack.core.dtypes import element_size, numpy_dtype
+from burnpack.dtypes import element_size, numpy_dtype
 
 UNIT_DTYPES = [getattr(DType, name) for name in ("F64", "F32", "Flex32", "F16", "BF16", "I64", "I32", "I16", "I8", "U64", "U32", "U16", "U8")]
 BOOL_DTYPES = [DType.Bool(store) for store in BoolStore]

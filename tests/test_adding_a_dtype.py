@@ -76,7 +76,7 @@ import json, sys
 import ml_dtypes, numpy as np
 import burnpack
 from burnpack import DType
-from burnpack.core.dtypes import debug, dtype_from_numpy, dtype_from_safetensors, numpy_dtype, safetensors_code
+from burnpack.dtypes import debug, dtype_from_numpy, dtype_from_safetensors, numpy_dtype, safetensors_code
 from burnpack.interop.safetensors import read_safetensors, write_safetensors
 from burnpack.interop.tensors import parse_dtype
 

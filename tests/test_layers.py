@@ -20,7 +20,7 @@ PACKAGES = ("burnpack", "conformance")
 LAYERS = (
     ("errors", ("burnpack.errors",)),
     ("codec", ("burnpack._cbor", "burnpack._generated")),
-    ("core", ("burnpack.core", "burnpack.quant", "burnpack.torch", "burnpack._lazy")),
+    ("core", ("burnpack.core", "burnpack.dtypes", "burnpack.remote", "burnpack.quant", "burnpack.torch", "burnpack._lazy")),
     ("records", ("burnpack.records",)),
     ("interop", ("burnpack.interop",)),
     ("view", ("burnpack.view",)),
@@ -28,8 +28,9 @@ LAYERS = (
 )
 """Bottom to top, each with the modules and packages it holds: ``burnpack.errors``, every exception
 class, is below all the code that raises them; the codec (the CBOR primitives and the code
-generated from ``schema/``) below the container; ``burnpack.quant`` and ``burnpack.torch`` are public
-modules of the container kept beside the facade (users import them by those names). The facade
+generated from ``schema/``) below the container; ``burnpack.dtypes``, ``burnpack.remote``,
+``burnpack.quant`` and ``burnpack.torch`` are public modules of the container kept beside the facade
+(users import them by those names). The facade
 ``burnpack`` itself belongs to no layer: it imports the rest only on first use."""
 
 RANKS: dict[str, tuple[tuple[str, ...], ...]] = {
@@ -41,10 +42,10 @@ RANKS: dict[str, tuple[tuple[str, ...], ...]] = {
     ),
     "core": (
         # support: bytes in and out, and the helpers every layer uses
-        ("core", "_lazy", "core.paths", "core.source", "core.remote", "core.sidefile", "core.atomic",
+        ("core", "_lazy", "core.paths", "core.source", "remote", "core.sidefile", "core.atomic",
          "core.patterns", "core.display", "core.progress"),
         # the data model: what a file holds
-        ("core.dtypes", "core.frameworks", "core.metadata", "core.legacy", "core.table", "core.tensor",
+        ("dtypes", "core.frameworks", "core.metadata", "core.legacy", "core.table", "core.tensor",
          "core.slices", "core.strict", "quant"),
         ("core.plan",),  # the one read plan
         ("core.reader", "core.writer"),

@@ -26,7 +26,7 @@ from burnpack._generated.types import (
     ScaleDtype,
 )
 from burnpack.cli.main import _parser
-from burnpack.core.dtypes import debug
+from burnpack.dtypes import debug
 from burnpack.errors import UnsupportedQuantization
 from burnpack.interop.tensors import parse_dtype
 

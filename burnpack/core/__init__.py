@@ -3,9 +3,9 @@
 From the bottom up (``tests/test_layers.py`` holds the same ranks and checks them):
 
 1. support — bytes in and out and the helpers every layer uses: ``paths``, ``source`` (local
-   byte sources), ``remote`` (URLs), ``sidefile`` (bounded JSON side files), ``atomic``
+   byte sources), ``burnpack.remote`` (URLs; public beside the facade), ``sidefile`` (bounded JSON side files), ``atomic``
    (atomic replacement), ``patterns``, ``display``, ``progress``;
-2. model — what a file holds: ``dtypes``, ``frameworks``, ``metadata``, ``legacy``, ``table``,
+2. model — what a file holds: ``burnpack.dtypes`` (public beside the facade), ``frameworks``, ``metadata``, ``legacy``, ``table``,
    ``tensor``, ``slices``, ``strict``, and ``burnpack.quant`` (public beside the facade);
 3. ``plan`` — the one read plan;
 4. ``reader`` and ``writer`` (neither imports the other);

@@ -2,7 +2,7 @@
 
 Nothing here imports torch unless a caller hands over a torch object or asks for torch output,
 so reading and writing burnpack never needs it. Dtypes follow the generated table
-(``burnpack.core.dtypes.torch_dtype`` / ``dtype_from_torch``): any Bool store becomes ``torch.bool``,
+(``burnpack.dtypes.torch_dtype`` / ``dtype_from_torch``): any Bool store becomes ``torch.bool``,
 Flex32 ``float32``; a type numpy has only from ml_dtypes (bfloat16) travels through its bit pattern.
 """
 
@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .._generated.types import DTYPE_INFO, NUMPY_EXTENSION_TYPES, DType
-from .dtypes import debug, dtype_from_numpy, dtype_from_torch, element_size, is_extension_type, numpy_dtype, torch_dtype
+from ..dtypes import debug, dtype_from_numpy, dtype_from_torch, element_size, is_extension_type, numpy_dtype, torch_dtype
 from ..errors import ValidationError
 
 

@@ -34,7 +34,7 @@ from .._generated.layout import (
     data_section_start,
 )
 from .._generated.types import DType, Metadata, Scalar, TensorDescriptor
-from .dtypes import element_size
+from ..dtypes import element_size
 from ..errors import (
     BurnpackError,
     InvalidHeader,
@@ -50,7 +50,7 @@ from .metadata import decode_metadata, decode_metadata_exact
 from .plan import Limits, ReadPlan
 from .frameworks import import_torch, torch_from_buffer, torch_view_dtype
 from .paths import PathLike, resolve_read_path
-from .remote import FsspecSource, is_url
+from ..remote import FsspecSource, is_url
 from .slices import TensorSlice
 from .source import BULK_BLOCK, BULK_GAP, BufferSource, FileObjectSource, FileSource, Source, coalesce
 from .table import TensorTable, scan_table
@@ -432,7 +432,7 @@ def load(
 
     A URL (``https://``, ``s3://``, ``gs://``, ``hf://``, … with ``storage_options`` for its
     fsspec filesystem; needs ``burnpack[remote]``) is read with range requests, see
-    ``burnpack.core.remote``. A binary file object is read from its current position (as
+    ``burnpack.remote``. A binary file object is read from its current position (as
     ``torch.load`` does): a plain file at position 0 is memory-mapped, any other seekable one
     (``io.BytesIO``, an offset file) is read range by range; gzip/bz2/lzma streams are refused.
 

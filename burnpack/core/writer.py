@@ -39,7 +39,7 @@ from .._generated.layout import (
 )
 from .._generated.types import Scalar
 from .atomic import atomic_file
-from .dtypes import UNIT_SIZES, debug, element_size
+from ..dtypes import UNIT_SIZES, debug, element_size
 from ..errors import BurnpackError, IoError, MetadataSerializationError, TensorBytesSizeMismatch, ValidationError
 from .metadata import encode_metadata_entries
 from .paths import PathLike, resolve_write_path

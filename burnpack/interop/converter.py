@@ -46,7 +46,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..core.display import plural, printable_lines
-from ..core.dtypes import EXTENSION_DTYPES, NATIVE_BOOL, element_size
+from ..dtypes import EXTENSION_DTYPES, NATIVE_BOOL, element_size
 from ..errors import ConversionError, InvalidPattern, OptionError, UnmatchedOptionError
 from ..quant import dtype_label
 from ..core.frameworks import TorchModule, is_torch_module

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .._generated.types import DTYPE_ALIASES, DTYPE_INFO, BoolStore, DType, Scalar
-from ..core.dtypes import NATIVE_BOOL, debug, dtype_from_numpy, element_size, numpy_dtype
+from ..dtypes import NATIVE_BOOL, debug, dtype_from_numpy, element_size, numpy_dtype
 from ..errors import OptionError, ValidationError
 from ..core.tensor import FileRange, Tensor, _blank, _describe, _freeze
 
@@ -171,7 +171,7 @@ class Entry(Tensor):
         return cls(name, dtype, array.shape, lambda: array, param_id=param_id, source_name=source_name, byte_len=array.nbytes)
 
     def numpy(self) -> np.ndarray:
-        """The elements (numpy dtype per ``burnpack.core.dtypes.numpy_dtype``), shaped."""
+        """The elements (numpy dtype per ``burnpack.dtypes.numpy_dtype``), shaped."""
         assert self._provider is not None
         return self._provider()  # type: ignore[return-value]
 

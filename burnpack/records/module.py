@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from .._generated.types import DType
-from ..core.dtypes import dtype_from_numpy
+from ..dtypes import dtype_from_numpy
 from ..errors import QuantizationError, RecordValidationError, ValidationError
 from ..quant import QuantizedTensor, decode
 from ..core.writer import Writer

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core.dtypes import is_extension_type, numpy_dtype
+from ..dtypes import is_extension_type, numpy_dtype
 from ..quant import describe
 from ..core.reader import TensorView
 

@@ -314,7 +314,7 @@ def test_an_endless_partial_response_is_an_io_error_after_the_bytes_asked_for(ht
 
 
 def test_a_dripping_server_is_an_io_error_at_the_deadline(http_server):
-    from burnpack.core.remote import FsspecSource
+    from burnpack.remote import FsspecSource
 
     pack = burnpack.load(FsspecSource(_serve(http_server), deadline=0.5))
     http_server.mode = "drip"
@@ -325,14 +325,14 @@ def test_a_dripping_server_is_an_io_error_at_the_deadline(http_server):
 
 
 def test_request_limits_must_be_positive():
-    from burnpack.core.remote import FsspecSource
+    from burnpack.remote import FsspecSource
 
     with pytest.raises(ValueError, match="positive"):
         FsspecSource("http://127.0.0.1:9/x.bpk", deadline=0)
 
 
 def test_a_closed_remote_source_reads_nothing_more(http_server):
-    from burnpack.core.remote import FsspecSource
+    from burnpack.remote import FsspecSource
 
     source = FsspecSource(_serve(http_server))
     source.close()

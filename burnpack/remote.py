@@ -20,8 +20,8 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeGuard
 
-from ..errors import BurnpackError, IoError
-from .source import BULK_BLOCK, BULK_GAP, coalesce
+from .errors import BurnpackError, IoError
+from .core.source import BULK_BLOCK, BULK_GAP, coalesce
 
 REMOTE_EXTRA_HINT = "reading URLs needs fsspec: pip install 'burnpack[remote]'"
 NO_RANGES = (
