@@ -36,7 +36,7 @@ from safetensors import safe_open
 from safetensors.numpy import load_file, save_file
 
 import burnpack
-from burnpack.atomic import atomic_file
+from burnpack.core.atomic import atomic_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._results import environment, finish, save  # noqa: E402

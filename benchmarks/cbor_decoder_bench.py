@@ -1,6 +1,6 @@
 """Throughput of the exact (fallback) CBOR decoder, against cbor2's C decoder in the same process.
 
-The exact decoder (``burnpack.metadata.decode_metadata_exact``) is what reads metadata the fast
+The exact decoder (``burnpack.core.metadata.decode_metadata_exact``) is what reads metadata the fast
 paths refuse (a tag, an indefinite length, a duplicate key anywhere), so hostile or unusual
 metadata up to the 100 MiB limit goes through it. Each workload is a metadata item that forces
 it; the peer is ``cbor2.loads`` of the same bytes, the two called in turn. Reported: MB/s of each
@@ -67,7 +67,7 @@ def main() -> None:
     sys.path.insert(0, str(args.tree.resolve()))
     import cbor2
 
-    from burnpack.metadata import decode_metadata_exact
+    from burnpack.core.metadata import decode_metadata_exact
 
     record.update(tool="benchmarks/cbor_decoder_bench.py", scale=args.scale, repeat=args.repeat,
                   commit=subprocess.run(["git", "rev-parse", "HEAD"], cwd=args.tree, capture_output=True, text=True).stdout.strip())

@@ -73,7 +73,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 import burnpack  # noqa: E402
-import burnpack.cli  # noqa: E402
+import burnpack.cli.main  # noqa: E402
 from burnpack import Tensor, Writer  # noqa: E402
 from burnpack.interop.formats import read_npz  # noqa: E402
 from burnpack.interop.registry import read_tensors  # noqa: E402
@@ -81,7 +81,7 @@ from burnpack.interop.pytorch import read_pytorch, read_pytorch_object  # noqa: 
 from burnpack.interop.safetensors import parse_safetensors, read_safetensors, serialize_safetensors  # noqa: E402
 from burnpack.interop.sharded import read_sharded  # noqa: E402
 from burnpack.records import Checkpoints, burn_valid_losses  # noqa: E402
-from burnpack.spec import load_spec, spec_from_pack, writer_from_spec  # noqa: E402
+from burnpack.core.spec import load_spec, spec_from_pack, writer_from_spec  # noqa: E402
 
 MB = 1_000_000
 TIME_BASE = 0.5
@@ -534,7 +534,7 @@ def _read_bpk(data: bytes, path: Path, rng: random.Random) -> None:
     if mode == 0:
         path.write_bytes(data)
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            burnpack.cli.main(["inspect", str(path)])
+            burnpack.cli.main.main(["inspect", str(path)])
         return
     source: Any = data
     if mode == 1:
@@ -576,7 +576,7 @@ def _read_npz(data: bytes, path: Path, rng: random.Random) -> None:
 def _read_sidefile(data: bytes, path: Path, rng: random.Random) -> None:
     """The bytes as one side file, chosen by ``rng``: shard index, retention record, writer spec,
     ``dump --batch`` requests or Burn's ``Loss.log``."""
-    from burnpack.batch import serve
+    from burnpack.cli.batch import serve
 
     folder = path.parent / "side"
     shutil.rmtree(folder, ignore_errors=True)

@@ -1,6 +1,6 @@
 """What each write mode costs over an existing file, against raw writes doing the same file operations.
 
-Every write goes through ``burnpack.atomic``: a scratch file renamed over the destination (a new
+Every write goes through ``burnpack.core.atomic``: a scratch file renamed over the destination (a new
 inode; readers that mapped the old file keep it). Timed interleaved in one process, over an
 existing file each time: ``Writer.write`` (fast: no fsync; the rename over an existing file makes
 ext4 start writing the new one back, ``auto_da_alloc``) and ``Writer.write_atomic`` (durable: file
@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 import burnpack
-from burnpack.atomic import atomic_file
+from burnpack.core.atomic import atomic_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._results import environment, finish, save  # noqa: E402

@@ -46,8 +46,8 @@ if TYPE_CHECKING:
         ValidationError,
     )
     from .quant import QuantizedTensor, quantize
-    from .reader import Pack, TensorView, load
-    from .writer import FileRange, Tensor, Writer, save, save_bytes
+    from .core.reader import Pack, TensorView, load
+    from .core.writer import FileRange, Tensor, Writer, save, save_bytes
     from .records import LrSchedulerRecord, ModuleRecord, OptimizerRecord
 
 __version__ = "0.1.0"
@@ -101,8 +101,8 @@ _EXPORTS = {
                 "LegacyFormatError", "LegacyFormatWarning", "MetadataDeserializationError", "MetadataSerializationError",
                 "QuantizationError", "TensorBytesSizeMismatch", "TensorNotFound", "UnsupportedQuantization", "ValidationError"),
     ".quant": ("QuantizedTensor", "quantize"),
-    ".reader": ("Pack", "TensorView", "load"),
-    ".writer": ("FileRange", "Tensor", "Writer", "save", "save_bytes"),
+    ".core.reader": ("Pack", "TensorView", "load"),
+    ".core.writer": ("FileRange", "Tensor", "Writer", "save", "save_bytes"),
     ".records": ("LrSchedulerRecord", "ModuleRecord", "OptimizerRecord"),
 }  # fmt: skip
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, submodules=True)

@@ -1,7 +1,7 @@
 """``python -m burnpack`` runs the command line (Ctrl-C while it loads: exit 130, no traceback)."""
 
 try:
-    from .cli import main
+    from .cli.main import main
 except KeyboardInterrupt:
     import sys
 

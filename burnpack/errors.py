@@ -13,8 +13,9 @@ formats and conversions — all ``BurnpackError``s too, and the two that are not
 from __future__ import annotations
 
 import builtins
+import contextlib
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -410,3 +411,14 @@ ERROR_CLASSES: dict[str, type[BurnpackError]] = {
     )
 }
 """Burn's error variant names → our exception classes."""
+
+
+@contextlib.contextmanager
+def blame(path: str | os.PathLike[str]) -> Iterator[None]:
+    """Failures inside the block are about ``path`` unless they already name a file."""
+    try:
+        yield
+    except Exception as exc:
+        if getattr(exc, "burnpack_path", None) is None:
+            exc.burnpack_path = str(path)  # type: ignore[attr-defined]
+        raise

@@ -40,7 +40,7 @@ from ._generated.types import (
 )
 from .dtypes import ResolvedTable, debug, is_float_array, numpy_dtype_named, view_bytes_as
 from .errors import InvalidQuantizedData, QuantizationError, UnsupportedQuantization
-from .tensor import Tensor
+from .core.tensor import Tensor
 
 __all__ = [
     "QuantizedTensor",

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeGuard
 
 from .errors import BurnpackError, IoError
-from .source import BULK_BLOCK, BULK_GAP, coalesce
+from .core.source import BULK_BLOCK, BULK_GAP, coalesce
 
 REMOTE_EXTRA_HINT = "reading URLs needs fsspec: pip install 'burnpack[remote]'"
 NO_RANGES = (

@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .frameworks import import_torch
+from .core.frameworks import import_torch
 from .errors import ValidationError
-from .reader import load
-from .writer import Tensor, save
+from .core.reader import load
+from .core.writer import Tensor, save
 
 __all__ = ["load_file", "load_model", "save_file", "save_model", "shared_tensors"]
 

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from burnpack import __version__
-from burnpack.commands.common import missing_extra
-from burnpack.progress import finish, progress_for
+from burnpack.cli.common import missing_extra
+from burnpack.core.progress import finish, progress_for
 
 from . import corpus as corpus_mod
 from .corpus import DEFAULT_VECTORS, CorpusError, load_vectors

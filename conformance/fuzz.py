@@ -33,7 +33,7 @@ from typing import Any
 
 import burnpack
 from burnpack.errors import BurnpackError, LegacyFormatWarning
-from burnpack.metadata import decode_metadata, decode_metadata_exact
+from burnpack.core.metadata import decode_metadata, decode_metadata_exact
 
 from . import rules
 from .corpus import FORMAT, load_vectors
@@ -68,7 +68,7 @@ def _decoders_agree(data: bytes) -> str | None:
 
 def _rewrite_round_trip(data: bytes) -> str | None:
     """An accepted file, re-written canonically in its data order, reads back the same."""
-    from burnpack.spec import bytes_from_spec, spec_from_pack
+    from burnpack.core.spec import bytes_from_spec, spec_from_pack
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", LegacyFormatWarning)
@@ -160,7 +160,7 @@ def check_file(data: bytes, reader: ExternalReader | None = None) -> list[str]:
 
 def check_spec(spec: PackSpec) -> list[str]:
     """Round-trip properties of a valid writer input."""
-    from burnpack.spec import bytes_from_spec, spec_from_pack
+    from burnpack.core.spec import bytes_from_spec, spec_from_pack
 
     problems = []
     expected = spec.build()

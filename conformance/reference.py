@@ -11,11 +11,11 @@ import warnings
 from typing import Any
 
 import burnpack
-from burnpack.dump import dump as _dump
-from burnpack.dump import scalar_json
+from burnpack.core.dump import dump as _dump
+from burnpack.core.dump import scalar_json
 from burnpack.errors import LegacyFormatWarning, MetadataDeserializationError
-from burnpack.metadata import decode_metadata
-from burnpack.spec import bytes_from_spec
+from burnpack.core.metadata import decode_metadata
+from burnpack.core.spec import bytes_from_spec
 
 from .model import Content, Desc
 from .rules import CborRejected

@@ -93,7 +93,7 @@ from burnpack.interop.tensors import TensorSet
 npz = Path(path).with_suffix(".npz")
 write_npz(TensorSet.from_numpy({"w": fp8}), npz)
 from_npz = read_npz(npz).entries[0]
-from burnpack.frameworks import numpy_to_torch, torch_to_numpy
+from burnpack.core.frameworks import numpy_to_torch, torch_to_numpy
 as_torch = numpy_to_torch(fp8)
 print(json.dumps({
     "torch": [str(as_torch.dtype), torch_to_numpy(as_torch).astype(np.float32).tolist()],

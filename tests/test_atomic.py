@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from burnpack.atomic import atomic_file
+from burnpack.core.atomic import atomic_file
 from burnpack.errors import DestinationExists
 
 
@@ -58,7 +58,7 @@ import textwrap  # noqa: E402
 import numpy as np  # noqa: E402
 
 import burnpack  # noqa: E402
-from burnpack import atomic  # noqa: E402
+from burnpack.core import atomic  # noqa: E402
 from burnpack.interop.formats import atomic_output  # noqa: E402
 
 # A child that reports on a pipe once part of the file is written, then blocks: the parent kills it
@@ -69,7 +69,7 @@ _BLOCKED_WRITER = """
 import os, sys, time
 import numpy as np
 import burnpack
-from burnpack import atomic
+from burnpack.core import atomic
 from burnpack._generated.types import DType
 target, ready_fd, how, path = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 if how == "named":  # a platform without O_TMPFILE
@@ -209,11 +209,11 @@ def _writers():
 
     def overwrite_convert(path):
         with atomic_output(path, overwrite=True) as stream:
-            burnpack.Writer(burnpack.writer._as_tensors(tensors)).write_stream(stream)
+            burnpack.Writer(burnpack.core.writer._as_tensors(tensors)).write_stream(stream)
 
     return {
-        "Writer.write": lambda path: burnpack.Writer(burnpack.writer._as_tensors(tensors)).write(path),
-        "Writer.write_atomic": lambda path: burnpack.Writer(burnpack.writer._as_tensors(tensors)).write_atomic(path),
+        "Writer.write": lambda path: burnpack.Writer(burnpack.core.writer._as_tensors(tensors)).write(path),
+        "Writer.write_atomic": lambda path: burnpack.Writer(burnpack.core.writer._as_tensors(tensors)).write_atomic(path),
         "save": lambda path: burnpack.save(tensors, path),
         "atomic_output": overwrite_convert,
     }

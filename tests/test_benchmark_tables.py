@@ -12,7 +12,7 @@ import pytest
 
 import burnpack
 from benchmarks import _results, bench, tables
-from burnpack import atomic
+from burnpack.core import atomic
 
 REPO = tables.ROOT
 TABLE_SPECS = [m["spec"] for page in tables.PAGES for m in tables.BLOCK.finditer(page.read_text())]

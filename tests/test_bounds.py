@@ -214,7 +214,7 @@ _NOTHING = "Metadata(tensors={}, metadata={}, scalars={})"
     ],
 )
 def test_skipping_an_unknown_field_gives_serdes_verdict_and_offset(junk, verdict):
-    from burnpack.metadata import decode_metadata_exact
+    from burnpack.core.metadata import decode_metadata_exact
 
     try:
         got = repr(decode_metadata_exact(_with_unknown_field(bytes.fromhex(junk))))
@@ -237,7 +237,7 @@ def python_skip():
 
 @pytest.mark.usefixtures("python_skip")
 def test_skipping_a_long_array_of_small_integers_costs_a_constant_number_of_calls():
-    from burnpack.metadata import decode_metadata_exact
+    from burnpack.core.metadata import decode_metadata_exact
 
     short = _with_unknown_field(cbor2.dumps([7] * 1_000))
     long = _with_unknown_field(cbor2.dumps([7] * 200_000))
@@ -252,7 +252,7 @@ def test_skipping_a_long_array_of_small_integers_costs_a_constant_number_of_call
     ids=["u16", "neg16", "u32", "neg32", "u64", "f16", "f32", "f64"],
 )
 def test_skipping_a_long_array_of_wider_numbers_costs_calls_growing_with_the_log_of_its_length(value):
-    from burnpack.metadata import decode_metadata_exact
+    from burnpack.core.metadata import decode_metadata_exact
 
     def calls(count: int) -> int:
         blob = _with_unknown_field(cbor2.dumps([value] * count))
@@ -262,7 +262,7 @@ def test_skipping_a_long_array_of_wider_numbers_costs_calls_growing_with_the_log
 
 
 def test_skipping_a_run_of_wider_numbers_keeps_serdes_verdict_on_the_item_after_it():
-    from burnpack.metadata import decode_metadata_exact
+    from burnpack.core.metadata import decode_metadata_exact
 
     junk = b"\x99\x03\xe9" + b"\x19\x03\xe8" * 1_000 + b"\xf0"  # 1,000 u16 then an unknown simple value
     with pytest.raises(burnpack.MetadataDeserializationError, match="expected known simple value") as info:
@@ -280,7 +280,7 @@ _SHAPE_TOKENS = st.sampled_from(["a1", "a2", "81", "82", "83", "98", "9f", "bf",
 
 def _bulk_and_one_by_one_verdicts(blob: bytes) -> tuple[str, str]:
     from burnpack import _cbor
-    from burnpack.metadata import decode_metadata_exact
+    from burnpack.core.metadata import decode_metadata_exact
 
     def verdict() -> str:
         try:
@@ -321,7 +321,7 @@ def test_skipping_runs_of_same_shaped_items_in_bulk_gives_the_verdict_of_skippin
     ids=["small-map", "array", "ascii-text", "unicode-text", "bytes", "nested-record"],
 )
 def test_skipping_a_long_array_of_same_shaped_items_costs_calls_growing_with_the_log_of_its_length(item):
-    from burnpack.metadata import decode_metadata_exact
+    from burnpack.core.metadata import decode_metadata_exact
 
     def calls(count: int) -> int:
         blob = _with_unknown_field(cbor2.dumps([item] * count))
@@ -332,7 +332,7 @@ def test_skipping_a_long_array_of_same_shaped_items_costs_calls_growing_with_the
 
 @pytest.mark.usefixtures("python_skip")
 def test_same_shaped_items_may_differ_in_numbers_bytes_and_ascii_text():
-    from burnpack.metadata import decode_metadata_exact
+    from burnpack.core.metadata import decode_metadata_exact
 
     def calls(count: int) -> int:
         items = [{"k": f"v{i % 10}", "n": 1000 + i % 50_000, "b": bytes([i % 256, 7])} for i in range(count)]
@@ -343,7 +343,7 @@ def test_same_shaped_items_may_differ_in_numbers_bytes_and_ascii_text():
 
 
 def test_a_bad_item_after_a_run_of_same_shaped_items_gets_serdes_verdict_and_offset():
-    from burnpack.metadata import decode_metadata_exact
+    from burnpack.core.metadata import decode_metadata_exact
 
     item = b"\xa1\x61a\x19\x03\xe8"  # {"a": 1000}, 6 bytes
     junk = b"\x99\x03\xe9" + item * 1_000 + b"\xa1\x61a\xf0"  # 1,000 maps, then one holding an unknown simple value
@@ -353,7 +353,7 @@ def test_a_bad_item_after_a_run_of_same_shaped_items_gets_serdes_verdict_and_off
 
 
 def test_a_string_in_a_run_of_same_shaped_items_with_broken_utf8_gets_serdes_syntax_error():
-    from burnpack.metadata import decode_metadata_exact
+    from burnpack.core.metadata import decode_metadata_exact
 
     junk = b"\x99\x03\xe8" + b"\x62ab" * 500 + b"\x62a\xff" + b"\x62ab" * 499
     with pytest.raises(burnpack.MetadataDeserializationError, match=r"Syntax\(1515\)"):
@@ -361,7 +361,7 @@ def test_a_string_in_a_run_of_same_shaped_items_with_broken_utf8_gets_serdes_syn
 
 
 def test_the_exact_decoder_reads_plain_tensor_entries_in_a_few_calls_each():
-    from burnpack.metadata import decode_metadata_exact
+    from burnpack.core.metadata import decode_metadata_exact
 
     def blob(count: int) -> bytes:
         tensors = {f"t{i}": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]} for i in range(count)}

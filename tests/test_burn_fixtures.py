@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 import burnpack
-import burnpack.cli
+import burnpack.cli.main
 from burnpack import Tensor, Writer
 from burnpack import DType
-from burnpack.dump import scalar_json
+from burnpack.core.dump import scalar_json
 from tests.conftest import BURN_EXAMPLES, BURN_PACK_FIXTURES, fixture_params, require
 
 INDEX = BURN_PACK_FIXTURES / "index.json"
@@ -124,7 +124,7 @@ def test_writer_fixture_is_reproduced_from_its_write_order(case):
 @pytest.mark.parametrize("case", _cases(lambda c: c["kind"] == "writer"))
 def test_writer_fixture_repacks_byte_identically(case, tmp_path):
     out = tmp_path / "out.bpk"
-    assert burnpack.cli.main(["repack", str(_file(case)), str(out)]) == 0
+    assert burnpack.cli.main.main(["repack", str(_file(case)), str(out)]) == 0
     assert out.read_bytes() == _file(case).read_bytes()
 
 
@@ -158,7 +158,7 @@ def test_mnist_model_reads_and_repacks_byte_identically(tmp_path):
     with burnpack.load(str(path), strict=True) as pack:
         _check_content(pack, side)
     out = tmp_path / "mnist.bpk"
-    assert burnpack.cli.main(["repack", str(path), str(out)]) == 0
+    assert burnpack.cli.main.main(["repack", str(path), str(out)]) == 0
     assert out.read_bytes() == path.read_bytes()
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import burnpack
-from burnpack.cli import main
+from burnpack.cli.main import main
 
 
 @pytest.fixture
@@ -159,7 +159,7 @@ def test_a_missing_optional_dependency_names_the_extra(tmp_path, capsys, monkeyp
 def test_writing_commands_keep_an_existing_file_unless_overwrite(model, tmp_path, capsys, command):
     source = str(model)
     if command == "pack":
-        from burnpack.spec import spec_from_pack
+        from burnpack.core.spec import spec_from_pack
 
         with burnpack.load(model) as pack:
             (tmp_path / "spec.json").write_text(json.dumps(spec_from_pack(pack)))
@@ -296,7 +296,7 @@ def test_inspect_shortens_long_names_in_the_middle_and_aligns_wide_characters(tm
     burnpack.save({long: np.ones(1, np.float32), "重み": np.ones(2, np.float32), "w": np.ones(3, np.float32)}, path)
     main(["inspect", str(path)])
     rows = capsys.readouterr().out.split("\n\n")[1].splitlines()
-    from burnpack.commands.inspect import display_width
+    from burnpack.cli.inspect import display_width
 
     assert any(row.startswith("encoder.block.") and "…" in row and row.split()[0].endswith(".weight") for row in rows)
     dtype_columns = {display_width(row[: row.index(" F32")]) for row in rows[2:]}

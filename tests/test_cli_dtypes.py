@@ -12,7 +12,7 @@ import pytest
 
 import burnpack
 from burnpack import BoolStore, DType, Tensor
-from burnpack.cli import main
+from burnpack.cli.main import main
 from burnpack.quant import parse_scheme
 
 UNIT = ["F64", "F32", "Flex32", "F16", "BF16", "I64", "I32", "I16", "I8", "U64", "U32", "U16", "U8"]

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import burnpack
-import burnpack.reader
-from burnpack.cli import main
+import burnpack.core.reader
+from burnpack.cli.main import main
 from burnpack.interop.safetensors import serialize_safetensors
 
 
@@ -35,7 +35,7 @@ def _load_raising(exc: BaseException):
 
 @pytest.mark.parametrize("internal", [ValueError("an internal check failed"), KeyError("internal-key")])
 def test_an_internal_value_error_or_key_error_in_a_command_is_a_traceback_not_a_user_error(model, monkeypatch, capsys, internal):
-    monkeypatch.setattr(burnpack.reader, "_open", _load_raising(internal))
+    monkeypatch.setattr(burnpack.core.reader, "_open", _load_raising(internal))
     with pytest.raises(type(internal)) as info:
         main(["inspect", str(model)])
     assert info.value is internal
@@ -43,26 +43,26 @@ def test_an_internal_value_error_or_key_error_in_a_command_is_a_traceback_not_a_
 
 
 def test_a_burnpack_error_raised_at_the_same_place_is_one_line(model, monkeypatch, capsys):
-    monkeypatch.setattr(burnpack.reader, "_open", _load_raising(burnpack.ValidationError("bad tensor")))
+    monkeypatch.setattr(burnpack.core.reader, "_open", _load_raising(burnpack.ValidationError("bad tensor")))
     assert main(["inspect", str(model)]) == 1
     assert capsys.readouterr().err == f"burnpack: {model}: ValidationError: bad tensor\n"
 
 
 def test_an_os_error_raised_at_the_same_place_is_one_line(model, monkeypatch, capsys):
-    monkeypatch.setattr(burnpack.reader, "_open", _load_raising(PermissionError(13, "Permission denied", str(model))))
+    monkeypatch.setattr(burnpack.core.reader, "_open", _load_raising(PermissionError(13, "Permission denied", str(model))))
     assert main(["inspect", str(model)]) == 1
     assert capsys.readouterr().err == f"burnpack: {model}: PermissionError: permission denied\n"
 
 
 def test_a_missing_optional_dependency_names_its_extra(model, monkeypatch, capsys):
-    monkeypatch.setattr(burnpack.reader, "_open", _load_raising(ModuleNotFoundError("No module named 'torch'", name="torch")))
+    monkeypatch.setattr(burnpack.core.reader, "_open", _load_raising(ModuleNotFoundError("No module named 'torch'", name="torch")))
     assert main(["inspect", str(model)]) == 1
     assert capsys.readouterr().err == "burnpack: torch is not installed: pip install 'burnpack[torch]'\n"
 
 
 def test_an_import_error_that_is_no_optional_dependency_is_a_traceback(model, monkeypatch, capsys):
-    broken = ImportError("cannot import name 'helper' from 'burnpack.reader'", name="burnpack.reader")
-    monkeypatch.setattr(burnpack.reader, "_open", _load_raising(broken))
+    broken = ImportError("cannot import name 'helper' from 'burnpack.core.reader'", name="burnpack.core.reader")
+    monkeypatch.setattr(burnpack.core.reader, "_open", _load_raising(broken))
     with pytest.raises(ImportError):
         main(["inspect", str(model)])
     assert "burnpack:" not in capsys.readouterr().err

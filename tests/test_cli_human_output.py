@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import burnpack
-from burnpack.display import printable
+from burnpack.core.display import printable
 
 # Clears the screen (CSI), retitles the terminal (OSC ... BEL), returns the cursor, starts a
 # forged row, and reverses the rest of the line (RIGHT-TO-LEFT OVERRIDE).

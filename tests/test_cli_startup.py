@@ -30,16 +30,16 @@ def small(tmp_path):
 
 
 def test_importing_the_command_line_imports_neither_numpy_nor_ml_dtypes_nor_torch():
-    loaded = _modules_after("import burnpack.cli")
+    loaded = _modules_after("import burnpack.cli.main")
     assert not {"numpy", "ml_dtypes", "torch"} & loaded
-    assert not any(m.startswith(("burnpack.reader", "burnpack.writer", "burnpack.records.", "burnpack.interop.converter")) for m in loaded - {"burnpack.records.cli"})
+    assert not any(m.startswith(("burnpack.core.reader", "burnpack.core.writer", "burnpack.records.", "burnpack.interop.converter")) for m in loaded - {"burnpack.cli.records"})
 
 
 def test_version_imports_no_numpy():
     loaded = _modules_after(
         """
         import contextlib, io
-        from burnpack.cli import main
+        from burnpack.cli.main import main
         with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
             main(["--version"])
         """
@@ -51,13 +51,13 @@ def test_inspect_of_a_float32_pack_imports_neither_ml_dtypes_nor_the_writer(smal
     loaded = _modules_after(
         f"""
         import contextlib, io
-        from burnpack.cli import main
+        from burnpack.cli.main import main
         with contextlib.redirect_stdout(io.StringIO()):
             assert main(["inspect", {str(small)!r}]) == 0
         """
     )
     assert "numpy" in loaded
-    assert not {"ml_dtypes", "torch", "burnpack.writer", "burnpack.atomic", "burnpack.interop.converter"} & loaded
+    assert not {"ml_dtypes", "torch", "burnpack.core.writer", "burnpack.core.atomic", "burnpack.interop.converter"} & loaded
 
 
 def test_a_bf16_array_imports_ml_dtypes_when_it_is_made(tmp_path):
@@ -100,7 +100,7 @@ def _interrupted_while_importing(module: str, *argv: str) -> subprocess.Complete
 
 
 def test_ctrl_c_while_the_command_line_loads_exits_130_without_a_traceback():
-    result = _interrupted_while_importing("burnpack.commands.common", "--version")
+    result = _interrupted_while_importing("burnpack.cli.common", "--version")
     assert (result.returncode, result.stderr) == (130, "burnpack: interrupted\n")
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import burnpack
 from burnpack import DType, Tensor
-from burnpack.cli import main
+from burnpack.cli.main import main
 
 
 @pytest.fixture
@@ -109,7 +109,7 @@ class _Terminal(io.StringIO):
 
 
 def test_the_progress_bar_leaves_nothing_of_a_longer_line_it_redraws():
-    from burnpack.progress import ProgressBar
+    from burnpack.core.progress import ProgressBar
 
     terminal = _Terminal()
     bar = ProgressBar(1 << 30, stream=terminal)

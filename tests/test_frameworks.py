@@ -72,7 +72,7 @@ def test_writer_takes_numpy_arrays_of_any_byte_order_and_layout():
 
 
 def test_bfloat16_arrays_round_trip_through_torch():
-    from burnpack.frameworks import numpy_to_torch, torch_to_numpy
+    from burnpack.core.frameworks import numpy_to_torch, torch_to_numpy
 
     array = np.array([1.5, -2.0, 3.25], dtype=ml_dtypes.bfloat16)
     tensor = numpy_to_torch(array, DType.BF16)
@@ -81,7 +81,7 @@ def test_bfloat16_arrays_round_trip_through_torch():
 
 
 def test_quantized_tensors_are_refused_by_torch_with_a_value_error():
-    from burnpack.frameworks import numpy_to_torch
+    from burnpack.core.frameworks import numpy_to_torch
 
     scheme = burnpack.QuantScheme(burnpack.QuantValue.Q8S, burnpack.QuantStore.Native, burnpack.QuantMode.Symmetric)
     with pytest.raises(ValueError, match="torch cannot hold"):

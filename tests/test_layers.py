@@ -1,6 +1,7 @@
-"""The package's layers read top-down, and no module imports itself back through others.
+"""The package's layers read top-down, and no module or package imports itself back through others.
 
-``schema → errors → _generated → container → records → interop → cli``: every import statement in the
+``schema → errors → codec → core → records → interop → view → cli`` (``LAYERS``), and inside each
+layer its ranks (``RANKS``): every import statement in the
 installed packages (module level and inside functions; ``if TYPE_CHECKING:`` blocks excepted,
 since they never run) is parsed with ``ast``, so neither a cycle nor an upward import can creep
 back in unnoticed.
@@ -16,29 +17,90 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("burnpack", "conformance")
 
-LAYERS = ("errors", "_generated", "container", "records", "interop", "cli")
-"""Bottom to top: ``burnpack.errors``, every exception class, is below all the code that raises them."""
+LAYERS = (
+    ("errors", ("burnpack.errors",)),
+    ("codec", ("burnpack._cbor", "burnpack._cskip", "burnpack._generated")),
+    ("core", ("burnpack.core", "burnpack.dtypes", "burnpack.remote", "burnpack.quant", "burnpack.torch", "burnpack._lazy")),
+    ("records", ("burnpack.records",)),
+    ("interop", ("burnpack.interop",)),
+    ("view", ("burnpack.view",)),
+    ("cli", ("burnpack.cli", "burnpack.__main__")),
+)
+"""Bottom to top, each with the modules and packages it holds: ``burnpack.errors``, every exception
+class, is below all the code that raises them; the codec (the CBOR primitives and the code
+generated from ``schema/``) below the container; ``burnpack.dtypes``, ``burnpack.remote``,
+``burnpack.quant`` and ``burnpack.torch`` are public modules of the container kept beside the facade
+(users import them by those names). The facade
+``burnpack`` itself belongs to no layer: it imports the rest only on first use."""
 
-CLI_MODULES = {"burnpack.cli", "burnpack.__main__", "burnpack.batch", "burnpack.records.cli", "burnpack.interop.cli"}
-CLI_PACKAGES = ("burnpack.commands", "burnpack.view")
-"""Packages that are command-line consumers of the layers below as a whole."""
-LOW_LEVEL = {"burnpack._generated", "burnpack._cbor", "burnpack._cskip"}
-"""The generated codec and the CBOR primitives it is written in (``_cskip``: compiled, optional)."""
+RANKS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "errors": (("errors",),),
+    "codec": (
+        ("_generated.layout", "_generated.types", "_cskip"),  # the schema's facts and types; the compiled skip kernel
+        ("_cbor",),  # the CBOR primitives
+        ("_generated.codec", "_generated"),  # the generated codec, written in those primitives
+    ),
+    "core": (
+        # support: bytes in and out, and the helpers every layer uses
+        ("core", "_lazy", "core.paths", "core.source", "remote", "core.sidefile", "core.atomic",
+         "core.patterns", "core.display", "core.progress"),
+        # the data model: what a file holds
+        ("dtypes", "core.frameworks", "core.metadata", "core.legacy", "core.table", "core.tensor",
+         "core.slices", "core.strict", "quant"),
+        ("core.plan",),  # the one read plan
+        ("core.reader", "core.writer"),
+        ("core.dump", "core.diff", "core.spec", "torch"),  # tools over whole packs
+    ),
+    "records": (
+        ("records._cast", "records._common", "records.tree", "records._torch", "records.state"),
+        ("records.module", "records.optimizer", "records.scheduler"),  # one record each
+        ("records.checkpoint", "records.detect"),  # over the three records
+        ("records",),  # the lazy facade
+    ),
+    "interop": (
+        # tensors in transit and Burn's transformations of them
+        ("interop.limits", "interop.tensors", "interop._io", "interop.archive", "interop.remap", "interop.adapters",
+         "interop.quantizing"),
+        ("interop.pytorch", "interop.safetensors", "interop.torch_live", "interop.dcp"),  # one format each
+        ("interop.formats", "interop.sharded", "interop.registry", "interop.crosscheck",
+         "interop.inputs"),  # every format, by name, extension or content
+        ("interop.converter", "interop.loader"),  # conversions
+        ("interop.checkpoint.state", "interop.checkpoint.model", "interop.checkpoint.optimizer",
+         "interop.checkpoint.scheduler", "interop.checkpoint.stored", "interop.checkpoint"),  # training checkpoints
+        ("interop",),  # the lazy facade
+    ),
+    "view": (
+        ("view._cstats",),  # the compiled statistics kernel (optional)
+        ("view.page", "view.stats"),
+        ("view.report",),
+        ("view",),
+    ),
+    "cli": (
+        ("cli.common", "cli.batch"),  # the error style, the output rule, the batch protocol
+        ("cli.diff", "cli.inspect", "cli.pack", "cli.view", "cli.records", "cli.interop"),  # one command each
+        ("cli.files",),  # the commands over many files
+        ("cli.main", "cli", "__main__"),
+    ),
+}
+"""Inside a layer, a module imports only modules of its own rank or below (no circles: see
+``test_no_module_imports_itself_back_through_others``). Names are relative to ``burnpack``."""
 
 
 def layer_of(module: str) -> str | None:
     """The layer of a burnpack module (None: the package facade or another package)."""
-    if module == "burnpack.errors":
-        return "errors"
-    if module in CLI_MODULES or any(module == p or module.startswith(p + ".") for p in CLI_PACKAGES):
-        return "cli"
-    if any(module == low or module.startswith(low + ".") for low in LOW_LEVEL):
-        return "_generated"
-    for layer in ("records", "interop"):
-        if module.startswith(f"burnpack.{layer}"):
-            return layer
-    if module.startswith("burnpack.") and module.count(".") == 1:
-        return "container"
+    for name, members in LAYERS:
+        if any(module == member or module.startswith(member + ".") for member in members):
+            return name
+    return None
+
+
+def rank_of(module: str) -> int | None:
+    """The rank of a burnpack module inside its layer (None: a layer without ranks, or unranked)."""
+    layer = layer_of(module)
+    short = module.removeprefix("burnpack.")
+    for rank, members in enumerate(RANKS.get(layer or "", ())):
+        if short in members:
+            return rank
     return None
 
 
@@ -140,7 +202,31 @@ def test_no_module_imports_itself_back_through_others(graph):
     assert cycles(graph) == []
 
 
+def package_of(module: str, is_package: bool) -> str:
+    """The unit of the package-level check: a module's folder. A module directly in ``burnpack/``
+    is a unit of its own, except those of the codec, one unit (``_cbor`` is its hand-written half,
+    beside ``_generated/`` because the generator owns that folder), and the core's public modules
+    (``quant``, ``torch``, and ``_lazy``), which belong to ``burnpack.core``."""
+    if layer_of(module) == "codec":
+        return "codec"
+    if layer_of(module) == "core" and module.count(".") == 1:
+        return "burnpack.core"
+    if is_package or module.count(".") <= 1:
+        return module
+    return module.rsplit(".", 1)[0]
+
+
+def test_no_package_imports_itself_back_through_others(graph):
+    is_package = {module: package for module, (_, package) in modules().items()} | dict.fromkeys(extensions(), False)
+    packages: dict[str, set[str]] = {}
+    for module, deps in graph.items():
+        own = package_of(module, is_package[module])
+        packages.setdefault(own, set()).update({package_of(dep, is_package[dep]) for dep in deps} - {own})
+    assert cycles(packages) == []
+
+
 def test_no_layer_imports_a_higher_one(graph):
+    order = [name for name, _ in LAYERS]
     upward = []
     for module, deps in graph.items():
         own = layer_of(module)
@@ -148,20 +234,35 @@ def test_no_layer_imports_a_higher_one(graph):
             continue
         for dep in deps:
             theirs = layer_of(dep)
-            if theirs is not None and LAYERS.index(theirs) > LAYERS.index(own):
+            if theirs is not None and order.index(theirs) > order.index(own):
                 upward.append(f"{module} ({own}) imports {dep} ({theirs})")
     assert upward == []
 
 
+def test_every_burnpack_module_but_the_facade_has_a_layer_and_a_rank_in_it(graph):
+    unplaced = [m for m in graph if m.startswith("burnpack.") and (layer_of(m) is None or rank_of(m) is None)]
+    assert unplaced == []
+
+
+def test_inside_a_layer_no_module_imports_a_higher_rank(graph):
+    upward = []
+    for module, deps in graph.items():
+        own = rank_of(module)
+        for dep in deps:
+            if own is not None and layer_of(dep) == layer_of(module) and (rank_of(dep) or 0) > own:
+                upward.append(f"{module} (rank {own}) imports {dep} (rank {rank_of(dep)})")
+    assert upward == []
+
+
 def test_reader_and_writer_do_not_import_each_other(graph):
-    assert "burnpack.reader" not in graph["burnpack.writer"]
-    assert "burnpack.writer" not in graph["burnpack.reader"]
+    assert "burnpack.core.reader" not in graph["burnpack.core.writer"]
+    assert "burnpack.core.writer" not in graph["burnpack.core.reader"]
 
 
 def test_the_generated_code_imports_nothing_hand_written_but_its_cbor_primitives_and_the_errors(graph):
     for module, deps in graph.items():
-        if layer_of(module) == "_generated":
-            assert {dep for dep in deps if layer_of(dep) not in ("_generated", "errors")} == set(), module
+        if layer_of(module) == "codec":
+            assert {dep for dep in deps if layer_of(dep) not in ("codec", "errors")} == set(), module
 
 
 def test_the_errors_module_imports_nothing_of_burnpack(graph):
@@ -181,13 +282,18 @@ def test_every_exception_class_is_defined_in_the_errors_module():
     assert defined == []
 
 
-def test_the_check_finds_a_cycle_and_an_upward_import():
+def test_the_check_finds_a_cycle_and_places_modules_in_layers_and_ranks():
     assert cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
-    assert layer_of("burnpack.records.module") == "records" and layer_of("burnpack.reader") == "container"
-    assert layer_of("burnpack.errors") == "errors" and layer_of("burnpack._cbor") == "_generated"
-    assert layer_of("burnpack._generated.codec") == "_generated" and layer_of("burnpack.interop.cli") == "cli"
-    assert layer_of("burnpack.commands.inspect") == "cli" and layer_of("burnpack.commands") == "cli"
-    assert layer_of("burnpack.view") == "cli" and layer_of("burnpack.view.stats") == "cli"
+    assert layer_of("burnpack.records.module") == "records" and layer_of("burnpack.core.reader") == "core"
+    assert layer_of("burnpack.errors") == "errors" and layer_of("burnpack._cbor") == "codec"
+    assert layer_of("burnpack._generated.codec") == "codec" and layer_of("burnpack.cli.interop") == "cli"
+    assert layer_of("burnpack.quant") == "core" and layer_of("burnpack") is None
+    assert layer_of("burnpack.view.stats") == "view" and layer_of("burnpack.cli") == "cli"
+    assert rank_of("burnpack.core.source") < rank_of("burnpack.core.plan") < rank_of("burnpack.core.reader")
+    assert rank_of("burnpack.core.reader") == rank_of("burnpack.core.writer")
+    assert rank_of("burnpack.core.unknown") is None
+    assert package_of("burnpack.core.reader", False) == "burnpack.core" and package_of("burnpack.quant", False) == "burnpack.core"
+    assert package_of("burnpack._cbor", False) == package_of("burnpack._generated.codec", False) == "codec"
 
 
 def _third_party_imports(package: str) -> dict[str, set[str]]:

@@ -9,7 +9,7 @@ import cbor2
 import pytest
 
 from burnpack import DType, MetadataDeserializationError, Scalar
-from burnpack.metadata import decode_metadata
+from burnpack.core.metadata import decode_metadata
 
 A = {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}
 BASE = cbor2.dumps({"tensors": {"a": A}})

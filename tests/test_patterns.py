@@ -11,7 +11,7 @@ import pytest
 
 from burnpack.interop.converter import convert
 from burnpack.interop.remap import KeyRemapper, PathFilter
-from burnpack.patterns import compile_pattern
+from burnpack.core.patterns import compile_pattern
 from burnpack.errors import InvalidPattern
 
 LONG_NAME = ".".join(["layer"] * 700) + ".bias"  # 4 KB: a backtracking engine needs minutes for the patterns below

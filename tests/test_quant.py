@@ -698,7 +698,7 @@ def _model(tmp_path):
 
 
 def test_convert_quantize_selects_weights_and_reports_the_error(tmp_path, capsys):
-    from burnpack.cli import main
+    from burnpack.cli.main import main
 
     out = tmp_path / "model.bpk"
     assert main(["convert", str(_model(tmp_path)), str(out), "--quantize", "q8s", "--block", "32", "--scale-dtype", "f16"]) == 0
@@ -713,7 +713,7 @@ def test_convert_quantize_selects_weights_and_reports_the_error(tmp_path, capsys
 
 
 def test_convert_include_selects_by_name_and_an_empty_selection_is_an_error(tmp_path, capsys):
-    from burnpack.cli import main
+    from burnpack.cli.main import main
 
     model = _model(tmp_path)
     assert main(["convert", str(model), str(tmp_path / "a.bpk"), "--quantize", "q4s", "--include", r"^embed\."]) == 0
@@ -724,7 +724,7 @@ def test_convert_include_selects_by_name_and_an_empty_selection_is_an_error(tmp_
 
 
 def test_quantizing_into_a_format_without_qfloat_is_an_error(tmp_path, capsys):
-    from burnpack.cli import main
+    from burnpack.cli.main import main
 
     assert main(["convert", str(_model(tmp_path)), str(tmp_path / "q.safetensors"), "--quantize", "q8s"]) == 1
     assert "cannot hold quantized" in capsys.readouterr().err
@@ -733,7 +733,7 @@ def test_quantizing_into_a_format_without_qfloat_is_an_error(tmp_path, capsys):
 def test_convert_dequantize_writes_quantized_tensors_as_their_f32_values(tmp_path):
     from safetensors.numpy import load_file
 
-    from burnpack.cli import main
+    from burnpack.cli.main import main
 
     q = quantize(np.random.default_rng(1).standard_normal((4, 64)).astype(F32), parse_scheme("q4s", block=32, store=QuantStore.PackedU32(0)))
     source = burnpack.save({"w": q, "b": np.ones(4, F32)}, tmp_path / "q.bpk")
@@ -744,21 +744,21 @@ def test_convert_dequantize_writes_quantized_tensors_as_their_f32_values(tmp_pat
 
 
 def test_convert_dequantize_without_quantized_tensors_is_an_error(tmp_path, capsys):
-    from burnpack.cli import main
+    from burnpack.cli.main import main
 
     assert main(["convert", str(_model(tmp_path)), str(tmp_path / "d.safetensors"), "--dequantize"]) == 1
     assert "no quantized" in capsys.readouterr().err
 
 
 def test_quantization_flags_without_quantize_are_an_error(tmp_path, capsys):
-    from burnpack.cli import main
+    from burnpack.cli.main import main
 
     assert main(["convert", str(_model(tmp_path)), str(tmp_path / "c.bpk"), "--block", "32"]) == 2
     assert "UsageError: --block applies only with --quantize" in capsys.readouterr().err
 
 
 def test_inspect_shows_the_short_scheme_and_dequantized_statistics(tmp_path, capsys):
-    from burnpack.cli import main
+    from burnpack.cli.main import main
 
     q = quantize(np.array([[-1.8, -1.0, 0.0, 0.5]], F32), parse_scheme("q8s", block=4, scale_dtype="f16"))
     path = burnpack.save({"w": q}, tmp_path / "q.bpk")

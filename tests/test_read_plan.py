@@ -41,9 +41,9 @@ def _tier(tier: str) -> Iterator[dict]:
     options = {"decoder": "exact"} if tier == "exact" else {}
     with contextlib.ExitStack() as stack:
         if tier in ("scanner", "fast"):
-            stack.enter_context(mock.patch("burnpack.reader.scan_table", lambda blob: None))
+            stack.enter_context(mock.patch("burnpack.core.reader.scan_table", lambda blob: None))
         if tier == "fast":
-            stack.enter_context(mock.patch("burnpack.metadata.scan_Metadata", mock.Mock(side_effect=Fallback)))
+            stack.enter_context(mock.patch("burnpack.core.metadata.scan_Metadata", mock.Mock(side_effect=Fallback)))
         yield options
 
 
@@ -264,7 +264,7 @@ def test_decoder_with_legacy_ok_is_refused_as_it_would_change_nothing():
 
 def test_decoder_exact_decodes_with_the_exact_decoder_only():
     data = _pack({"a": _f32(1)}, bytes(4))
-    with mock.patch("burnpack.reader.scan_table") as table, mock.patch("burnpack.metadata.scan_Metadata") as scanner:
+    with mock.patch("burnpack.core.reader.scan_table") as table, mock.patch("burnpack.core.metadata.scan_Metadata") as scanner:
         assert burnpack.load(data, decoder="exact").names == ["a"]
     table.assert_not_called()
     scanner.assert_not_called()

@@ -14,7 +14,7 @@ from burnpack import Scalar
 from burnpack._cbor import Decoder
 from burnpack.errors import CborError
 from burnpack._generated.codec import exact_Metadata, fast_Metadata, scan_Metadata
-from burnpack.metadata import decode_metadata_exact
+from burnpack.core.metadata import decode_metadata_exact
 from tests.strategies import arrays, packs, param_ids, tensors
 
 

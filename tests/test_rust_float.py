@@ -12,7 +12,7 @@ import pytest
 
 from burnpack import MetadataDeserializationError
 from burnpack._cbor import rust_float
-from burnpack.metadata import decode_metadata
+from burnpack.core.metadata import decode_metadata
 
 
 def python_display(value: float) -> str:

@@ -25,7 +25,7 @@ from burnpack._generated.types import (
     QuantValue,
     ScaleDtype,
 )
-from burnpack.cli import _parser
+from burnpack.cli.main import _parser
 from burnpack.dtypes import debug
 from burnpack.errors import UnsupportedQuantization
 from burnpack.interop.tensors import parse_dtype

@@ -143,7 +143,7 @@ def _careful_only(buf: bytes, pos: int, end: int, depth: int, scratch: int, stac
 
 
 def _verdict(blob: bytes, func: SkipPlain) -> str:
-    from burnpack.metadata import decode_metadata_exact
+    from burnpack.core.metadata import decode_metadata_exact
 
     with mock.patch.object(_cbor, "skip_plain", func):
         try:
@@ -201,7 +201,7 @@ def test_load_skips_an_ignored_value_with_the_compiled_kernel_when_it_is_built()
 @pytest.mark.skipif("compiled" not in IMPLEMENTATIONS, reason="the optional compiled kernel is not built")
 @pytest.mark.parametrize("junk", [_varied_atoms, _varied_containers], ids=["atoms", "containers"])
 def test_skipping_varied_content_with_the_kernel_costs_a_constant_number_of_pythonpython_calls(junk):
-    from burnpack.metadata import decode_metadata_exact
+    from burnpack.core.metadata import decode_metadata_exact
 
     def calls(count: int) -> int:
         blob = _with_unknown_field(junk(count))
@@ -218,7 +218,7 @@ def test_skipping_varied_content_in_python_gives_the_verdict_of_the_careful_path
 
 
 def test_skipping_a_long_array_of_varied_atoms_in_python_costs_calls_growing_with_the_log_of_its_length():
-    from burnpack.metadata import decode_metadata_exact
+    from burnpack.core.metadata import decode_metadata_exact
 
     def calls(count: int) -> int:
         blob = _with_unknown_field(_varied_atoms(count))

@@ -9,8 +9,8 @@ import pytest
 import burnpack
 from burnpack import DType, QuantMode, QuantScheme, QuantStore, QuantValue, Tensor, Writer
 from burnpack._generated.types import BlockScale, BlockSize, Metadata, ScaleDtype, TensorDescriptor
-from burnpack.cli import main
-from burnpack.metadata import encode_metadata
+from burnpack.cli.main import main
+from burnpack.core.metadata import encode_metadata
 
 
 def _file(tensors: dict[str, TensorDescriptor], data_size: int) -> bytes:

@@ -1,4 +1,4 @@
-"""The columnar tensors table (burnpack.table) reads every map exactly as the per-entry decoders do."""
+"""The columnar tensors table (burnpack.core.table) reads every map exactly as the per-entry decoders do."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 
 import burnpack
 from burnpack import DType, Tensor, Writer
-from burnpack.metadata import decode_metadata_exact
-from burnpack.table import TensorTable, scan_table
+from burnpack.core.metadata import decode_metadata_exact
+from burnpack.core.table import TensorTable, scan_table
 from tests.strategies import packs
 
 

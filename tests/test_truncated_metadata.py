@@ -15,7 +15,7 @@ import pytest
 import burnpack
 from burnpack import MetadataDeserializationError, QuantMode, QuantScheme, QuantStore, QuantValue, Scalar, Tensor, Writer
 from burnpack._generated.types import BlockScale, BlockSize, DType, ScaleDtype
-from burnpack.metadata import decode_metadata, decode_metadata_exact
+from burnpack.core.metadata import decode_metadata, decode_metadata_exact
 
 EOF = 'Io(Error { kind: UnexpectedEof, message: "failed to fill whole buffer" })'
 

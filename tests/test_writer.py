@@ -10,7 +10,7 @@ import pytest
 
 import burnpack
 from burnpack import DType, Scalar, Tensor, Writer
-from burnpack.writer import resolve_write_path
+from burnpack.core.writer import resolve_write_path
 
 EMPTY_PACK = bytes.fromhex("4e52554201000a000000a16774656e736f7273a0") + bytes(236)
 

@@ -12,7 +12,7 @@ from typing import BinaryIO
 import numpy as np
 
 from .._generated.types import BoolStore, DType
-from ..atomic import atomic_file
+from ..core.atomic import atomic_file
 from ..errors import ConversionError, DestinationExists, OutputExistsError
 from ..dtypes import numpy_dtype
 from .tensors import Entry

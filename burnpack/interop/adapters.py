@@ -29,7 +29,8 @@ import numpy as np
 
 from .._generated.types import DTYPE_INFO, DType
 from ..errors import InvalidPattern, OptionError, UnknownModuleType
-from ..patterns import Pattern, compile_pattern
+from ..core.frameworks import TorchModule
+from ..core.patterns import Pattern, compile_pattern
 from .tensors import Entry, cast_array, dtype_name, is_float, parse_dtype
 
 __all__ = [
@@ -136,7 +137,7 @@ class ModuleTypes:
         self._used_rules: dict[int, int] = {}
 
     @classmethod
-    def from_torch_module(cls, module: Any, prefix: str = "") -> dict[str, str]:
+    def from_torch_module(cls, module: TorchModule, prefix: str = "") -> dict[str, str]:
         """``{module path: Burn type}`` for every submodule of a ``torch.nn.Module``."""
         out = {}
         for path, sub in module.named_modules():

@@ -3,8 +3,8 @@
 A zip member declares its uncompressed size, and DEFLATE can expand a kilobyte into a
 megabyte. Before any member is inflated its declared size is checked against what the archive
 can hold: at most ``DEFLATE_MAX_RATIO`` times its compressed bytes (no valid DEFLATE stream
-expands more), and, summed over the archive, at most ``INFLATE_LIMIT_BASE`` +
-``INFLATE_LIMIT_FACTOR`` × the archive's size. ``zipfile`` then never produces more than the
+expands more), and, summed over the archive, at most ``max_inflate_bytes`` +
+``max_inflate_ratio`` × the archive's size (keywords of the readers, ``limits.ReadLimits``). ``zipfile`` then never produces more than the
 declared size, so memory follows the bytes really present. Stored (uncompressed) members are
 tensor data really present and are not counted.
 """
@@ -14,11 +14,11 @@ from __future__ import annotations
 import zipfile
 import zlib
 
-__all__ = ["DEFLATE_MAX_RATIO", "INFLATE_LIMIT_BASE", "INFLATE_LIMIT_FACTOR", "InflateBudget", "ZIP_ERRORS"]
+from .limits import DEFAULT_LIMITS, ReadLimits
+
+__all__ = ["DEFLATE_MAX_RATIO", "InflateBudget", "ZIP_ERRORS"]
 
 DEFLATE_MAX_RATIO = 1032  # DEFLATE's largest expansion: 258 bytes from every 2 bits
-INFLATE_LIMIT_BASE = 64 * 1024 * 1024
-INFLATE_LIMIT_FACTOR = 32
 
 # What ``zipfile`` raises on a corrupt archive, besides its own BadZipFile.
 ZIP_ERRORS = (
@@ -39,9 +39,10 @@ ZIP_ERRORS = (
 class InflateBudget:
     """The bytes an archive of ``archive_size`` bytes may inflate to, spent member by member."""
 
-    def __init__(self, archive_size: int, error: type[Exception]) -> None:
+    def __init__(self, archive_size: int, error: type[Exception], limits: ReadLimits = DEFAULT_LIMITS) -> None:
         self.archive_size = archive_size
-        self.left = INFLATE_LIMIT_BASE + INFLATE_LIMIT_FACTOR * archive_size
+        self.left = limits.max_inflate_bytes + limits.max_inflate_ratio * archive_size
+        self.limits = limits
         self._error = error
 
     def check(self, info: zipfile.ZipInfo) -> None:
@@ -66,8 +67,9 @@ class InflateBudget:
         if info.file_size > self.left:
             raise self._error(
                 f"zip record {info.filename!r} would inflate to {info.file_size} bytes, over the "
-                f"archive's inflation limit ({INFLATE_LIMIT_BASE} + {INFLATE_LIMIT_FACTOR} x its size "
-                "in total); store large tensors uncompressed"
+                f"archive's inflation limit ({self.limits.max_inflate_bytes} + {self.limits.max_inflate_ratio} x its "
+                f"size in total: {self.limits.lift('max_inflate_bytes')}, as does max_inflate_ratio=); "
+                "store large tensors uncompressed"
             )
         self.left -= info.file_size
 

@@ -45,18 +45,19 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..display import plural, printable_lines
+from ..core.display import plural, printable_lines
 from ..dtypes import EXTENSION_DTYPES, NATIVE_BOOL, element_size
 from ..errors import ConversionError, InvalidPattern, OptionError, UnmatchedOptionError
 from ..quant import dtype_label
-from ..frameworks import is_torch_module
-from ..patterns import compile_pattern
-from ..progress import finish, human_size, progress_for
+from ..core.frameworks import TorchModule, is_torch_module
+from ..core.patterns import compile_pattern
+from ..core.progress import ProgressSetting, finish, human_size, progress_for
 from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
+from .limits import take_caps
 from .registry import Format, formats, read_tensors, resolve_output, write_tensors
 from .sharded import parse_size
-from .remap import KeyRemapper, PathFilter, insert_enum_variants, map_indices_contiguous as _contiguous, strip_enum_variants
-from .._generated.types import DTYPE_INFO, BoolStore, DType
+from .remap import FilterSpec, KeyRemapper, PathFilter, insert_enum_variants, map_indices_contiguous as _contiguous, strip_enum_variants
+from .._generated.types import DTYPE_INFO, BoolStore, DType, QuantScheme
 from .tensors import Entry, TensorSet, dtype_name
 
 __all__ = ["ConversionReport", "convert", "transform"]
@@ -364,7 +365,7 @@ def _filters(entries: list[Entry], keep_spec: Any, drop_spec: Any, log: _OptionL
 
 
 def _quantization(
-    entries: list[Entry], quantize: Any, include: str | None, dequantize: bool, target_format: str | None,
+    entries: list[Entry], quantize: QuantScheme | None, include: str | None, dequantize: bool, target_format: str | None,
     report: ConversionReport,
 ) -> list[Entry]:  # fmt: skip
     """Step 8: quantize the selected weights, or dequantize every QFloat tensor (each raises when
@@ -436,18 +437,18 @@ def transform(
     module_types: Mapping[str, str] | None = None,
     type_rules: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
     infer_types: bool = False,
-    module: Any = None,
+    module: TorchModule | None = None,
     adapter: ModuleAdapter | str | Iterable[Any] | None = None,
     expect: Any = None,
     allow_partial: bool = False,
     validate: bool = True,
-    filter: Any = None,
-    exclude: Any = None,
+    filter: FilterSpec = None,
+    exclude: FilterSpec = None,
     param_ids: str = "keep",
     keep_metadata: bool = True,
     metadata: Mapping[str, str] | None = None,
     stamp: bool = True,
-    quantize: Any = None,
+    quantize: QuantScheme | None = None,
     quantize_include: str | None = None,
     dequantize: bool = False,
     allow_unmatched: bool | Iterable[str] = False,
@@ -584,20 +585,23 @@ def convert(
     overwrite: bool = False,
     bool_store: str | BoolStore = BoolStore.U8,
     compress: bool = False,
-    progress: Callable[[int], None] | bool | str | None = None,
+    progress: ProgressSetting = None,
     legacy_ok: bool = False,
     npz_metadata: bool = False,
     **options: Any,
 ) -> ConversionReport:
     """Convert ``source`` (a path, bytes, a ``TensorSet``, a torch ``state_dict`` or
     ``nn.Module``) to the file ``target``; formats come from ``from_format`` / ``to_format``,
-    else from the content / the extension. ``options`` are :func:`transform`'s. Nothing is
+    else from the content / the extension. ``options`` are :func:`transform`'s, and the caps
+    :func:`~burnpack.interop.registry.read_tensors` reads the source within (``max_pickle_depth``,
+    ``max_view_expansion``, ``max_inflate_bytes``, ``max_inflate_ratio``, ``max_index_bytes``,
+    ``max_metadata_bytes``: :class:`~burnpack.interop.limits.ReadLimits`). Nothing is
     written when anything fails; an existing ``target`` is kept unless ``overwrite``; ``legacy_ok``
     reads a .bpk from an older Burn as its writer meant it; ``npz_metadata``: a ``.npz`` target
     also gets a ``__metadata__`` member with the metadata and the dtypes numpy cannot name.
 
     ``progress``: a callable fed the bytes written, or a setting of
-    :func:`burnpack.progress.progress_for` (``"auto"``: a bar on a terminal for 64 MiB or more;
+    :func:`burnpack.core.progress.progress_for` (``"auto"``: a bar on a terminal for 64 MiB or more;
     ``"always"``: a bar on a terminal, lines otherwise)."""
     started = time.monotonic()
     max_shard_size = options.pop("max_shard_size", None)
@@ -613,7 +617,8 @@ def convert(
 
             raise OutputExistsError(out_path)
     top_level_key = options.get("top_level_key")
-    tset = read_tensors(source, from_format, top_level_key=top_level_key, bool_store=bool_store, legacy_ok=legacy_ok)
+    caps = take_caps(options)
+    tset = read_tensors(source, from_format, top_level_key=top_level_key, bool_store=bool_store, legacy_ok=legacy_ok, **caps)
     try:
         target_format = out_format.family or out_format.name  # what the tensors are written as
         report = ConversionReport(

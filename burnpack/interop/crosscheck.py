@@ -20,7 +20,7 @@ import numpy as np
 
 from .._generated.types import BoolStore
 from ..errors import ConversionError
-from ..frameworks import torch_available
+from ..core.frameworks import torch_available
 from ._io import entry_from_array
 from .formats import _npz_tensor_set
 from .tensors import TensorSet
@@ -82,7 +82,7 @@ def _safetensors(path: str | os.PathLike[str], bool_store: str | BoolStore) -> t
                     return None
                 from safetensors.torch import load_file
 
-                from ..frameworks import torch_to_numpy
+                from ..core.frameworks import torch_to_numpy
 
                 arrays = {name: torch_to_numpy(t) for name, t in load_file(os.fspath(path)).items()}
                 library = "safetensors.torch"

@@ -42,11 +42,12 @@ import numpy as np
 from .._generated.types import BoolStore, DType
 from ..dtypes import dtype_from_torch, numpy_dtype
 from ..errors import BurnpackError, ConversionError, OutputExistsError, PyTorchReadError, ValidationError
-from ..frameworks import import_torch, numpy_to_torch
-from ..sidefile import read_side_file
-from ..source import open_regular
-from ..tensor import NUMPY_MAX_DIMS, check_numpy_shape
+from ..core.frameworks import import_torch, numpy_to_torch
+from ..core.sidefile import read_side_file
+from ..core.source import open_regular
+from ..core.tensor import NUMPY_MAX_DIMS, check_numpy_shape
 from ._io import entry_from_array
+from .limits import DEFAULT_LIMITS, ReadLimits
 from .pytorch import PickledObject, describe_leaf, pickled_class, read_pytorch_buffer, unpickle_allowing
 from .tensors import Entry, TensorSet
 
@@ -63,7 +64,7 @@ _PATH_CLASSES = ("Path", "PosixPath", "WindowsPath", "PurePath", "PurePosixPath"
 _T = TypeVar("_T")
 
 
-def is_dcp(path: Any) -> bool:
+def is_dcp(path: object) -> bool:
     """A folder holding DCP's ``.metadata`` file."""
     return isinstance(path, (str, os.PathLike)) and (Path(path) / ".metadata").is_file()
 
@@ -120,12 +121,14 @@ class DcpMetadata:
     """What a DCP checkpoint's ``.metadata`` says, checked against its files.
 
     ``tensors``: fqn → dtype, shape and chunks; ``objects``: fqn → the record of a non-tensor
-    entry; ``paths``: fqn → its key path in the nested state (``("model", "layers", 0)``)."""
+    entry; ``paths``: fqn → its key path in the nested state (``("model", "layers", 0)``);
+    ``limits``: what its records are read within."""
 
     folder: Path
     tensors: dict[str, _TensorInfo]
     objects: dict[str, _Record]
     paths: dict[str, tuple[str | int, ...]]
+    limits: ReadLimits = DEFAULT_LIMITS
 
 
 def _bad(folder: Path, what: str) -> ConversionError:
@@ -236,19 +239,15 @@ def _path(folder: Path, fqn: str, value: object) -> tuple[str | int, ...]:
     return value
 
 
-DCP_METADATA_MAX_BYTES = 256 << 20
-"""Default cap on a DCP ``.metadata`` file: it lists tensors and chunks, far less for any real model."""
-
-
-def read_dcp_metadata(path: str | os.PathLike[str], *, max_metadata_bytes: int = DCP_METADATA_MAX_BYTES) -> DcpMetadata:
+def read_dcp_metadata(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMITS) -> DcpMetadata:
     """A DCP checkpoint's ``.metadata``, unpickled with the allowlist (nothing in it runs) and
     checked against the folder's files: every record inside its file, no two overlapping, every
     tensor's chunks inside its shape and adding up to it, each chunk's record large enough for
     its elements — so that what is later allocated is paid for by bytes really present.
-    ``.metadata`` is read as a side file: a regular file of at most ``max_metadata_bytes``."""
+    ``.metadata`` is read as a side file: a regular file of at most ``limits.max_metadata_bytes``."""
     folder = Path(path)
     try:
-        data = read_side_file(folder / ".metadata", max_bytes=max_metadata_bytes)
+        data = read_side_file(folder / ".metadata", max_bytes=limits.max_metadata_bytes, lift="max_metadata_bytes")
     except OSError as exc:
         if exc.errno is None:  # over the cap: the side-file reader's own error says so
             raise
@@ -278,7 +277,7 @@ def read_dcp_metadata(path: str | os.PathLike[str], *, max_metadata_bytes: int =
             objects[fqn] = record
             continue
         tensors[fqn] = _tensor_info(folder, fqn, _fields(folder, item, "TensorStorageMetadata"), records)
-    return DcpMetadata(folder, tensors, objects, paths)
+    return DcpMetadata(folder, tensors, objects, paths, limits)
 
 
 def _tensor_info(folder: Path, fqn: str, fields: dict[str, Any], records: Mapping[Any, _Record]) -> _TensorInfo:
@@ -315,9 +314,10 @@ def _tensor_info(folder: Path, fqn: str, fields: dict[str, Any], records: Mappin
 # --------------------------------------------------------------------------------------------
 # The records
 # --------------------------------------------------------------------------------------------
-def _with_record(folder: Path, fqn: str, record: _Record, use: Callable[[object], _T]) -> _T:
+def _with_record(meta: DcpMetadata, fqn: str, record: _Record, use: Callable[[object], _T]) -> _T:
     """``use`` of what the ``torch.save`` record holds (read with the ``.pt`` allowlist), while
     the file is mapped; ``use`` copies what it keeps."""
+    folder = meta.folder
     try:
         with open_regular(record.file) as handle, contextlib.ExitStack() as stack:
             if record.offset + record.length > os.fstat(handle.fileno()).st_size:
@@ -326,7 +326,7 @@ def _with_record(folder: Path, fqn: str, record: _Record, use: Callable[[object]
             stack.callback(_close, mapped)
             window = memoryview(mapped)[record.offset : record.offset + record.length]
             try:
-                return use(read_pytorch_buffer(window))
+                return use(read_pytorch_buffer(window, meta.limits))
             finally:
                 window.release()
     except PyTorchReadError as exc:
@@ -358,12 +358,12 @@ def _load_tensor(meta: DcpMetadata, fqn: str) -> np.ndarray:
             full[region] = value
             written[region] = True
 
-        _with_record(meta.folder, fqn, chunk.record, place)
+        _with_record(meta, fqn, chunk.record, place)
     return full
 
 
 def _load_object(meta: DcpMetadata, fqn: str) -> Any:
-    return _with_record(meta.folder, fqn, meta.objects[fqn], _owned)
+    return _with_record(meta, fqn, meta.objects[fqn], _owned)
 
 
 def _owned(value: Any) -> Any:
@@ -382,16 +382,16 @@ def read_dcp(
     *,
     bool_store: str | BoolStore = "U8",
     top_level_key: str | None = None,
-    max_metadata_bytes: int = DCP_METADATA_MAX_BYTES,
+    limits: ReadLimits = DEFAULT_LIMITS,
 ) -> TensorSet:
     """The tensors of a DCP checkpoint, each loaded only when asked for (``top_level_key``
     takes the tensors under ``"<key>."``, with that prefix removed); the non-tensor entries are
-    listed in the set's ``skipped`` with what they hold. Needs no torch. ``max_metadata_bytes``:
-    see :func:`read_dcp_metadata`."""
+    listed in the set's ``skipped`` with what they hold. Needs no torch. ``limits``: the
+    ``.metadata`` file's size (see :func:`read_dcp_metadata`) and the records' pickle caps."""
     folder = Path(path)
     if not is_dcp(folder):
         raise ConversionError(f"{folder}: not a torch.distributed.checkpoint folder (no .metadata file)")
-    meta = read_dcp_metadata(folder, max_metadata_bytes=max_metadata_bytes)
+    meta = read_dcp_metadata(folder, limits=limits)
     prefix = f"{top_level_key}." if top_level_key is not None else ""
     entries = []
     for fqn, info in meta.tensors.items():
@@ -406,7 +406,7 @@ def read_dcp(
 
 def _describe_object(meta: DcpMetadata, fqn: str) -> str:
     try:
-        return _with_record(meta.folder, fqn, meta.objects[fqn], describe_leaf)
+        return _with_record(meta, fqn, meta.objects[fqn], describe_leaf)
     except BurnpackError as exc:
         return f"a pickled object this reader does not read ({exc})"
 
@@ -418,11 +418,11 @@ def _loader(meta: DcpMetadata, fqn: str, bool_store: str | BoolStore) -> Callabl
     return load
 
 
-def read_dcp_object(path: str | os.PathLike[str], *, max_metadata_bytes: int = DCP_METADATA_MAX_BYTES) -> Any:
+def read_dcp_object(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAULT_LIMITS) -> Any:
     """The whole nested state of a DCP checkpoint, as :func:`~burnpack.interop.pytorch.read_pytorch_object`
     returns a ``torch.save`` file's: tensors as numpy arrays, other entries read with the same
     allowlist, nested along the key paths DCP recorded (list items by index). Needs no torch."""
-    meta = read_dcp_metadata(path, max_metadata_bytes=max_metadata_bytes)
+    meta = read_dcp_metadata(path, limits=limits)
     _check_distinct_paths(meta.folder, meta.paths)
     values: dict[str, Any] = {fqn: _load_tensor(meta, fqn) for fqn in meta.tensors}
     values.update((fqn, _load_object(meta, fqn)) for fqn in meta.objects)

@@ -27,15 +27,16 @@ import numpy as np
 
 from .._generated.types import BoolStore, DType
 from ..dtypes import EXTENSION_DTYPES, dtype_from_numpy, dtype_from_safetensors, element_size, is_extension_type, numpy_dtype, safetensors_code
-from ..reader import TensorView, load
-from ..sidefile import parse_json
-from ..source import open_regular
-from ..tensor import NUMPY_MAX_DIMS
-from ..tensor import FileRange, le_c_bytes
-from ..writer import Tensor, Writer
+from ..core.reader import TensorView, load
+from ..core.sidefile import parse_json
+from ..core.source import open_regular
+from ..core.tensor import NUMPY_MAX_DIMS
+from ..core.tensor import FileRange, le_c_bytes
+from ..core.writer import Tensor, Writer
 from ._io import atomic_output, entry_from_array
 from ..errors import ConversionError, SafetensorsError
 from .archive import ZIP_ERRORS, InflateBudget
+from .limits import DEFAULT_LIMITS, ReadLimits
 from .safetensors import build_header, map_safetensors
 from .tensors import Entry, TensorSet, dtype_name, flatten_nested
 
@@ -133,16 +134,18 @@ class PageReleaser:
         self._last = (mapping, start, end)
 
 
-def read_pytorch_file(path: Any, *, top_level_key: str | None = None, bool_store: str | BoolStore = BoolStore.U8) -> TensorSet:
+def read_pytorch_file(
+    path: Any, *, top_level_key: str | None = None, bool_store: str | BoolStore = BoolStore.U8, limits: ReadLimits = DEFAULT_LIMITS
+) -> TensorSet:
     """A ``torch.save`` file read without torch and without running pickled code."""
     from .pytorch import read_pytorch_contents
 
-    arrays, skipped = read_pytorch_contents(path, top_level_key=top_level_key)
+    arrays, skipped = read_pytorch_contents(path, top_level_key=top_level_key, limits=limits)
     entries = [entry_from_array(name, array, bool_store) for name, array in arrays.items()]
     return TensorSet(entries, format="pytorch", top_level_key=top_level_key, skipped=skipped)
 
 
-def read_npz(path: Any, *, bool_store: str | BoolStore = BoolStore.U8) -> TensorSet:
+def read_npz(path: Any, *, bool_store: str | BoolStore = BoolStore.U8, limits: ReadLimits = DEFAULT_LIMITS) -> TensorSet:
     """A ``.npz`` archive of ``.npy`` members (no pickle). A 0-d string ``__metadata__`` member
     holding JSON ``{"metadata": {...}, "dtypes": {...}}`` (what :func:`write_npz` adds with
     ``metadata=True``) restores the metadata and the Burn dtypes numpy cannot express (BF16, Bool
@@ -154,7 +157,7 @@ def read_npz(path: Any, *, bool_store: str | BoolStore = BoolStore.U8) -> Tensor
         try:
             archive = zipfile.ZipFile(file)
             with archive:
-                budget = InflateBudget(os.fstat(file.fileno()).st_size, ConversionError)
+                budget = InflateBudget(os.fstat(file.fileno()).st_size, ConversionError, limits)
                 arrays = {_npz_name(info): _read_npy(archive, info, budget) for info in archive.infolist()}
         except ConversionError as exc:
             raise ConversionError(f"{path}: {exc}") from None

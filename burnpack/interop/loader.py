@@ -23,13 +23,14 @@ from __future__ import annotations
 from typing import Any
 
 from .._generated.types import BoolStore
-from ..frameworks import is_torch_module
+from ..core.frameworks import is_torch_module
 from ..records import LoadResult, ModuleRecord
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 STORE_RECIPE_OPTIONS = frozenset({"adapter", "map_indices_contiguous", "skip_enum_variants"})
 """Options a Burn store applies to every model alike: no error when one changes nothing."""
 from .converter import ConversionReport, _describe, transform
+from .limits import take_caps
 from .registry import read_tensors
 
 __all__ = ["load_into", "load_record"]
@@ -44,11 +45,13 @@ def load_record(
     **options: Any,
 ) -> tuple[ModuleRecord, ConversionReport]:
     """A ``ModuleRecord`` from ``source`` after :func:`~burnpack.interop.converter.transform`'s
-    ``options`` (adapter, remap, filters, ``expect``...). Tensors without a ``param_id`` get a
-    fresh one, as Burn's ``ModuleRecord::load`` gives them."""
+    ``options`` (adapter, remap, filters, ``expect``...) and the caps the source is read within
+    (``max_pickle_depth``...: :class:`~burnpack.interop.limits.ReadLimits`). Tensors without a
+    ``param_id`` get a fresh one, as Burn's ``ModuleRecord::load`` gives them."""
     if options.get("allow_unmatched", False) is not True:
         options["allow_unmatched"] = STORE_RECIPE_OPTIONS | set(options.get("allow_unmatched") or ())
-    tset = read_tensors(source, from_format, top_level_key=options.get("top_level_key"), bool_store=bool_store)
+    caps = take_caps(options)
+    tset = read_tensors(source, from_format, top_level_key=options.get("top_level_key"), bool_store=bool_store, **caps)
     try:
         report = ConversionReport(source=_describe(source), source_format=tset.format, target_format="record")
         result, report = transform(tset, report=report, param_ids=param_ids, **options)

@@ -39,7 +39,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO, Literal, cast
+from typing import Any, BinaryIO, Literal, Unpack, cast
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -47,9 +47,10 @@ from numpy.lib.stride_tricks import as_strided
 from .._generated.types import BOOL_STORE_INFO, DTYPE_INFO
 from ..dtypes import NATIVE_BOOL, dtype_from_torch, numpy_dtype, numpy_dtype_named
 from ..errors import BurnpackError, PyTorchReadError, UnsafePickleError
-from ..source import open_regular
-from ..tensor import NUMPY_MAX_DIMS
+from ..core.source import open_regular
+from ..core.tensor import NUMPY_MAX_DIMS
 from .archive import ZIP_ERRORS, InflateBudget
+from .limits import DEFAULT_LIMITS, PICKLE_LIMITS, ReadCaps, ReadLimits
 from .tensors import not_a_tensor
 
 __all__ = [
@@ -66,15 +67,13 @@ _NOT_PYTORCH = (
 # Sizes, strides and offsets are bounded so that they stay exact in numpy's intp once scaled by
 # an element size of up to 8 bytes.
 _MAX_INDEX = np.iinfo(np.intp).max // 8
-# Nesting bound for flattening: a pickle can build cyclic dicts.
-_MAX_DEPTH = 128
+# Nesting is bounded for flattening (``max_pickle_depth``): a pickle can build cyclic dicts.
 # A dict shared at every nesting level multiplies the dotted paths (a 1.4 KB pickle can name
 # millions of tensors). Every entry written out costs the pickle at least a byte, so walking more
 # entries than the file has bytes (plus this slack) can only come from sharing, and is refused.
 _ENTRY_SLACK = 4096
 # Views that repeat elements (stride 0, overlapping strides) are copied to C order; the copies of
-# one checkpoint may exceed its storages' bytes by at most this much.
-EXPANSION_LIMIT = 64 * 1024 * 1024
+# one checkpoint may exceed its storages' bytes by at most ``max_view_expansion``.
 
 
 class _Frozen:
@@ -609,7 +608,7 @@ def _stored_member(mapped: mmap.mmap | memoryview | None, info: zipfile.ZipInfo)
 
 
 def _load_zip(
-    file: BinaryIO, mapped: mmap.mmap | memoryview | None = None
+    file: BinaryIO, mapped: mmap.mmap | memoryview | None = None, limits: ReadLimits = DEFAULT_LIMITS
 ) -> tuple[object, dict[_Storage, np.ndarray]]:
     """torch >= 1.6: the pickle in ``<name>/data.pkl``, storage ``k`` in ``<name>/data/k``.
 
@@ -619,7 +618,7 @@ def _load_zip(
         archive = zipfile.ZipFile(file)
     except ZIP_ERRORS as exc:
         raise PyTorchReadError(f"broken zip archive: {exc}") from exc
-    budget = InflateBudget(len(mapped) if mapped is not None else os.fstat(file.fileno()).st_size, PyTorchReadError)
+    budget = InflateBudget(len(mapped) if mapped is not None else os.fstat(file.fileno()).st_size, PyTorchReadError, limits)
     with archive:
         names = set(archive.namelist())
         pickles = sorted(
@@ -824,19 +823,19 @@ def _tar_tensors(blob: bytes, storages: Mapping[str, _Storage]) -> dict[str, _Te
     return tensors
 
 
-def _load(path: Path) -> tuple[object, dict[_Storage, np.ndarray], int]:
+def _load(path: Path, limits: ReadLimits) -> tuple[object, dict[_Storage, np.ndarray], int]:
     """Read the file in the layout its first bytes announce; also returns the file's size."""
     with open_regular(path) as file:
         size = os.fstat(file.fileno()).st_size
-        return (*_load_layout(file), size)
+        return (*_load_layout(file, limits), size)
 
 
-def _load_layout(file: BinaryIO) -> tuple[object, dict[_Storage, np.ndarray]]:
+def _load_layout(file: BinaryIO, limits: ReadLimits) -> tuple[object, dict[_Storage, np.ndarray]]:
     head = file.read(262)
     file.seek(0)
     if head[:4] == b"PK\x03\x04":
         # Mapped, so that stored (uncompressed) storages are zero-copy views of the file.
-        return _load_zip(file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ))
+        return _load_zip(file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ), limits)
     if head[257:262] == b"ustar":
         return _load_tar(file)
     if not head:
@@ -863,7 +862,15 @@ def describe_leaf(value: object) -> str:
     return not_a_tensor(type(value).__name__)
 
 
-def _flatten(tree: dict[object, object], file_size: int) -> tuple[dict[str, _TensorRef], dict[str, str]]:
+def _too_deep(limits: ReadLimits) -> PyTorchReadError:
+    return PyTorchReadError(
+        f"containers nest more than {limits.max_pickle_depth} deep (cyclic?): {limits.lift('max_pickle_depth')}"
+    )
+
+
+def _flatten(
+    tree: dict[object, object], file_size: int, limits: ReadLimits
+) -> tuple[dict[str, _TensorRef], dict[str, str]]:
     """Name every tensor reachable through nested dicts, lists and tuples by its dotted key path
     (list and tuple items by their index, as Burn names a ``Vec`` of modules: ``layers.0.w``);
     every other leaf is returned apart, path → what it is, so nothing goes missing unsaid.
@@ -880,8 +887,8 @@ def _flatten(tree: dict[object, object], file_size: int) -> tuple[dict[str, _Ten
 
     def walk(items: Iterable[tuple[object, object]], prefix: str, depth: int) -> None:
         nonlocal entries, characters
-        if depth > _MAX_DEPTH:
-            raise PyTorchReadError(f"containers nest more than {_MAX_DEPTH} deep (cyclic?)")
+        if depth > limits.max_pickle_depth:
+            raise _too_deep(limits)
         for key, value in items:
             entries += 1
             if entries > limit:
@@ -915,17 +922,18 @@ def _flatten(tree: dict[object, object], file_size: int) -> tuple[dict[str, _Ten
 
 class _CopyBudget:
     """Bytes the C-order copies of non-contiguous views may take: the storages' own bytes plus
-    ``EXPANSION_LIMIT``, so stride-0 or overlapping views cannot turn a few bytes into gigabytes."""
+    ``max_view_expansion``, so stride-0 or overlapping views cannot turn a few bytes into gigabytes."""
 
-    def __init__(self, arrays: Mapping[_Storage, np.ndarray]) -> None:
-        self.left = EXPANSION_LIMIT + sum(array.nbytes for array in arrays.values())
+    def __init__(self, arrays: Mapping[_Storage, np.ndarray], limits: ReadLimits) -> None:
+        self.left = limits.max_view_expansion + sum(array.nbytes for array in arrays.values())
+        self.limits = limits
 
     def spend(self, nbytes: int, name: str, shape: tuple[int, ...]) -> None:
         if nbytes > self.left:
             raise PyTorchReadError(
                 f"tensor {name!r} of size {shape} is a view that repeats its storage's elements "
                 f"(stride 0 or overlapping); copying it would exceed the expansion limit of the "
-                f"storages' size + {EXPANSION_LIMIT} bytes"
+                f"storages' size + {self.limits.max_view_expansion} bytes: {self.limits.lift('max_view_expansion')}"
             )
         self.left -= nbytes
 
@@ -965,7 +973,7 @@ def _materialize(tensor: _TensorRef, elements: np.ndarray, name: str, budget: _C
 
 
 def read_pytorch(
-    path: str | os.PathLike[str], *, top_level_key: str | None = None
+    path: str | os.PathLike[str], *, top_level_key: str | None = None, **caps: Unpack[ReadCaps]
 ) -> dict[str, np.ndarray]:
     """Load every tensor of a PyTorch checkpoint as numpy arrays keyed by dotted paths.
 
@@ -978,20 +986,24 @@ def read_pytorch(
     the state dict yield the module's own names. Arrays are read-only; tensors that share a
     storage come back as views of the same buffer.
 
+    ``caps`` lift the reader's bounds (``max_pickle_depth``, ``max_view_expansion``,
+    ``max_inflate_bytes``, ``max_inflate_ratio``: see :class:`~burnpack.interop.limits.ReadLimits`).
+
     Raises :class:`PyTorchReadError` (or its subclass :class:`UnsafePickleError`) when the file is
     not a readable checkpoint or ``top_level_key`` is absent, and ``OSError`` when it cannot be
     opened.
     """
-    return read_pytorch_contents(path, top_level_key=top_level_key)[0]
+    limits = ReadLimits.of(caps, PICKLE_LIMITS, "a PyTorch checkpoint")
+    return read_pytorch_contents(path, top_level_key=top_level_key, limits=limits)[0]
 
 
 def read_pytorch_contents(
-    path: str | os.PathLike[str], *, top_level_key: str | None = None
+    path: str | os.PathLike[str], *, top_level_key: str | None = None, limits: ReadLimits = DEFAULT_LIMITS
 ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """:func:`read_pytorch`'s tensors, and the leaves that are not tensors: path → what it is
     (``{"epoch": "a int, not a tensor"}``)."""
     try:
-        root, arrays, file_size = _load(Path(path))
+        root, arrays, file_size = _load(Path(path), limits)
         if not isinstance(root, dict):
             kind = "tensor" if isinstance(root, _TensorRef) else type(root).__name__
             raise PyTorchReadError(f"the checkpoint holds a {kind}, not a dict of tensors")
@@ -1005,8 +1017,8 @@ def read_pytorch_contents(
             root = selected
         tensors: dict[str, np.ndarray] = {}
         done: dict[_TensorRef, np.ndarray] = {}
-        budget = _CopyBudget(arrays)
-        found, skipped = _flatten(root, file_size)
+        budget = _CopyBudget(arrays, limits)
+        found, skipped = _flatten(root, file_size, limits)
         for name, tensor in found.items():
             if tensor not in done:
                 elements = arrays.get(tensor.storage)
@@ -1022,28 +1034,29 @@ def read_pytorch_contents(
         raise
 
 
-def read_pytorch_object(path: str | os.PathLike[str]) -> object:
+def read_pytorch_object(path: str | os.PathLike[str], **caps: Unpack[ReadCaps]) -> object:
     """The whole object a checkpoint holds, with every tensor as a read-only numpy array.
 
     Unlike :func:`read_pytorch`, nothing is flattened or skipped: dicts (keys as pickled, so an
     optimizer's integer state keys stay ints), lists, tuples, numbers, strings, ``None`` and
     tensors come back as they were saved — what an optimizer's or LR scheduler's
     ``state_dict()`` needs. The same allowlist applies: nothing in the file is executed. Shared
-    tensors come back as the same array object.
+    tensors come back as the same array object. ``caps``: as :func:`read_pytorch`'s.
     """
+    limits = ReadLimits.of(caps, PICKLE_LIMITS, "a PyTorch checkpoint")
     try:
-        root, arrays, file_size = _load(Path(path))
-        return _plain(root, arrays, file_size, f"<tensor in {os.fspath(path)}>")
+        root, arrays, file_size = _load(Path(path), limits)
+        return _plain(root, arrays, file_size, f"<tensor in {os.fspath(path)}>", limits)
     except PyTorchReadError as exc:
         exc.add_note(f"while reading {os.fspath(path)!r}")
         raise
 
 
-def read_pytorch_buffer(buffer: memoryview) -> object:
+def read_pytorch_buffer(buffer: memoryview, limits: ReadLimits = DEFAULT_LIMITS) -> object:
     """:func:`read_pytorch_object` of a ``torch.save`` zip held in memory (a record of a DCP
     ``.distcp`` file): arrays of stored records view ``buffer``."""
-    root, arrays = _load_zip(cast(BinaryIO, io.BufferedReader(_BufferFile(buffer))), buffer)
-    return _plain(root, arrays, len(buffer), "<tensor in a torch.save record>")
+    root, arrays = _load_zip(cast(BinaryIO, io.BufferedReader(_BufferFile(buffer))), buffer, limits)
+    return _plain(root, arrays, len(buffer), "<tensor in a torch.save record>", limits)
 
 
 def unpickle_allowing(data: bytes, extra: Mapping[tuple[str, str], object]) -> object:
@@ -1082,11 +1095,11 @@ class _BufferFile(io.RawIOBase):
         return self._at
 
 
-def _plain(root: object, arrays: Mapping[_Storage, np.ndarray], file_size: int, where: str) -> object:
+def _plain(root: object, arrays: Mapping[_Storage, np.ndarray], file_size: int, where: str, limits: ReadLimits) -> object:
     """``root`` with every tensor materialised and every container as a plain one (see
     :func:`read_pytorch_object`); entries walked are bounded by the file's size."""
     done: dict[_TensorRef, np.ndarray] = {}
-    budget = _CopyBudget(arrays)
+    budget = _CopyBudget(arrays, limits)
     limit = file_size + _ENTRY_SLACK
     entries = 0
 
@@ -1095,8 +1108,8 @@ def _plain(root: object, arrays: Mapping[_Storage, np.ndarray], file_size: int, 
         entries += 1
         if entries > limit:
             raise _shared_containers(limit)
-        if depth > _MAX_DEPTH:
-            raise PyTorchReadError(f"containers nest more than {_MAX_DEPTH} deep (cyclic?)")
+        if depth > limits.max_pickle_depth:
+            raise _too_deep(limits)
         if isinstance(value, _TensorRef):
             if value not in done:
                 elements = arrays.get(value.storage)

@@ -20,7 +20,7 @@ import numpy as np
 
 from .._generated.types import DType, QuantScheme
 from ..errors import ConversionError, QuantizationError
-from ..patterns import compile_pattern
+from ..core.patterns import compile_pattern
 from ..quant import check_decodable, check_quantizable, describe, dequantize, quantize, quantized_data_len
 from .tensors import Entry, is_float
 

@@ -33,13 +33,14 @@ import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from .._generated.types import BoolStore
-from ..paths import has_extension, resolve_read_path
+from ..core.paths import has_extension, resolve_read_path
 from ..remote import is_url
-from ..source import open_regular
+from ..core.source import open_regular
 from ..errors import AmbiguousFormatError, ConversionError
+from .limits import DCP_LIMITS, DEFAULT_LIMITS, PICKLE_LIMITS, ZIP_LIMITS, ReadCaps, ReadLimits, refuse_unused
 
 if TYPE_CHECKING:
     from ..remote import FsspecSource
@@ -79,12 +80,16 @@ def _noop(_: int) -> None:
 
 @dataclass(frozen=True)
 class ReadOptions:
-    """What a reader may be asked: the Burn bool store for foreign bools, a top-level key, and
-    whether a ``.bpk`` from an older Burn is read as its writer meant it."""
+    """What a reader may be asked: the Burn bool store for foreign bools, a top-level key,
+    whether a ``.bpk`` from an older Burn is read as its writer meant it, and the caps it reads
+    within (``limits``; ``lifted``: the caps the caller gave, each refused by a format that does
+    not use it)."""
 
     bool_store: str | BoolStore = BoolStore.U8
     top_level_key: str | None = None
     legacy_ok: bool = False
+    limits: ReadLimits = DEFAULT_LIMITS
+    lifted: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -194,6 +199,8 @@ class Format:
     """What an output holds besides tensor elements (of ``HOLDABLE``); a conversion reports the rest as dropped."""
     noun: str = ""
     """What a report calls an output of this format ("a state dict"; default: the name)."""
+    limits: tuple[str, ...] = ()
+    """The caps of ``limits.ReadLimits`` its reader uses (a caller may lift only those)."""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -282,20 +289,20 @@ def _read_safetensors(path: Path, o: ReadOptions) -> TensorSet:
 def _read_pytorch(path: Path, o: ReadOptions) -> TensorSet:
     from .formats import read_pytorch_file
 
-    return read_pytorch_file(path, top_level_key=o.top_level_key, bool_store=o.bool_store)
+    return read_pytorch_file(path, top_level_key=o.top_level_key, bool_store=o.bool_store, limits=o.limits)
 
 
 def _read_npz(path: Path, o: ReadOptions) -> TensorSet:
     from .formats import read_npz
 
-    return read_npz(path, bool_store=o.bool_store)
+    return read_npz(path, bool_store=o.bool_store, limits=o.limits)
 
 
 def _shard_reader(family: str) -> Reader:
     def read(path: Path, o: ReadOptions) -> TensorSet:
         from .sharded import read_sharded
 
-        return read_sharded(path, bool_store=o.bool_store, top_level_key=o.top_level_key, family=family)
+        return read_sharded(path, bool_store=o.bool_store, top_level_key=o.top_level_key, family=family, limits=o.limits)
 
     return read
 
@@ -303,7 +310,7 @@ def _shard_reader(family: str) -> Reader:
 def _read_dcp(path: Path, o: ReadOptions) -> TensorSet:
     from .dcp import read_dcp
 
-    return read_dcp(path, bool_store=o.bool_store, top_level_key=o.top_level_key)
+    return read_dcp(path, bool_store=o.bool_store, top_level_key=o.top_level_key, limits=o.limits)
 
 
 def _write_burnpack(tset: TensorSet, path: Path, o: WriteOptions) -> Path:
@@ -355,22 +362,23 @@ BUILTIN = (
            holds=frozenset({"metadata"})),
     Format("pytorch", _read_pytorch, _write_pytorch, ("pt", "pth", "torch"), (".pt", ".pth", ".bin", ".ckpt", ".tar"),
            _sniff_pytorch, "torch.save files, read without torch and without running pickled code",
-           needs_torch=("write",), remote="fetched", rank=1, noun="a state dict"),  # its one-byte pickle check yields to safetensors' header
+           needs_torch=("write",), remote="fetched", rank=1, noun="a state dict", limits=PICKLE_LIMITS),  # its one-byte pickle check yields to safetensors' header
     Format("npz", _read_npz, _write_npz, ("numpy",), (".npz",), _sniff_npz, "numpy.load without pickle",
-           remote="fetched", write_options=frozenset({"compress", "npz_metadata"}),
+           remote="fetched", write_options=frozenset({"compress", "npz_metadata"}), limits=ZIP_LIMITS,
            holds=frozenset({"metadata", "Flex32", "Bool stores"})),  # with npz_metadata (converter._note_npz says so)
     Format("safetensors-shards", _shard_reader("safetensors"), _shard_writer("safetensors"), ("hf",),
            (".safetensors.index.json",), _shard_sniff("safetensors", generic=True),
            "a Hugging Face model folder: model.safetensors.index.json and its shards, or model.safetensors",
            directory=True, sharded=True, family="safetensors", write_options=frozenset({"max_shard_size"}),
-           holds=frozenset({"metadata"})),
+           holds=frozenset({"metadata"}), limits=("max_index_bytes",)),
     Format("pytorch-shards", _shard_reader("pytorch"), _shard_writer("pytorch"), ("hf-bin",), (".bin.index.json",),
            _shard_sniff("pytorch", generic=False),
            "a Hugging Face model folder: pytorch_model.bin.index.json and its shards, or pytorch_model.bin",
            directory=True, sharded=True, family="pytorch", needs_torch=("write",), rank=1,
-           write_options=frozenset({"max_shard_size"}), noun="a state dict"),
+           write_options=frozenset({"max_shard_size"}), noun="a state dict", limits=("max_index_bytes", *PICKLE_LIMITS)),
     Format("dcp", _read_dcp, _write_dcp, ("distcp",), (), _sniff_dcp, "a torch.distributed.checkpoint folder: .metadata and .distcp files",
-           directory=True, needs_torch=("write",), alone=True, rank=2, noun="a DCP checkpoint"),
+           directory=True, needs_torch=("write",), alone=True, rank=2, noun="a DCP checkpoint",
+           limits=DCP_LIMITS),
 )  # fmt: skip
 
 _TABLE: dict[str, Format] = {f.name: f for f in BUILTIN}
@@ -522,25 +530,42 @@ def read_tensors(
     top_level_key: str | None = None,
     bool_store: str | BoolStore = BoolStore.U8,
     legacy_ok: bool = False,
+    **caps: Unpack[ReadCaps],
 ) -> TensorSet:
     """Read any supported source: a path or URL of any format in the table (format from content
     unless given; see :func:`choose`), bytes (burnpack or safetensors), a ``{name: array}``
-    mapping, a torch ``state_dict`` or ``nn.Module``, or a :class:`TensorSet` (returned as is)."""
+    mapping, a torch ``state_dict`` or ``nn.Module``, or a :class:`TensorSet` (returned as is).
+
+    ``caps`` lift the bounds the source's reader keeps (``max_pickle_depth``,
+    ``max_view_expansion``, ``max_inflate_bytes``, ``max_inflate_ratio``, ``max_index_bytes``,
+    ``max_metadata_bytes``: see :class:`~burnpack.interop.limits.ReadLimits`); one the format's
+    reader does not use is refused (``OptionError``)."""
     from .tensors import TensorSet
 
+    limits = ReadLimits.of(caps)
     if isinstance(source, TensorSet):
+        refuse_unused(frozenset(caps), (), "tensors already read")
         return source
-    options = ReadOptions(bool_store=bool_store, top_level_key=top_level_key, legacy_ok=legacy_ok)
+    options = ReadOptions(bool_store=bool_store, top_level_key=top_level_key, legacy_ok=legacy_ok, limits=limits,
+                          lifted=frozenset(caps))  # fmt: skip
     if is_url(source):
         return _read_url(source, None if format is None else get_format(format), options)
     if isinstance(source, (str, os.PathLike)):
         asked = None if format is None else get_format(format)
         path = resolve_read_path(source) if asked is None or asked.name == "burnpack" else Path(source)
-        return choose(path, asked).read(path, options)
+        return _read(choose(path, asked), path, options)
     from .formats import read_in_memory
+
+    refuse_unused(frozenset(caps), (), "tensors in memory")
 
     fmt = None if format is None else get_format(format).name
     return read_in_memory(source, fmt, top_level_key=top_level_key, bool_store=bool_store, legacy_ok=legacy_ok)
+
+
+def _read(fmt: Format, path: Path, options: ReadOptions) -> TensorSet:
+    """``fmt``'s reader, once the caps the caller lifted are known to be ones it uses."""
+    refuse_unused(options.lifted, fmt.limits, f"a {fmt.label}")
+    return fmt.read(path, options)
 
 
 def _read_url(url: str, asked: Format | None, options: ReadOptions) -> TensorSet:
@@ -548,16 +573,16 @@ def _read_url(url: str, asked: Format | None, options: ReadOptions) -> TensorSet
     if fmt is not None and not fmt.remote:
         raise ConversionError(f"{url}: {fmt.name} is not read from a URL (a URL names one file)")
     if fmt is not None and fmt.remote == "ranges":
-        return fmt.read(url, options)  # type: ignore[arg-type]  # a reader that takes URLs
+        return _read(fmt, url, options)  # type: ignore[arg-type]  # a reader that takes URLs
     if fmt is None:
         with contextlib.suppress(ConversionError):  # then the fetched file's content decides
             fmt = _detect_url(url)
         if fmt is not None and fmt.remote == "ranges":
-            return fmt.read(url, options)  # type: ignore[arg-type]
+            return _read(fmt, url, options)  # type: ignore[arg-type]
     with _fetched(url) as scratch:
         local = choose(scratch, asked) if asked is not None else detect(scratch)
         try:
-            return local.read(scratch, options)
+            return _read(local, scratch, options)
         except Exception as exc:  # the message names the URL, not the scratch file
             exc.args = tuple(a.replace(str(scratch), url) if isinstance(a, str) else a for a in exc.args)
             raise

@@ -11,7 +11,7 @@
   active variant as a path segment (``conv.DwsConv.dconv.weight``); PyTorch does not
   (``conv.dconv.weight``).
 
-Patterns are RE2's (:mod:`burnpack.patterns`): linear-time, with the syntax of Burn's regex crate.
+Patterns are RE2's (:mod:`burnpack.core.patterns`): linear-time, with the syntax of Burn's regex crate.
 Deliberate differences from Burn: an invalid regex raises instead of being silently dropped,
 and a reference to a group the pattern does not have is an error only in Python syntax (Burn's
 ``$9`` for a missing group expands to nothing, and so does ours).
@@ -22,10 +22,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from ..errors import OptionError
-from ..patterns import Pattern, compile_pattern
+from ..core.patterns import Pattern, compile_pattern
 
 __all__ = [
     "KeyRemapper",
@@ -219,6 +219,8 @@ class KeyRemapper:
 
 
 Predicate = Callable[[str, str], bool]
+FilterSpec: TypeAlias = "PathFilter | str | Predicate | Iterable[str | Predicate] | None"
+"""What the converters take as a path filter (``filter``, ``exclude``): see :meth:`PathFilter.coerce`."""
 
 
 class PathFilter:
@@ -279,7 +281,7 @@ class PathFilter:
         return any(bool(p(path, module_type or "")) for p in self.predicates)
 
     @classmethod
-    def coerce(cls, value: Any) -> PathFilter | None:
+    def coerce(cls, value: FilterSpec) -> PathFilter | None:
         """``None``, a ``PathFilter``, a regex string, a predicate, or a list mixing regexes and
         predicates, as the converters accept them."""
         if value is None or isinstance(value, PathFilter):
@@ -291,7 +293,10 @@ class PathFilter:
         regexes: list[str] = []
         predicates: list[Predicate] = []
         for item in value:
-            (predicates if callable(item) else regexes).append(item)
+            if callable(item):
+                predicates.append(item)
+            else:
+                regexes.append(item)
         return cls(regexes=regexes, predicates=predicates)
 
 

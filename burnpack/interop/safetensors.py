@@ -27,11 +27,11 @@ from typing import BinaryIO
 import numpy as np
 
 from .._generated.types import SAFETENSORS_CODE_ORDER
-from ..atomic import atomic_file
+from ..core.atomic import atomic_file
 from ..dtypes import ResolvedTable, dtype_from_numpy, dtype_from_safetensors, numpy_dtype, safetensors_code
 from ..errors import SafetensorsError
-from ..sidefile import parse_json
-from ..source import open_regular
+from ..core.sidefile import parse_json
+from ..core.source import open_regular
 
 __all__ = [
     "build_header",
@@ -243,7 +243,7 @@ def write_safetensors(
 ) -> None:
     """Write ``tensors`` (and string ``metadata``) to ``path`` as :func:`serialize_safetensors`
     lays them out, streaming one tensor at a time rather than building the file in memory. The
-    file is replaced, never truncated in place (``burnpack.atomic``: readers may have it mapped)."""
+    file is replaced, never truncated in place (``burnpack.core.atomic``: readers may have it mapped)."""
     header, arrays = _prepare(tensors, metadata)
     with atomic_file(Path(path), durable=False) as file:
         file.write(header)

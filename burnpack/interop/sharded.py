@@ -25,9 +25,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .._generated.types import BoolStore
-from ..sidefile import SIDE_FILE_MAX_BYTES, parse_json, read_side_file
+from ..core.sidefile import parse_json, read_side_file
 from ._io import atomic_output
 from ..errors import ConversionError, OptionError, OutputExistsError, SafetensorsError
+from .limits import DEFAULT_LIMITS, ReadLimits
 from .formats import PageReleaser, read_pytorch_file, read_safetensors_file, write_safetensors_file
 from .tensors import Entry, TensorSet
 from .torch_live import write_pytorch
@@ -91,13 +92,14 @@ def read_sharded(
     bool_store: str | BoolStore = "U8",
     top_level_key: str | None = None,
     family: str | None = None,
-    max_index_bytes: int = SIDE_FILE_MAX_BYTES,
+    limits: ReadLimits = DEFAULT_LIMITS,
 ) -> TensorSet:
     """The tensors of a sharded checkpoint (of the ``family`` shard format when given), shard by
     shard in file order, checked against its index.
 
-    The index is read as a side file: a regular file of at most ``max_index_bytes`` (64 MiB by
-    default; an index lists names, far less for any real model), parsed with the JSON checks.
+    The index is read as a side file: a regular file of at most ``limits.max_index_bytes`` (64 MiB
+    by default; an index lists names, far less for any real model), parsed with the JSON checks;
+    ``.bin`` shards within the pickle caps of ``limits``.
     """
     found = find_sharded(path, family)
     if found is None:
@@ -105,8 +107,8 @@ def read_sharded(
     if found.name == SINGLE_NAMES[0]:
         return read_safetensors_file(found, bool_store=bool_store)
     if not found.name.endswith(".index.json"):
-        return read_pytorch_file(found, top_level_key=top_level_key, bool_store=bool_store)
-    weight_map = _weight_map(found, max_index_bytes)
+        return read_pytorch_file(found, top_level_key=top_level_key, bool_store=bool_store, limits=limits)
+    weight_map = _weight_map(found, limits.max_index_bytes)
     shards: dict[str, list[str]] = {}
     for name, shard in weight_map.items():
         shards.setdefault(shard, []).append(name)
@@ -127,7 +129,7 @@ def read_sharded(
                     raise ConversionError(f"{shard_path}: {exc}") from None
                 metadata = metadata or tset.metadata
             else:
-                tset = read_pytorch_file(shard_path, top_level_key=top_level_key, bool_store=bool_store)
+                tset = read_pytorch_file(shard_path, top_level_key=top_level_key, bool_store=bool_store, limits=limits)
             shard_entries = tset.entries
             skipped.update(tset.skipped)
             closers.append(tset.close)
@@ -148,7 +150,7 @@ def read_sharded(
 
 
 def _weight_map(index: Path, max_bytes: int) -> dict[str, str]:
-    parsed = parse_json(read_side_file(index, max_bytes=max_bytes), ConversionError, str(index))
+    parsed = parse_json(read_side_file(index, max_bytes=max_bytes, lift="max_index_bytes"), ConversionError, str(index))
     weight_map = parsed.get("weight_map") if isinstance(parsed, dict) else None
     if not isinstance(weight_map, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()):
         raise ConversionError(f"{index}: needs a \"weight_map\" object of tensor name -> shard file name")

@@ -21,7 +21,7 @@ import numpy as np
 from .._generated.types import DTYPE_ALIASES, DTYPE_INFO, BoolStore, DType, Scalar
 from ..dtypes import NATIVE_BOOL, debug, dtype_from_numpy, element_size, numpy_dtype
 from ..errors import OptionError, ValidationError
-from ..tensor import FileRange, Tensor, _blank, _describe, _freeze
+from ..core.tensor import FileRange, Tensor, _blank, _describe, _freeze
 
 __all__ = ["Entry", "TensorSet", "cast_array", "dtype_name", "flatten_nested", "is_float", "not_a_tensor", "parse_dtype"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,7 @@ import numpy as np
 
 from .._generated.types import BoolStore
 from ..dtypes import numpy_dtype
-from ..frameworks import is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
+from ..core.frameworks import TorchModule, is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
 from ._io import atomic_output, entry_from_array
 from ..errors import ConversionError
 from .tensors import TensorSet, dtype_name, flatten_nested
@@ -48,7 +48,7 @@ def _holds_tensors(values: Any) -> bool:
     return False
 
 
-def module_types_of(module: Any, prefix: str = "") -> dict[str, str]:
+def module_types_of(module: TorchModule, prefix: str = "") -> dict[str, str]:
     """``{module path: Burn module type}`` of a ``torch.nn.Module``'s submodules."""
     from .adapters import ModuleTypes
 
@@ -91,7 +91,9 @@ def to_state_dict(tset: TensorSet) -> OrderedDict[str, Any]:
     return out
 
 
-def write_pytorch(tset: TensorSet, path: str | os.PathLike[str], *, overwrite: bool = False, progress: Any = None) -> Path:
+def write_pytorch(
+    tset: TensorSet, path: str | os.PathLike[str], *, overwrite: bool = False, progress: Callable[[int], None] | None = None
+) -> Path:
     """``torch.save`` of the state dict, written atomically. Needs torch; metadata, scalars and
     param ids have no place in a state dict and are not written."""
     try:

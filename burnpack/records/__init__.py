@@ -10,7 +10,7 @@
 * :class:`Checkpoints` — a learner's ``checkpoint/{model,optim,scheduler}-N.bpk`` directory with
   Burn's default retention.
 
-This layer sits above the format layer (``burnpack.reader`` / ``burnpack.writer``) and only uses
+This layer sits above the format layer (``burnpack.core.reader`` / ``burnpack.core.writer``) and only uses
 numpy; torch is imported only when a caller passes torch objects.
 """
 
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     )
     from .checkpoint import (
         CheckpointingAction,
+        CheckpointingStrategy,
         Checkpoints,
         ComposedCheckpointingStrategy,
         EpochRecords,
@@ -78,7 +79,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "..errors": ("CheckpointRetentionError", "MissingParamIdError", "RecordCastError", "RecordError",
                  "RecordValidationError", "SchedulerLayoutError", "StateRankError", "io_display"),
-    ".checkpoint": ("CheckpointingAction", "Checkpoints", "ComposedCheckpointingStrategy",
+    ".checkpoint": ("CheckpointingAction", "CheckpointingStrategy", "Checkpoints", "ComposedCheckpointingStrategy",
                     "EpochRecords", "FileCheckpointer", "KeepLastNCheckpoints", "LossHistory", "MetricCheckpointingStrategy",
                     "burn_valid_losses", "default_strategy"),
     ".detect": ("RecordKind", "detect_record_kind"),

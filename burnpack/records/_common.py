@@ -11,8 +11,8 @@ from .._cbor import rust_debug_str
 from .._generated.layout import I64_MAX, I64_MIN, U64_MAX
 from .._generated.types import Scalar
 from ..errors import ValidationError
-from ..reader import Pack, PathLike, load
-from ..tensor import Tensor
+from ..core.reader import Pack, PathLike, load
+from ..core.tensor import Tensor
 
 RANK_KEY = "__rank"
 """The scalar ``<param id>.__rank`` Burn's optimizers store with each parameter's state."""

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..dtypes import dtype_from_torch
-from ..frameworks import numpy_to_torch
+from ..core.frameworks import numpy_to_torch
 from ._common import new_param_id
 from .tree import Param, RunningState
 

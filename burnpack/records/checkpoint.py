@@ -34,16 +34,18 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
-from ..atomic import atomic_file
+from ..core.atomic import atomic_file
 from ..errors import BurnpackError, CheckpointRetentionError, IoError
-from ..sidefile import SIDE_FILE_MAX_BYTES, parse_json, read_side_file
+from ..core.sidefile import SIDE_FILE_MAX_BYTES, parse_json, read_side_file
 from .module import ModuleRecord
 from .optimizer import OptimizerRecord
 from .scheduler import LrSchedulerRecord
 
 PathLike = str | os.PathLike[str]
 RECORD_NAMES = ("model", "optim", "scheduler")
-RECORD_TYPES: dict[str, type] = {"model": ModuleRecord, "optim": OptimizerRecord, "scheduler": LrSchedulerRecord}
+Record = ModuleRecord | OptimizerRecord | LrSchedulerRecord
+"""A record a learner checkpoints."""
+RECORD_TYPES: dict[str, type[Record]] = {"model": ModuleRecord, "optim": OptimizerRecord, "scheduler": LrSchedulerRecord}
 _FILE = re.compile(r"^(?P<name>.+)-(?P<epoch>0|[1-9][0-9]*)\.bpk$")
 _F64_MAX = 1.7976931348623157e308
 RETENTION_FILE = "retention.json"
@@ -75,6 +77,16 @@ class CheckpointingAction:
 class MetricHistory(Protocol):
     def find_epoch(self) -> int | None:
         """The best epoch so far, or None when the metric was never logged."""
+
+
+class CheckpointingStrategy(Protocol):
+    """Burn's ``CheckpointingStrategy``: after each epoch, which checkpoints to save and delete
+    (:class:`KeepLastNCheckpoints`, :class:`MetricCheckpointingStrategy`, their composition, or
+    a caller's own)."""
+
+    def checkpointing(self, epoch: int, history: MetricHistory) -> list[CheckpointingAction]:
+        """The actions after ``epoch``, given the metric ``history`` so far."""
+        ...
 
 
 class LossHistory:
@@ -221,7 +233,7 @@ class MetricCheckpointingStrategy:
 class ComposedCheckpointingStrategy:
     """Save when any strategy saves; delete an epoch only once every strategy has deleted it."""
 
-    def __init__(self, strategies: Sequence[Any]) -> None:
+    def __init__(self, strategies: Sequence[CheckpointingStrategy]) -> None:
         self.strategies = list(strategies)
         self.deleted: list[set[int]] = [set() for _ in self.strategies]
 
@@ -233,11 +245,11 @@ class ComposedCheckpointingStrategy:
             if not actions:
                 self.deleted[i].add(epoch)
             for action in actions:
-                if action.kind == "delete":
+                if action.kind != "delete":
+                    saved = True
+                elif action.epoch is not None:
                     self.deleted[i].add(action.epoch)
                     to_check.append(action.epoch)
-                else:
-                    saved = True
         out = [CheckpointingAction.save()] if saved else []
         for old in to_check:
             if all(old in deleted for deleted in self.deleted):
@@ -258,15 +270,15 @@ def default_strategy() -> ComposedCheckpointingStrategy:
 class FileCheckpointer:
     """Burn's ``FileCheckpointer``: ``<directory>/<name>-<epoch>.bpk``."""
 
-    def __init__(self, directory: PathLike, name: str, record_type: Any = None) -> None:
+    def __init__(self, directory: PathLike, name: str, record_type: type[Record] | None = None) -> None:
         self.directory = Path(directory)
         self.name = name
-        self.record_type: Any = record_type or RECORD_TYPES.get(name, ModuleRecord)
+        self.record_type: type[Record] = record_type or RECORD_TYPES.get(name, ModuleRecord)
 
     def path_for_epoch(self, epoch: int) -> Path:
         return self.directory / f"{self.name}-{epoch}.bpk"
 
-    def save(self, epoch: int, record: Any) -> Path:
+    def save(self, epoch: int, record: Record) -> Path:
         """Write atomically (scratch file + rename; Burn writes in place from a background thread)."""
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -274,7 +286,7 @@ class FileCheckpointer:
             raise IoError.from_os_error(exc, where=str(self.directory)) from None
         return record.save(self.path_for_epoch(epoch))
 
-    def restore(self, epoch: int) -> Any:
+    def restore(self, epoch: int) -> Record:
         return self.record_type.load(self.path_for_epoch(epoch))
 
     def delete(self, epoch: int) -> bool:
@@ -315,24 +327,24 @@ class Checkpoints:
     most ``max_side_file_bytes`` each (64 MiB by default).
     """
 
-    def __init__(self, artifact_dir: PathLike, *, strategy: Any = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> None:
+    def __init__(self, artifact_dir: PathLike, *, strategy: CheckpointingStrategy | None = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> None:
         self._init(Path(artifact_dir) / "checkpoint", strategy, max_side_file_bytes)
 
     @classmethod
-    def at(cls, checkpoint_dir: PathLike, *, strategy: Any = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> Checkpoints:
+    def at(cls, checkpoint_dir: PathLike, *, strategy: CheckpointingStrategy | None = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> Checkpoints:
         self = cls.__new__(cls)
         self._init(Path(checkpoint_dir), strategy, max_side_file_bytes)
         return self
 
     @classmethod
-    def find(cls, path: PathLike, *, strategy: Any = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> Checkpoints:
+    def find(cls, path: PathLike, *, strategy: CheckpointingStrategy | None = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> Checkpoints:
         """``path/checkpoint`` when it is a directory, else ``path`` itself."""
         path = Path(path)
         if (path / "checkpoint").is_dir():
             return cls(path, strategy=strategy, max_side_file_bytes=max_side_file_bytes)
         return cls.at(path, strategy=strategy, max_side_file_bytes=max_side_file_bytes)
 
-    def _init(self, directory: Path, strategy: Any, max_side_file_bytes: int) -> None:
+    def _init(self, directory: Path, strategy: CheckpointingStrategy | None, max_side_file_bytes: int) -> None:
         self.directory = directory
         self._max_side_file_bytes = max_side_file_bytes
         self.checkpointers = {name: FileCheckpointer(directory, name) for name in RECORD_NAMES}
@@ -377,7 +389,7 @@ class Checkpoints:
     def _read_journal(self) -> list[dict[str, Any]]:
         path = self.retention_file
         try:
-            raw = read_side_file(path, max_bytes=self._max_side_file_bytes)
+            raw = read_side_file(path, max_bytes=self._max_side_file_bytes, lift="max_side_file_bytes")
         except FileNotFoundError:
             return []
 
@@ -437,7 +449,7 @@ class Checkpoints:
 
     def is_complete(self, epoch: int) -> bool:
         """Whether each of the three files of ``epoch`` opens and its data section is whole."""
-        from ..reader import load
+        from ..core.reader import load
 
         for checkpointer in self.checkpointers.values():
             try:
@@ -464,20 +476,20 @@ class Checkpoints:
         return out
 
     # -- reading -------------------------------------------------------------------------------
-    def open(self, epoch: int, name: str) -> Any:
+    def open(self, epoch: int, name: str) -> Record:
         """One record of ``epoch``: ``name`` is ``model``, ``optim`` or ``scheduler``."""
         if name not in self.checkpointers:
             raise ValueError(f"no checkpoint record named {name!r} (expected one of {RECORD_NAMES})")
         return self.checkpointers[name].restore(epoch)
 
     def model(self, epoch: int) -> ModuleRecord:
-        return self.open(epoch, "model")
+        return ModuleRecord.load(self.checkpointers["model"].path_for_epoch(epoch))
 
     def optim(self, epoch: int) -> OptimizerRecord:
-        return self.open(epoch, "optim")
+        return OptimizerRecord.load(self.checkpointers["optim"].path_for_epoch(epoch))
 
     def scheduler(self, epoch: int) -> LrSchedulerRecord:
-        return self.open(epoch, "scheduler")
+        return LrSchedulerRecord.load(self.checkpointers["scheduler"].path_for_epoch(epoch))
 
     def restore(self, epoch: int) -> EpochRecords:
         """The three records of ``epoch``, as ``learner.checkpoint(epoch)`` restores them (a
@@ -528,3 +540,65 @@ class Checkpoints:
     def delete_epoch(self, epoch: int) -> None:
         for checkpointer in self.checkpointers.values():
             checkpointer.delete(epoch)
+
+
+def _error(exc: BaseException) -> str:
+    from ..errors import BurnpackError
+
+    if isinstance(exc, BurnpackError):
+        return f"{exc.variant}: {exc}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def inspect_epoch(checkpoints: Checkpoints, epoch: int) -> dict[str, Any]:
+    """What ``checkpoint inspect`` reports for one epoch, as JSON-ready data."""
+    from ..dtypes import debug
+    from ..errors import BurnpackError, RecordError, SchedulerLayoutError
+    from .scheduler import infer_scheduler
+
+    files = checkpoints.files(epoch)
+    info: dict[str, Any] = {"epoch": epoch, "files": {k: p.name for k, p in files.items()}, "complete": len(files) == 3}
+    model = optim = None
+    if "model" in files:
+        try:
+            model = checkpoints.model(epoch)
+            dtypes = sorted({debug(t.dtype) for t in model.tensors})
+            info["model"] = {"parameters": len(model), "elements": model.num_elements, "dtypes": dtypes}
+        except (BurnpackError, OSError) as exc:
+            info["model"] = {"error": _error(exc)}
+    if "optim" in files:
+        try:
+            optim = checkpoints.optim(epoch)
+            entry: dict[str, Any] = {"kind": optim.kind, "step": optim.step, "tensors": len(optim.tensors)}
+            if not optim.is_lbfgs():
+                entry["states"] = len(optim.param_ids)
+            info["optim"] = entry
+        except (BurnpackError, OSError) as exc:
+            info["optim"] = {"error": _error(exc)}
+            optim = None
+    if "scheduler" in files:
+        try:
+            record = checkpoints.scheduler(epoch)
+            entry = {"scalars": {k: [v.variant, v.value] for k, v in record.scalars.items()}}
+            try:
+                entry["state"] = infer_scheduler(record).describe()
+            except SchedulerLayoutError as exc:
+                entry["state"] = f"unrecognised layout ({exc})"
+            info["scheduler"] = entry
+        except (BurnpackError, OSError) as exc:
+            info["scheduler"] = {"error": _error(exc)}
+    if model is not None and optim is not None and not optim.is_lbfgs():
+        try:
+            report = optim.check(model)
+            info["ids"] = {
+                "consistent": report.ok,
+                "text": str(report),
+                "only_in_model": [path for _, path in report.only_in_model],
+                "only_in_optimizer": [pid for pid, _ in report.only_in_optimizer],
+                "rank_mismatches": [path for _, path, _, _ in report.rank_mismatches],
+                "shape_mismatches": [name for _, name, _, _ in report.shape_mismatches],
+                "path_mismatches": [pid for pid, _, _ in report.path_mismatches],
+            }
+        except RecordError as exc:
+            info["ids"] = {"consistent": False, "text": _error(exc)}
+    return info

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..display import plural
+from ..core.display import plural
 from ..quant import dtype_label
-from ..reader import Pack
+from ..core.reader import Pack
 from ._common import RANK_KEY, parse_u64
 
 

@@ -26,10 +26,10 @@ from .._generated.types import DType
 from ..dtypes import dtype_from_numpy
 from ..errors import QuantizationError, RecordValidationError, ValidationError
 from ..quant import QuantizedTensor, decode
-from ..writer import Writer
-from ..frameworks import as_numpy, is_torch_module
-from ..patterns import compile_pattern
-from ..tensor import Tensor
+from ..core.writer import Writer
+from ..core.frameworks import as_numpy, is_torch_module
+from ..core.patterns import compile_pattern
+from ..core.tensor import Tensor
 from ._cast import cast_array, is_float
 from ._common import (
     new_param_id,

@@ -24,9 +24,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from .._generated.types import Scalar
-from ..display import plural, printable_lines
-from ..frameworks import as_numpy
-from ..tensor import Tensor
+from ..core.display import plural, printable_lines
+from ..core.frameworks import as_numpy
+from ..core.tensor import Tensor
 from ._common import RANK_KEY, open_pack, pack_tensors_in_data_order, parse_u64, scalar_value
 from ..errors import MissingParamIdError, StateRankError
 from .state import (
@@ -47,7 +47,8 @@ from .state import (
 PathLike = str | os.PathLike[str]
 
 if TYPE_CHECKING:
-    from ..writer import Writer
+    from ..core.writer import Writer
+    from .module import ModuleRecord
 
 
 # --------------------------------------------------------------------------------------------
@@ -289,7 +290,7 @@ class ParamEntries:
 class ConsistencyReport:
     """How a model record and an optimizer record line up (they meet only through param ids)."""
 
-    only_in_model: list[tuple[int, str]] = field(default_factory=list)
+    only_in_model: list[tuple[int | None, str]] = field(default_factory=list)
     """Model parameters without optimizer state: normal for running stats, frozen parameters, or
     a parameter that never got a gradient."""
     only_in_optimizer: list[tuple[int, str | None]] = field(default_factory=list)
@@ -360,7 +361,7 @@ class OptimizerRecord:
         return cls(pack_tensors_in_data_order(pack), pack.scalars, pack.metadata)
 
     def _writer(self) -> Writer:
-        from ..writer import Writer  # imported when a record is written: reading one (inspect) needs no writer
+        from ..core.writer import Writer  # imported when a record is written: reading one (inspect) needs no writer
 
         return Writer(self.tensors, metadata=self.metadata, scalars=self.scalars)
 
@@ -534,7 +535,7 @@ class OptimizerRecord:
         cls,
         states: Mapping[int | str, OptimizerState],
         *,
-        module: Any = None,
+        module: ModuleRecord | None = None,
         paths: Mapping[int, str] | None = None,
         ranks: Mapping[int, int] | None = None,
     ) -> OptimizerRecord:
@@ -641,7 +642,7 @@ class OptimizerRecord:
         return state
 
     # -- consistency with a model record -------------------------------------------------------
-    def check(self, model: Any) -> ConsistencyReport:
+    def check(self, model: ModuleRecord) -> ConsistencyReport:
         """Compare with a ``ModuleRecord``: ids only on one side, rank, shape and path mismatches."""
         report = ConsistencyReport()
         model_by_id = {t.param_id: t for t in model.tensors}

@@ -39,7 +39,7 @@ from ._common import open_pack, scalar_for, scalar_value
 from .state import join_path
 
 if TYPE_CHECKING:
-    from ..writer import Writer
+    from ..core.writer import Writer
 
 PathLike = str | os.PathLike[str]
 
@@ -81,7 +81,7 @@ class LrSchedulerRecord:
             if rust_type is None:
                 raise TypeError("give a burnpack.Scalar or the Rust type of the value (rust_type='usize', ...)")
             value = scalar_for(rust_type, value)
-        from ..writer import as_scalar
+        from ..core.writer import as_scalar
 
         return LrSchedulerRecord({**self.scalars, key: as_scalar(key, value)})
 
@@ -114,7 +114,7 @@ class LrSchedulerRecord:
             return cls(pack.scalars)
 
     def _writer(self) -> Writer:
-        from ..writer import Writer  # imported when a record is written: reading one (inspect) needs no writer
+        from ..core.writer import Writer  # imported when a record is written: reading one (inspect) needs no writer
 
         return Writer([], scalars=self.scalars)
 

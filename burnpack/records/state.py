@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._generated.types import Scalar
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 from ._common import scalar_for, scalar_value
 
 

@@ -37,9 +37,9 @@ from typing import Any
 import numpy as np
 
 from .._generated.types import DType
-from ..frameworks import is_torch_module, is_torch_tensor
+from ..core.frameworks import is_torch_module, is_torch_tensor
 from ..quant import QuantizedTensor
-from ..tensor import Tensor
+from ..core.tensor import Tensor
 
 _PRIMITIVES = (bool, int, float, complex, str, bytes, bytearray, np.generic)
 

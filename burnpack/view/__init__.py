@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..commands.diff import open_input
+from ..interop.inputs import open_input
 from .page import render
 from .report import checkpoint_report, diff_report, is_checkpoint_directory, pack_report, page_data
 
@@ -43,7 +43,7 @@ def build_page(first: str, second: str | None = None, *, stats: bool = True) -> 
 
 def write_page(html: str, target: Path) -> None:
     """Write ``html`` to ``target`` atomically (a reader never sees half a page)."""
-    from ..atomic import atomic_file
+    from ..core.atomic import atomic_file
 
     with atomic_file(target) as stream:
         stream.write(html.encode("utf-8"))

@@ -16,13 +16,12 @@ from typing import Any
 import numpy as np
 
 from .. import __version__
-from ..diff import diff_packs, layout_of
-from ..dump import scalar_json
+from ..core.diff import diff_packs, layout_of
+from ..core.dump import scalar_json
 from ..errors import BurnpackError
 from ..quant import dtype_label
-from ..reader import load
-from ..records.checkpoint import Checkpoints, KeepLastNCheckpoints, LossHistory, burn_valid_losses
-from ..records.cli import inspect_epoch
+from ..core.reader import load
+from ..records.checkpoint import Checkpoints, KeepLastNCheckpoints, LossHistory, burn_valid_losses, inspect_epoch
 from ..records.detect import detect_record_kind
 from .stats import chunks, quantization, value_stats
 

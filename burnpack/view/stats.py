@@ -34,7 +34,7 @@ import numpy as np
 from ..dtypes import is_extension_type, numpy_dtype
 from ..errors import OptionError
 from ..quant import describe
-from ..reader import TensorView
+from ..core.reader import TensorView
 
 try:
     from . import _cstats  # type: ignore[attr-defined]  # the optional compiled kernel

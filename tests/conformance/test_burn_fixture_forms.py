@@ -83,7 +83,7 @@ def test_a_corpus_vector_the_runner_cannot_read_fails_alone(tmp_path):
 def test_a_spec_byte_len_other_than_the_data_plans_then_fails_while_writing():
     import pytest
 
-    from burnpack.spec import writer_from_spec
+    from burnpack.core.spec import writer_from_spec
 
     writer = writer_from_spec({"tensors": [{"name": "w", "dtype": "F32", "shape": [1], "byte_len": 4, "data_hex": "0000803f00"}]})
     assert writer.size() == 260

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import burnpack
-from burnpack import cli
-from burnpack.batch import serve
-from burnpack.spec import spec_from_pack, writer_from_spec
+from burnpack.cli import main as cli
+from burnpack.cli.batch import serve
+from burnpack.core.spec import spec_from_pack, writer_from_spec
 from burnpack.errors import SpecError
 from conformance.reference import dump
 

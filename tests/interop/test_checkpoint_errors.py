@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from burnpack.cli import main
+from burnpack.cli.main import main
 from burnpack.interop.checkpoint import burn_checkpoint_to_pytorch, pytorch_to_burn_checkpoint
 from burnpack.errors import ConversionError
 from burnpack.records import OptimizerRecord

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 import burnpack
-from burnpack.cli import main
+from burnpack.cli.main import main
 from burnpack.interop.safetensors import parse_safetensors, serialize_safetensors
 from burnpack.records import LrSchedulerRecord, ModuleRecord, OptimizerRecord
 from tests.conftest import PYTORCH_FIXTURES, require
-from tests.interop.test_pytorch_reader import storage_ref, tensor, write_zip
+from tests.interop.test_pytorch_reader import f32, storage_ref, tensor, write_zip
 
 MNIST_ST = PYTORCH_FIXTURES / "examples" / "mnist.safetensors"
 
@@ -404,3 +404,40 @@ def test_diff_reads_safetensors_and_npz_with_their_own_libraries(tmp_path, capsy
     assert report["readers"] == {"a": "safetensors.numpy", "b": "numpy.load"}
     assert code == 0 or report["metadata"]  # same tensors; metadata stamps may differ by format
     assert not (report["added"] or report["removed"] or report["changed"])
+
+
+def _repeating_view(path: Path) -> Path:
+    """One stored element viewed as 2 x 3 (stride 0): its copy takes 24 bytes for 4 stored."""
+    return write_zip(path, {"w": tensor(storage_ref("0", "FloatStorage", 1), 0, (2, 3), (0, 0))}, {"0": f32([7])})
+
+
+def test_convert_refuses_beyond_a_read_cap_naming_it_and_limit_lifts_it(tmp_path, capsys):
+    source = _repeating_view(tmp_path / "view.pt")
+    code, _, err = run(capsys, "convert", source, tmp_path / "a.safetensors", "--limit", "max_view_expansion=0")
+    assert code == 1 and "max_view_expansion=0" in err and not (tmp_path / "a.safetensors").exists()
+    code, _, _ = run(capsys, "convert", source, tmp_path / "b.safetensors", "--limit", "max_view_expansion=20")
+    assert code == 0 and burnpack.interop.read_tensors(tmp_path / "b.safetensors").entries[0].shape == (2, 3)
+
+
+@pytest.mark.parametrize(("limit", "why"), [("max_pickles=1", "'max_pickles' is not a read cap"),
+                                            ("max_view_expansion=lots", "the cap is a whole number"),
+                                            ("max_view_expansion", "is not KEY=VALUE")])
+def test_a_limit_that_is_not_a_read_cap_and_a_whole_number_is_a_usage_error(tmp_path, capsys, limit, why):
+    code, _, err = run(capsys, "convert", _repeating_view(tmp_path / "v.pt"), tmp_path / "o.safetensors", "--limit", limit)
+    assert code == 2 and why in err
+
+
+def test_a_limit_the_inputs_reader_does_not_use_is_a_usage_error(tmp_path, capsys):
+    source = tmp_path / "t.safetensors"
+    source.write_bytes(serialize_safetensors({"w": np.zeros(2, np.float32)}))
+    code, _, err = run(capsys, "convert", source, tmp_path / "o.bpk", "--limit", "max_pickle_depth=5")
+    assert code == 2 and "max_pickle_depth changes nothing for a safetensors file" in err
+
+
+def test_convert_checkpoint_takes_limit_only_towards_burn(tmp_path, capsys):
+    source = _repeating_view(tmp_path / "view.pt")
+    code, _, err = run(capsys, "convert-checkpoint", source, tmp_path / "ck", "--limit", "max_view_expansion=0")
+    assert code == 1 and "max_view_expansion=0" in err
+    (tmp_path / "burn").mkdir()
+    code, _, err = run(capsys, "convert-checkpoint", tmp_path / "burn", tmp_path / "out.pt", "--limit", "max_view_expansion=0")
+    assert code == 2 and "--limit applies to PyTorch -> Burn" in err

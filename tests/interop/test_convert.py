@@ -17,7 +17,7 @@ import safetensors.numpy
 import burnpack
 from burnpack import BoolStore, DType
 from burnpack.interop.converter import ConversionReport, convert, transform
-from burnpack.progress import ProgressBar
+from burnpack.core.progress import ProgressBar
 from burnpack.errors import ConversionError, OutputExistsError, UnsafePickleError
 from burnpack.interop.registry import detect_format, read_tensors, write_tensors
 from burnpack.interop.safetensors import parse_safetensors, serialize_safetensors

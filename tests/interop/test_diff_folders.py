@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 import burnpack
-from burnpack.cli import main
+from burnpack.cli.main import main
 from burnpack.interop.dcp import write_dcp
 from burnpack.interop.registry import read_tensors
 from burnpack.interop.sharded import write_sharded

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import burnpack
-from burnpack.cli import main
+from burnpack.cli.main import main
 
 ARRAYS = {"layers.10.weight": np.arange(6, dtype=np.float32).reshape(2, 3), "layers.2.weight": np.ones((2, 3), np.float32),
           "position_ids": np.arange(4, dtype=np.int64)}  # fmt: skip

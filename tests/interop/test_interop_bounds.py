@@ -13,11 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from burnpack.interop.archive import INFLATE_LIMIT_BASE
 from burnpack.interop.converter import convert
 from burnpack.interop.formats import read_npz
 from burnpack.errors import ConversionError, PyTorchReadError
-from burnpack.interop.pytorch import EXPANSION_LIMIT, read_pytorch
+from burnpack.interop.limits import DEFAULT_LIMITS
+from burnpack.interop.pytorch import read_pytorch
 from tests.conftest import peak_bytes
 from tests.interop.test_pytorch_reader import f32, storage_ref, tensor, torch_pickle, write_zip
 
@@ -69,7 +69,7 @@ def _deflated_zeros(path: Path, name: str, size: int, pickle: bytes) -> Path:
 
 
 def test_a_deflated_storage_beyond_the_inflation_limit_is_refused_before_inflating(tmp_path):
-    numel = (INFLATE_LIMIT_BASE + 16 * MIB) // 4
+    numel = (DEFAULT_LIMITS.max_inflate_bytes + 16 * MIB) // 4
     root = {"w": tensor(storage_ref("0", "FloatStorage", numel), 0, (numel,), (1,))}
     path = _deflated_zeros(tmp_path / "t.pt", "archive/data/0", numel * 4, torch_pickle(root))
     assert path.stat().st_size < 1 * MIB
@@ -123,7 +123,7 @@ def test_a_stride_zero_view_beyond_the_expansion_limit_is_refused_without_copyin
     side = 1 << 14  # 2**28 float32 elements: 1 GiB from one stored element
     root = {"w": tensor(storage_ref("0", "FloatStorage", 1), 0, (side, side), (0, 0))}
     path = write_zip(tmp_path / "t.pt", root, {"0": f32([1])})
-    assert side * side * 4 > EXPANSION_LIMIT
+    assert side * side * 4 > DEFAULT_LIMITS.max_view_expansion
     _raises_within(PyTorchReadError, "expansion limit", lambda: read_pytorch(path))
 
 
@@ -156,7 +156,7 @@ def _npy(array: np.ndarray) -> bytes:
 
 def test_an_npz_bomb_is_refused_before_inflating(tmp_path):
     head = _npy(np.zeros(0, np.uint8))  # replaced below by a header announcing the zeros
-    size = INFLATE_LIMIT_BASE + 16 * MIB
+    size = DEFAULT_LIMITS.max_inflate_bytes + 16 * MIB
     header = np.lib.format.header_data_from_array_1_0(np.zeros(0, np.uint8)) | {"shape": (size,)}
     stream = io.BytesIO()
     np.lib.format.write_array_header_1_0(stream, header)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import burnpack
-from burnpack.cli import main
+from burnpack.cli.main import main
 from burnpack.interop import ConversionError, convert
 from burnpack.errors import AmbiguousFormatError
 from burnpack.interop.registry import (

@@ -231,7 +231,7 @@ def test_pickle_free_reader_matches_torch_load(tmp_path):
 
 
 def test_cli_convert_checkpoint_both_ways(tmp_path, capsys):
-    from burnpack.cli import main
+    from burnpack.cli.main import main
 
     model, optimizer, scheduler = trained("adamw", "linear")
     torch.save({"model_state_dict": model.state_dict(), "optimizer_state_dict": optimizer.state_dict(),
@@ -253,7 +253,7 @@ def test_cli_convert_checkpoint_both_ways(tmp_path, capsys):
 
 
 def test_cli_converts_a_burn_native_checkpoint_with_given_configs(tmp_path, capsys):
-    from burnpack.cli import main
+    from burnpack.cli.main import main
     from burnpack.records import AdamState, Checkpoints, CosineAnnealingLrScheduler, ModuleLrScheduler
 
     torch.manual_seed(3)
@@ -304,7 +304,7 @@ def test_a_live_state_with_lists_converts_under_indexed_names_and_reports_the_re
 def test_diff_reads_a_pt_with_torch_load_so_a_reader_bug_cannot_hide_itself(tmp_path, capsys):
     import json
 
-    from burnpack.cli import main
+    from burnpack.cli.main import main
 
     torch.save({"layers": [{"w": torch.ones(2)}, {"w": torch.zeros(2)}], "head": torch.ones(1)}, tmp_path / "listed.pt")
     burnpack.save({"head": np.ones(1, np.float32)}, tmp_path / "listed.bpk")  # what a reader skipping lists wrote

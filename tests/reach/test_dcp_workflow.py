@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 dcp = pytest.importorskip("torch.distributed.checkpoint")
 state_dict_api = pytest.importorskip("torch.distributed.checkpoint.state_dict")
 
-from burnpack.cli import main  # noqa: E402
+from burnpack.cli.main import main  # noqa: E402
 from burnpack.interop.checkpoint import burn_checkpoint_to_pytorch, pytorch_to_burn_checkpoint  # noqa: E402
 from burnpack.records import ModuleRecord, OptimizerRecord  # noqa: E402
 

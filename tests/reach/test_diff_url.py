@@ -7,7 +7,7 @@ import json
 import numpy as np
 
 import burnpack
-from burnpack.cli import main
+from burnpack.cli.main import main
 
 
 def test_diff_reads_a_url_as_a_pack(http_server, tmp_path, capsys):

@@ -215,7 +215,7 @@ def test_a_view_written_after_its_pack_was_closed_is_an_io_error(tmp_path, packe
 
 
 def test_the_repack_command_copies_the_tensors_in_the_kernel(tmp_path, packed, kernel_copies):
-    from burnpack.cli import main
+    from burnpack.cli.main import main
 
     assert main(["repack", str(packed), str(tmp_path / "out.bpk")]) == 0
     assert sum(copied for _, copied in kernel_copies) == sum(ARRAYS[n].nbytes for n in BIG)

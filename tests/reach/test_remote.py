@@ -164,7 +164,7 @@ def test_a_missing_s3_object_is_an_io_error(s3_url, s3_options):
 
 # -- command line --------------------------------------------------------------------------------
 def test_inspect_and_convert_take_a_url(http_server, tmp_path):
-    from burnpack.cli import main
+    from burnpack.cli.main import main
 
     url = _serve(http_server)
     assert main(["inspect", url]) == 0
@@ -226,14 +226,14 @@ def test_convert_reads_a_pytorch_url(http_server, tmp_path):
 
     buffer = io.BytesIO()
     torch.save({n: torch.from_numpy(a) for n, a in TENSORS.items()}, buffer)
-    from burnpack.cli import main
+    from burnpack.cli.main import main
 
     assert main(["convert", _serve(http_server, buffer.getvalue(), "/weights"), str(tmp_path / "out.bpk"), "-q"]) == 0
     _assert_pack_is_tensors(tmp_path / "out.bpk")
 
 
 def test_diff_takes_urls_of_any_format(http_server, tmp_path, capsys):
-    from burnpack.cli import main
+    from burnpack.cli.main import main
 
     burnpack.save(TENSORS, tmp_path / "local.bpk", metadata={"producer": "test"})
     assert main(["diff", _serve(http_server), str(tmp_path / "local.bpk")]) == 0
@@ -243,7 +243,7 @@ def test_diff_takes_urls_of_any_format(http_server, tmp_path, capsys):
 
 
 def test_diff_names_a_missing_url_as_given(http_server, tmp_path, capsys):
-    from burnpack.cli import main
+    from burnpack.cli.main import main
 
     url = http_server.url("/absent.bpk")
     burnpack.save(TENSORS, tmp_path / "local.bpk")
@@ -253,7 +253,7 @@ def test_diff_names_a_missing_url_as_given(http_server, tmp_path, capsys):
 
 
 def test_inspect_lists_a_safetensors_url(http_server, capsys):
-    from burnpack.cli import main
+    from burnpack.cli.main import main
 
     url = _serve(http_server, _safetensors_bytes(), "/model.safetensors")
     assert main(["inspect", url]) == 0
@@ -263,7 +263,7 @@ def test_inspect_lists_a_safetensors_url(http_server, capsys):
 
 
 def test_inspect_json_of_an_npz_url_lists_its_tensors(http_server, capsys):
-    from burnpack.cli import main
+    from burnpack.cli.main import main
 
     url = _serve(http_server, _npz_bytes(), "/model.npz")
     assert main(["inspect", "--json", url]) == 0

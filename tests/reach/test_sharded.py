@@ -237,7 +237,7 @@ def test_existing_shards_are_kept_without_overwrite(tmp_path):
 
 
 def test_cli_max_shard_size(tmp_path):
-    from burnpack.cli import main
+    from burnpack.cli.main import main
 
     burnpack.save(ARRAYS, tmp_path / "m.bpk")
     assert main(["convert", str(tmp_path / "m.bpk"), str(tmp_path / "hf"), "--max-shard-size", "0.0002MB", "-q"]) == 0
@@ -321,7 +321,7 @@ def test_existing_pytorch_shards_are_kept_without_overwrite(tmp_path):
 
 def test_cli_max_shard_size_to_pytorch(tmp_path):
     pytest.importorskip("torch")
-    from burnpack.cli import main
+    from burnpack.cli.main import main
 
     burnpack.save(ARRAYS, tmp_path / "m.bpk")
     args = ["convert", str(tmp_path / "m.bpk"), str(tmp_path / "hf"), "--max-shard-size", "0.0002MB", "--to", "pytorch", "-q"]

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import burnpack
-from burnpack.source import FileSource, coalesce
+from burnpack.core.source import FileSource, coalesce
 
 TENSORS = {f"t{i:02d}": np.full((64, 64), i, dtype=np.float32) for i in range(24)}  # 16 KiB each
 DATA = burnpack.save_bytes(TENSORS, metadata={"producer": "test"})

@@ -9,7 +9,7 @@ import pytest
 
 import burnpack
 from burnpack import LrSchedulerRecord, OptimizerRecord, Scalar
-from burnpack.cli import main
+from burnpack.cli.main import main
 from burnpack.records import (
     AdamState,
     Checkpoints,

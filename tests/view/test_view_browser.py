@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 import burnpack
-from burnpack.cli import main
-from burnpack.commands.inspect import print_tree
+from burnpack.cli.main import main
+from burnpack.cli.inspect import print_tree
 from burnpack.quant import parse_scheme
 from burnpack.records import burn_valid_losses
 from burnpack.view.page import PAGE_ROWS

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import burnpack
-from burnpack.cli import main
+from burnpack.cli.main import main
 from burnpack.records import burn_valid_losses
 from burnpack.view import build_page
 from burnpack.view.page import embed_json, render

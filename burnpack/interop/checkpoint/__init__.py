@@ -75,20 +75,21 @@ from __future__ import annotations
 import json
 import operator
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ...records import Checkpoints, LrSchedulerRecord, ModuleRecord, OptimizerRecord
-from ...writer import Writer
+from ...core.writer import Writer
 from ..adapters import ModuleTypes
-from ...frameworks import is_torch_module
+from ...core.frameworks import TorchModule, is_torch_module
 from .._io import atomic_output
 from ...errors import ConversionError, OutputExistsError
 from ..dcp import write_dcp_state
 from ..formats import burnpack_writer
+from ..limits import take_caps
 from ..remap import KeyRemapper
 from ..tensors import TensorSet
 from .model import model_metadata, model_to_burn, model_to_pytorch
@@ -168,7 +169,7 @@ def pytorch_to_burn_checkpoint(
     model: Any = None,
     optimizer: Any = None,
     scheduler: Any = None,
-    module: Any = None,
+    module: TorchModule | None = None,
     model_key: str | None = None,
     optimizer_key: str | None = None,
     scheduler_key: str | None = None,
@@ -187,13 +188,15 @@ def pytorch_to_burn_checkpoint(
     with their optimizer state; ``module_types`` / ``type_rules`` / ``infer_types`` (default
     True) say which module owns each weight; ``allow_unmatched`` tolerates options that change
     nothing. ``seed`` makes the param ids reproducible. Existing files are kept unless
-    ``overwrite``; each file is written atomically.
+    ``overwrite``; each file is written atomically. The read caps among ``model_options``
+    (``max_pickle_depth``...: :class:`~burnpack.interop.limits.ReadLimits`) bound reading the
+    PyTorch files, as :func:`read_torch_training_state`'s.
     """
     if out_dir is None:
         raise TypeError("out_dir is required")
     state = read_torch_training_state(
         source, model=model, optimizer=optimizer, scheduler=scheduler, module=module,
-        model_key=model_key, optimizer_key=optimizer_key, scheduler_key=scheduler_key,
+        model_key=model_key, optimizer_key=optimizer_key, scheduler_key=scheduler_key, **take_caps(model_options),
     )  # fmt: skip
     report = CheckpointReport(direction="pytorch->burn", source=describe(source if source is not None else model), target=str(out_dir))
     number = _epoch(epoch, state, report)
@@ -231,13 +234,13 @@ def burn_checkpoint_to_pytorch(
     out: str | os.PathLike[str] | None = None,
     *,
     epoch: int | None = None,
-    module: Any = None,
+    module: TorchModule | None = None,
     module_types: Mapping[str, str] | None = None,
-    type_rules: Any = None,
+    type_rules: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
     infer_types: bool = True,
     optimizer_config: Mapping[str, Any] | None = None,
     scheduler_config: Mapping[str, Any] | None = None,
-    remap: Any = None,
+    remap: KeyRemapper | Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
     overwrite: bool = False,
     dcp: bool = False,
 ) -> tuple[TorchTrainingState, CheckpointReport]:

@@ -13,13 +13,14 @@ import secrets
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
-from ...display import printable_lines
-from ...frameworks import is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
+from ...core.display import printable_lines
+from ...core.frameworks import TorchModule, is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
 from ...errors import ConversionError
+from ..limits import DCP_LIMITS, ReadCaps, ReadLimits, refuse_unused
 
 META_PREFIX = "torch."
 FORMAT_TAG = "burnpack.interop.checkpoint/1"
@@ -280,18 +281,21 @@ def _split_checkpoint(root: dict[Any, Any], keys: dict[str, str], explicit: dict
     return found
 
 
-def _read_object(path: str | os.PathLike[str]) -> Any:
-    """The object a ``torch.save`` file or a ``torch.distributed.checkpoint`` folder holds."""
+def _read_object(path: str | os.PathLike[str], caps: ReadCaps) -> Any:
+    """The object a ``torch.save`` file or a ``torch.distributed.checkpoint`` folder holds, read
+    within ``caps`` (each refused by a reader that does not use it)."""
     from ..dcp import is_dcp, read_dcp_object
     from ..pytorch import read_pytorch_object
 
-    return read_dcp_object(path) if is_dcp(path) else read_pytorch_object(path)
+    if is_dcp(path):
+        return read_dcp_object(path, limits=ReadLimits.of(caps, DCP_LIMITS, "a DCP checkpoint"))
+    return read_pytorch_object(path, **caps)
 
 
-def _state_dict(value: Any) -> Any:
+def _state_dict(value: Any, caps: ReadCaps) -> Any:
     """A path → its object; a live torch object → its ``state_dict()``."""
     if isinstance(value, (str, os.PathLike)):
-        value = _read_object(value)
+        value = _read_object(value, caps)
     if value is not None and hasattr(value, "state_dict") and not isinstance(value, dict):
         value = value.state_dict()
     return value
@@ -331,13 +335,15 @@ def read_torch_training_state(
     model: Any = None,
     optimizer: Any = None,
     scheduler: Any = None,
-    module: Any = None,
+    module: TorchModule | None = None,
     model_key: str | None = None,
     optimizer_key: str | None = None,
     scheduler_key: str | None = None,
+    **caps: Unpack[ReadCaps],
 ) -> TorchTrainingState:
     """Collect a training state from a checkpoint file, DCP folder or dict (``source``) and/or separate
-    parts (each a file path, a ``state_dict`` or a live torch object).
+    parts (each a file path, a ``state_dict`` or a live torch object); files are read within
+    ``caps`` (``max_pickle_depth``...: :class:`~burnpack.interop.limits.ReadLimits`).
 
     In a checkpoint dict the parts are found by key (``model`` / ``model_state_dict`` /
     ``state_dict``..., ``optimizer`` / ``optimizer_state_dict``..., ``scheduler`` /
@@ -349,9 +355,11 @@ def read_torch_training_state(
     """
     from ..torch_live import module_types_of
 
+    if not any(isinstance(part, (str, os.PathLike)) for part in (source, model, optimizer, scheduler)):
+        refuse_unused(frozenset(caps), (), "a training state given as objects (no file is read)")
     keys: dict[str, str] = {}
     live_optimizer = optimizer if hasattr(optimizer, "param_groups") and hasattr(optimizer, "state_dict") else None
-    root = _read_object(source) if isinstance(source, (str, os.PathLike)) else source
+    root = _read_object(source, caps) if isinstance(source, (str, os.PathLike)) else source
     if is_torch_module(root):
         module, model, root = module or root, model if model is not None else root, None
     elif root is not None and not isinstance(root, dict):
@@ -369,7 +377,7 @@ def read_torch_training_state(
         raise ConversionError("no model state_dict found; pass model= or model_key=")
     if is_torch_module(model):
         module = module or model
-    optimizer_sd, scheduler_sd = _to_plain(_state_dict(optimizer)), _to_plain(_state_dict(scheduler))
+    optimizer_sd, scheduler_sd = _to_plain(_state_dict(optimizer, caps)), _to_plain(_state_dict(scheduler, caps))
     if is_flat_optimizer_sd(optimizer_sd):
         optimizer_sd, keys["optimizer.layout"] = unflatten_optimizer_sd(optimizer_sd), "flat"
     if optimizer_sd is not None and is_optimizer_sd(optimizer_sd):
@@ -380,7 +388,7 @@ def read_torch_training_state(
         raise ConversionError("the scheduler part is not an LR scheduler state_dict (no 'last_epoch' / 'base_lrs')")
     names = _module_order(module, live_optimizer) if module is not None else None
     types = module_types_of(module) if module is not None else {}
-    return TorchTrainingState(_model_arrays(_state_dict(model)), optimizer_sd, scheduler_sd, extra, names, types, keys)
+    return TorchTrainingState(_model_arrays(_state_dict(model, caps)), optimizer_sd, scheduler_sd, extra, names, types, keys)
 
 
 # --------------------------------------------------------------------------------------------

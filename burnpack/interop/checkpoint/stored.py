@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from ...records import OptimizerRecord
-from ...sidefile import parse_json
+from ...core.sidefile import parse_json
 from ...errors import ConversionError
 from .optimizer import TORCH_DEFAULTS
 from .scheduler import SCHEDULER_CLASSES

@@ -1,5 +1,0 @@
-"""The ``burnpack`` subcommands that are command-line only (``pack``, ``diff``, ``inspect``...).
-
-Library modules (``burnpack.spec``, ``burnpack.diff``...) hold the logic; the modules here parse
-arguments, print, and turn failures into the one error style of :mod:`burnpack.commands.common`.
-"""

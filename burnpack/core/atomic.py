@@ -1,0 +1,325 @@
+"""Replacing file output: the one way every burnpack writer puts bytes on disk.
+
+The destination either keeps its old content or gets the complete new one, and it is always
+*replaced* (a new inode), never truncated in place: a reader that has the old file memory-mapped
+keeps reading the old bytes instead of dying of SIGBUS. Burn's ``write_to_file`` truncates in
+place; its ``write_to_file_atomic`` (burn-pack writer.rs) renames a scratch file as here.
+
+Faults: where the platform supports it (Linux ``O_TMPFILE``) the bytes are written to an unnamed
+file that is linked into the directory only once complete, so a killed process leaves nothing.
+Elsewhere the scratch file is named ``.<name>.<host>-<pid>-<n>.burnpack-tmp``; every later write
+into the same directory removes such files whose writer process (on this host) is gone.
+
+Guarantees per mode. Durable (``durable=True``: ``save``, ``write_atomic``, every command's
+output): the file and its directory are fsynced before returning, so after a power cut the name
+holds the new file. Fast (``durable=False``: ``Writer.write``, ``write_safetensors``): nothing is fsynced, the scratch
+file is renamed over the destination, and after a power cut the name holds the old file or the
+new one as a plain rename gives it (on ext4 with ``auto_da_alloc``, the default, the rename
+starts writing the new file's blocks; a file system without that can leave it empty).
+
+Durable writes start the disk writing while the bytes are still being produced (Linux
+``sync_file_range``, asked every few milliseconds by a helper thread), so that the closing fsync
+waits for the tail only rather than for the whole file.
+
+Symbolic links: a destination that is a symlink is followed and its *target* is replaced (the
+link stays a link); a dangling link creates its target. A replaced file keeps its permission
+bits; a new file gets the usual ``0o666 & ~umask``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import hashlib
+import itertools
+import os
+import re
+import socket
+import stat
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from ..errors import DestinationExists
+
+SCRATCH_SUFFIX = ".burnpack-tmp"
+_HOST = hashlib.blake2s(socket.gethostname().encode(), digest_size=4).hexdigest()
+_SCRATCH = re.compile(r"^\..+\.(?P<host>[0-9a-f]{8})-(?P<pid>[1-9][0-9]*)-[0-9]+" + re.escape(SCRATCH_SUFFIX) + "$")
+_O_TMPFILE: int | None = getattr(os, "O_TMPFILE", None)
+_AT_FDCWD = -100
+_AT_SYMLINK_FOLLOW = 0x400
+_tmpfile_works: dict[int, bool] = {}  # st_dev → whether O_TMPFILE + linkat works there
+
+
+def destination(path: Path) -> Path:
+    """The file a write to ``path`` replaces: ``path`` itself, or the final target of a symlink.
+
+    A dangling link names the file to create. Raises ``OSError`` (ELOOP) for a link cycle.
+    """
+    path = Path(path)
+    seen: set[Path] = set()
+    while path.is_symlink():
+        if path in seen or len(seen) >= 40:
+            raise OSError(errno.ELOOP, "Too many levels of symbolic links", str(path))
+        seen.add(path)
+        path = path.parent / os.readlink(path)
+    return path
+
+
+@contextlib.contextmanager
+def atomic_file(path: Path, *, replace: bool = True, durable: bool = True) -> Iterator[BinaryIO]:
+    """A stream whose bytes replace ``destination(path)`` only if the ``with`` block succeeds.
+
+    ``durable`` fsyncs the file and its directory before returning. With ``replace=False`` an
+    existing destination is never replaced: ``DestinationExists`` if it appeared meanwhile.
+    Raises ``OSError``, naming ``path`` where the failing call named a scratch file.
+    """
+    try:
+        with _replacing(path, replace=replace, durable=durable) as stream:
+            yield stream
+    except OSError as exc:
+        if not _names_scratch(exc):
+            raise
+        raise type(exc)(exc.errno, exc.strerror, os.fspath(path)) from None
+
+
+def _names_scratch(exc: OSError) -> bool:
+    """Whether ``exc`` names one of our scratch files (a name the user never chose)."""
+    return exc.errno is not None and any(
+        isinstance(name, (str, bytes, os.PathLike)) and os.fsdecode(name).endswith(SCRATCH_SUFFIX)
+        for name in (exc.filename, exc.filename2)
+    )
+
+
+@contextlib.contextmanager
+def _replacing(path: Path, *, replace: bool, durable: bool) -> Iterator[BinaryIO]:
+    """``atomic_file``, its errors as the system calls raise them."""
+    target = destination(path)
+    directory = target.parent
+    if target.name in ("", ".", ".."):
+        raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+    if not directory.is_dir():
+        how = f" (the symbolic link {path} points into it)" if target != Path(path) else ""
+        raise FileNotFoundError(errno.ENOENT, f"No such file or directory: {directory}{how}", str(directory))
+    sweep_stale_scratch(directory)
+    mode = _kept_mode(target)
+    unnamed = _open_unnamed(directory)
+    scratch: Path | None = None
+    if unnamed is None:
+        scratch, fd = _open_named(target)
+    else:
+        fd = unnamed
+    try:
+        if mode is not None:
+            os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb", closefd=False) as stream, _writing_back(fd if durable else None):
+            yield stream
+            stream.flush()
+        if durable:
+            os.fsync(fd)
+        if not replace:
+            _link_into_place(fd, scratch, target)
+        else:
+            if scratch is None:  # name the unnamed file beside the target, then rename it over
+                scratch = _link_to_new_scratch(fd, target)
+            # A plain rename, also when not durable: renaming over an existing file makes ext4
+            # allocate and start writing back the new file's blocks (auto_da_alloc), so after a
+            # power cut the name holds the old or the new file, not an empty one. Exchanging
+            # the names and unlinking the old file would skip that.
+            os.replace(scratch, target)
+        scratch = None
+    finally:
+        os.close(fd)
+        if scratch is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(scratch)
+    if durable:
+        _fsync_dir(directory)
+
+
+def sweep_stale_scratch(directory: Path) -> list[Path]:
+    """Remove this host's scratch files in ``directory`` whose writer process is gone; returns them."""
+    removed: list[Path] = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        m = _SCRATCH.match(name)
+        if m is None or m["host"] != _HOST or _process_alive(int(m["pid"])):
+            continue
+        path = Path(directory) / name
+        try:
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                os.unlink(path)
+                removed.append(path)
+        except OSError:  # another writer swept it first, or not ours to remove
+            continue
+    return removed
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether ``pid`` is a live process here (a process of another user counts as alive)."""
+    if pid == os.getpid() or os.name == "nt":  # Windows' os.kill terminates: never probe there
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True
+    return True
+
+
+def _scratch_name(target: Path, n: int) -> Path:
+    return target.with_name(f".{target.name}.{_HOST}-{os.getpid()}-{n}{SCRATCH_SUFFIX}")
+
+
+def _kept_mode(target: Path) -> int | None:
+    try:
+        st = os.stat(target)
+    except OSError:
+        return None
+    return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else None
+
+
+def _open_named(target: Path) -> tuple[Path, int]:
+    for n in itertools.count():
+        scratch = _scratch_name(target, n)
+        try:
+            return scratch, os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o666)
+        except FileExistsError:
+            continue
+    raise AssertionError("unreachable")
+
+
+def _link_to_new_scratch(fd: int, target: Path) -> Path:
+    """Give the unnamed file ``fd`` a fresh scratch name; returns it (only once it exists)."""
+    for n in itertools.count():
+        scratch = _scratch_name(target, n)
+        try:
+            _link_fd(fd, scratch)
+            return scratch
+        except FileExistsError:
+            continue
+    raise AssertionError("unreachable")
+
+
+def _open_unnamed(directory: Path) -> int | None:
+    """An ``O_TMPFILE`` descriptor in ``directory``, or None where that (or linking it) is unsupported."""
+    if _O_TMPFILE is None or _linkat is None:
+        return None
+    try:
+        device = os.stat(directory).st_dev
+        works = _tmpfile_works.get(device)
+        fd = os.open(directory, _O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o666)
+    except OSError:
+        return None
+    if works is None:  # probe once per file system: can this descriptor be given a name?
+        probe = Path(directory) / f".probe.{_HOST}-{os.getpid()}-0{SCRATCH_SUFFIX}"
+        try:
+            _link_fd(fd, probe)
+            os.unlink(probe)
+            works = True
+        except OSError:
+            works = False
+        _tmpfile_works[device] = works
+        if works:  # the probe gave this descriptor a name; start again with a fresh one
+            os.close(fd)
+            return _open_unnamed(directory)
+    if not works:
+        os.close(fd)
+        return None
+    return fd
+
+
+def _libc_function(name: str, argtypes: list[Any]) -> Any:
+    """A libc function through ctypes (Linux only here), or None where there is none."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        function = getattr(ctypes.CDLL(None, use_errno=True), name)
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = argtypes
+    function.restype = ctypes.c_int
+    return function
+
+
+_PATH_ARGS = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]
+_linkat = _libc_function("linkat", [*_PATH_ARGS, ctypes.c_int]) if _O_TMPFILE is not None else None
+
+
+_sync_file_range = _libc_function("sync_file_range", [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint])
+_SYNC_FILE_RANGE_WRITE = 2  # start writing dirty pages back; neither wait nor take the error fsync reports
+WRITEBACK_INTERVAL = 0.02
+"""Seconds between two requests to start writing back, while a durable write runs."""
+
+
+@contextlib.contextmanager
+def _writing_back(fd: int | None) -> Iterator[None]:
+    """While the block runs, keep asking the kernel to start writing ``fd``'s dirty pages to disk.
+
+    A large durable write otherwise first fills the page cache and then waits in fsync for all of
+    it; with the disk busy from the start, the two overlap. A writer may copy in the kernel
+    (``copy_file_range``) and bypass the stream, so the requests come from a thread rather than
+    from the stream's writes. Nothing for ``fd`` None or without ``sync_file_range``.
+    """
+    if fd is None or _sync_file_range is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def run() -> None:
+        while not stop.wait(WRITEBACK_INTERVAL):
+            _sync_file_range(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)  # failures show in the closing fsync
+
+    thread = threading.Thread(target=run, name="burnpack-writeback", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
+def _link_fd(fd: int, name: Path) -> None:
+    """Give the unnamed file ``fd`` the name ``name`` (``linkat`` through ``/proc/self/fd``)."""
+    assert _linkat is not None
+    if _linkat(_AT_FDCWD, f"/proc/self/fd/{fd}".encode(), _AT_FDCWD, os.fsencode(name), _AT_SYMLINK_FOLLOW) != 0:
+        code = ctypes.get_errno()
+        raise OSError(code, os.strerror(code), str(name))
+
+
+def _link_into_place(fd: int, scratch: Path | None, path: Path) -> None:
+    try:
+        if scratch is None:
+            _link_fd(fd, path)
+            return
+        os.link(scratch, path)
+    except FileExistsError:
+        raise DestinationExists(f"{path} exists") from None
+    except OSError:  # file systems without hard links: a (racy) existence check instead
+        if scratch is None:
+            raise
+        if os.path.lexists(path):
+            raise DestinationExists(f"{path} exists") from None
+        os.replace(scratch, path)
+    else:
+        os.unlink(scratch)
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # platforms without directory handles
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

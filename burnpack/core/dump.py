@@ -1,0 +1,76 @@
+"""The ``dump --json`` form of a pack: the protocol the conformance suite compares readers by.
+
+Success: ``{"ok": true, "header": {"version", "metadata_size"}, "data_section_start",
+"tensors": [{"name", "dtype", "shape", "data_offsets", "param_id", "byte_len", "sha256"}],
+"metadata": {...}, "scalars": {name: {"type", "value", "f64_bits"?}}}`` with tensors sorted by
+name; failure: ``{"ok": false, "error": {"variant", "stage": "open" | "tensor_access",
+"message"}}``. Field names and float conventions are those of Burn's fixture sidecars: NaN and
+infinities as the strings ``"nan"``, ``"inf"``, ``"-inf"``, and every float also as ``f64_bits``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Any
+
+from .._cbor import float_to_bits
+from .._generated.types import Scalar
+from ..errors import BurnpackError
+from .reader import Pack, PathLike, load
+
+
+def scalar_json(scalar: Scalar) -> dict[str, Any]:
+    """A scalar as ``{"type", "value"}`` (+ ``"f64_bits"`` for floats, which JSON cannot hold exactly)."""
+    if not scalar.is_float:
+        return {"type": scalar.variant, "value": scalar.value}
+    value = scalar.value
+    shown: Any = value
+    if math.isnan(value):
+        shown = "nan"
+    elif math.isinf(value):
+        shown = "inf" if value > 0 else "-inf"
+    return {"type": scalar.variant, "value": shown, "f64_bits": f"0x{float_to_bits(value):016x}"}
+
+
+def pack_json(pack: Pack) -> dict[str, Any]:
+    """Everything a reader reports about an open pack; reads every tensor (to hash it)."""
+    tensors = []
+    for view in pack.tensors():
+        data = view.memoryview()
+        tensors.append(
+            {
+                "name": view.name,
+                "dtype": view.dtype.to_serde(),
+                "shape": list(view.shape),
+                "data_offsets": list(view.data_offsets),
+                "param_id": view.param_id,
+                "byte_len": data.nbytes,
+                "sha256": hashlib.sha256(data).hexdigest(),
+            }
+        )
+    return {
+        "ok": True,
+        "header": {"version": pack.version, "metadata_size": pack.metadata_size},
+        "data_section_start": pack.data_section_start,
+        "tensors": tensors,
+        "metadata": dict(pack.metadata),
+        "scalars": {name: scalar_json(s) for name, s in sorted(pack.scalars.items())},
+    }
+
+
+def error_json(error: BurnpackError, stage: str) -> dict[str, Any]:
+    return {"ok": False, "error": {"variant": error.variant, "stage": stage, "message": str(error)}}
+
+
+def dump(source: PathLike | bytes, *, strict: bool = False, legacy_ok: bool = False) -> dict[str, Any]:
+    """The ``dump --json`` object for a file or bytes; never raises a BurnpackError."""
+    try:
+        pack = load(source, strict=strict, legacy_ok=legacy_ok)
+    except BurnpackError as exc:
+        return error_json(exc, "open")
+    with pack:
+        try:
+            return pack_json(pack)
+        except BurnpackError as exc:
+            return error_json(exc, "tensor_access")

@@ -1,0 +1,622 @@
+"""Reading burnpack files: ``load`` and the ``Pack`` it returns.
+
+By default the reader accepts exactly what Burn's ``Reader`` accepts and rejects what it rejects,
+at the same stage (opening vs. accessing a tensor) and with the same error kind
+(burn@2c06be35 crates/burn-pack/src/reader.rs). ``strict=True`` additionally rejects anything a
+Burn writer could not have produced. Opening reads only the header and the metadata.
+"""
+
+from __future__ import annotations
+
+import builtins
+import io
+import os
+import stat
+import sys
+import warnings
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, BinaryIO, cast
+
+import numpy as np
+
+from . import legacy
+from .. import quant
+from .._generated.layout import (
+    FORMAT_VERSION,
+    HEADER,
+    HEADER_SIZE,
+    MAGIC,
+    MAX_FILE_SIZE,
+    MAX_METADATA_SIZE,
+    MAX_TENSOR_COUNT,
+    MAX_TENSOR_SIZE,
+    U64_MAX,
+    data_section_start,
+)
+from .._generated.types import DType, Metadata, Scalar, TensorDescriptor
+from ..dtypes import element_size
+from ..errors import (
+    BurnpackError,
+    InvalidHeader,
+    InvalidMagicNumber,
+    InvalidVersion,
+    IoError,
+    MetadataDeserializationError,
+    QuantizationError,
+    TensorNotFound,
+    ValidationError,
+)
+from .metadata import decode_metadata, decode_metadata_exact
+from .plan import Limits, ReadPlan
+from .frameworks import import_torch, torch_from_buffer, torch_view_dtype
+from .paths import PathLike, resolve_read_path
+from ..remote import FsspecSource, is_url
+from .slices import TensorSlice
+from .source import BULK_BLOCK, BULK_GAP, BufferSource, FileObjectSource, FileSource, Source, coalesce
+from .table import TensorTable, scan_table
+from .tensor import FileRange, Tensor, _as_array, _blank, _freeze
+
+__all__ = ["Pack", "PathLike", "TensorView", "load"]
+
+
+class TensorView(Tensor):
+    """One tensor of an open pack: a ``Tensor`` whose bytes are read from the pack on demand.
+
+    ``memoryview()`` and ``numpy()`` are zero-copy windows on memory-mapped files; each access
+    runs Burn's checks for that tensor (``tensor_data``).
+    """
+
+    __slots__ = ("_pack", "data_offsets")
+
+    _pack: Pack
+    data_offsets: tuple[int, int]
+
+    def __new__(cls, pack: Pack, name: str, descriptor: TensorDescriptor) -> TensorView:  # type: ignore[misc]
+        view = _blank(cls)
+        view._pack = pack
+        view.name = name
+        view.dtype = descriptor.dtype
+        view.shape = descriptor.shape
+        view.data_offsets = descriptor.data_offsets
+        view.param_id = descriptor.param_id
+        view.byte_len = descriptor.data_offsets[1] - descriptor.data_offsets[0]
+        view._data = view._provider = None
+        return _freeze(view, cls)
+
+    def __repr__(self) -> str:
+        return f"TensorView({self.name!r}, dtype={self.dtype!r}, shape={list(self.shape)}, param_id={self.param_id})"
+
+    def memoryview(self) -> memoryview:
+        """The tensor's bytes without copying (read-only for files)."""
+        return self._pack._tensor_bytes(self)
+
+    @property
+    def file_range(self) -> FileRange | None:
+        """Where the bytes are in the pack's file, for a pack opened from a path (a ``Writer``
+        copies them from there in the kernel); None for other sources, or a range Burn refuses."""
+        source = self._pack._live(self.name)
+        if not isinstance(source, FileSource):
+            return None
+        try:
+            start, end = self._pack._tensor_range(self)
+        except BurnpackError:
+            return None  # memoryview() raises Burn's error for it
+        return FileRange(source, start, end - start)
+
+    @property
+    def slice(self) -> TensorSlice:
+        """``view.slice[i:j]``, ``view.slice[:, 3]``: that part only, reading only its byte ranges."""
+        self._pack._live(self.name)
+        return TensorSlice(self)
+
+    def read(self, offset: int = 0, length: int | None = None) -> bytes:
+        """A slice of the tensor's bytes, reading only that range from the source."""
+        start, end = self._pack._tensor_range(self)
+        if type(offset) is not int or offset < 0 or offset > end - start:
+            raise ValueError(f"offset {offset!r} is outside tensor {self.name!r} of {end - start} bytes")
+        if length is not None and (type(length) is not int or length < 0):
+            raise ValueError(f"length must be a non-negative int or None, got {length!r}")
+        length = end - start - offset if length is None else min(length, end - start - offset)
+        return self._pack._source.read(start + offset, length)
+
+    def numpy(self, *, dequantize: bool = False) -> np.ndarray:
+        """The tensor as a numpy array viewing the pack's bytes (no copy).
+
+        QFloat tensors are their raw ``uint8`` bytes (values and inline scales, see ``dtype``),
+        or with ``dequantize=True`` their float32 values (see :meth:`dequantize`); Flex32 is
+        float32; Bool stores are ``bool``, ``uint8`` or ``uint32``. Arrays viewing a file are
+        read-only (numpy refuses writes).
+        """
+        if dequantize and self.dtype.is_quantized:
+            return self.dequantize()
+        return self._numpy_of(self.memoryview())
+
+    def _numpy_of(self, view: builtins.memoryview) -> np.ndarray:
+        return _as_array(self, view, where=f"data_offsets {list(self.data_offsets)}")
+
+    def torch(self) -> Any:
+        """The tensor as a torch tensor sharing the pack's memory (no copy); needs ``burnpack[torch]``.
+
+        bf16, f16, every int torch has (uint16/32/64 included) and Flex32 (float32) map directly;
+        Bool stores become ``torch.bool``; QFloat raises TypeError. Torch has no read-only
+        tensors, so a file is viewed through a copy-on-write mapping: writing into the tensor
+        changes this process's copy only, never the file. A writable ``bytearray`` source is
+        shared; ``bytes`` and remote sources give tensors over a private copy.
+        """
+        torch_view_dtype(self.dtype, name=self.name)  # QFloat / a dtype this torch lacks: fail before reading
+        start, end = self._pack._tensor_range(self)
+        buffer: Any = self._pack._writable_buffer()
+        if buffer is None:
+            buffer, start, end = bytearray(self._pack._source.read(start, end - start)), 0, end - start
+        return self._torch_of(buffer, start, end)
+
+    def _torch_of(self, buffer: Any, start: int, end: int) -> Any:
+        self._check_byte_len(end - start)
+        return torch_from_buffer(buffer, start, self.shape, self.dtype, name=self.name)
+
+    def _check_byte_len(self, nbytes: int) -> None:
+        size = element_size(self.dtype)
+        if size is not None and nbytes != self.numel * size:
+            raise ValidationError(
+                f"tensor '{self.name}' holds {nbytes} bytes but its shape {list(self.shape)} and dtype "
+                f"{self.dtype.variant} need {self.numel * size}",
+                where=f"data_offsets {list(self.data_offsets)}",
+            )
+
+    def quantized(self) -> quant.QuantizedTensor:
+        """A QFloat tensor in parts: int8 ``values`` (logical shape), ``scales`` (block grid),
+        ``global_scale`` and ``scheme``; raises ``QuantizationError`` for other dtypes, schemes
+        the bytes alone cannot give, and payloads whose length does not fit the scheme."""
+        if not self.dtype.is_quantized:
+            raise QuantizationError(f"tensor '{self.name}' is {self.dtype.variant}, not a quantized (QFloat) tensor")
+        old = self._pack._old_schemes.get(self.name)
+        if old is None:
+            return quant.decode(self.memoryview(), self.dtype.value, self.shape, name=self.name)
+        if not self._pack._legacy_ok:
+            raise quant.UnsupportedQuantization(quant.legacy_refusal(old), where=f"tensor '{self.name}'")
+        return quant.decode_legacy(self.memoryview(), old, self.dtype.value, self.shape, name=self.name)
+
+    def dequantize(self) -> np.ndarray:
+        """A QFloat tensor's float32 values, ``fl32(S·q)`` bit for bit as Burn's CPU backends compute."""
+        if self.dtype.is_quantized and self.name not in self._pack._old_schemes:
+            return quant.dequantize(self.memoryview(), self.dtype.value, self.shape, name=self.name)
+        return self.quantized().dequantize()
+
+
+class Pack(Mapping[str, TensorView]):
+    """An open burnpack file: a read-only mapping of tensor name → ``TensorView``, sorted by name."""
+
+    def __init__(
+        self,
+        *,
+        source: Source,
+        version: int,
+        metadata_size: int,
+        meta: Metadata,
+        data_section_start: int,
+        legacy_layout: bool,
+        legacy_ok: bool,
+        from_file: bool,
+        old_schemes: dict[str, dict] | None = None,
+        limits: Limits = Limits(),
+    ) -> None:
+        self._source = source
+        self._closed = False
+        self._current_size = source.current_size if isinstance(source, FileSource) else None
+        self._buffer: Callable[[], memoryview | None] = getattr(source, "buffer", None) or (lambda: None)
+        self._descriptors: Mapping[str, TensorDescriptor] = meta.tensors
+        self._plan = ReadPlan(
+            meta.tensors,
+            base=data_section_start,
+            size=source.size,
+            limits=limits,
+            from_file=from_file,
+            diagnose_legacy=legacy_layout and not legacy_ok,
+        )
+        self._names = self._plan.names
+        self.version = version
+        self.metadata_size = metadata_size
+        self.metadata: dict[str, str] = meta.metadata
+        self.scalars: dict[str, Scalar] = meta.scalars
+        self.data_section_start = data_section_start
+        self.legacy_layout = legacy_layout
+        """True when the file has the pre-2025-12-02 layout (data right after the metadata)."""
+        self._legacy_ok = legacy_ok
+        self._from_file = from_file
+        self.framework = "np"
+        """What ``get_tensor`` and ``view.slice[...]`` return: ``"np"`` (numpy) or ``"pt"`` (torch)."""
+        self._old_schemes: dict[str, dict] = old_schemes or {}
+        """QFloat schemes in a pre-2026-08-19 shape, as written (quant.md §5), by tensor name."""
+
+    # -- Mapping ----------------------------------------------------------------------------
+    def __getitem__(self, name: str) -> TensorView:
+        try:
+            descriptor = self._descriptors[name]
+        except (KeyError, TypeError):
+            raise TensorNotFound(str(name)) from None
+        return TensorView(self, name, descriptor)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __contains__(self, name: object) -> bool:
+        return self._plan.contains(name)
+
+    def __repr__(self) -> str:
+        return f"<burnpack.Pack: {len(self)} tensors, {len(self.metadata)} metadata, {len(self.scalars)} scalars>"
+
+    def __enter__(self) -> Pack:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the file mapping (arrays already taken keep it alive until freed); reading a
+        tensor of a closed pack raises ``IoError``."""
+        self._closed = True
+        close = getattr(self._source, "close", None)
+        if close is not None:
+            close()
+
+    # -- content -----------------------------------------------------------------------------
+    @property
+    def names(self) -> list[str]:
+        """Tensor names, sorted byte-wise (Burn's ``tensor_names``)."""
+        return list(self._names)
+
+    @property
+    def file_size(self) -> int:
+        return self._source.size
+
+    def tensors(self) -> list[TensorView]:
+        """Every tensor in name order, each checked as Burn's ``into_tensors`` checks it."""
+        self._live()
+        self._plan.ranges()
+        return [self[name] for name in self._names]
+
+    def numpy(self, *, dequantize: bool = False) -> dict[str, np.ndarray]:
+        """Every tensor as a zero-copy numpy array, keyed by name in sorted order.
+
+        Checked as ``tensors()`` is; this is the bulk path, without a ``TensorView`` per tensor.
+        ``dequantize=True`` gives QFloat tensors as their float32 values instead of raw bytes.
+        """
+        if dequantize:
+            arrays = self.numpy()
+            arrays.update(self.dequantize())
+            return arrays
+        buffer = _zero_copy(self._live())
+        if self.legacy_layout:
+            return {view.name: view.numpy() for view in self.tensors()}
+        if buffer is None:
+            return self._bulk_ranges(lambda view, block, start, end: view._numpy_of(memoryview(block)[start:end]))
+        base = self.data_section_start
+        if isinstance(self._descriptors, TensorTable):  # many tensors: a strided window per (dtype, shape)
+            bulk = self._plan.table_arrays(self._descriptors, buffer)
+            if bulk is not None:
+                return dict(zip(self._names, bulk))
+        return self._bulk(lambda dtype, np_dtype, count: np.frombuffer(buffer, np_dtype, count, base), TensorView.numpy)
+
+    def torch(self) -> dict[str, Any]:
+        """Every tensor as a torch tensor sharing the pack's memory (see ``TensorView.torch``)."""
+        self._live()
+        buffer = self._writable_buffer()
+        if self.legacy_layout:
+            return {view.name: view.torch() for view in self.tensors()}
+        if buffer is None:
+            return self._bulk_ranges(TensorView._torch_of)
+        base = self.data_section_start
+        return self._bulk(lambda dtype, np_dtype, count: torch_from_buffer(buffer, base, (count,), dtype), TensorView.torch)
+
+    def _bulk_ranges(self, take: Callable[[TensorView, bytearray, int, int], Any]) -> dict[str, Any]:
+        """Every tensor (checked as ``tensors()`` is) from a source without a buffer, read in
+        large blocks of neighbouring tensors: one request per block for remote files."""
+        self._live()
+        views = [self[name] for name in self._names]
+        ranges = [(start, end - start) for start, end in self._plan.ranges()]
+        out = {}
+        for block_start, block_end, members in coalesce(ranges, max_gap=BULK_GAP, max_block=BULK_BLOCK):
+            block = bytearray(self._source.read(block_start, block_end - block_start))
+            if len(block) != block_end - block_start:
+                raise IoError(f"short read: got {len(block)} of {block_end - block_start} bytes at offset {block_start}")
+            for i in members:
+                start = ranges[i][0] - block_start
+                out[views[i].name] = take(views[i], block, start, start + ranges[i][1])
+        return {view.name: out[view.name] for view in views}
+
+    def get_tensor(self, name: str) -> Any:
+        """One tensor in this pack's ``framework``: a numpy array (``"np"``) or torch tensor (``"pt"``)."""
+        view = self[name]
+        return view.torch() if self.framework == "pt" else view.numpy()
+
+    def get_slice(self, name: str) -> TensorSlice:
+        """safetensors' ``get_slice``: ``pack.get_slice(name)[i:j]``."""
+        return self[name].slice
+
+    def _bulk(self, section_of: Callable[[DType, np.dtype, int], Any], one: Callable[[TensorView], Any]) -> dict[str, Any]:
+        """Every tensor, checked as ``tensors()`` is, as a slice of the data section viewed once
+        per dtype (``section_of(dtype, numpy dtype, element count)``); ``one(view)`` serves
+        tensors that cannot be sliced so (Bool stores, QFloat, or a range Burn rejects)."""
+        out = {}
+        plan, descriptors = self._plan, self._descriptors
+        limit = self._source.size - self.data_section_start
+        sections: dict[np.dtype, Any] = {}
+        for name in self._names:
+            descriptor = descriptors[name]
+            size, np_dtype = plan.unit_view(descriptor)
+            if not size:
+                view = self[name]  # the checked path: Bool stores, QFloat, or raises Burn's error
+                self._tensor_range(view, whole_pack=True)
+                out[name] = one(view)
+                continue
+            section = sections.get(np_dtype)
+            if section is None:
+                section = sections[np_dtype] = section_of(descriptor.dtype, np_dtype, limit // size)
+            start, end = descriptor.data_offsets
+            out[name] = section[start // size : end // size].reshape(descriptor.shape)
+        return out
+
+    def dequantize(self) -> dict[str, np.ndarray]:
+        """Every QFloat tensor's float32 values, by name (other tensors are left out)."""
+        return {name: self[name].dequantize() for name in self._names if self._descriptors[name].dtype.is_quantized}
+
+    @property
+    def descriptors(self) -> dict[str, TensorDescriptor]:
+        """Name → descriptor, as decoded (sorted by name)."""
+        return {name: self._descriptors[name] for name in self._names}
+
+    # -- data access -------------------------------------------------------------------------
+    def _tensor_range(self, view: TensorView, *, whole_pack: bool = False) -> tuple[int, int]:
+        """Absolute [start, end) of a tensor of this open pack, checked by the read plan."""
+        if self._closed or (self._current_size is not None and self._current_size() < self._source.size):
+            self._live(view.name)  # raises
+        return self._plan.range(view.name, view.data_offsets, whole_pack=whole_pack)
+
+    def _live(self, name: str | None = None) -> Source:
+        """The source, if its bytes can still be read: not after ``close()``, nor once another
+        process has truncated a mapped file (touching the lost pages would kill the process)."""
+        what = f"tensor '{name}'" if name is not None else "tensors"
+        if self._closed:
+            raise IoError("the pack is closed", where=f"reading {what} after Pack.close()")
+        source = self._source
+        if self._current_size is not None:
+            now = self._current_size()
+            if now < source.size:
+                raise IoError(
+                    f"the file shrank from {source.size} to {now} bytes while it was open (another process truncated it)",
+                    where=f"reading {what} of a memory-mapped file",
+                )
+        return source
+
+    def _tensor_bytes(self, view: TensorView) -> memoryview:
+        start, end = self._tensor_range(view)
+        buffer = self._buffer()
+        if buffer is None:
+            return memoryview(self._source.read(start, end - start))
+        return buffer[start:end]
+
+    def _zero_copy_buffer(self) -> memoryview | None:
+        return _zero_copy(self._source)
+
+    def _writable_buffer(self) -> memoryview | None:
+        writable = getattr(self._source, "writable_buffer", None)
+        return writable() if writable is not None else None
+
+
+def _zero_copy(source: Source) -> memoryview | None:
+    buffer = getattr(source, "buffer", None)
+    return buffer() if buffer is not None else None
+
+
+FRAMEWORKS = {"np": "np", "numpy": "np", "pt": "pt", "torch": "pt"}
+DECODERS = ("auto", "exact")
+
+
+def load(
+    source: PathLike | bytes | bytearray | memoryview | BinaryIO | Source,
+    *,
+    strict: bool = False,
+    legacy_ok: bool = False,
+    framework: str = "np",
+    storage_options: Mapping[str, Any] | None = None,
+    decoder: str = "auto",
+    max_metadata_size: int = MAX_METADATA_SIZE,
+    max_tensors: int = MAX_TENSOR_COUNT,
+    max_tensor_size: int = MAX_TENSOR_SIZE,
+) -> Pack:
+    """Open a burnpack from a path (memory-mapped, lazy), a URL, a binary file object, bytes in
+    memory, or any ``Source``.
+
+    A URL (``https://``, ``s3://``, ``gs://``, ``hf://``, … with ``storage_options`` for its
+    fsspec filesystem; needs ``burnpack[remote]``) is read with range requests, see
+    ``burnpack.remote``. A binary file object is read from its current position (as
+    ``torch.load`` does): a plain file at position 0 is memory-mapped, any other seekable one
+    (``io.BytesIO``, an offset file) is read range by range; gzip/bz2/lzma streams are refused.
+
+    A ``Source`` (an object with ``size`` and ``read(offset, length)``, e.g. one serving HTTP range
+    requests) is read like bytes: opening reads the header and the metadata, and each tensor's
+    range only when it is accessed.
+
+    ``strict=True`` also rejects files no Burn writer could have produced (see ``burnpack.core.strict``).
+    ``legacy_ok=True`` reads files from older Burn versions the way their writer meant them
+    instead of the way current Burn (mis)reads them.
+
+    ``framework`` ("np" or "pt", as in safetensors' ``safe_open``) chooses what ``get_tensor``
+    and ``view.slice[...]`` return; ``"pt"`` needs torch (``pip install 'burnpack[torch]'``).
+
+    ``decoder="exact"`` decodes the metadata with the token-by-token ciborium emulation only,
+    instead of the faster tiers that fall back to it (``"auto"``); every tier gives the same
+    ``Pack``. ``max_metadata_size``, ``max_tensors`` and ``max_tensor_size`` (bytes, one
+    tensor) are Burn's limits by default; a refusal names the parameter that raises it.
+    """
+    if decoder not in DECODERS:
+        raise ValueError(f"decoder must be one of {sorted(DECODERS)}, not {decoder!r}")
+    if decoder != "auto" and legacy_ok:
+        raise ValueError("decoder only applies without legacy_ok (legacy_ok rewrites old descriptors before decoding)")
+    limits = Limits(max_metadata_size, max_tensors, max_tensor_size).checked()
+    if framework not in FRAMEWORKS:
+        raise ValueError(f"framework must be one of {sorted(FRAMEWORKS)}, not {framework!r}")
+    if FRAMEWORKS[framework] == "pt":
+        import_torch()
+    if storage_options is not None and not is_url(source):
+        raise ValueError("storage_options only applies to URLs")
+    if is_url(source):
+        data: Source = FsspecSource(source, storage_options)
+        from_file = True
+    elif isinstance(source, FsspecSource):  # a URL opened already (its first block cached)
+        data = source
+        from_file = True
+    elif isinstance(source, (str, os.PathLike)):
+        path = resolve_read_path(source)
+        try:
+            data = FileSource(path)
+        except OSError as exc:
+            raise IoError.from_os_error(exc) from None
+        from_file = True
+    elif isinstance(source, (bytes, bytearray, memoryview)):
+        data = BufferSource(source)
+        from_file = False
+    elif hasattr(source, "read") and hasattr(source, "size"):
+        data = cast(Source, source)  # anything with size and read(offset, length)
+        from_file = False
+    elif hasattr(source, "read") and hasattr(source, "seek"):
+        data = _file_object_source(source)
+        from_file = True
+    else:
+        raise TypeError(f"load() takes a path, a bytes-like object or a Source (or a URL, or a binary file object), not {type(source).__name__}")
+    try:
+        pack = _open(data, from_file=from_file, legacy_ok=legacy_ok, decoder=decoder, limits=limits)
+        pack.framework = FRAMEWORKS[framework]
+        if strict:
+            from .strict import check_strict
+
+            check_strict(pack)
+        return pack
+    except BaseException:
+        close = getattr(data, "close", None)
+        if close is not None:
+            close()
+        raise
+
+
+def _file_object_source(file: Any) -> Source:
+    """A file object's bytes from its current position, as ``torch.load`` and ``np.load`` read
+    them: a plain file object (``open(path, "rb")``) of a regular file at position 0 is mapped;
+    others are read by range from their position. A compressed stream is refused: seeking in it
+    decompresses from the start again."""
+    for module, name in _COMPRESSED_STREAMS:
+        kind = getattr(sys.modules.get(module), name, None)
+        if kind is not None and isinstance(file, kind):
+            raise IoError(
+                f"a {module}.{name} is a compressed stream, which cannot be read by range",
+                where="pass its decompressed bytes instead: load(stream.read())",
+            )
+    try:
+        plain = isinstance(file, (io.FileIO, io.BufferedReader, io.BufferedRandom)) and file.tell() == 0
+        fd = file.fileno()
+        regular = plain and stat.S_ISREG(os.fstat(fd).st_mode)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        regular = False
+    try:
+        if regular:
+            return FileSource.from_fd(fd)
+        return FileObjectSource(file)
+    except OSError as exc:
+        raise IoError.from_os_error(exc) from None
+    except (ValueError, io.UnsupportedOperation) as exc:
+        raise IoError(f"the file object cannot be read by range: {exc}") from None
+
+
+_COMPRESSED_STREAMS = (("gzip", "GzipFile"), ("bz2", "BZ2File"), ("lzma", "LZMAFile"))
+"""File objects that hand out the descriptor of their compressed file (looked up only when their
+module is loaded: a caller holding one has imported it)."""
+
+
+def _open(source: Source, *, from_file: bool, legacy_ok: bool, decoder: str = "auto", limits: Limits = Limits()) -> Pack:
+    size = source.size
+    if from_file and size > MAX_FILE_SIZE:
+        raise ValidationError(f"File size {size} bytes exceeds maximum allowed size of {MAX_FILE_SIZE} bytes")
+    head = source.read(0, HEADER_SIZE)
+    if len(head) < HEADER_SIZE:
+        if from_file:
+            raise IoError("failed to fill whole buffer", where=f"header: file is {size} bytes, need {HEADER_SIZE}")
+        raise InvalidHeader(where=f"header: {size} bytes, need {HEADER_SIZE}")
+    magic, version, metadata_size = HEADER.unpack(head)
+    if magic != MAGIC:
+        raise InvalidMagicNumber(where=f"bytes 0..4 are {head[:4].hex(' ')}")
+    if version > FORMAT_VERSION:
+        raise InvalidVersion(where=f"header version {version}, this reader supports <= {FORMAT_VERSION}")
+    if metadata_size > limits.max_metadata_size:
+        raise ValidationError(
+            f"Metadata size {metadata_size} exceeds maximum allowed size of {limits.max_metadata_size} bytes "
+            "(potential DoS attack)",
+            where=limits.lift("max_metadata_size"),
+        )
+    metadata_end = HEADER_SIZE + metadata_size
+    if size < metadata_end:
+        where = f"metadata ends at byte {metadata_end}, file is {size} bytes"
+        if from_file:
+            raise IoError("failed to fill whole buffer", where=where)
+        raise InvalidHeader(where=where)
+    blob = source.read(HEADER_SIZE, metadata_size)
+    try:
+        if legacy_ok:
+            meta = legacy.decode_legacy(blob)
+        elif decoder == "exact":
+            meta = decode_metadata_exact(blob)
+        else:
+            meta = scan_table(blob) or decode_metadata(blob)
+    except MetadataDeserializationError as exc:
+        raise legacy.explain_rejection(exc, blob) from None
+    if len(meta.tensors) > limits.max_tensors:
+        raise ValidationError(
+            f"File contains {len(meta.tensors)} tensors, exceeding maximum of {limits.max_tensors} (potential DoS attack)",
+            where=limits.lift("max_tensors"),
+        )
+    max_end = _check_total_size(meta, metadata_end, size)
+    data_start = data_section_start(metadata_size)
+    old_layout = legacy.has_prealignment_layout(meta, metadata_end, max_end, size)
+    if old_layout and legacy_ok:
+        data_start = metadata_end
+    elif old_layout:
+        warnings.warn(legacy.legacy_warning(legacy.LAYOUT_DIAGNOSIS, legacy.LAYOUT_DETAILS), stacklevel=3)
+    old_schemes: dict[str, dict] = {}
+    if not isinstance(meta.tensors, TensorTable):  # a TensorTable holds no QFloat tensor: its scanner does not match them
+        if not legacy_ok:
+            legacy.warn_misread_schemes(meta, blob)
+        old_schemes = legacy.old_qfloat_schemes(meta, blob)
+    return Pack(
+        source=source,
+        version=version,
+        metadata_size=metadata_size,
+        meta=meta,
+        data_section_start=data_start,
+        legacy_layout=old_layout,
+        legacy_ok=legacy_ok,
+        from_file=from_file,
+        old_schemes=old_schemes,
+        limits=limits,
+    )
+
+
+def _check_total_size(meta: Metadata, metadata_end: int, available: int) -> int:
+    """Burn's truncation check: metadata end + largest end offset (not the aligned start).
+
+    Returns the largest end offset (0 without tensors).
+    """
+    if not meta.tensors:
+        return 0
+    if isinstance(meta.tensors, TensorTable):
+        max_end = meta.tensors.max_end
+    else:
+        max_end = max(d.data_offsets[1] for d in meta.tensors.values())
+    min_size = metadata_end + max_end
+    if min_size > U64_MAX:
+        raise ValidationError("File size calculation overflow")
+    if available < min_size:
+        raise ValidationError(f"File truncated: expected at least {min_size} bytes, got {available} bytes")
+    return max_end
+

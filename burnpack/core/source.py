@@ -1,0 +1,262 @@
+"""Where a pack's bytes come from.
+
+A reader only ever asks a source for byte ranges, so a remote source (HTTP or object-store range
+requests) only has to implement ``size`` and ``read``; sources that can hand out zero-copy
+windows (memory, memory-mapped files) also implement ``buffer``.
+"""
+
+from __future__ import annotations
+
+import errno
+import mmap
+import os
+import stat
+import threading
+import weakref
+from collections.abc import Sequence
+from typing import BinaryIO, Protocol
+
+from ..errors import IoError
+
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFCHR: "a character device",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+def _refuse_irregular(mode: int, path: str | os.PathLike[str]) -> None:
+    if stat.S_ISDIR(mode):  # what opening it would say, as Burn reports it
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), os.fspath(path))
+    if not stat.S_ISREG(mode):
+        kind = _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+        raise IoError(f"{os.fspath(path)} is {kind}, not a regular file; only regular files are read")
+
+
+def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+    """Open a regular file for reading; refuse FIFOs, devices, sockets and directories.
+
+    Reading a FIFO blocks forever and a device never ends, so the kind is checked before the file
+    is opened, and again on the open descriptor (the path could be swapped in between); the open
+    itself is non-blocking, so even a FIFO swapped in cannot hang it.
+    """
+    fd = open_regular_fd(path)
+    try:
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def open_regular_fd(path: str | os.PathLike[str]) -> int:
+    """``open_regular``'s checks and open, as a bare descriptor the caller closes."""
+    if "\0" in os.fsdecode(path):  # os.stat would raise a bare ValueError
+        raise IoError("a path cannot hold a NUL character", where=repr(os.fsdecode(path)))
+    _refuse_irregular(os.stat(path).st_mode, path)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        _refuse_irregular(os.fstat(fd).st_mode, path)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+class Source(Protocol):
+    """A readable, fixed-size run of bytes (``buffer`` is optional).
+
+    Two more methods are optional: ``writable_buffer()``, writable memory a torch tensor may view
+    (else tensors get copies), and ``read_ranges(ranges)``, several ``(offset, length)`` ranges at
+    once (remote sources coalesce them into fewer requests).
+    """
+
+    @property
+    def size(self) -> int:
+        """Total number of bytes."""
+
+    def read(self, offset: int, length: int) -> bytes:
+        """Up to ``length`` bytes at ``offset`` (fewer only at the end)."""
+
+    def buffer(self) -> memoryview | None:
+        """The whole content as a zero-copy buffer, or None if the source cannot provide one."""
+
+
+
+class BufferSource:
+    """Bytes already in memory (``bytes``, ``bytearray``, ``memoryview``, ``mmap``)."""
+
+    def __init__(self, data: bytes | bytearray | memoryview | mmap.mmap) -> None:
+        self._view = memoryview(data).cast("B")
+
+    @property
+    def size(self) -> int:
+        return self._view.nbytes
+
+    def read(self, offset: int, length: int) -> bytes:
+        return bytes(self._view[offset : offset + length])
+
+    def buffer(self) -> memoryview:
+        return self._view
+
+    def writable_buffer(self) -> memoryview | None:
+        """The caller's buffer when it is writable (torch tensors then share it), else None."""
+        return None if self._view.readonly else self._view
+
+
+class FileSource:
+    """A file, memory-mapped read-only: tensor bytes are paged in only when touched.
+
+    ``writable_buffer`` maps it a second time copy-on-write, for consumers that cannot be given
+    read-only memory (torch tensors): their writes stay in this process, the file never changes.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        fd = open_regular_fd(path)
+        try:
+            self._map_fd(fd, owned=True)
+        except BaseException:
+            os.close(fd)
+            raise
+
+    @classmethod
+    def from_fd(cls, fd: int) -> FileSource:
+        """Map an open file descriptor (it is duplicated: the caller keeps and closes its own)."""
+        source = cls.__new__(cls)
+        source._map_fd(fd)
+        return source
+
+    def _map_fd(self, fd: int, *, owned: bool = False) -> None:
+        """Map ``fd``; keep it when ``owned`` (closing it with the source), else keep a duplicate."""
+        self._size = os.fstat(fd).st_size
+        self._map = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if self._size else None
+        self._view = memoryview(self._map) if self._map is not None else memoryview(b"")
+        if not self._size and owned:
+            os.close(fd)
+        self._fd = (fd if owned else os.dup(fd)) if self._size else -1
+        self._owned = owned
+        self._release_fd = weakref.finalize(self, os.close, self._fd) if self._fd >= 0 else None
+        self._private: mmap.mmap | None = None
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def current_size(self) -> int:
+        """The file's size now: less than ``size`` once another process has truncated it."""
+        try:
+            if self._owned:  # our own descriptor, read only by position: seeking it to its end is free to do
+                return os.lseek(self._fd, 0, os.SEEK_END)  # and costs a quarter of an fstat
+            return os.fstat(self._fd).st_size  # a duplicate shares its offset with the caller's file
+        except OSError:  # an empty file (nothing mapped) or a closed one
+            return self._size
+
+    def fileno(self) -> int:
+        """The mapped file's descriptor, for reading by offset (``FileRange``); ValueError once closed."""
+        if self._release_fd is None or not self._release_fd.alive:
+            raise ValueError("the file is closed")
+        return self._fd
+
+    def read(self, offset: int, length: int) -> bytes:
+        if self._map is None:
+            return b""
+        return self._map[offset : offset + length]
+
+    def buffer(self) -> memoryview | None:
+        return self._view
+
+    def writable_buffer(self) -> memoryview:
+        """The whole file as writable copy-on-write memory (mapped on first use)."""
+        if self._map is None:
+            return memoryview(bytearray())
+        if self._private is None:
+            if self._release_fd is None or not self._release_fd.alive:
+                raise ValueError("the file is closed")
+            self._private = mmap.mmap(self._fd, 0, access=mmap.ACCESS_COPY)
+        return memoryview(self._private)
+
+    def close(self) -> None:
+        """Unmap the file; arrays still viewing it keep the mapping alive until they are freed."""
+        if self._release_fd is not None:
+            self._release_fd()
+        if self._private is not None:
+            try:
+                self._private.close()
+            except BufferError:  # torch tensors still use it
+                pass
+        try:
+            self._view.release()
+        except BufferError:  # an array viewing the whole mapping still uses it
+            pass
+        if self._map is not None:
+            try:
+                self._map.close()
+            except BufferError:  # exported numpy views still use it; the GC unmaps it later
+                pass
+
+
+class FileObjectSource:
+    """A seekable binary file object (``io.BytesIO``, a socket-backed stream, …) from its
+    position when given, read range by range: each read seeks, so the object's position moves;
+    reads are serialised."""
+
+    def __init__(self, file: BinaryIO) -> None:
+        self._file = file
+        self._lock = threading.Lock()
+        self._base = file.tell()
+        self._size = max(0, file.seek(0, os.SEEK_END) - self._base)
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def read(self, offset: int, length: int) -> bytes:
+        length = max(0, min(length, self._size - offset))
+        parts = []
+        with self._lock:
+            self._file.seek(self._base + offset)
+            while length > 0:
+                chunk = self._file.read(length)
+                if not chunk:
+                    break
+                if not isinstance(chunk, (bytes, bytearray, memoryview)):
+                    raise TypeError(f"the file object returned {type(chunk).__name__}, not bytes: open it in binary mode")
+                parts.append(chunk)
+                length -= len(chunk)
+        return b"".join(parts)
+
+    def buffer(self) -> None:
+        """File objects are read by range: no zero-copy window."""
+        return None
+
+
+BULK_GAP = 1 << 20
+"""Bytes between two ranges below which one request reads both (a pack pads by < 256 bytes)."""
+BULK_BLOCK = 64 << 20
+"""Largest block a coalesced request asks for (a larger single range is its own request)."""
+
+
+def coalesce(ranges: Sequence[tuple[int, int]], *, max_gap: int, max_block: int) -> list[tuple[int, int, list[int]]]:
+    """Group ``(offset, length)`` ranges into blocks that are each read with one request.
+
+    Ranges are taken in offset order; one joins the current block while the gap before it is at
+    most ``max_gap`` and the block stays within ``max_block`` bytes (a larger range is a block of
+    its own). Returns ``(block start, block end, indices of its ranges)``.
+    """
+    blocks: list[tuple[int, int, list[int]]] = []
+    block_start = block_end = 0
+    members: list[int] = []
+    for i in sorted(range(len(ranges)), key=lambda i: ranges[i][0]):
+        start, length = ranges[i]
+        end = start + length
+        if members and start - block_end <= max_gap and max(end, block_end) - block_start <= max_block:
+            block_end = max(end, block_end)
+            members.append(i)
+            continue
+        if members:
+            blocks.append((block_start, block_end, members))
+        block_start, block_end, members = start, end, [i]
+    if members:
+        blocks.append((block_start, block_end, members))
+    return blocks

@@ -1,0 +1,214 @@
+"""Tensor descriptors in columns: opening a pack of many tensors without an object per tensor.
+
+A pack's metadata is mostly its ``tensors`` map. When that map is exactly as Burn writes it
+(definite lengths, names sorted and distinct, unit or Bool dtypes), one regex pass of the
+generated descriptor pattern splits it into columns, numpy decodes the offsets, and a
+``TensorDescriptor`` is built only when a tensor is asked for. Anything else returns None and
+the reader falls back to the per-entry decoders (``burnpack.core.metadata.decode_metadata``), which
+also word the errors.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+
+import numpy as np
+
+from .._cbor import fast_loads, map_header, uints
+from .._generated.codec import (
+    METADATA_FIRST_KEY,
+    DType_SCAN,
+    TensorDescriptor_HEAD,
+    TensorDescriptor_LITERAL_BYTES,
+    TensorDescriptor_OPTIONAL_LITERAL_BYTES,
+    TensorDescriptor_RE,
+    fast_Metadata,
+)
+from .._generated.types import DType, Metadata, TensorDescriptor
+
+__all__ = ["TensorTable", "scan_table"]
+
+_ENTRY_RE = re.compile(
+    rb"([\x60-\x77]|\x78[\x00-\xff])([\x00-\xff]{0,255}?)"  # the name, checked against its length afterwards
+    + TensorDescriptor_RE.pattern
+    + rb"|([\x00-\xff]+)"  # anything else ends the run: findall's matches are then back to back
+)
+"""One tensors-map entry per match; names of 256 bytes or more are left to the per-entry scanner."""
+_HEADS = bytes(range(TensorDescriptor_HEAD, TensorDescriptor_HEAD + 1 + len(TensorDescriptor_OPTIONAL_LITERAL_BYTES)))
+"""The struct heads a descriptor can start with (without and with each optional field)."""
+_PLAIN_ENTRY_RE = re.compile(
+    rb"([\x60-\x77]|\x78[\x00-\xff])([^" + re.escape(_HEADS) + rb"]{0,255})"  # a name without those bytes
+    + TensorDescriptor_RE.pattern
+    + rb"|([\x00-\xff]+)"
+)
+"""``_ENTRY_RE`` for names holding no struct-head byte (every ASCII name): the descriptor then
+starts at the first such byte, found without trying the descriptor at every byte of the name.
+Where it matches, it matches as ``_ENTRY_RE`` does; a name it cannot match sends the scan to
+``_ENTRY_RE``."""
+
+
+class TensorTable(Mapping[str, TensorDescriptor]):
+    """Name → ``TensorDescriptor``, stored as columns; names are sorted, as Burn writes them."""
+
+    __slots__ = ("names", "_dtype_keys", "_shape_keys", "_shapes", "starts", "ends", "_param_ids", "_index", "_offsets")
+
+    def __init__(
+        self,
+        names: list[str],
+        dtype_keys: list[bytes],
+        shape_keys: list[bytes],
+        shapes: dict[bytes, tuple[int, ...]],
+        starts: np.ndarray,
+        ends: np.ndarray,
+        param_ids: list[bytes],
+    ) -> None:
+        self.names = names
+        self._dtype_keys, self._shape_keys, self._shapes = dtype_keys, shape_keys, shapes
+        self.starts, self.ends = starts, ends
+        """Relative data offsets, ``uint64`` columns in name order."""
+        self._param_ids = param_ids
+        self._index: dict[str, int] | None = None
+        self._offsets: list[tuple[int, int]] = []
+
+    def __getitem__(self, name: str) -> TensorDescriptor:
+        index = self._index
+        if index is None:
+            index = self._index = dict(zip(self.names, range(len(self.names))))
+            self._offsets = list(zip(self.starts.tolist(), self.ends.tolist()))
+        i = index[name]
+        raw = self._param_ids[i]
+        param_id = None if not raw else raw[0] if len(raw) == 1 else int.from_bytes(raw[1:], "big")
+        return tuple.__new__(TensorDescriptor, (DType_SCAN[self._dtype_keys[i]], self._shapes[self._shape_keys[i]], self._offsets[i], param_id))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names)
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __contains__(self, name: object) -> bool:
+        try:
+            self[name]  # type: ignore[index]
+        except (KeyError, TypeError):
+            return False
+        return True
+
+    @property
+    def max_end(self) -> int:
+        """The largest end offset (0 without tensors)."""
+        return int(self.ends.max()) if len(self.names) else 0
+
+    def groups(self) -> list[tuple[DType, tuple[int, ...], np.ndarray]]:
+        """(dtype, shape, indices in name order) for each (dtype, shape) the table holds."""
+        count = len(self.names)
+        keys = list(map(bytes.__add__, self._dtype_keys, self._shape_keys))
+        groups = {key: i for i, key in enumerate(dict.fromkeys(keys))}
+        if len(groups) == 1:
+            members = [np.arange(count)]
+        else:
+            codes = np.fromiter(map(groups.__getitem__, keys), np.intp, count)
+            order = np.argsort(codes, kind="stable")
+            members = np.split(order, np.cumsum(np.bincount(codes, minlength=len(groups)))[:-1])
+        out = []
+        for index in members:
+            first = int(index[0])
+            out.append((DType_SCAN[self._dtype_keys[first]], self._shapes[self._shape_keys[first]], index))
+        return out
+
+
+def scan_table(buf: bytes | bytearray | memoryview) -> Metadata | None:
+    """The metadata with its tensors as a ``TensorTable``, or None if the map is not as Burn writes it."""
+    buf = bytes(buf)  # a Source may answer with any bytes-like object (no copy for bytes)
+    fields = buf[0] - 0xA0 if buf else 0
+    if not 1 <= fields <= 3 or not buf.startswith(METADATA_FIRST_KEY, 1):
+        return None
+    try:
+        count, pos = map_header(buf, 1 + len(METADATA_FIRST_KEY))
+    except Exception:
+        return None
+    rows = _PLAIN_ENTRY_RE.findall(buf, pos)  # back to back from pos to the end of buf
+    if count and (len(rows) < count or rows[count - 1][-1]):  # an entry it could not match
+        rows = _ENTRY_RE.findall(buf, pos)
+    if len(rows) < count:
+        return None
+    end = len(buf) - sum(map(_row_length, rows[count:]))
+    if count:
+        name_heads, names_raw, heads, dtypes, shape_heads, shape_bodies, starts_raw, ends_raw, param_ids, _ = zip(*rows[:count])
+        struct_heads = b"".join(heads)
+        if len(struct_heads) != count:
+            return None  # some entry is not as Burn writes it
+        if not (struct_heads.count(TensorDescriptor_HEAD) == param_ids.count(b"") in (0, count)):
+            has_param = np.fromiter(map(len, param_ids), np.intp, count) > 0
+            if (np.frombuffer(struct_heads, np.uint8) - TensorDescriptor_HEAD != has_param).any():
+                return None  # the struct's entry count disagrees with the fields present
+        declared = np.frombuffer(b"".join(name_heads), np.uint8).astype(np.intp)
+        if len(declared) == count:  # every name shorter than 24 bytes: the head holds the length
+            lengths = declared - 0x60
+        elif len(declared) == 2 * count:  # every name longer: 0x78 and a length byte
+            lengths = declared[1::2]
+        else:
+            widths = np.fromiter(map(len, name_heads), np.intp, count)
+            last = declared[np.cumsum(widths) - 1]
+            lengths = np.where(widths == 1, last - 0x60, last)
+        if (lengths != np.fromiter(map(len, names_raw), np.intp, count)).any():
+            return None
+        try:
+            names = b"\x00".join(names_raw).decode().split("\x00")
+        except UnicodeDecodeError:
+            return None
+        if len(names) != count or not all(map(str.__lt__, names, names[1:])):
+            return None  # a NUL in a name, or not sorted and distinct: the per-entry scanner decides
+        shape_keys = list(map(bytes.__add__, shape_heads, shape_bodies))
+        shapes = {}
+        for key in dict.fromkeys(shape_keys):
+            head_len = 1 if key[0] < 0x98 else 2 if key[0] == 0x98 else 3
+            shape = uints(key[:head_len], key[head_len:])
+            if shape is None:
+                return None
+            shapes[key] = shape
+        table = TensorTable(names, list(dtypes), shape_keys, shapes, _uint_column(starts_raw), _uint_column(ends_raw), list(param_ids))
+    else:
+        table = TensorTable([], [], [], {}, np.zeros(0, np.uint64), np.zeros(0, np.uint64), [])
+    try:
+        rest_map = fast_loads(bytes([0xA0 + fields - 1]) + buf[end:])
+        if type(rest_map) is not dict or "tensors" in rest_map:
+            return None
+        others = fast_Metadata({"tensors": {}, **rest_map})
+    except Exception:
+        return None
+    return others._replace(tensors=table)  # type: ignore[arg-type]  # a read-only Mapping where the type says dict
+
+
+def _row_length(row: tuple[bytes, ...]) -> int:
+    """Bytes one findall match spans: its captures plus, for an entry, the literal keys."""
+    captured = sum(map(len, row))
+    if row[-1]:
+        return captured
+    return captured + TensorDescriptor_LITERAL_BYTES + (TensorDescriptor_OPTIONAL_LITERAL_BYTES["param_id"] if row[-2] else 0)
+
+
+_SMALL_COLUMN = 512
+"""Up to this many values, ``_uint_column`` decodes them one by one."""
+
+
+def _uint_column(column: tuple[bytes, ...]) -> np.ndarray:
+    """CBOR unsigned integers (head and argument bytes each) as a ``uint64`` array."""
+    joined = b"".join(column)
+    raw = np.frombuffer(joined, np.uint8)
+    if len(joined) == len(column):  # every value below 24: the head is the value
+        return raw.astype(np.uint64)
+    if len(column) <= _SMALL_COLUMN:  # a few values: one int each beats a numpy pass per width
+        return np.array([value[0] if len(value) == 1 else int.from_bytes(value[1:], "big") for value in column], np.uint64)
+    widths = np.fromiter(map(len, column), np.intp, len(column))
+    at = np.cumsum(widths) - widths
+    out = raw[at].astype(np.uint64)
+    for width in (2, 3, 5, 9):
+        chosen = np.flatnonzero(widths == width)
+        if chosen.size:
+            value = np.zeros(chosen.size, np.uint64)
+            for k in range(1, width):
+                value = (value << np.uint64(8)) | raw[at[chosen] + k].astype(np.uint64)
+            out[chosen] = value
+    return out
+

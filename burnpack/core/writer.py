@@ -1,0 +1,492 @@
+"""Writing burnpack files exactly as Burn's ``Writer`` does (crates/burn-pack/src/writer.rs).
+
+Tensor data is laid out in the order the tensors are given, each start rounded up to 256 bytes;
+the metadata map is sorted by name. Everything is planned (and every error raised) before the
+first byte is written; deferred tensors are produced one at a time while writing. A tensor whose
+bytes are a ``FileRange`` goes from its file to an output file in the kernel
+(``os.copy_file_range``), never through Python; other outputs read it.
+"""
+
+from __future__ import annotations
+
+import errno
+import gc
+import math
+import os
+import stat
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, BinaryIO, NamedTuple
+
+import numpy as np
+
+from .._generated.codec import TensorDescriptor_layout, encode_TensorDescriptor_entry_with
+from .._generated.layout import (
+    FORMAT_VERSION,
+    HEADER,
+    I64_MAX,
+    I64_MIN,
+    MAGIC,
+    MAX_METADATA_SIZE,
+    MAX_TENSOR_COUNT,
+    MAX_TENSOR_SIZE,
+    METADATA_SIZE_FIELD_MAX,
+    TENSOR_ALIGNMENT,
+    U64_MAX,
+    data_section_start,
+)
+from .._generated.types import Scalar
+from .atomic import atomic_file
+from ..dtypes import UNIT_SIZES, debug, element_size
+from ..errors import BurnpackError, IoError, MetadataSerializationError, TensorBytesSizeMismatch, ValidationError
+from .metadata import encode_metadata_entries
+from .paths import PathLike, resolve_write_path
+from ..quant import QuantizedTensor
+from .tensor import BytesLike, FileRange, Tensor, read_at
+
+__all__ = ["FileRange", "Plan", "Tensor", "Writer", "as_scalar", "resolve_write_path", "save", "save_bytes"]
+
+_ZEROS = bytes(TENSOR_ALIGNMENT)  # every padding run is shorter than the alignment
+_CHUNK = 8 << 20
+_SMALL = 64 << 10  # tensors below this size are copied into the current chunk
+# copy_file_range cannot serve these files (another file system on old kernels, no support, an
+# append-only or non-regular end): the bytes then go through Python.
+_NO_KERNEL_COPY = frozenset(
+    getattr(errno, name) for name in ("EXDEV", "ENOSYS", "EINVAL", "EOPNOTSUPP", "ENOTSUP", "EBADF", "ETXTBSY") if hasattr(errno, name)
+)
+
+
+def as_scalar(name: str, value: Any) -> Scalar:
+    """A Scalar from a Scalar or a plain bool / float / i64 int, checked to fit its kind."""
+    if isinstance(value, Scalar):
+        _check_scalar(name, value)
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        return Scalar.Bool(bool(value))
+    if isinstance(value, (float, np.floating)):
+        return Scalar.Float(float(value))
+    if isinstance(value, (int, np.integer)) and I64_MIN <= value <= I64_MAX:
+        return Scalar.Int(int(value))
+    raise ValidationError(f"scalar '{name}': {value!r} is not a Scalar, bool, float or i64 int (use Scalar.UInt for u64)")
+
+
+def _check_scalar(name: str, scalar: Scalar) -> None:
+    if not scalar.payload_fits():
+        raise ValidationError(f"scalar '{name}': {scalar.value!r} does not fit Scalar.{scalar.variant}")
+
+
+class Plan(NamedTuple):
+    """What a writer decided before writing anything."""
+
+    metadata: bytes
+    """The CBOR metadata blob."""
+    starts: tuple[int, ...]
+    """Each tensor's start in the data section, in data order."""
+    data_size: int
+    """Bytes from the data section's start to the end of the last tensor."""
+
+
+class Writer:
+    """A planned burnpack: tensors in data order, user metadata and typed scalars.
+
+    ``size()`` is known before anything is produced; ``to_bytes``, ``write_into``, ``write`` and
+    ``write_atomic`` all produce the same bytes. What a writer writes changes only through
+    ``with_metadata`` / ``with_scalar``, which re-plan: its tensors are an immutable tuple of
+    immutable ``Tensor``s, ``metadata`` and ``scalars`` read-only views.
+    """
+
+    def __init__(
+        self,
+        tensors: Iterable[Tensor] = (),
+        *,
+        metadata: Mapping[str, str] | None = None,
+        scalars: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._tensors = tuple(tensors)
+        for tensor in self._tensors:
+            if not isinstance(tensor, Tensor):
+                raise ValidationError(f"expected burnpack.Tensor objects, got {type(tensor).__name__}")
+        self._metadata: dict[str, str] = {}
+        self._scalars: dict[str, Scalar] = {}
+        self._plan: Plan | None = None
+        for key, value in (metadata or {}).items():
+            self.with_metadata(key, value)
+        for key, value in (scalars or {}).items():
+            self.with_scalar(key, value)
+
+    @property
+    def tensors(self) -> tuple[Tensor, ...]:
+        """The tensors, in data order."""
+        return self._tensors
+
+    @property
+    def metadata(self) -> Mapping[str, str]:
+        """User metadata (read-only: add entries with ``with_metadata``)."""
+        return MappingProxyType(self._metadata)
+
+    @property
+    def scalars(self) -> Mapping[str, Scalar]:
+        """Typed scalars (read-only: add entries with ``with_scalar``)."""
+        return MappingProxyType(self._scalars)
+
+    def with_metadata(self, key: str, value: str) -> Writer:
+        """Add one metadata entry (a later value for the same key wins, as in Burn)."""
+        if type(key) is not str or type(value) is not str:
+            raise ValidationError(f"metadata entries must be str → str, got {key!r}: {value!r}")
+        self._metadata[key] = value
+        self._plan = None
+        return self
+
+    def with_scalar(self, key: str, value: Any) -> Writer:
+        """Add one typed scalar (a later value for the same key wins, as in Burn)."""
+        if type(key) is not str:
+            raise ValidationError(f"scalar names must be str, got {key!r}")
+        self._scalars[key] = as_scalar(key, value)
+        self._plan = None
+        return self
+
+    # -- planning ----------------------------------------------------------------------------
+    def plan(self) -> Plan:
+        """(metadata bytes, data-section start of each tensor, data-section size); raises before I/O.
+
+        Errors come in the order Burn's writer reports them (per tensor: byte length, offset
+        overflow, duplicate name; then the metadata's size). What Burn's writer writes but its
+        reader refuses (more than ``MAX_TENSOR_COUNT`` tensors, a tensor over ``MAX_TENSOR_SIZE``,
+        metadata over ``MAX_METADATA_SIZE``) is refused too, but only once none of Burn's own
+        errors applies. An element count of 2^64 or more is counted modulo 2^64, as Burn's release
+        build does: Burn writes such a file and reads it back, so it is written (strict mode
+        rejects it).
+        """
+        if self._plan is None:
+            refusal: BurnpackError | None = None
+            """The first limit Burn's reader enforces that this write breaks (Burn's writer has none)."""
+            if len(self._tensors) > MAX_TENSOR_COUNT:
+                refusal = ValidationError(
+                    f"{len(self._tensors)} tensors exceed the maximum of {MAX_TENSOR_COUNT} a reader accepts"
+                )
+            entries: dict[str, bytes] = {}
+            starts: list[int] = []
+            offset = 0
+            alignment = TENSOR_ALIGNMENT
+            kinds: dict[tuple[int, tuple[int, ...], bool], tuple[bytes, int | None, int | None]] = {}
+            """(id of the dtype, shape, has a param id) → (the entry's layout bytes, the byte length
+            its shape and dtype need, that length as Burn's release build computes it: modulo 2^64).
+            Keyed by identity: hashing a DType costs more than encoding it again when two equal
+            dtypes are distinct objects (the tensors keep them alive while this runs)."""
+            for tensor in self._tensors:
+                name, byte_len, param_id = tensor.name, tensor.byte_len, tensor.param_id
+                key = (id(tensor.dtype), tensor.shape, param_id is not None)
+                kind = kinds.get(key)
+                if kind is None:
+                    kind = kinds[key] = _kind(tensor)
+                layout, expected, wrapped = kind
+                if byte_len != wrapped and wrapped is not None:
+                    shape = "[" + ", ".join(map(str, tensor.shape)) + "]"
+                    how = "" if expected == wrapped else f" ({expected} modulo 2^64, as Burn's release build counts)"
+                    raise ValidationError(
+                        f"tensor '{name}' declares {byte_len} bytes but its shape {shape} and dtype "
+                        f"{debug(tensor.dtype)} need {wrapped}{how}"
+                    )
+                if byte_len > MAX_TENSOR_SIZE and refusal is None:
+                    refusal = ValidationError(
+                        f"tensor '{name}' of {byte_len} bytes exceeds the maximum of {MAX_TENSOR_SIZE} bytes a reader accepts"
+                    )
+                start = -(-offset // alignment) * alignment  # align(offset), inlined: one call less per tensor
+                end = start + byte_len
+                if end > U64_MAX:
+                    raise IoError(f"Tensor offset overflow: {start} + {byte_len} exceeds maximum")
+                if name in entries:
+                    raise ValidationError(f"Duplicate tensor name '{name}'")
+                entries[name] = encode_TensorDescriptor_entry_with(name, layout, (start, end), param_id)
+                starts.append(start)
+                offset = end
+            blob = encode_metadata_entries(entries, self._metadata, self._scalars)
+            if len(blob) > METADATA_SIZE_FIELD_MAX:
+                raise IoError(f"Metadata size {len(blob)} exceeds maximum of {METADATA_SIZE_FIELD_MAX} bytes")
+            if refusal is not None:
+                raise refusal
+            if len(blob) > MAX_METADATA_SIZE:
+                raise ValidationError(
+                    f"Metadata size {len(blob)} exceeds the maximum of {MAX_METADATA_SIZE} bytes a reader accepts"
+                )
+            self._plan = Plan(blob, tuple(starts), offset)
+        return self._plan
+
+    def size(self) -> int:
+        """Total file size in bytes, without producing any deferred tensor."""
+        plan = self.plan()
+        return data_section_start(len(plan.metadata)) + plan.data_size
+
+    # -- output ------------------------------------------------------------------------------
+    def _chunks(self, *, file_ranges: bool = False, progress: Callable[[int], None] | None = None) -> Iterable[BytesLike | Tensor]:
+        """The file's bytes in order; deferred tensors are produced (and dropped) one at a time.
+
+        Small tensors and the padding between them are gathered into one chunk, so that many tiny
+        tensors cost one write rather than two each. With ``file_ranges`` a large tensor backed by
+        a ``FileRange`` is yielded itself, for the caller to copy from its file. ``progress`` is
+        told each tensor's size once its bytes are handed over.
+        """
+        plan = self.plan()
+        blob = plan.metadata
+        batch = bytearray(HEADER.pack(MAGIC, FORMAT_VERSION, len(blob)))
+        batch += blob
+        batch += _ZEROS[: data_section_start(len(blob)) - HEADER.size - len(blob)]
+        position = 0
+        for tensor, start in zip(self._tensors, plan.starts, strict=True):
+            batch += _ZEROS[: start - position]  # at most 255 bytes between tensors
+            position = start + tensor.byte_len
+            if file_ranges and tensor.byte_len >= _SMALL and tensor.file_range is not None:
+                yield batch
+                batch = bytearray()
+                yield tensor
+                if progress is not None:
+                    progress(tensor.byte_len)
+                continue
+            if tensor._data is None and batch:  # stream what is ready before producing a lazy tensor
+                yield batch
+                batch = bytearray()
+            data = _produce(tensor)
+            if data.nbytes < _SMALL:
+                batch += data
+            else:
+                yield batch
+                batch = bytearray()
+                for i in range(0, data.nbytes, _CHUNK):
+                    yield data[i : i + _CHUNK]
+            del data
+            if progress is not None:
+                progress(tensor.byte_len)
+            if len(batch) >= _CHUNK:
+                yield batch
+                batch = bytearray()
+        yield batch
+
+    def to_bytes(self) -> bytes:
+        """The whole file in memory."""
+        out = bytearray(self.size())
+        self.write_into(out)
+        return bytes(out)
+
+    def write_into(self, buffer: bytearray | memoryview) -> int:
+        """Write into a caller's buffer of at least ``size()`` bytes; returns the bytes written."""
+        need = self.size()
+        view = memoryview(buffer).cast("B")
+        if view.readonly:
+            raise IoError("Buffer is read-only")
+        if view.nbytes < need:
+            raise IoError(f"Buffer too small: need {need} bytes, got {view.nbytes} bytes")
+        position = 0
+        for chunk in self._chunks():
+            assert not isinstance(chunk, Tensor)
+            n = len(chunk) if not isinstance(chunk, memoryview) else chunk.nbytes
+            view[position : position + n] = chunk
+            position += n
+            del chunk  # let a finished deferred tensor go before the next one is produced
+        return position
+
+    def write_stream(self, stream: BinaryIO, *, progress: Callable[[int], None] | None = None) -> int:
+        """Write to an open binary stream; returns the bytes written. ``progress`` is told the
+        bytes of each tensor once written.
+
+        Into a regular file, tensors backed by a ``FileRange`` are copied in the kernel, at the
+        stream's position (which then moves past them, as a write would).
+        """
+        size = self.size()
+        fd = _regular_file(stream)
+        chunks = self._chunks(file_ranges=fd is not None, progress=progress)
+        if fd is None:
+            stream.writelines(chunks)  # type: ignore[arg-type]  # holds one chunk at a time: deferred tensors go as soon as written
+            return size
+        for chunk in chunks:
+            if isinstance(chunk, Tensor):
+                stream.flush()
+                _copy_file_range(chunk, stream, fd)
+            else:
+                stream.write(chunk)
+            del chunk  # let a finished deferred tensor go before the next one is produced
+        return size
+
+    def write(self, path: PathLike) -> Path:
+        """Write to ``path`` (``.bpk`` appended when it has no extension), replacing the file.
+
+        The bytes go to a scratch file that then replaces ``path`` (a new inode): a reader with
+        the old file mapped keeps its bytes, and a failure leaves the old file. Burn's
+        ``write_to_file`` truncates in place instead. Unlike ``write_atomic`` nothing is fsynced:
+        after a power cut the path holds what a plain rename gives (on ext4 the old or the new file).
+        """
+        return self._replace(path, durable=False)
+
+    def write_atomic(self, path: PathLike) -> Path:
+        """``write``, with the file and its directory fsynced before returning (survives power loss)."""
+        return self._replace(path, durable=True)
+
+    def _replace(self, path: PathLike, *, durable: bool) -> Path:
+        target = resolve_write_path(path)
+        self.plan()
+        if target.name in ("", ".."):  # Rust's file_name() is None: Burn's own messages
+            if durable:
+                raise IoError(f"cannot write to '{target}': not a file path")
+            exc = IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target))
+            raise IoError.from_os_error(exc, context=f"cannot create '{target}'")
+        try:
+            with atomic_file(target, durable=durable) as stream:
+                self.write_stream(stream)
+        except OSError as exc:
+            raise IoError.from_os_error(exc, where=str(target)) from None
+        return target
+
+
+def _kind(tensor: Tensor) -> tuple[bytes, int | None, int | None]:
+    """The layout bytes of the tensor's metadata entry, the byte length its dtype and shape need,
+    and that length modulo 2^64 as Burn's release build computes it (both None for QFloat:
+    bit-packed values plus inline scales, not shape × size; Burn's writer checks no length there).
+
+    Any QFloat scheme is written as given, as Burn's writer does: a block size outside
+    ``BlockSize::new``'s canonical form comes from a file Burn read, and Burn writes it back byte
+    for byte (strict mode is where such a scheme is refused).
+    """
+    dtype = tensor.dtype
+    size = UNIT_SIZES[dtype.variant] if dtype.value is None else element_size(dtype)
+    try:
+        layout = TensorDescriptor_layout(dtype, tensor.shape, tensor.param_id is not None)
+    except (TypeError, ValueError, AttributeError, OverflowError) as exc:
+        raise MetadataSerializationError(f"tensor '{tensor.name}': cannot encode its descriptor: {exc}") from None
+    if size is None:
+        return layout, None, None
+    expected = math.prod(tensor.shape) * size
+    return layout, expected, expected & U64_MAX
+
+
+def _regular_file(stream: BinaryIO) -> int | None:
+    """The descriptor of ``stream`` when it is a regular file (a kernel copy can go there)."""
+    if not _HAS_COPY_FILE_RANGE:
+        return None
+    try:
+        fd = stream.fileno()
+        appending = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND  # positioned writes would append
+        return fd if stat.S_ISREG(os.fstat(fd).st_mode) and stream.seekable() and not appending else None
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is both
+        return None
+
+
+_HAS_COPY_FILE_RANGE = hasattr(os, "copy_file_range")  # Linux: and there fcntl is
+if _HAS_COPY_FILE_RANGE:
+    import fcntl
+
+
+def _copy_file_range(tensor: Tensor, stream: BinaryIO, fd: int) -> None:
+    """Copy the tensor's ``FileRange`` to ``fd`` at the (flushed) stream's position, in the kernel
+    where the files allow it, else through a buffer; then move the stream past it."""
+    source = tensor.file_range
+    assert source is not None
+    start = stream.tell()
+    copied = 0
+    try:
+        with source.descriptor() as src:
+            kernel = True
+            while copied < source.length:
+                if kernel:
+                    try:
+                        n = os.copy_file_range(src, fd, source.length - copied, source.offset + copied, start + copied)
+                    except OSError as exc:
+                        if exc.errno not in _NO_KERNEL_COPY:
+                            raise
+                        kernel = False
+                        continue
+                else:
+                    data = read_at(src, source.offset + copied, min(_CHUNK, source.length - copied))
+                    n = os.pwrite(fd, data, start + copied) if data.nbytes else 0
+                if n == 0:  # the file ends before the range does
+                    break
+                copied += n
+    except (OSError, ValueError) as exc:  # ValueError: a source file object already closed
+        raise IoError(f"tensor '{tensor.name}': {exc}") from exc
+    finally:
+        stream.seek(start + copied)
+    if copied != tensor.byte_len:
+        raise TensorBytesSizeMismatch(
+            f"tensor '{tensor.name}': deferred source has inconsistent length "
+            f"(expected {tensor.byte_len}, got {copied}: {source!r} ends early)"
+        )
+
+
+def _produce(tensor: Tensor) -> memoryview:
+    try:
+        data = tensor.memoryview()
+    except BurnpackError:
+        raise
+    except Exception as exc:
+        raise IoError(f"tensor '{tensor.name}': {exc}") from exc
+    if data.nbytes != tensor.byte_len:
+        raise TensorBytesSizeMismatch(
+            f"tensor '{tensor.name}': deferred source has inconsistent length "
+            f"(expected {tensor.byte_len}, got {data.nbytes})"
+        )
+    return data
+
+
+def save(
+    tensors: Mapping[str, Any] | Iterable[Tensor],
+    path: PathLike,
+    *,
+    metadata: Mapping[str, str] | None = None,
+    scalars: Mapping[str, Any] | None = None,
+) -> Path:
+    """Save tensors (a name → array mapping in data order, or ``Tensor`` objects) atomically."""
+    return Writer(_as_tensors(tensors), metadata=metadata, scalars=scalars).write_atomic(path)
+
+
+def save_bytes(
+    tensors: Mapping[str, Any] | Iterable[Tensor],
+    *,
+    metadata: Mapping[str, str] | None = None,
+    scalars: Mapping[str, Any] | None = None,
+) -> bytes:
+    """The file ``save`` would write, as bytes."""
+    return Writer(_as_tensors(tensors), metadata=metadata, scalars=scalars).to_bytes()
+
+
+def _mapping_tensor(name: str, value: Any) -> Tensor:
+    if isinstance(value, Tensor):
+        if value.name != name:
+            raise ValidationError(
+                f"the mapping key {name!r} names a Tensor called {value.name!r}; use the same name, "
+                "or tensor.with_name(key) to rename it"
+            )
+        return value
+    if isinstance(value, QuantizedTensor):  # a QFloat tensor: its payload, in the logical shape
+        return value.to_tensor(name)
+    return Tensor.from_numpy(name, value)
+
+
+def _as_tensors(tensors: Mapping[str, Any] | Iterable[Tensor]) -> list[Tensor]:
+    """Tensors from a name → array (or Tensor, or QuantizedTensor) mapping, or from ``Tensor``s."""
+    if isinstance(tensors, Mapping):
+        with _gc_paused():
+            return [_mapping_tensor(name, t) for name, t in tensors.items()]
+    out = list(tensors)
+    for t in out:
+        if not isinstance(t, Tensor):
+            raise ValidationError(f"expected burnpack.Tensor objects or a name → array mapping, got {type(t).__name__}")
+    return out
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building one Tensor per array.
+
+    Each tensor allocates a few tracked objects and no cycles, so the collections they trigger
+    find nothing, yet cost more than the building: 20,000 tiny tensors set off about a hundred
+    young and one full collection, and a full one scans the caller's whole heap (all of torch,
+    when it is imported).
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
