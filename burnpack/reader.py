@@ -53,7 +53,7 @@ from .remote import FsspecSource, is_url
 from .slices import TensorSlice
 from .source import BULK_BLOCK, BULK_GAP, BufferSource, FileObjectSource, FileSource, Source, coalesce
 from .table import TensorTable, scan_table
-from .tensor import FileRange, Tensor, _as_array, _blank, _freeze
+from .tensor import FileRange, Tensor, _as_array, _blank, _freeze, gc_paused
 
 __all__ = ["Pack", "PathLike", "TensorView", "load"]
 
@@ -562,12 +562,13 @@ def _open(source: Source, *, from_file: bool, legacy_ok: bool, decoder: str = "a
         raise InvalidHeader(where=where)
     blob = source.read(HEADER_SIZE, metadata_size)
     try:
-        if legacy_ok:
-            meta = legacy.decode_legacy(blob)
-        elif decoder == "exact":
-            meta = decode_metadata_exact(blob)
-        else:
-            meta = scan_table(blob) or decode_metadata(blob)
+        with gc_paused():  # one object per tensor or per column entry, no cycles
+            if legacy_ok:
+                meta = legacy.decode_legacy(blob)
+            elif decoder == "exact":
+                meta = decode_metadata_exact(blob)
+            else:
+                meta = scan_table(blob) or decode_metadata(blob)
     except MetadataDeserializationError as exc:
         raise legacy.explain_rejection(exc, blob) from None
     if len(meta.tensors) > limits.max_tensors:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from itertools import repeat
 
 import numpy as np
 
@@ -189,7 +190,11 @@ def _row_length(row: tuple[bytes, ...]) -> int:
 
 
 _SMALL_COLUMN = 512
-"""Up to this many values, ``_uint_column`` decodes them one by one."""
+"""Up to this many values, ``_uint_column`` pads each value to nine bytes instead."""
+_PADDED = np.dtype([("pad", "u1"), ("value", ">u8")])
+"""A value right-justified in nine bytes: its head and argument in the low bytes of ``value``."""
+_ARGUMENT_MASKS = np.array([0, 0xFF, 0xFF, 0xFFFF, 0, 0xFFFF_FFFF, 0, 0, 0, 0xFFFF_FFFF_FFFF_FFFF], np.uint64)
+"""By a value's width in bytes: the bits of its argument (a one-byte value is its head)."""
 
 
 def _uint_column(column: tuple[bytes, ...]) -> np.ndarray:
@@ -198,8 +203,9 @@ def _uint_column(column: tuple[bytes, ...]) -> np.ndarray:
     raw = np.frombuffer(joined, np.uint8)
     if len(joined) == len(column):  # every value below 24: the head is the value
         return raw.astype(np.uint64)
-    if len(column) <= _SMALL_COLUMN:  # a few values: one int each beats a numpy pass per width
-        return np.array([value[0] if len(value) == 1 else int.from_bytes(value[1:], "big") for value in column], np.uint64)
+    if len(column) <= _SMALL_COLUMN:  # a few values: padded to one record each beats a numpy pass per width
+        padded = np.frombuffer(b"".join(map(bytes.rjust, column, repeat(9), repeat(b"\0"))), _PADDED)
+        return padded["value"] & _ARGUMENT_MASKS[np.fromiter(map(len, column), np.intp, len(column))]
     widths = np.fromiter(map(len, column), np.intp, len(column))
     at = np.cumsum(widths) - widths
     out = raw[at].astype(np.uint64)
