@@ -160,11 +160,15 @@ def scan_table(buf: bytes | bytearray | memoryview) -> Metadata | None:
             return None
         if len(names) != count or not all(map(str.__lt__, names, names[1:])):
             return None  # a NUL in a name, or not sorted and distinct: the per-entry scanner decides
-        shape_keys = list(map(bytes.__add__, shape_heads, shape_bodies))
+        if shape_heads.count(shape_heads[0]) == count:  # one rank throughout: a shape's body tells it apart
+            rank_head, shape_keys = shape_heads[0], list(shape_bodies)
+        else:
+            rank_head, shape_keys = b"", list(map(bytes.__add__, shape_heads, shape_bodies))
         shapes = {}
         for key in dict.fromkeys(shape_keys):
-            head_len = 1 if key[0] < 0x98 else 2 if key[0] == 0x98 else 3
-            shape = uints(key[:head_len], key[head_len:])
+            full = rank_head + key
+            head_len = 1 if full[0] < 0x98 else 2 if full[0] == 0x98 else 3
+            shape = uints(full[:head_len], full[head_len:])
             if shape is None:
                 return None
             shapes[key] = shape

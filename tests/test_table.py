@@ -104,3 +104,13 @@ def test_offsets_of_every_width_decode_alike_in_small_and_large_tables(count):
     table = scan_table(blob)
     assert isinstance(table.tensors, TensorTable)
     assert dict(table.tensors.items()) == decode_metadata_exact(blob).tensors
+
+
+def test_shapes_of_one_rank_are_told_apart_by_their_dimensions():
+    shapes = [(2, 3), (3, 2), (6, 1), (1, 6), (300, 2), (2, 300)]  # one rank; dims of one and of two bytes
+    tensors = [Tensor.from_numpy(f"t{i}", np.zeros(shape, np.float32)) for i, shape in enumerate(shapes)]
+    blob = _metadata_blob(_pack(tensors))
+    table = scan_table(blob)
+    assert isinstance(table.tensors, TensorTable)
+    assert [table.tensors[f"t{i}"].shape for i in range(len(shapes))] == shapes
+    assert [array.shape for array in burnpack.load(_pack(tensors)).numpy().values()] == shapes
