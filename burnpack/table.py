@@ -52,7 +52,7 @@ Where it matches, it matches as ``_ENTRY_RE`` does; a name it cannot match sends
 class TensorTable(Mapping[str, TensorDescriptor]):
     """Name → ``TensorDescriptor``, stored as columns; names are sorted, as Burn writes them."""
 
-    __slots__ = ("names", "_dtype_keys", "_shape_keys", "_shapes", "starts", "ends", "_param_ids", "_index", "_offsets")
+    __slots__ = ("names", "_dtype_keys", "_shape_keys", "_shapes", "_starts", "_start_column", "ends", "_param_ids", "_index", "_offsets")
 
     def __init__(
         self,
@@ -60,17 +60,28 @@ class TensorTable(Mapping[str, TensorDescriptor]):
         dtype_keys: list[bytes],
         shape_keys: list[bytes],
         shapes: dict[bytes, tuple[int, ...]],
-        starts: np.ndarray,
+        starts: np.ndarray | tuple[bytes, ...],
         ends: np.ndarray,
         param_ids: list[bytes],
     ) -> None:
         self.names = names
         self._dtype_keys, self._shape_keys, self._shapes = dtype_keys, shape_keys, shapes
-        self.starts, self.ends = starts, ends
-        """Relative data offsets, ``uint64`` columns in name order."""
+        self._starts: np.ndarray | None = starts if isinstance(starts, np.ndarray) else None
+        self._start_column: tuple[bytes, ...] = () if isinstance(starts, np.ndarray) else starts
+        self.ends = ends
+        """Relative end offsets, a ``uint64`` column in name order."""
         self._param_ids = param_ids
         self._index: dict[str, int] | None = None
         self._offsets: list[tuple[int, int]] = []
+
+    @property
+    def starts(self) -> np.ndarray:
+        """Relative start offsets, a ``uint64`` column in name order; decoded from the CBOR
+        integers the scan matched when first asked for (an open, or a listing of names, needs
+        only the ends)."""
+        if self._starts is None:
+            self._starts, self._start_column = _uint_column(self._start_column), ()
+        return self._starts
 
     def __getitem__(self, name: str) -> TensorDescriptor:
         index = self._index
@@ -172,7 +183,7 @@ def scan_table(buf: bytes | bytearray | memoryview) -> Metadata | None:
             if shape is None:
                 return None
             shapes[key] = shape
-        table = TensorTable(names, list(dtypes), shape_keys, shapes, _uint_column(starts_raw), _uint_column(ends_raw), list(param_ids))
+        table = TensorTable(names, list(dtypes), shape_keys, shapes, starts_raw, _uint_column(ends_raw), list(param_ids))
     else:
         table = TensorTable([], [], [], {}, np.zeros(0, np.uint64), np.zeros(0, np.uint64), [])
     try:

@@ -72,6 +72,17 @@ def test_opening_and_listing_names_builds_no_descriptor(monkeypatch):
     assert [int(a[0]) for a in arrays.values()] == list(range(100))
 
 
+def test_opening_and_listing_names_decodes_the_end_offsets_only(monkeypatch):
+    decoded = []
+    real = burnpack.table._uint_column
+    monkeypatch.setattr(burnpack.table, "_uint_column", lambda column: decoded.append(len(column)) or real(column))
+    pack = burnpack.load(_pack([Tensor.from_numpy(f"t{i:03}", np.full(2, i, np.int16)) for i in range(100)]))
+    assert len(pack.names) == 100
+    assert decoded == [100]  # the ends: the open checks the largest against the file's size
+    assert int(pack.numpy()["t042"][0]) == 42
+    assert decoded == [100, 100]  # the starts, once the data is asked for
+
+
 def test_bulk_arrays_view_the_pack_and_match_each_tensor():
     tensors = [Tensor.from_numpy(f"g{i}", np.arange(6, dtype=np.float32).reshape(2, 3) + i) for i in range(5)]
     tensors += [Tensor.from_numpy(f"h{i}", np.arange(i + 1, dtype=np.int64)) for i in range(5)]
