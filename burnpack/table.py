@@ -114,7 +114,13 @@ class TensorTable(Mapping[str, TensorDescriptor]):
     def groups(self) -> list[tuple[DType, tuple[int, ...], np.ndarray]]:
         """(dtype, shape, indices in name order) for each (dtype, shape) the table holds."""
         count = len(self.names)
-        keys = list(map(bytes.__add__, self._dtype_keys, self._shape_keys))
+        dtypes = self._dtype_keys
+        if not count:
+            return []
+        if dtypes.count(dtypes[0]) == count:  # one dtype throughout (most models): the shape tells the group
+            keys = self._shape_keys
+        else:
+            keys = list(map(bytes.__add__, dtypes, self._shape_keys))
         groups = {key: i for i, key in enumerate(dict.fromkeys(keys))}
         if len(groups) == 1:
             members = [np.arange(count)]

@@ -125,3 +125,16 @@ def test_shapes_of_one_rank_are_told_apart_by_their_dimensions():
     assert isinstance(table.tensors, TensorTable)
     assert [table.tensors[f"t{i}"].shape for i in range(len(shapes))] == shapes
     assert [array.shape for array in burnpack.load(_pack(tensors)).numpy().values()] == shapes
+
+
+def test_tensors_of_one_dtype_and_of_several_dtypes_are_grouped_by_dtype_and_shape():
+    one_dtype = [Tensor.from_numpy(f"a{i}", np.zeros(shape, np.float32)) for i, shape in enumerate([(2,), (3,), (2,), (2, 1)])]
+    mixed = one_dtype + [Tensor.from_numpy("b0", np.zeros(2, np.int32)), Tensor.from_numpy("b1", np.zeros(2, np.float64))]
+    for tensors in (one_dtype, mixed):
+        table = scan_table(_metadata_blob(_pack(tensors))).tensors
+        groups = {(dtype, shape): sorted(table.names[i] for i in index) for dtype, shape, index in table.groups()}
+        expected: dict = {}
+        for t in tensors:
+            expected.setdefault((t.dtype, t.shape), []).append(t.name)
+        assert groups == {key: sorted(names) for key, names in expected.items()}
+    assert scan_table(_metadata_blob(_pack([]))).tensors.groups() == []
