@@ -1,7 +1,7 @@
 """Reach benchmarks: sharded conversion vs ``cp``, torch loading vs ``safetensors.torch``, and the
 bytes a remote pack transfers. Ratios are taken in one run on one machine.
 
-    python benchmarks/reach_bench.py [--only sharded] [--gib 2] [--repeat 3] [--torch-repeat 15] [--dir /tmp] [--json out.json]
+    python benchmarks/reach_bench.py [--only sharded] [--gib 2] [--repeat 3] [--torch-repeat 15] [--remote-repeat 7] [--dir /tmp] [--json out.json]
 
 1. Sharded: a generated ``--gib`` GiB model in 4 HF safetensors shards (64 float32 tensors of
    equal size) converted to one ``.bpk`` in a fresh process: time and the RSS high-water mark
@@ -12,7 +12,8 @@ bytes a remote pack transfers. Ratios are taken in one run on one machine.
    ``safetensors.torch.load_file``; ``load(framework="pt")`` + ``get_tensor`` + ``sum`` vs
    ``safe_open(framework="pt")`` + ``get_tensor`` + ``sum``. Medians of ``--repeat`` runs, warm cache.
 3. Remote: a 1 GiB pack of 256 tensors of 4 MiB on a local HTTP server with Range support: bytes
-   and requests to open, to read one tensor, and for ``pack.numpy()``.
+   and requests to open, to read one tensor, and for ``pack.numpy()``; then every tensor of a
+   256 MiB pack (``load(url).numpy()``) against one plain GET of the file, ``--remote-repeat`` runs.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -205,7 +207,7 @@ def torch_loading(tmp: Path, repeat: int) -> dict:
     return result
 
 
-def remote(tmp: Path) -> dict:
+def remote(tmp: Path, repeat: int) -> dict:
     import burnpack
     from tests.reach.servers import RangeServer
 
@@ -230,9 +232,43 @@ def remote(tmp: Path) -> dict:
         arrays = pack.numpy()
         everything = {"requests": len(server.requests), "bytes": server.bytes_sent, "seconds": time.perf_counter() - start,
                       "tensors": len(arrays)}  # fmt: skip
+        file_bytes = len(data)
+        del pack, arrays, data
+        del server.files["/big.bpk"]  # only one pack in memory at a time
+        every_vs_get = numpy_against_get(server, repeat)
     finally:
         server.close()
-    return {"file_bytes": len(data), "open": opened, "one_4mib_tensor": one, "numpy_all": everything}
+    return {"file_bytes": file_bytes, "open": opened, "one_4mib_tensor": one, "numpy_all": everything, "numpy_vs_get": every_vs_get}
+
+
+def numpy_against_get(server, repeat: int) -> dict:
+    """Every tensor of a 256 MiB pack (64 of 4 MiB) with ``load(url).numpy()`` against one plain
+    GET of the file through the same HTTP client (fsspec's ``cat_file``), interleaved; wall seconds."""
+    import fsspec
+
+    import burnpack
+
+    rng = np.random.default_rng(3)
+    arrays = {f"t{i:02d}": rng.standard_normal(1 << 20, dtype=np.float32) for i in range(64)}
+    server.files["/256.bpk"] = data = burnpack.save_bytes(arrays)
+    url = server.url("/256.bpk")
+    fs = fsspec.filesystem("http")
+
+    def ours() -> None:
+        with burnpack.load(url) as pack:
+            assert len(pack.numpy()) == 64
+
+    def get() -> None:
+        assert len(fs.cat_file(url)) == len(data)
+
+    runs: dict[str, Any] = {"burnpack_runs": [], "get_runs": []}
+    for _ in range(repeat):
+        server.reset_counts()
+        runs["burnpack_runs"].append(seconds_of(ours))
+        runs["burnpack_requests"] = len(server.requests)  # HEAD, the first 64 KiB, the blocks
+        runs["get_runs"].append(seconds_of(get))
+    runs["file_bytes"] = len(data)
+    return runs
 
 
 def main() -> None:
@@ -240,6 +276,7 @@ def main() -> None:
     parser.add_argument("--gib", type=float, default=2.0, help="size of the sharded model")
     parser.add_argument("--repeat", type=int, default=3, help="runs of the sharded conversion and of each copy")
     parser.add_argument("--torch-repeat", type=int, default=15, help="runs of each torch loading measure (tens of ms each)")
+    parser.add_argument("--remote-repeat", type=int, default=7, help="runs of the 256 MiB remote read and of its plain GET")
     parser.add_argument("--dir", type=Path, help="where the files go (default: a temporary directory)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--only", choices=("sharded", "torch", "remote"), action="append")
@@ -256,7 +293,7 @@ def main() -> None:
             print(json.dumps({k: {kk: vv for kk, vv in v.items() if not kk.endswith("runs")} if isinstance(v, dict) else v
                               for k, v in results["torch"].items()}), flush=True)  # fmt: skip
         if "remote" in parts:
-            results["remote"] = remote(tmp)
+            results["remote"] = remote(tmp, args.remote_repeat)
             print(json.dumps(results["remote"]), flush=True)
     save(finish(results), "reach", args.json)
 

@@ -36,6 +36,11 @@ IDLE_TIMEOUT = 60.0
 """Default seconds an HTTP request may wait for the connection or the next byte."""
 DEADLINE = 600.0
 """Default seconds one request (a size query or a range of at most 64 MiB) may take in all."""
+PARALLEL_REQUESTS = 4
+"""Ranged GETs a bulk read keeps in flight at once over HTTP."""
+PARALLEL_BLOCK = 16 << 20
+"""Largest block of neighbouring ranges one of those GETs asks for (a larger range is its own):
+smaller blocks than other sources' keep more requests in flight."""
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://")
 _READ_CHUNK = 1 << 20
 
@@ -110,10 +115,17 @@ class FsspecSource:
         return self._fetch(offset, length)
 
     def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
-        """Every range, fetched in blocks of neighbouring ranges (one request per block)."""
+        """Every range, fetched in blocks of neighbouring ranges (one request per block; over
+        HTTP and asynchronous backends up to :data:`PARALLEL_REQUESTS` blocks at a time)."""
         out: list[memoryview] = [memoryview(b"")] * len(ranges)
-        for start, end, members in coalesce(ranges, max_gap=BULK_GAP, max_block=BULK_BLOCK):
-            block = memoryview(self._fetch(start, end - start))
+        cancellable = self._http or self._async
+        blocks = coalesce(ranges, max_gap=BULK_GAP, max_block=PARALLEL_BLOCK if cancellable else BULK_BLOCK)
+        if cancellable and len(blocks) > 1:
+            data = self._call("read of several ranges", lambda: self._sync_all([(start, end - start) for start, end, _ in blocks]))
+        else:
+            data = [self._fetch(start, end - start) for start, end, _ in blocks]
+        for (start, _, members), fetched in zip(blocks, data):
+            block = memoryview(fetched if isinstance(fetched, bytearray) else bytearray(fetched))  # writable, as read_coalesced's
             for i in members:
                 offset, length = ranges[i]
                 out[i] = block[offset - start : offset - start + length]
@@ -143,6 +155,41 @@ class FsspecSource:
         if len(data) != expected:
             raise IoError(f"short read: got {len(data)} of {expected} bytes at offset {offset}", where=self.url)
         return data
+
+    def _sync_all(self, ranges: Sequence[tuple[int, int]]) -> list[bytearray]:
+        """Ranged reads of every ``(offset, length)``, :data:`PARALLEL_REQUESTS` at a time on the
+        filesystem's loop, each bounded as ``_sync`` bounds one; the first failure raises."""
+        from fsspec.asyn import sync
+
+        if self._closed:
+            raise IoError("the remote file is closed", where=self.url)
+        gate = asyncio.Semaphore(PARALLEL_REQUESTS)
+        fetch = _http_range if self._http else _backend_range
+
+        async def one(offset: int, length: int) -> bytearray:
+            length = max(0, min(length, self._size - offset))
+            if length == 0:
+                return bytearray()
+            async with gate:
+                try:
+                    data = await asyncio.wait_for(fetch(self._fs, self._path, offset, length), self.deadline)
+                except asyncio.TimeoutError as exc:
+                    if type(exc) is asyncio.TimeoutError:  # wait_for's own: the deadline (aiohttp's idle timeout is a subclass)
+                        raise IoError(f"no complete answer within the {self.deadline} s deadline", where=self.url) from None
+                    raise IoError(f"{type(exc).__name__}: no byte within the idle timeout", where=self.url) from None
+            if len(data) != length:
+                raise IoError(f"short read: got {len(data)} of {length} bytes at offset {offset}", where=self.url)
+            return data
+
+        async def run() -> list[bytearray]:
+            tasks = [asyncio.ensure_future(one(offset, length)) for offset, length in ranges]
+            try:
+                return list(await asyncio.gather(*tasks))
+            finally:
+                for task in tasks:  # the first failure: the others stop instead of downloading on
+                    task.cancel()
+
+        return sync(self._fs.loop, run)
 
     def _sync(self, coroutine: Callable[..., Any], *args: Any) -> Any:
         """Run one of the filesystem's coroutines on its loop, cancelled after the deadline."""
@@ -202,13 +249,13 @@ class FsspecSource:
                 pass
 
 
-async def _backend_range(fs: Any, path: str, offset: int, length: int) -> bytes:
-    """``length`` bytes at ``offset`` from an asynchronous backend's ranged read."""
-    data = await fs._cat_file(path, start=offset, end=offset + length)
-    return bytes(data)
+async def _backend_range(fs: Any, path: str, offset: int, length: int) -> bytearray:
+    """``length`` bytes at ``offset`` from an asynchronous backend's ranged read (writable, as
+    ``_http_range``'s)."""
+    return bytearray(await fs._cat_file(path, start=offset, end=offset + length))
 
 
-async def _http_range(fs: Any, url: str, offset: int, length: int) -> bytes:
+async def _http_range(fs: Any, url: str, offset: int, length: int) -> bytearray:
     """``length`` bytes at ``offset`` with one ranged GET, reading at most ``length + 1`` bytes
     of the body whatever the server sends (fsspec's own fetch reads a 206 body to its end)."""
     kwargs = dict(fs.kwargs)
@@ -232,4 +279,4 @@ async def _http_range(fs: Any, url: str, offset: int, length: int) -> bytes:
             got += len(chunk)
         if got > length:
             raise IoError(f"the server sent more than the {length} bytes asked for at offset {offset}", where=url)
-        return b"".join(chunks)
+        return bytearray().join(chunks)  # writable: arrays and torch tensors of a bulk read may view it

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import struct
 import warnings
@@ -394,3 +395,25 @@ def test_reading_a_file_truncated_while_mapped_is_an_io_error_not_a_crash(tmp_pa
         os.truncate(path, 4096)  # what Burn's writer does to a file it rewrites in place
         with pytest.raises(burnpack.IoError, match=r"the file shrank from \d+ to 4096 bytes"):
             {**_view_reads(pack["w"]), **_pack_reads(pack)}[method]()
+
+
+@pytest.mark.parametrize("decoder", ["auto", "exact"])
+def test_opening_a_pack_of_many_tensors_sets_off_no_garbage_collection(decoder):
+    data = burnpack.save_bytes({f"b{i}": np.zeros(1, np.float32) for i in range(5000)})  # unpaused: 20+ young collections
+    burnpack.load(data, decoder=decoder)  # the first open imports modules (their collections are not the open's)
+    gc.collect()  # start from empty generations
+    before = [generation["collections"] for generation in gc.get_stats()]
+    pack = burnpack.load(data, decoder=decoder)
+    after = [generation["collections"] for generation in gc.get_stats()]
+    assert len(pack) == 5000
+    assert after[0] - before[0] <= 1 and after[1:] == before[1:]  # the paused one runs once, when resumed
+    assert gc.isenabled()
+
+
+def test_opening_leaves_a_disabled_garbage_collector_disabled():
+    gc.disable()
+    try:
+        burnpack.load(burnpack.save_bytes({"w": np.zeros(2, np.float32)}))
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -7,6 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import burnpack
+import burnpack.core.table
 from burnpack import DType, Tensor, Writer
 from burnpack.core.metadata import decode_metadata_exact
 from burnpack.core.table import TensorTable, scan_table
@@ -72,6 +73,17 @@ def test_opening_and_listing_names_builds_no_descriptor(monkeypatch):
     assert [int(a[0]) for a in arrays.values()] == list(range(100))
 
 
+def test_opening_and_listing_names_decodes_the_end_offsets_only(monkeypatch):
+    decoded = []
+    real = burnpack.core.table._uint_column
+    monkeypatch.setattr(burnpack.core.table, "_uint_column", lambda column: decoded.append(len(column)) or real(column))
+    pack = burnpack.load(_pack([Tensor.from_numpy(f"t{i:03}", np.full(2, i, np.int16)) for i in range(100)]))
+    assert len(pack.names) == 100
+    assert decoded == [100]  # the ends: the open checks the largest against the file's size
+    assert int(pack.numpy()["t042"][0]) == 42
+    assert decoded == [100, 100]  # the starts, once the data is asked for
+
+
 def test_bulk_arrays_view_the_pack_and_match_each_tensor():
     tensors = [Tensor.from_numpy(f"g{i}", np.arange(6, dtype=np.float32).reshape(2, 3) + i) for i in range(5)]
     tensors += [Tensor.from_numpy(f"h{i}", np.arange(i + 1, dtype=np.int64)) for i in range(5)]
@@ -104,3 +116,26 @@ def test_offsets_of_every_width_decode_alike_in_small_and_large_tables(count):
     table = scan_table(blob)
     assert isinstance(table.tensors, TensorTable)
     assert dict(table.tensors.items()) == decode_metadata_exact(blob).tensors
+
+
+def test_shapes_of_one_rank_are_told_apart_by_their_dimensions():
+    shapes = [(2, 3), (3, 2), (6, 1), (1, 6), (300, 2), (2, 300)]  # one rank; dims of one and of two bytes
+    tensors = [Tensor.from_numpy(f"t{i}", np.zeros(shape, np.float32)) for i, shape in enumerate(shapes)]
+    blob = _metadata_blob(_pack(tensors))
+    table = scan_table(blob)
+    assert isinstance(table.tensors, TensorTable)
+    assert [table.tensors[f"t{i}"].shape for i in range(len(shapes))] == shapes
+    assert [array.shape for array in burnpack.load(_pack(tensors)).numpy().values()] == shapes
+
+
+def test_tensors_of_one_dtype_and_of_several_dtypes_are_grouped_by_dtype_and_shape():
+    one_dtype = [Tensor.from_numpy(f"a{i}", np.zeros(shape, np.float32)) for i, shape in enumerate([(2,), (3,), (2,), (2, 1)])]
+    mixed = one_dtype + [Tensor.from_numpy("b0", np.zeros(2, np.int32)), Tensor.from_numpy("b1", np.zeros(2, np.float64))]
+    for tensors in (one_dtype, mixed):
+        table = scan_table(_metadata_blob(_pack(tensors))).tensors
+        groups = {(dtype, shape): sorted(table.names[i] for i in index) for dtype, shape, index in table.groups()}
+        expected: dict = {}
+        for t in tensors:
+            expected.setdefault((t.dtype, t.shape), []).append(t.name)
+        assert groups == {key: sorted(names) for key, names in expected.items()}
+    assert scan_table(_metadata_blob(_pack([]))).tensors.groups() == []

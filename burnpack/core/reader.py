@@ -52,9 +52,9 @@ from .frameworks import import_torch, torch_from_buffer, torch_view_dtype
 from .paths import PathLike, resolve_read_path
 from ..remote import FsspecSource, is_url
 from .slices import TensorSlice
-from .source import BULK_BLOCK, BULK_GAP, BufferSource, FileObjectSource, FileSource, Source, coalesce
+from .source import BufferSource, FileObjectSource, FileSource, Source, read_coalesced
 from .table import TensorTable, scan_table
-from .tensor import FileRange, Tensor, _as_array, _blank, _freeze
+from .tensor import FileRange, Tensor, _as_array, _blank, _freeze, gc_paused
 
 __all__ = ["Pack", "PathLike", "TensorView", "load"]
 
@@ -292,7 +292,7 @@ class Pack(Mapping[str, TensorView]):
         if self.legacy_layout:
             return {view.name: view.numpy() for view in self.tensors()}
         if buffer is None:
-            return self._bulk_ranges(lambda view, block, start, end: view._numpy_of(memoryview(block)[start:end]))
+            return self._bulk_ranges(TensorView._numpy_of)
         base = self.data_section_start
         if isinstance(self._descriptors, TensorTable):  # many tensors: a strided window per (dtype, shape)
             bulk = self._plan.table_arrays(self._descriptors, buffer)
@@ -307,25 +307,18 @@ class Pack(Mapping[str, TensorView]):
         if self.legacy_layout:
             return {view.name: view.torch() for view in self.tensors()}
         if buffer is None:
-            return self._bulk_ranges(TensorView._torch_of)
+            return self._bulk_ranges(lambda view, piece: view._torch_of(piece, 0, len(piece)))
         base = self.data_section_start
         return self._bulk(lambda dtype, np_dtype, count: torch_from_buffer(buffer, base, (count,), dtype), TensorView.torch)
 
-    def _bulk_ranges(self, take: Callable[[TensorView, bytearray, int, int], Any]) -> dict[str, Any]:
+    def _bulk_ranges(self, take: Callable[[TensorView, memoryview], Any]) -> dict[str, Any]:
         """Every tensor (checked as ``tensors()`` is) from a source without a buffer, read in
-        large blocks of neighbouring tensors: one request per block for remote files."""
+        large blocks of neighbouring tensors (``read_coalesced``): one request per block for
+        remote files."""
         self._live()
-        views = [self[name] for name in self._names]
         ranges = [(start, end - start) for start, end in self._plan.ranges()]
-        out = {}
-        for block_start, block_end, members in coalesce(ranges, max_gap=BULK_GAP, max_block=BULK_BLOCK):
-            block = bytearray(self._source.read(block_start, block_end - block_start))
-            if len(block) != block_end - block_start:
-                raise IoError(f"short read: got {len(block)} of {block_end - block_start} bytes at offset {block_start}")
-            for i in members:
-                start = ranges[i][0] - block_start
-                out[views[i].name] = take(views[i], block, start, start + ranges[i][1])
-        return {view.name: out[view.name] for view in views}
+        pieces = read_coalesced(self._source, ranges)
+        return {name: take(self[name], piece) for name, piece in zip(self._names, pieces)}
 
     def get_tensor(self, name: str) -> Any:
         """One tensor in this pack's ``framework``: a numpy array (``"np"``) or torch tensor (``"pt"``)."""
@@ -563,12 +556,13 @@ def _open(source: Source, *, from_file: bool, legacy_ok: bool, decoder: str = "a
         raise InvalidHeader(where=where)
     blob = source.read(HEADER_SIZE, metadata_size)
     try:
-        if legacy_ok:
-            meta = legacy.decode_legacy(blob)
-        elif decoder == "exact":
-            meta = decode_metadata_exact(blob)
-        else:
-            meta = scan_table(blob) or decode_metadata(blob)
+        with gc_paused():  # one object per tensor or per column entry, no cycles
+            if legacy_ok:
+                meta = legacy.decode_legacy(blob)
+            elif decoder == "exact":
+                meta = decode_metadata_exact(blob)
+            else:
+                meta = scan_table(blob) or decode_metadata(blob)
     except MetadataDeserializationError as exc:
         raise legacy.explain_rejection(exc, blob) from None
     if len(meta.tensors) > limits.max_tensors:

@@ -260,3 +260,25 @@ def coalesce(ranges: Sequence[tuple[int, int]], *, max_gap: int, max_block: int)
     if members:
         blocks.append((block_start, block_end, members))
     return blocks
+
+
+def read_coalesced(source: Source, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
+    """Every ``(offset, length)`` range of ``source`` as writable memory (arrays and torch tensors
+    may view it), read in blocks of neighbouring ranges: one ``read`` per block. A source with
+    ``read_ranges`` of its own (remote files, several requests at once) answers instead."""
+    own = getattr(source, "read_ranges", None)
+    if own is not None:
+        pieces = own(ranges)
+    else:
+        pieces = [memoryview(b"")] * len(ranges)
+        for block_start, block_end, members in coalesce(ranges, max_gap=BULK_GAP, max_block=BULK_BLOCK):
+            block = memoryview(bytearray(source.read(block_start, block_end - block_start)))
+            if len(block) != block_end - block_start:
+                raise IoError(f"short read: got {len(block)} of {block_end - block_start} bytes at offset {block_start}")
+            for i in members:
+                start = ranges[i][0] - block_start
+                pieces[i] = block[start : start + ranges[i][1]]
+    for (offset, length), piece in zip(ranges, pieces):
+        if len(piece) != length:
+            raise IoError(f"short read: got {len(piece)} of {length} bytes at offset {offset}")
+    return pieces

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from itertools import repeat
 
 import numpy as np
 
@@ -51,7 +52,7 @@ Where it matches, it matches as ``_ENTRY_RE`` does; a name it cannot match sends
 class TensorTable(Mapping[str, TensorDescriptor]):
     """Name → ``TensorDescriptor``, stored as columns; names are sorted, as Burn writes them."""
 
-    __slots__ = ("names", "_dtype_keys", "_shape_keys", "_shapes", "starts", "ends", "_param_ids", "_index", "_offsets")
+    __slots__ = ("names", "_dtype_keys", "_shape_keys", "_shapes", "_starts", "_start_column", "ends", "_param_ids", "_index", "_offsets")
 
     def __init__(
         self,
@@ -59,17 +60,28 @@ class TensorTable(Mapping[str, TensorDescriptor]):
         dtype_keys: list[bytes],
         shape_keys: list[bytes],
         shapes: dict[bytes, tuple[int, ...]],
-        starts: np.ndarray,
+        starts: np.ndarray | tuple[bytes, ...],
         ends: np.ndarray,
         param_ids: list[bytes],
     ) -> None:
         self.names = names
         self._dtype_keys, self._shape_keys, self._shapes = dtype_keys, shape_keys, shapes
-        self.starts, self.ends = starts, ends
-        """Relative data offsets, ``uint64`` columns in name order."""
+        self._starts: np.ndarray | None = starts if isinstance(starts, np.ndarray) else None
+        self._start_column: tuple[bytes, ...] = () if isinstance(starts, np.ndarray) else starts
+        self.ends = ends
+        """Relative end offsets, a ``uint64`` column in name order."""
         self._param_ids = param_ids
         self._index: dict[str, int] | None = None
         self._offsets: list[tuple[int, int]] = []
+
+    @property
+    def starts(self) -> np.ndarray:
+        """Relative start offsets, a ``uint64`` column in name order; decoded from the CBOR
+        integers the scan matched when first asked for (an open, or a listing of names, needs
+        only the ends)."""
+        if self._starts is None:
+            self._starts, self._start_column = _uint_column(self._start_column), ()
+        return self._starts
 
     def __getitem__(self, name: str) -> TensorDescriptor:
         index = self._index
@@ -102,7 +114,13 @@ class TensorTable(Mapping[str, TensorDescriptor]):
     def groups(self) -> list[tuple[DType, tuple[int, ...], np.ndarray]]:
         """(dtype, shape, indices in name order) for each (dtype, shape) the table holds."""
         count = len(self.names)
-        keys = list(map(bytes.__add__, self._dtype_keys, self._shape_keys))
+        dtypes = self._dtype_keys
+        if not count:
+            return []
+        if dtypes.count(dtypes[0]) == count:  # one dtype throughout (most models): the shape tells the group
+            keys = self._shape_keys
+        else:
+            keys = list(map(bytes.__add__, dtypes, self._shape_keys))
         groups = {key: i for i, key in enumerate(dict.fromkeys(keys))}
         if len(groups) == 1:
             members = [np.arange(count)]
@@ -159,15 +177,19 @@ def scan_table(buf: bytes | bytearray | memoryview) -> Metadata | None:
             return None
         if len(names) != count or not all(map(str.__lt__, names, names[1:])):
             return None  # a NUL in a name, or not sorted and distinct: the per-entry scanner decides
-        shape_keys = list(map(bytes.__add__, shape_heads, shape_bodies))
+        if shape_heads.count(shape_heads[0]) == count:  # one rank throughout: a shape's body tells it apart
+            rank_head, shape_keys = shape_heads[0], list(shape_bodies)
+        else:
+            rank_head, shape_keys = b"", list(map(bytes.__add__, shape_heads, shape_bodies))
         shapes = {}
         for key in dict.fromkeys(shape_keys):
-            head_len = 1 if key[0] < 0x98 else 2 if key[0] == 0x98 else 3
-            shape = uints(key[:head_len], key[head_len:])
+            full = rank_head + key
+            head_len = 1 if full[0] < 0x98 else 2 if full[0] == 0x98 else 3
+            shape = uints(full[:head_len], full[head_len:])
             if shape is None:
                 return None
             shapes[key] = shape
-        table = TensorTable(names, list(dtypes), shape_keys, shapes, _uint_column(starts_raw), _uint_column(ends_raw), list(param_ids))
+        table = TensorTable(names, list(dtypes), shape_keys, shapes, starts_raw, _uint_column(ends_raw), list(param_ids))
     else:
         table = TensorTable([], [], [], {}, np.zeros(0, np.uint64), np.zeros(0, np.uint64), [])
     try:
@@ -189,7 +211,11 @@ def _row_length(row: tuple[bytes, ...]) -> int:
 
 
 _SMALL_COLUMN = 512
-"""Up to this many values, ``_uint_column`` decodes them one by one."""
+"""Up to this many values, ``_uint_column`` pads each value to nine bytes instead."""
+_PADDED = np.dtype([("pad", "u1"), ("value", ">u8")])
+"""A value right-justified in nine bytes: its head and argument in the low bytes of ``value``."""
+_ARGUMENT_MASKS = np.array([0, 0xFF, 0xFF, 0xFFFF, 0, 0xFFFF_FFFF, 0, 0, 0, 0xFFFF_FFFF_FFFF_FFFF], np.uint64)
+"""By a value's width in bytes: the bits of its argument (a one-byte value is its head)."""
 
 
 def _uint_column(column: tuple[bytes, ...]) -> np.ndarray:
@@ -198,8 +224,9 @@ def _uint_column(column: tuple[bytes, ...]) -> np.ndarray:
     raw = np.frombuffer(joined, np.uint8)
     if len(joined) == len(column):  # every value below 24: the head is the value
         return raw.astype(np.uint64)
-    if len(column) <= _SMALL_COLUMN:  # a few values: one int each beats a numpy pass per width
-        return np.array([value[0] if len(value) == 1 else int.from_bytes(value[1:], "big") for value in column], np.uint64)
+    if len(column) <= _SMALL_COLUMN:  # a few values: padded to one record each beats a numpy pass per width
+        padded = np.frombuffer(b"".join(map(bytes.rjust, column, repeat(9), repeat(b"\0"))), _PADDED)
+        return padded["value"] & _ARGUMENT_MASKS[np.fromiter(map(len, column), np.intp, len(column))]
     widths = np.fromiter(map(len, column), np.intp, len(column))
     at = np.cumsum(widths) - widths
     out = raw[at].astype(np.uint64)

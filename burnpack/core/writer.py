@@ -10,12 +10,10 @@ bytes are a ``FileRange`` goes from its file to an output file in the kernel
 from __future__ import annotations
 
 import errno
-import gc
 import math
 import os
 import stat
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, BinaryIO, NamedTuple
@@ -44,7 +42,7 @@ from ..errors import BurnpackError, IoError, MetadataSerializationError, TensorB
 from .metadata import encode_metadata_entries
 from .paths import PathLike, resolve_write_path
 from ..quant import QuantizedTensor
-from .tensor import BytesLike, FileRange, Tensor, read_at
+from .tensor import BytesLike, FileRange, Tensor, gc_paused, read_at
 
 __all__ = ["FileRange", "Plan", "Tensor", "Writer", "as_scalar", "resolve_write_path", "save", "save_bytes"]
 
@@ -464,29 +462,10 @@ def _mapping_tensor(name: str, value: Any) -> Tensor:
 def _as_tensors(tensors: Mapping[str, Any] | Iterable[Tensor]) -> list[Tensor]:
     """Tensors from a name → array (or Tensor, or QuantizedTensor) mapping, or from ``Tensor``s."""
     if isinstance(tensors, Mapping):
-        with _gc_paused():
+        with gc_paused():
             return [_mapping_tensor(name, t) for name, t in tensors.items()]
     out = list(tensors)
     for t in out:
         if not isinstance(t, Tensor):
             raise ValidationError(f"expected burnpack.Tensor objects or a name → array mapping, got {type(t).__name__}")
     return out
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector while building one Tensor per array.
-
-    Each tensor allocates a few tracked objects and no cycles, so the collections they trigger
-    find nothing, yet cost more than the building: 20,000 tiny tensors set off about a hundred
-    young and one full collection, and a full one scans the caller's whole heap (all of torch,
-    when it is imported).
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()

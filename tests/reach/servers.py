@@ -31,6 +31,9 @@ class RangeServer:
         self.drip_limit = 100
         self.requests: list[tuple[str, str, str | None]] = []  # (method, path, Range header)
         self.bytes_sent = 0
+        self.in_flight = 0
+        self.most_in_flight = 0
+        """GETs being answered at once, and the most at any moment since the last reset."""
         self._lock = threading.Lock()
         server = self
 
@@ -52,6 +55,16 @@ class RangeServer:
                 self.end_headers()
 
             def do_GET(self) -> None:
+                with server._lock:
+                    server.in_flight += 1
+                    server.most_in_flight = max(server.most_in_flight, server.in_flight)
+                try:
+                    self._answer_get()
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _answer_get(self) -> None:
                 server._record(self)
                 data = server.files.get(self.path)
                 if data is None:
@@ -139,6 +152,7 @@ class RangeServer:
         with self._lock:
             self.requests.clear()
             self.bytes_sent = 0
+            self.most_in_flight = self.in_flight
 
     @property
     def range_requests(self) -> list[tuple[str, str, str | None]]:

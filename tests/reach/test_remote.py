@@ -64,6 +64,39 @@ def test_remote_numpy_fetches_everything_in_one_coalesced_request(http_server):
     assert all(np.array_equal(_same_arrays[n], a) for n, a in TENSORS.items())
 
 
+def _blocks_of_one_tensor(monkeypatch) -> None:
+    """Blocks of at most one 16 KiB tensor: a bulk read of ``DATA`` is 24 requests."""
+    monkeypatch.setattr(burnpack.remote, "PARALLEL_BLOCK", 16 << 10)
+    monkeypatch.setattr(burnpack.remote, "BULK_GAP", 0)
+
+
+def test_a_bulk_read_over_http_keeps_several_requests_in_flight(http_server, monkeypatch):
+    _blocks_of_one_tensor(monkeypatch)
+    pack = burnpack.load(_serve(http_server))
+    http_server.mode, http_server.stall = "slow", 0.2  # every GET waits: the client's next ones arrive meanwhile
+    http_server.reset_counts()
+    arrays = pack.numpy()
+    assert len(http_server.range_requests) == len(TENSORS)
+    assert http_server.most_in_flight == burnpack.remote.PARALLEL_REQUESTS
+    assert all(np.array_equal(arrays[n], a) for n, a in TENSORS.items())
+
+
+@pytest.mark.parametrize("mode", ["error", "short"])
+def test_a_failing_request_of_a_parallel_bulk_read_is_an_io_error(http_server, monkeypatch, mode):
+    _blocks_of_one_tensor(monkeypatch)
+    pack = burnpack.load(_serve(http_server))
+    http_server.mode = mode
+    with pytest.raises(burnpack.IoError):
+        pack.numpy()
+
+
+def test_arrays_of_a_remote_bulk_read_are_writable_memory_of_their_own(http_server, monkeypatch):
+    _blocks_of_one_tensor(monkeypatch)
+    arrays = burnpack.load(_serve(http_server)).numpy()
+    arrays["t01"][0, 0] = -1.0
+    assert arrays["t01"][0, 0] == -1.0 and arrays["t02"][0, 0] == 2.0
+
+
 def test_remote_torch_tensors_are_read_in_coalesced_requests(http_server):
     torch = pytest.importorskip("torch")
     pack = burnpack.load(_serve(http_server), framework="pt")
