@@ -249,9 +249,27 @@ def view_stats(*paths: str) -> str:
          "statistics per value (same clock)", "target", "like for like"], rows)])
 
 
+# -- benchmarks/skip_bench.py ------------------------------------------------------------------
+SKIP_COLUMNS = (("load_kernel_s", "`load`, compiled kernel"), ("load_python_s", "`load`, Python walk"),
+                ("cbor2_loads_s", "`cbor2.loads`"), ("regex_scan_s", "one regex pass"), ("bytes_count_s", "`bytes.count`"))
+
+
+def skip(*paths: str) -> str:
+    """Per run and mix: the best time of each way over the same metadata bytes ("not measured" where a run lacks it)."""
+    records = [(path, _load(path)) for path in paths]
+    rows = []
+    for i, (_, r) in enumerate(records):
+        for mix, row in r["mixes"].items():
+            cells = [_ms(min(row[key])) if key in row else "not measured" for key, _ in SKIP_COLUMNS]
+            rows.append([f"run {i + 1}: {mix}, {row['metadata_bytes'] / 1e6:.0f} MB", *cells])
+    captions = [f"Run {i + 1}: {caption(path, r)}" for i, (path, r) in enumerate(records)]
+    return "\n".join([*captions, "", *_table(["mix (best of the run's repeats)", *(name for _, name in SKIP_COLUMNS)], rows)])
+
+
 RENDERERS: dict[str, Callable[..., str]] = {
     "bench": bench, "replace": replace, "cbor_decoder": cbor_decoder, "quant": quant, "ab_tiny": ab_tiny,
     "fuzz_campaigns": fuzz_campaigns, "conformance_fuzz": conformance_fuzz, "reach": reach, "view_stats": view_stats,
+    "skip": skip,
 }
 
 
