@@ -14,13 +14,15 @@ import math
 import os
 import stat
 from collections.abc import Callable, Iterable, Mapping
+from itertools import accumulate, repeat
+from operator import add, attrgetter, sub
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 
-from .._generated.codec import TensorDescriptor_layout, encode_TensorDescriptor_entry_with
+from .._generated.codec import TensorDescriptor_layout
 from .._generated.layout import (
     FORMAT_VERSION,
     HEADER,
@@ -39,13 +41,17 @@ from .._generated.types import Scalar
 from .atomic import atomic_file
 from ..dtypes import UNIT_SIZES, debug, element_size
 from ..errors import BurnpackError, IoError, MetadataSerializationError, TensorBytesSizeMismatch, ValidationError
-from .metadata import encode_metadata_entries
+from .metadata import encode_metadata_columns
 from .paths import PathLike, resolve_write_path
 from ..quant import QuantizedTensor
 from .tensor import BytesLike, FileRange, Tensor, gc_paused, read_at
 
 __all__ = ["FileRange", "Plan", "Tensor", "Writer", "as_scalar", "resolve_write_path", "save", "save_bytes"]
 
+_COLUMNS = attrgetter("name", "byte_len", "param_id", "dtype", "shape")
+"""The tensor fields a plan reads, as columns."""
+_IN_MEMORY = attrgetter("_data")
+"""A tensor's bytes when they are in memory (a tensor without a provider), else None."""
 _ZEROS = bytes(TENSOR_ALIGNMENT)  # every padding run is shorter than the alignment
 _CHUNK = 8 << 20
 _SMALL = 64 << 10  # tensors below this size are copied into the current chunk
@@ -158,59 +164,92 @@ class Writer:
         rejects it).
         """
         if self._plan is None:
-            refusal: BurnpackError | None = None
-            """The first limit Burn's reader enforces that this write breaks (Burn's writer has none)."""
-            if len(self._tensors) > MAX_TENSOR_COUNT:
-                refusal = ValidationError(
-                    f"{len(self._tensors)} tensors exceed the maximum of {MAX_TENSOR_COUNT} a reader accepts"
-                )
-            entries: dict[str, bytes] = {}
-            starts: list[int] = []
-            offset = 0
-            alignment = TENSOR_ALIGNMENT
-            kinds: dict[tuple[int, tuple[int, ...], bool], tuple[bytes, int | None, int | None]] = {}
-            """(id of the dtype, shape, has a param id) → (the entry's layout bytes, the byte length
-            its shape and dtype need, that length as Burn's release build computes it: modulo 2^64).
-            Keyed by identity: hashing a DType costs more than encoding it again when two equal
-            dtypes are distinct objects (the tensors keep them alive while this runs)."""
-            for tensor in self._tensors:
-                name, byte_len, param_id = tensor.name, tensor.byte_len, tensor.param_id
-                key = (id(tensor.dtype), tensor.shape, param_id is not None)
-                kind = kinds.get(key)
-                if kind is None:
-                    kind = kinds[key] = _kind(tensor)
-                layout, expected, wrapped = kind
-                if byte_len != wrapped and wrapped is not None:
-                    shape = "[" + ", ".join(map(str, tensor.shape)) + "]"
-                    how = "" if expected == wrapped else f" ({expected} modulo 2^64, as Burn's release build counts)"
-                    raise ValidationError(
-                        f"tensor '{name}' declares {byte_len} bytes but its shape {shape} and dtype "
-                        f"{debug(tensor.dtype)} need {wrapped}{how}"
-                    )
-                if byte_len > MAX_TENSOR_SIZE and refusal is None:
-                    refusal = ValidationError(
-                        f"tensor '{name}' of {byte_len} bytes exceeds the maximum of {MAX_TENSOR_SIZE} bytes a reader accepts"
-                    )
-                start = -(-offset // alignment) * alignment  # align(offset), inlined: one call less per tensor
-                end = start + byte_len
-                if end > U64_MAX:
-                    raise IoError(f"Tensor offset overflow: {start} + {byte_len} exceeds maximum")
-                if name in entries:
-                    raise ValidationError(f"Duplicate tensor name '{name}'")
-                entries[name] = encode_TensorDescriptor_entry_with(name, layout, (start, end), param_id)
-                starts.append(start)
-                offset = end
-            blob = encode_metadata_entries(entries, self._metadata, self._scalars)
-            if len(blob) > METADATA_SIZE_FIELD_MAX:
-                raise IoError(f"Metadata size {len(blob)} exceeds maximum of {METADATA_SIZE_FIELD_MAX} bytes")
-            if refusal is not None:
-                raise refusal
-            if len(blob) > MAX_METADATA_SIZE:
-                raise ValidationError(
-                    f"Metadata size {len(blob)} exceeds the maximum of {MAX_METADATA_SIZE} bytes a reader accepts"
-                )
-            self._plan = Plan(blob, tuple(starts), offset)
+            with gc_paused():  # the columns are many small acyclic objects
+                self._plan = self._plan_columns()
         return self._plan
+
+    def _plan_columns(self) -> Plan:
+        """The plan, computed column by column: every check over all tensors at once, the tensors
+        map encoded in bulk. Where a check fails, ``_raise_first_error`` finds which error Burn
+        reports first."""
+        tensors = self._tensors
+        refusal: BurnpackError | None = None
+        """The first limit Burn's reader enforces that this write breaks (Burn's writer has none)."""
+        if len(tensors) > MAX_TENSOR_COUNT:
+            refusal = ValidationError(f"{len(tensors)} tensors exceed the maximum of {MAX_TENSOR_COUNT} a reader accepts")
+        if not tensors:
+            columns: list[tuple[Any, ...]] = [(), (), (), (), ()]
+        else:
+            columns = list(zip(*map(_COLUMNS, tensors)))
+        names, byte_lens, param_ids, dtypes, shapes = columns
+        has_param_ids = param_ids.count(None) != len(param_ids)
+        # (id of the dtype, shape, has a param id): tensors of one kind share their entry's layout
+        # bytes and the byte length their shape and dtype need. Keyed by identity: hashing a DType
+        # costs more than encoding it again when two equal dtypes are distinct objects (the
+        # tensors keep them alive while this runs).
+        keys = list(zip(map(id, dtypes), shapes, [p is not None for p in param_ids] if has_param_ids else repeat(False)))
+        try:
+            kinds = {key: _kind(tensor) for key, tensor in dict(zip(keys, tensors)).items()}
+        except BurnpackError:
+            self._raise_first_error()
+            raise
+        wanted = {key: kind[2] for key, kind in kinds.items()}
+        if None in wanted.values():  # QFloat: no length to check
+            wanted_lens = tuple([n if wanted[key] is None else wanted[key] for key, n in zip(keys, byte_lens)])
+        else:
+            wanted_lens = tuple(map(wanted.__getitem__, keys))
+        alignment = TENSOR_ALIGNMENT
+        starts = list(accumulate([-(-n // alignment) * alignment for n in byte_lens], initial=0))[: len(byte_lens)]
+        data_size = starts[-1] + byte_lens[-1] if tensors else 0  # ends never decrease: the last is the largest
+        if data_size > U64_MAX:
+            self._raise_first_error()
+        start_column = np.array(starts, dtype=np.uint64)
+        end_column = start_column + np.array(byte_lens, dtype=np.uint64)
+        if wanted_lens != byte_lens or len(set(names)) != len(names):
+            self._raise_first_error()
+        if max(byte_lens, default=0) > MAX_TENSOR_SIZE and refusal is None:
+            big = next(t for t in tensors if t.byte_len > MAX_TENSOR_SIZE)
+            refusal = ValidationError(f"tensor '{big.name}' of {big.byte_len} bytes exceeds the maximum of {MAX_TENSOR_SIZE} bytes a reader accepts")
+        layout_of = {key: kind[0] for key, kind in kinds.items()}
+        layouts = list(map(layout_of.__getitem__, keys))
+        blob = encode_metadata_columns(list(names), layouts, start_column, end_column, list(param_ids) if has_param_ids else None, self._metadata, self._scalars)
+        if len(blob) > METADATA_SIZE_FIELD_MAX:
+            raise IoError(f"Metadata size {len(blob)} exceeds maximum of {METADATA_SIZE_FIELD_MAX} bytes")
+        if refusal is not None:
+            raise refusal
+        if len(blob) > MAX_METADATA_SIZE:
+            raise ValidationError(f"Metadata size {len(blob)} exceeds the maximum of {MAX_METADATA_SIZE} bytes a reader accepts")
+        return Plan(blob, tuple(starts), data_size)
+
+    def _raise_first_error(self) -> None:
+        """Raise the first error Burn's writer reports, walking the tensors in order as it does
+        (per tensor: byte length, offset overflow, duplicate name)."""
+        seen: set[str] = set()
+        offset = 0
+        kinds: dict[tuple[int, tuple[int, ...], bool], tuple[bytes, int | None, int | None]] = {}
+        for tensor in self._tensors:
+            name, byte_len = tensor.name, tensor.byte_len
+            key = (id(tensor.dtype), tensor.shape, tensor.param_id is not None)
+            kind = kinds.get(key)
+            if kind is None:
+                kind = kinds[key] = _kind(tensor)
+            _, expected, wrapped = kind
+            if byte_len != wrapped and wrapped is not None:
+                shape = "[" + ", ".join(map(str, tensor.shape)) + "]"
+                how = "" if expected == wrapped else f" ({expected} modulo 2^64, as Burn's release build counts)"
+                raise ValidationError(
+                    f"tensor '{name}' declares {byte_len} bytes but its shape {shape} and dtype "
+                    f"{debug(tensor.dtype)} need {wrapped}{how}"
+                )
+            start = -(-offset // TENSOR_ALIGNMENT) * TENSOR_ALIGNMENT
+            end = start + byte_len
+            if end > U64_MAX:
+                raise IoError(f"Tensor offset overflow: {start} + {byte_len} exceeds maximum")
+            if name in seen:
+                raise ValidationError(f"Duplicate tensor name '{name}'")
+            seen.add(name)
+            offset = end
+        raise AssertionError("a column check failed but no tensor breaks it")
 
     def size(self) -> int:
         """Total file size in bytes, without producing any deferred tensor."""
@@ -222,15 +261,20 @@ class Writer:
         """The file's bytes in order; deferred tensors are produced (and dropped) one at a time.
 
         Small tensors and the padding between them are gathered into one chunk, so that many tiny
-        tensors cost one write rather than two each. With ``file_ranges`` a large tensor backed by
+        tensors cost one write rather than two each; when every tensor is in memory and the data
+        section is at most one chunk, the whole file is one join, with no step per tensor. With ``file_ranges`` a large tensor backed by
         a ``FileRange`` is yielded itself, for the caller to copy from its file. ``progress`` is
         told each tensor's size once its bytes are handed over.
         """
         plan = self.plan()
         blob = plan.metadata
-        batch = bytearray(HEADER.pack(MAGIC, FORMAT_VERSION, len(blob)))
-        batch += blob
-        batch += _ZEROS[: data_section_start(len(blob)) - HEADER.size - len(blob)]
+        head = (HEADER.pack(MAGIC, FORMAT_VERSION, len(blob)), blob, _ZEROS[: data_section_start(len(blob)) - HEADER.size - len(blob)])
+        if progress is None and plan.data_size <= _CHUNK:
+            in_memory = list(map(_IN_MEMORY, self._tensors))
+            if None not in in_memory:  # every tensor's bytes at hand, and few of them: one chunk of all
+                yield _joined(head, in_memory, plan.starts)
+                return
+        batch = bytearray(b"".join(head))
         position = 0
         for tensor, start in zip(self._tensors, plan.starts, strict=True):
             batch += _ZEROS[: start - position]  # at most 255 bytes between tensors
@@ -357,6 +401,20 @@ def _kind(tensor: Tensor) -> tuple[bytes, int | None, int | None]:
     return layout, expected, expected & U64_MAX
 
 
+def _joined(head: tuple[bytes, ...], data: list[memoryview], starts: tuple[int, ...]) -> bytes:
+    """``head``, then each tensor's ``data`` at its start (after the header and metadata), the
+    padding between them zeros."""
+    ends = [0, *map(add, starts, map(len, data))]  # memoryviews of bytes: len is the byte length
+    pieces: list[BytesLike] = [*head, *data, *data]  # the right length; the slots are filled below
+    pieces[len(head) :: 2] = map(_PADDING.__getitem__, map(sub, starts, ends))
+    pieces[len(head) + 1 :: 2] = data
+    return b"".join(pieces)
+
+
+_PADDING = tuple(bytes(n) for n in range(TENSOR_ALIGNMENT))
+"""The zeros between two tensors (fewer than the alignment), by length."""
+
+
 def _regular_file(stream: BinaryIO) -> int | None:
     """The descriptor of ``stream`` when it is a regular file (a kernel copy can go there)."""
     if not _HAS_COPY_FILE_RANGE:
@@ -433,7 +491,7 @@ def save(
     scalars: Mapping[str, Any] | None = None,
 ) -> Path:
     """Save tensors (a name → array mapping in data order, or ``Tensor`` objects) atomically."""
-    return Writer(_as_tensors(tensors), metadata=metadata, scalars=scalars).write_atomic(path)
+    return _planned(tensors, metadata, scalars).write_atomic(path)
 
 
 def save_bytes(
@@ -443,7 +501,16 @@ def save_bytes(
     scalars: Mapping[str, Any] | None = None,
 ) -> bytes:
     """The file ``save`` would write, as bytes."""
-    return Writer(_as_tensors(tensors), metadata=metadata, scalars=scalars).to_bytes()
+    return _planned(tensors, metadata, scalars).to_bytes()
+
+
+def _planned(tensors: Mapping[str, Any] | Iterable[Tensor], metadata: Mapping[str, str] | None, scalars: Mapping[str, Any] | None) -> Writer:
+    """A planned ``Writer`` of ``tensors``, the garbage collector paused once for all the small
+    objects building the tensors and planning them makes."""
+    with gc_paused():
+        writer = Writer(_as_tensors(tensors), metadata=metadata, scalars=scalars)
+        writer.plan()
+    return writer
 
 
 def _mapping_tensor(name: str, value: Any) -> Tensor:
