@@ -1003,6 +1003,8 @@ def gen_direct_encoder(schema: Schema) -> list[str]:
     def typed(fields: list[Field]) -> str:
         return ", ".join(f"{f.name}: {py_annotation(f.type, schema)}" for f in fields)
 
+    rest_params = ", ".join(f"{f.name}: {py_annotation(f.type, schema)}" for f in top.fields[1:])
+    rest_args = ", ".join(f.name for f in top.fields[1:])
     lines += [
         "",
         "",
@@ -1023,12 +1025,16 @@ def gen_direct_encoder(schema: Schema) -> list[str]:
         f"    return encode_{struct.name}_entry_with(name, layout, {', '.join(f.name for f in own)})",
         "",
         "",
-        f"def encode_Metadata_entries(entries: dict[str, bytes], {', '.join(f'{f.name}: {py_annotation(f.type, schema)}' for f in top.fields[1:])}) -> bytes:",
+        f"def encode_Metadata_entries(entries: dict[str, bytes], {rest_params}) -> bytes:",
         f'    """The metadata from pre-encoded {first.name!r} entries (name → ``encode_{struct.name}_entry``)."""',
-        f"    rest = encode_Metadata(Metadata({{}}, {', '.join(f.name for f in top.fields[1:])}))",
+        f"    return encode_Metadata_map(len(entries), b''.join([entries[name] for name in sorted(entries)]), {rest_args})",
+        "",
+        "",
+        f"def encode_Metadata_map(count: int, entries: bytes, {rest_params}) -> bytes:",
+        f'    """The metadata from its {first.name!r} map\'s ``count`` entries, already encoded and in name order."""',
+        f"    rest = encode_Metadata(Metadata({{}}, {rest_args}))",
         f"    del rest[{first.name!r}]",
-        f"    head = [bytes([0xA1 + len(rest)]), {cbor_text(first.name)!r}, map_head(len(entries))]",
-        "    return b''.join([*head, *(entries[name] for name in sorted(entries)), encode(rest)[1:]])",
+        f"    return b''.join((bytes([0xA1 + len(rest)]), {cbor_text(first.name)!r}, map_head(count), entries, encode(rest)[1:]))",
         "",
         "",
         "def encode_Metadata_bytes(metadata: Metadata) -> bytes:",

@@ -45,6 +45,7 @@ RANKS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("core", "_lazy", "core.paths", "core.source", "remote", "core.sidefile", "core.atomic",
          "core.patterns", "core.display", "core.progress"),
         # the data model: what a file holds
+        ("core._cencode",),  # the compiled metadata encoder (optional)
         ("dtypes", "core.frameworks", "core.metadata", "core.legacy", "core.table", "core.tensor",
          "core.slices", "core.strict", "quant"),
         ("core.plan",),  # the one read plan

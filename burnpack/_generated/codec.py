@@ -499,10 +499,14 @@ def encode_TensorDescriptor_entry(name: str, dtype: DType, shape: tuple[int, ...
 
 def encode_Metadata_entries(entries: dict[str, bytes], metadata: dict[str, str], scalars: dict[str, Scalar]) -> bytes:
     """The metadata from pre-encoded 'tensors' entries (name → ``encode_TensorDescriptor_entry``)."""
+    return encode_Metadata_map(len(entries), b''.join([entries[name] for name in sorted(entries)]), metadata, scalars)
+
+
+def encode_Metadata_map(count: int, entries: bytes, metadata: dict[str, str], scalars: dict[str, Scalar]) -> bytes:
+    """The metadata from its 'tensors' map's ``count`` entries, already encoded and in name order."""
     rest = encode_Metadata(Metadata({}, metadata, scalars))
     del rest['tensors']
-    head = [bytes([0xA1 + len(rest)]), b'gtensors', map_head(len(entries))]
-    return b''.join([*head, *(entries[name] for name in sorted(entries)), encode(rest)[1:]])
+    return b''.join((bytes([0xA1 + len(rest)]), b'gtensors', map_head(count), entries, encode(rest)[1:]))
 
 
 def encode_Metadata_bytes(metadata: Metadata) -> bytes:

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from itertools import repeat
+
+import numpy as np
+
 from .._cbor import Decoder, fast_loads
 from ..errors import CborError, Fallback, MetadataDeserializationError, MetadataSerializationError
-from .._generated.codec import encode_Metadata_bytes, encode_Metadata_entries, exact_Metadata, fast_Metadata, scan_Metadata
+from .._generated.codec import encode_TensorDescriptor_entry_with, encode_Metadata_bytes, encode_Metadata_entries, encode_Metadata_map, exact_Metadata, fast_Metadata, scan_Metadata
 from .._generated.layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH
 from .._generated.types import Metadata
 
@@ -23,6 +28,56 @@ def encode_metadata_entries(entries: dict[str, bytes], metadata: dict[str, str],
         return encode_Metadata_entries(entries, metadata, scalars)
     except (TypeError, ValueError, UnicodeError, OverflowError) as exc:
         raise MetadataSerializationError(f"cannot encode metadata: {exc}") from None
+
+
+def encode_metadata_columns(
+    names: list[str],
+    layouts: list[bytes],
+    starts: np.ndarray,
+    ends: np.ndarray,
+    param_ids: list[int | None] | None,
+    metadata: dict[str, str],
+    scalars: dict,
+) -> bytes:
+    """``encode_metadata_entries`` from columns: tensor ``i`` is named ``names[i]``, its entry
+    starts with ``layouts[i]`` (``TensorDescriptor_layout``), its data offsets are ``(starts[i],
+    ends[i])`` (uint64 arrays) and its param id ``param_ids[i]`` (``None``: no tensor has one).
+    The entries are encoded by ``encode_entries``: the compiled kernel when it is built."""
+    try:
+        order = sorted(range(len(names)), key=names.__getitem__)
+        take = np.array(order, dtype=np.intp)
+        entries = encode_entries(
+            list(map(names.__getitem__, order)),
+            list(map(layouts.__getitem__, order)),
+            np.ascontiguousarray(starts[take], dtype=np.uint64),
+            np.ascontiguousarray(ends[take], dtype=np.uint64),
+            None if param_ids is None else list(map(param_ids.__getitem__, order)),
+        )
+        return encode_Metadata_map(len(order), entries, metadata, scalars)
+    except (TypeError, ValueError, UnicodeError, OverflowError) as exc:
+        raise MetadataSerializationError(f"cannot encode metadata: {exc}") from None
+
+
+def python_encode_entries(names: list[str], layouts: list[bytes], starts: np.ndarray, ends: np.ndarray, param_ids: list[int | None] | None) -> bytes:
+    """The 'tensors' map's entries in the order given, one after another: entry ``i`` is
+    ``encode_TensorDescriptor_entry_with(names[i], layouts[i], (starts[i], ends[i]), param_ids[i])``."""
+    if not len(names) == len(layouts) == starts.size == ends.size == (len(names) if param_ids is None else len(param_ids)):
+        raise ValueError("encode_entries: every column needs one item per entry")
+    ids: Iterable[int | None] = repeat(None) if param_ids is None else param_ids
+    return b"".join(map(encode_TensorDescriptor_entry_with, names, layouts, zip(starts.tolist(), ends.tolist()), ids))
+
+
+try:
+    from ._cencode import encode_entries as _compiled_encode_entries
+except ImportError:  # the optional build failed or was skipped
+    _compiled_encode_entries = None
+encode_entries: Callable[[list[str], list[bytes], np.ndarray, np.ndarray, list[int | None] | None], bytes] = (
+    _compiled_encode_entries or python_encode_entries
+)
+"""What the writer encodes its tensors map with: the compiled kernel when it is built, else
+``python_encode_entries``."""
+ENCODE_KERNEL = "compiled" if _compiled_encode_entries is not None else "python"
+"""Which ``encode_entries`` is active."""
 
 
 def decode_metadata(blob: bytes) -> Metadata:
@@ -57,4 +112,4 @@ def decode_metadata_exact(blob: bytes) -> Metadata:
         raise MetadataDeserializationError("RecursionLimitExceeded", where="metadata nesting") from None
 
 
-__all__ = ["decode_metadata", "decode_metadata_exact", "encode_metadata", "encode_metadata_entries"]
+__all__ = ["decode_metadata", "decode_metadata_exact", "encode_metadata", "encode_metadata_columns", "encode_metadata_entries", "python_encode_entries"]

@@ -13,14 +13,17 @@ import errno
 import math
 import os
 import stat
-from collections.abc import Callable, Iterable, Mapping
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import accumulate, repeat
+from operator import add, attrgetter, sub
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 
-from .._generated.codec import TensorDescriptor_layout, encode_TensorDescriptor_entry_with
+from .._generated.codec import TensorDescriptor_layout
 from .._generated.layout import (
     FORMAT_VERSION,
     HEADER,
@@ -35,17 +38,21 @@ from .._generated.layout import (
     U64_MAX,
     data_section_start,
 )
-from .._generated.types import Scalar
+from .._generated.types import DType, Scalar
 from .atomic import atomic_file
-from ..dtypes import UNIT_SIZES, debug, element_size
+from ..dtypes import UNIT_SIZES, debug, dtype_from_numpy, element_size
 from ..errors import BurnpackError, IoError, MetadataSerializationError, TensorBytesSizeMismatch, ValidationError
-from .metadata import encode_metadata_entries
+from .metadata import encode_metadata_columns
 from .paths import PathLike, resolve_write_path
 from ..quant import QuantizedTensor
 from .tensor import BytesLike, FileRange, Tensor, gc_paused, read_at
 
 __all__ = ["FileRange", "Plan", "Tensor", "Writer", "as_scalar", "resolve_write_path", "save", "save_bytes"]
 
+_COLUMNS = attrgetter("name", "byte_len", "param_id", "dtype", "shape")
+"""The tensor fields a plan reads, as columns."""
+_IN_MEMORY = attrgetter("_data")
+"""A tensor's bytes when they are in memory (a tensor without a provider), else None."""
 _ZEROS = bytes(TENSOR_ALIGNMENT)  # every padding run is shorter than the alignment
 _CHUNK = 8 << 20
 _SMALL = 64 << 10  # tensors below this size are copied into the current chunk
@@ -102,10 +109,13 @@ class Writer:
         metadata: Mapping[str, str] | None = None,
         scalars: Mapping[str, Any] | None = None,
     ) -> None:
-        self._tensors = tuple(tensors)
+        self._tensors: tuple[Tensor, ...] | None = tuple(tensors)
         for tensor in self._tensors:
             if not isinstance(tensor, Tensor):
                 raise ValidationError(f"expected burnpack.Tensor objects, got {type(tensor).__name__}")
+        self._arrays: _ArrayColumns | None = None
+        """For a writer of numpy arrays (``save``): the tensors' fields as columns, the
+        ``Tensor`` objects built only when asked for."""
         self._metadata: dict[str, str] = {}
         self._scalars: dict[str, Scalar] = {}
         self._plan: Plan | None = None
@@ -114,9 +124,24 @@ class Writer:
         for key, value in (scalars or {}).items():
             self.with_scalar(key, value)
 
+    @classmethod
+    def _of_arrays(cls, arrays: Mapping[str, Any], *, metadata: Mapping[str, str] | None, scalars: Mapping[str, Any] | None) -> Writer | None:
+        """A writer of a name → numpy array mapping that reads its tensors' fields as columns;
+        None when some array needs what ``Tensor.from_numpy`` does beyond viewing its bytes."""
+        columns = _array_columns(arrays)
+        if columns is None:
+            return None
+        writer = cls(metadata=metadata, scalars=scalars)
+        writer._tensors, writer._arrays = None, columns
+        return writer
+
     @property
     def tensors(self) -> tuple[Tensor, ...]:
         """The tensors, in data order."""
+        if self._tensors is None:
+            assert self._arrays is not None
+            with gc_paused():
+                self._tensors = tuple(map(Tensor.from_numpy, self._arrays.names, self._arrays.arrays))
         return self._tensors
 
     @property
@@ -158,59 +183,95 @@ class Writer:
         rejects it).
         """
         if self._plan is None:
-            refusal: BurnpackError | None = None
-            """The first limit Burn's reader enforces that this write breaks (Burn's writer has none)."""
-            if len(self._tensors) > MAX_TENSOR_COUNT:
-                refusal = ValidationError(
-                    f"{len(self._tensors)} tensors exceed the maximum of {MAX_TENSOR_COUNT} a reader accepts"
-                )
-            entries: dict[str, bytes] = {}
-            starts: list[int] = []
-            offset = 0
-            alignment = TENSOR_ALIGNMENT
-            kinds: dict[tuple[int, tuple[int, ...], bool], tuple[bytes, int | None, int | None]] = {}
-            """(id of the dtype, shape, has a param id) → (the entry's layout bytes, the byte length
-            its shape and dtype need, that length as Burn's release build computes it: modulo 2^64).
-            Keyed by identity: hashing a DType costs more than encoding it again when two equal
-            dtypes are distinct objects (the tensors keep them alive while this runs)."""
-            for tensor in self._tensors:
-                name, byte_len, param_id = tensor.name, tensor.byte_len, tensor.param_id
-                key = (id(tensor.dtype), tensor.shape, param_id is not None)
-                kind = kinds.get(key)
-                if kind is None:
-                    kind = kinds[key] = _kind(tensor)
-                layout, expected, wrapped = kind
-                if byte_len != wrapped and wrapped is not None:
-                    shape = "[" + ", ".join(map(str, tensor.shape)) + "]"
-                    how = "" if expected == wrapped else f" ({expected} modulo 2^64, as Burn's release build counts)"
-                    raise ValidationError(
-                        f"tensor '{name}' declares {byte_len} bytes but its shape {shape} and dtype "
-                        f"{debug(tensor.dtype)} need {wrapped}{how}"
-                    )
-                if byte_len > MAX_TENSOR_SIZE and refusal is None:
-                    refusal = ValidationError(
-                        f"tensor '{name}' of {byte_len} bytes exceeds the maximum of {MAX_TENSOR_SIZE} bytes a reader accepts"
-                    )
-                start = -(-offset // alignment) * alignment  # align(offset), inlined: one call less per tensor
-                end = start + byte_len
-                if end > U64_MAX:
-                    raise IoError(f"Tensor offset overflow: {start} + {byte_len} exceeds maximum")
-                if name in entries:
-                    raise ValidationError(f"Duplicate tensor name '{name}'")
-                entries[name] = encode_TensorDescriptor_entry_with(name, layout, (start, end), param_id)
-                starts.append(start)
-                offset = end
-            blob = encode_metadata_entries(entries, self._metadata, self._scalars)
-            if len(blob) > METADATA_SIZE_FIELD_MAX:
-                raise IoError(f"Metadata size {len(blob)} exceeds maximum of {METADATA_SIZE_FIELD_MAX} bytes")
-            if refusal is not None:
-                raise refusal
-            if len(blob) > MAX_METADATA_SIZE:
-                raise ValidationError(
-                    f"Metadata size {len(blob)} exceeds the maximum of {MAX_METADATA_SIZE} bytes a reader accepts"
-                )
-            self._plan = Plan(blob, tuple(starts), offset)
+            with gc_paused():  # the columns are many small acyclic objects
+                self._plan = self._plan_columns()
         return self._plan
+
+    def _plan_columns(self) -> Plan:
+        """The plan, computed column by column: every check over all tensors at once, the tensors
+        map encoded in bulk. Where a check fails, ``_raise_first_error`` finds which error Burn
+        reports first."""
+        refusal: BurnpackError | None = None
+        """The first limit Burn's reader enforces that this write breaks (Burn's writer has none)."""
+        columns: Sequence[Sequence[Any]]
+        if self._arrays is not None:
+            columns = self._arrays[:5]
+        elif self._tensors:
+            columns = list(zip(*map(_COLUMNS, self._tensors)))
+        else:
+            columns = [()] * 5
+        names, byte_lens, param_ids, dtypes, shapes = columns
+        count = len(names)
+        if count > MAX_TENSOR_COUNT:
+            refusal = ValidationError(f"{count} tensors exceed the maximum of {MAX_TENSOR_COUNT} a reader accepts")
+        has_param_ids = param_ids.count(None) != count
+        # (id of the dtype, shape, has a param id): tensors of one kind share their entry's layout
+        # bytes and the byte length their shape and dtype need. Keyed by identity: hashing a DType
+        # costs more than encoding it again when two equal dtypes are distinct objects (the
+        # tensors keep them alive while this runs).
+        keys = list(zip(map(id, dtypes), shapes, [p is not None for p in param_ids] if has_param_ids else repeat(False)))
+        try:
+            kinds = {key: _kind(names[i], dtypes[i], shapes[i], param_ids[i] is not None) for key, i in dict(zip(keys, range(count))).items()}
+        except BurnpackError:
+            self._raise_first_error()
+            raise
+        wanted = {key: kind[2] for key, kind in kinds.items()}
+        if None in wanted.values():  # QFloat: no length to check
+            wanted_lens = tuple([n if wanted[key] is None else wanted[key] for key, n in zip(keys, byte_lens)])
+        else:
+            wanted_lens = tuple(map(wanted.__getitem__, keys))
+        alignment = TENSOR_ALIGNMENT
+        starts = list(accumulate([-(-n // alignment) * alignment for n in byte_lens], initial=0))[: len(byte_lens)]
+        data_size = starts[-1] + byte_lens[-1] if count else 0  # ends never decrease: the last is the largest
+        if data_size > U64_MAX:
+            self._raise_first_error()
+        start_column = np.array(starts, dtype=np.uint64)
+        end_column = start_column + np.array(byte_lens, dtype=np.uint64)
+        if wanted_lens != tuple(byte_lens) or len(set(names)) != count:
+            self._raise_first_error()
+        if max(byte_lens, default=0) > MAX_TENSOR_SIZE and refusal is None:
+            big = next(i for i, n in enumerate(byte_lens) if n > MAX_TENSOR_SIZE)
+            refusal = ValidationError(f"tensor '{names[big]}' of {byte_lens[big]} bytes exceeds the maximum of {MAX_TENSOR_SIZE} bytes a reader accepts")
+        layout_of = {key: kind[0] for key, kind in kinds.items()}
+        layouts = list(map(layout_of.__getitem__, keys))
+        blob = encode_metadata_columns(list(names), layouts, start_column, end_column, list(param_ids) if has_param_ids else None, self._metadata, self._scalars)
+        if len(blob) > METADATA_SIZE_FIELD_MAX:
+            raise IoError(f"Metadata size {len(blob)} exceeds maximum of {METADATA_SIZE_FIELD_MAX} bytes")
+        if refusal is not None:
+            raise refusal
+        if len(blob) > MAX_METADATA_SIZE:
+            raise ValidationError(f"Metadata size {len(blob)} exceeds the maximum of {MAX_METADATA_SIZE} bytes a reader accepts")
+        return Plan(blob, tuple(starts), data_size)
+
+    def _raise_first_error(self) -> None:
+        """Raise the first error Burn's writer reports, walking the tensors in order as it does
+        (per tensor: byte length, offset overflow, duplicate name)."""
+        seen: set[str] = set()
+        offset = 0
+        kinds: dict[tuple[int, tuple[int, ...], bool], tuple[bytes, int | None, int | None]] = {}
+        for tensor in self.tensors:
+            name, byte_len = tensor.name, tensor.byte_len
+            key = (id(tensor.dtype), tensor.shape, tensor.param_id is not None)
+            kind = kinds.get(key)
+            if kind is None:
+                kind = kinds[key] = _kind(name, tensor.dtype, tensor.shape, tensor.param_id is not None)
+            _, expected, wrapped = kind
+            if byte_len != wrapped and wrapped is not None:
+                shape = "[" + ", ".join(map(str, tensor.shape)) + "]"
+                how = "" if expected == wrapped else f" ({expected} modulo 2^64, as Burn's release build counts)"
+                raise ValidationError(
+                    f"tensor '{name}' declares {byte_len} bytes but its shape {shape} and dtype "
+                    f"{debug(tensor.dtype)} need {wrapped}{how}"
+                )
+            start = -(-offset // TENSOR_ALIGNMENT) * TENSOR_ALIGNMENT
+            end = start + byte_len
+            if end > U64_MAX:
+                raise IoError(f"Tensor offset overflow: {start} + {byte_len} exceeds maximum")
+            if name in seen:
+                raise ValidationError(f"Duplicate tensor name '{name}'")
+            seen.add(name)
+            offset = end
+        raise AssertionError("a column check failed but no tensor breaks it")
 
     def size(self) -> int:
         """Total file size in bytes, without producing any deferred tensor."""
@@ -222,17 +283,25 @@ class Writer:
         """The file's bytes in order; deferred tensors are produced (and dropped) one at a time.
 
         Small tensors and the padding between them are gathered into one chunk, so that many tiny
-        tensors cost one write rather than two each. With ``file_ranges`` a large tensor backed by
+        tensors cost one write rather than two each; when every tensor is in memory and the data
+        section is at most one chunk, the whole file is one join, with no step per tensor. With ``file_ranges`` a large tensor backed by
         a ``FileRange`` is yielded itself, for the caller to copy from its file. ``progress`` is
         told each tensor's size once its bytes are handed over.
         """
         plan = self.plan()
         blob = plan.metadata
-        batch = bytearray(HEADER.pack(MAGIC, FORMAT_VERSION, len(blob)))
-        batch += blob
-        batch += _ZEROS[: data_section_start(len(blob)) - HEADER.size - len(blob)]
+        head = (HEADER.pack(MAGIC, FORMAT_VERSION, len(blob)), blob, _ZEROS[: data_section_start(len(blob)) - HEADER.size - len(blob)])
+        if progress is None and plan.data_size <= _CHUNK:
+            if self._arrays is not None:
+                yield _joined(head, self._arrays.arrays, plan.starts, self._arrays.byte_lens)
+                return
+            in_memory = list(map(_IN_MEMORY, self.tensors))
+            if None not in in_memory:  # every tensor's bytes at hand, and few of them: one chunk of all
+                yield _joined(head, in_memory, plan.starts, list(map(len, in_memory)))  # memoryviews of bytes
+                return
+        batch = bytearray(b"".join(head))
         position = 0
-        for tensor, start in zip(self._tensors, plan.starts, strict=True):
+        for tensor, start in zip(self.tensors, plan.starts, strict=True):
             batch += _ZEROS[: start - position]  # at most 255 bytes between tensors
             position = start + tensor.byte_len
             if file_ranges and tensor.byte_len >= _SMALL and tensor.file_range is not None:
@@ -336,8 +405,8 @@ class Writer:
         return target
 
 
-def _kind(tensor: Tensor) -> tuple[bytes, int | None, int | None]:
-    """The layout bytes of the tensor's metadata entry, the byte length its dtype and shape need,
+def _kind(name: str, dtype: DType, shape: tuple[int, ...], has_param_id: bool) -> tuple[bytes, int | None, int | None]:
+    """The layout bytes of a tensor's metadata entry, the byte length its dtype and shape need,
     and that length modulo 2^64 as Burn's release build computes it (both None for QFloat:
     bit-packed values plus inline scales, not shape × size; Burn's writer checks no length there).
 
@@ -345,16 +414,68 @@ def _kind(tensor: Tensor) -> tuple[bytes, int | None, int | None]:
     ``BlockSize::new``'s canonical form comes from a file Burn read, and Burn writes it back byte
     for byte (strict mode is where such a scheme is refused).
     """
-    dtype = tensor.dtype
     size = UNIT_SIZES[dtype.variant] if dtype.value is None else element_size(dtype)
     try:
-        layout = TensorDescriptor_layout(dtype, tensor.shape, tensor.param_id is not None)
+        layout = TensorDescriptor_layout(dtype, shape, has_param_id)
     except (TypeError, ValueError, AttributeError, OverflowError) as exc:
-        raise MetadataSerializationError(f"tensor '{tensor.name}': cannot encode its descriptor: {exc}") from None
+        raise MetadataSerializationError(f"tensor '{name}': cannot encode its descriptor: {exc}") from None
     if size is None:
         return layout, None, None
-    expected = math.prod(tensor.shape) * size
+    expected = math.prod(shape) * size
     return layout, expected, expected & U64_MAX
+
+
+def _joined(head: tuple[bytes, ...], data: Sequence[memoryview | np.ndarray], starts: tuple[int, ...], byte_lens: Sequence[int]) -> bytes:
+    """``head``, then each tensor's ``data`` (``byte_lens[i]`` bytes: a C-contiguous buffer) at
+    its start (after the header and metadata), the padding between them zeros."""
+    ends = [0, *map(add, starts, byte_lens)]
+    pieces: list[Any] = [*head, *data, *data]  # the right length; the slots are filled below
+    pieces[len(head) :: 2] = map(_PADDING.__getitem__, map(sub, starts, ends))
+    pieces[len(head) + 1 :: 2] = data
+    return b"".join(pieces)
+
+
+_PADDING = tuple(bytes(n) for n in range(TENSOR_ALIGNMENT))
+"""The zeros between two tensors (fewer than the alignment), by length."""
+
+
+class _ArrayColumns(NamedTuple):
+    """The fields of tensors viewing numpy arrays, column by column (``Writer._of_arrays``)."""
+
+    names: list[str]
+    byte_lens: list[int]
+    param_ids: list[None]
+    dtypes: list[DType]
+    shapes: list[tuple[int, ...]]
+    arrays: list[np.ndarray]
+    """The arrays, whose buffers are the tensors' bytes."""
+
+
+def _array_columns(mapping: Mapping[str, Any]) -> _ArrayColumns | None:
+    """The columns of ``Tensor.from_numpy(name, array)`` for each item, when every name is an
+    ASCII str and every array a C-contiguous numpy array of a Burn dtype in the host's byte order
+    on a little-endian host (the tensor's bytes are the array's buffer as it is); else None."""
+    names, arrays = list(mapping), list(mapping.values())
+    if not arrays or set(map(type, arrays)) != {np.ndarray} or set(map(type, names)) != {str} or not "".join(names).isascii():
+        return None
+    numpy_dtypes = list(map(_DTYPE, arrays))
+    burn_dtypes: dict[int, DType] = {}
+    for dt in dict(zip(map(id, numpy_dtypes), numpy_dtypes)).values():  # by identity: a few distinct objects
+        if _BIG_ENDIAN_HOST or dt.byteorder == ">":
+            return None
+        try:
+            burn_dtypes[id(dt)] = dtype_from_numpy(dt)
+            memoryview(np.empty(0, dt))  # type: ignore[arg-type]  # the dtype's arrays export their buffer (not every extension dtype does)
+        except (ValueError, TypeError, BufferError):
+            return None
+    if False in map(_C_CONTIGUOUS, arrays):
+        return None
+    dtypes = list(map(burn_dtypes.__getitem__, map(id, numpy_dtypes)))
+    return _ArrayColumns(names, list(map(_NBYTES, arrays)), [None] * len(names), dtypes, list(map(_SHAPE, arrays)), arrays)
+
+
+_DTYPE, _SHAPE, _NBYTES, _C_CONTIGUOUS = attrgetter("dtype"), attrgetter("shape"), attrgetter("nbytes"), attrgetter("flags.c_contiguous")
+_BIG_ENDIAN_HOST = sys.byteorder == "big"
 
 
 def _regular_file(stream: BinaryIO) -> int | None:
@@ -433,7 +554,7 @@ def save(
     scalars: Mapping[str, Any] | None = None,
 ) -> Path:
     """Save tensors (a name → array mapping in data order, or ``Tensor`` objects) atomically."""
-    return Writer(_as_tensors(tensors), metadata=metadata, scalars=scalars).write_atomic(path)
+    return _planned(tensors, metadata, scalars).write_atomic(path)
 
 
 def save_bytes(
@@ -443,7 +564,18 @@ def save_bytes(
     scalars: Mapping[str, Any] | None = None,
 ) -> bytes:
     """The file ``save`` would write, as bytes."""
-    return Writer(_as_tensors(tensors), metadata=metadata, scalars=scalars).to_bytes()
+    return _planned(tensors, metadata, scalars).to_bytes()
+
+
+def _planned(tensors: Mapping[str, Any] | Iterable[Tensor], metadata: Mapping[str, str] | None, scalars: Mapping[str, Any] | None) -> Writer:
+    """A planned ``Writer`` of ``tensors``, the garbage collector paused once for all the small
+    objects building the tensors and planning them makes."""
+    with gc_paused():
+        writer = Writer._of_arrays(tensors, metadata=metadata, scalars=scalars) if isinstance(tensors, Mapping) else None
+        if writer is None:
+            writer = Writer(_as_tensors(tensors), metadata=metadata, scalars=scalars)
+        writer.plan()
+    return writer
 
 
 def _mapping_tensor(name: str, value: Any) -> Tensor:
