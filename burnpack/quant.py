@@ -39,8 +39,17 @@ from ._generated.types import (
     ScaleDtype,
 )
 from .dtypes import ResolvedTable, debug, is_float_array, numpy_dtype_named, view_bytes_as
-from .errors import InvalidQuantizedData, QuantizationError, UnsupportedQuantization
+from .errors import InvalidQuantizedData, OptionError, QuantizationError, UnsupportedQuantization
 from .core.tensor import Tensor
+
+try:
+    from . import _cquant  # type: ignore[attr-defined]  # the optional compiled kernel
+except ImportError:  # not built: numpy unpacks and scales
+    _cquant = None
+
+KERNEL = "numpy" if _cquant is None else "compiled"
+"""Which path :func:`dequantize` takes by default for the schemes the kernel covers (:func:`kernel_covers`):
+``"compiled"`` (``_cquant.c``) or ``"numpy"``."""
 
 __all__ = [
     "QuantizedTensor",
@@ -469,15 +478,27 @@ def decode(data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int], *
     return QuantizedTensor(scheme, values, scales, global_scale)
 
 
-def dequantize(data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int], *, name: str | None = None) -> np.ndarray:
+def dequantize(
+    data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int], *, name: str | None = None, compiled: bool | None = None
+) -> np.ndarray:
     """A QFloat payload's float32 values, bit-identical with ``decode(...).dequantize()``.
 
-    Packed sub-byte values of a large tensor are unpacked and scaled a band of rows at a time,
-    so their int8 form stays in cache.
+    ``compiled``: the compiled kernel (:data:`KERNEL`) unpacks and scales in one pass (True: an
+    error when it is not built or does not cover the scheme, see :func:`kernel_covers`), numpy
+    does (False), or the kernel where it covers the scheme (None). On the numpy path, packed
+    sub-byte values of a large tensor are unpacked and scaled a band of rows at a time, so their
+    int8 form stays in cache.
     """
     shape = tuple(int(d) for d in shape)
+    if compiled and _cquant is None:
+        raise OptionError("compiled=True: the compiled dequantize kernel (burnpack/_cquant.c) is not built")
     layout, region, scales, global_scale = _split(data, scheme, shape, name)
     parts = QuantizedTensor(scheme, np.empty(0, np.int8), scales, global_scale)
+    plan = _kernel_plan(scheme, shape, layout.block) if compiled is not False and _cquant is not None else None
+    if compiled and plan is None:
+        raise OptionError(f"compiled=True: the compiled dequantize kernel does not cover {describe(scheme)} on shape {list(shape)}")
+    if plan is not None:
+        return _compiled_dequantize(region, plan, parts.effective_scales(), shape)
     rows = _band_rows(scheme, shape, layout)
     if rows is None:
         try:
@@ -493,6 +514,44 @@ def dequantize(data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int
         band = _values(region[start * row_bytes : stop * row_bytes], scheme, (stop - start,) + shape[1:])
         band_scales = effective if layout.block is None else effective[start // block0 : -(-stop // block0)]
         _apply_per_block(band, band_scales, layout.block, np.multiply, out[start:stop])
+    return out
+
+
+def kernel_covers(scheme: QuantScheme, shape: tuple[int, ...] | list[int]) -> bool:
+    """Whether the compiled kernel dequantizes ``scheme`` on ``shape`` (when it is built): integer
+    values in a Native or ``PackedU32(0)`` store, one scale per tensor or per block of extent 1 on
+    every axis but the last two, a non-empty shape."""
+    shape = tuple(int(d) for d in shape)
+    try:
+        check_decodable(scheme)
+        block = None if scheme.block is None else _block_dims(scheme.block.size, len(shape))
+    except QuantizationError:
+        return False
+    return _kernel_plan(scheme, shape, block) is not None
+
+
+def _kernel_plan(scheme: QuantScheme, shape: tuple[int, ...], block: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """The kernel's ``(bits, packed, outer, rows, cols, block_rows, block_cols)`` for a decodable
+    scheme, or None where numpy dequantizes."""
+    store = scheme.store
+    if store not in (QuantStore.Native, QuantStore.PackedU32(0)) or 0 in shape:
+        return None
+    rank = len(shape)
+    cols = shape[-1] if rank else 1
+    if block is None:
+        rows = math.prod(shape[:-1])
+        return VALUE_BITS[scheme.value], int(store != QuantStore.Native), 1, rows, cols, rows, cols
+    if any(b != 1 for b in block[:-2]):
+        return None
+    rows, block_rows = (shape[-2], block[-2]) if rank >= 2 else (1, 1)
+    block_cols = block[-1] if rank else 1
+    return VALUE_BITS[scheme.value], int(store != QuantStore.Native), math.prod(shape[:-2]), rows, cols, block_rows, block_cols
+
+
+def _compiled_dequantize(region: Any, plan: tuple[int, ...], scales: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``plan``'s values scaled by the kernel, straight into a new float32 array."""
+    out = np.empty(shape, np.float32)
+    _cquant.dequantize(region, *plan, np.ascontiguousarray(scales, np.float32), out)
     return out
 
 
