@@ -15,7 +15,7 @@
  * ``np.multiply(int8, float32)`` computes it, so the results are bit-identical (NaN and infinite
  * scales included). Plain C; the compiler vectorizes the loops at the build's -O level.
  * Bad arguments (wrong sizes, an output overlapping the inputs, a read-only or misaligned output)
- * raise ValueError, TypeError or BufferError before anything is written.
+ * raise ValueError or TypeError before anything is written.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
