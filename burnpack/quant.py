@@ -57,6 +57,7 @@ __all__ = [
     "dequantize",
     "describe",
     "dtype_label",
+    "kernel_covers",
     "parse_scheme",
     "quantize",
     "quantized_data_len",
