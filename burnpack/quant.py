@@ -145,6 +145,11 @@ def _block_dims(size: BlockSize, rank: int) -> tuple[int, ...]:
     return (1,) * (rank - len(dims)) + tuple(dims)
 
 
+def _grid(shape: tuple[int, ...], block: tuple[int, ...]) -> tuple[int, ...]:
+    """The block grid: blocks per axis, the last one of each axis partial."""
+    return tuple(-(-dim // b) for dim, b in zip(shape, block))
+
+
 def _value_bytes(scheme: QuantScheme, shape: tuple[int, ...]) -> int:
     """``storage_elements · ceil(size_bits_stored / 8)``: packed stores pad each packed line."""
     bits = VALUE_BITS[scheme.value]
@@ -168,7 +173,7 @@ def _value_bytes(scheme: QuantScheme, shape: tuple[int, ...]) -> int:
 
 def _layout(scheme: QuantScheme, shape: tuple[int, ...]) -> _Layout:
     block = None if scheme.block is None else _block_dims(scheme.block.size, len(shape))
-    grid = (1,) if block is None else tuple(-(-dim // b) for dim, b in zip(shape, block))
+    grid = (1,) if block is None else _grid(shape, block)
     return _Layout(_value_bytes(scheme, shape), block, grid, _scale_dtype(scheme), _global_dtype(scheme))
 
 
@@ -383,13 +388,26 @@ class QuantizedTensor:
         return np.float32(self.global_scale) * self.scales
 
     def dequantize(self) -> np.ndarray:
-        """float32 values, ``fl32(S·q)`` per element: bit-exact with Burn's CPU backends."""
+        """float32 values, ``fl32(S·q)`` per element: bit-exact with Burn's CPU backends (int8
+        values in C order through the compiled kernel where it covers the scheme, numpy otherwise)."""
         try:
             out = np.empty(self.values.shape, np.float32)
         except ValueError as exc:  # a zero-element shape whose dims overflow numpy's size
             raise InvalidQuantizedData(f"shape {list(self.shape)}: {exc}") from None
         block = None if self.scheme.block is None else _block_dims(self.scheme.block.size, out.ndim)
-        _apply_per_block(self.values, self.effective_scales(), block, np.multiply, out)
+        scales = self.effective_scales()
+        if block is None:
+            scales = np.asarray(scales).reshape(-1)[:1]  # one scale per tensor: the first
+        elif np.size(scales) != math.prod(grid := _grid(self.shape, block)):
+            raise InvalidQuantizedData(f"{np.size(scales)} scales for the {list(grid)} blocks of shape {list(self.shape)}")
+        values = self.values
+        plan = None
+        if _cquant is not None and values.dtype == np.int8 and values.flags.c_contiguous:
+            plan = _kernel_plan(self.scheme._replace(store=QuantStore.Native), out.shape, block)
+        if plan is not None:
+            _kernel_into(values, plan, scales, out)
+        else:
+            _apply_per_block(values, scales, block, np.multiply, out)
         return out
 
     def to_tensor(self, name: str, *, param_id: int | None = None) -> Tensor:
@@ -425,7 +443,7 @@ def _apply_per_block(x: np.ndarray, scales: np.ndarray, block: tuple[int, ...] |
         op(x, np.float32(scales.reshape(-1)[0]), out=out)
         return
     shape = x.shape
-    grid = tuple(-(-d // b) for d, b in zip(shape, block))
+    grid = _grid(shape, block)
     scales = scales.reshape(grid)
     if all(d % b == 0 for d, b in zip(shape, block)):
         split = tuple(v for g, b in zip(grid, block) for v in (g, b))
@@ -499,7 +517,7 @@ def dequantize(
     if compiled and plan is None:
         raise OptionError(f"compiled=True: the compiled dequantize kernel does not cover {describe(scheme)} on shape {list(shape)}")
     if plan is not None:
-        return _compiled_dequantize(region, plan, parts.effective_scales(), shape)
+        return _kernel_into(region, plan, parts.effective_scales(), np.empty(shape, np.float32))
     rows = _band_rows(scheme, shape, layout)
     if rows is None:
         try:
@@ -549,10 +567,12 @@ def _kernel_plan(scheme: QuantScheme, shape: tuple[int, ...], block: tuple[int, 
     return VALUE_BITS[scheme.value], int(store != QuantStore.Native), math.prod(shape[:-2]), rows, cols, block_rows, block_cols
 
 
-def _compiled_dequantize(region: Any, plan: tuple[int, ...], scales: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """``plan``'s values scaled by the kernel, straight into a new float32 array."""
-    out = np.empty(shape, np.float32)
-    _cquant.dequantize(region, *plan, np.ascontiguousarray(scales, np.float32), out)
+def _kernel_into(values: Any, plan: tuple[int, ...], scales: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out`` filled by the kernel with ``plan``'s values times their block's scale."""
+    try:
+        _cquant.dequantize(values, *plan, np.ascontiguousarray(scales, np.float32), out)
+    except ValueError as exc:  # parts that do not fit together (a QuantizedTensor built by hand)
+        raise InvalidQuantizedData(f"{exc.args[0]} for shape {list(out.shape)}") from None
     return out
 
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from burnpack import BurnpackError, QuantStore, QuantValue, ScaleDtype, quant
+from burnpack import BurnpackError, InvalidQuantizedData, QuantizedTensor, QuantStore, QuantValue, ScaleDtype, quant
 from burnpack.errors import OptionError
 from burnpack.quant import decode, dequantize, kernel_covers, parse_scheme, quantize, quantized_data_len
 from tests.conftest import peak_bytes
@@ -103,9 +103,11 @@ def reference(payload: bytes, scheme, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _paths(payload: bytes, scheme, shape: tuple[int, ...]) -> dict[str, bytes]:
-    out = {"numpy": dequantize(payload, scheme, shape, compiled=False).tobytes(),
-           "decoded": decode(payload, scheme, shape).dequantize().tobytes()}  # fmt: skip
+    out = {"numpy": dequantize(payload, scheme, shape, compiled=False).tobytes()}
+    with mock.patch.object(quant, "_cquant", None):
+        out["decoded-numpy"] = decode(payload, scheme, shape).dequantize().tobytes()
     if quant._cquant is not None:
+        out["decoded"] = decode(payload, scheme, shape).dequantize().tobytes()
         out["default"] = dequantize(payload, scheme, shape).tobytes()
         if kernel_covers(scheme, shape):
             out["compiled"] = dequantize(payload, scheme, shape, compiled=True).tobytes()
@@ -167,6 +169,21 @@ def test_dequantize_allocates_only_the_output_and_the_scales(value, store):
     payload = quantize(np.random.default_rng(1).standard_normal(shape).astype(np.float32), scheme).tobytes()
     output, scales = math.prod(shape) * 4, math.prod(shape) // 32 * 4
     assert peak_bytes(lambda: dequantize(payload, scheme, shape)) <= output + scales + (16 << 10)
+
+
+@pytest.mark.parametrize("kernel_built", [True, False] if quant._cquant is not None else [False], ids=["kernel", "numpy"])
+def test_a_quantized_tensor_whose_scales_do_not_fit_its_blocks_is_invalid(kernel_built):
+    q = QuantizedTensor(parse_scheme("q8s", block=32), np.zeros((4, 64), np.int8), np.ones(3, np.float32))
+    with mock.patch.object(quant, "_cquant", quant._cquant if kernel_built else None):
+        with pytest.raises(InvalidQuantizedData, match="3 scales for the \\[4, 2\\] blocks"):
+            q.dequantize()
+
+
+@pytest.mark.parametrize("kernel_built", [True, False] if quant._cquant is not None else [False], ids=["kernel", "numpy"])
+def test_a_quantized_tensor_with_one_scale_per_tensor_uses_its_first_scale(kernel_built):
+    q = QuantizedTensor(parse_scheme("q8s"), np.full((2, 3), 3, np.int8), np.array([2, 5], np.float32))
+    with mock.patch.object(quant, "_cquant", quant._cquant if kernel_built else None):
+        assert q.dequantize().tolist() == [[6, 6, 6], [6, 6, 6]]
 
 
 def test_the_kernel_covers_integer_values_in_native_and_packed_u32_0_stores_with_blocks_on_the_last_two_axes():
