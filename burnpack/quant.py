@@ -385,7 +385,8 @@ class QuantizedTensor:
         """The scale each block's values are multiplied by: ``fl32(g·s_b)``, or ``s_b``."""
         if self.global_scale is None:
             return self.scales
-        return np.float32(self.global_scale) * self.scales
+        with np.errstate(over="ignore", invalid="ignore"):  # fl32(g·s_b) may overflow to infinity, as in Burn
+            return np.float32(self.global_scale) * self.scales
 
     def dequantize(self) -> np.ndarray:
         """float32 values, ``fl32(S·q)`` per element: bit-exact with Burn's CPU backends (int8
@@ -407,7 +408,8 @@ class QuantizedTensor:
         if plan is not None:
             _kernel_into(values, plan, scales, out)
         else:
-            _apply_per_block(values, scales, block, np.multiply, out)
+            with np.errstate(over="ignore", invalid="ignore"):  # fl32(S·q) of an infinite or NaN scale, as the kernel
+                _apply_per_block(values, scales, block, np.multiply, out)
         return out
 
     def to_tensor(self, name: str, *, param_id: int | None = None) -> Tensor:
@@ -532,7 +534,8 @@ def dequantize(
         stop = min(start + rows, shape[0])
         band = _values(region[start * row_bytes : stop * row_bytes], scheme, (stop - start,) + shape[1:])
         band_scales = effective if layout.block is None else effective[start // block0 : -(-stop // block0)]
-        _apply_per_block(band, band_scales, layout.block, np.multiply, out[start:stop])
+        with np.errstate(over="ignore", invalid="ignore"):
+            _apply_per_block(band, band_scales, layout.block, np.multiply, out[start:stop])
     return out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
+import warnings
 from unittest import mock
 
 import numpy as np
@@ -184,6 +185,21 @@ def test_a_quantized_tensor_with_one_scale_per_tensor_uses_its_first_scale(kerne
     q = QuantizedTensor(parse_scheme("q8s"), np.full((2, 3), 3, np.int8), np.array([2, 5], np.float32))
     with mock.patch.object(quant, "_cquant", quant._cquant if kernel_built else None):
         assert q.dequantize().tolist() == [[6, 6, 6], [6, 6, 6]]
+
+
+@pytest.mark.parametrize("compiled", [None, False])
+@pytest.mark.parametrize("shape", [(4, 64), (1100, 512)], ids=["one-pass", "numpy-bands"])
+def test_infinite_and_nan_scales_dequantize_without_warnings(compiled, shape):
+    scheme = parse_scheme("q4s", block=32, scale_dtype="f16", global_scale=True, store=QuantStore.PackedU32(0))
+    layout = quant._layout(scheme, shape)
+    count = layout.scale_bytes // 2
+    scales = np.array([np.inf, np.nan, 60000, -np.inf] * (count // 4), np.float16).tobytes()
+    values = np.random.default_rng(2).integers(0, 256, layout.value_bytes, np.uint8).tobytes()
+    payload = values + scales + np.float32(1e30).tobytes()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        values = dequantize(payload, scheme, shape, compiled=compiled)
+    assert np.isnan(values).any() and np.isinf(values).any()
 
 
 def test_the_kernel_covers_integer_values_in_native_and_packed_u32_0_stores_with_blocks_on_the_last_two_axes():
