@@ -6,8 +6,10 @@ unpacked, ``values.astype(np.float32) * scale`` — are timed alternately in thi
 machine load hits both alike. The ratio is ours / peer (target ≤ 2), of the medians and of the
 minimums (the least disturbed runs, the steadier figure on a busy machine). numpy runs these loops on
 one thread. Raw samples, the commit, the load average and package versions go to the JSON.
+"Ours" takes the compiled kernel where it is built and covers the scheme (``burnpack.quant.KERNEL``,
+``kernel_covers``), numpy's path under ``--numpy``.
 
-    python benchmarks/quant_bench.py [--repeat 9] [--side 4096] [--json benchmarks/results/quant.json]
+    python benchmarks/quant_bench.py [--repeat 9] [--side 4096] [--numpy] [--json benchmarks/results/quant.json]
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from burnpack import QuantStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._results import environment, finish, save  # noqa: E402
-from burnpack.quant import describe, parse_scheme
+from burnpack.quant import KERNEL, describe, kernel_covers, parse_scheme
 
 SCHEMES = {
     "q8s per tensor (Native)": dict(value="q8s"),
@@ -36,7 +38,7 @@ SCHEMES = {
 }
 
 
-def measure(side: int, repeat: int) -> dict:
+def measure(side: int, repeat: int, numpy_path: bool) -> dict:
     x = np.random.default_rng(0).standard_normal((side, side)).astype(np.float32)
     out = {}
     for label, spec in SCHEMES.items():
@@ -45,12 +47,17 @@ def measure(side: int, repeat: int) -> dict:
         q = burnpack.quantize(x, scheme)
         pack = burnpack.load(burnpack.save_bytes({"w": q}))
         view = pack["w"]
+        compiled = False if numpy_path else None
+
+        def ours_dequantize() -> np.ndarray:  # what view.dequantize() calls, with the path chosen
+            return burnpack.quant.dequantize(view.memoryview(), scheme, view.shape, name=view.name, compiled=compiled)
+
         values, scale = np.ascontiguousarray(q.values), np.float32(q.effective_scales().reshape(-1)[0])
-        assert view.dequantize().tobytes() == q.dequantize().tobytes()
+        assert ours_dequantize().tobytes() == view.dequantize().tobytes() == q.dequantize().tobytes()
         ours, peer = [], []
         for _ in range(repeat):  # alternate, so load changes hit both
             start = time.perf_counter()
-            view.dequantize()
+            ours_dequantize()
             ours.append(time.perf_counter() - start)
             start = time.perf_counter()
             values.astype(np.float32) * scale
@@ -58,6 +65,7 @@ def measure(side: int, repeat: int) -> dict:
         out[label] = {
             "scheme": describe(scheme),
             "payload_bytes": view.byte_len,
+            "path": "compiled" if KERNEL == "compiled" and not numpy_path and kernel_covers(scheme, view.shape) else "numpy",
             "ours_seconds": ours,
             "peer_seconds": peer,
             "ours_median": statistics.median(ours),
@@ -72,15 +80,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--side", type=int, default=4096)
+    parser.add_argument("--numpy", action="store_true", help="numpy's dequantize path even where the compiled kernel is built")
     parser.add_argument("--json", type=Path, help="write the raw results here")
     args = parser.parse_args()
     record = environment(Path.cwd(), "ml_dtypes")
-    record.update(benchmark="quant_bench", shape=[args.side, args.side], repeat=args.repeat)
-    record["results"] = results = measure(args.side, args.repeat)
+    record.update(benchmark="quant_bench", shape=[args.side, args.side], repeat=args.repeat, kernel="numpy" if args.numpy else KERNEL)
+    record["results"] = results = measure(args.side, args.repeat, args.numpy)
     finish(record)
     for label, r in results.items():
         print(
-            f"{label:42s} median: ours {r['ours_median'] * 1e3:6.1f} ms, peer {r['peer_median'] * 1e3:6.1f} ms, "
+            f"{label:42s} [{r['path']}] median: ours {r['ours_median'] * 1e3:6.1f} ms, peer {r['peer_median'] * 1e3:6.1f} ms, "
             f"ratio {r['ratio']:.2f}; ratio of minimums {r['ratio_of_minimums']:.2f}"
         )
     save(record, "quant", args.json)

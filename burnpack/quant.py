@@ -39,8 +39,17 @@ from ._generated.types import (
     ScaleDtype,
 )
 from .dtypes import ResolvedTable, debug, is_float_array, numpy_dtype_named, view_bytes_as
-from .errors import InvalidQuantizedData, QuantizationError, UnsupportedQuantization
+from .errors import InvalidQuantizedData, OptionError, QuantizationError, UnsupportedQuantization
 from .core.tensor import Tensor
+
+try:
+    from . import _cquant  # type: ignore[attr-defined]  # the optional compiled kernel
+except ImportError:  # not built: numpy unpacks and scales
+    _cquant = None
+
+KERNEL = "numpy" if _cquant is None else "compiled"
+"""Which path :func:`dequantize` takes by default for the schemes the kernel covers (:func:`kernel_covers`):
+``"compiled"`` (``_cquant.c``) or ``"numpy"``."""
 
 __all__ = [
     "QuantizedTensor",
@@ -48,6 +57,7 @@ __all__ = [
     "dequantize",
     "describe",
     "dtype_label",
+    "kernel_covers",
     "parse_scheme",
     "quantize",
     "quantized_data_len",
@@ -135,6 +145,11 @@ def _block_dims(size: BlockSize, rank: int) -> tuple[int, ...]:
     return (1,) * (rank - len(dims)) + tuple(dims)
 
 
+def _grid(shape: tuple[int, ...], block: tuple[int, ...]) -> tuple[int, ...]:
+    """The block grid: blocks per axis, the last one of each axis partial."""
+    return tuple(-(-dim // b) for dim, b in zip(shape, block))
+
+
 def _value_bytes(scheme: QuantScheme, shape: tuple[int, ...]) -> int:
     """``storage_elements · ceil(size_bits_stored / 8)``: packed stores pad each packed line."""
     bits = VALUE_BITS[scheme.value]
@@ -158,7 +173,7 @@ def _value_bytes(scheme: QuantScheme, shape: tuple[int, ...]) -> int:
 
 def _layout(scheme: QuantScheme, shape: tuple[int, ...]) -> _Layout:
     block = None if scheme.block is None else _block_dims(scheme.block.size, len(shape))
-    grid = (1,) if block is None else tuple(-(-dim // b) for dim, b in zip(shape, block))
+    grid = (1,) if block is None else _grid(shape, block)
     return _Layout(_value_bytes(scheme, shape), block, grid, _scale_dtype(scheme), _global_dtype(scheme))
 
 
@@ -370,16 +385,31 @@ class QuantizedTensor:
         """The scale each block's values are multiplied by: ``fl32(g·s_b)``, or ``s_b``."""
         if self.global_scale is None:
             return self.scales
-        return np.float32(self.global_scale) * self.scales
+        with np.errstate(over="ignore", invalid="ignore"):  # fl32(g·s_b) may overflow to infinity, as in Burn
+            return np.float32(self.global_scale) * self.scales
 
     def dequantize(self) -> np.ndarray:
-        """float32 values, ``fl32(S·q)`` per element: bit-exact with Burn's CPU backends."""
+        """float32 values, ``fl32(S·q)`` per element: bit-exact with Burn's CPU backends (int8
+        values in C order through the compiled kernel where it covers the scheme, numpy otherwise)."""
         try:
             out = np.empty(self.values.shape, np.float32)
         except ValueError as exc:  # a zero-element shape whose dims overflow numpy's size
             raise InvalidQuantizedData(f"shape {list(self.shape)}: {exc}") from None
         block = None if self.scheme.block is None else _block_dims(self.scheme.block.size, out.ndim)
-        _apply_per_block(self.values, self.effective_scales(), block, np.multiply, out)
+        scales = self.effective_scales()
+        if block is None:
+            scales = np.asarray(scales).reshape(-1)[:1]  # one scale per tensor: the first
+        elif np.size(scales) != math.prod(grid := _grid(self.shape, block)):
+            raise InvalidQuantizedData(f"{np.size(scales)} scales for the {list(grid)} blocks of shape {list(self.shape)}")
+        values = self.values
+        plan = None
+        if _cquant is not None and values.dtype == np.int8 and values.flags.c_contiguous:
+            plan = _kernel_plan(self.scheme._replace(store=QuantStore.Native), out.shape, block)
+        if plan is not None:
+            _kernel_into(values, plan, scales, out)
+        else:
+            with np.errstate(over="ignore", invalid="ignore"):  # fl32(S·q) of an infinite or NaN scale, as the kernel
+                _apply_per_block(values, scales, block, np.multiply, out)
         return out
 
     def to_tensor(self, name: str, *, param_id: int | None = None) -> Tensor:
@@ -415,7 +445,7 @@ def _apply_per_block(x: np.ndarray, scales: np.ndarray, block: tuple[int, ...] |
         op(x, np.float32(scales.reshape(-1)[0]), out=out)
         return
     shape = x.shape
-    grid = tuple(-(-d // b) for d, b in zip(shape, block))
+    grid = _grid(shape, block)
     scales = scales.reshape(grid)
     if all(d % b == 0 for d, b in zip(shape, block)):
         split = tuple(v for g, b in zip(grid, block) for v in (g, b))
@@ -469,15 +499,27 @@ def decode(data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int], *
     return QuantizedTensor(scheme, values, scales, global_scale)
 
 
-def dequantize(data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int], *, name: str | None = None) -> np.ndarray:
+def dequantize(
+    data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int], *, name: str | None = None, compiled: bool | None = None
+) -> np.ndarray:
     """A QFloat payload's float32 values, bit-identical with ``decode(...).dequantize()``.
 
-    Packed sub-byte values of a large tensor are unpacked and scaled a band of rows at a time,
-    so their int8 form stays in cache.
+    ``compiled``: the compiled kernel (:data:`KERNEL`) unpacks and scales in one pass (True: an
+    error when it is not built or does not cover the scheme, see :func:`kernel_covers`), numpy
+    does (False), or the kernel where it covers the scheme (None). On the numpy path, packed
+    sub-byte values of a large tensor are unpacked and scaled a band of rows at a time, so their
+    int8 form stays in cache.
     """
     shape = tuple(int(d) for d in shape)
+    if compiled and _cquant is None:
+        raise OptionError("compiled=True: the compiled dequantize kernel (burnpack/_cquant.c) is not built")
     layout, region, scales, global_scale = _split(data, scheme, shape, name)
     parts = QuantizedTensor(scheme, np.empty(0, np.int8), scales, global_scale)
+    plan = _kernel_plan(scheme, shape, layout.block) if compiled is not False and _cquant is not None else None
+    if compiled and plan is None:
+        raise OptionError(f"compiled=True: the compiled dequantize kernel does not cover {describe(scheme)} on shape {list(shape)}")
+    if plan is not None:
+        return _kernel_into(region, plan, parts.effective_scales(), np.empty(shape, np.float32))
     rows = _band_rows(scheme, shape, layout)
     if rows is None:
         try:
@@ -492,7 +534,48 @@ def dequantize(data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int
         stop = min(start + rows, shape[0])
         band = _values(region[start * row_bytes : stop * row_bytes], scheme, (stop - start,) + shape[1:])
         band_scales = effective if layout.block is None else effective[start // block0 : -(-stop // block0)]
-        _apply_per_block(band, band_scales, layout.block, np.multiply, out[start:stop])
+        with np.errstate(over="ignore", invalid="ignore"):
+            _apply_per_block(band, band_scales, layout.block, np.multiply, out[start:stop])
+    return out
+
+
+def kernel_covers(scheme: QuantScheme, shape: tuple[int, ...] | list[int]) -> bool:
+    """Whether the compiled kernel dequantizes ``scheme`` on ``shape`` (when it is built): integer
+    values in a Native or ``PackedU32(0)`` store, one scale per tensor or per block of extent 1 on
+    every axis but the last two, a non-empty shape."""
+    shape = tuple(int(d) for d in shape)
+    try:
+        check_decodable(scheme)
+        block = None if scheme.block is None else _block_dims(scheme.block.size, len(shape))
+    except QuantizationError:
+        return False
+    return _kernel_plan(scheme, shape, block) is not None
+
+
+def _kernel_plan(scheme: QuantScheme, shape: tuple[int, ...], block: tuple[int, ...] | None) -> tuple[int, ...] | None:
+    """The kernel's ``(bits, packed, outer, rows, cols, block_rows, block_cols)`` for a decodable
+    scheme, or None where numpy dequantizes."""
+    store = scheme.store
+    if store not in (QuantStore.Native, QuantStore.PackedU32(0)) or 0 in shape:
+        return None
+    rank = len(shape)
+    cols = shape[-1] if rank else 1
+    if block is None:
+        rows = math.prod(shape[:-1])
+        return VALUE_BITS[scheme.value], int(store != QuantStore.Native), 1, rows, cols, rows, cols
+    if any(b != 1 for b in block[:-2]):
+        return None
+    rows, block_rows = (shape[-2], block[-2]) if rank >= 2 else (1, 1)
+    block_cols = block[-1] if rank else 1
+    return VALUE_BITS[scheme.value], int(store != QuantStore.Native), math.prod(shape[:-2]), rows, cols, block_rows, block_cols
+
+
+def _kernel_into(values: Any, plan: tuple[int, ...], scales: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """``out`` filled by the kernel with ``plan``'s values times their block's scale."""
+    try:
+        _cquant.dequantize(values, *plan, np.ascontiguousarray(scales, np.float32), out)
+    except ValueError as exc:  # parts that do not fit together (a QuantizedTensor built by hand)
+        raise InvalidQuantizedData(f"{exc.args[0]} for shape {list(out.shape)}") from None
     return out
 
 

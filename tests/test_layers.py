@@ -20,7 +20,7 @@ PACKAGES = ("burnpack", "conformance")
 LAYERS = (
     ("errors", ("burnpack.errors",)),
     ("codec", ("burnpack._cbor", "burnpack._cskip", "burnpack._generated")),
-    ("core", ("burnpack.core", "burnpack.dtypes", "burnpack.remote", "burnpack.quant", "burnpack.torch", "burnpack._lazy")),
+    ("core", ("burnpack._cquant", "burnpack.core", "burnpack.dtypes", "burnpack.remote", "burnpack.quant", "burnpack.torch", "burnpack._lazy")),
     ("records", ("burnpack.records",)),
     ("interop", ("burnpack.interop",)),
     ("view", ("burnpack.view",)),
@@ -41,6 +41,7 @@ RANKS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("_generated.codec", "_generated"),  # the generated codec, written in those primitives
     ),
     "core": (
+        ("_cquant",),  # the compiled dequantize kernel (optional)
         # support: bytes in and out, and the helpers every layer uses
         ("core", "_lazy", "core.paths", "core.source", "remote", "core.sidefile", "core.atomic",
          "core.patterns", "core.display", "core.progress"),
