@@ -185,7 +185,7 @@ def scan_table(buf: bytes | bytearray | memoryview, *, compiled: bool | None = N
         end, table = pos, TensorTable([], [], [], {}, np.zeros(0, np.uint64), np.zeros(0, np.uint64), [])
     else:
         columns: Columns | None = None
-        if _ctable is not None and compiled is not False:
+        if _ctable is not None and compiled is not False and count <= len(buf):  # a larger claim cannot fit
             found = _ctable.scan_entries(buf, pos, count, _KERNEL_SPEC)
             if found is not None:
                 end, names, dtypes, rank_head, keys, starts, ends, param_ids = found
