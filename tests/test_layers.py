@@ -41,7 +41,7 @@ RANKS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("_generated.codec", "_generated"),  # the generated codec, written in those primitives
     ),
     "core": (
-        ("_cquant",),  # the compiled dequantize kernel (optional)
+        ("_cquant", "core._ctable"),  # the compiled kernels of dequantizing and of the table scan (optional)
         # support: bytes in and out, and the helpers every layer uses
         ("core", "_lazy", "core.paths", "core.source", "remote", "core.sidefile", "core.atomic",
          "core.patterns", "core.display", "core.progress"),

@@ -27,8 +27,9 @@ from .._generated.codec import (
     fast_Metadata,
 )
 from .._generated.types import DType, Metadata, TensorDescriptor
+from ..errors import OptionError
 
-__all__ = ["TensorTable", "scan_table"]
+__all__ = ["KERNEL", "TensorTable", "python_columns", "scan_table"]
 
 _ENTRY_RE = re.compile(
     rb"([\x60-\x77]|\x78[\x00-\xff])([\x00-\xff]{0,255}?)"  # the name, checked against its length afterwards
@@ -135,8 +136,43 @@ class TensorTable(Mapping[str, TensorDescriptor]):
         return out
 
 
-def scan_table(buf: bytes | bytearray | memoryview) -> Metadata | None:
-    """The metadata with its tensors as a ``TensorTable``, or None if the map is not as Burn writes it."""
+try:
+    from . import _ctable  # type: ignore[attr-defined]  # the optional compiled kernel
+except ImportError:  # not built: the same columns from the regex scan
+    _ctable = None
+
+KERNEL = "python" if _ctable is None else "compiled"
+"""Which path :func:`scan_table` takes by default: ``"compiled"`` (``_ctable.c``) or ``"python"``."""
+
+
+def _text_key(name: str) -> bytes:
+    """A struct field's key as Burn writes it: a short definite text string."""
+    raw = name.encode()
+    return bytes([0x60 + len(raw)]) + raw
+
+
+_KERNEL_SPEC = (
+    TensorDescriptor_HEAD,
+    _text_key(TensorDescriptor._fields[0]),
+    tuple(DType_SCAN),
+    _text_key(TensorDescriptor._fields[1]),
+    _text_key(TensorDescriptor._fields[2]) + b"\x82",
+    _text_key(TensorDescriptor._fields[3]),
+)
+"""What ``_ctable.scan_entries`` matches: the struct head, each field's key (data_offsets with its
+pair's head) and the dtypes, all from the generated codec."""
+
+Columns = tuple[int, list[str], list[bytes], bytes, list[bytes], np.ndarray | tuple[bytes, ...], np.ndarray, list[bytes]]
+"""(end of the entries, names, dtype keys, the shared rank head, shape keys, starts, ends, param_id bytes)."""
+
+
+def scan_table(buf: bytes | bytearray | memoryview, *, compiled: bool | None = None) -> Metadata | None:
+    """The metadata with its tensors as a ``TensorTable``, or None if the map is not as Burn writes it.
+
+    ``compiled``: the compiled scan (:data:`KERNEL`; an error when it is not built), the regex scan
+    (False), or the compiled scan when built (None). Both give the same table or both None."""
+    if compiled and _ctable is None:
+        raise OptionError("compiled=True: the compiled table scan (burnpack/core/_ctable.c) is not built")
     buf = bytes(buf)  # a Source may answer with any bytes-like object (no copy for bytes)
     fields = buf[0] - 0xA0 if buf else 0
     if not 1 <= fields <= 3 or not buf.startswith(METADATA_FIRST_KEY, 1):
@@ -145,42 +181,20 @@ def scan_table(buf: bytes | bytearray | memoryview) -> Metadata | None:
         count, pos = map_header(buf, 1 + len(METADATA_FIRST_KEY))
     except Exception:
         return None
-    rows = _PLAIN_ENTRY_RE.findall(buf, pos)  # back to back from pos to the end of buf
-    if count and (len(rows) < count or rows[count - 1][-1]):  # an entry it could not match
-        rows = _ENTRY_RE.findall(buf, pos)
-    if len(rows) < count:
-        return None
-    end = len(buf) - sum(map(_row_length, rows[count:]))
-    if count:
-        name_heads, names_raw, heads, dtypes, shape_heads, shape_bodies, starts_raw, ends_raw, param_ids, _ = zip(*rows[:count])
-        struct_heads = b"".join(heads)
-        if len(struct_heads) != count:
-            return None  # some entry is not as Burn writes it
-        if not (struct_heads.count(TensorDescriptor_HEAD) == param_ids.count(b"") in (0, count)):
-            has_param = np.fromiter(map(len, param_ids), np.intp, count) > 0
-            if (np.frombuffer(struct_heads, np.uint8) - TensorDescriptor_HEAD != has_param).any():
-                return None  # the struct's entry count disagrees with the fields present
-        declared = np.frombuffer(b"".join(name_heads), np.uint8).astype(np.intp)
-        if len(declared) == count:  # every name shorter than 24 bytes: the head holds the length
-            lengths = declared - 0x60
-        elif len(declared) == 2 * count:  # every name longer: 0x78 and a length byte
-            lengths = declared[1::2]
-        else:
-            widths = np.fromiter(map(len, name_heads), np.intp, count)
-            last = declared[np.cumsum(widths) - 1]
-            lengths = np.where(widths == 1, last - 0x60, last)
-        if (lengths != np.fromiter(map(len, names_raw), np.intp, count)).any():
+    if not count:
+        end, table = pos, TensorTable([], [], [], {}, np.zeros(0, np.uint64), np.zeros(0, np.uint64), [])
+    else:
+        columns: Columns | None = None
+        if _ctable is not None and compiled is not False and count <= len(buf):  # a larger claim cannot fit
+            found = _ctable.scan_entries(buf, pos, count, _KERNEL_SPEC)
+            if found is not None:
+                end, names, dtypes, rank_head, keys, starts, ends, param_ids = found
+                columns = (end, names, dtypes, rank_head, keys, np.frombuffer(starts, np.uint64), np.frombuffer(ends, np.uint64), param_ids)
+        if columns is None:
+            columns = python_columns(buf, pos, count)
+        if columns is None:
             return None
-        try:
-            names = b"\x00".join(names_raw).decode().split("\x00")
-        except UnicodeDecodeError:
-            return None
-        if len(names) != count or not all(map(str.__lt__, names, names[1:])):
-            return None  # a NUL in a name, or not sorted and distinct: the per-entry scanner decides
-        if shape_heads.count(shape_heads[0]) == count:  # one rank throughout: a shape's body tells it apart
-            rank_head, shape_keys = shape_heads[0], list(shape_bodies)
-        else:
-            rank_head, shape_keys = b"", list(map(bytes.__add__, shape_heads, shape_bodies))
+        end, names, dtypes, rank_head, shape_keys, starts, ends, param_ids = columns
         shapes = {}
         for key in dict.fromkeys(shape_keys):
             full = rank_head + key
@@ -189,9 +203,7 @@ def scan_table(buf: bytes | bytearray | memoryview) -> Metadata | None:
             if shape is None:
                 return None
             shapes[key] = shape
-        table = TensorTable(names, list(dtypes), shape_keys, shapes, starts_raw, _uint_column(ends_raw), list(param_ids))
-    else:
-        table = TensorTable([], [], [], {}, np.zeros(0, np.uint64), np.zeros(0, np.uint64), [])
+        table = TensorTable(names, dtypes, shape_keys, shapes, starts, ends, param_ids)
     try:
         rest_map = fast_loads(bytes([0xA0 + fields - 1]) + buf[end:])
         if type(rest_map) is not dict or "tensors" in rest_map:
@@ -200,6 +212,47 @@ def scan_table(buf: bytes | bytearray | memoryview) -> Metadata | None:
     except Exception:
         return None
     return others._replace(tensors=table)  # type: ignore[arg-type]  # a read-only Mapping where the type says dict
+
+
+def python_columns(buf: bytes, pos: int, count: int) -> Columns | None:
+    """The ``count`` (at least one) entries from ``pos`` split into columns by the regex scan, or
+    None if one is not as Burn writes it; ``_ctable.scan_entries`` is the same in C."""
+    rows = _PLAIN_ENTRY_RE.findall(buf, pos)  # back to back from pos to the end of buf
+    if len(rows) < count or rows[count - 1][-1]:  # an entry it could not match
+        rows = _ENTRY_RE.findall(buf, pos)
+    if len(rows) < count:
+        return None
+    end = len(buf) - sum(map(_row_length, rows[count:]))
+    name_heads, names_raw, heads, dtypes, shape_heads, shape_bodies, starts_raw, ends_raw, param_ids, _ = zip(*rows[:count])
+    struct_heads = b"".join(heads)
+    if len(struct_heads) != count:
+        return None  # some entry is not as Burn writes it
+    if not (struct_heads.count(TensorDescriptor_HEAD) == param_ids.count(b"") in (0, count)):
+        has_param = np.fromiter(map(len, param_ids), np.intp, count) > 0
+        if (np.frombuffer(struct_heads, np.uint8) - TensorDescriptor_HEAD != has_param).any():
+            return None  # the struct's entry count disagrees with the fields present
+    declared = np.frombuffer(b"".join(name_heads), np.uint8).astype(np.intp)
+    if len(declared) == count:  # every name shorter than 24 bytes: the head holds the length
+        lengths = declared - 0x60
+    elif len(declared) == 2 * count:  # every name longer: 0x78 and a length byte
+        lengths = declared[1::2]
+    else:
+        widths = np.fromiter(map(len, name_heads), np.intp, count)
+        last = declared[np.cumsum(widths) - 1]
+        lengths = np.where(widths == 1, last - 0x60, last)
+    if (lengths != np.fromiter(map(len, names_raw), np.intp, count)).any():
+        return None
+    try:
+        names = b"\x00".join(names_raw).decode().split("\x00")
+    except UnicodeDecodeError:
+        return None
+    if len(names) != count or not all(map(str.__lt__, names, names[1:])):
+        return None  # a NUL in a name, or not sorted and distinct: the per-entry scanner decides
+    if shape_heads.count(shape_heads[0]) == count:  # one rank throughout: a shape's body tells it apart
+        rank_head, shape_keys = shape_heads[0], list(shape_bodies)
+    else:
+        rank_head, shape_keys = b"", list(map(bytes.__add__, shape_heads, shape_bodies))
+    return end, names, list(dtypes), rank_head, shape_keys, starts_raw, _uint_column(ends_raw), list(param_ids)
 
 
 def _row_length(row: tuple[bytes, ...]) -> int:
