@@ -107,7 +107,33 @@ def test_dump_prints_json_without_the_json_flag(model, capsys):
 def test_version_is_printed(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["--version"])
-    assert exit_info.value.code == 0 and capsys.readouterr().out == f"burnpack {burnpack.__version__}\n"
+    assert exit_info.value.code == 0 and capsys.readouterr().out.startswith(f"burnpack {burnpack.__version__} (")
+
+
+def test_version_lists_every_compiled_kernel_the_build_declares():
+    import tomllib
+    from pathlib import Path
+
+    from burnpack.cli.main import KERNELS
+
+    project = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())
+    assert sorted(KERNELS) == sorted(entry["name"] for entry in project["tool"]["setuptools"]["ext-modules"])
+
+
+def test_version_names_the_kernels_that_are_not_built(monkeypatch):
+    from burnpack.cli import main as cli_main
+
+    monkeypatch.setattr(cli_main.Path, "is_file", lambda self: "_cquant" not in self.name)
+    assert cli_main.version_text() == (
+        f"burnpack {burnpack.__version__} (compiled kernels not built: dequantizing (Python and numpy do that work))"
+    )
+
+
+def test_version_says_when_no_kernel_is_built(monkeypatch):
+    from burnpack.cli import main as cli_main
+
+    monkeypatch.setattr(cli_main.Path, "is_file", lambda self: False)
+    assert cli_main.version_text().endswith("(no compiled kernel built: Python and numpy do all the work)")
 
 
 def test_errors_name_the_path_the_kind_and_the_message_on_one_line(tmp_path, capsys):

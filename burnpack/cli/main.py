@@ -16,6 +16,8 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
+from importlib.machinery import EXTENSION_SUFFIXES
+from pathlib import Path
 from typing import Any
 
 from .. import __version__
@@ -32,10 +34,49 @@ from . import records as records_cli
 # The argument each command's errors are about when the error itself names no file.
 _PATH_ARGUMENTS = ("file", "input", "spec", "a", "directory")
 
+KERNELS = {
+    "burnpack._cskip": "skipping ignored metadata",
+    "burnpack.core._ctable": "scanning the tensors map",
+    "burnpack.core._cencode": "encoding the tensors map",
+    "burnpack._cquant": "dequantizing",
+    "burnpack.view._cstats": "view statistics",
+}
+"""The optional compiled kernels (``ext-modules`` in ``pyproject.toml``) and what each speeds up."""
+
+
+def version_text() -> str:
+    """The version and which optional kernels are built, found by their files: importing them
+    would import their packages (numpy among them), and ``--version`` starts at once."""
+    root = Path(__file__).resolve().parent.parent
+
+    def built(module: str) -> bool:
+        stem = root.joinpath(*module.split(".")[1:])
+        return any(stem.with_name(stem.name + suffix).is_file() for suffix in EXTENSION_SUFFIXES)
+
+    missing = [what for module, what in KERNELS.items() if not built(module)]
+    if not missing:
+        kernels = "every compiled kernel built"
+    elif len(missing) == len(KERNELS):
+        kernels = "no compiled kernel built: Python and numpy do all the work"
+    else:
+        kernels = f"compiled kernels not built: {', '.join(missing)} (Python and numpy do that work)"
+    return f"burnpack {__version__} ({kernels})"
+
+
+class _Version(argparse.Action):
+    """``--version``, worked out only when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        print(version_text())
+        parser.exit()
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="burnpack", description="Inspect, check, convert and rewrite Burn .bpk files.")
-    parser.add_argument("--version", action="version", version=f"burnpack {__version__}")
+    parser.add_argument("--version", action=_Version, help="the version, and which optional compiled kernels are built")
     parser.add_argument("-v", "--verbose", action="store_true", help="full error details (legacy diagnoses, reports)")
     sub = parser.add_subparsers(dest="command", required=True)
     files_cmd.register(sub)
