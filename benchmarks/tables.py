@@ -44,6 +44,9 @@ def _ms(seconds: float) -> str:
 
 
 def _load_text(record: dict[str, Any]) -> str:
+    """The load around the run and whether it was quiet, by the rule the file was written under:
+    with the other processes' CPU time (``other_processes``), the load before and that; in older
+    files, the load before and after."""
     before, after = record.get("loadavg_before"), record.get("loadavg_after")
     if before is None and after is None:
         return "load average not recorded"
@@ -51,8 +54,14 @@ def _load_text(record: dict[str, Any]) -> str:
     if before is not None:
         parts.append(f"{before[0]:.2f} before")
     parts.append(f"{after[0]:.2f} after" if after is not None else "not recorded after")
-    quiet = before is not None and after is not None and before[0] < QUIET_LOAD and after[0] < QUIET_LOAD
-    return f"load average {', '.join(parts)} ({'quiet' if quiet else 'not a quiet machine: expect noise'})"
+    others = (record.get("other_processes") or {}).get("cpus_busy")
+    if others is not None:
+        quiet = before is not None and before[0] < QUIET_LOAD and others < QUIET_LOAD
+        text = f"load average {', '.join(parts)}; other processes kept {others:.2f} CPUs busy during the run"
+    else:
+        quiet = before is not None and after is not None and before[0] < QUIET_LOAD and after[0] < QUIET_LOAD
+        text = f"load average {', '.join(parts)}"
+    return f"{text} ({'quiet' if quiet else 'not a quiet machine: expect noise'})"
 
 
 def caption(path: str, record: dict[str, Any]) -> str:
