@@ -80,12 +80,34 @@ def test_the_caption_says_when_a_run_was_not_on_a_quiet_machine():
     assert "load average not recorded" in tables.caption("x.json", {"commit": "abc"})
 
 
-def test_a_results_file_records_the_load_before_and_after_and_the_file_system(tmp_path, monkeypatch):
-    loads = iter([(0.2, 0.1, 0.1), (0.7, 0.2, 0.1)])
+def _run(monkeypatch, tmp_path, loads, busy, own=(0.0, 0.0)):
+    """A results record whose run saw these load averages, machine busy CPU seconds and own CPU seconds."""
+    loads, busy, own = iter(loads), iter(busy), iter(own)
     monkeypatch.setattr(os, "getloadavg", lambda: next(loads))
-    record = _results.finish(_results.environment(tmp_path))
-    assert record["loadavg_before"][0] == 0.2 and record["loadavg_after"][0] == 0.7 and record["quiet"] is False
+    monkeypatch.setattr(_results, "_busy_cpu_seconds", lambda: next(busy))
+    monkeypatch.setattr(_results, "_own_cpu_seconds", lambda: next(own))
+    return _results.finish(_results.environment(tmp_path))
+
+
+def test_a_results_file_records_the_load_before_and_after_and_the_file_system(tmp_path, monkeypatch):
+    record = _run(monkeypatch, tmp_path, [(0.2, 0.1, 0.1), (0.7, 0.2, 0.1)], [100.0, 101.0], [0.0, 1.0])
+    assert record["loadavg_before"][0] == 0.2 and record["loadavg_after"][0] == 0.7
     assert record["filesystem"]["type"] != "" and {"commit", "dirty", "packages", "started"} <= record.keys()
+
+
+def test_a_run_whose_only_busy_process_is_the_benchmark_is_quiet_whatever_the_load_after(tmp_path, monkeypatch):
+    record = _run(monkeypatch, tmp_path, [(0.2, 0.1, 0.1), (0.9, 0.2, 0.1)], [100.0, 101.0], [0.0, 1.0])
+    assert record["other_processes"]["cpu_s"] == 0.0 and record["quiet"] is True
+
+
+def test_a_run_beside_other_busy_processes_is_not_quiet(tmp_path, monkeypatch):
+    record = _run(monkeypatch, tmp_path, [(0.2, 0.1, 0.1), (0.9, 0.2, 0.1)], [100.0, 1e6], [0.0, 1.0])
+    assert record["other_processes"]["cpus_busy"] > 0.5 and record["quiet"] is False
+
+
+def test_a_run_started_on_a_loaded_machine_is_not_quiet(tmp_path, monkeypatch):
+    record = _run(monkeypatch, tmp_path, [(0.7, 0.1, 0.1), (0.2, 0.2, 0.1)], [100.0, 100.0])
+    assert record["quiet"] is False
 
 
 def test_the_raw_write_peer_does_the_file_operations_writer_write_does(tmp_path, monkeypatch):
