@@ -258,6 +258,18 @@ def view_stats(*paths: str) -> str:
          "statistics per value (same clock)", "target", "like for like"], rows)])
 
 
+# -- benchmarks/open_bench.py ------------------------------------------------------------------
+def open_bench(path: str) -> str:
+    """Every ratio of medians the run computed (CPU time), one row per workload and measure."""
+    record = _load(path)
+    rows = []
+    for workload, entry in record["workloads"].items():
+        for pair, ratios in entry["ratios"].items():
+            rows.extend([workload, measure, pair.replace("base", f"`{record.get('base_checkout', 'base')}`"), _num(ratio)]
+                        for measure, ratio in ratios.items())
+    return "\n".join([caption(path, record), "", *_table(["workload", "measure", "which / which", "ratio of medians (CPU time)"], rows)])
+
+
 # -- benchmarks/skip_bench.py ------------------------------------------------------------------
 SKIP_COLUMNS = (("load_kernel_s", "`load`, compiled kernel"), ("load_python_s", "`load`, Python walk"),
                 ("cbor2_loads_s", "`cbor2.loads`"), ("regex_scan_s", "one regex pass"), ("bytes_count_s", "`bytes.count`"))
@@ -278,7 +290,7 @@ def skip(*paths: str) -> str:
 RENDERERS: dict[str, Callable[..., str]] = {
     "bench": bench, "replace": replace, "cbor_decoder": cbor_decoder, "quant": quant, "ab_tiny": ab_tiny,
     "fuzz_campaigns": fuzz_campaigns, "conformance_fuzz": conformance_fuzz, "reach": reach, "view_stats": view_stats,
-    "skip": skip,
+    "skip": skip, "open_bench": open_bench,
 }
 
 
