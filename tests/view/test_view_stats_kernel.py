@@ -163,6 +163,22 @@ def test_asking_for_the_kernel_when_it_is_not_built_is_an_error(monkeypatch):
     assert value_stats(stats._Array(np.ones(3, np.float32)))["count"] == 3
 
 
+def test_without_the_kernel_statistics_are_computed_by_numpy():
+    import json
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, json; sys.modules['burnpack.view._cstats'] = None  # as when the optional build failed\n"
+        "import numpy as np; from burnpack.view import stats\n"
+        "values = np.array([-2.0, 0.0, 0.0, 3.5, np.nan, np.inf], np.float32)\n"
+        "out = stats.value_stats(stats._Array(values))\n"
+        "print(json.dumps([stats.KERNEL, out['count'], out['zeros'], out['nan'], out['min'], out['max']]))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert json.loads(result.stdout) == ["numpy", 6, 2, 1, -2.0, 3.5]
+
+
 @kernel
 @pytest.mark.parametrize(
     "call, message",
