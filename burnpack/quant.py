@@ -39,6 +39,7 @@ from ._generated.types import (
     ScaleDtype,
 )
 from .dtypes import ResolvedTable, debug, is_float_array, numpy_dtype_named, view_bytes_as
+from ._kernels import use_kernel
 from .errors import InvalidQuantizedData, OptionError, QuantizationError, UnsupportedQuantization
 from .core.tensor import Tensor
 
@@ -511,11 +512,10 @@ def dequantize(
     int8 form stays in cache.
     """
     shape = tuple(int(d) for d in shape)
-    if compiled and _cquant is None:
-        raise OptionError("compiled=True: the compiled dequantize kernel (burnpack/_cquant.c) is not built")
+    kernel = use_kernel(_cquant, "burnpack._cquant", compiled)
     layout, region, scales, global_scale = _split(data, scheme, shape, name)
     parts = QuantizedTensor(scheme, np.empty(0, np.int8), scales, global_scale)
-    plan = _kernel_plan(scheme, shape, layout.block) if compiled is not False and _cquant is not None else None
+    plan = _kernel_plan(scheme, shape, layout.block) if kernel else None
     if compiled and plan is None:
         raise OptionError(f"compiled=True: the compiled dequantize kernel does not cover {describe(scheme)} on shape {list(shape)}")
     if plan is not None:

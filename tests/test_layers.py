@@ -19,7 +19,7 @@ PACKAGES = ("burnpack", "conformance")
 
 LAYERS = (
     ("errors", ("burnpack.errors",)),
-    ("codec", ("burnpack._cbor", "burnpack._cskip", "burnpack._generated")),
+    ("codec", ("burnpack._kernels", "burnpack._cbor", "burnpack._cskip", "burnpack._generated")),
     ("core", ("burnpack._cquant", "burnpack.core", "burnpack.dtypes", "burnpack.remote", "burnpack.quant", "burnpack.torch", "burnpack._lazy")),
     ("records", ("burnpack.records",)),
     ("interop", ("burnpack.interop",)),
@@ -36,7 +36,7 @@ generated from ``schema/``) below the container; ``burnpack.dtypes``, ``burnpack
 RANKS: dict[str, tuple[tuple[str, ...], ...]] = {
     "errors": (("errors",),),
     "codec": (
-        ("_generated.layout", "_generated.types", "_cskip"),  # the schema's facts and types; the compiled skip kernel
+        ("_generated.layout", "_generated.types", "_cskip", "_kernels"),  # the schema's facts and types; the compiled skip kernel; the kernels' rule
         ("_cbor",),  # the CBOR primitives
         ("_generated.codec", "_generated"),  # the generated codec, written in those primitives
     ),

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from .._kernels import KERNELS
 from . import diff as diff_cmd
 from . import files as files_cmd
 from . import pack as pack_cmd
@@ -33,16 +34,6 @@ from . import records as records_cli
 
 # The argument each command's errors are about when the error itself names no file.
 _PATH_ARGUMENTS = ("file", "input", "spec", "a", "directory")
-
-KERNELS = {
-    "burnpack._cskip": "skipping ignored metadata",
-    "burnpack.core._ctable": "scanning the tensors map",
-    "burnpack.core._cencode": "encoding the tensors map",
-    "burnpack._cquant": "dequantizing",
-    "burnpack.view._cstats": "view statistics",
-}
-"""The optional compiled kernels (``ext-modules`` in ``pyproject.toml``) and what each speeds up."""
-
 
 def version_text() -> str:
     """The version and which optional kernels are built, found by their files: importing them

@@ -27,7 +27,7 @@ from .._generated.codec import (
     fast_Metadata,
 )
 from .._generated.types import DType, Metadata, TensorDescriptor
-from ..errors import OptionError
+from .._kernels import use_kernel
 
 __all__ = ["KERNEL", "TensorTable", "python_columns", "scan_table"]
 
@@ -171,8 +171,7 @@ def scan_table(buf: bytes | bytearray | memoryview, *, compiled: bool | None = N
 
     ``compiled``: the compiled scan (:data:`KERNEL`; an error when it is not built), the regex scan
     (False), or the compiled scan when built (None). Both give the same table or both None."""
-    if compiled and _ctable is None:
-        raise OptionError("compiled=True: the compiled table scan (burnpack/core/_ctable.c) is not built")
+    kernel = use_kernel(_ctable, "burnpack.core._ctable", compiled)
     buf = bytes(buf)  # a Source may answer with any bytes-like object (no copy for bytes)
     fields = buf[0] - 0xA0 if buf else 0
     if not 1 <= fields <= 3 or not buf.startswith(METADATA_FIRST_KEY, 1):
@@ -185,7 +184,7 @@ def scan_table(buf: bytes | bytearray | memoryview, *, compiled: bool | None = N
         end, table = pos, TensorTable([], [], [], {}, np.zeros(0, np.uint64), np.zeros(0, np.uint64), [])
     else:
         columns: Columns | None = None
-        if _ctable is not None and compiled is not False and count <= len(buf):  # a larger claim cannot fit
+        if kernel and count <= len(buf):  # a larger claim cannot fit
             found = _ctable.scan_entries(buf, pos, count, _KERNEL_SPEC)
             if found is not None:
                 end, names, dtypes, rank_head, keys, starts, ends, param_ids = found

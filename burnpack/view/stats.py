@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import is_extension_type, numpy_dtype
-from ..errors import OptionError
+from .._kernels import use_kernel
 from ..quant import describe
 from ..core.reader import TensorView
 
@@ -137,9 +137,7 @@ def value_stats(
     is the population standard deviation (numpy's ``std()``). ``compiled``: the compiled kernel
     (:data:`KERNEL`; an error when it is not built), numpy (False), or the kernel when built (None);
     both give the same counts and histogram, and moments within a few float64 roundings."""
-    if compiled and _cstats is None:
-        raise OptionError("compiled=True: the compiled statistics kernel (burnpack/view/_cstats.c) is not built")
-    use_kernel = _cstats is not None and compiled is not False
+    kernel = use_kernel(_cstats, "burnpack.view._cstats", compiled)
     count = zeros = nan = posinf = neginf = 0
     finite_n = 0
     mean = m2 = 0.0
@@ -152,7 +150,7 @@ def value_stats(
             if dtype is None:
                 return None
             work = _Work(min(chunk_elements, max(chunk.size, 1)), dtype)
-            kind = _kernel_kind(chunk.dtype) if use_kernel else None
+            kind = _kernel_kind(chunk.dtype) if kernel else None
         count += chunk.size
         if kind is not None:
             n, z, c_nan, c_pos, c_neg, lo, hi, total, chunk_m2 = _cstats.moments(np.ascontiguousarray(chunk), *kind)
