@@ -47,7 +47,7 @@ _READ_CHUNK = 1 << 20
 
 def is_url(value: object) -> TypeGuard[str]:
     """``scheme://…`` (a Windows drive path like ``C:\\x`` is not one)."""
-    return isinstance(value, str) and _URL.match(value) is not None
+    return isinstance(value, str) and "://" in value and _URL.match(value) is not None  # the test first: a path is the usual answer
 
 
 class FsspecSource:

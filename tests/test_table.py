@@ -140,3 +140,13 @@ def test_tensors_of_one_dtype_and_of_several_dtypes_are_grouped_by_dtype_and_sha
             expected.setdefault((t.dtype, t.shape), []).append(t.name)
         assert groups == {key: sorted(names) for key, names in expected.items()}
     assert scan_table(_metadata_blob(_pack([]))).tensors.groups() == []
+
+
+@pytest.mark.parametrize("count", [1, 3, burnpack.core.table._SMALL, burnpack.core.table._SMALL + 1])
+def test_the_largest_end_offset_is_the_same_for_short_and_long_tables(count):
+    sizes = [(i * 7919) % 13 for i in range(count)]  # the largest tensor anywhere, empty ones too
+    data = _pack([Tensor.from_numpy(f"t{i:05d}", np.zeros(n, np.float32)) for i, n in enumerate(sizes)])
+    table = scan_table(_metadata_blob(data)).tensors
+    assert isinstance(table, TensorTable)
+    assert table.max_end == max(end for _, end in (d.data_offsets for d in table.values()))
+    assert type(table.max_end) is int

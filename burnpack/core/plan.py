@@ -36,7 +36,7 @@ class Limits(NamedTuple):
     max_tensor_size: int = MAX_TENSOR_SIZE
 
     def checked(self) -> Limits:
-        for name, value in self._asdict().items():
+        for name, value in zip(self._fields, self):
             if type(value) is not int or value < 0:
                 raise ValueError(f"{name} must be a non-negative int, not {value!r}")
         return self

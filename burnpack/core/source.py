@@ -12,7 +12,6 @@ import mmap
 import os
 import stat
 import threading
-import weakref
 from collections.abc import Sequence
 from typing import BinaryIO, Protocol
 
@@ -136,7 +135,6 @@ class FileSource:
             os.close(fd)
         self._fd = (fd if owned else os.dup(fd)) if self._size else -1
         self._owned = owned
-        self._release_fd = weakref.finalize(self, os.close, self._fd) if self._fd >= 0 else None
         self._private: mmap.mmap | None = None
 
     @property
@@ -154,7 +152,7 @@ class FileSource:
 
     def fileno(self) -> int:
         """The mapped file's descriptor, for reading by offset (``FileRange``); ValueError once closed."""
-        if self._release_fd is None or not self._release_fd.alive:
+        if self._fd < 0:
             raise ValueError("the file is closed")
         return self._fd
 
@@ -171,15 +169,14 @@ class FileSource:
         if self._map is None:
             return memoryview(bytearray())
         if self._private is None:
-            if self._release_fd is None or not self._release_fd.alive:
+            if self._fd < 0:
                 raise ValueError("the file is closed")
             self._private = mmap.mmap(self._fd, 0, access=mmap.ACCESS_COPY)
         return memoryview(self._private)
 
     def close(self) -> None:
         """Unmap the file; arrays still viewing it keep the mapping alive until they are freed."""
-        if self._release_fd is not None:
-            self._release_fd()
+        self._close_fd()
         if self._private is not None:
             try:
                 self._private.close()
@@ -195,6 +192,14 @@ class FileSource:
             except BufferError:  # exported numpy views still use it; the GC unmaps it later
                 pass
 
+    def _close_fd(self) -> None:
+        fd, self._fd = getattr(self, "_fd", -1), -1
+        if fd >= 0:
+            os.close(fd)
+
+    # The descriptor is closed when the source is dropped unclosed; __del__ rather than
+    # weakref.finalize, whose bookkeeping is a measurable part of opening a small file once.
+    __del__ = _close_fd
 
 class FileObjectSource:
     """A seekable binary file object (``io.BytesIO``, a socket-backed stream, …) from its

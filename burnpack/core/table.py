@@ -50,6 +50,10 @@ Where it matches, it matches as ``_ENTRY_RE`` does; a name it cannot match sends
 ``_ENTRY_RE``."""
 
 
+_SMALL = 1024
+"""Up to this many tensors a column's maximum is taken as a list (an open of a small file)."""
+
+
 class TensorTable(Mapping[str, TensorDescriptor]):
     """Name → ``TensorDescriptor``, stored as columns; names are sorted, as Burn writes them."""
 
@@ -110,7 +114,10 @@ class TensorTable(Mapping[str, TensorDescriptor]):
     @property
     def max_end(self) -> int:
         """The largest end offset (0 without tensors)."""
-        return int(self.ends.max()) if len(self.names) else 0
+        ends = self.ends
+        if len(ends) <= _SMALL:  # ndarray.max's Python-level dispatch costs more than a short list
+            return max(ends.tolist(), default=0)
+        return int(ends.max())
 
     def groups(self) -> list[tuple[DType, tuple[int, ...], np.ndarray]]:
         """(dtype, shape, indices in name order) for each (dtype, shape) the table holds."""
@@ -203,6 +210,8 @@ def scan_table(buf: bytes | bytearray | memoryview, *, compiled: bool | None = N
                 return None
             shapes[key] = shape
         table = TensorTable(names, dtypes, shape_keys, shapes, starts, ends, param_ids)
+    if fields == 1 and end == len(buf):  # the tensors map alone, as Burn writes a pack without metadata or scalars
+        return Metadata(table, {}, {})  # type: ignore[arg-type]  # a read-only Mapping where the type says dict
     try:
         rest_map = fast_loads(bytes([0xA0 + fields - 1]) + buf[end:])
         if type(rest_map) is not dict or "tensors" in rest_map:

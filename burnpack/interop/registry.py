@@ -552,7 +552,7 @@ def read_tensors(
         return _read_url(source, None if format is None else get_format(format), options)
     if isinstance(source, (str, os.PathLike)):
         asked = None if format is None else get_format(format)
-        path = resolve_read_path(source) if asked is None or asked.name == "burnpack" else Path(source)
+        path = Path(resolve_read_path(source) if asked is None or asked.name == "burnpack" else source)
         return _read(choose(path, asked), path, options)
     from .formats import read_in_memory
 
