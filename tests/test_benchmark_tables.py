@@ -111,18 +111,20 @@ def test_a_run_started_on_a_loaded_machine_is_not_quiet(tmp_path, monkeypatch):
 
 
 def test_the_raw_write_peer_does_the_file_operations_writer_write_does(tmp_path, monkeypatch):
-    bench.raw_write(b"x", tmp_path / "probe.bin")  # the once-per-file-system O_TMPFILE probe, outside the count
+    bench.raw_write([b"x"], tmp_path / "probe.bin")  # the once-per-file-system O_TMPFILE probe, outside the count
     calls: list[str] = []
     for name in ("_open_unnamed", "_open_named", "_link_to_new_scratch", "_fsync_dir"):
         real = getattr(atomic, name)
         monkeypatch.setattr(atomic, name, lambda *a, _real=real, _name=name: calls.append(_name) or _real(*a))
     real_replace = os.replace
     monkeypatch.setattr(os, "replace", lambda *a: calls.append("replace") or real_replace(*a))
-    tensors = {f"t{i}": np.full(3, i, np.float32) for i in range(3)}
+    tensors = {f"t{i}": np.full(3 + 100 * (i % 2), i, np.float32) for i in (3, 1, 2, 0)}
     writer = burnpack.Writer([burnpack.Tensor.from_numpy(k, v) for k, v in tensors.items()])
     writer.write(tmp_path / "a.bpk")
     ours, calls[:] = list(calls), []
-    bench.raw_write(writer.to_bytes(), tmp_path / "b.bpk")
+    pieces = bench.raw_pieces(tensors, large=400)  # the two tensors of 412 bytes from their arrays
+    assert sum(isinstance(piece, memoryview) for piece in pieces) == 2
+    bench.raw_write(pieces, tmp_path / "b.bpk")
     assert calls == ours and "replace" in ours
     assert (tmp_path / "a.bpk").read_bytes() == (tmp_path / "b.bpk").read_bytes()
 
@@ -136,3 +138,12 @@ def test_a_fuzz_run_writes_a_results_file(tmp_path):
     assert record["inputs"] >= 20 and record["failures"] == [] and record["engine"] == "hypothesis"
     assert {"commit", "loadavg_before", "loadavg_after", "inputs_by_kind", "seed"} <= record.keys()
     shutil.rmtree(tmp_path / "findings", ignore_errors=True)
+
+
+def test_interleaved_operations_change_neighbours_from_turn_to_turn():
+    order = ["ours", "peer", "other", "last"]
+    turns = [bench.turned(order, turn) for turn in range(4)]
+    assert all(sorted(turn) == sorted(order) for turn in turns)
+    before_peer = {turn[turn.index("peer") - 1] for turn in turns if turn.index("peer")}
+    assert "ours" in before_peer and len(before_peer) > 1
+    assert {turn[0] for turn in turns} == set(order)
