@@ -142,11 +142,20 @@ def test_tensors_of_one_dtype_and_of_several_dtypes_are_grouped_by_dtype_and_sha
     assert scan_table(_metadata_blob(_pack([]))).tensors.groups() == []
 
 
-@pytest.mark.parametrize("count", [1, 3, burnpack.core.table._SMALL, burnpack.core.table._SMALL + 1])
-def test_the_largest_end_offset_is_the_same_for_short_and_long_tables(count):
+@pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=pytest.mark.skipif(not burnpack.core.table.KERNEL, reason="the compiled table scan is not built"))])
+@pytest.mark.parametrize("count", [1, 3, 700])
+def test_the_scan_reports_the_largest_end_offset_of_its_table(count, compiled):
     sizes = [(i * 7919) % 13 for i in range(count)]  # the largest tensor anywhere, empty ones too
     data = _pack([Tensor.from_numpy(f"t{i:05d}", np.zeros(n, np.float32)) for i, n in enumerate(sizes)])
-    table = scan_table(_metadata_blob(data)).tensors
+    table = scan_table(_metadata_blob(data), compiled=compiled).tensors
     assert isinstance(table, TensorTable)
-    assert table.max_end == max(end for _, end in (d.data_offsets for d in table.values()))
+    assert table.max_end == max(end for _, end in (d.data_offsets for d in table.values())) == int(table.ends.max())
     assert type(table.max_end) is int
+
+
+def test_a_tables_offset_columns_are_read_only():
+    table = scan_table(_metadata_blob(_pack([Tensor.from_numpy("a", np.zeros(3, np.float32))]))).tensors
+    with pytest.raises(ValueError):
+        table.starts[0] = 7
+    with pytest.raises(ValueError):
+        table.ends[0] = 7

@@ -54,11 +54,12 @@ def _entries(blob: bytes) -> tuple[int, int] | None:
 
 
 def _normal(columns: tuple) -> tuple:
-    end, names, dtypes, rank_head, shape_keys, starts, ends, param_ids = columns
-    if not isinstance(starts, np.ndarray):
-        starts = table._uint_column(starts)
-    assert starts.dtype == ends.dtype == np.uint64
-    return end, names, list(dtypes), rank_head, list(shape_keys), starts.tolist(), ends.tolist(), list(param_ids)
+    end, names, dtypes, rank_head, shape_keys, starts, ends, param_ids, max_end = columns
+    starts = table._native_column(starts) if isinstance(starts, bytearray) else table._uint_column(starts)
+    if isinstance(ends, bytearray):
+        ends = table._native_column(ends)
+    assert starts.dtype == ends.dtype == np.uint64 and type(max_end) is int and max_end == max(ends.tolist())
+    return end, names, list(dtypes), rank_head, list(shape_keys), starts.tolist(), ends.tolist(), list(param_ids), max_end
 
 
 def _snapshot(meta: object) -> object:
@@ -81,9 +82,7 @@ def _assert_agree(blob: bytes) -> bool:
             accepted = True
             regex = python_columns(blob, *where)
             assert regex is not None, "the kernel accepted entries the regex scan refuses"
-            end, names, dtypes, rank_head, keys, starts, ends, param_ids = found
-            assert _normal(regex) == _normal((end, names, dtypes, rank_head, keys, np.frombuffer(starts, np.uint64),
-                                              np.frombuffer(ends, np.uint64), param_ids))
+            assert _normal(regex) == _normal(found)
     expected = _snapshot(scan_table(blob, compiled=False))
     assert _snapshot(scan_table(blob)) == expected
     return accepted

@@ -3,11 +3,13 @@
  * produces, in one pass over the bytes.
  *
  *     scan_entries(buf, pos, count, spec) -> (end, names, dtype_keys, rank_head, shape_keys,
- *                                               starts, ends, param_ids) | None
+ *                                               starts, ends, param_ids, max_end) | None
  *
  * ``spec`` is ``table._KERNEL_SPEC``: (struct head, dtype key, dtype values, shape key,
  * data_offsets key with its tuple head, param_id key), every literal taken from the generated
- * codec, none written here. ``starts``/``ends`` are native uint64 values in a bytearray.
+ * codec, none written here. ``starts``/``ends`` are native uint64 values in a bytearray;
+ * ``max_end`` is the largest end (an open checks it against the file's size, and needs no
+ * column for that).
  *
  * None means "not proven": the Python scan then decides, exactly as without the kernel. So the
  * kernel may decline anything, but accepts only entries the Python scan accepts with the same
@@ -245,6 +247,7 @@ static PyObject *scan_entries(PyObject *Py_UNUSED(self), PyObject *args) {
     uint64_t *start_values = (uint64_t *)PyByteArray_AS_STRING(starts), *end_values = (uint64_t *)PyByteArray_AS_STRING(ends);
     PyObject *last_key = NULL;
     Py_ssize_t last_from = 0, last_len = -1;
+    uint64_t max_end = 0;
     for (Py_ssize_t i = 0; i < count; i++) {
         const entry_t *e = &entries[i];
         PyObject *name = PyUnicode_DecodeUTF8((const char *)b + e->name, e->name_len, NULL);
@@ -271,8 +274,9 @@ static PyObject *scan_entries(PyObject *Py_UNUSED(self), PyObject *args) {
             goto done;
         start_values[i] = e->start;
         end_values[i] = e->end;
+        if (e->end > max_end) max_end = e->end;
     }
-    result = Py_BuildValue("(nOOOOOOO)", p, names, dtypes, rank_head, shape_keys, starts, ends, param_ids);
+    result = Py_BuildValue("(nOOOOOOOK)", p, names, dtypes, rank_head, shape_keys, starts, ends, param_ids, (unsigned long long)max_end);
 done:
     PyMem_Free(entries);
     Py_XDECREF(names);

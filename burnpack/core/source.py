@@ -40,7 +40,7 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
     is opened, and again on the open descriptor (the path could be swapped in between); the open
     itself is non-blocking, so even a FIFO swapped in cannot hang it.
     """
-    fd = open_regular_fd(path)
+    fd, _ = open_regular_fd(path)
     try:
         return os.fdopen(fd, "rb")
     except BaseException:
@@ -48,19 +48,21 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
         raise
 
 
-def open_regular_fd(path: str | os.PathLike[str]) -> int:
-    """``open_regular``'s checks and open, as a bare descriptor the caller closes."""
+def open_regular_fd(path: str | os.PathLike[str]) -> tuple[int, int]:
+    """``open_regular``'s checks and open, as a bare descriptor the caller closes, and the
+    file's size when it was opened."""
     if "\0" in os.fsdecode(path):  # os.stat would raise a bare ValueError
         raise IoError("a path cannot hold a NUL character", where=repr(os.fsdecode(path)))
     _refuse_irregular(os.stat(path).st_mode, path)
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
-        _refuse_irregular(os.fstat(fd).st_mode, path)
+        opened = os.fstat(fd)
+        _refuse_irregular(opened.st_mode, path)
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
-    return fd
+    return fd, opened.st_size
 
 
 class Source(Protocol):
@@ -112,9 +114,9 @@ class FileSource:
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        fd = open_regular_fd(path)
+        fd, size = open_regular_fd(path)
         try:
-            self._map_fd(fd, owned=True)
+            self._map_fd(fd, owned=True, size=size)
         except BaseException:
             os.close(fd)
             raise
@@ -126,9 +128,10 @@ class FileSource:
         source._map_fd(fd)
         return source
 
-    def _map_fd(self, fd: int, *, owned: bool = False) -> None:
-        """Map ``fd``; keep it when ``owned`` (closing it with the source), else keep a duplicate."""
-        self._size = os.fstat(fd).st_size
+    def _map_fd(self, fd: int, *, owned: bool = False, size: int | None = None) -> None:
+        """Map ``fd`` (of ``size`` bytes, when the caller has just asked); keep it when ``owned``
+        (closing it with the source), else keep a duplicate."""
+        self._size = os.fstat(fd).st_size if size is None else size
         self._map = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if self._size else None
         self._view = memoryview(self._map) if self._map is not None else memoryview(b"")
         if not self._size and owned:

@@ -50,14 +50,11 @@ Where it matches, it matches as ``_ENTRY_RE`` does; a name it cannot match sends
 ``_ENTRY_RE``."""
 
 
-_SMALL = 1024
-"""Up to this many tensors a column's maximum is taken as a list (an open of a small file)."""
-
-
 class TensorTable(Mapping[str, TensorDescriptor]):
     """Name → ``TensorDescriptor``, stored as columns; names are sorted, as Burn writes them."""
 
-    __slots__ = ("names", "_dtype_keys", "_shape_keys", "_shapes", "_starts", "_start_column", "ends", "_param_ids", "_index", "_offsets")
+    __slots__ = ("names", "_dtype_keys", "_shape_keys", "_shapes", "_starts", "_start_column", "_ends", "_end_column", "max_end",
+                 "_param_ids", "_index", "_offsets")  # fmt: skip
 
     def __init__(
         self,
@@ -65,28 +62,44 @@ class TensorTable(Mapping[str, TensorDescriptor]):
         dtype_keys: list[bytes],
         shape_keys: list[bytes],
         shapes: dict[bytes, tuple[int, ...]],
-        starts: np.ndarray | tuple[bytes, ...],
-        ends: np.ndarray,
+        starts: tuple[bytes, ...] | bytearray,
+        ends: np.ndarray | bytearray,
         param_ids: list[bytes],
+        max_end: int,
     ) -> None:
         self.names = names
         self._dtype_keys, self._shape_keys, self._shapes = dtype_keys, shape_keys, shapes
-        self._starts: np.ndarray | None = starts if isinstance(starts, np.ndarray) else None
-        self._start_column: tuple[bytes, ...] = () if isinstance(starts, np.ndarray) else starts
-        self.ends = ends
-        """Relative end offsets, a ``uint64`` column in name order."""
+        self._starts: np.ndarray | None = None
+        self._start_column: tuple[bytes, ...] | bytearray = starts
+        self._ends: np.ndarray | None = None
+        self._end_column: np.ndarray | bytearray | bytes = ends
+        self.max_end = max_end
+        """The largest end offset (0 without tensors)."""
         self._param_ids = param_ids
         self._index: dict[str, int] | None = None
         self._offsets: list[tuple[int, int]] = []
 
     @property
     def starts(self) -> np.ndarray:
-        """Relative start offsets, a ``uint64`` column in name order; decoded from the CBOR
-        integers the scan matched when first asked for (an open, or a listing of names, needs
-        only the ends)."""
+        """Relative start offsets, a read-only ``uint64`` column in name order; made from the
+        scan's native values or the CBOR integers it matched when first asked for (an open, or
+        a listing of names, needs neither column)."""
         if self._starts is None:
-            self._starts, self._start_column = _uint_column(self._start_column), ()
+            column = self._start_column
+            self._starts = _native_column(column) if isinstance(column, bytearray) else _uint_column(column)
+            self._starts.flags.writeable = False
+            self._start_column = ()
         return self._starts
+
+    @property
+    def ends(self) -> np.ndarray:
+        """Relative end offsets, a read-only ``uint64`` column in name order."""
+        if self._ends is None:
+            column = self._end_column
+            self._ends = column if isinstance(column, np.ndarray) else _native_column(bytearray(column) if isinstance(column, bytes) else column)
+            self._end_column = b""
+            self._ends.flags.writeable = False
+        return self._ends
 
     def __getitem__(self, name: str) -> TensorDescriptor:
         index = self._index
@@ -110,14 +123,6 @@ class TensorTable(Mapping[str, TensorDescriptor]):
         except (KeyError, TypeError):
             return False
         return True
-
-    @property
-    def max_end(self) -> int:
-        """The largest end offset (0 without tensors)."""
-        ends = self.ends
-        if len(ends) <= _SMALL:  # ndarray.max's Python-level dispatch costs more than a short list
-            return max(ends.tolist(), default=0)
-        return int(ends.max())
 
     def groups(self) -> list[tuple[DType, tuple[int, ...], np.ndarray]]:
         """(dtype, shape, indices in name order) for each (dtype, shape) the table holds."""
@@ -169,8 +174,10 @@ _KERNEL_SPEC = (
 """What ``_ctable.scan_entries`` matches: the struct head, each field's key (data_offsets with its
 pair's head) and the dtypes, all from the generated codec."""
 
-Columns = tuple[int, list[str], list[bytes], bytes, list[bytes], np.ndarray | tuple[bytes, ...], np.ndarray, list[bytes]]
-"""(end of the entries, names, dtype keys, the shared rank head, shape keys, starts, ends, param_id bytes)."""
+Columns = tuple[int, list[str], list[bytes], bytes, list[bytes], tuple[bytes, ...] | bytearray, np.ndarray | bytearray, list[bytes], int]
+"""(end of the entries, names, dtype keys, the shared rank head, shape keys, starts, ends,
+param_id bytes, the largest end): starts as the CBOR integers matched or native values, ends
+as an array or native values."""
 
 
 def scan_table(buf: bytes | bytearray | memoryview, *, compiled: bool | None = None) -> Metadata | None:
@@ -188,19 +195,16 @@ def scan_table(buf: bytes | bytearray | memoryview, *, compiled: bool | None = N
     except Exception:
         return None
     if not count:
-        end, table = pos, TensorTable([], [], [], {}, np.zeros(0, np.uint64), np.zeros(0, np.uint64), [])
+        end, table = pos, TensorTable([], [], [], {}, (), bytearray(), [], 0)
     else:
         columns: Columns | None = None
         if kernel and count <= len(buf):  # a larger claim cannot fit
-            found = _ctable.scan_entries(buf, pos, count, _KERNEL_SPEC)
-            if found is not None:
-                end, names, dtypes, rank_head, keys, starts, ends, param_ids = found
-                columns = (end, names, dtypes, rank_head, keys, np.frombuffer(starts, np.uint64), np.frombuffer(ends, np.uint64), param_ids)
+            columns = _ctable.scan_entries(buf, pos, count, _KERNEL_SPEC)
         if columns is None:
             columns = python_columns(buf, pos, count)
         if columns is None:
             return None
-        end, names, dtypes, rank_head, shape_keys, starts, ends, param_ids = columns
+        end, names, dtypes, rank_head, shape_keys, starts, ends, param_ids, max_end = columns
         shapes = {}
         for key in dict.fromkeys(shape_keys):
             full = rank_head + key
@@ -209,7 +213,7 @@ def scan_table(buf: bytes | bytearray | memoryview, *, compiled: bool | None = N
             if shape is None:
                 return None
             shapes[key] = shape
-        table = TensorTable(names, dtypes, shape_keys, shapes, starts, ends, param_ids)
+        table = TensorTable(names, dtypes, shape_keys, shapes, starts, ends, param_ids, max_end)
     if fields == 1 and end == len(buf):  # the tensors map alone, as Burn writes a pack without metadata or scalars
         return Metadata(table, {}, {})  # type: ignore[arg-type]  # a read-only Mapping where the type says dict
     try:
@@ -260,7 +264,8 @@ def python_columns(buf: bytes, pos: int, count: int) -> Columns | None:
         rank_head, shape_keys = shape_heads[0], list(shape_bodies)
     else:
         rank_head, shape_keys = b"", list(map(bytes.__add__, shape_heads, shape_bodies))
-    return end, names, list(dtypes), rank_head, shape_keys, starts_raw, _uint_column(ends_raw), list(param_ids)
+    ends = _uint_column(ends_raw)
+    return end, names, list(dtypes), rank_head, shape_keys, starts_raw, ends, list(param_ids), int(ends.max())
 
 
 def _row_length(row: tuple[bytes, ...]) -> int:
@@ -269,6 +274,11 @@ def _row_length(row: tuple[bytes, ...]) -> int:
     if row[-1]:
         return captured
     return captured + TensorDescriptor_LITERAL_BYTES + (TensorDescriptor_OPTIONAL_LITERAL_BYTES["param_id"] if row[-2] else 0)
+
+
+def _native_column(column: bytearray) -> np.ndarray:
+    """The compiled scan's native ``uint64`` values as an array (no copy)."""
+    return np.frombuffer(column, np.uint64)
 
 
 _SMALL_COLUMN = 512
