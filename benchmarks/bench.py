@@ -2,8 +2,9 @@
 
 Workloads: (a) float32 in 64 large tensors, (b) many tiny tensors, (c) the metadata of a pack of
 100,000 tensors (open against a bare ``cbor2.loads`` of the same bytes). Every repeat runs each
-operation once, in turn, so load changes hit both sides alike; the report gives medians and
-burnpack/peer ratios of medians (< 1 means burnpack is faster).
+operation once, in turn (forwards, then backwards, rotated: see ``turned``), so load changes hit
+both sides alike; the report gives medians and burnpack/peer ratios of medians (< 1 means
+burnpack is faster).
 
 Like with like: every ratio names its peer and what kind of comparison it is (lazy against
 lazy, eager against eager, durable against durable, writes doing the same file operations), and
@@ -11,7 +12,7 @@ a ratio without a fair peer says so (``RATIOS``). Every timed write goes to a ne
 ``os.sync()`` before it; ``benchmarks/tables.py`` turns a results file into the table in docs/benchmarks.md,
 showing every ratio in ``RATIOS``.
 
-    python benchmarks/bench.py [--repeat 7] [--big-mib 1024] [--tiny 20000] [--many 100000]
+    python benchmarks/bench.py [--repeat 7] [--big-mib 512] [--tiny 20000] [--many 100000]
 
 Every sample, the commit, the load average before and after, package versions and the file
 system go to ``benchmarks/results/bench-<UTC time>.json`` (or ``--json``).
@@ -278,7 +279,7 @@ def summarize(samples: dict[str, list[float]]) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--big-mib", type=int, default=1024)
+    parser.add_argument("--big-mib", type=int, default=512)
     parser.add_argument("--tiny", type=int, default=20_000)
     parser.add_argument("--many", type=int, default=100_000)
     parser.add_argument("--json", type=Path)

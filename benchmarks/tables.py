@@ -200,9 +200,6 @@ def reach(path: str) -> str:
     write = med(x["seconds"] for x in s["write_runs"])
     extra = max(x["extra_mib"] for x in s["runs"])
     n = len(s["runs"])
-    lf, og = t["load_file"], t["open_get_sum"]
-    lf_ours, lf_peer = med(lf["burnpack_runs"]), med(lf["safetensors_runs"])
-    og_ours, og_peer = med(og["burnpack_runs"]), med(og["safetensors_runs"])
     rows = [
         [f"sharded {gib:.0f} GiB, {len(s['shards'])} shards → one `.bpk`: RSS high-water mark above the baseline",
          f"{extra:.2f} MiB (largest tensor {s['largest_tensor_mib']:.0f} MiB)", "≤ largest tensor + 128 MiB", "—"],
@@ -212,11 +209,7 @@ def reach(path: str) -> str:
          "neither fsyncs; not the same file operations: cp creates each file in place, the conversion renames a scratch file into place"],
         ["… `convert` / plain `cp -r`", f"{_num(convert / cp)}×", "—",
          "no fair peer: durable against a copy that returns before its bytes reach the disk"],
-        [f"1 GiB, 64 tensors: `burnpack.torch.load_file` / `safetensors.torch.load_file`",
-         f"{_num(lf_ours / lf_peer)}× ({_ms(lf_ours)} vs {_ms(lf_peer)}, medians of {len(lf['burnpack_runs'])})", "≤ 1×",
-         "torch vs torch"],
-        ["… `load(framework=\"pt\")` + `get_tensor` + sum / `safe_open(framework=\"pt\")` + …",
-         f"{_num(og_ours / og_peer)}× ({_ms(og_ours)} vs {_ms(og_peer)})", "≤ 1.1×", "torch vs torch, lazy vs lazy"],
+        *_torch_rows(t),
     ]
     rows += [[f"remote: {label}", value, target, "—"] for label, value, target in _remote_rows(remote)]
     if "numpy_vs_get" in remote:  # runs from before it was measured have no such row
@@ -226,6 +219,39 @@ def reach(path: str) -> str:
                      f"{_num(ours / get)}× ({_ms(ours)} vs {_ms(get)}, medians of {len(g['burnpack_runs'])}; {g['burnpack_requests']} requests)",
                      "≤ 1.2×", "the same HTTP client (fsspec) and server: range requests, several at once, against one GET"])
     return "\n".join([caption(path, r), "", *_table(["measure", "result", "target", "like for like"], rows)])
+
+
+def _torch_rows(t: dict[str, Any]) -> list[list[str]]:
+    """The torch rows of a reach run: each pair's ratio of medians, and the page-offset sweep."""
+    med = statistics.median
+
+    def pair(key: str) -> tuple[float, float, int]:
+        return med(t[key]["burnpack_runs"]), med(t[key]["safetensors_runs"]), len(t[key]["burnpack_runs"])
+
+    def ratio(key: str, first: bool = False) -> str:
+        ours, peer, n = pair(key)
+        return f"{_num(ours / peer)}× ({_ms(ours)} vs {_ms(peer)}{f', medians of {n}' if first else ''})"
+
+    page = t["page_offset"]
+    same = f"torch vs torch; both files' data at byte {page['burnpack']} of a page"
+    sweep = {int(o): med(runs) for o, runs in t["sum_by_page_offset"].items()}
+    slow, fast = max(sweep, key=sweep.__getitem__), min(sweep, key=sweep.__getitem__)
+    return [
+        [f"{t['mib']} MiB, {t['tensors']} tensors: `burnpack.torch.load_file` / `safetensors.torch.load_file` (no tensor touched)",
+         ratio("load_file", first=True), "—", same],
+        ["… `load_file` + sum of every tensor / `safetensors.torch.load_file` + sum", ratio("load_file_sum"), "≤ 1.0×", same],
+        ["… the same, each file as its writer lays it out", ratio("load_file_sum_as_written"), "—",
+         f"torch vs torch; the data at byte {page['burnpack']} of a page in the `.bpk`, {page['safetensors_as_written']} in the "
+         "safetensors file, which alone moves torch's sum (next-but-one row)"],
+        ["… `load(framework=\"pt\")` + `get_tensor` + sum / `safe_open(framework=\"pt\")` + …", ratio("open_get_sum"), "≤ 1.1×",
+         f"{same}; lazy vs lazy"],
+        [f"torch's sum of the same {t['mib'] - 8} MiB at each 256-byte offset within a page: slowest / fastest",
+         f"{_num(sweep[slow] / sweep[fast])}× (byte {slow}: {_ms(sweep[slow])}; byte {fast}: {_ms(sweep[fast])})", "—",
+         "no peer: one library, the same bytes at 16 offsets"],
+        [f"{t['tiny_tensors']:,} tiny tensors: `burnpack.torch.load_file` + sum / `safetensors.torch.load_file` + sum",
+         ratio("tiny_load_file_sum"), "≤ 0.7×", "torch vs torch"],
+        ["… `load_file` alone", ratio("tiny_load_file"), "—", "torch vs torch"],
+    ]
 
 
 def _remote_rows(remote: dict[str, Any]) -> list[tuple[str, str, str]]:
@@ -287,10 +313,70 @@ def skip(*paths: str) -> str:
     return "\n".join([*captions, "", *_table(["mix (best of the run's repeats)", *(name for _, name in SKIP_COLUMNS)], rows)])
 
 
+# -- the README's headline table ------------------------------------------------------------------
+def headline(bench_path: str, open_path: str, reach_path: str, quant_path: str) -> str:
+    """Issue 19's rows, each with its peer and target, taken from the runs of bench.py,
+    open_bench.py, reach_bench.py and quant_bench.py (the pages under docs/ show every row of each)."""
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.bench import RATIOS
+
+    runs = {path: _load(path) for path in (bench_path, open_path, reach_path, quant_path)}
+    b, o, r, q = (runs[path] for path in (bench_path, open_path, reach_path, quant_path))
+    med = statistics.median
+
+    def workload(prefix: str) -> tuple[str, dict[str, float]]:
+        name = next(w for w in b["workloads"] if w.startswith(prefix))
+        return name[len(prefix) + 1 :], {op: med(s) for op, s in b["workloads"][name]["samples_s"].items()}
+
+    def from_bench(prefix: str, label: str) -> str:
+        _, m = workload(prefix)
+        ours, peer = m[RATIOS[label].ours], m[RATIOS[label].peer]
+        return f"{_num(ours / peer)}× ({_ms(ours)} vs {_ms(peer)})"
+
+    def from_reach(key: str) -> str:
+        ours, peer = med(r["torch"][key]["burnpack_runs"]), med(r["torch"][key]["safetensors_runs"])
+        return f"{_num(ours / peer)}× ({_ms(ours)} vs {_ms(peer)})"
+
+    big, tiny, many = workload("(a)")[0], workload("(b)")[0], workload("(c)")[0]
+    small = next(w for w in o["workloads"] if w.startswith("64-tensor"))
+    q4 = next(v for k, v in q["results"].items() if k.startswith("q4s block 32"))
+    get = r["remote"]["numpy_vs_get"]
+    get_ours, get_peer = med(get["burnpack_runs"]), med(get["get_runs"])
+    page = r["torch"]["page_offset"]
+    names, numpy_each = "open + names / `safe_open` + `keys()`", "open + `numpy()` of each / `safe_open` + `get_tensor` of each"
+    rows = [
+        [f"{tiny}: open + names", "`safe_open` + `keys()`: lazy vs lazy", from_bench("(b)", names), "≤ 1.0×"],
+        [f"{big}: open + names, one call after other work (wall time)", "`safe_open` + `keys()`: lazy vs lazy", from_bench("(a)", names), "≤ 1.5×"],
+        [f"{small}: open + names, {o['workloads'][small].get('calls_per_sample', 1)} calls a sample (CPU time)", "`safe_open` + `keys()`: lazy vs lazy",
+         f"{_num(o['workloads'][small]['ratios']['this / safe_open']['open+names'])}×", "≤ 1.5×"],
+        [f"{tiny}: open + `numpy()` of each", "`safe_open` + `get_tensor` of each: lazy vs lazy", from_bench("(b)", numpy_each), "≤ 0.5×"],
+        ["… the same", "`load_file`: no fair peer, lazy views against eager copies", from_bench("(b)", "open + `numpy()` (zero-copy) / `load_file`"), "≤ 0.4×"],
+        [f"{tiny}: durable save", "`save_file` + the same fsyncs and rename: durable vs durable",
+         from_bench("(b)", "save, durable: `burnpack.save` / `save_file` + same steps"), "≤ 0.6×"],
+        [f"{many}: open", "`cbor2.loads` of the metadata: no fair peer, it only decodes",
+         from_bench("(c)", "open (`load`) / bare `cbor2.loads` of the same metadata"), "≤ 0.5×"],
+        [f"{big}: `Writer.write` of built tensors", "a raw write of the same bytes from the same memory, the same file operations",
+         from_bench("(a)", "`Writer.write` of built tensors / raw write of its bytes"), "≤ 1.1×"],
+        [f"{r['torch']['mib']} MiB: `burnpack.torch.load_file` + sum of every tensor",
+         f"`safetensors.torch.load_file` + sum: torch vs torch, the data at byte {page['burnpack']} of a page in both files",
+         from_reach("load_file_sum"), "≤ 1.0×"],
+        ["… the same", f"the same, each file as its writer lays it out (safetensors' data at byte {page['safetensors_as_written']})",
+         from_reach("load_file_sum_as_written"), "—"],
+        [f"{r['torch']['tiny_tensors']:,} tiny tensors: `burnpack.torch.load_file` + sum", "`safetensors.torch.load_file` + sum: torch vs torch",
+         from_reach("tiny_load_file_sum"), "≤ 0.7×"],
+        ["dequantize Q4 packed, blocks of 32", "`astype(float32) * scale`", f"{_num(q4['ratio'])}× ({_ms(q4['ours_median'])} vs {_ms(q4['peer_median'])})",
+         "≤ 1.3×"],
+        [f"every tensor of a {get['file_bytes'] / (1 << 20):.0f} MiB pack over HTTP on 127.0.0.1", "one plain GET of the file, the same client",
+         f"{_num(get_ours / get_peer)}× ({_ms(get_ours)} vs {_ms(get_peer)})", "≤ 1.2×"],
+    ]
+    captions = [f"- {caption(path, record)}" for path, record in runs.items()]
+    return "\n".join([*captions, "", *_table(["measure (ratio of medians, < 1: burnpack faster)", "peer", "result", "target"], rows)])
+
+
 RENDERERS: dict[str, Callable[..., str]] = {
     "bench": bench, "replace": replace, "cbor_decoder": cbor_decoder, "quant": quant, "ab_tiny": ab_tiny,
     "fuzz_campaigns": fuzz_campaigns, "conformance_fuzz": conformance_fuzz, "reach": reach, "view_stats": view_stats,
-    "skip": skip, "open_bench": open_bench,
+    "skip": skip, "open_bench": open_bench, "headline": headline,
 }
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import burnpack
-from benchmarks import _results, bench, tables
+from benchmarks import _results, bench, reach_bench, tables
 from burnpack.core import atomic
 
 REPO = tables.ROOT
@@ -147,3 +147,14 @@ def test_interleaved_operations_change_neighbours_from_turn_to_turn():
     before_peer = {turn[turn.index("peer") - 1] for turn in turns if turn.index("peer")}
     assert "ours" in before_peer and len(before_peer) > 1
     assert {turn[0] for turn in turns} == set(order)
+
+
+@pytest.mark.parametrize("offset", [0, 256, 816, 3328])
+def test_the_safetensors_peer_file_puts_its_data_at_the_page_offset_asked(tmp_path, offset):
+    arrays = {f"t{i:02d}": np.full(5, i, np.float32) for i in range(64)}
+    path = tmp_path / "m.safetensors"
+    reach_bench.save_matching_page_offset(arrays, path, offset)
+    assert reach_bench.data_start_of(path) % reach_bench.PAGE == offset
+    from safetensors.numpy import load_file
+
+    assert all((load_file(str(path))[k] == v).all() for k, v in arrays.items())
