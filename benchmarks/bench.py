@@ -3,8 +3,8 @@
 Workloads: (a) float32 in 64 large tensors, (b) many tiny tensors, (c) the metadata of a pack of
 100,000 tensors (open against a bare ``cbor2.loads`` of the same bytes). Every repeat runs each
 operation once, in turn (forwards, then backwards, rotated: see ``turned``), so load changes hit
-both sides alike; the report gives medians and burnpack/peer ratios of medians (< 1 means
-burnpack is faster).
+both sides alike, and every read starts with the CPU's caches flushed (``FLUSH_BYTES``); the
+report gives medians and burnpack/peer ratios of medians (< 1 means burnpack is faster).
 
 Like with like: every ratio names its peer and what kind of comparison it is (lazy against
 lazy, eager against eager, durable against durable, writes doing the same file operations), and
@@ -184,6 +184,10 @@ def turned(order: list[str], turn: int) -> list[str]:
     return base[shift:] + base[:shift]
 
 
+FLUSH_BYTES = 256 << 20
+"""Memory no timed operation touches, overwritten before each read: what the caches held is gone."""
+
+
 def run_files(tensors: dict[str, np.ndarray], repeat: int, tmp: Path) -> dict[str, list[float]]:
     """Interleaved samples (seconds) of every write and read operation."""
     bpk, st = tmp / "w.bpk", tmp / "w.safetensors"
@@ -192,6 +196,7 @@ def run_files(tensors: dict[str, np.ndarray], repeat: int, tmp: Path) -> dict[st
     writes, reads = write_ops(tensors, tmp), read_ops(bpk, st)
     samples: dict[str, list[float]] = {name: [] for name in [*writes, *reads]}
     order, write_order = list(reads), list(writes)
+    flush = np.zeros(FLUSH_BYTES, np.uint8)
     for turn in range(repeat):
         # The writes take turns going first too: a write after another one's unlinked scratch file
         # (a file system mounted with ``discard`` trims its blocks at the next journal commit) can
@@ -204,10 +209,13 @@ def run_files(tensors: dict[str, np.ndarray], repeat: int, tmp: Path) -> dict[st
             op(target)
             samples[name].append(time.perf_counter() - start)
             target.unlink()
-        # The reads take turns going first: the first one after the writes pays for more than its
-        # own work (0.5 against 5 ms for the 64-tensor open + names), and a median is robust to one such run.
+        # Every read starts from the same state: right after a pass over memory larger than the
+        # CPU's caches hold. Without it a read's time depended on what ran just before it (an
+        # open + names took 0.09 ms after another open and 0.33 ms after a 512 MiB copy), so a
+        # ratio of medians measured the order, not the libraries.
         for name in turned(order, turn):
             read = reads[name]
+            np.add(flush, 1, out=flush)
             start = time.perf_counter()
             read()
             samples[name].append(time.perf_counter() - start)

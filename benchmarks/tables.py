@@ -346,7 +346,7 @@ def headline(bench_path: str, open_path: str, reach_path: str, quant_path: str) 
     names, numpy_each = "open + names / `safe_open` + `keys()`", "open + `numpy()` of each / `safe_open` + `get_tensor` of each"
     rows = [
         [f"{tiny}: open + names", "`safe_open` + `keys()`: lazy vs lazy", from_bench("(b)", names), "≤ 1.0×"],
-        [f"{big}: open + names, one call after other work (wall time)", "`safe_open` + `keys()`: lazy vs lazy", from_bench("(a)", names), "≤ 1.5×"],
+        [f"{big}: open + names, one call, caches flushed before it (wall time)", "`safe_open` + `keys()`: lazy vs lazy", from_bench("(a)", names), "≤ 1.5×"],
         [f"{small}: open + names, {o['workloads'][small].get('calls_per_sample', 1)} calls a sample (CPU time)", "`safe_open` + `keys()`: lazy vs lazy",
          f"{_num(o['workloads'][small]['ratios']['this / safe_open']['open+names'])}×", "≤ 1.5×"],
         [f"{tiny}: open + `numpy()` of each", "`safe_open` + `get_tensor` of each: lazy vs lazy", from_bench("(b)", numpy_each), "≤ 0.5×"],
