@@ -5,7 +5,7 @@ pack of 100,000 tensors: each measured in one process, interleaved (ours, the pe
 checkout, in turn), as CPU time (``time.process_time``), so a busy machine slows every side alike.
 Every sample is kept in the results file; ratios are of medians::
 
-    python benchmarks/open_bench.py [--base /path/to/other/checkout] [--repeat 9] [--json out.json]
+    python benchmarks/open_bench.py [--base /path/to/other/checkout [--base-label COMMIT]] [--repeat 9] [--json out.json]
 
 Without ``--base`` only this checkout and the peers are measured.
 """
@@ -124,6 +124,7 @@ def many_workload(count: int, packages: dict[str, ModuleType], repeat: int) -> d
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", type=Path, help="another checkout (its burnpack/ is imported beside this one)")
+    parser.add_argument("--base-label", help="what that checkout holds (e.g. the commit of a git archive), recorded and shown in place of its path")
     parser.add_argument("--repeat", type=int, default=9)
     parser.add_argument("--tiny", type=int, default=20_000)
     parser.add_argument("--many", type=int, default=100_000)
@@ -137,7 +138,9 @@ def main() -> None:
             shutil.copytree(args.base / "burnpack", tmp / "burnpack_base")  # relative imports: any name works
             sys.path.insert(0, str(tmp))
             packages["base"] = importlib.import_module("burnpack_base")
-            record["base_checkout"] = str(args.base)
+            record["base_checkout"] = args.base_label or str(args.base)
+            if args.base_label:
+                record["base_checkout_path"] = str(args.base)
         workloads = {
             f"{args.tiny} tiny tensors": file_workload("tiny", tiny(args.tiny), packages, tmp, args.repeat, 1),
             "64-tensor file (1 MiB)": file_workload("small", small_file(), packages, tmp, args.repeat, 200),
