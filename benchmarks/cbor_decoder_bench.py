@@ -9,15 +9,24 @@ goes to ``benchmarks/results/cbor_decoder-<UTC time>.json`` (or ``--json``).
 
     python benchmarks/cbor_decoder_bench.py
     python benchmarks/cbor_decoder_bench.py --tree /path/to/other/checkout   # measure another version
+    python benchmarks/cbor_decoder_bench.py --base /path/to/other/checkout --base-label COMMIT
+
+With ``--base`` the other checkout's exact decoder runs in the same process, interleaved with
+this one's and cbor2's, so ``new / base`` (ratio of best times) is a before/after from one run.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -61,6 +70,8 @@ def main() -> None:
     parser.add_argument("--tree", type=Path, default=REPO, help="checkout whose burnpack is measured")
     parser.add_argument("--scale", type=int, default=10, help="workload size multiplier (10: about 1-3 MB each)")
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--base", type=Path, help="another checkout whose exact decoder runs beside this one's, interleaved")
+    parser.add_argument("--base-label", help="what that checkout holds (e.g. a commit), recorded in place of its path")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     record = environment(Path.cwd(), "cbor2")
@@ -71,17 +82,49 @@ def main() -> None:
 
     record.update(tool="benchmarks/cbor_decoder_bench.py", scale=args.scale, repeat=args.repeat,
                   commit=subprocess.run(["git", "rev-parse", "HEAD"], cwd=args.tree, capture_output=True, text=True).stdout.strip())
-    results = record["workloads"] = {}
-    for name, blob in workloads(args.scale).items():
-        exact_s, peer_s = [], []
-        for _ in range(args.repeat):  # interleaved: load changes hit both alike
-            exact_s += samples(lambda: decode_metadata_exact(blob), 1)
-            peer_s += samples(lambda: cbor2.loads(blob), 1)
-        exact, peer = len(blob) / min(exact_s) / 1e6, len(blob) / min(peer_s) / 1e6
-        results[name] = {"bytes": len(blob), "exact_mb_s": round(exact, 2), "cbor2_mb_s": round(peer, 2), "ratio": round(exact / peer, 4),
-                         "exact_samples_s": exact_s, "cbor2_samples_s": peer_s}
-        print(f"{name:40} {len(blob):>9} B  exact {exact:8.2f} MB/s  cbor2 {peer:8.2f} MB/s  ratio {exact / peer:.4f}")
+    with tempfile.TemporaryDirectory() as tmp:
+        base = None
+        if args.base:
+            base = base_decoder(args.base, Path(tmp))
+            record["base_checkout"] = args.base_label or str(args.base)
+        record["workloads"] = {name: measure(name, blob, decode_metadata_exact, base, cbor2.loads, args.repeat)
+                               for name, blob in workloads(args.scale).items()}  # fmt: skip
     save(finish(record), "cbor_decoder", args.json)
+
+
+def base_decoder(checkout: Path, tmp: Path) -> Callable[[bytes], Any]:
+    """The exact decoder of another checkout, imported under another name (its layout then or now)."""
+    shutil.copytree(checkout / "burnpack", tmp / "burnpack_base")  # relative imports: any name works
+    sys.path.insert(0, str(tmp))
+    for module in ("burnpack_base.core.metadata", "burnpack_base.metadata"):
+        try:
+            return importlib.import_module(module).decode_metadata_exact
+        except ModuleNotFoundError:
+            continue
+    raise SystemExit(f"{checkout} has no decode_metadata_exact")
+
+
+def measure(name: str, blob: bytes, exact: Callable[[bytes], Any], base: Callable[[bytes], Any] | None, peer: Callable[[bytes], Any], repeat: int) -> dict:
+    """MB/s of each decoder (best of ``repeat``, called in turn) and the ratios."""
+    runs: dict[str, list[float]] = {"exact_samples_s": [], "cbor2_samples_s": []}
+    if base is not None:
+        runs["base_samples_s"] = []
+    for _ in range(repeat):  # interleaved: load changes hit every decoder alike
+        runs["exact_samples_s"] += samples(lambda: exact(blob), 1)
+        if base is not None:
+            runs["base_samples_s"] += samples(lambda: base(blob), 1)
+        runs["cbor2_samples_s"] += samples(lambda: peer(blob), 1)
+    mb_s = {key: len(blob) / min(values) / 1e6 for key, values in runs.items()}
+    exact_mb_s, peer_mb_s = mb_s["exact_samples_s"], mb_s["cbor2_samples_s"]
+    out: dict[str, Any] = {"bytes": len(blob), "exact_mb_s": round(exact_mb_s, 2), "cbor2_mb_s": round(peer_mb_s, 2),
+                           "ratio": round(exact_mb_s / peer_mb_s, 4), **runs}  # fmt: skip
+    line = f"{name:40} {len(blob):>9} B  exact {exact_mb_s:8.2f} MB/s  cbor2 {peer_mb_s:8.2f} MB/s  ratio {exact_mb_s / peer_mb_s:.4f}"
+    if base is not None:
+        out["base_mb_s"] = round(mb_s["base_samples_s"], 2)
+        out["new_over_base_time"] = round(min(runs["exact_samples_s"]) / min(runs["base_samples_s"]), 4)
+        line += f"  base {mb_s['base_samples_s']:8.2f} MB/s  new/base time {out['new_over_base_time']:.4f}"
+    print(line)
+    return out
 
 
 if __name__ == "__main__":

@@ -151,6 +151,16 @@ def cbor_decoder(*paths: str) -> str:
                  lambda w: f"{w['exact_mb_s']} / {w['cbor2_mb_s']} ({_num(w['ratio'], 3)})")
 
 
+def cbor_decoder_ab(path: str) -> str:
+    """One run with ``--base``: this checkout's exact decoder, the other's and cbor2, interleaved."""
+    record = _load(path)
+    base = f"`{record['base_checkout']}`"
+    rows = [[name, f"{w['exact_mb_s']}", f"{w['base_mb_s']}", f"{w['cbor2_mb_s']}", _num(w["new_over_base_time"], 3), _num(w["ratio"], 3)]
+            for name, w in record["workloads"].items()]
+    header = ["workload (best of the run's repeats)", "this: MB/s", f"{base}: MB/s", "cbor2: MB/s", f"time this / {base}", "this / cbor2 (MB/s)"]
+    return "\n".join([caption(path, record), "", *_table(header, rows)])
+
+
 # -- benchmarks/quant_bench.py ------------------------------------------------------------------
 def quant(*paths: str) -> str:
     return _runs(paths, "results", "scheme (dequantize / `astype(float32) * scale`)", "medians (minimums)",
@@ -376,7 +386,7 @@ def headline(bench_path: str, open_path: str, reach_path: str, quant_path: str) 
 RENDERERS: dict[str, Callable[..., str]] = {
     "bench": bench, "replace": replace, "cbor_decoder": cbor_decoder, "quant": quant, "ab_tiny": ab_tiny,
     "fuzz_campaigns": fuzz_campaigns, "conformance_fuzz": conformance_fuzz, "reach": reach, "view_stats": view_stats,
-    "skip": skip, "open_bench": open_bench, "headline": headline,
+    "skip": skip, "open_bench": open_bench, "headline": headline, "cbor_decoder_ab": cbor_decoder_ab,
 }
 
 
