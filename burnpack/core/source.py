@@ -204,6 +204,7 @@ class FileSource:
     # weakref.finalize, whose bookkeeping is a measurable part of opening a small file once.
     __del__ = _close_fd
 
+
 class FileObjectSource:
     """A seekable binary file object (``io.BytesIO``, a socket-backed stream, …) from its
     position when given, read range by range: each read seeks, so the object's position moves;

@@ -72,7 +72,7 @@ class TensorTable(Mapping[str, TensorDescriptor]):
         self._starts: np.ndarray | None = None
         self._start_column: tuple[bytes, ...] | bytearray = starts
         self._ends: np.ndarray | None = None
-        self._end_column: np.ndarray | bytearray | bytes = ends
+        self._end_column = ends
         self.max_end = max_end
         """The largest end offset (0 without tensors)."""
         self._param_ids = param_ids
@@ -96,9 +96,9 @@ class TensorTable(Mapping[str, TensorDescriptor]):
         """Relative end offsets, a read-only ``uint64`` column in name order."""
         if self._ends is None:
             column = self._end_column
-            self._ends = column if isinstance(column, np.ndarray) else _native_column(bytearray(column) if isinstance(column, bytes) else column)
-            self._end_column = b""
+            self._ends = column if isinstance(column, np.ndarray) else _native_column(column)
             self._ends.flags.writeable = False
+            self._end_column = bytearray()
         return self._ends
 
     def __getitem__(self, name: str) -> TensorDescriptor:
