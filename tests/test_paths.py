@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import gc
 import os
 from pathlib import Path
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,27 +18,42 @@ from burnpack.core.source import FileSource
 from burnpack.core.tensor import gc_paused
 
 
-def _by_path_object(text: str) -> str:
-    """The rule as ``Path`` states it: Rust's ``extension()`` on ``Path(text).name``."""
+def _as_rust_does(text: str) -> str:
+    """The rule stated with ``Path``: Rust's ``extension()`` on the file name, ``exists()`` on the
+    text as given, and ``set_extension`` leaving a path without a file name as it is."""
     p = Path(text)
-    if not has_extension(p) and not os.path.exists(text):
+    if not has_extension(p) and not os.path.exists(text) and p.name not in ("", ".."):
         return str(p.with_name(p.name + ".bpk"))
     return text
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.text(alphabet="ab./", max_size=12))
-def test_a_read_path_resolves_from_its_text_as_from_its_path_object(tmp_path_factory, text):
+def test_a_read_path_resolves_from_its_text_as_rust_resolves_it(tmp_path_factory, text):
     folder = tmp_path_factory.getbasetemp()  # nothing named like the drawn texts exists in it
     path = f"{folder}/{text}" if text else text
-    try:
-        expected = _by_path_object(path)
-    except ValueError:  # Path refuses to append to an empty name ("", "/", "a/.."): so must we
-        expected = None
-    try:
-        assert resolve_read_path(path) == expected
-    except ValueError:
-        assert expected is None
+    assert resolve_read_path(path) == _as_rust_does(path)
+
+
+def test_a_file_named_with_a_trailing_slash_is_not_that_file(tmp_path):
+    file = tmp_path / "model"
+    file.write_bytes(b"")
+    assert resolve_read_path(f"{file}/") == f"{file}.bpk"  # stat("model/") fails in Rust as here
+    assert resolve_read_path(str(file)) == str(file)
+
+
+def test_an_empty_path_is_an_io_error():
+    with pytest.raises(burnpack.IoError):
+        burnpack.load("")
+
+
+def test_a_path_whose_fspath_is_bytes_is_a_type_error():
+    class BytesPath:
+        def __fspath__(self) -> bytes:
+            return b"model.bpk"
+
+    with pytest.raises(TypeError, match="must be text"):
+        burnpack.load(BytesPath())  # type: ignore[arg-type]
 
 
 def test_a_file_source_dropped_unclosed_closes_its_descriptor(tmp_path):
@@ -64,6 +81,21 @@ def test_a_closed_file_source_has_no_descriptor(tmp_path):
     else:
         raise AssertionError("fileno() of a closed source")
     source.close()  # twice is harmless
+
+
+def test_a_copied_file_source_closes_its_descriptor_once(tmp_path):
+    source = FileSource(burnpack.save({"w": np.ones(3, np.float32)}, tmp_path / "a.bpk"))
+    twin = copy.copy(source)
+    twin.close()
+    other = os.open(tmp_path / "a.bpk", os.O_RDONLY)  # may get the freed number
+    try:
+        source.close()  # finds it closed: never closes the number again
+        os.fstat(other)
+    finally:
+        os.close(other)
+    with pytest.raises(ValueError, match="closed"):
+        source.fileno()
+    assert source.current_size() == source.size  # no descriptor asked once closed
 
 
 def test_pausing_the_collector_restores_the_state_it_found():

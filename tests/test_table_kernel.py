@@ -55,8 +55,8 @@ def _entries(blob: bytes) -> tuple[int, int] | None:
 
 def _normal(columns: tuple) -> tuple:
     end, names, dtypes, rank_head, shape_keys, starts, ends, param_ids, max_end = columns
-    starts = table._native_column(starts) if isinstance(starts, bytearray) else table._uint_column(starts)
-    if isinstance(ends, bytearray):
+    starts = table._native_column(starts) if isinstance(starts, bytes) else table._uint_column(starts)
+    if isinstance(ends, bytes):
         ends = table._native_column(ends)
     assert starts.dtype == ends.dtype == np.uint64 and type(max_end) is int and max_end == max(ends.tolist())
     return end, names, list(dtypes), rank_head, list(shape_keys), starts.tolist(), ends.tolist(), list(param_ids), max_end
@@ -235,6 +235,21 @@ def test_without_the_kernel_load_opens_packs_with_the_regex_scan() -> None:
     tensors = [Tensor.from_numpy(f"t{i:02}", np.full(3, i, np.int32), param_id=i or None) for i in range(20)]
     result = subprocess.run([sys.executable, "-c", script, Writer(tensors).to_bytes().hex()], capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["python", "20"]
+
+
+def test_a_kernel_built_from_older_sources_is_not_used() -> None:
+    script = (
+        "import sys, types\n"
+        "old = types.ModuleType('burnpack.core._ctable')  # an in-place build from before INTERFACE 2: eight columns\n"
+        "old.scan_entries = lambda *args: (0,) * 8\n"
+        "sys.modules['burnpack.core._ctable'] = old\n"
+        "import burnpack; from burnpack.core import table\n"
+        "pack = burnpack.load(bytes.fromhex(sys.argv[1]))\n"
+        "print(table.KERNEL, len(pack.names))\n"
+    )
+    tensors = [Tensor.from_numpy(f"t{i:02}", np.full(3, i, np.int32)) for i in range(5)]
+    result = subprocess.run([sys.executable, "-c", script, Writer(tensors).to_bytes().hex()], capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["python", "5"]
 
 
 @needs_kernel

@@ -7,7 +7,8 @@
  *
  * ``spec`` is ``table._KERNEL_SPEC``: (struct head, dtype key, dtype values, shape key,
  * data_offsets key with its tuple head, param_id key), every literal taken from the generated
- * codec, none written here. ``starts``/``ends`` are native uint64 values in a bytearray;
+ * codec, none written here. ``starts``/``ends`` are native uint64 values in bytes (read-only:
+ * the arrays made over them cannot be made writable);
  * ``max_end`` is the largest end (an open checks it against the file's size, and needs no
  * column for that).
  *
@@ -238,13 +239,13 @@ static PyObject *scan_entries(PyObject *Py_UNUSED(self), PyObject *args) {
     dtypes = PyList_New(count);
     shape_keys = PyList_New(count);
     param_ids = PyList_New(count);
-    starts = PyByteArray_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(uint64_t));
-    ends = PyByteArray_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(uint64_t));
+    starts = PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(uint64_t)); /* filled below, before anyone sees them */
+    ends = PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(uint64_t));
     empty = PyBytes_FromStringAndSize(NULL, 0);
     rank_head = uniform_rank ? PyBytes_FromStringAndSize((const char *)b + entries[0].shape, entries[0].shape_head)
                              : PyBytes_FromStringAndSize(NULL, 0);
     if (!names || !dtypes || !shape_keys || !param_ids || !starts || !ends || !empty || !rank_head) goto done;
-    uint64_t *start_values = (uint64_t *)PyByteArray_AS_STRING(starts), *end_values = (uint64_t *)PyByteArray_AS_STRING(ends);
+    uint64_t *start_values = (uint64_t *)PyBytes_AS_STRING(starts), *end_values = (uint64_t *)PyBytes_AS_STRING(ends);
     PyObject *last_key = NULL;
     Py_ssize_t last_from = 0, last_len = -1;
     uint64_t max_end = 0;
@@ -298,4 +299,8 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ctable", NULL, -1, methods, NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__ctable(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__ctable(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 2) < 0) Py_CLEAR(m); /* table.py's _CTABLE_INTERFACE */
+    return m;
+}

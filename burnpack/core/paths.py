@@ -20,11 +20,15 @@ def has_extension(path: Path) -> bool:
 def resolve_read_path(path: PathLike) -> str:
     """Burn's reader rule: an extensionless path that does not exist gets ``.bpk`` appended.
 
-    Works on the path's text: a path ending in a name with an extension, what is nearly always
-    given, is returned without building a ``Path``, whose parsing is a measurable part of opening
-    a small file in a process whose caches have gone cold.
+    As Rust does it: the existence test is of the text as given (``"model/"`` names a directory,
+    not the file ``model``), and a path without a file name (``""``, ``"a/.."``) is left as it
+    is, so opening it fails as opening it does. A path ending in a name with an extension, what
+    is nearly always given, is returned without building a ``Path``, whose parsing is a
+    measurable part of opening a small file in a process whose caches have gone cold.
     """
     text = os.fspath(path)
+    if not isinstance(text, str):
+        raise TypeError(f"a path to read must be text, not {type(text).__name__}")
     tail = text.rpartition("/")[2]
     if os.name == "posix" and tail not in ("", ".", ".."):  # then it is the name Path(text).name gives
         named = "." in tail[1:]
@@ -32,7 +36,8 @@ def resolve_read_path(path: PathLike) -> str:
         named = has_extension(Path(text))
     if not named and not os.path.exists(text):  # False, not an error, for a name too long or holding NUL
         p = Path(text)
-        return str(p.with_name(p.name + ".bpk"))
+        if p.name not in ("", ".."):  # Rust's set_extension leaves a path without a file name as it is
+            return str(p.with_name(p.name + ".bpk"))
     return text
 
 

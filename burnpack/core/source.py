@@ -136,7 +136,9 @@ class FileSource:
         self._view = memoryview(self._map) if self._map is not None else memoryview(b"")
         if not self._size and owned:
             os.close(fd)
-        self._fd = (fd if owned else os.dup(fd)) if self._size else -1
+        self._fds = [fd if owned else os.dup(fd)] if self._size else []
+        """The descriptor while open: closing pops it, so it is closed once, also when two
+        threads close at once or a copy of this source shares the list."""
         self._owned = owned
         self._private: mmap.mmap | None = None
 
@@ -147,17 +149,19 @@ class FileSource:
     def current_size(self) -> int:
         """The file's size now: less than ``size`` once another process has truncated it."""
         try:
+            fd = self._fds[0]
             if self._owned:  # our own descriptor, read only by position: seeking it to its end is free to do
-                return os.lseek(self._fd, 0, os.SEEK_END)  # and costs a quarter of an fstat
-            return os.fstat(self._fd).st_size  # a duplicate shares its offset with the caller's file
-        except OSError:  # an empty file (nothing mapped) or a closed one
+                return os.lseek(fd, 0, os.SEEK_END)  # and costs a quarter of an fstat
+            return os.fstat(fd).st_size  # a duplicate shares its offset with the caller's file
+        except (IndexError, OSError):  # an empty file (nothing mapped) or a closed one
             return self._size
 
     def fileno(self) -> int:
         """The mapped file's descriptor, for reading by offset (``FileRange``); ValueError once closed."""
-        if self._fd < 0:
-            raise ValueError("the file is closed")
-        return self._fd
+        try:
+            return self._fds[0]
+        except IndexError:
+            raise ValueError("the file is closed") from None
 
     def read(self, offset: int, length: int) -> bytes:
         if self._map is None:
@@ -172,9 +176,7 @@ class FileSource:
         if self._map is None:
             return memoryview(bytearray())
         if self._private is None:
-            if self._fd < 0:
-                raise ValueError("the file is closed")
-            self._private = mmap.mmap(self._fd, 0, access=mmap.ACCESS_COPY)
+            self._private = mmap.mmap(self.fileno(), 0, access=mmap.ACCESS_COPY)
         return memoryview(self._private)
 
     def close(self) -> None:
@@ -196,9 +198,11 @@ class FileSource:
                 pass
 
     def _close_fd(self) -> None:
-        fd, self._fd = getattr(self, "_fd", -1), -1
-        if fd >= 0:
-            os.close(fd)
+        try:
+            fd = getattr(self, "_fds", []).pop()  # atomic: one caller gets it
+        except IndexError:
+            return
+        os.close(fd)
 
     # The descriptor is closed when the source is dropped unclosed; __del__ rather than
     # weakref.finalize, whose bookkeeping is a measurable part of opening a small file once.

@@ -62,15 +62,15 @@ class TensorTable(Mapping[str, TensorDescriptor]):
         dtype_keys: list[bytes],
         shape_keys: list[bytes],
         shapes: dict[bytes, tuple[int, ...]],
-        starts: tuple[bytes, ...] | bytearray,
-        ends: np.ndarray | bytearray,
+        starts: tuple[bytes, ...] | bytes,
+        ends: np.ndarray | bytes,
         param_ids: list[bytes],
         max_end: int,
     ) -> None:
         self.names = names
         self._dtype_keys, self._shape_keys, self._shapes = dtype_keys, shape_keys, shapes
         self._starts: np.ndarray | None = None
-        self._start_column: tuple[bytes, ...] | bytearray = starts
+        self._start_column = starts
         self._ends: np.ndarray | None = None
         self._end_column = ends
         self.max_end = max_end
@@ -86,7 +86,7 @@ class TensorTable(Mapping[str, TensorDescriptor]):
         a listing of names, needs neither column)."""
         if self._starts is None:
             column = self._start_column
-            self._starts = _native_column(column) if isinstance(column, bytearray) else _uint_column(column)
+            self._starts = _native_column(column) if isinstance(column, bytes) else _uint_column(column)
             self._starts.flags.writeable = False
             self._start_column = ()
         return self._starts
@@ -98,7 +98,7 @@ class TensorTable(Mapping[str, TensorDescriptor]):
             column = self._end_column
             self._ends = column if isinstance(column, np.ndarray) else _native_column(column)
             self._ends.flags.writeable = False
-            self._end_column = bytearray()
+            self._end_column = b""
         return self._ends
 
     def __getitem__(self, name: str) -> TensorDescriptor:
@@ -152,6 +152,11 @@ try:
     from . import _ctable  # type: ignore[attr-defined]  # the optional compiled kernel
 except ImportError:  # not built: the same columns from the regex scan
     _ctable = None
+_CTABLE_INTERFACE = 2
+"""What ``scan_entries`` returns, as ``_ctable.c``'s ``INTERFACE`` says: a build from older
+sources (an editable install not rebuilt since) is not used."""
+if getattr(_ctable, "INTERFACE", 1) != _CTABLE_INTERFACE:
+    _ctable = None
 
 KERNEL = "python" if _ctable is None else "compiled"
 """Which path :func:`scan_table` takes by default: ``"compiled"`` (``_ctable.c``) or ``"python"``."""
@@ -174,7 +179,7 @@ _KERNEL_SPEC = (
 """What ``_ctable.scan_entries`` matches: the struct head, each field's key (data_offsets with its
 pair's head) and the dtypes, all from the generated codec."""
 
-Columns = tuple[int, list[str], list[bytes], bytes, list[bytes], tuple[bytes, ...] | bytearray, np.ndarray | bytearray, list[bytes], int]
+Columns = tuple[int, list[str], list[bytes], bytes, list[bytes], tuple[bytes, ...] | bytes, np.ndarray | bytes, list[bytes], int]
 """(end of the entries, names, dtype keys, the shared rank head, shape keys, starts, ends,
 param_id bytes, the largest end): starts as the CBOR integers matched or native values, ends
 as an array or native values."""
@@ -195,7 +200,7 @@ def scan_table(buf: bytes | bytearray | memoryview, *, compiled: bool | None = N
     except Exception:
         return None
     if not count:
-        end, table = pos, TensorTable([], [], [], {}, (), bytearray(), [], 0)
+        end, table = pos, TensorTable([], [], [], {}, (), b"", [], 0)
     else:
         columns: Columns | None = None
         if kernel and count <= len(buf):  # a larger claim cannot fit
@@ -276,8 +281,8 @@ def _row_length(row: tuple[bytes, ...]) -> int:
     return captured + TensorDescriptor_LITERAL_BYTES + (TensorDescriptor_OPTIONAL_LITERAL_BYTES["param_id"] if row[-2] else 0)
 
 
-def _native_column(column: bytearray) -> np.ndarray:
-    """The compiled scan's native ``uint64`` values as an array (no copy)."""
+def _native_column(column: bytes) -> np.ndarray:
+    """The compiled scan's native ``uint64`` values as a read-only array (no copy)."""
     return np.frombuffer(column, np.uint64)
 
 
