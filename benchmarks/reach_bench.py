@@ -167,11 +167,12 @@ def torch_loading(tmp: Path, repeat: int) -> dict:
     ``safetensors.torch`` on 512 MiB in 64 float32 tensors and on 20,000 tiny ones, interleaved
     (odd runs put safetensors first).
 
-    torch's sum runs at a speed that depends on where the data sits within a page (up to about
-    13 % apart on this VM, ``sum_by_page_offset``), and that offset follows from the metadata's
-    length. So the large-file rows read a safetensors file whose header is padded (with
-    ``__metadata__``) to put its data at the page offset burnpack's has; one row reads the files
-    as each writer lays them out."""
+    torch's sum runs at a speed that depends on where the data sits within a page (on this VM
+    two of the sixteen 256-byte offsets run slower, ``sum_by_page_offset``), and that offset
+    follows from the metadata's length. So the large-file rows compare files whose data starts
+    at the same page offset: a safetensors file padded (with ``__metadata__``) to burnpack's
+    offset, and both padded to byte 0 of a page; one row reads the files as each writer lays
+    them out."""
     import torch
     from safetensors import safe_open
     from safetensors.numpy import save_file
@@ -189,6 +190,9 @@ def torch_loading(tmp: Path, repeat: int) -> dict:
     save_file(arrays, as_written)
     matched = tmp / "g-matched.safetensors"
     save_matching_page_offset(arrays, matched, offset)
+    bpk_page_start, st_page_start = tmp / "g0.bpk", tmp / "g0.safetensors"  # both files' data at byte 0 of a page
+    save_bpk_at_page_offset(arrays, bpk_page_start, 0)
+    save_matching_page_offset(arrays, st_page_start, 0)
     tiny = {f"layers.{i}.bias": np.full(4, i, dtype=np.float32) for i in range(20_000)}
     tiny_bpk = burnpack.save(tiny, tmp / "tiny.bpk")
     tiny_st = tmp / "tiny.safetensors"
@@ -210,8 +214,9 @@ def torch_loading(tmp: Path, repeat: int) -> dict:
     assert abs(ours_load() - theirs_load()) < 1e-3 * abs(theirs_load()) + 1
     assert abs(lazy_sum_ours() - lazy_sum_theirs()) < 1e-3 * abs(theirs_load()) + 1
     pairs: dict[str, tuple[Callable[[], object], Callable[[], object]]] = {
-        "load_file": (lambda: burnpack.torch.load_file(bpk), lambda: st_load_file(matched)),
+        "load_file": (lambda: burnpack.torch.load_file(bpk), lambda: st_load_file(as_written)),
         "load_file_sum": (ours_load, theirs_load),
+        "load_file_sum_page_start": (load_file_sum(burnpack.torch.load_file, bpk_page_start), load_file_sum(st_load_file, st_page_start)),
         "load_file_sum_as_written": (ours_load, load_file_sum(st_load_file, as_written)),
         "open_get_sum": (lazy_sum_ours, lazy_sum_theirs),
         "tiny_load_file": (lambda: burnpack.torch.load_file(tiny_bpk), lambda: st_load_file(tiny_st)),
@@ -229,16 +234,35 @@ def torch_loading(tmp: Path, repeat: int) -> dict:
                 runs[key].append(seconds_of(action))
         result[name] = runs
     result["sum_by_page_offset"] = sum_by_page_offset(bpk, repeat)
+    result["sum_by_page_offset_mib"] = SWEEP_SLICES * 8
     return result
 
 
 PAGE = 4096
+SWEEP_SLICES = 63
+"""Slices of 8 MiB the page-offset sweep sums (one fewer than the file holds: room to shift)."""
 
 
 def data_start_of(path: Path) -> int:
     """Where a safetensors file's data starts: after the 8-byte length and the JSON header."""
     with open(path, "rb") as f:
         return 8 + int.from_bytes(f.read(8), "little")
+
+
+def save_bpk_at_page_offset(arrays: dict[str, np.ndarray], path: Path, offset: int) -> None:
+    """``burnpack.save`` with a metadata entry long enough to put the data section at ``offset``
+    within a page (a multiple of 256, the format's alignment)."""
+    import burnpack
+
+    pad = 0
+    for _ in range(4):  # the first padding also adds its key; a longer text may grow its CBOR head
+        burnpack.save(arrays, path, metadata={"pad": "x" * pad} if pad else None)
+        with burnpack.load(path) as pack:
+            gap = (offset - pack.data_section_start) % PAGE
+        if not gap:
+            return
+        pad += gap
+    raise RuntimeError(f"could not place the data at page offset {offset}")
 
 
 def save_matching_page_offset(arrays: dict[str, np.ndarray], path: Path, offset: int) -> None:
@@ -257,7 +281,7 @@ def save_matching_page_offset(arrays: dict[str, np.ndarray], path: Path, offset:
 
 
 def sum_by_page_offset(bpk: Path, repeat: int) -> dict[str, list[float]]:
-    """torch's sum of the same 63 slices of 8 MiB of one mapping, starting at each multiple of
+    """torch's sum of the same ``SWEEP_SLICES`` slices of 8 MiB of one mapping, starting at each multiple of
     256 bytes within a page: what the data's page offset alone does to the sum."""
     import mmap
     import warnings
@@ -273,7 +297,7 @@ def sum_by_page_offset(bpk: Path, repeat: int) -> dict[str, list[float]]:
         for turn in range(repeat):
             for key in runs if turn % 2 == 0 else list(runs)[::-1]:
                 o = int(key)
-                slices = [whole[o + k * n : o + (k + 1) * n].view(torch.float32) for k in range(63)]
+                slices = [whole[o + k * n : o + (k + 1) * n].view(torch.float32) for k in range(SWEEP_SLICES)]
                 runs[key].append(seconds_of(lambda: [float(s.sum()) for s in slices]))
         del whole, slices
         mapping.close()

@@ -158,3 +158,13 @@ def test_the_safetensors_peer_file_puts_its_data_at_the_page_offset_asked(tmp_pa
     from safetensors.numpy import load_file
 
     assert all((load_file(str(path))[k] == v).all() for k, v in arrays.items())
+
+
+@pytest.mark.parametrize("offset", [0, 256, 3328])
+def test_the_padded_bpk_puts_its_data_at_the_page_offset_asked(tmp_path, offset):
+    arrays = {f"t{i:02d}": np.full(5, i, np.float32) for i in range(64)}
+    path = tmp_path / "m.bpk"
+    reach_bench.save_bpk_at_page_offset(arrays, path, offset)
+    with burnpack.load(path) as pack:
+        assert pack.data_section_start % reach_bench.PAGE == offset
+        assert all((pack[k].numpy() == v).all() for k, v in arrays.items())

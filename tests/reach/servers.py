@@ -104,7 +104,7 @@ class RangeServer:
                 if server.mode == "short":
                     self.close_connection = True
 
-            def _hostile(self, body: bytes, start: int, full: int) -> None:
+            def _hostile(self, body: bytes | memoryview, start: int, full: int) -> None:
                 """The body of a ranged GET as an endless or a dripping server sends it (loops bounded)."""
                 self.send_response(206)
                 self.send_header("Content-Range", f"bytes {start}-{start + len(body) - 1}/{full}")
