@@ -30,7 +30,7 @@ from safetensors.numpy import save_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import environment, finish, save  # noqa: E402
-from bench import read_ops  # noqa: E402
+from bench import read_ops, turned  # noqa: E402
 
 import burnpack  # noqa: E402
 
@@ -73,12 +73,14 @@ def cpu_seconds(op: Op, number: int) -> float:
 def interleave(sides: dict[str, dict[str, Op]], repeat: int, number: int) -> dict[str, dict[str, list[float]]]:
     """``samples[side][operation]``: CPU seconds per call, each sample the mean of ``number`` calls.
 
-    The sides take turns going first (the order rotates each repeat): the first call after
-    another side's bulk read pays for more than its own work (up to ~20 % on 20,000 tiny tensors)."""
+    The sides take turns going first, forwards and backwards (``bench.turned``): the first call
+    after another side's bulk read pays for more than its own work (up to 2× on 20,000 tiny
+    tensors, the collections that read's allocations left due), so no side may always follow
+    the same one."""
     samples: dict[str, dict[str, list[float]]] = {side: {name: [] for name in ops} for side, ops in sides.items()}
     order = list(sides)
     for turn in range(repeat):
-        for side in order[turn % len(order) :] + order[: turn % len(order)]:
+        for side in turned(order, turn):
             for name, op in sides[side].items():
                 samples[side][name].append(cpu_seconds(op, number))
     return samples
