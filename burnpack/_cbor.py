@@ -26,6 +26,7 @@ from typing import IO, Any, NoReturn, cast
 import cbor2
 
 from ._generated.layout import I64_MAX, MAX_CBOR_DEPTH, U64_MAX
+from ._kernels import load_kernel
 from .errors import CborError, Fallback
 
 I128_MAX = (1 << 127) - 1
@@ -1220,10 +1221,8 @@ def python_skip_plain(buf: bytes, pos: int, end: int, depth: int, scratch: int, 
     return pos, depth, done
 
 
-try:
-    from ._cskip import skip_plain as _compiled_skip_plain
-except ImportError:  # the optional kernel is not built: the same walk in Python
-    _compiled_skip_plain = None
+_cskip = load_kernel("burnpack._cskip")  # None when not built: the same walk in Python
+_compiled_skip_plain = None if _cskip is None else _cskip.skip_plain
 
 skip_plain: Callable[[bytes, int, int, int, int, list[int]], tuple[int, int, bool]] = _compiled_skip_plain or python_skip_plain
 """What ``Decoder.skip`` runs: the compiled kernel when it is built, else ``python_skip_plain``."""

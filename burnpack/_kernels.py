@@ -8,6 +8,7 @@ the Python path, None the kernel when it is built.
 
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 
 from .errors import OptionError
@@ -20,6 +21,17 @@ KERNELS = {
     "burnpack.view._cstats": "view statistics",
 }
 """Every kernel's module and what it speeds up (``burnpack --version`` says which are built)."""
+
+
+def load_kernel(module: str, interface: int = 1) -> ModuleType | None:
+    """The compiled kernel ``module``, or None when it is not built, or was built from sources
+    of another ``interface`` (its ``INTERFACE``, 1 when absent): an in-place build not redone
+    since its C changed would answer in a shape its caller no longer unpacks."""
+    try:
+        kernel = importlib.import_module(module)
+    except ImportError:
+        return None
+    return kernel if getattr(kernel, "INTERFACE", 1) == interface else None
 
 
 def use_kernel(kernel: ModuleType | None, module: str, compiled: bool | None) -> bool:

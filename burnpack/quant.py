@@ -39,14 +39,12 @@ from ._generated.types import (
     ScaleDtype,
 )
 from .dtypes import ResolvedTable, debug, is_float_array, numpy_dtype_named, view_bytes_as
-from ._kernels import use_kernel
+from ._kernels import load_kernel, use_kernel
 from .errors import InvalidQuantizedData, OptionError, QuantizationError, UnsupportedQuantization
 from .core.tensor import Tensor
 
-try:
-    from . import _cquant  # type: ignore[attr-defined]  # the optional compiled kernel
-except ImportError:  # not built: numpy unpacks and scales
-    _cquant = None
+_cquant: Any = load_kernel("burnpack._cquant")  # Any: its functions are untyped C
+"""The optional compiled kernel; None when not built: numpy unpacks and scales."""
 
 KERNEL = "numpy" if _cquant is None else "compiled"
 """Which path :func:`dequantize` takes by default for the schemes the kernel covers (:func:`kernel_covers`):

@@ -12,6 +12,7 @@ from ..errors import CborError, Fallback, MetadataDeserializationError, Metadata
 from .._generated.codec import encode_TensorDescriptor_entry_with, encode_Metadata_bytes, encode_Metadata_entries, encode_Metadata_map, exact_Metadata, fast_Metadata, scan_Metadata
 from .._generated.layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH
 from .._generated.types import Metadata
+from .._kernels import load_kernel
 
 
 def encode_metadata(metadata: Metadata) -> bytes:
@@ -67,10 +68,8 @@ def python_encode_entries(names: list[str], layouts: list[bytes], starts: np.nda
     return b"".join(map(encode_TensorDescriptor_entry_with, names, layouts, zip(starts.tolist(), ends.tolist()), ids))
 
 
-try:
-    from ._cencode import encode_entries as _compiled_encode_entries
-except ImportError:  # the optional build failed or was skipped
-    _compiled_encode_entries = None
+_cencode = load_kernel("burnpack.core._cencode")  # None when the optional build failed or was skipped
+_compiled_encode_entries = None if _cencode is None else _cencode.encode_entries
 encode_entries: Callable[[list[str], list[bytes], np.ndarray, np.ndarray, list[int | None] | None], bytes] = (
     _compiled_encode_entries or python_encode_entries
 )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from itertools import repeat
+from typing import Any
 
 import numpy as np
 
@@ -27,7 +28,7 @@ from .._generated.codec import (
     fast_Metadata,
 )
 from .._generated.types import DType, Metadata, TensorDescriptor
-from .._kernels import use_kernel
+from .._kernels import load_kernel, use_kernel
 
 __all__ = ["KERNEL", "TensorTable", "python_columns", "scan_table"]
 
@@ -148,15 +149,8 @@ class TensorTable(Mapping[str, TensorDescriptor]):
         return out
 
 
-try:
-    from . import _ctable  # type: ignore[attr-defined]  # the optional compiled kernel
-except ImportError:  # not built: the same columns from the regex scan
-    _ctable = None
-_CTABLE_INTERFACE = 2
-"""What ``scan_entries`` returns, as ``_ctable.c``'s ``INTERFACE`` says: a build from older
-sources (an editable install not rebuilt since) is not used."""
-if getattr(_ctable, "INTERFACE", 1) != _CTABLE_INTERFACE:
-    _ctable = None
+_ctable: Any = load_kernel("burnpack.core._ctable", interface=2)  # 2: scan_entries also returns the largest end
+"""The optional compiled kernel; None when not built: the same columns from the regex scan."""
 
 KERNEL = "python" if _ctable is None else "compiled"
 """Which path :func:`scan_table` takes by default: ``"compiled"`` (``_ctable.c``) or ``"python"``."""

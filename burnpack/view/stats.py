@@ -32,14 +32,12 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import is_extension_type, numpy_dtype
-from .._kernels import use_kernel
+from .._kernels import load_kernel, use_kernel
 from ..quant import describe
 from ..core.reader import TensorView
 
-try:
-    from . import _cstats  # type: ignore[attr-defined]  # the optional compiled kernel
-except ImportError:  # not built: numpy computes everything
-    _cstats = None
+_cstats: Any = load_kernel("burnpack.view._cstats")  # Any: its functions are untyped C
+"""The optional compiled kernel; None when not built: numpy computes everything."""
 
 KERNEL = "numpy" if _cstats is None else "compiled"
 """Which path :func:`value_stats` takes by default: ``"compiled"`` (``_cstats.c``) or ``"numpy"``."""
