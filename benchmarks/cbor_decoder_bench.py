@@ -74,6 +74,8 @@ def main() -> None:
     parser.add_argument("--base-label", help="what that checkout holds (e.g. a commit), recorded in place of its path")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    if args.base_label and not args.base:
+        parser.error("--base-label names the checkout given by --base")
     record = environment(Path.cwd(), "cbor2")
     sys.path.insert(0, str(args.tree.resolve()))
     import cbor2

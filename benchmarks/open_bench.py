@@ -132,6 +132,8 @@ def main() -> None:
     parser.add_argument("--many", type=int, default=100_000)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    if args.base_label and not args.base:
+        parser.error("--base-label names the checkout given by --base")
     with tempfile.TemporaryDirectory(dir=Path.cwd()) as tmp_name:
         tmp = Path(tmp_name)
         record: dict[str, Any] = environment(tmp, "safetensors", "cbor2")

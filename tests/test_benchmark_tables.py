@@ -168,3 +168,13 @@ def test_the_padded_bpk_puts_its_data_at_the_page_offset_asked(tmp_path, offset)
     with burnpack.load(path) as pack:
         assert pack.data_section_start % reach_bench.PAGE == offset
         assert all((pack[k].numpy() == v).all() for k, v in arrays.items())
+
+
+@pytest.mark.parametrize("script", ["open_bench.py", "cbor_decoder_bench.py"])
+def test_a_base_label_without_a_base_checkout_is_refused(script):
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, str(tables.ROOT / "benchmarks" / script), "--base-label", "abc1234"],
+                            capture_output=True, text=True)  # fmt: skip
+    assert result.returncode == 2 and "--base-label names the checkout given by --base" in result.stderr
