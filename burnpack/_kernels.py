@@ -1,7 +1,9 @@
 """The optional compiled kernels: which there are, and the one rule for choosing one.
 
-Each is a C extension listed in ``pyproject.toml`` (``ext-modules``, optional: a failed build
-leaves the Python or numpy path, which computes the same). A function with a ``compiled=``
+Each is a C extension built from the C file of its module's path by ``setup.py``, which reads
+``KERNELS`` below; ``BURNPACK_BUILD_KERNELS`` decides whether all must build, none is built, or
+(unset) all or none as the compiler allows — without them the Python or numpy path computes the
+same (docs/install.md). A function with a ``compiled=``
 keyword asks :func:`use_kernel`: True demands the kernel (an error when it is not built), False
 the Python path, None the kernel when it is built.
 """

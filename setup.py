@@ -1,0 +1,91 @@
+"""Builds the optional compiled kernels; everything else is declared in ``pyproject.toml``.
+
+The kernels are the modules listed in ``burnpack/_kernels.py`` (``KERNELS``, the one list: each is
+built from the C file of the same path). ``BURNPACK_BUILD_KERNELS`` decides how:
+
+* ``1``: every kernel must build; a failed compile fails the build (CI, cibuildwheel).
+* ``0``: none is built; the wheel is pure Python (``py3-none-any``).
+* unset or empty: every kernel is tried; if any fails to compile, none is kept and the wheel is
+  pure Python — never a platform wheel without its kernels. ``pip install`` without a compiler
+  takes this path and works, slower (docs/install.md).
+
+Any other value is an error.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from pathlib import Path
+
+from setuptools import Extension, find_packages, setup
+from setuptools.command.bdist_wheel import bdist_wheel
+from setuptools.command.build_ext import build_ext
+from setuptools.errors import BaseError, CCompilerError
+
+ROOT = Path(__file__).resolve().parent
+SWITCH = "BURNPACK_BUILD_KERNELS"
+
+
+def kernel_modules() -> list[str]:
+    """The kernels' module names, read from ``burnpack/_kernels.py`` without importing burnpack
+    (its dependencies are not in the build environment)."""
+    tree = ast.parse((ROOT / "burnpack" / "_kernels.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        target = node.target if isinstance(node, ast.AnnAssign) else node.targets[0] if isinstance(node, ast.Assign) else None
+        if isinstance(target, ast.Name) and target.id == "KERNELS" and node.value is not None:
+            return [key for key in ast.literal_eval(node.value)]
+    raise SystemExit("setup.py: burnpack/_kernels.py defines no KERNELS")
+
+
+def kernels_mode() -> str:
+    """``required``, ``none`` or ``optional``, from ``BURNPACK_BUILD_KERNELS``."""
+    value = os.environ.get(SWITCH, "")
+    modes = {"1": "required", "0": "none", "": "optional"}
+    if value not in modes:
+        raise SystemExit(f"setup.py: {SWITCH}={value!r}: use 1 (every kernel must build), 0 (none) or leave it unset (all or none, as the compiler allows)")
+    return modes[value]
+
+
+class BuildKernels(build_ext):
+    """``build_ext`` with the all-or-none rule: in the optional mode a failed kernel removes every
+    kernel built so far (in place too) and leaves a pure-Python build."""
+
+    def run(self) -> None:
+        if kernels_mode() != "optional":
+            super().run()
+            return
+        try:
+            super().run()
+        except (CCompilerError, BaseError, OSError) as exc:
+            for ext in self.extensions:
+                Path(self.get_ext_fullpath(ext.name)).unlink(missing_ok=True)
+            self.extensions.clear()
+            self.distribution.ext_modules = []
+            self.warn(f"burnpack: a compiled kernel failed to build ({exc}); building none — "
+                      f"Python and numpy do their work (set {SWITCH}=1 to make this an error)")
+
+
+class Wheel(bdist_wheel):
+    """A wheel tagged by what the build produced: a platform wheel when the kernels were built, a
+    pure ``py3-none-any`` wheel when none were."""
+
+    def run(self) -> None:
+        if not self.skip_build:
+            self.run_command("build")
+        self.root_is_pure = not self.distribution.has_ext_modules()
+        super().run()
+
+
+KERNELS = [] if kernels_mode() == "none" else [
+    Extension(module, sources=[str(Path(*module.split(".")).with_suffix(".c"))]) for module in kernel_modules()
+]
+
+setup(
+    ext_modules=KERNELS,
+    # The conformance suite installs as ``burnpack_conformance`` (``conformance`` is too generic a
+    # top-level name); the repository keeps its ``conformance/`` folder.
+    packages=[*find_packages(include=["burnpack", "burnpack.*"]), "burnpack_conformance"],
+    package_dir={"burnpack_conformance": "conformance"},
+    cmdclass={"build_ext": BuildKernels, "bdist_wheel": Wheel},
+)
