@@ -104,8 +104,14 @@ class IoError(BurnpackError, OSError):
     def from_os_error(cls, exc: OSError, *, where: str | None = None, context: str | None = None) -> IoError:
         """Burn's ``Io`` error for ``exc`` (``"<strerror> (os error <errno>)"``), typed like it.
 
-        ``context`` is Burn's prefix naming the operation and path (``"cannot create '<path>'"``);
-        with it the message is ``"<context>: <strerror> (os error <errno>)"`` and names no other place.
+        Args:
+            exc: The operating system's error.
+            where: The place the message names (a path), if any.
+            context: Burn's prefix naming the operation and path (``"cannot create '<path>'"``); with
+                it the message is ``"<context>: <strerror> (os error <errno>)"`` and names no other place.
+
+        Returns:
+            The error: a ``FileNotFoundError``, ``PermissionError``, … as ``exc`` was.
         """
         if exc.errno is None:
             error = cls(str(exc) if context is None else f"{context}: {exc}", where=where)
@@ -304,6 +310,7 @@ class RecordValidationError(RecordError):
 
     @property
     def display(self) -> str:
+        """The error as Burn displays it: ``"Record validation error: <payload>"``."""
         return f"Record validation error: {self.payload}"
 
 
@@ -338,7 +345,14 @@ class CheckpointRetentionError(IoError):
 
 
 def io_display(error: BaseException) -> str:
-    """How Burn would show ``error`` as a ``RecordError``: ``"Record I/O error: ..."`` for format errors."""
+    """How Burn would show ``error`` as a ``RecordError``: ``"Record I/O error: ..."`` for format errors.
+
+    Args:
+        error: The error.
+
+    Returns:
+        The display line.
+    """
     if isinstance(error, RecordError):
         return error.display
     if isinstance(error, BurnpackError):
@@ -415,7 +429,14 @@ ERROR_CLASSES: dict[str, type[BurnpackError]] = {
 
 @contextlib.contextmanager
 def blame(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Failures inside the block are about ``path`` unless they already name a file."""
+    """A context in which failures are about ``path`` unless they already name a file.
+
+    Args:
+        path: The file the block works on.
+
+    Returns:
+        The context manager.
+    """
     try:
         yield
     except Exception as exc:

@@ -127,7 +127,7 @@ def sections(obj: griffe.Object) -> dict[str, list[Any]]:
     """The parsed Google-style sections of ``obj``'s docstring, by kind."""
     assert obj.docstring is not None
     found: dict[str, list[Any]] = {}
-    for section in obj.docstring.parse("google", warn_unknown_params=False):
+    for section in obj.docstring.parse("google", warn_unknown_params=False, warn_missing_types=False):
         found.setdefault(section.kind.value, []).extend(section.value if isinstance(section.value, list) else [section.value])
     return found
 
@@ -185,10 +185,8 @@ def covered(raised: type | None, listed: list[type | None], name: str, listed_na
 
 
 def _is_exception(cls: griffe.Class) -> bool:
-    try:
-        return any(isinstance(c, griffe.Class) and c.name in ("BaseException", "Exception") for c in cls.mro()) or cls.name.endswith(("Error", "Warning"))
-    except Exception:  # an unresolvable base (from another package): judge by the name
-        return cls.name.endswith(("Error", "Warning", "Exception"))
+    found = runtime_class(cls.module.path, cls.name)
+    return found is not None and issubclass(found, BaseException)
 
 
 def _parameters(func: griffe.Function) -> list[str]:
