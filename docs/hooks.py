@@ -190,7 +190,8 @@ def _is_exception(cls: griffe.Class) -> bool:
 
 
 def _parameters(func: griffe.Function) -> list[str]:
-    return [p.name for p in func.parameters if p.name not in ("self", "cls")]
+    names = [p.name for p in func.parameters]
+    return names[1:] if names and names[0] in ("self", "cls") and "staticmethod" not in func.labels else names
 
 
 def _documented(found: dict[str, list[Any]], *kinds: str) -> set[str]:
