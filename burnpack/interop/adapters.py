@@ -102,13 +102,18 @@ def module_type(name: str) -> str:
 
 
 class ModuleTypes:
-    """The Burn module type owning each tensor, from explicit maps, rules, a torch module or
-    inference.
+    """The Burn module type owning each tensor, from explicit maps, rules, a torch module or inference.
 
     Lookup for a tensor ``a.b.weight`` uses its module path ``a.b``: an exact ``types`` entry
     first, then the first matching ``rules`` regex (searched in the module path), then types
     taken from a torch module, then inferred ones. Both the tensor's current name and the name
     it had in the source are tried, so a type map written against either naming works.
+
+    Args:
+        types: Module path → type.
+        rules: ``(regex, type)`` pairs, tried in order.
+        torch_types: Module path → type, taken from a torch module (see ``from_torch_module``).
+        infer: Guess the types left from parameter names and shapes (see ``run_inference``).
     """
 
     def __init__(
@@ -138,7 +143,15 @@ class ModuleTypes:
 
     @classmethod
     def from_torch_module(cls, module: TorchModule, prefix: str = "") -> dict[str, str]:
-        """``{module path: Burn type}`` for every submodule of a ``torch.nn.Module``."""
+        """The Burn type of every submodule of a ``torch.nn.Module``.
+
+        Args:
+            module: The torch module.
+            prefix: The module's own path.
+
+        Returns:
+            ``{module path: Burn type}``.
+        """
         out = {}
         for path, sub in module.named_modules():
             full = f"{prefix}.{path}" if prefix and path else (prefix or path)
@@ -146,14 +159,34 @@ class ModuleTypes:
         return out
 
     def is_empty(self) -> bool:
+        """Whether no source of types is given.
+
+        Returns:
+            True when empty.
+        """
         return not (self.types or self.rules or self.torch_types or self.infer)
 
     def resolve(self, entry: Entry) -> str | None:
-        """The type of the module owning ``entry`` (by its current and its source name)."""
+        """The type of the module owning ``entry`` (by its current and its source name).
+
+        Args:
+            entry: The tensor entry.
+
+        Returns:
+            The type, or None when unknown.
+        """
         return self.resolve_path(entry.module_path, entry.source_name.rpartition(".")[0])
 
     def resolve_path(self, module_path: str, original: str | None = None) -> str | None:
-        """The type of the module at ``module_path`` (or, failing that, at ``original``)."""
+        """The type of the module at ``module_path`` (or, failing that, at ``original``).
+
+        Args:
+            module_path: The module's current path.
+            original: Its path in the source.
+
+        Returns:
+            The type, or None when unknown.
+        """
         paths = [module_path]
         if original is not None and original != module_path:
             paths.append(original)
@@ -173,8 +206,12 @@ class ModuleTypes:
         return None
 
     def given(self) -> list[tuple[str, str, int]]:
-        """The user's own type sources as ``(option, "KEY=TYPE" or "", lookups answered)`` (torch
-        modules are not the user's; inference counts the module types it found)."""
+        """The user's own type sources (torch modules are not the user's; inference counts the module
+        types it found).
+
+        Returns:
+            ``(option, "KEY=TYPE" or "", lookups answered)`` per source.
+        """
         out = [("module_types", f"{p}={t.removeprefix('Struct:')}", self._used_types.get(p, 0)) for p, t in self.types.items()]
         out += [("type_rules", f"{r.pattern}={t.removeprefix('Struct:')}", self._used_rules.get(i, 0)) for i, (r, t) in enumerate(self.rules)]
         return out + ([("infer_types", "", len(self.inferred))] if self.infer else [])
@@ -192,6 +229,9 @@ class ModuleTypes:
         A lone 2-D ``weight`` (Linear without bias, or Embedding?) and a lone 1-D ``weight``
         (RmsNorm, LayerNorm without bias, or PReLU?) stay unknown and are listed in
         ``ambiguous``; give those a type explicitly.
+
+        Args:
+            entries: Every tensor entry of the conversion.
         """
         if not self.infer:
             return
@@ -238,17 +278,45 @@ class ModuleAdapter:
     uses_module_types = False  # whether adapt() depends on the entry's module type
 
     def adapt(self, entry: Entry) -> Entry:
+        """The entry as this adapter changes it (Burn's ``ModuleAdapter::adapt``).
+
+        Args:
+            entry: The tensor entry, with its module type when known.
+
+        Returns:
+            The adapted entry (the same one when unchanged).
+        """
         return entry
 
     def parts(self) -> list[ModuleAdapter]:
-        """The adapters a chain applies, in order (one for a plain adapter)."""
+        """The adapters a chain applies, in order (one for a plain adapter).
+
+        Returns:
+            The adapters.
+        """
         return [self]
 
     def alternative_name(self, param: str, module_type: str | None) -> str | None:
-        """Another parameter name to look for when loading (Burn's ``get_alternative_param_name``)."""
+        """Another parameter name to look for when loading (Burn's ``get_alternative_param_name``).
+
+        Args:
+            param: The parameter's name.
+            module_type: The owning module's Burn type, if known.
+
+        Returns:
+            The other name, or None.
+        """
         return None
 
     def chain(self, next_adapter: ModuleAdapter) -> ChainAdapter:
+        """This adapter, then ``next_adapter`` (Burn's ``chain``).
+
+        Args:
+            next_adapter: The adapter applied after this one.
+
+        Returns:
+            The chain.
+        """
         return ChainAdapter(self, next_adapter)
 
     def __repr__(self) -> str:
@@ -260,7 +328,12 @@ class IdentityAdapter(ModuleAdapter):
 
 
 class ChainAdapter(ModuleAdapter):
-    """``first`` then ``second``."""
+    """Two adapters applied in turn: ``first`` then ``second``.
+
+    Args:
+        first: The adapter applied first.
+        second: The adapter applied to its result.
+    """
 
     def __init__(self, first: ModuleAdapter, second: ModuleAdapter) -> None:
         self.first = first
@@ -269,12 +342,34 @@ class ChainAdapter(ModuleAdapter):
         self.uses_module_types = first.uses_module_types or second.uses_module_types
 
     def adapt(self, entry: Entry) -> Entry:
+        """``second``'s adaptation of ``first``'s.
+
+        Args:
+            entry: The tensor entry.
+
+        Returns:
+            The adapted entry.
+        """
         return self.second.adapt(self.first.adapt(entry))
 
     def parts(self) -> list[ModuleAdapter]:
+        """The adapters this chain applies, in order (nested chains flattened).
+
+        Returns:
+            The adapters.
+        """
         return [*self.first.parts(), *self.second.parts()]
 
     def alternative_name(self, param: str, module_type: str | None) -> str | None:
+        """The first alternative name either adapter gives.
+
+        Args:
+            param: The parameter's name.
+            module_type: The owning module's Burn type, if known.
+
+        Returns:
+            The other name, or None.
+        """
         name = self.first.alternative_name(param, module_type)
         if name is not None:
             return self.second.alternative_name(name, module_type) or name
@@ -345,9 +440,13 @@ def _cast(entry: Entry, target: DType) -> Entry:
 
 
 class HalfPrecisionAdapter(ModuleAdapter):
-    """F32 ↔ F16 for the module types in ``modules`` (Burn's default set: Linear, Embedding,
-    Conv1d/2d/3d, ConvTranspose1d/2d/3d, DeformConv2d, LayerNorm, GroupNorm, InstanceNorm,
-    RmsNorm, PRelu — not BatchNorm). Tensors of other or unknown modules pass unchanged."""
+    """F32 ↔ F16 for the module types in ``modules``; tensors of other or unknown modules pass unchanged.
+
+    Args:
+        modules: The module types converted; Burn's default set when None (Linear, Embedding,
+            Conv1d/2d/3d, ConvTranspose1d/2d/3d, DeformConv2d, LayerNorm, GroupNorm,
+            InstanceNorm, RmsNorm, PRelu — not BatchNorm).
+    """
 
     name = "half"
     uses_module_types = True
@@ -356,15 +455,42 @@ class HalfPrecisionAdapter(ModuleAdapter):
         self.modules = set(HALF_PRECISION_DEFAULT if modules is None else (module_type(m) for m in modules))
 
     def with_module(self, name: str) -> HalfPrecisionAdapter:
+        """An adapter that also converts the module type ``name``.
+
+        Args:
+            name: A Burn or torch module type name.
+
+        Returns:
+            The new adapter.
+        """
         return HalfPrecisionAdapter(self.modules | {module_type(name)})
 
     def without_module(self, name: str) -> HalfPrecisionAdapter:
+        """An adapter that no longer converts the module type ``name``.
+
+        Args:
+            name: A Burn or torch module type name.
+
+        Returns:
+            The new adapter.
+
+        Raises:
+            ValueError: ``name`` is not in the module set.
+        """
         key = module_type(name)
         if key not in self.modules:
             raise ValueError(f"without_module called with {key!r} which is not in the module set")
         return HalfPrecisionAdapter(self.modules - {key})
 
     def adapt(self, entry: Entry) -> Entry:
+        """The entry as F16 (from F32) or F32 (from F16) when its module type is in the set.
+
+        Args:
+            entry: The tensor entry.
+
+        Returns:
+            The adapted entry (the same one when unchanged).
+        """
         if entry.dtype == DType.F32:
             target = DType.F16
         elif entry.dtype == DType.F16:
@@ -381,7 +507,11 @@ class HalfPrecisionAdapter(ModuleAdapter):
 
 
 class FloatCastAdapter(ModuleAdapter):
-    """Every float tensor (F64, F32, Flex32, F16, BF16) to ``target``; others unchanged."""
+    """Every float tensor (F64, F32, Flex32, F16, BF16) to ``target``; others unchanged.
+
+    Args:
+        target: The float dtype, as a ``DType`` or by name (``f16``, ``bf16``, ``f32``, ``f64``).
+    """
 
     def __init__(self, target: DType | str) -> None:
         target = parse_dtype(target)
@@ -391,6 +521,14 @@ class FloatCastAdapter(ModuleAdapter):
         self.name = f"cast={dtype_name(target)}"
 
     def adapt(self, entry: Entry) -> Entry:
+        """The entry cast to ``target`` when it is a float tensor.
+
+        Args:
+            entry: The tensor entry.
+
+        Returns:
+            The adapted entry (the same one when unchanged).
+        """
         if not is_float(entry.dtype) or entry.dtype == self.target:
             return entry
         return _cast(entry, self.target)
@@ -416,9 +554,19 @@ _FLOAT_NAMES = frozenset(
 
 
 def parse_adapter(spec: str | ModuleAdapter | Iterable[str | ModuleAdapter] | None) -> ModuleAdapter | None:
-    """An adapter from its CLI spelling, chained left to right: ``pytorch``, ``to-pytorch``,
-    ``half``, ``cast=bf16`` (or ``f16``, ``bf16``, ``f32``, ``f64`` alone), ``identity``; several
-    separated by ``,`` or ``+``, or given as a list."""
+    """An adapter from its CLI spelling, chained left to right.
+
+    Args:
+        spec: ``pytorch``, ``to-pytorch``, ``half``, ``cast=bf16`` (or ``f16``, ``bf16``, ``f32``,
+            ``f64`` alone), ``identity``; several separated by ``,`` or ``+``, or given as a list;
+            an adapter passes through.
+
+    Returns:
+        The adapter, or None for no spec.
+
+    Raises:
+        OptionError: A name is unknown.
+    """
     if spec is None or isinstance(spec, ModuleAdapter):
         return spec
     items: list[str | ModuleAdapter] = []
