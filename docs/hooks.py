@@ -210,13 +210,22 @@ def check(package: griffe.Module, names: list[str]) -> list[Gap]:
             init = obj.members.get("__init__") or obj.members.get("__new__")
             if _is_exception(obj) or not isinstance(init, griffe.Function):
                 continue
-            missing = [p.lstrip("*") for p in _parameters(init) if p.lstrip("*") not in _documented(found, "parameters", "attributes")]
+            # a field with its own docstring (``x: int`` then ``"""..."""``) is documented there
+            fields = {n for n, m in obj.members.items() if m.is_attribute and not m.is_alias and m.docstring}
+            documented = _documented(found, "parameters", "attributes") | fields
+            missing = [p.lstrip("*") for p in _parameters(init) if p.lstrip("*") not in documented]
             if missing:
                 gaps.append(Gap(obj.path, f"constructor parameters not under Args: {', '.join(missing)}"))
+            unknown = sorted(_documented(found, "parameters") - {p.lstrip("*") for p in _parameters(init)})
+            if unknown:
+                gaps.append(Gap(obj.path, f"Args names what the constructor does not take: {', '.join(unknown)}"))
         elif isinstance(obj, griffe.Function) and "property" not in obj.labels:
             missing = [p.lstrip("*") for p in _parameters(obj) if p.lstrip("*") not in _documented(found, "parameters", "other parameters")]
             if missing:
                 gaps.append(Gap(obj.path, f"parameters not under Args: {', '.join(missing)}"))
+            unknown = sorted(_documented(found, "parameters") - {p.lstrip("*") for p in _parameters(obj)})
+            if unknown:
+                gaps.append(Gap(obj.path, f"Args names what the signature does not take: {', '.join(unknown)}"))
             returns = str(obj.returns) if obj.returns is not None else "None"
             if returns not in ("None", "NoReturn", "Never") and "returns" not in found and "yields" not in found:
                 gaps.append(Gap(obj.path, f"returns {returns}, but has no Returns section"))

@@ -69,16 +69,30 @@ _CONTAINER_NAMES = {"burnpack", "safetensors"}
 class ConversionReport:
     """What a conversion did.
 
-    ``applied``: output tensor names in data order. ``skipped``: tensors the filters removed
-    (output names). ``skipped_entries``: entries of the source that are not tensors the reader
-    can map (a number, a config object, a tensor of a dtype Burn lacks): source path → why. ``renamed``: source name → output name where they differ. ``missing``:
-    names that were asked for (``expect``, exact ``filter`` paths) and not found. ``unused``:
-    source tensors that ``expect`` did not take. ``transformed``: output name → what was done
-    (``transposed [3, 2] -> [2, 3]``, ``F32 -> F16``, ``renamed weight -> gamma``). ``errors``:
-    shape mismatches against ``expect``. ``options``: each option given → what it changed
-    (``"adapter=pytorch": "2 tensors changed"``). ``warnings``: module types that could not be
-    inferred, options that changed nothing when ``allow_unmatched``, information the target
-    format cannot hold.
+    Attributes:
+        source: The source, as named in messages.
+        target: The output path, when written.
+        source_format: The source's format.
+        target_format: The output's format.
+        applied: Output tensor names in data order.
+        skipped: Tensors the filters removed (output names).
+        skipped_entries: Entries of the source that are not tensors the reader can map (a number, a
+            config object, a tensor of a dtype Burn lacks): source path → why.
+        renamed: Source name → output name where they differ.
+        missing: Names that were asked for (``expect``, exact ``filter`` paths) and not found.
+        unused: Source tensors that ``expect`` did not take.
+        transformed: Output name → what was done (``transposed [3, 2] -> [2, 3]``, ``F32 -> F16``,
+            ``renamed weight -> gamma``).
+        quantized: Output name → the quantization's scheme and error.
+        errors: Shape mismatches against ``expect``.
+        warnings: Module types that could not be inferred, options that changed nothing when
+            ``allow_unmatched``, information the target format cannot hold.
+        options: Each option given → what it changed (``"adapter=pytorch": "2 tensors changed"``).
+        module_types: Module path → the Burn type used.
+        metadata: The output's metadata.
+        scalars: How many scalars the output holds.
+        bytes: The output's tensor bytes.
+        seconds: How long the conversion took.
     """
 
     source: str = ""
@@ -103,12 +117,28 @@ class ConversionReport:
     seconds: float = 0.0
 
     def is_success(self) -> bool:
+        """Whether the conversion had no errors.
+
+        Returns:
+            True without errors.
+        """
         return not self.errors
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as plain data (for JSON).
+
+        Returns:
+            Every field by name.
+        """
         return asdict(self)
 
     def counts(self) -> dict[str, int]:
+        """How many names each category holds.
+
+        Returns:
+            ``{category: count}`` for applied, skipped, skipped_entries, renamed, missing, unused,
+            transformed and errors.
+        """
         return {
             "applied": len(self.applied),
             "skipped": len(self.skipped),
@@ -121,7 +151,14 @@ class ConversionReport:
         }
 
     def summary(self, *, detail: int = 20) -> str:
-        """A human summary: one headline, then up to ``detail`` lines per non-empty category."""
+        """A human summary: one headline, then the lines of each non-empty category.
+
+        Args:
+            detail: The most lines shown per category.
+
+        Returns:
+            The summary, terminal-safe.
+        """
         arrow = f" -> {self.target} ({self.target_format})" if self.target else ""
         c = self.counts()
         lines = [
@@ -455,14 +492,50 @@ def transform(
     target_format: str | None = None,
     report: ConversionReport | None = None,
 ) -> tuple[TensorSet, ConversionReport]:
-    """Apply the transformations (see the module docstring) to ``tset``; returns the result
-    and the report. Raises :class:`ConversionError` for name collisions, and — with
-    ``expect`` — for shape errors unless ``validate=False`` and for missing tensors unless
-    ``allow_partial=True`` (the report is attached as ``error.report``).
+    """Apply the transformations (see the module docstring) to ``tset``, in burn-store's order.
 
-    An option that changes nothing (an adapter with nothing to adapt, module types no adapter
-    uses or no path matches, a remap rule or filter matching no name...) raises
-    :class:`UnmatchedOptionError` unless ``allow_unmatched`` is True or names that option."""
+    Args:
+        tset: The tensors.
+        top_level_key: Take one entry of a PyTorch checkpoint dict (``"state_dict"``); for other
+            formats, the tensors under ``"<key>."`` with that prefix removed.
+        remap: ``KeyRemapper`` rules, applied in order.
+        map_indices_contiguous: Renumber indices: ``fc.0, fc.2, fc.4`` → ``fc.0, fc.1, fc.2``.
+        skip_enum_variants: Drop variant segments (``conv.DwsConv.w`` → ``conv.w``); a mapping
+            names them.
+        enum_variants: Insert variant segments: ``{"conv": "DwsConv"}``.
+        module_types: Module path → Burn module type.
+        type_rules: ``(regex, type)`` rules for module types.
+        infer_types: Guess the module types left from names and shapes.
+        module: A ``torch.nn.Module`` giving exact module types.
+        adapter: ``pytorch``, ``to-pytorch``, ``half``, ``cast=bf16``, chained, or an adapter.
+        expect: The names (and shapes) the output must have, e.g. a Burn module's paths, looked
+            up as Burn's ``Applier`` does.
+        allow_partial: Do not fail on expected names without a tensor.
+        validate: Fail on shape mismatches against ``expect``.
+        filter: Keep only the output names that match (regexes, predicates, a ``PathFilter``).
+        exclude: Drop the output names that match.
+        param_ids: ``"keep"``, ``"new"`` (a fresh random u64 per tensor) or ``"drop"``.
+        keep_metadata: Carry the source's metadata across.
+        metadata: Entries to add or override.
+        stamp: Set the keys Burn's stores write (``format``, ``producer``, ``version``).
+        quantize: Quantize the weights to this scheme, as Burn's CPU backend does.
+        quantize_include: A regex choosing the tensors to quantize instead of the weights.
+        dequantize: Turn every QFloat tensor into its F32 values.
+        allow_unmatched: Tolerate options that change nothing (True), or the options named.
+        target_format: The output's format, for the metadata stamp and what it can hold.
+        report: A report to fill (a new one by default).
+
+    Returns:
+        The transformed tensors and the report.
+
+    Raises:
+        ConversionError: Names collide, or — with ``expect`` — shapes mismatch (unless
+            ``validate=False``) or tensors are missing (unless ``allow_partial``); the report is
+            attached as ``error.report``.
+        UnmatchedOptionError: An option changes nothing (an adapter with nothing to adapt, module
+            types no adapter uses or no path matches, a remap rule or filter matching no name...)
+            and ``allow_unmatched`` does not name it.
+    """
     report = report or ConversionReport(source_format=tset.format, target_format=target_format)
     report.source_format = report.source_format or tset.format
     if top_level_key is not None and tset.top_level_key != top_level_key:
@@ -590,19 +663,37 @@ def convert(
     npz_metadata: bool = False,
     **options: Any,
 ) -> ConversionReport:
-    """Convert ``source`` (a path, bytes, a ``TensorSet``, a torch ``state_dict`` or
-    ``nn.Module``) to the file ``target``; formats come from ``from_format`` / ``to_format``,
-    else from the content / the extension. ``options`` are :func:`transform`'s, and the caps
-    :func:`~burnpack.interop.registry.read_tensors` reads the source within (``max_pickle_depth``,
-    ``max_view_expansion``, ``max_inflate_bytes``, ``max_inflate_ratio``, ``max_index_bytes``,
-    ``max_metadata_bytes``: :class:`~burnpack.interop.limits.ReadLimits`). Nothing is
-    written when anything fails; an existing ``target`` is kept unless ``overwrite``; ``legacy_ok``
-    reads a .bpk from an older Burn as its writer meant it; ``npz_metadata``: a ``.npz`` target
-    also gets a ``__metadata__`` member with the metadata and the dtypes numpy cannot name.
+    """Convert ``source`` to the file ``target``, with Burn's transformations as options.
 
-    ``progress``: a callable fed the bytes written, or a setting of
-    :func:`burnpack.core.progress.progress_for` (``"auto"``: a bar on a terminal for 64 MiB or more;
-    ``"always"``: a bar on a terminal, lines otherwise)."""
+    Nothing is written when anything fails; each output file is replaced atomically.
+
+    Args:
+        source: A path or URL, bytes, a ``TensorSet``, a torch ``state_dict`` or ``nn.Module``.
+        target: The output path.
+        from_format: The source's format; by default from its content.
+        to_format: The output's format; by default from ``target``'s extension.
+        overwrite: Replace an existing ``target`` (it is kept otherwise).
+        bool_store: How Bool tensors are stored in a burnpack output (Burn's ``BoolStore``).
+        compress: Compress an ``.npz`` output (refused for other formats).
+        progress: A callable fed the bytes written, or a setting of
+            ``burnpack.core.progress.progress_for`` (``"auto"``: a bar on a terminal for 64 MiB or
+            more; ``"always"``: a bar on a terminal, lines otherwise).
+        legacy_ok: Read a .bpk from an older Burn as its writer meant it.
+        npz_metadata: Give an ``.npz`` output a ``__metadata__`` member with the metadata and the
+            dtypes numpy cannot name.
+        **options: ``transform``'s options, and the caps ``read_tensors`` reads the source within
+            (``max_pickle_depth``, ``max_view_expansion``, ``max_inflate_bytes``,
+            ``max_inflate_ratio``, ``max_index_bytes``, ``max_metadata_bytes``).
+
+    Returns:
+        What the conversion did.
+
+    Raises:
+        OutputExistsError: ``target`` exists and ``overwrite`` is False.
+        OptionError: An option is unknown, or does not apply to the formats.
+        UnmatchedOptionError: An option changed nothing (see ``transform``).
+        ConversionError: The source cannot be read or mapped, or the output cannot hold it.
+    """
     started = time.monotonic()
     max_shard_size = options.pop("max_shard_size", None)
     shard_size = None if max_shard_size is None else parse_size(max_shard_size)

@@ -178,19 +178,40 @@ def pytorch_to_burn_checkpoint(
     overwrite: bool = False,
     **model_options: Any,
 ) -> CheckpointReport:
-    """Write ``model-N.bpk``, ``optim-N.bpk`` and ``scheduler-N.bpk`` into ``out_dir`` (a Burn
-    ``<artifact_dir>/checkpoint`` directory) from a PyTorch training state.
+    """Write ``model-N.bpk``, ``optim-N.bpk`` and ``scheduler-N.bpk`` into a Burn checkpoint
+    directory from a PyTorch training state.
 
-    ``epoch`` defaults to the checkpoint's ``epoch`` entry when it is an int ≥ 1, else 1.
-    ``model_options`` are the model mapping's: ``remap`` / ``enum_variants`` /
-    ``map_indices_contiguous`` rename PyTorch paths to the Burn module's; ``exclude`` (regexes,
-    searched in the names after remapping) leaves out tensors the Burn module does not have,
-    with their optimizer state; ``module_types`` / ``type_rules`` / ``infer_types`` (default
-    True) say which module owns each weight; ``allow_unmatched`` tolerates options that change
-    nothing. ``seed`` makes the param ids reproducible. Existing files are kept unless
-    ``overwrite``; each file is written atomically. The read caps among ``model_options``
-    (``max_pickle_depth``...: :class:`~burnpack.interop.limits.ReadLimits`) bound reading the
-    PyTorch files, as :func:`read_torch_training_state`'s.
+    Each file is written atomically; existing files are kept unless ``overwrite``.
+
+    Args:
+        source: A checkpoint file, DCP folder or dict (see ``read_torch_training_state``).
+        out_dir: The Burn ``<artifact_dir>/checkpoint`` directory.
+        epoch: The Burn epoch; by default the checkpoint's ``epoch`` entry when it is an int ≥ 1, else 1.
+        model: The model part, given separately (a path, a ``state_dict`` or a live module).
+        optimizer: The optimizer part, given separately.
+        scheduler: The scheduler part, given separately.
+        module: An ``nn.Module`` giving exact module types and the parameter order.
+        model_key: The checkpoint key of the model part.
+        optimizer_key: The checkpoint key of the optimizer part.
+        scheduler_key: The checkpoint key of the scheduler part.
+        optimizer_kind: The optimizer (``"adam"``, ``"sgd"``, …) when the state cannot tell.
+        seed: Makes the param ids reproducible.
+        overwrite: Replace existing files.
+        **model_options: The model mapping's options: ``remap`` / ``enum_variants`` /
+            ``map_indices_contiguous`` rename PyTorch paths to the Burn module's; ``exclude``
+            (regexes, searched in the names after remapping) leaves out tensors the Burn module
+            does not have, with their optimizer state; ``module_types`` / ``type_rules`` /
+            ``infer_types`` (default True) say which module owns each weight;
+            ``allow_unmatched`` tolerates options that change nothing; the read caps
+            (``max_pickle_depth``...) bound reading the PyTorch files.
+
+    Returns:
+        What the migration did.
+
+    Raises:
+        OutputExistsError: A file exists and ``overwrite`` is False.
+        ConversionError: The state cannot be read or mapped.
+        TypeError: An option has the wrong type.
     """
     if out_dir is None:
         raise TypeError("out_dir is required")
@@ -244,23 +265,39 @@ def burn_checkpoint_to_pytorch(
     overwrite: bool = False,
     dcp: bool = False,
 ) -> tuple[TorchTrainingState, CheckpointReport]:
-    """Read a Burn Learner checkpoint (the ``checkpoint`` directory or its artifact directory)
-    and rebuild the PyTorch state dicts; with ``out``, also ``torch.save`` them (needs torch).
-
-    ``dcp``: the optimizer state is keyed by parameter name, as ``get_state_dict`` gives it, and
-    ``out`` is written as a ``torch.distributed.checkpoint`` folder that ``dcp.load`` into a
-    ``get_state_dict`` template, then ``set_state_dict``, restores. Otherwise the optimizer state
-    is keyed as the PyTorch source was (by index, as ``optimizer.state_dict()``, unless the
-    source listed names).
+    """Read a Burn Learner checkpoint and rebuild the PyTorch state dicts; with ``out``, also save them.
 
     Everything Burn holds comes from Burn's records. What Burn does not hold — parameter
     groups' hyperparameters, the scheduler configuration, the PyTorch parameter order and
     names, ``num_batches_tracked`` — comes from the ``torch.*`` metadata a previous
-    :func:`pytorch_to_burn_checkpoint` stored, else from ``module`` (an ``nn.Module``),
-    ``optimizer_config`` (``{"kind": "adam", "lr": ..., ...}``, over torch's defaults) and
-    ``scheduler_config`` (``{"kind": "cosine", "T_max": ..., "base_lrs": [...], ...}``).
-    ``remap`` rules turn Burn paths (after the adapter's renames) into PyTorch names when no
-    stored name map says otherwise.
+    ``pytorch_to_burn_checkpoint`` stored, else from ``module``, ``optimizer_config`` and
+    ``scheduler_config``.
+
+    Args:
+        checkpoint_dir: The ``checkpoint`` directory or its artifact directory.
+        out: Where to ``torch.save`` the checkpoint (needs torch); None only returns it.
+        epoch: The epoch to read; by default the newest complete one.
+        module: An ``nn.Module`` giving module types, parameter order and names.
+        module_types: Module path → Burn type.
+        type_rules: ``(regex, type)`` rules for module types.
+        infer_types: Guess the module types left from names and shapes.
+        optimizer_config: ``{"kind": "adam", "lr": ..., ...}``, over torch's defaults.
+        scheduler_config: ``{"kind": "cosine", "T_max": ..., "base_lrs": [...], ...}``.
+        remap: Rules turning Burn paths (after the adapter's renames) into PyTorch names when no
+            stored name map says otherwise.
+        overwrite: Replace an existing ``out``.
+        dcp: Key the optimizer state by parameter name, as ``get_state_dict`` gives it, and write
+            ``out`` as a ``torch.distributed.checkpoint`` folder (``dcp.load`` into a
+            ``get_state_dict`` template, then ``set_state_dict``, restores it). Otherwise the
+            optimizer state is keyed as the PyTorch source was (by index, unless it listed names).
+
+    Returns:
+        The training state and the report.
+
+    Raises:
+        ConversionError: The checkpoint cannot be read or mapped.
+        OutputExistsError: ``out`` exists and ``overwrite`` is False.
+        TypeError: An option has the wrong type.
     """
     from ..torch_live import module_types_of
 
