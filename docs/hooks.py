@@ -36,7 +36,7 @@ DIRECTIVE = re.compile(r"^:::\s+([\w.]+)", re.MULTILINE)
 # ------------------------------------------------------------------------------ the home page
 def home_page(readme: str) -> str:
     """The README as the site's home page: links into ``docs/`` made relative to it."""
-    return re.sub(r"\]\(docs/", "](", readme)
+    return re.sub(r"\]\(CHANGELOG\.md", "](changelog.md", re.sub(r"\]\(docs/", "](", readme))
 
 
 def on_files(files: Any, config: Any) -> Any:
@@ -48,9 +48,31 @@ def on_files(files: Any, config: Any) -> Any:
     return files
 
 
+LIST_ITEM = re.compile(r"^(?:[-*+]|\d+\.) ")
+IMAGE = re.compile(r"(?<!\[)!\[([^\]]*)\]\(([^)\s]+)\)")
+
+
+def github_lists(markdown: str) -> str:
+    """A blank line before a list that follows other text: GitHub (CommonMark) lets a list
+    interrupt a paragraph, Python-Markdown does not, and would run the items into it."""
+    out: list[str] = []
+    fence = None
+    for line in markdown.splitlines():
+        marker = re.match(r"^\s*(`{3,}|~{3,})", line)
+        if marker and (fence is None or marker.group(1).startswith(fence)):
+            fence = None if fence else marker.group(1)
+        elif fence is None and LIST_ITEM.match(line) and out and out[-1].strip() and not LIST_ITEM.match(out[-1]):
+            out.append("")
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
-    """Links from a page to the README lead to the home page."""
-    return re.sub(r"\]\(\.\./README\.md", "](index.md", markdown)
+    """Links from a page to the README and the changelog lead to their pages on the site;
+    lists are read as GitHub reads them; an image links to itself at full size."""
+    markdown = re.sub(r"\]\(\.\./README\.md", "](index.md", markdown)
+    markdown = re.sub(r"\]\(\.\./CHANGELOG\.md", "](changelog.md", markdown)
+    return IMAGE.sub(r"[![\1](\2)](\2)", github_lists(markdown))
 
 
 # ------------------------------------------------------------------------------ lazy exports
