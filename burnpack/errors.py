@@ -5,8 +5,8 @@ tell exactly which check a file failed, as Burn would report it. ``payload`` is 
 message text where Burn has one; ``str(error)`` adds where the problem is (tensor, byte offset).
 Below them come the other layers' errors — the record layer (Burn's ``RecordError``), the foreign
 formats and conversions — all ``BurnpackError``s too, and the two that are not: the CBOR decoder's
-:class:`CborError` (turned into a burnpack error before a caller sees it) and the command line's
-:class:`CommandError`. The command line reports ``BurnpackError``, ``OSError`` and
+``CborError`` (turned into a burnpack error before a caller sees it) and the command line's
+``CommandError``. The command line reports ``BurnpackError``, ``OSError`` and
 ``CommandError`` as one line; any other exception is a bug and keeps its traceback.
 """
 
@@ -273,10 +273,10 @@ class InvalidPattern(BurnpackError, ValueError):
 # Burn's ``RecordError`` has two variants (burn-core ``store/mod.rs``): ``Io(String)`` wraps a
 # ``burn_pack::Error`` and ``Validation(String)`` reports a load that did not fit the module. Here
 # an ``Io`` error *is* the format-layer exception (``InvalidMagicNumber``, ``IoError``, ...), raised
-# unchanged, and ``Validation`` is :class:`RecordValidationError`. Burn panics in a few places where
+# unchanged, and ``Validation`` is ``RecordValidationError``. Burn panics in a few places where
 # a Python caller deserves an exception (an optimizer tensor without ``param_id``, a cast a value
 # does not survive, a state tensor whose rank contradicts ``__rank``); those are the other
-# :class:`RecordError` subclasses.
+# ``RecordError`` subclasses.
 class RecordError(BurnpackError):
     """Base class of every record-layer error (a ``BurnpackError``)."""
 

@@ -11,8 +11,8 @@ grid first (quant.md §3.2).
 
 What cannot be dequantized from a file alone — Lookup mode (the table is not in the bytes), UE8M0
 scales (Burn has no codec for them), fp8/fp4 values (what Burn's writers store for them is not
-determinable at the pinned revision, quant.md §3.5) — raises :class:`UnsupportedQuantization`;
-bytes that do not fit the scheme raise :class:`InvalidQuantizedData` naming both lengths.
+determinable at the pinned revision, quant.md §3.5) — raises ``UnsupportedQuantization``;
+bytes that do not fit the scheme raise ``InvalidQuantizedData`` naming both lengths.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ _cquant: Any = load_kernel("burnpack._cquant")  # Any: its functions are untyped
 """The optional compiled kernel; None when not built: numpy unpacks and scales."""
 
 KERNEL = "numpy" if _cquant is None else "compiled"
-"""Which path :func:`dequantize` takes by default for the schemes the kernel covers (:func:`kernel_covers`):
+"""Which path ``dequantize`` takes by default for the schemes the kernel covers (``kernel_covers``):
 ``"compiled"`` (``_cquant.c``) or ``"numpy"``."""
 
 __all__ = [
@@ -538,7 +538,7 @@ def _apply_per_block(x: np.ndarray, scales: np.ndarray, block: tuple[int, ...] |
 
 
 def check_decodable(scheme: QuantScheme) -> None:
-    """Raise :class:`UnsupportedQuantization` for a scheme whose values the bytes alone cannot give."""
+    """Raise ``UnsupportedQuantization`` for a scheme whose values the bytes alone cannot give."""
     if scheme.mode is QuantMode.Lookup:
         raise UnsupportedQuantization(
             "Lookup mode: each field indexes a 2^bits-entry table that travels beside the tensor, not in its "

@@ -3,9 +3,9 @@
 * The home page is the README and the changelog page CHANGELOG.md (one source each): the README's
   links into ``docs/`` become the site's own, and the pages' links back to the README lead home.
 * Every name ``burnpack`` exports is on a reference page.
-* Every public object the reference renders must carry a Google-style docstring that documents
-  each parameter (``Args:``), what it returns (``Returns:`` / ``Yields:``) and each exception its
-  body raises (``Raises:``). A gap is logged as a warning, so ``mkdocs build --strict`` fails on
+* Every public object the reference renders must carry a Google-style docstring (no Sphinx
+  roles) that documents each parameter (``Args:``), what it returns (``Returns:`` / ``Yields:``)
+  and each exception its body raises (``Raises:``). A gap is logged as a warning, so ``mkdocs build --strict`` fails on
   it, as it does on a broken link or a ``:::`` naming no object.
 
 What counts as public: every object a reference page (``docs/reference/*.md``) names with
@@ -31,6 +31,7 @@ import griffe
 log = logging.getLogger("mkdocs.plugins.burnpack")
 ROOT = Path(__file__).resolve().parent.parent
 DIRECTIVE = re.compile(r"^:::\s+([\w.]+)", re.MULTILINE)
+SPHINX_ROLE = re.compile(r":[a-z]+:`[^`]*`")
 
 
 # ------------------------------------------------------------------------------ the home page
@@ -227,6 +228,9 @@ def check(package: griffe.Module, names: list[str]) -> list[Gap]:
         if not obj.docstring or not obj.docstring.value.strip():
             gaps.append(Gap(obj.path, "no docstring"))
             continue
+        role = SPHINX_ROLE.search(obj.docstring.value)
+        if role:
+            gaps.append(Gap(obj.path, f"a Sphinx role, {role.group(0)}, in a Google-style docstring: write ``name``"))
         found = sections(obj)
         if isinstance(obj, griffe.Class):
             init = obj.members.get("__init__") or obj.members.get("__new__")

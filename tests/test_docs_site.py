@@ -84,7 +84,7 @@ def test_a_broken_link_fails_the_strict_build(tmp_path: Path) -> None:
 SAMPLE = '''
 """A package the check is tried on."""
 
-__all__ = ["Good", "bare", "no_args", "no_returns", "no_raises", "wrong_arg", "Undocumented", "Config"]
+__all__ = ["Good", "bare", "no_args", "no_returns", "no_raises", "wrong_arg", "Undocumented", "Config", "sphinx"]
 
 
 class Good:
@@ -149,6 +149,10 @@ def wrong_arg(x: int) -> None:
     """
 
 
+def sphinx() -> None:
+    """Like :func:`bare`."""
+
+
 class Undocumented:
     def method(self) -> None:
         """A method."""
@@ -179,6 +183,7 @@ def test_the_docstring_check_finds_each_kind_of_gap(tmp_path: Path) -> None:
         "sample_pkg.no_args: parameters not under Args: x",
         "sample_pkg.no_raises: raises KeyError, not under Raises",
         "sample_pkg.no_returns: returns int, but has no Returns section",
+        "sample_pkg.sphinx: a Sphinx role, :func:`bare`, in a Google-style docstring: write ``name``",
         "sample_pkg.wrong_arg: Args names what the signature does not take: y",
     ]
 

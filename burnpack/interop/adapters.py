@@ -2,20 +2,20 @@
 
 Burn decides what to do with a tensor from the *type of the module that owns it* (the last
 ``Struct:``/``Enum:`` entry of its container stack), which it knows because it walks a Burn
-module. A file has no such stack, so :class:`ModuleTypes` supplies it — from a
+module. A file has no such stack, so ``ModuleTypes`` supplies it — from a
 ``torch.nn.Module`` (``named_modules``), a user type map (module path → type), name rules
 (regex → type) or, when asked, inference from the tensors themselves.
 
 Adapters, as in Burn:
 
-* :class:`PyTorchToBurnAdapter` — 2-D ``weight`` of a ``Linear`` transposed (``[out, in]`` →
+* ``PyTorchToBurnAdapter`` — 2-D ``weight`` of a ``Linear`` transposed (``[out, in]`` →
   ``[in, out]``); ``weight``/``bias`` → ``gamma``/``beta`` for ``BatchNorm``, ``LayerNorm``,
-  ``GroupNorm``, ``RmsNorm`` (not ``InstanceNorm``). :class:`BurnToPyTorchAdapter` reverses it.
-* :class:`HalfPrecisionAdapter` — F32 → F16 and F16 → F32 for the module types Burn lists
+  ``GroupNorm``, ``RmsNorm`` (not ``InstanceNorm``). ``BurnToPyTorchAdapter`` reverses it.
+* ``HalfPrecisionAdapter`` — F32 → F16 and F16 → F32 for the module types Burn lists
   (``BatchNorm`` excluded: its ``running_var`` underflows in F16); ``with_module`` /
   ``without_module`` adjust the set.
-* :class:`FloatCastAdapter` — every float tensor to one dtype.
-* :class:`ChainAdapter` / ``a.chain(b)`` — ``b`` sees what ``a`` produced.
+* ``FloatCastAdapter`` — every float tensor to one dtype.
+* ``ChainAdapter`` / ``a.chain(b)`` — ``b`` sees what ``a`` produced.
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ BURN_MODULE_TYPES = frozenset(_TORCH_CLASSES.values())
 
 
 def known_module_type(name: str, option: str = "module type") -> str:
-    """:func:`module_type`, refusing a short name that is neither a Burn module nor a torch class."""
+    """``module_type``, refusing a short name that is neither a Burn module nor a torch class."""
     text = str(name).strip()
     if ":" in text:
         return text
@@ -423,7 +423,7 @@ class PyTorchToBurnAdapter(_PyTorchAdapter):
 
 
 class BurnToPyTorchAdapter(_PyTorchAdapter):
-    """Burn's layout → PyTorch's: the reverse of :class:`PyTorchToBurnAdapter`."""
+    """Burn's layout → PyTorch's: the reverse of ``PyTorchToBurnAdapter``."""
 
     name = "to-pytorch"
     _renames = {"gamma": "weight", "beta": "bias"}

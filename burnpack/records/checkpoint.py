@@ -10,15 +10,15 @@ Retention: the default strategy composes ``KeepLastNCheckpoints(2)`` with a
 ``MetricCheckpointingStrategy`` keeping the epoch of lowest mean validation loss; an epoch's files
 are deleted only once *every* strategy has dropped it — the last two epochs plus the best one
 stay. Both strategies and their composition are ported as they are (they are stateful, like the
-learner's), and :class:`Checkpoints` applies them on every :meth:`Checkpoints.save_epoch`.
+learner's), and ``Checkpoints`` applies them on every ``Checkpoints.save_epoch``.
 
 Restarts: the strategies' state depends on every epoch seen so far (Burn rebuilds it from the
-metric logs it wrote). :class:`Checkpoints` records what each ``save_epoch`` was told in
+metric logs it wrote). ``Checkpoints`` records what each ``save_epoch`` was told in
 ``retention.json`` beside the checkpoints, *before* it saves or deletes anything, and a fresh
 object replays that record through its strategy, so a resumed run keeps exactly the epochs an
 uninterrupted run keeps. Saving an epoch already recorded (resuming from an earlier checkpoint)
 forgets the record from that epoch on, as the learner re-runs those epochs. Without that file, the
-record comes from Burn's own validation logs (:func:`burn_valid_losses`), when there are any.
+record comes from Burn's own validation logs (``burn_valid_losses``), when there are any.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ class MetricHistory(Protocol):
 
 class CheckpointingStrategy(Protocol):
     """Burn's ``CheckpointingStrategy``: after each epoch, which checkpoints to save and delete
-    (:class:`KeepLastNCheckpoints`, :class:`MetricCheckpointingStrategy`, their composition, or
+    (``KeepLastNCheckpoints``, ``MetricCheckpointingStrategy``, their composition, or
     a caller's own)."""
 
     def checkpointing(self, epoch: int, history: MetricHistory) -> list[CheckpointingAction]:
@@ -127,7 +127,7 @@ class LossHistory:
 
     @property
     def losses(self) -> Mapping[int, float]:
-        """Epoch → loss (read-only: add with :meth:`record`)."""
+        """Epoch → loss (read-only: add with ``record``)."""
         return MappingProxyType(self._losses)
 
     def record(self, epoch: int, loss: float) -> None:

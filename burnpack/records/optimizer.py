@@ -547,7 +547,7 @@ class OptimizerRecord:
     def ranks(self) -> dict[int, int]:
         """``{param id: rank}`` exactly as ``load_record`` derives it: ``"<u64>.__rank"`` scalars
         that convert to ``usize``, then each tensor's rank for ids without one. Raises
-        :class:`MissingParamIdError` for a tensor without ``param_id``, where Burn panics."""
+        ``MissingParamIdError`` for a tensor without ``param_id``, where Burn panics."""
         ranks: dict[int, int] = {}
         suffix = "." + RANK_KEY
         for name, value in self.scalars.items():

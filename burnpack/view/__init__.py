@@ -1,7 +1,7 @@
 """``burnpack view``: a model, a checkpoint directory or a change as one self-contained HTML page.
 
-:func:`build_page` gathers the report (:mod:`burnpack.view.report`) and renders it
-(:mod:`burnpack.view.page`); :mod:`burnpack.view.stats` streams exact statistics over a tensor.
+``build_page`` gathers the report (``burnpack.view.report``) and renders it
+(``burnpack.view.page``); ``burnpack.view.stats`` streams exact statistics over a tensor.
 """
 
 from __future__ import annotations
