@@ -16,7 +16,7 @@ from conformance.corpus import DEFAULT_VECTORS, CorpusError, load_vectors
 from tests.conftest import BURN_PACK_FIXTURES, require
 
 ISSUE_CATEGORIES = {"dtype", "shape", "names", "param_id", "metadata", "scalars", "layout", "header", "truncation",
-                    "offsets", "cbor", "legacy", "limits", "writer_refusal"}
+                    "offsets", "cbor", "legacy", "check_order", "limits", "writer_refusal"}
 
 
 def test_checked_in_corpus_is_what_the_generators_produce(tmp_path):
@@ -54,7 +54,12 @@ def test_corpus_has_the_specific_cases_the_issue_names(vectors):
                    "cbor/depth_127_arrays", "cbor/depth_128_arrays", "cbor/utf8_invalid_name", "cbor/trailing_bytes_in_region",
                    "cbor/dup_tensor_name", "cbor/dup_descriptor_field", "cbor/missing_tensors", "cbor/unknown_key_descriptor",
                    "legacy/prealignment_two_tensors", "legacy/old_bool_dtype", "legacy/old_quant_scheme_per_block",
-                   "limits/tensor_count_over_limit", "writer_refusal/duplicate_name", "writer_refusal/length_short"]:
+                   "limits/tensor_count_over_limit", "writer_refusal/duplicate_name", "writer_refusal/length_short",
+                   # issue 32: decoder conveniences, the undocumented rules, the strict check order
+                   "names/leading_bom", "metadata/leading_bom", "scalars/leading_bom_name", "cbor/dtype_leading_bom",
+                   "names/normalization_forms", "names/line_breaks", "cbor/utf8_cesu8_pair_name", "cbor/scalar_signalling_nan_f32",
+                   "cbor/depth_tags_127", "cbor/tags_200_on_param_id", "offsets/byte_size_wraps_to_zero",
+                   "check_order/prealignment_and_noncanonical_metadata", "check_order/truncated_and_version_0"]:
         assert needed in ids, needed
     qfloat = [v for v in vectors.readers if v.id.startswith("dtype/qfloat_")]
     assert len({json.dumps(v.expect.dump["tensors"][0]["dtype"]) for v in qfloat}) >= 8
