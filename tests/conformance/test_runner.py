@@ -210,6 +210,21 @@ def test_export_writes_a_vendorable_corpus_with_readme_and_protocol(tmp_path):
     assert cli.main(["export", str(out)]) == 2  # not empty, no --force
 
 
+def test_the_exported_corpus_carries_the_protocol_and_a_readme_true_to_its_manifest(tmp_path):
+    from conformance import corpus
+
+    out = tmp_path / "export"
+    assert cli.main(["export", str(out), "--skip-runtime"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    readme = (out / "README.md").read_text(encoding="utf-8")
+    assert readme == corpus.readme_text(manifest) and f'"counts": {json.dumps(manifest["counts"])}' in readme
+    protocol = (out / "PROTOCOL.md").read_text(encoding="utf-8")
+    assert protocol == (corpus.PACKAGE_DIR / "PROTOCOL.md").read_text(encoding="utf-8")
+    for rule in ("exit with status **0**", "BigInt", "`f64_bits` is compared", "pre-alignment layout", "**in this order**",
+                 "Stage and variant", "checked_add", "quiet bit", "every tag is a level", "U+FEFF"):  # fmt: skip
+        assert rule in protocol, rule
+
+
 def test_in_process_api_runs_a_python_reader_and_writer(vectors):
     everything_but_the_100k_tensor_files = vectors.select([v.id for v in vectors.readers if v.path is not None])
     assert conformance.run_reader(reference.dump, vectors=everything_but_the_100k_tensor_files, levels=("compatible", "strict")).ok

@@ -28,6 +28,33 @@ def test_checked_in_corpus_is_what_the_generators_produce(tmp_path):
     assert stale == [], "run `burnpack-conformance generate`"
 
 
+def test_the_readmes_manifest_example_is_rendered_from_the_checked_in_manifest():
+    manifest = json.loads((DEFAULT_VECTORS / "manifest.json").read_text(encoding="utf-8"))
+    text = corpus_mod.README.read_text(encoding="utf-8")
+    assert text == corpus_mod.readme_text(manifest), "run `burnpack-conformance generate`"
+    counts = manifest["counts"]
+    assert f'"counts": {{"reader": {counts["reader"]}, "writer": {counts["writer"]}}}' in text
+
+
+def test_a_stale_manifest_example_is_reported_by_generate_check(tmp_path, monkeypatch, capsys):
+    from conformance import cli
+
+    stale = tmp_path / "VECTORS.md"
+    stale.write_text(corpus_mod.README.read_text(encoding="utf-8").replace('"counts": {"reader": ', '"counts": {"reader": 1'))
+    monkeypatch.setattr(corpus_mod, "README", stale)
+    assert cli.main(["generate", "--check"]) == 2
+    assert "VECTORS.md (its manifest example)" in capsys.readouterr().out
+
+
+def test_the_documentation_states_the_corpus_counts():
+    import re
+
+    counts = json.loads((DEFAULT_VECTORS / "manifest.json").read_text(encoding="utf-8"))["counts"]
+    page = (Path(__file__).resolve().parents[2] / "docs" / "conformance.md").read_text(encoding="utf-8")
+    stated = re.search(r"(\d+) reader vectors and (\d+) writer vectors", page)
+    assert stated and (int(stated[1]), int(stated[2])) == (counts["reader"], counts["writer"]), "update docs/conformance.md"
+
+
 def test_generators_are_deterministic(corpus):
     again = generate.build_corpus()
     assert [c.build()[0] for c in again.readers if not c.runtime] == [c.build()[0] for c in corpus.readers if not c.runtime]
