@@ -17,6 +17,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -31,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
+
+from burnpack.core.display import printable, printable_lines
 
 from .corpus import ReaderVector, Vectors, WriterVector
 from .model import HEADER_SIZE, data_section_start
@@ -89,8 +92,7 @@ def _names(names: list) -> str:
 
 def _pretty(obj: Any) -> list[str]:
     """Indented JSON lines with every invisible character escaped (U+FEFF, U+2028, U+200B, …)."""
-    text = json.dumps(obj, ensure_ascii=False, indent=1, default=repr)
-    return "".join(ch if ch.isprintable() or ch == "\n" else f"\\u{ord(ch):04x}" for ch in text).splitlines()
+    return printable_lines(json.dumps(obj, ensure_ascii=False, indent=1, default=repr)).splitlines()
 
 
 def unified(expected: Any, actual: Any, limit: int = 40) -> str:
@@ -269,7 +271,7 @@ def stderr_tail(err: bytes, lines: int = STDERR_LINES, chars: int = STDERR_CHARS
     kept: list[str] = []
     size = 0
     for line in reversed(text[-lines:]):
-        line = _escape(line[:LINE_CHARS] + ("…" if len(line) > LINE_CHARS else ""))
+        line = printable(_undecodable_as_hex(line[:LINE_CHARS] + ("…" if len(line) > LINE_CHARS else "")))
         if kept and size + len(line) + 1 > chars:
             break
         kept.append(line)
@@ -278,24 +280,15 @@ def stderr_tail(err: bytes, lines: int = STDERR_LINES, chars: int = STDERR_CHARS
     return "\n".join(([f"[… {dropped} earlier line{'s' if dropped > 1 else ''}]"] if dropped else []) + kept[::-1])
 
 
-def _escape(text: str) -> str:
-    """Invisible and control characters as escapes, undecodable bytes (``surrogateescape``) as
-    ``\\xNN``; the rest as it is."""
-    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-
-    def one(ch: str) -> str:
-        code = ord(ch)
-        if ch.isprintable():
-            return ch
-        if 0xDC80 <= code <= 0xDCFF:
-            return f"\\x{code - 0xDC00:02x}"
-        return named.get(ch) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
-
-    return "".join(one(ch) for ch in text)
+def _undecodable_as_hex(text: str) -> str:
+    """Bytes ``surrogateescape`` kept (U+DC80..U+DCFF) as ``\\xNN``."""
+    return re.sub("[\udc80-\udcff]", lambda m: f"\\x{ord(m[0]) - 0xDC00:02x}", text)
 
 
 def _literal(text: str) -> str:
-    return '"' + _escape(text.replace("\\", "\\\\").replace('"', '\\"')) + '"'
+    """``text`` as a one-line double-quoted literal: quotes, backslashes, controls and invisible
+    characters escaped (display's rule), undecodable bytes as ``\\xNN``."""
+    return '"' + printable(_undecodable_as_hex(text.replace("\\", "\\\\").replace('"', '\\"'))) + '"'
 
 
 def stdout_excerpt(data: bytes, at: int | None = None, width: int = EXCERPT_CHARS) -> str:
@@ -671,7 +664,7 @@ class Result:
     def passed(self) -> bool:
         return self.status == PASS
 
-    def printable(self) -> Result:
+    def encodable(self) -> Result:
         """Every text field encodable as UTF-8: a lone surrogate a reader printed (``"\\ud800"`` is
         valid JSON) is shown as its escape, so reports and the console never fail to write."""
         for name in self.TEXT:
@@ -829,7 +822,7 @@ def _run_one_reader(reader: Reader, vector: ReaderVector, level: str, scratch: P
                     description=vector.description, why=expected.why)  # fmt: skip
     if vector.problem is not None:
         result.status, result.message, result.actual = FAIL, vector.problem, "not run"
-        return result.printable()
+        return result.encodable()
     start = time.perf_counter()
     try:
         path = vector.path
@@ -842,7 +835,7 @@ def _run_one_reader(reader: Reader, vector: ReaderVector, level: str, scratch: P
         result.status, result.message, result.actual = exc.status, str(exc), exc.status
         result.stderr, result.stdout = exc.stderr, exc.stdout
         result.seconds = time.perf_counter() - start
-        return result.printable()
+        return result.encodable()
     result.seconds = time.perf_counter() - start
     actual = answer.output
     ok, message, diff = check_reader_result(expected, vector.expect.dump, actual)
@@ -851,7 +844,7 @@ def _run_one_reader(reader: Reader, vector: ReaderVector, level: str, scratch: P
         result.actual = result.actual[:300] + "..."
     if not ok:
         result.status, result.message, result.diff, result.stderr = FAIL, message, diff, answer.stderr
-    return result.printable()
+    return result.encodable()
 
 
 def run_readers(vectors: Vectors, reader: Reader | Callable[[str, str], dict], *, levels: Iterable[str] = ("compatible",),
@@ -903,7 +896,7 @@ def run_writers(vectors: Vectors, writer: Callable[[dict, Path], WriterOutcome],
         if vector.problem is not None:
             result.status, result.message, result.actual = FAIL, vector.problem, "not run"
             if progress:
-                progress(result.printable())
+                progress(result.encodable())
             return result
         t0 = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="bpk-writer-") as tmp:
@@ -918,7 +911,7 @@ def run_writers(vectors: Vectors, writer: Callable[[dict, Path], WriterOutcome],
         if not ok:
             result.status = outcome.status if outcome.status in (CRASH, TIMEOUT) else FAIL
             result.message, result.diff, result.stderr = message, diff, outcome.stderr
-        result.printable()
+        result.encodable()
         if progress:
             progress(result)
         return result
