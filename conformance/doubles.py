@@ -21,7 +21,7 @@ import sys
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import cbor2
 
@@ -43,24 +43,29 @@ from .reference import dump as reference_dump
 
 Reader = Callable[[str, str], dict]
 Writer = Callable[[dict], bytes]
+Process = Callable[[str, str], tuple[int, str, str]]  # (path, level) -> (exit status, stdout, stderr)
 READERS: dict[str, tuple[Reader, str]] = {}
 WRITERS: dict[str, tuple[Writer, str]] = {}
+COMMANDS: dict[str, tuple[Process, str]] = {}
+F = TypeVar("F", Reader, Writer, Process)
 
 
-def _reader(description: str) -> Callable[[Reader], Reader]:
-    def register(fn: Reader) -> Reader:
-        READERS[fn.__name__] = (fn, description)
-        return fn
+def _registrar(table: dict[str, tuple[F, str]]) -> Callable[[str], Callable[[F], F]]:
+    """A decorator ``@kind("what it gets wrong")`` adding the function to ``table`` by its name."""
 
-    return register
+    def describe(description: str) -> Callable[[F], F]:
+        def register(fn: F) -> F:
+            table[fn.__name__] = (fn, description)
+            return fn
+
+        return register
+
+    return describe
 
 
-def _writer(description: str) -> Callable[[Writer], Writer]:
-    def register(fn: Writer) -> Writer:
-        WRITERS[fn.__name__] = (fn, description)
-        return fn
-
-    return register
+_reader = _registrar(READERS)
+_writer = _registrar(WRITERS)
+_command = _registrar(COMMANDS)
 
 
 def _read(path: str) -> bytes:
@@ -517,18 +522,6 @@ def keys_sorted_utf16(spec: dict) -> bytes:
 # ==================================================================================================
 # reader processes that break the protocol itself (PROTOCOL §1): run as `command NAME PATH [LEVEL]`
 # ==================================================================================================
-Process = Callable[[str, str], tuple[int, str, str]]  # (path, level) -> (exit status, stdout, stderr)
-COMMANDS: dict[str, tuple[Process, str]] = {}
-
-
-def _command(description: str) -> Callable[[Process], Process]:
-    def register(fn: Process) -> Process:
-        COMMANDS[fn.__name__] = (fn, description)
-        return fn
-
-    return register
-
-
 def _printed(out: dict) -> str:
     return json.dumps(out, ensure_ascii=False)
 
@@ -565,8 +558,8 @@ def node_style_crash(path: str, level: str) -> tuple[int, str, str]:
 
 def _main(argv: list[str]) -> int:
     if len(argv) >= 3 and argv[0] == "command" and argv[1] in COMMANDS:
-        code, out, err = COMMANDS[argv[1]][0](argv[2], argv[3] if len(argv) > 3 else "compatible")
-        sys.stdout.write(out + ("\n" if out else ""))
+        code, printed, err = COMMANDS[argv[1]][0](argv[2], argv[3] if len(argv) > 3 else "compatible")
+        sys.stdout.write(printed + ("\n" if printed else ""))
         sys.stderr.write(err)
         return code
     if len(argv) >= 3 and argv[0] == "reader" and argv[1] in READERS:
