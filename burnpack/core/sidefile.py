@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any, BinaryIO
 
 from ..errors import BurnpackError, IoError
-from .source import open_regular
+from .source import Folder, open_regular
 
 __all__ = [
     "JSON_MAX_DEPTH", "MAX_INT_DIGITS", "SIDE_FILE_MAX_BYTES", "is_bounded_int", "parse_json", "read_capped", "read_side_file",
@@ -50,8 +50,11 @@ _READ_PIECE = 1 << 20
 _NOT_STRUCTURE = bytes(set(range(256)) - set(b'[]{}"'))
 
 
-def read_side_file(path: str | os.PathLike[str], *, max_bytes: int = SIDE_FILE_MAX_BYTES, lift: str = "max_bytes") -> bytes:
-    """The bytes of a regular file of at most ``max_bytes`` (default :data:`SIDE_FILE_MAX_BYTES`).
+def read_side_file(
+    path: str | os.PathLike[str], *, max_bytes: int = SIDE_FILE_MAX_BYTES, lift: str = "max_bytes", folder: Folder | None = None
+) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes`` (default :data:`SIDE_FILE_MAX_BYTES`),
+    reached through ``folder`` (then inside it, see :class:`~burnpack.core.source.Folder`) when given.
 
     Raises ``IoError`` (an ``OSError``; ``FileNotFoundError`` etc. for a missing file) for a file
     that cannot be opened, is not a regular file, or holds more than ``max_bytes`` bytes (the
@@ -60,7 +63,7 @@ def read_side_file(path: str | os.PathLike[str], *, max_bytes: int = SIDE_FILE_M
     """
     where = os.fspath(path)
     try:
-        with open_regular(path) as file:
+        with open_regular(path, folder=folder) as file:
             return read_capped(file, max_bytes=max_bytes, where=where, lift=lift)
     except IoError:
         raise

@@ -29,7 +29,7 @@ from .._generated.types import BoolStore, DType
 from ..dtypes import EXTENSION_DTYPES, dtype_from_numpy, dtype_from_safetensors, element_size, is_extension_type, numpy_dtype, safetensors_code
 from ..core.reader import TensorView, load
 from ..core.sidefile import parse_json
-from ..core.source import open_regular
+from ..core.source import Folder, open_regular
 from ..core.tensor import NUMPY_MAX_DIMS
 from ..core.tensor import FileRange, le_c_bytes
 from ..core.writer import Tensor, Writer
@@ -78,14 +78,16 @@ def read_burnpack(source: Any, *, legacy_ok: bool = False) -> TensorSet:
     return TensorSet(entries, dict(pack.metadata), dict(pack.scalars), format="burnpack", closers=[pack.close])
 
 
-def read_safetensors_file(path: Any, *, bool_store: str | BoolStore = BoolStore.U8, pages: PageReleaser | None = None) -> TensorSet:
+def read_safetensors_file(
+    path: Any, *, bool_store: str | BoolStore = BoolStore.U8, pages: PageReleaser | None = None, folder: Folder | None = None
+) -> TensorSet:
     """A ``.safetensors`` file (validated, memory-mapped); ``__metadata__`` becomes metadata.
 
     Each entry views the mapping and names its ``file_range`` (the file stays open until the set
     is closed), so a burnpack output copies unchanged tensors from the file in the kernel.
     Taking an entry's elements releases the pages of the one taken before (``pages``, shared
-    by the shards of a model)."""
-    file = open_regular(path)
+    by the shards of a model); ``folder``: the folder it was reached through (a shard's)."""
+    file = open_regular(path, folder=folder)
     try:
         mapping, arrays, metadata = map_safetensors(file)
     except BaseException:
@@ -135,12 +137,18 @@ class PageReleaser:
 
 
 def read_pytorch_file(
-    path: Any, *, top_level_key: str | None = None, bool_store: str | BoolStore = BoolStore.U8, limits: ReadLimits = DEFAULT_LIMITS
+    path: Any,
+    *,
+    top_level_key: str | None = None,
+    bool_store: str | BoolStore = BoolStore.U8,
+    limits: ReadLimits = DEFAULT_LIMITS,
+    folder: Folder | None = None,
 ) -> TensorSet:
-    """A ``torch.save`` file read without torch and without running pickled code."""
+    """A ``torch.save`` file read without torch and without running pickled code (reached
+    through ``folder``, a shard's, when given)."""
     from .pytorch import read_pytorch_contents
 
-    arrays, skipped = read_pytorch_contents(path, top_level_key=top_level_key, limits=limits)
+    arrays, skipped = read_pytorch_contents(path, top_level_key=top_level_key, limits=limits, folder=folder)
     entries = [entry_from_array(name, array, bool_store) for name, array in arrays.items()]
     return TensorSet(entries, format="pytorch", top_level_key=top_level_key, skipped=skipped)
 

@@ -56,7 +56,7 @@ from .._generated.types import BOOL_STORE_INFO, DTYPE_INFO
 from ..dtypes import NATIVE_BOOL, dtype_from_torch, numpy_dtype, numpy_dtype_named
 from ..errors import EXCERPT_CHARS, BurnpackError, PyTorchReadError, UnsafePickleError, excerpt
 from ..core.sidefile import MAX_INT_DIGITS, is_bounded_int
-from ..core.source import open_regular
+from ..core.source import Folder, open_regular
 from ..core.tensor import NUMPY_MAX_DIMS
 from .archive import ZIP_ERRORS, InflateBudget
 from .limits import DEFAULT_LIMITS, PICKLE_LIMITS, ReadCaps, ReadLimits
@@ -338,7 +338,8 @@ _LAYOUTS = ("torch.strided", "torch.sparse_coo", "torch.sparse_csr", "torch.spar
             "torch.sparse_bsc", "torch._mkldnn", "torch.jagged")  # fmt: skip
 
 
-_DTYPE_MARKERS = frozenset(f"torch.{name}" for name in (*_TORCH_DTYPE_NAMES, *_UNSUPPORTED_TORCH_DTYPES))
+TORCH_DTYPES = frozenset(f"torch.{name}" for name in (*_TORCH_DTYPE_NAMES, *_UNSUPPORTED_TORCH_DTYPES))
+"""The torch dtypes a pickle can name (their marker values): Burn's and the legitimate others."""
 
 
 def _markers() -> dict[tuple[str, str], object]:
@@ -367,7 +368,7 @@ def _markers() -> dict[tuple[str, str], object]:
 
 def _tensor_dtype(name: object) -> np.dtype:
     """The numpy dtype of a torch dtype marker (``"torch.uint16"``); Burn's dtypes only."""
-    if not isinstance(name, str) or name not in _DTYPE_MARKERS:
+    if not isinstance(name, str) or name not in TORCH_DTYPES:
         raise PyTorchReadError("a tensor's dtype is not one of torch's dtypes")
     try:
         return numpy_dtype(dtype_from_torch(name))
@@ -982,9 +983,10 @@ def _tar_tensors(blob: bytes, storages: Mapping[str, _Storage]) -> dict[str, _Te
     return tensors
 
 
-def _load(path: Path, limits: ReadLimits) -> tuple[object, dict[_Storage, np.ndarray], int]:
-    """Read the file in the layout its first bytes announce; also returns the file's size."""
-    with open_regular(path) as file:
+def _load(path: Path, limits: ReadLimits, folder: Folder | None = None) -> tuple[object, dict[_Storage, np.ndarray], int]:
+    """Read the file (reached through ``folder``, when given) in the layout its first bytes
+    announce; also returns the file's size."""
+    with open_regular(path, folder=folder) as file:
         size = os.fstat(file.fileno()).st_size
         return (*_load_layout(file, limits), size)
 
@@ -1157,12 +1159,12 @@ def read_pytorch(
 
 
 def read_pytorch_contents(
-    path: str | os.PathLike[str], *, top_level_key: str | None = None, limits: ReadLimits = DEFAULT_LIMITS
+    path: str | os.PathLike[str], *, top_level_key: str | None = None, limits: ReadLimits = DEFAULT_LIMITS, folder: Folder | None = None
 ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """:func:`read_pytorch`'s tensors, and the leaves that are not tensors: path → what it is
-    (``{"epoch": "a int, not a tensor"}``)."""
+    (``{"epoch": "a int, not a tensor"}``); ``folder``: the folder it was reached through (a shard's)."""
     try:
-        root, arrays, file_size = _load(Path(path), limits)
+        root, arrays, file_size = _load(Path(path), limits, folder)
         if not isinstance(root, dict):
             kind = "tensor" if isinstance(root, _TensorRef) else type(root).__name__
             raise PyTorchReadError(f"the checkpoint holds a {kind}, not a dict of tensors")
