@@ -32,14 +32,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..core.atomic import atomic_file
 from ..errors import BurnpackError, CheckpointRetentionError, IoError
 from ..core.sidefile import SIDE_FILE_MAX_BYTES, parse_json, read_side_file
+from ..core.source import FileSource, Folder
 from .module import ModuleRecord
 from .optimizer import OptimizerRecord
 from .scheduler import LrSchedulerRecord
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..core.reader import Pack
 
 PathLike = str | os.PathLike[str]
 RECORD_NAMES = ("model", "optim", "scheduler")
@@ -59,9 +63,9 @@ _RETENTION_FORMAT = "burnpack-checkpoint-retention/1"
 class CheckpointingAction:
     """What a checkpointing strategy asks for: ``Save`` (the current epoch) or ``Delete(epoch)``.
 
-    Args:
-        kind: ``"save"`` or ``"delete"``.
-        epoch: The epoch to delete; None for a save.
+        Args:
+            kind: ``"save"`` or ``"delete"``.
+            epoch: The epoch to delete; None for a save.
     """
 
     kind: str
@@ -71,8 +75,8 @@ class CheckpointingAction:
     def save(cls) -> CheckpointingAction:
         """Burn's ``CheckpointingAction::Save``.
 
-        Returns:
-            The action.
+                Returns:
+                    The action.
         """
         return cls("save")
 
@@ -80,11 +84,11 @@ class CheckpointingAction:
     def delete(cls, epoch: int) -> CheckpointingAction:
         """Burn's ``CheckpointingAction::Delete(epoch)``.
 
-        Args:
-            epoch: The epoch to delete.
+                Args:
+                    epoch: The epoch to delete.
 
-        Returns:
-            The action.
+                Returns:
+                    The action.
         """
         return cls("delete", epoch)
 
@@ -99,8 +103,9 @@ class MetricHistory(Protocol):
 
 class CheckpointingStrategy(Protocol):
     """Burn's ``CheckpointingStrategy``: after each epoch, which checkpoints to save and delete
-    (``KeepLastNCheckpoints``, ``MetricCheckpointingStrategy``, their composition, or
-    a caller's own)."""
+        (``KeepLastNCheckpoints``, ``MetricCheckpointingStrategy``, their composition, or
+        a caller's own).
+    """
 
     def checkpointing(self, epoch: int, history: MetricHistory) -> list[CheckpointingAction]:
         """The actions after ``epoch``, given the metric ``history`` so far."""
@@ -110,14 +115,14 @@ class CheckpointingStrategy(Protocol):
 class LossHistory:
     """Mean validation loss per epoch, and Burn's ``find_epoch`` over it (``Direction::Lowest``).
 
-    Like Burn's event store, it scans epochs 1, 2, ... until the first epoch without a value and
-    returns the first strict minimum. The scan resumes where the last one stopped, so asking
-    after each of ``n`` epochs added with ``record`` costs ``O(n)`` in all (a changed epoch
-    already scanned starts the scan over).
+        Like Burn's event store, it scans epochs 1, 2, ... until the first epoch without a value and
+        returns the first strict minimum. The scan resumes where the last one stopped, so asking
+        after each of ``n`` epochs added with ``record`` costs ``O(n)`` in all (a changed epoch
+        already scanned starts the scan over).
 
-    Args:
-        losses: The losses by epoch so far.
-        best: Overrides the answer (the caller says which epoch is best).
+        Args:
+            losses: The losses by epoch so far.
+            best: Overrides the answer (the caller says which epoch is best).
     """
 
     def __init__(self, losses: Mapping[int, float] | None = None, best: int | None = None) -> None:
@@ -133,9 +138,9 @@ class LossHistory:
     def record(self, epoch: int, loss: float) -> None:
         """Set the loss of ``epoch``.
 
-        Args:
-            epoch: The epoch.
-            loss: Its mean validation loss.
+                Args:
+                    epoch: The epoch.
+                    loss: Its mean validation loss.
         """
         if epoch <= self._scanned:
             self._restart()
@@ -149,8 +154,8 @@ class LossHistory:
     def find_epoch(self) -> int | None:
         """Burn's ``find_epoch``: the epoch of lowest loss (the first strict minimum).
 
-        Returns:
-            The epoch, or None without losses.
+                Returns:
+                    The epoch, or None without losses.
         """
         if self.best is not None:
             return self.best
@@ -176,7 +181,8 @@ def burn_valid_losses(
     read from 1 up to the first without values.
 
     Args:
-        artifact_dir: The learner's artifact directory.
+        artifact_dir: The learner's artifact directory; the logs are read only from inside it
+            (``burnpack.core.source.Folder``).
         metric: The metric's name (``Loss``).
         split: ``"valid"``, ``"train"`` or ``"test"``.
         max_bytes: The largest log read (64 MiB by default).
@@ -186,27 +192,39 @@ def burn_valid_losses(
 
     Raises:
         ValueError: ``split`` is not one of Burn's splits.
-        CheckpointRetentionError: A line Burn cannot parse (Burn panics), or a log that is not a
-            regular file or holds more than ``max_bytes``.
+        CheckpointRetentionError: A line Burn cannot parse (Burn panics), named but not quoted (the
+            log is a file the caller did not name); a log that is not UTF-8, not a regular file
+            inside ``artifact_dir``, or holds more than ``max_bytes``.
     """
     if split not in ("train", "valid", "test"):
         raise ValueError(f"split must be 'train', 'valid' or 'test' (Burn's splits), not {split!r}")
     out: dict[int, float] = {}
+    folder = Folder(artifact_dir)
     epoch = 1
     while True:
         path = Path(artifact_dir) / split / f"epoch-{epoch}" / f"{metric.replace(' ', '_')}.log"
         try:
-            lines = [line for line in read_side_file(path, max_bytes=max_bytes).decode("utf-8").split("\n") if line]
+            raw = read_side_file(path, max_bytes=max_bytes, folder=folder)
         except FileNotFoundError:
             return out
-        except (OSError, UnicodeError) as exc:
+        except OSError as exc:
             raise CheckpointRetentionError(f"cannot read Burn's metric log: {exc}", where=str(path)) from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CheckpointRetentionError(f"Burn's metric log is not UTF-8 text (byte {exc.start})", where=str(path)) from None
+        lines = [(number, line) for number, line in enumerate(text.split("\n"), 1) if line]
         if not lines:
             return out
-        try:
-            entries = [_numeric_entry(line) for line in lines]
-        except ValueError as exc:
-            raise CheckpointRetentionError(f"Burn's metric log has a line Burn cannot parse: {exc}", where=str(path)) from None
+        entries = []
+        for number, line in lines:
+            try:
+                entries.append(_numeric_entry(line))
+            except ValueError as exc:
+                raise CheckpointRetentionError(
+                    f"line {number} of Burn's metric log is not a NumericEntry (value, value,count or value,final): {exc}",
+                    where=str(path),
+                ) from None
         value, count = entries[-1]
         if any(c == -1 for _, c in entries[:-1]):
             raise CheckpointRetentionError("a 'final' entry before the last line (Burn panics)", where=str(path))
@@ -224,27 +242,28 @@ _RUST_F64 = re.compile(r"^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+
 
 
 def _numeric_entry(line: str) -> tuple[float, int | None]:
-    """burn-train ``NumericEntry::deserialize``: (value, count); count None for a plain value, -1 for final."""
+    """burn-train ``NumericEntry::deserialize``: (value, count); count None for a plain value, -1
+    for final. What is wrong is said without quoting the line."""
     parts = line.split(",")
     if len(parts) > 2:
-        raise ValueError(f"{line!r}: invalid number of values for numeric entry")
+        raise ValueError(f"{len(parts)} comma-separated fields, at most 2")
     if not _RUST_F64.match(parts[0]):
-        raise ValueError(f"{line!r}: {parts[0]!r} is not an f64")
+        raise ValueError("its value is not an f64")
     value = float(parts[0])
     if len(parts) == 1:
         return value, None
     if parts[1] == "final":
         return value, -1
-    if not re.fullmatch(r"\+?[0-9]+", parts[1]) or int(parts[1]) >= 2**64:
-        raise ValueError(f"{line!r}: {parts[1]!r} is not a usize")
+    if not re.fullmatch(r"\+?[0-9]{1,20}", parts[1]) or int(parts[1]) >= 2**64:
+        raise ValueError("its count is neither a usize nor 'final'")
     return value, int(parts[1])
 
 
 class KeepLastNCheckpoints:
     """Save every epoch; delete ``epoch - num_keep`` when that is > 0.
 
-    Args:
-        num_keep: How many epochs to keep.
+        Args:
+            num_keep: How many epochs to keep.
     """
 
     def __init__(self, num_keep: int) -> None:
@@ -253,12 +272,12 @@ class KeepLastNCheckpoints:
     def checkpointing(self, epoch: int, history: MetricHistory) -> list[CheckpointingAction]:
         """Burn's ``checkpointing``: save this epoch, delete the one ``num_keep`` back.
 
-        Args:
-            epoch: The epoch just finished.
-            history: The metric history (unused by this strategy).
+                Args:
+                    epoch: The epoch just finished.
+                    history: The metric history (unused by this strategy).
 
-        Returns:
-            The actions.
+                Returns:
+                    The actions.
         """
         actions = [CheckpointingAction.save()]
         old = epoch - self.num_keep
@@ -276,12 +295,12 @@ class MetricCheckpointingStrategy:
     def checkpointing(self, epoch: int, history: MetricHistory) -> list[CheckpointingAction]:
         """Burn's ``checkpointing``: save this epoch, delete the previous one unless it is the best.
 
-        Args:
-            epoch: The epoch just finished.
-            history: The metric history.
+                Args:
+                    epoch: The epoch just finished.
+                    history: The metric history.
 
-        Returns:
-            The actions.
+                Returns:
+                    The actions.
         """
         best = history.find_epoch()
         if best is None:
@@ -298,8 +317,8 @@ class MetricCheckpointingStrategy:
 class ComposedCheckpointingStrategy:
     """Save when any strategy saves; delete an epoch only once every strategy has deleted it.
 
-    Args:
-        strategies: The strategies composed.
+        Args:
+            strategies: The strategies composed.
     """
 
     def __init__(self, strategies: Sequence[CheckpointingStrategy]) -> None:
@@ -309,12 +328,12 @@ class ComposedCheckpointingStrategy:
     def checkpointing(self, epoch: int, history: MetricHistory) -> list[CheckpointingAction]:
         """Burn's ``checkpointing``: the actions at the end of ``epoch``.
 
-        Args:
-            epoch: The epoch just finished.
-            history: The metric history so far.
+                Args:
+                    epoch: The epoch just finished.
+                    history: The metric history so far.
 
-        Returns:
-            The actions.
+                Returns:
+                    The actions.
         """
         saved = False
         to_check: list[int] = []
@@ -340,8 +359,8 @@ class ComposedCheckpointingStrategy:
 def default_strategy() -> ComposedCheckpointingStrategy:
     """Burn's default: ``KeepLastNCheckpoints(2)`` + lowest mean validation loss.
 
-    Returns:
-        The composed strategy.
+        Returns:
+            The composed strategy.
     """
     return ComposedCheckpointingStrategy([KeepLastNCheckpoints(2), MetricCheckpointingStrategy()])
 
@@ -356,33 +375,35 @@ class FileCheckpointer:
         directory: The checkpoint directory.
         name: The file name's stem (``model``, ``optim``, ``scheduler``).
         record_type: The record class ``restore`` reads; by name when None.
+        folder: When given, the files are read only from inside it (``burnpack.core.source.Folder``).
     """
 
-    def __init__(self, directory: PathLike, name: str, record_type: type[Record] | None = None) -> None:
+    def __init__(self, directory: PathLike, name: str, record_type: type[Record] | None = None, *, folder: Folder | None = None) -> None:
         self.directory = Path(directory)
         self.name = name
         self.record_type: type[Record] = record_type or RECORD_TYPES.get(name, ModuleRecord)
+        self.folder = folder
 
     def path_for_epoch(self, epoch: int) -> Path:
         """The file of ``epoch``.
 
-        Args:
-            epoch: The epoch.
+                Args:
+                    epoch: The epoch.
 
-        Returns:
-            ``<directory>/<name>-<epoch>.bpk``.
+                Returns:
+                    ``<directory>/<name>-<epoch>.bpk``.
         """
         return self.directory / f"{self.name}-{epoch}.bpk"
 
     def save(self, epoch: int, record: Record) -> Path:
         """Write atomically (scratch file + rename; Burn writes in place from a background thread).
 
-        Args:
-            epoch: The epoch.
-            record: The record.
+                Args:
+                    epoch: The epoch.
+                    record: The record.
 
-        Returns:
-            The path written.
+                Returns:
+                    The path written.
         """
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -400,18 +421,56 @@ class FileCheckpointer:
             The record.
 
         Raises:
-            BurnpackError: The file is missing or not a valid pack.
+            IoError: The file cannot be opened (or is outside ``folder``).
+            BurnpackError: The file is not a valid pack.
         """
-        return self.record_type.load(self.path_for_epoch(epoch))
+        return self.record_type.load(self.source(epoch))
 
-    def delete(self, epoch: int) -> bool:
-        """Remove the file of ``epoch`` if it exists.
+    def pack(self, epoch: int) -> Pack:
+        """The file of ``epoch``, opened as a pack (the caller closes it).
 
         Args:
             epoch: The epoch.
 
         Returns:
-            True when something was removed.
+            The open pack.
+
+        Raises:
+            IoError: The file cannot be opened (or is outside ``folder``).
+            BurnpackError: The file is not a valid pack.
+        """
+        from ..core.reader import load
+
+        return load(self.source(epoch))
+
+    def source(self, epoch: int) -> FileSource:
+        """The file of ``epoch``, opened (inside ``folder``, when given).
+
+        Args:
+            epoch: The epoch.
+
+        Returns:
+            The open file.
+
+        Raises:
+            IoError: The file cannot be opened (or is outside ``folder``).
+        """
+        path = self.path_for_epoch(epoch)
+        try:
+            return FileSource(path, folder=self.folder)
+        except IoError:
+            raise
+        except OSError as exc:
+            raise IoError.from_os_error(exc) from None
+
+    def delete(self, epoch: int) -> bool:
+        """Remove the file of ``epoch`` if it exists.
+
+                Args:
+                    epoch: The epoch.
+
+                Returns:
+                    True when something was removed.
         """
         path = self.path_for_epoch(epoch)
         try:
@@ -425,8 +484,8 @@ class FileCheckpointer:
     def epochs(self) -> list[int]:
         """The epochs with a file.
 
-        Returns:
-            The epochs, sorted.
+                Returns:
+                    The epochs, sorted.
         """
         found = set()
         if self.directory.is_dir():
@@ -450,7 +509,9 @@ class Checkpoints:
 
     ``Checkpoints(artifact_dir)`` works on ``<artifact_dir>/checkpoint`` (Burn's
     ``with_default_checkpointers``); ``Checkpoints.at(path)`` on a checkpoint directory itself.
-    ``retention.json`` and Burn's ``Loss.log`` files are read as side files.
+    ``retention.json`` and Burn's ``Loss.log`` files are read as side files. The directory given
+    is closed (``burnpack.core.source.Folder``): the checkpoint files, ``retention.json`` and the
+    logs are read only from inside it.
 
     Args:
         artifact_dir: The learner's artifact directory.
@@ -459,45 +520,46 @@ class Checkpoints:
     """
 
     def __init__(self, artifact_dir: PathLike, *, strategy: CheckpointingStrategy | None = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> None:
-        self._init(Path(artifact_dir) / "checkpoint", strategy, max_side_file_bytes)
+        self._init(Path(artifact_dir) / "checkpoint", strategy, max_side_file_bytes, Folder(artifact_dir))
 
     @classmethod
     def at(cls, checkpoint_dir: PathLike, *, strategy: CheckpointingStrategy | None = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> Checkpoints:
         """The checkpoints of a checkpoint directory itself (not an artifact directory).
 
-        Args:
-            checkpoint_dir: The directory holding ``model-N.bpk``, ``optim-N.bpk``, ``scheduler-N.bpk``.
-            strategy: Which epochs to keep; Burn's default when None.
-            max_side_file_bytes: The largest side file read.
+                Args:
+                    checkpoint_dir: The directory holding ``model-N.bpk``, ``optim-N.bpk``, ``scheduler-N.bpk``.
+                    strategy: Which epochs to keep; Burn's default when None.
+                    max_side_file_bytes: The largest side file read.
 
-        Returns:
-            The checkpoints.
+                Returns:
+                    The checkpoints.
         """
         self = cls.__new__(cls)
-        self._init(Path(checkpoint_dir), strategy, max_side_file_bytes)
+        self._init(Path(checkpoint_dir), strategy, max_side_file_bytes, Folder(checkpoint_dir))
         return self
 
     @classmethod
     def find(cls, path: PathLike, *, strategy: CheckpointingStrategy | None = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> Checkpoints:
         """The checkpoints of ``path/checkpoint`` when it is a directory, else of ``path`` itself.
 
-        Args:
-            path: An artifact directory or a checkpoint directory.
-            strategy: Which epochs to keep; Burn's default when None.
-            max_side_file_bytes: The largest side file read.
+                Args:
+                    path: An artifact directory or a checkpoint directory.
+                    strategy: Which epochs to keep; Burn's default when None.
+                    max_side_file_bytes: The largest side file read.
 
-        Returns:
-            The checkpoints.
+                Returns:
+                    The checkpoints.
         """
         path = Path(path)
         if (path / "checkpoint").is_dir():
             return cls(path, strategy=strategy, max_side_file_bytes=max_side_file_bytes)
         return cls.at(path, strategy=strategy, max_side_file_bytes=max_side_file_bytes)
 
-    def _init(self, directory: Path, strategy: CheckpointingStrategy | None, max_side_file_bytes: int) -> None:
+    def _init(self, directory: Path, strategy: CheckpointingStrategy | None, max_side_file_bytes: int, folder: Folder) -> None:
         self.directory = directory
         self._max_side_file_bytes = max_side_file_bytes
-        self.checkpointers = {name: FileCheckpointer(directory, name) for name in RECORD_NAMES}
+        self._folder = folder
+        self.checkpointers = {name: FileCheckpointer(directory, name, folder=folder) for name in RECORD_NAMES}
         self._fresh_strategy = copy.deepcopy(strategy if strategy is not None else default_strategy())
         self._journal: list[dict[str, Any]] = self._read_journal() or self._journal_from_burn_logs()
         self._replay()
@@ -540,7 +602,7 @@ class Checkpoints:
     def _read_journal(self) -> list[dict[str, Any]]:
         path = self.retention_file
         try:
-            raw = read_side_file(path, max_bytes=self._max_side_file_bytes, lift="max_side_file_bytes")
+            raw = read_side_file(path, max_bytes=self._max_side_file_bytes, lift="max_side_file_bytes", folder=self._folder)
         except FileNotFoundError:
             return []
 
@@ -551,22 +613,24 @@ class Checkpoints:
             )
 
         data = parse_json(raw, unreadable, "the record")
-        try:
-            if data.get("format") != _RETENTION_FORMAT:
-                raise ValueError(f"format {data.get('format')!r}, expected {_RETENTION_FORMAT!r}")
-            entries = data["epochs"]
-            previous = 0
-            for entry in entries:
-                epoch, loss, best = entry["epoch"], entry.get("valid_loss"), entry.get("best_epoch")
-                if type(epoch) is not int or epoch <= previous:
-                    raise ValueError(f"epoch {epoch!r} out of order")
-                if loss is not None and type(loss) not in (int, float):
-                    raise ValueError(f"epoch {epoch}: valid_loss {loss!r} is not a number")
-                if best is not None and type(best) is not int:
-                    raise ValueError(f"epoch {epoch}: best_epoch {best!r} is not an integer")
-                previous = epoch
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise unreadable(str(exc)) from None
+        # What is wrong is said without quoting the file (the caller named its folder, not it).
+        if not isinstance(data, dict) or data.get("format") != _RETENTION_FORMAT:
+            raise unreadable(f"its format is not {_RETENTION_FORMAT!r}")
+        entries = data.get("epochs")
+        if not isinstance(entries, list):
+            raise unreadable("'epochs' is not a list")
+        previous = 0
+        for number, entry in enumerate(entries, 1):
+            if not isinstance(entry, dict):
+                raise unreadable(f"entry {number} is not an object")
+            epoch, loss, best = entry.get("epoch"), entry.get("valid_loss"), entry.get("best_epoch")
+            if type(epoch) is not int or not previous < epoch < 2**64:
+                raise unreadable(f"entry {number}: 'epoch' is not a usize above the one before (epochs out of order)")
+            if loss is not None and type(loss) not in (int, float):
+                raise unreadable(f"epoch {epoch}: 'valid_loss' is not a number")
+            if best is not None and (type(best) is not int or not 0 <= best < 2**64):
+                raise unreadable(f"epoch {epoch}: 'best_epoch' is not a usize")
+            previous = epoch
         return list(entries)
 
     def _write_journal(self) -> None:
@@ -585,25 +649,25 @@ class Checkpoints:
     def epochs(self) -> list[int]:
         """Every epoch with at least one of the three files.
 
-        Returns:
-            The epochs, sorted.
+                Returns:
+                    The epochs, sorted.
         """
         return sorted({e for c in self.checkpointers.values() for e in c.epochs()})
 
     def complete_epochs(self) -> list[int]:
         """Epochs a learner can resume from: all three files present, each opens and holds its whole
-        data section (a file cut short by a crash does not count).
+                data section (a file cut short by a crash does not count).
 
-        Returns:
-            The epochs, sorted.
+                Returns:
+                    The epochs, sorted.
         """
         return [e for e in self._epochs_with_all_files() if self.is_complete(e)]
 
     def latest(self) -> int | None:
         """The newest complete epoch (checked newest first, so older epochs are not opened).
 
-        Returns:
-            The epoch, or None when none is complete.
+                Returns:
+                    The epoch, or None when none is complete.
         """
         for epoch in reversed(self._epochs_with_all_files()):
             if self.is_complete(epoch):
@@ -613,17 +677,15 @@ class Checkpoints:
     def is_complete(self, epoch: int) -> bool:
         """Whether each of the three files of ``epoch`` opens and its data section is whole.
 
-        Args:
-            epoch: The epoch.
+                Args:
+                    epoch: The epoch.
 
-        Returns:
-            True when complete.
+                Returns:
+                    True when complete.
         """
-        from ..core.reader import load
-
         for checkpointer in self.checkpointers.values():
             try:
-                with load(checkpointer.path_for_epoch(epoch)) as pack:
+                with checkpointer.pack(epoch) as pack:
                     # Burn's open check counts from the metadata end, not the aligned data start.
                     end = max((d.data_offsets[1] for d in pack.descriptors.values()), default=0)
                     if pack.file_size < pack.data_section_start + end:
@@ -639,11 +701,11 @@ class Checkpoints:
     def files(self, epoch: int) -> dict[str, Path]:
         """The files present for ``epoch``.
 
-        Args:
-            epoch: The epoch.
+                Args:
+                    epoch: The epoch.
 
-        Returns:
-            ``{"model" | "optim" | "scheduler": path}``.
+                Returns:
+                    ``{"model" | "optim" | "scheduler": path}``.
         """
         out = {}
         for name, checkpointer in self.checkpointers.items():
@@ -656,16 +718,16 @@ class Checkpoints:
     def open(self, epoch: int, name: str) -> Record:
         """One record of ``epoch``.
 
-        Args:
-            epoch: The epoch.
-            name: ``model``, ``optim`` or ``scheduler``.
+                Args:
+                    epoch: The epoch.
+                    name: ``model``, ``optim`` or ``scheduler``.
 
-        Returns:
-            The record.
+                Returns:
+                    The record.
 
-        Raises:
-            ValueError: ``name`` is none of the three.
-            BurnpackError: The file is missing or not a valid pack.
+                Raises:
+                    ValueError: ``name`` is none of the three.
+                    BurnpackError: The file is missing or not a valid pack.
         """
         if name not in self.checkpointers:
             raise ValueError(f"no checkpoint record named {name!r} (expected one of {RECORD_NAMES})")
@@ -674,56 +736,56 @@ class Checkpoints:
     def model(self, epoch: int) -> ModuleRecord:
         """The model record of ``epoch``.
 
-        Args:
-            epoch: The epoch.
+                Args:
+                    epoch: The epoch.
 
-        Returns:
-            The record.
+                Returns:
+                    The record.
 
-        Raises:
-            BurnpackError: The file is missing or not a valid pack.
+                Raises:
+                    BurnpackError: The file is missing or not a valid pack.
         """
-        return ModuleRecord.load(self.checkpointers["model"].path_for_epoch(epoch))
+        return ModuleRecord.load(self.checkpointers["model"].source(epoch))
 
     def optim(self, epoch: int) -> OptimizerRecord:
         """The optimizer record of ``epoch``.
 
-        Args:
-            epoch: The epoch.
+                Args:
+                    epoch: The epoch.
 
-        Returns:
-            The record.
+                Returns:
+                    The record.
 
-        Raises:
-            BurnpackError: The file is missing or not a valid pack.
+                Raises:
+                    BurnpackError: The file is missing or not a valid pack.
         """
-        return OptimizerRecord.load(self.checkpointers["optim"].path_for_epoch(epoch))
+        return OptimizerRecord.load(self.checkpointers["optim"].source(epoch))
 
     def scheduler(self, epoch: int) -> LrSchedulerRecord:
         """The learning-rate-scheduler record of ``epoch``.
 
-        Args:
-            epoch: The epoch.
+                Args:
+                    epoch: The epoch.
 
-        Returns:
-            The record.
+                Returns:
+                    The record.
 
-        Raises:
-            BurnpackError: The file is missing or not a valid pack.
+                Raises:
+                    BurnpackError: The file is missing or not a valid pack.
         """
-        return LrSchedulerRecord.load(self.checkpointers["scheduler"].path_for_epoch(epoch))
+        return LrSchedulerRecord.load(self.checkpointers["scheduler"].source(epoch))
 
     def restore(self, epoch: int) -> EpochRecords:
         """The three records of ``epoch``, as ``learner.checkpoint(epoch)`` restores them.
 
-        Args:
-            epoch: The epoch.
+                Args:
+                    epoch: The epoch.
 
-        Returns:
-            The model, optimizer and scheduler records.
+                Returns:
+                    The model, optimizer and scheduler records.
 
-        Raises:
-            BurnpackError: A file is missing (as Burn's restore fails) or not a valid pack.
+                Raises:
+                    BurnpackError: A file is missing (as Burn's restore fails) or not a valid pack.
         """
         return EpochRecords(self.model(epoch), self.optim(epoch), self.scheduler(epoch))
 
@@ -740,23 +802,23 @@ class Checkpoints:
     ) -> list[CheckpointingAction]:
         """What the learner does at the end of ``epoch``: ask the strategy, then save / delete.
 
-        Each file is written atomically (model, optim, scheduler, in Burn's order); the records not
-        given are not written.
+                Each file is written atomically (model, optim, scheduler, in Burn's order); the records not
+                given are not written.
 
-        Args:
-            epoch: The epoch (1-based).
-            model: The model record.
-            optim: The optimizer record.
-            scheduler: The scheduler record.
-            valid_loss: The epoch's mean validation loss (remembered for the metric strategy).
-            best_epoch: Which epoch is best, said directly instead.
+                Args:
+                    epoch: The epoch (1-based).
+                    model: The model record.
+                    optim: The optimizer record.
+                    scheduler: The scheduler record.
+                    valid_loss: The epoch's mean validation loss (remembered for the metric strategy).
+                    best_epoch: Which epoch is best, said directly instead.
 
-        Returns:
-            The actions taken.
+                Returns:
+                    The actions taken.
 
-        Raises:
-            ValueError: ``epoch`` is below 1.
-            BurnpackError: A record cannot be written.
+                Raises:
+                    ValueError: ``epoch`` is below 1.
+                    BurnpackError: A record cannot be written.
         """
         if epoch < 1:
             raise ValueError(f"epochs are 1-based, got {epoch}")
@@ -784,8 +846,8 @@ class Checkpoints:
     def delete_epoch(self, epoch: int) -> None:
         """Remove the three files of ``epoch`` (those present).
 
-        Args:
-            epoch: The epoch.
+                Args:
+                    epoch: The epoch.
         """
         for checkpointer in self.checkpointers.values():
             checkpointer.delete(epoch)
