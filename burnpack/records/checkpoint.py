@@ -581,9 +581,10 @@ def inspect_epoch(checkpoints: Checkpoints, epoch: int) -> dict[str, Any]:
             record = checkpoints.scheduler(epoch)
             entry = {"scalars": {k: [v.variant, v.value] for k, v in record.scalars.items()}}
             try:
-                entry["state"] = infer_scheduler(record).describe()
+                tree = infer_scheduler(record)
+                entry["state"], entry["meaning"] = tree.describe(), tree.explain()
             except SchedulerLayoutError as exc:
-                entry["state"] = f"unrecognised layout ({exc})"
+                entry["state"] = entry["meaning"] = f"unrecognised layout ({exc})"
             info["scheduler"] = entry
         except (BurnpackError, OSError) as exc:
             info["scheduler"] = {"error": _error(exc)}
