@@ -292,6 +292,10 @@ def view_stats(*paths: str) -> str:
 
 
 # -- benchmarks/view_pages.py ------------------------------------------------------------------
+def _seconds(seconds: float) -> str:
+    return _ms(seconds) if seconds < 1 else f"{seconds:.1f} s"
+
+
 def view_pages(path: str) -> str:
     """Per input: the page's size with and without statistics, the command's time and Chromium's."""
     record = _load(path)
@@ -302,8 +306,8 @@ def view_pages(path: str) -> str:
         for page in (f"{name}.html", f"{name}-no-stats.html"):
             made = pages[page]
             load = opened.get(page, {}).get("min_load_ms")
-            row += [f"{made['bytes'] / 1e6:.2f} MB ({made['bytes']:,} bytes)", f"{made['min_make_s']:.1f} s",
-                    "not measured" if load is None else f"{load / 1000:.1f} s"]
+            size = f"{made['bytes'] / 1e3:.1f} kB" if made["bytes"] < 1e6 else f"{made['bytes'] / 1e6:.1f} MB"
+            row += [f"{size} ({made['bytes']:,} bytes)", _seconds(made["min_make_s"]), "not measured" if load is None else _seconds(load / 1000)]
         rows.append(row)
     browser = opened.get("skipped") or f"headless Chromium {opened['chromium_version']}, navigation to the end of the load event"
     header = ["input", "page", "`burnpack view`", "opened", "page, `--no-stats`", "`burnpack view --no-stats`", "opened"]

@@ -543,7 +543,7 @@ const C = R.checkpoint;
 if (C) {
   const sec = addTab("checkpoint", "Checkpoints"), kept = C.epochs.map(e => e.epoch), loss = e => C.valid_losses[String(e)];
   const list = xs => xs.length ? xs.map(int).join(", ") : "none";
-  sec.append(cards([["directory", C.directory], ["epochs with checkpoints", list(kept)], ["epochs without", list(C.without_files)],
+  sec.append(cards([["directory", C.directory], ["epochs with checkpoints", list(kept)], ["epochs without checkpoints", list(C.without_files)],
     ["lowest validation loss", C.best_epoch === null ? "not logged" : "epoch " + int(C.best_epoch) + (loss(C.best_epoch) !== undefined ? " (" + num(loss(C.best_epoch)) + ")" : "")]]));
   const R_ = C.default_retention;
   const retention = R_.keeps === null ? "No validation losses are recorded beside the checkpoints, so there is nothing to compare them with."
