@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
-import json
 import os
 import sys
 import tempfile
@@ -32,7 +31,7 @@ from burnpack.cli.main import main as burnpack_main
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from benchmarks._results import environment, finish  # noqa: E402
+from benchmarks._results import environment, finish, save  # noqa: E402
 
 
 def mnist_model() -> Path:
@@ -93,7 +92,7 @@ def main() -> None:
     parser.add_argument("--tensors", type=int, default=100_000, help="tensors in the large pack")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--chromium", default=os.environ.get("BURNPACK_CHROMIUM", "/usr/bin/chromium"))
-    parser.add_argument("--json", type=Path)
+    parser.add_argument("--json", type=Path, help="the results file (default: benchmarks/results/view_pages-<start>.json)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -109,10 +108,7 @@ def main() -> None:
                 pages.append(page)
         record["pages"] = made
         record["open"] = open_times(pages, args.chromium, args.repeat)
-    finish(record)
-    print(json.dumps(record, indent=1))
-    if args.json:
-        args.json.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    save(finish(record), "view_pages", args.json)
 
 
 if __name__ == "__main__":
