@@ -186,12 +186,11 @@ function table(head, rows, numeric) {
   head.forEach((h, i) => tr.append(el("th", {cls: numeric && numeric.includes(i) ? "num" : ""}, h)));
   t.append(el("thead", {}, tr)); const body = el("tbody"); rows.forEach(r => body.append(r)); t.append(body); return t;
 }
-function fields(rows, id) {   // [label, value, key] rows: a two-column table, the key as data-field
-  const t = table(["", ""], rows.map(([label, value, key]) => el("tr", {}, el("td", {}, label), el("td", Object.assign({cls: "mono"}, key ? {"data-field": key} : {}), value))));
-  if (id) t.id = id; return t;
+function fields(rows) {   // [label, value, key] rows: a two-column table, the key as data-field
+  return table(["", ""], rows.map(([label, value, key]) => el("tr", {}, el("td", {}, label), el("td", Object.assign({cls: "mono"}, key ? {"data-field": key} : {}), value))));
 }
 function panel(title, ...kids) { return el("div", {cls: "panel"}, el("h2", {}, title), ...kids); }
-function cards(items) { return el("div", {cls: "cards"}, ...items.map(([l, v, id]) => el("div", Object.assign({cls: "card"}, id ? {id: id} : {}), el("div", {cls: "label"}, l), el("div", {cls: "value"}, v)))); }
+function cards(items) { return el("div", {cls: "cards"}, ...items.map(([l, v]) => el("div", {cls: "card"}, el("div", {cls: "label"}, l), el("div", {cls: "value"}, v)))); }
 
 // ---------- charts: SVG drawn here at the width of their panel, with axes and ticks ---------
 function chart(id, draw) {   // draw(width) -> <svg>; drawn again when the panel's width changes

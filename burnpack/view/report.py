@@ -17,7 +17,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-
 from .. import __version__
 from ..core.diff import change_sums, diff_packs, layout_of, relative_change, sum_of_squares
 from ..core.dump import scalar_json
@@ -164,7 +163,7 @@ def _unchanged_norms(view: Any) -> list[Any] | None:
     """``[0, ‖A‖]`` of a tensor that did not change, streamed; None when its values cannot be read."""
     try:
         squares = sum(sum_of_squares(chunk) for chunk in chunks(view))
-    except Exception:  # noqa: BLE001 - values diff_packs compares by bytes only (a length that does not fit the shape)
+    except BurnpackError:  # bytes that do not fit the shape: diff_packs compares them as bytes only
         return None
     return [0.0, _json_number(math.sqrt(squares))]
 
