@@ -122,14 +122,17 @@ class _Layer(ModuleKind):
         extra = sorted(rel for rel in group.entries if not any(rel.startswith(k + ".") for k in known))
         if extra:
             return group.refuse(f"tensors {self.name} does not name: {', '.join(map(group.full, extra))}")
+        absent = [group.full(src_of(t, b)) for t, b, _ in children if not group.under(src_of(t, b))]
+        if absent:
+            return group.refuse(f"no {', '.join(absent)}")
+        unbiased = [group.full(src_of(t, b)) for t, b, _ in children
+                    if not any(rel.rpartition(".")[2] in ("bias", "beta", "in_proj_bias") for rel in group.under(src_of(t, b)))]  # fmt: skip
+        if unbiased:
+            return group.refuse(f"no biases in {', '.join(unbiased)}: Burn's {self.stack}Config builds every Linear and LayerNorm with one")
         out: list[Entry] = []
         for torch_child, burn_child, kind in children:
             src, dst = src_of(torch_child, burn_child), dst_of(torch_child, burn_child)
             entries = group.under(src)
-            if not entries:
-                return group.refuse(f"no {group.full(src)}")
-            if not any(rel.rpartition(".")[2] in ("bias", "beta", "in_proj_bias") for rel in entries):
-                return group.refuse(f"{group.full(src)} has no bias: Burn's {self.stack}Config builds every Linear and LayerNorm with one")
             if kind.structural:
                 out += kind.convert(Group(group.full(dst), entries, {}, group.type_from, group.refusals), direction)
                 continue

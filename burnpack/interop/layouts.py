@@ -217,6 +217,11 @@ def convert_layouts(entries: Sequence[Entry], types: _Types, direction: Directio
         if found is not None and found.kind is not None and found.kind.structural:
             claimed[path] = found
     claimed_of = {e.name: next((p for p in _ancestors(e.name) if p in claimed), None) for e in entries}
+    for e in entries:  # a type given for a structural module (or its stack) types the tensors below it (those directly in it count already)
+        owner = claimed_of[e.name]
+        if owner is not None:
+            for path in [owner] * (owner != e.module_path) + _inherited(owner, claimed[owner], lookup):
+                types.lookup(path, originals.get(path))
     _refuse_ambiguous(entries, types, claimed_of, refusals)
 
     out: list[Entry] = []
@@ -252,14 +257,18 @@ def _leaf(entry: Entry, found: Resolved | None, direction: Direction) -> Entry:
     return made.replace(rule=Rule(entry.module_path, kind.name, found.source if found else "given", what))
 
 
+def _inherited(path: str, found: Resolved, lookup: Callable[[str], Resolved | None]) -> list[str]:
+    """The enclosing modules (a stack) that pass their settings down to the module at ``path``."""
+    kind = found.kind
+    return [a for a in _ancestors(path + ".x")[:-1] if a != path and kind is not None
+            and (outer := lookup(a)) is not None and outer.kind is not None and outer.kind.name in kind.inherits_from]  # fmt: skip
+
+
 def _settings(path: str, found: Resolved, lookup: Callable[[str], Resolved | None]) -> dict[str, Setting]:
     """The module's settings over those its enclosing stack passes down to it."""
     settings: dict[str, Setting] = {}
-    kind = found.kind
-    for ancestor in _ancestors(path + ".x")[:-1]:
-        outer = lookup(ancestor) if ancestor != path else None
-        if outer is not None and outer.kind is not None and kind is not None and outer.kind.name in kind.inherits_from:
-            settings.update(outer.settings)
+    for ancestor in _inherited(path, found, lookup):
+        settings.update(lookup(ancestor).settings)  # type: ignore[union-attr]
     settings.update(found.settings)
     return settings
 
