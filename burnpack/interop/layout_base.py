@@ -230,13 +230,6 @@ class View:
         entry = self.params.get(param)
         return None if entry is None else tuple(entry.shape)
 
-    def names(self) -> list[str]:
-        """Every tensor below this module, named relative to it."""
-        out = list(self.params)
-        for key, child in self.children.items():
-            out += [f"{key}.{name}" for name in child.names()]
-        return out
-
     def digits(self) -> list[View] | None:
         """The children of a ``Vec`` (``0``, ``1``...), in order, or None if this is not one."""
         if not self.children or self.params or not all(k.isdigit() for k in self.children):
@@ -305,36 +298,14 @@ class Group:
         self.type_from = type_from
         self.refusals = refusals
         self.best_guess = best_guess
-        self.used: set[str] = set()
 
     def full(self, rel: str) -> str:
         return f"{self.path}.{rel}" if self.path else rel
-
-    def get(self, rel: str) -> Entry | None:
-        entry = self.entries.get(rel)
-        if entry is not None:
-            self.used.add(rel)
-        return entry
-
-    def take(self, rel: str) -> Entry:
-        entry = self.get(rel)
-        assert entry is not None, rel
-        return entry
 
     def under(self, prefix: str) -> dict[str, Entry]:
         """The tensors below child ``prefix``, named relative to it."""
         head = prefix + "."
         return {k[len(head):]: e for k, e in self.entries.items() if k.startswith(head)}
-
-    def sub(self, prefix: str, settings: Mapping[str, Setting] | None = None) -> Group:
-        """The subtree of child ``prefix`` as a group of its own (its tensors count as used)."""
-        head = prefix + "."
-        self.used |= {k for k in self.entries if k.startswith(head)}
-        return Group(self.full(prefix), self.under(prefix), self.settings if settings is None else settings,
-                     self.type_from, self.refusals, best_guess=self.best_guess)  # fmt: skip
-
-    def unused(self) -> list[str]:
-        return [k for k in self.entries if k not in self.used]
 
     def refuse(self, what: str) -> list[Entry]:
         self.refusals.items.append(f"{self.path or '<root>'}: {what}")

@@ -16,7 +16,7 @@ import re
 from typing import ClassVar
 
 from .tensors import Entry
-from .layout_base import BurnConfig, Direction, Group, ModuleKind, Recognition, View, rename, transpose
+from .layout_base import BurnConfig, Direction, Group, ModuleKind, Recognition, View, transpose
 
 __all__ = ["LEAF_KINDS"]
 

@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import difflib
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..errors import UnknownModuleType
 from .tensors import Entry
 from .layout_attention import ATTENTION_KINDS
-from .layout_base import (BurnConfig, Direction, Group, ModuleKind, Recognition, Refusals, Rule, Setting, TypeSpec, View,
-                   build_views, parse_type, split_rule)  # fmt: skip
+from .layout_base import (Direction, Group, ModuleKind, Recognition, Refusals, Rule, Setting, TypeSpec, View, build_views,
+                          parse_type, split_rule)  # fmt: skip
 from .layout_leaf import LEAF_KINDS
 from .layout_recurrent import RECURRENT_KINDS
 from .layout_transformer import TRANSFORMER_KINDS
@@ -339,8 +339,3 @@ def _unconverted_hints(entries: Sequence[Entry], types: _Types, claimed_of: Mapp
         f"module_types={{'{path}': '{r.kind.name}'}} or infer_types=True"
         for path, r in found.items() if r.kind.structural and lookup(path) is None
     ]  # fmt: skip
-
-
-def known_torch_classes() -> Iterable[str]:
-    """The torch class names the layouts know."""
-    return _BY_TORCH.keys()

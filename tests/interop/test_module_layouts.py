@@ -344,6 +344,27 @@ def _summary(capsys, tmp_path) -> str:
     return out
 
 
+def test_a_type_rule_with_settings_settles_every_layer_it_matches(tmp_path, capsys):
+    model = seeded(lambda: Seq2Seq(True))
+    torch.save({k: v for k, v in model.state_dict().items() if k.startswith("encoder.")}, tmp_path / "enc.pt")
+    code, out, err = cli(capsys, "convert", tmp_path / "enc.pt", tmp_path / "o.bpk", "--burn-import", "--json",
+                         "--type-rule", r"layers\.\d+$=TransformerEncoderLayer(norm_first=true)")  # fmt: skip
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["options"][r"type_rules=layers\.\d+$=TransformerEncoderLayer(norm_first=true)"] == "24 tensors typed"
+    assert report["renamed"]["encoder.layers.1.norm2.bias"] == "encoder.layers.1.norm_1.beta"
+
+
+def test_a_live_modules_settings_ride_in_its_type():
+    from burnpack.interop.adapters import ModuleTypes
+
+    types = ModuleTypes.from_torch_module(nn.Sequential(nn.LSTM(2, 3, batch_first=True), nn.TransformerEncoderLayer(4, 2, 8, norm_first=True)))
+    assert types["0"] == "Struct:Lstm(batch_first=true, dropout=0.0, proj_size=0)"
+    assert types["1"] == ("Struct:TransformerEncoderLayer(norm_first=true, n_heads=2, activation=relu, dropout=0.1, layer_norm_eps=1e-05, "
+                          "batch_first=false)")  # fmt: skip
+    assert types["1.linear1"] == "Struct:Linear"
+
+
 def test_a_stack_passes_its_norm_first_to_its_layers(tmp_path):
     model = seeded(lambda: Seq2Seq(True))
     sd = {k: v for k, v in model.state_dict().items() if k.startswith("encoder.")}
