@@ -451,3 +451,21 @@ def test_splits_read_only_the_rows_they_take_from_a_mapped_source(tmp_path):
     assert peak < largest and total > 16 * largest
     peak = peak_bytes(lambda: convert(tmp_path / "burn.bpk", tmp_path / "back.bpk", adapter="to-pytorch", module_types={"rnn": "LSTM"}))
     assert peak < 2.5 * largest
+
+
+def test_later_adapters_see_the_split_tensors_as_burns_linears(tmp_path):
+    report = convert(seeded(lambda: nn.Sequential(nn.GRU(3, 4))), tmp_path / "half.bpk", adapter="pytorch,half")
+    with burnpack.load(tmp_path / "half.bpk") as pack:  # Burn's HalfPrecisionAdapter casts Linear: every gate's transforms
+        assert {pack[name].dtype.variant for name in pack} == {"F16"} and len(pack) == 12
+    assert report.options == {"adapter=pytorch": "12 tensors changed", "adapter=half": "12 tensors changed"}
+
+
+def test_a_training_checkpoint_with_an_lstm_is_refused_not_mapped_wrong(tmp_path):
+    from burnpack.interop.checkpoint import pytorch_to_burn_checkpoint
+
+    model = seeded(lambda: nn.Sequential(nn.LSTM(2, 3), nn.Linear(3, 3)))
+    optimizer = torch.optim.Adam(model.parameters())
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, tmp_path / "train.pt")
+    with pytest.raises(ConversionError, match=r"the model has modules whose tensors Burn lays out as other tensors: 0 \(Lstm\)"):
+        pytorch_to_burn_checkpoint(tmp_path / "train.pt", tmp_path / "ckpt", module_types={"1": "Linear"})
+    assert not (tmp_path / "ckpt").exists()
