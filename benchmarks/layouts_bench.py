@@ -27,7 +27,6 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -36,6 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._results import environment, finish, save  # noqa: E402
+from benchmarks.convert_bench import run  # noqa: E402  (a case in a fresh interpreter, its last line as JSON)
 
 PEAK = r"""
 def peak_rss_mib():  # this process's RSS high-water mark (VmHWM starts afresh at exec; ru_maxrss does not)
@@ -91,11 +91,6 @@ def state(mib: int, blocks: int) -> dict[str, np.ndarray]:
                 enc + "norm1.weight": np.ones(d, np.float32), enc + "norm1.bias": np.zeros(d, np.float32),
                 enc + "norm2.weight": np.ones(d, np.float32), enc + "norm2.bias": np.zeros(d, np.float32)}  # fmt: skip
     return out
-
-
-def run(code: str, *args: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", code, *args], check=True, capture_output=True, text=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:

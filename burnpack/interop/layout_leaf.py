@@ -74,10 +74,6 @@ class Conv1D(ModuleKind):
     name = "Conv1D"
     torch_classes = ("Conv1D",)
 
-    @property
-    def container(self) -> str:
-        return "Struct:Conv1D"
-
     def recognise(self, view: View, side: str) -> Recognition | None:
         w, b = view.shape("weight"), view.shape("bias")
         if side != "torch" or not _only(view, "weight", "bias") or w is None or len(w) != 2 or b != (w[1],):
@@ -100,6 +96,9 @@ class _Norm(ModuleKind):
     """``weight``/``bias`` → ``gamma``/``beta`` (Burn's norms' field names)."""
 
     renamed: ClassVar[bool] = True
+    config_code: ClassVar[str | None] = None
+    """The config's constructor, ``{n}`` for the features (None: no config line)."""
+    config_yours: ClassVar[tuple[str, ...]] = ("epsilon",)
 
     def convert_entry(self, entry: Entry, direction: Direction) -> Entry:
         table = _TORCH_NORM if direction is Direction.TO_BURN else _BURN_NORM
@@ -114,13 +113,20 @@ class _Norm(ModuleKind):
             return None
         return (_BURN_NORM if direction is Direction.TO_BURN else _TORCH_NORM).get(param)
 
-    def _features(self, burn: Group) -> int | None:
+    def config(self, burn: Group) -> BurnConfig | None:
         gamma = burn.entries.get("gamma", burn.entries.get("running_mean"))
-        return None if gamma is None or gamma.rank != 1 else gamma.shape[0]
+        if self.config_code is None or gamma is None or gamma.rank != 1:
+            return None
+        return BurnConfig(self.config_code.format(n=gamma.shape[0]) + self._suffix(burn), list(self.config_yours))
+
+    def _suffix(self, burn: Group) -> str:
+        return ""
 
 
 class BatchNorm(_Norm):
     name = "BatchNorm"
+    config_code = "BatchNormConfig::new({n})"
+    config_yours = ("epsilon and momentum",)
     torch_classes = ("BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "SyncBatchNorm", "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d")
 
     def recognise(self, view: View, side: str) -> Recognition | None:
@@ -128,13 +134,11 @@ class BatchNorm(_Norm):
             return Recognition("running_mean and running_var", self)
         return None
 
-    def config(self, burn: Group) -> BurnConfig | None:
-        n = self._features(burn)
-        return None if n is None else BurnConfig(f"BatchNormConfig::new({n})", ["epsilon and momentum"])
 
 
 class LayerNorm(_Norm):
     name = "LayerNorm"
+    config_code = "LayerNormConfig::new({n})"
     torch_classes = ("LayerNorm",)
 
     def recognise(self, view: View, side: str) -> Recognition | None:
@@ -150,24 +154,21 @@ class LayerNorm(_Norm):
             return Recognition("a lone 1-D weight: a LayerNorm without bias, an RmsNorm or a PReLU", self, exact=False, score=1)
         return None
 
-    def config(self, burn: Group) -> BurnConfig | None:
-        n = self._features(burn)
-        if n is None:
-            return None
-        return BurnConfig(f"LayerNormConfig::new({n})" + ("" if "beta" in burn.entries else ".with_bias(false)"), ["epsilon"])
+    def _suffix(self, burn: Group) -> str:
+        return "" if "beta" in burn.entries else ".with_bias(false)"
 
 
 class GroupNorm(_Norm):
     name = "GroupNorm"
+    config_code = "GroupNormConfig::new(num_groups, {n})"
+    config_yours = ("num_groups", "epsilon")
     torch_classes = ("GroupNorm",)
 
-    def config(self, burn: Group) -> BurnConfig | None:
-        n = self._features(burn)
-        return None if n is None else BurnConfig(f"GroupNormConfig::new(num_groups, {n})", ["num_groups", "epsilon"])
 
 
 class RmsNorm(_Norm):
     name = "RmsNorm"
+    config_code = "RmsNormConfig::new({n})"
     torch_classes = ("RMSNorm",)
 
     def recognise(self, view: View, side: str) -> Recognition | None:
@@ -176,9 +177,6 @@ class RmsNorm(_Norm):
             return Recognition("a lone 1-D weight", self, exact=False, score=2 if _hinted(view, "rms") else 0)
         return None
 
-    def config(self, burn: Group) -> BurnConfig | None:
-        n = self._features(burn)
-        return None if n is None else BurnConfig(f"RmsNormConfig::new({n})", ["epsilon"])
 
 
 class InstanceNorm(_Norm):

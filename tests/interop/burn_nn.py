@@ -187,18 +187,22 @@ def pwff(p: Params, name: str, x: np.ndarray, activation: str) -> np.ndarray:
     return linear(p, f"{name}.linear_outer", ACTIVATIONS[activation](linear(p, f"{name}.linear_inner", x)))
 
 
+def _residual(p: Params, x: np.ndarray, norm: str, sublayer, norm_first: bool, eps: float) -> np.ndarray:
+    """One residual step as Burn's layers' ``forward`` writes it: pre-norm
+    ``x + sublayer(norm(x))``, post-norm ``norm(x + sublayer(x))``."""
+    if norm_first:
+        return x + sublayer(layer_norm(p, norm, x, eps))
+    return layer_norm(p, norm, x + sublayer(x), eps)
+
+
 def encoder_layer(p: Params, name: str, x: np.ndarray, *, n_heads: int, norm_first: bool, activation: str, eps: float = 1e-5,
                   mask_pad: np.ndarray | None = None, mask_attn: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
     """encoder.rs ``TransformerEncoderLayer::forward``: pre-norm ``x += mha(norm_2(x))``,
     ``x += pwff(norm_1(x))``; post-norm ``x = norm_1(x + mha(x))``, ``x = norm_2(x + pwff(x))``."""
-    residual = layer_norm(p, f"{name}.norm_2", x, eps) if norm_first else x
-    x = x + mha(p, f"{name}.mha", residual, residual, residual, n_heads, mask_pad, mask_attn)
-    if norm_first:
-        residual = layer_norm(p, f"{name}.norm_1", x, eps)
-    else:
-        x = residual = layer_norm(p, f"{name}.norm_1", x, eps)
-    x = x + pwff(p, f"{name}.pwff", residual, activation)
-    return x if norm_first else layer_norm(p, f"{name}.norm_2", x, eps)
+    attend = lambda y: mha(p, f"{name}.mha", y, y, y, n_heads, mask_pad, mask_attn)  # noqa: E731
+    x = _residual(p, x, f"{name}.norm_2" if norm_first else f"{name}.norm_1", attend, norm_first, eps)
+    feed = lambda y: pwff(p, f"{name}.pwff", y, activation)  # noqa: E731
+    return _residual(p, x, f"{name}.norm_1" if norm_first else f"{name}.norm_2", feed, norm_first, eps)
 
 
 def decoder_layer(p: Params, name: str, target: np.ndarray, memory: np.ndarray, *, n_heads: int, norm_first: bool, activation: str,
@@ -207,20 +211,14 @@ def decoder_layer(p: Params, name: str, target: np.ndarray, memory: np.ndarray, 
     """decoder.rs ``TransformerDecoderLayer::forward``: pre-norm ``norm_3`` before
     self-attention, ``norm_1`` before cross-attention, ``norm_2`` before the feed-forward;
     post-norm ``norm_1``, ``norm_2``, ``norm_3`` after them."""
+    self_attend = lambda y: mha(p, f"{name}.self_attn", y, y, y, n_heads, target_mask_pad, target_mask_attn)  # noqa: E731
+    cross_attend = lambda y: mha(p, f"{name}.cross_attn", y, memory, memory, n_heads, memory_mask_pad)  # noqa: E731
+    feed = lambda y: pwff(p, f"{name}.pwff", y, activation)  # noqa: E731
+    norms = ("norm_3", "norm_1", "norm_2") if norm_first else ("norm_1", "norm_2", "norm_3")
     x = target
-    residual = layer_norm(p, f"{name}.norm_3", x, eps) if norm_first else x
-    x = x + mha(p, f"{name}.self_attn", residual, residual, residual, n_heads, target_mask_pad, target_mask_attn)
-    if norm_first:
-        residual = layer_norm(p, f"{name}.norm_1", x, eps)
-    else:
-        x = residual = layer_norm(p, f"{name}.norm_1", x, eps)
-    x = x + mha(p, f"{name}.cross_attn", residual, memory, memory, n_heads, memory_mask_pad)
-    if norm_first:
-        residual = layer_norm(p, f"{name}.norm_2", x, eps)
-    else:
-        x = residual = layer_norm(p, f"{name}.norm_2", x, eps)
-    x = x + pwff(p, f"{name}.pwff", residual, activation)
-    return x if norm_first else layer_norm(p, f"{name}.norm_3", x, eps)
+    for norm, sublayer in zip(norms, (self_attend, cross_attend, feed)):
+        x = _residual(p, x, f"{name}.{norm}", sublayer, norm_first, eps)
+    return x
 
 
 def encoder(p: Params, name: str, x: np.ndarray, n_layers: int, **kw) -> np.ndarray:
