@@ -14,7 +14,11 @@ indices, then the adapter with module types, then filters):
 4. ``skip_enum_variants`` (drop variant segments, ``conv.DwsConv.w`` → ``conv.w``) and
    ``enum_variants`` (insert them: ``{"conv": "DwsConv"}``).
 5. Module types (:class:`~burnpack.interop.adapters.ModuleTypes`) for every tensor, then the
-   ``adapter`` (``pytorch``, ``to-pytorch``, ``half``, ``cast=bf16``, chained).
+   ``adapter`` (``pytorch``, ``to-pytorch``, ``half``, ``cast=bf16``, chained); with ``pytorch`` /
+   ``to-pytorch`` each module's kind (``burnpack.interop.layouts``) lays its tensors out for the
+   other framework — an LSTM, an attention block, a transformer layer as a whole subtree — and
+   the report gives each module's Burn config and each tensor's rule; what names and shapes
+   cannot decide is refused unless ``best_guess``.
 6. ``expect`` — the names (and shapes) the output must have, e.g. a Burn module's paths: each
    expected name takes the tensor of that name, else the one of its enum-variant-free name,
    else of the adapter's alternative parameter name (``gamma`` ↔ ``weight``), as Burn's
