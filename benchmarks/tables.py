@@ -404,10 +404,29 @@ def headline(bench_path: str, open_path: str, reach_path: str, quant_path: str) 
     return "\n".join([*captions, "", *_table(["measure (ratio of medians, < 1: burnpack faster)", "peer", "result", "target"], rows)])
 
 
+# -- benchmarks/layouts_bench.py ----------------------------------------------------------------
+def layouts(path: str) -> str:
+    """Each way's median time and memory peaks, then every ratio the run defines, with its peer."""
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.layouts_bench import RATIOS
+
+    record = _load(path)
+    samples = record["samples"]
+    medians = {name: statistics.median(s["seconds"] for s in runs) for name, runs in samples.items()}
+    rows = [[f"`{name}`", _ms(medians[name]), f"{max(s['rss_peak_mib'] for s in runs) - record['baseline_rss_mib']:.0f} MiB",
+             f"{max(s['heap_peak_mib'] for s in runs):.1f} MiB"] for name, runs in samples.items()]  # fmt: skip
+    head = (f"{record['input_mib']:.0f} MiB float32 in {record['blocks']} LSTM + {record['blocks']} encoder layers "
+            f"(largest tensor {record['largest_tensor_mib']:.1f} MiB), {record['repeat']} repeats")
+    lines = [caption(path, record), "", *_table(["way", f"median time: {head}", "RSS peak over a bare interpreter", "heap peak"], rows), ""]
+    ratio_rows = [[label, f"{_num(medians[ours] / medians[peer])} ({_ms(medians[ours])} vs {_ms(medians[peer])})", like]
+                  for label, (ours, peer, like) in RATIOS.items()]  # fmt: skip
+    return "\n".join(lines + _table(["ratio of medians", "result", "what it compares"], ratio_rows))
+
+
 RENDERERS: dict[str, Callable[..., str]] = {
     "bench": bench, "replace": replace, "quant": quant, "ab_tiny": ab_tiny,
     "fuzz_campaigns": fuzz_campaigns, "conformance_fuzz": conformance_fuzz, "reach": reach, "view_stats": view_stats, "view_pages": view_pages,
-    "skip": skip, "open_bench": open_bench, "headline": headline, "cbor_decoder_ab": cbor_decoder_ab,
+    "skip": skip, "open_bench": open_bench, "headline": headline, "cbor_decoder_ab": cbor_decoder_ab, "layouts": layouts,
 }
 
 
