@@ -94,4 +94,4 @@ def test_diff_of_a_file_the_safetensors_library_refuses_is_one_line_naming_the_l
     cut.write_bytes(good.read_bytes()[:-4])
     assert main(["diff", str(cut), str(good)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"burnpack: ConversionError: {cut}: safetensors cannot read it: ") and err.count("\n") == 1
+    assert err.startswith(f"burnpack: {cut}: ConversionError: safetensors cannot read it: ") and err.count("\n") == 1

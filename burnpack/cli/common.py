@@ -92,8 +92,9 @@ def _message(exc: BaseException, verbose: bool) -> str:
 # Python keyword spellings in library messages → the command line's.
 _SPELLINGS = [
     (r"\blegacy_ok=True", "--legacy-ok"), (r"\boverwrite=True", "--overwrite"), (r"\ballow_unmatched=True", "--allow-unmatched"),
-    (r"\ballow_partial=True", "--allow-partial"), (r"\bnpz_metadata=True", "--npz-metadata"), (r"\bdequantize=True", "--dequantize"), (r"\btype_rules=(?=')", "--type-rule "), (r"\bmodule_types\b", "--module-type"), (r"\btype_rules\b", "--type-rule"),
-    (r"\binfer_types\b", "--infer-types"), (r"\bmap_indices_contiguous\b", "--map-indices-contiguous"),
+    (r"\ballow_partial=True", "--allow-partial"), (r"\bnpz_metadata=True", "--npz-metadata"), (r"\bdequantize=True", "--dequantize"), (r"\btype_rules=(?=')", "--type-rule "),
+    (r"\bmodule_types=\{'([^']*)': '([^']*)'\}", r"--module-type '\1=\2'"), (r"\bmodule_types\b", "--module-type"), (r"\btype_rules\b", "--type-rule"),
+    (r"\binfer_types\b", "--infer-types"), (r"\bbest_guess=True", "--best-guess"), (r"\bmap_indices_contiguous\b", "--map-indices-contiguous"),
     (r"\bskip_enum_variants\b", "--skip-enum-variants"), (r"\benum_variants\b", "--enum-variant"), (r"\bto_format\b", "--to"),
     (r"(?<![-\w])(adapter|remap|filter|exclude)=(?=')", r"--\1 "),
 ]  # fmt: skip

@@ -40,27 +40,35 @@ def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
 
 
 def _type_rules(values: list[str] | None) -> list[tuple[str, str]]:
+    from ..interop.layouts import split_rule
+
     out = []
     for item in values or ():
-        pattern, sep, kind = item.rpartition("=")
-        if not sep or not pattern:
+        rule = split_rule(item)
+        if rule is None:
             raise CommandError(None, "UsageError", f"--type-rule {item!r} is not REGEX=TYPE", code=2)
-        out.append((pattern, kind))
+        out.append(rule)
     return out
 
 
 def _add_type_options(p: argparse.ArgumentParser, *, infer_flag: bool = True) -> None:
     g = p.add_argument_group("module types (what the adapters act on)")
     g.add_argument("--module-type", action="append", metavar="PATH=TYPE",
-                   help="the Burn module type of the module at PATH (Linear, BatchNorm, LayerNorm, Embedding, Conv2d...; "
-                        "torch class names like BatchNorm2d work too)")  # fmt: skip
+                   help="the Burn module type of the module at PATH (Linear, BatchNorm, LayerNorm, Embedding, Conv2d, Lstm, "
+                        "MultiHeadAttention...; torch class names like BatchNorm2d, LSTM or Hugging Face's Conv1D work too); "
+                        "settings the weights cannot tell ride along: 'TransformerEncoderLayer(norm_first=true)'")  # fmt: skip
     g.add_argument("--type-rule", action="append", metavar="REGEX=TYPE",
                    help="module type for every module path the regex matches (first matching rule wins)")  # fmt: skip
     if not infer_flag:
         return
     g.add_argument("--infer-types", action="store_true",
                    help="infer module types from parameter names and shapes (BatchNorm from running stats, Linear from a "
-                        "2-D weight with bias...); ambiguous ones are reported")  # fmt: skip
+                        "2-D weight with a bias of its first dim, LSTM from weight_ih_l0...); with --adapter pytorch or "
+                        "to-pytorch, one that names and shapes cannot decide is refused, naming it")  # fmt: skip
+    g.add_argument("--best-guess", action="store_true",
+                   help="where names and shapes cannot decide a module's type or a setting its layout depends on (a square "
+                        "weight with bias: Linear or Conv1D; a transformer layer's norm_first), take the best guess instead of "
+                        "refusing; the report names every guess")  # fmt: skip
 
 
 def _shard_size(text: str) -> int:
@@ -275,7 +283,7 @@ def _convert_options(args: argparse.Namespace) -> dict[str, Any]:
         "top_level_key": args.top_level_key, "map_indices_contiguous": contiguous,
         "skip_enum_variants": args.skip_enum_variants, "enum_variants": _pairs(args.enum_variant, "--enum-variant") or None,
         "module_types": _pairs(args.module_type, "--module-type") or None, "type_rules": _type_rules(args.type_rule) or None,
-        "infer_types": infer, "expect": args.expect, "allow_partial": args.allow_partial, "param_ids": args.param_ids,
+        "infer_types": infer, "best_guess": args.best_guess, "expect": args.expect, "allow_partial": args.allow_partial, "param_ids": args.param_ids,
         "keep_metadata": not args.no_metadata, "metadata": _pairs(args.metadata, "--metadata") or None,
         "stamp": not args.no_stamp, "allow_unmatched": True if args.allow_unmatched else implied,
         **_quantize_options(args), **_limits(args),

@@ -2,19 +2,23 @@
 
 ``convert(src, dst)`` reads any supported source, applies the transformations asked for and
 writes the result atomically; by default nothing but the container changes (same names, dtypes,
-shapes and bytes). Every conversion returns a :class:`ConversionReport`.
+shapes and bytes). Every conversion returns a ``ConversionReport``.
 
 The transformations run in burn-store's order (``PytorchStore``: remap, then contiguous
 indices, then the adapter with module types, then filters):
 
 1. ``top_level_key`` — take one entry of a PyTorch checkpoint dict (``"state_dict"``); for
    other formats, the tensors under ``"<key>."`` with that prefix removed.
-2. ``remap`` — :class:`~burnpack.interop.remap.KeyRemapper` rules, in order.
+2. ``remap`` — ``KeyRemapper`` rules, in order.
 3. ``map_indices_contiguous`` — ``fc.0, fc.2, fc.4`` → ``fc.0, fc.1, fc.2``.
 4. ``skip_enum_variants`` (drop variant segments, ``conv.DwsConv.w`` → ``conv.w``) and
    ``enum_variants`` (insert them: ``{"conv": "DwsConv"}``).
-5. Module types (:class:`~burnpack.interop.adapters.ModuleTypes`) for every tensor, then the
-   ``adapter`` (``pytorch``, ``to-pytorch``, ``half``, ``cast=bf16``, chained).
+5. Module types (``ModuleTypes``) for every tensor, then the
+   ``adapter`` (``pytorch``, ``to-pytorch``, ``half``, ``cast=bf16``, chained); with ``pytorch`` /
+   ``to-pytorch`` each module's kind (``burnpack.interop.layouts``) lays its tensors out for the
+   other framework — an LSTM, an attention block, a transformer layer as a whole subtree — and
+   the report gives each module's Burn config and each tensor's rule; what names and shapes
+   cannot decide is refused unless ``best_guess``.
 6. ``expect`` — the names (and shapes) the output must have, e.g. a Burn module's paths: each
    expected name takes the tensor of that name, else the one of its enum-variant-free name,
    else of the adapter's alternative parameter name (``gamma`` ↔ ``weight``), as Burn's
@@ -41,6 +45,7 @@ from __future__ import annotations
 import os
 import secrets
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -93,6 +98,13 @@ class ConversionReport:
         scalars: How many scalars the output holds.
         bytes: The output's tensor bytes.
         seconds: How long the conversion took.
+        modules: With the ``pytorch`` / ``to-pytorch`` adapters: module path → its ``type``,
+            where the type came from (``type_from``: ``live module``, ``module_types``,
+            ``type_rules``, ``inferred: …``, ``best guess: …``), the Burn ``config`` that rebuilds
+            it and the settings the weights cannot tell (``yours``).
+        rules: Output tensor → the rule that produced it (its ``module``, ``type``,
+            ``type_from`` and ``rule``, what was done).
+        guesses: Every best guess taken (``best_guess=True``).
     """
 
     source: str = ""
@@ -111,6 +123,9 @@ class ConversionReport:
     warnings: list[str] = field(default_factory=list)
     options: dict[str, str] = field(default_factory=dict)
     module_types: dict[str, str] = field(default_factory=dict)
+    modules: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rules: dict[str, dict[str, str]] = field(default_factory=dict)
+    guesses: list[str] = field(default_factory=list)
     metadata: dict[str, str] = field(default_factory=dict)
     scalars: int = 0
     bytes: int = 0
@@ -179,6 +194,12 @@ class ConversionReport:
                 lines.append(f"    ... and {len(items) - detail} more")
 
         section("options", [f"{option}: {what}" for option, what in self.options.items()])
+        configs = []
+        for path, module in self.modules.items():
+            configs.append(f"{path or '<root>'} ({module['type']}, {module['type_from']}): {module['config']}")
+            configs += [f"  yours to set: {what}" for what in module["yours"]]
+        section("burn configs", configs)
+        section("best guesses", self.guesses)
         section("renamed", [f"{a} -> {b}" for a, b in self.renamed.items()])
         section("transformed", [f"{n}: {', '.join(s)}" for n, s in self.transformed.items()])
         section("quantized (error vs float: max abs, RMSE)",
@@ -268,7 +289,7 @@ def _check_unique(entries: Iterable[Entry], stage: str) -> None:
 
 
 class _OptionLog:
-    """What each option given to :func:`transform` changed, and which changed nothing."""
+    """What each option given to ``transform`` changed, and which changed nothing."""
 
     def __init__(self, allow: bool | Iterable[str]) -> None:
         self.allow = allow if isinstance(allow, bool) else frozenset(allow)
@@ -336,23 +357,28 @@ def _adapt(
     entries: list[Entry], types: ModuleTypes, adapter: ModuleAdapter | None, log: _OptionLog, report: ConversionReport,
     *, types_read_elsewhere: bool = False,
 ) -> list[Entry]:
-    """Step 5: module types for every tensor, then the adapter's parts in order.
-    ``types_read_elsewhere``: a filter predicate sees the module types, so they matter without an adapter."""
-    types.run_inference(entries)
+    """Step 5: module types for every tensor (inferred in the layout the first layout-changing
+    adapter reads), then the adapter's parts in order, each over the whole set (a structural
+    module's kind takes its subtree). ``types_read_elsewhere``: a filter predicate sees the
+    module types, so they matter without an adapter."""
     parts = adapter.parts() if adapter is not None else []
-    changed = [0] * len(parts)
-    adapted = []
+    side = next((p.direction.source_side for p in parts if p.direction is not None), "torch")
+    types.run_inference(entries, side)
+    current = []
     for e in entries:
         mt = types.resolve(e)
-        if mt is not None:
-            e = e.replace(module_type=mt)
-        for i, part in enumerate(parts):
-            after = part.adapt(e)
-            changed[i] += after is not e
-            e = after
-        adapted.append(e)
-    _check_unique(adapted, "the adapter")
-    typed = any(e.module_type for e in adapted)
+        current.append(e.replace(module_type=mt) if mt is not None else e)
+    typed = any(e.module_type for e in current)
+    changed = [0] * len(parts)
+    for i, part in enumerate(parts):
+        before = {(e.name, e.shape, e.dtype, e.steps) for e in current}
+        adapted = part.adapt_all(current, types)
+        changed[i] = sum(1 for e in adapted.entries if (e.name, e.shape, e.dtype, e.steps) not in before)
+        report.modules.update(adapted.modules)
+        report.guesses += adapted.guesses
+        report.warnings += adapted.warnings
+        current = adapted.entries
+    _check_unique(current, "the adapter")
     for part, count in zip(parts, changed):
         why = "no float tensor to cast" if not part.uses_module_types else (
             "it acts on module types and no tensor has one: give module_types, type_rules or infer_types"
@@ -368,12 +394,13 @@ def _adapt(
                 log.record(option, value, count, "inferred", "could not infer any module type", noun="module type")
             else:
                 log.record(option, value, count, "typed", "matches no tensor's module path")
-    resolved = {e.module_path for e in adapted if e.module_type} | {e.source_name.rpartition(".")[0] for e in adapted if e.module_type}
-    for path, why in sorted(types.ambiguous.items()):
+    resolved = {e.module_path for e in current if e.module_type} | {e.source_name.rpartition(".")[0] for e in current if e.module_type}
+    for path, ambiguity in sorted(types.ambiguous.items()):
         if path not in resolved:
-            report.warnings.append(f"module type of {path or '<root>'!r} not inferred ({why}); give it with module_types")
-    report.module_types = {e.module_path: e.module_type for e in adapted if e.module_type}
-    return adapted
+            report.warnings.append(f"module type of {path or '<root>'!r} not inferred ({ambiguity.why}); give it with module_types")
+    report.module_types = {e.module_path: e.module_type for e in current if e.module_type}
+    report.guesses[:0] = [f"{path or '<root>'}: {why}" for path, why in sorted(types.guessed.items())]
+    return current
 
 
 def _filters(entries: list[Entry], keep_spec: Any, drop_spec: Any, log: _OptionLog, report: ConversionReport) -> list[Entry]:
@@ -474,6 +501,7 @@ def transform(
     module_types: Mapping[str, str] | None = None,
     type_rules: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
     infer_types: bool = False,
+    best_guess: bool = False,
     module: TorchModule | None = None,
     adapter: ModuleAdapter | str | Iterable[Any] | None = None,
     expect: Any = None,
@@ -521,6 +549,10 @@ def transform(
         quantize: Quantize the weights to this scheme, as Burn's CPU backend does.
         quantize_include: A regex choosing the tensors to quantize instead of the weights.
         dequantize: Turn every QFloat tensor into its F32 values.
+        best_guess: Where names and shapes cannot tell a module's type (a square weight with
+            bias: Linear or Hugging Face's Conv1D) or a setting its layout depends on (a
+            transformer layer's ``norm_first``), take the best guess instead of refusing;
+            ``report.guesses`` names each.
         allow_unmatched: Tolerate options that change nothing (True), or the options named.
         target_format: The output's format, for the metadata stamp and what it can hold.
         report: A report to fill (a new one by default).
@@ -556,10 +588,12 @@ def transform(
 
         torch_types.update(module_types_of(module))
     torch_types.update(expected_types)
-    types = ModuleTypes(module_types, type_rules, torch_types=torch_types, infer=infer_types)
+    types = ModuleTypes(module_types, type_rules, torch_types=torch_types, infer=infer_types, best_guess=best_guess)
     adapter = parse_adapter(adapter)
     predicates = any(spec is not None and not _patterns(spec) for spec in (filter, exclude))
     entries = _adapt(entries, types, adapter, log, report, types_read_elsewhere=predicates)
+    if best_guess:
+        log.record("best_guess", "", len(report.guesses), "taken", "names and shapes left nothing to guess", noun="guess")
     if expected is not None:
         entries = _match_expected(entries, expected, types, adapter, report)
     entries = _filters(entries, filter, exclude, log, report)
@@ -567,12 +601,16 @@ def transform(
     entries = _param_ids(entries, param_ids)
     out_meta = _out_metadata(tset, target_format, keep_metadata, metadata, stamp)
     scalars = dict(tset.scalars)
+    typed = adapter is not None and any(p.uses_module_types for p in adapter.parts())
+    made = Counter(e.source_name for e in entries)  # a split source makes several tensors: not a rename
     for e in entries:
         report.applied.append(e.name)
-        if e.name != e.source_name:
+        if e.name != e.source_name and made[e.source_name] == 1:
             report.renamed[e.source_name] = e.name
         if e.steps:
             report.transformed[e.name] = list(e.steps)
+        if typed:
+            report.rules[e.name] = e.rule.to_dict() if e.rule else {"rule": "unchanged: no module type"}
     report.metadata = out_meta
     report.scalars = len(scalars)
     report.bytes = sum(e.byte_len or 0 for e in entries)

@@ -1,11 +1,11 @@
 """What every converter passes around: lazily loaded tensors with Burn dtypes, in data order.
 
-An :class:`Entry` is one tensor: its name, Burn ``DType``, shape, optional ``param_id``, the Burn
+An ``Entry`` is one tensor: its name, Burn ``DType``, shape, optional ``param_id``, the Burn
 module type of the module that owns it (when known) and a loader that produces its elements as
 a numpy array only when asked — so a conversion that changes nothing but names or the container
 never copies data, and one that transposes or casts works one tensor at a time while writing.
 
-A :class:`TensorSet` is a whole file's worth: the entries in data order plus the user metadata
+A ``TensorSet`` is a whole file's worth: the entries in data order plus the user metadata
 and scalars the source carried.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from .._generated.types import DTYPE_ALIASES, DTYPE_INFO, BoolStore, DType, Scal
 from ..dtypes import NATIVE_BOOL, debug, dtype_from_numpy, element_size, numpy_dtype
 from ..errors import OptionError, ValidationError
 from ..core.tensor import FileRange, Tensor, _blank, _describe, _freeze
+
+if TYPE_CHECKING:
+    from .layout_base import Rule
 
 __all__ = ["Entry", "TensorSet", "cast_array", "dtype_name", "flatten_nested", "is_float", "not_a_tensor", "parse_dtype"]
 
@@ -122,16 +125,20 @@ class Entry(Tensor):
         module_type: The Burn module type of the module that owns it (when known).
         source_name: The name the tensor had in the input (by default ``name``).
         steps: What was done to it (``"transposed"``, ``"F32 -> F16"``...).
+        rule: The module-layout rule that produced it (``burnpack.interop.layout_base.Rule``:
+            which module, its type and where that came from, and what was done), when a module
+            type decided its layout.
         byte_len: Its length in bytes, for QFloat (whose elements do not tell it).
         file_range: Where its bytes are in a file as they are (a burnpack writer copies them from
             there in the kernel); a ``replace`` with a new loader or dtype drops it.
     """
 
-    __slots__ = ("module_type", "source_name", "steps", "_file_range")
+    __slots__ = ("module_type", "source_name", "steps", "rule", "_file_range")
 
     module_type: str | None
     source_name: str
     steps: tuple[str, ...]
+    rule: Rule | None
     _file_range: FileRange | None
 
     def __new__(  # type: ignore[misc]
@@ -145,6 +152,7 @@ class Entry(Tensor):
         module_type: str | None = None,
         source_name: str | None = None,
         steps: Iterable[str] = (),
+        rule: Rule | None = None,
         byte_len: int | None = None,
         file_range: FileRange | None = None,
     ) -> Entry:
@@ -162,6 +170,7 @@ class Entry(Tensor):
         entry.module_type = module_type
         entry.source_name = name if source_name is None else source_name
         entry.steps = tuple(steps)
+        entry.rule = rule
         return _freeze(entry, cls)
 
     @classmethod
@@ -222,6 +231,7 @@ class Entry(Tensor):
             "module_type": self.module_type,
             "source_name": self.source_name,
             "steps": self.steps,
+            "rule": self.rule,
             "byte_len": self.byte_len,
             "file_range": self._file_range,
         }

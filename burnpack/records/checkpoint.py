@@ -63,9 +63,9 @@ _RETENTION_FORMAT = "burnpack-checkpoint-retention/1"
 class CheckpointingAction:
     """What a checkpointing strategy asks for: ``Save`` (the current epoch) or ``Delete(epoch)``.
 
-        Args:
-            kind: ``"save"`` or ``"delete"``.
-            epoch: The epoch to delete; None for a save.
+    Args:
+        kind: ``"save"`` or ``"delete"``.
+        epoch: The epoch to delete; None for a save.
     """
 
     kind: str
@@ -75,8 +75,8 @@ class CheckpointingAction:
     def save(cls) -> CheckpointingAction:
         """Burn's ``CheckpointingAction::Save``.
 
-                Returns:
-                    The action.
+        Returns:
+            The action.
         """
         return cls("save")
 
@@ -84,11 +84,11 @@ class CheckpointingAction:
     def delete(cls, epoch: int) -> CheckpointingAction:
         """Burn's ``CheckpointingAction::Delete(epoch)``.
 
-                Args:
-                    epoch: The epoch to delete.
+        Args:
+            epoch: The epoch to delete.
 
-                Returns:
-                    The action.
+        Returns:
+            The action.
         """
         return cls("delete", epoch)
 
@@ -103,8 +103,8 @@ class MetricHistory(Protocol):
 
 class CheckpointingStrategy(Protocol):
     """Burn's ``CheckpointingStrategy``: after each epoch, which checkpoints to save and delete
-        (``KeepLastNCheckpoints``, ``MetricCheckpointingStrategy``, their composition, or
-        a caller's own).
+    (``KeepLastNCheckpoints``, ``MetricCheckpointingStrategy``, their composition, or
+    a caller's own).
     """
 
     def checkpointing(self, epoch: int, history: MetricHistory) -> list[CheckpointingAction]:
@@ -115,14 +115,14 @@ class CheckpointingStrategy(Protocol):
 class LossHistory:
     """Mean validation loss per epoch, and Burn's ``find_epoch`` over it (``Direction::Lowest``).
 
-        Like Burn's event store, it scans epochs 1, 2, ... until the first epoch without a value and
-        returns the first strict minimum. The scan resumes where the last one stopped, so asking
-        after each of ``n`` epochs added with ``record`` costs ``O(n)`` in all (a changed epoch
-        already scanned starts the scan over).
+    Like Burn's event store, it scans epochs 1, 2, ... until the first epoch without a value and
+    returns the first strict minimum. The scan resumes where the last one stopped, so asking
+    after each of ``n`` epochs added with ``record`` costs ``O(n)`` in all (a changed epoch
+    already scanned starts the scan over).
 
-        Args:
-            losses: The losses by epoch so far.
-            best: Overrides the answer (the caller says which epoch is best).
+    Args:
+        losses: The losses by epoch so far.
+        best: Overrides the answer (the caller says which epoch is best).
     """
 
     def __init__(self, losses: Mapping[int, float] | None = None, best: int | None = None) -> None:
@@ -138,9 +138,9 @@ class LossHistory:
     def record(self, epoch: int, loss: float) -> None:
         """Set the loss of ``epoch``.
 
-                Args:
-                    epoch: The epoch.
-                    loss: Its mean validation loss.
+        Args:
+            epoch: The epoch.
+            loss: Its mean validation loss.
         """
         if epoch <= self._scanned:
             self._restart()
@@ -154,8 +154,8 @@ class LossHistory:
     def find_epoch(self) -> int | None:
         """Burn's ``find_epoch``: the epoch of lowest loss (the first strict minimum).
 
-                Returns:
-                    The epoch, or None without losses.
+        Returns:
+            The epoch, or None without losses.
         """
         if self.best is not None:
             return self.best
@@ -262,8 +262,8 @@ def _numeric_entry(line: str) -> tuple[float, int | None]:
 class KeepLastNCheckpoints:
     """Save every epoch; delete ``epoch - num_keep`` when that is > 0.
 
-        Args:
-            num_keep: How many epochs to keep.
+    Args:
+        num_keep: How many epochs to keep.
     """
 
     def __init__(self, num_keep: int) -> None:
@@ -272,12 +272,12 @@ class KeepLastNCheckpoints:
     def checkpointing(self, epoch: int, history: MetricHistory) -> list[CheckpointingAction]:
         """Burn's ``checkpointing``: save this epoch, delete the one ``num_keep`` back.
 
-                Args:
-                    epoch: The epoch just finished.
-                    history: The metric history (unused by this strategy).
+        Args:
+            epoch: The epoch just finished.
+            history: The metric history (unused by this strategy).
 
-                Returns:
-                    The actions.
+        Returns:
+            The actions.
         """
         actions = [CheckpointingAction.save()]
         old = epoch - self.num_keep
@@ -295,12 +295,12 @@ class MetricCheckpointingStrategy:
     def checkpointing(self, epoch: int, history: MetricHistory) -> list[CheckpointingAction]:
         """Burn's ``checkpointing``: save this epoch, delete the previous one unless it is the best.
 
-                Args:
-                    epoch: The epoch just finished.
-                    history: The metric history.
+        Args:
+            epoch: The epoch just finished.
+            history: The metric history.
 
-                Returns:
-                    The actions.
+        Returns:
+            The actions.
         """
         best = history.find_epoch()
         if best is None:
@@ -317,8 +317,8 @@ class MetricCheckpointingStrategy:
 class ComposedCheckpointingStrategy:
     """Save when any strategy saves; delete an epoch only once every strategy has deleted it.
 
-        Args:
-            strategies: The strategies composed.
+    Args:
+        strategies: The strategies composed.
     """
 
     def __init__(self, strategies: Sequence[CheckpointingStrategy]) -> None:
@@ -328,12 +328,12 @@ class ComposedCheckpointingStrategy:
     def checkpointing(self, epoch: int, history: MetricHistory) -> list[CheckpointingAction]:
         """Burn's ``checkpointing``: the actions at the end of ``epoch``.
 
-                Args:
-                    epoch: The epoch just finished.
-                    history: The metric history so far.
+        Args:
+            epoch: The epoch just finished.
+            history: The metric history so far.
 
-                Returns:
-                    The actions.
+        Returns:
+            The actions.
         """
         saved = False
         to_check: list[int] = []
@@ -359,8 +359,8 @@ class ComposedCheckpointingStrategy:
 def default_strategy() -> ComposedCheckpointingStrategy:
     """Burn's default: ``KeepLastNCheckpoints(2)`` + lowest mean validation loss.
 
-        Returns:
-            The composed strategy.
+    Returns:
+        The composed strategy.
     """
     return ComposedCheckpointingStrategy([KeepLastNCheckpoints(2), MetricCheckpointingStrategy()])
 
@@ -387,23 +387,23 @@ class FileCheckpointer:
     def path_for_epoch(self, epoch: int) -> Path:
         """The file of ``epoch``.
 
-                Args:
-                    epoch: The epoch.
+        Args:
+            epoch: The epoch.
 
-                Returns:
-                    ``<directory>/<name>-<epoch>.bpk``.
+        Returns:
+            ``<directory>/<name>-<epoch>.bpk``.
         """
         return self.directory / f"{self.name}-{epoch}.bpk"
 
     def save(self, epoch: int, record: Record) -> Path:
         """Write atomically (scratch file + rename; Burn writes in place from a background thread).
 
-                Args:
-                    epoch: The epoch.
-                    record: The record.
+        Args:
+            epoch: The epoch.
+            record: The record.
 
-                Returns:
-                    The path written.
+        Returns:
+            The path written.
         """
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
@@ -466,11 +466,11 @@ class FileCheckpointer:
     def delete(self, epoch: int) -> bool:
         """Remove the file of ``epoch`` if it exists.
 
-                Args:
-                    epoch: The epoch.
+        Args:
+            epoch: The epoch.
 
-                Returns:
-                    True when something was removed.
+        Returns:
+            True when something was removed.
         """
         path = self.path_for_epoch(epoch)
         try:
@@ -484,8 +484,8 @@ class FileCheckpointer:
     def epochs(self) -> list[int]:
         """The epochs with a file.
 
-                Returns:
-                    The epochs, sorted.
+        Returns:
+            The epochs, sorted.
         """
         found = set()
         if self.directory.is_dir():
@@ -526,13 +526,13 @@ class Checkpoints:
     def at(cls, checkpoint_dir: PathLike, *, strategy: CheckpointingStrategy | None = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> Checkpoints:
         """The checkpoints of a checkpoint directory itself (not an artifact directory).
 
-                Args:
-                    checkpoint_dir: The directory holding ``model-N.bpk``, ``optim-N.bpk``, ``scheduler-N.bpk``.
-                    strategy: Which epochs to keep; Burn's default when None.
-                    max_side_file_bytes: The largest side file read.
+        Args:
+            checkpoint_dir: The directory holding ``model-N.bpk``, ``optim-N.bpk``, ``scheduler-N.bpk``.
+            strategy: Which epochs to keep; Burn's default when None.
+            max_side_file_bytes: The largest side file read.
 
-                Returns:
-                    The checkpoints.
+        Returns:
+            The checkpoints.
         """
         self = cls.__new__(cls)
         self._init(Path(checkpoint_dir), strategy, max_side_file_bytes, Folder(checkpoint_dir))
@@ -542,13 +542,13 @@ class Checkpoints:
     def find(cls, path: PathLike, *, strategy: CheckpointingStrategy | None = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> Checkpoints:
         """The checkpoints of ``path/checkpoint`` when it is a directory, else of ``path`` itself.
 
-                Args:
-                    path: An artifact directory or a checkpoint directory.
-                    strategy: Which epochs to keep; Burn's default when None.
-                    max_side_file_bytes: The largest side file read.
+        Args:
+            path: An artifact directory or a checkpoint directory.
+            strategy: Which epochs to keep; Burn's default when None.
+            max_side_file_bytes: The largest side file read.
 
-                Returns:
-                    The checkpoints.
+        Returns:
+            The checkpoints.
         """
         path = Path(path)
         if (path / "checkpoint").is_dir():
@@ -584,10 +584,29 @@ class Checkpoints:
 
     def _checkpointing(self, epoch: int, valid_loss: float | None, best_epoch: int | None) -> list[CheckpointingAction]:
         """The strategy's actions for ``epoch``, told its loss (one history for all epochs)."""
-        if valid_loss is not None:
-            self._history.record(epoch, valid_loss)
-        self._history.best = best_epoch
-        return self.strategy.checkpointing(epoch, self._history)
+        return _actions(self.strategy, self._history, epoch, valid_loss, best_epoch)
+
+    def strategy_keeps(self) -> list[int] | None:
+        """The epochs this object's strategy (Burn's default unless another was given) keeps after the
+        epochs recorded — in ``retention.json``, else in Burn's validation logs — whatever files are
+        present.
+
+        Burn does not record the strategy a run used: files that differ from this answer were kept by
+        another one (or moved by hand).
+
+        Returns:
+            The epochs kept, or None when no epoch is recorded.
+        """
+        if not self._journal:
+            return None
+        strategy, history, kept = copy.deepcopy(self._fresh_strategy), LossHistory(), set()
+        for entry in self._journal:
+            for action in _actions(strategy, history, entry["epoch"], entry.get("valid_loss"), entry.get("best_epoch")):
+                if action.kind == "save":
+                    kept.add(entry["epoch"])
+                else:
+                    kept.discard(action.epoch)
+        return sorted(kept)
 
     @property
     def valid_losses(self) -> Mapping[int, float]:
@@ -649,25 +668,25 @@ class Checkpoints:
     def epochs(self) -> list[int]:
         """Every epoch with at least one of the three files.
 
-                Returns:
-                    The epochs, sorted.
+        Returns:
+            The epochs, sorted.
         """
         return sorted({e for c in self.checkpointers.values() for e in c.epochs()})
 
     def complete_epochs(self) -> list[int]:
         """Epochs a learner can resume from: all three files present, each opens and holds its whole
-                data section (a file cut short by a crash does not count).
+        data section (a file cut short by a crash does not count).
 
-                Returns:
-                    The epochs, sorted.
+        Returns:
+            The epochs, sorted.
         """
         return [e for e in self._epochs_with_all_files() if self.is_complete(e)]
 
     def latest(self) -> int | None:
         """The newest complete epoch (checked newest first, so older epochs are not opened).
 
-                Returns:
-                    The epoch, or None when none is complete.
+        Returns:
+            The epoch, or None when none is complete.
         """
         for epoch in reversed(self._epochs_with_all_files()):
             if self.is_complete(epoch):
@@ -677,11 +696,11 @@ class Checkpoints:
     def is_complete(self, epoch: int) -> bool:
         """Whether each of the three files of ``epoch`` opens and its data section is whole.
 
-                Args:
-                    epoch: The epoch.
+        Args:
+            epoch: The epoch.
 
-                Returns:
-                    True when complete.
+        Returns:
+            True when complete.
         """
         for checkpointer in self.checkpointers.values():
             try:
@@ -701,11 +720,11 @@ class Checkpoints:
     def files(self, epoch: int) -> dict[str, Path]:
         """The files present for ``epoch``.
 
-                Args:
-                    epoch: The epoch.
+        Args:
+            epoch: The epoch.
 
-                Returns:
-                    ``{"model" | "optim" | "scheduler": path}``.
+        Returns:
+            ``{"model" | "optim" | "scheduler": path}``.
         """
         out = {}
         for name, checkpointer in self.checkpointers.items():
@@ -718,16 +737,16 @@ class Checkpoints:
     def open(self, epoch: int, name: str) -> Record:
         """One record of ``epoch``.
 
-                Args:
-                    epoch: The epoch.
-                    name: ``model``, ``optim`` or ``scheduler``.
+        Args:
+            epoch: The epoch.
+            name: ``model``, ``optim`` or ``scheduler``.
 
-                Returns:
-                    The record.
+        Returns:
+            The record.
 
-                Raises:
-                    ValueError: ``name`` is none of the three.
-                    BurnpackError: The file is missing or not a valid pack.
+        Raises:
+            ValueError: ``name`` is none of the three.
+            BurnpackError: The file is missing or not a valid pack.
         """
         if name not in self.checkpointers:
             raise ValueError(f"no checkpoint record named {name!r} (expected one of {RECORD_NAMES})")
@@ -736,56 +755,56 @@ class Checkpoints:
     def model(self, epoch: int) -> ModuleRecord:
         """The model record of ``epoch``.
 
-                Args:
-                    epoch: The epoch.
+        Args:
+            epoch: The epoch.
 
-                Returns:
-                    The record.
+        Returns:
+            The record.
 
-                Raises:
-                    BurnpackError: The file is missing or not a valid pack.
+        Raises:
+            BurnpackError: The file is missing or not a valid pack.
         """
         return ModuleRecord.load(self.checkpointers["model"].source(epoch))
 
     def optim(self, epoch: int) -> OptimizerRecord:
         """The optimizer record of ``epoch``.
 
-                Args:
-                    epoch: The epoch.
+        Args:
+            epoch: The epoch.
 
-                Returns:
-                    The record.
+        Returns:
+            The record.
 
-                Raises:
-                    BurnpackError: The file is missing or not a valid pack.
+        Raises:
+            BurnpackError: The file is missing or not a valid pack.
         """
         return OptimizerRecord.load(self.checkpointers["optim"].source(epoch))
 
     def scheduler(self, epoch: int) -> LrSchedulerRecord:
         """The learning-rate-scheduler record of ``epoch``.
 
-                Args:
-                    epoch: The epoch.
+        Args:
+            epoch: The epoch.
 
-                Returns:
-                    The record.
+        Returns:
+            The record.
 
-                Raises:
-                    BurnpackError: The file is missing or not a valid pack.
+        Raises:
+            BurnpackError: The file is missing or not a valid pack.
         """
         return LrSchedulerRecord.load(self.checkpointers["scheduler"].source(epoch))
 
     def restore(self, epoch: int) -> EpochRecords:
         """The three records of ``epoch``, as ``learner.checkpoint(epoch)`` restores them.
 
-                Args:
-                    epoch: The epoch.
+        Args:
+            epoch: The epoch.
 
-                Returns:
-                    The model, optimizer and scheduler records.
+        Returns:
+            The model, optimizer and scheduler records.
 
-                Raises:
-                    BurnpackError: A file is missing (as Burn's restore fails) or not a valid pack.
+        Raises:
+            BurnpackError: A file is missing (as Burn's restore fails) or not a valid pack.
         """
         return EpochRecords(self.model(epoch), self.optim(epoch), self.scheduler(epoch))
 
@@ -802,23 +821,23 @@ class Checkpoints:
     ) -> list[CheckpointingAction]:
         """What the learner does at the end of ``epoch``: ask the strategy, then save / delete.
 
-                Each file is written atomically (model, optim, scheduler, in Burn's order); the records not
-                given are not written.
+        Each file is written atomically (model, optim, scheduler, in Burn's order); the records not
+        given are not written.
 
-                Args:
-                    epoch: The epoch (1-based).
-                    model: The model record.
-                    optim: The optimizer record.
-                    scheduler: The scheduler record.
-                    valid_loss: The epoch's mean validation loss (remembered for the metric strategy).
-                    best_epoch: Which epoch is best, said directly instead.
+        Args:
+            epoch: The epoch (1-based).
+            model: The model record.
+            optim: The optimizer record.
+            scheduler: The scheduler record.
+            valid_loss: The epoch's mean validation loss (remembered for the metric strategy).
+            best_epoch: Which epoch is best, said directly instead.
 
-                Returns:
-                    The actions taken.
+        Returns:
+            The actions taken.
 
-                Raises:
-                    ValueError: ``epoch`` is below 1.
-                    BurnpackError: A record cannot be written.
+        Raises:
+            ValueError: ``epoch`` is below 1.
+            BurnpackError: A record cannot be written.
         """
         if epoch < 1:
             raise ValueError(f"epochs are 1-based, got {epoch}")
@@ -846,11 +865,19 @@ class Checkpoints:
     def delete_epoch(self, epoch: int) -> None:
         """Remove the three files of ``epoch`` (those present).
 
-                Args:
-                    epoch: The epoch.
+        Args:
+            epoch: The epoch.
         """
         for checkpointer in self.checkpointers.values():
             checkpointer.delete(epoch)
+
+
+def _actions(strategy: CheckpointingStrategy, history: LossHistory, epoch: int, valid_loss: float | None, best_epoch: int | None) -> list[CheckpointingAction]:
+    """``strategy``'s actions for ``epoch``, ``history`` told its loss (or which epoch is best)."""
+    if valid_loss is not None:
+        history.record(epoch, valid_loss)
+    history.best = best_epoch
+    return strategy.checkpointing(epoch, history)
 
 
 def _error(exc: BaseException) -> str:
@@ -892,9 +919,10 @@ def inspect_epoch(checkpoints: Checkpoints, epoch: int) -> dict[str, Any]:
             record = checkpoints.scheduler(epoch)
             entry = {"scalars": {k: [v.variant, v.value] for k, v in record.scalars.items()}}
             try:
-                entry["state"] = infer_scheduler(record).describe()
+                tree = infer_scheduler(record)
+                entry["state"], entry["meaning"] = tree.describe(), tree.explain()
             except SchedulerLayoutError as exc:
-                entry["state"] = f"unrecognised layout ({exc})"
+                entry["state"] = entry["meaning"] = f"unrecognised layout ({exc})"
             info["scheduler"] = entry
         except (BurnpackError, OSError) as exc:
             info["scheduler"] = {"error": _error(exc)}

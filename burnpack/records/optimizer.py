@@ -68,11 +68,11 @@ class OptimizerState:
     def flatten(self, prefix: str) -> tuple[list[tuple[str, Any]], list[tuple[str, Scalar]]]:
         """The state as Burn's record holds it, in Burn's field order.
 
-                Args:
-                    prefix: The name prefix (``"<param id>."``).
+        Args:
+            prefix: The name prefix (``"<param id>."``).
 
-                Returns:
-                    ``(tensors, scalars)``, each a list of ``(name, value)``.
+        Returns:
+            ``(tensors, scalars)``, each a list of ``(name, value)``.
         """
         return flatten(self.SCHEMA, {f.name: getattr(self, f.name) for f in dc_fields(self)}, prefix)  # type: ignore[arg-type]  # every state is a dataclass
 
@@ -80,13 +80,13 @@ class OptimizerState:
     def unflatten(cls, prefix: str, source: StateSource, missing: list[str] | None = None) -> OptimizerState | None:
         """The state read back from the names below ``prefix``, or None where Burn would drop it.
 
-                Args:
-                    prefix: The name prefix (``"<param id>."``).
-                    source: Where the tensors and scalars are looked up.
-                    missing: Filled with the leaves that are missing or ill-typed.
+        Args:
+            prefix: The name prefix (``"<param id>."``).
+            source: Where the tensors and scalars are looked up.
+            missing: Filled with the leaves that are missing or ill-typed.
 
-                Returns:
-                    The state, or None.
+        Returns:
+            The state, or None.
         """
         values = unflatten(cls.SCHEMA, prefix, source, missing)
         if values is None:
@@ -104,8 +104,8 @@ class OptimizerState:
     def leaves(cls) -> tuple[set[str], set[str], set[str]]:
         """The leaf names this layout has below the id prefix.
 
-                Returns:
-                    ``(required, optional, vec prefixes)``.
+        Returns:
+            ``(required, optional, vec prefixes)``.
         """
         return leaf_names(cls.SCHEMA)
 
@@ -113,11 +113,11 @@ class OptimizerState:
     def matches(cls, names: set[str]) -> bool:
         """Whether leaf names (below one prefix, ``__rank`` excluded) fit this layout.
 
-                Args:
-                    names: The leaf names.
+        Args:
+            names: The leaf names.
 
-                Returns:
-                    True when they fit.
+        Returns:
+            True when they fit.
         """
         required, optional, vec = cls.leaves()
         if not required <= names:
@@ -131,8 +131,8 @@ class OptimizerState:
     def tensors(self) -> dict[str, np.ndarray]:
         """The state tensors by leaf name (``momentum.moment_1``...).
 
-                Returns:
-                    The arrays by leaf name.
+        Returns:
+            The arrays by leaf name.
         """
         return {name: as_numpy(value) for name, value in self.flatten("")[0]}
 
@@ -141,11 +141,11 @@ class OptimizerState:
 class AdamState(OptimizerState):
     """``AdamState { momentum: AdaptiveMomentumState { time, moment_1, moment_2, max_moment_2 } }``.
 
-        Args:
-            time: The step count (UInt).
-            moment_1: The first moment.
-            moment_2: The second moment.
-            max_moment_2: The largest second moment, present only with ``amsgrad``.
+    Args:
+        time: The step count (UInt).
+        moment_1: The first moment.
+        moment_2: The second moment.
+        max_moment_2: The largest second moment, present only with ``amsgrad``.
     """
 
     time: int
@@ -169,11 +169,11 @@ class AdamState(OptimizerState):
 class AdamWState(AdamState):
     """AdamW's state: the same ``AdaptiveMomentumState`` as Adam, so the same layout.
 
-        Args:
-            time: The step count (UInt).
-            moment_1: The first moment.
-            moment_2: The second moment.
-            max_moment_2: The largest second moment, present only with ``amsgrad``.
+    Args:
+        time: The step count (UInt).
+        moment_1: The first moment.
+        moment_2: The second moment.
+        max_moment_2: The largest second moment, present only with ``amsgrad``.
     """
 
 
@@ -181,8 +181,8 @@ class AdamWState(AdamState):
 class SgdState(OptimizerState):
     """``SgdState { momentum: Option<MomentumState { velocity }> }``: only ``__rank`` without momentum.
 
-        Args:
-            velocity: The momentum buffer, or None without momentum.
+    Args:
+        velocity: The momentum buffer, or None without momentum.
     """
 
     velocity: Any = None
@@ -194,10 +194,10 @@ class SgdState(OptimizerState):
 @dataclass
 class MuonState(OptimizerState):
     """``MuonState { momentum: MomentumState { velocity } }`` (weight matrices; other parameters go to
-        an AdamW group, so a Muon record usually mixes both layouts).
+    an AdamW group, so a Muon record usually mixes both layouts).
 
-        Args:
-            velocity: The momentum buffer.
+    Args:
+        velocity: The momentum buffer.
     """
 
     velocity: Any
@@ -210,11 +210,11 @@ class MuonState(OptimizerState):
 class RmsPropState(OptimizerState):
     """``RmsPropState { square_avg: { square_avg }, centered: { grad_avg?, avg }, momentum: Option<{ buf }> }``.
 
-        Args:
-            square_avg: The squared gradients' average.
-            avg: The centered average.
-            grad_avg: The gradients' average, when ``centered``.
-            momentum_buf: The momentum buffer, when momentum > 0 (Burn's default 0.9).
+    Args:
+        square_avg: The squared gradients' average.
+        avg: The centered average.
+        grad_avg: The gradients' average, when ``centered``.
+        momentum_buf: The momentum buffer, when momentum > 0 (Burn's default 0.9).
     """
 
     square_avg: Any
@@ -234,9 +234,9 @@ class RmsPropState(OptimizerState):
 class AdaGradState(OptimizerState):
     """``AdaGradState { lr_decay: LrDecayState { time, sum } }``.
 
-        Args:
-            time: The step count.
-            sum: The running sum of squared gradients.
+    Args:
+        time: The step count.
+        sum: The running sum of squared gradients.
     """
 
     time: int
@@ -250,12 +250,12 @@ class AdaGradState(OptimizerState):
 class AdanState(OptimizerState):
     """``AdanState { momentum: AdaptiveNesterovMomentumState { time, exp_avg, exp_avg_sq, exp_avg_diff, neg_pre_grad } }``.
 
-        Args:
-            time: The step count.
-            exp_avg: The gradients' moving average.
-            exp_avg_sq: The squared gradients' moving average.
-            exp_avg_diff: The gradient differences' moving average.
-            neg_pre_grad: The previous gradient, negated.
+    Args:
+        time: The step count.
+        exp_avg: The gradients' moving average.
+        exp_avg_sq: The squared gradients' moving average.
+        exp_avg_diff: The gradient differences' moving average.
+        neg_pre_grad: The previous gradient, negated.
     """
 
     time: int
@@ -281,16 +281,16 @@ class AdanState(OptimizerState):
 class LBFGSState(OptimizerState):
     """L-BFGS's single global state (1-D tensors; no id prefix, no ``param_id``).
 
-        Burn's default state has ``t = 1.0`` and everything else empty.
+    Burn's default state has ``t = 1.0`` and everything else empty.
 
-        Args:
-            history_s: The parameter differences of the history.
-            history_y: The gradient differences of the history.
-            d: The last search direction.
-            t: The last step length.
-            prev_flat_grad: The previous flat gradient.
-            prev_loss: The previous loss.
-            g_iter: The global iteration count.
+    Args:
+        history_s: The parameter differences of the history.
+        history_y: The gradient differences of the history.
+        d: The last search direction.
+        t: The last step length.
+        prev_flat_grad: The previous flat gradient.
+        prev_loss: The previous loss.
+        g_iter: The global iteration count.
     """
 
     history_s: list = field(default_factory=list)
@@ -349,12 +349,12 @@ def state_kind(names: set[str]) -> str:
 class ParamEntries:
     """Everything an optimizer record holds for one parameter id, generically.
 
-        Args:
-            param_id: The parameter's id.
-            path: Its path, from the metadata.
-            rank: Its ``__rank`` scalar.
-            tensors: Its tensors, by name relative to the id prefix.
-            scalars: Its scalars, by name relative to the id prefix.
+    Args:
+        param_id: The parameter's id.
+        path: Its path, from the metadata.
+        rank: Its ``__rank`` scalar.
+        tensors: Its tensors, by name relative to the id prefix.
+        scalars: Its scalars, by name relative to the id prefix.
     """
 
     param_id: int
@@ -378,13 +378,13 @@ class ParamEntries:
 class ConsistencyReport:
     """How a model record and an optimizer record line up (they meet only through param ids).
 
-        Args:
-            only_in_model: ``(id, path)`` of parameters with no optimizer state (normal for frozen or
-                stateless parameters).
-            only_in_optimizer: ``(id, optimizer metadata path)`` of states no model parameter has.
-            rank_mismatches: ``(id, path, model rank, optimizer rank)``.
-            shape_mismatches: ``(id, path, model shape, state shape)``.
-            path_mismatches: ``(id, model path, optimizer metadata path)``.
+    Args:
+        only_in_model: ``(id, path)`` of parameters with no optimizer state (normal for frozen or
+            stateless parameters).
+        only_in_optimizer: ``(id, optimizer metadata path)`` of states no model parameter has.
+        rank_mismatches: ``(id, path, model rank, optimizer rank)``.
+        shape_mismatches: ``(id, path, model shape, state shape)``.
+        path_mismatches: ``(id, model path, optimizer metadata path)``.
     """
 
     only_in_model: list[tuple[int | None, str]] = field(default_factory=list)
@@ -427,15 +427,15 @@ class ConsistencyReport:
 class OptimizerRecord:
     """Optimizer state as Burn stores it: tensors, typed scalars and the id → path metadata.
 
-        Build one from typed states (``from_states``, ``set_state``, ``from_lbfgs``), read one with
-        ``load`` / ``from_bytes``, inspect it through ``state`` / ``states`` (typed) or ``entries``
-        (generic), and write with ``save`` / ``into_bytes``. Loading keeps the tensors' data order,
-        every scalar and all metadata, so a record re-saves byte for byte.
+    Build one from typed states (``from_states``, ``set_state``, ``from_lbfgs``), read one with
+    ``load`` / ``from_bytes``, inspect it through ``state`` / ``states`` (typed) or ``entries``
+    (generic), and write with ``save`` / ``into_bytes``. Loading keeps the tensors' data order,
+    every scalar and all metadata, so a record re-saves byte for byte.
 
-        Args:
-            tensors: The state tensors, in data order.
-            scalars: The typed scalars (``"<id>.__rank"``, step counts, …).
-            metadata: The metadata (``"<id>"`` → parameter path).
+    Args:
+        tensors: The state tensors, in data order.
+        scalars: The typed scalars (``"<id>.__rank"``, step counts, …).
+        metadata: The metadata (``"<id>"`` → parameter path).
     """
 
     def __init__(
@@ -453,14 +453,14 @@ class OptimizerRecord:
     def from_bytes(cls, data: bytes | bytearray | memoryview) -> OptimizerRecord:
         """Burn's ``OptimizerRecord::from_bytes``: a record from a pack's bytes.
 
-                Args:
-                    data: The pack's bytes.
+        Args:
+            data: The pack's bytes.
 
-                Returns:
-                    The record.
+        Returns:
+            The record.
 
-                Raises:
-                    BurnpackError: The bytes are not a valid pack.
+        Raises:
+            BurnpackError: The bytes are not a valid pack.
         """
         return cls._from_pack(open_pack(data))
 
@@ -491,22 +491,22 @@ class OptimizerRecord:
     def into_bytes(self) -> bytes:
         """The pack Burn's ``into_bytes`` writes: tensors, scalars and metadata.
 
-                Returns:
-                    The pack's bytes.
+        Returns:
+            The pack's bytes.
         """
         return self._writer().to_bytes()
 
     def save(self, path: PathLike) -> Path:
         """Write the record, atomically.
 
-                Args:
-                    path: Where to write (``.bpk`` appended when the path has no extension).
+        Args:
+            path: Where to write (``.bpk`` appended when the path has no extension).
 
-                Returns:
-                    The path written.
+        Returns:
+            The path written.
 
-                Raises:
-                    BurnpackError: The record cannot be written (Burn's writer error, or I/O).
+        Raises:
+            BurnpackError: The record cannot be written (Burn's writer error, or I/O).
         """
         return self._writer().write_atomic(path)
 
@@ -517,10 +517,10 @@ class OptimizerRecord:
 
     def is_empty(self) -> bool:
         """Whether the record has no tensors (Burn's ``is_empty``; a record of stateless SGD parameters
-                is "empty" too).
+        is "empty" too).
 
-                Returns:
-                    True without tensors.
+        Returns:
+            True without tensors.
         """
         return not self.tensors
 
@@ -530,11 +530,11 @@ class OptimizerRecord:
     def same_content(self, other: OptimizerRecord) -> bool:
         """Whether two records hold the same tensors (in order), scalars and metadata.
 
-                Args:
-                    other: The record to compare with.
+        Args:
+            other: The record to compare with.
 
-                Returns:
-                    True when they do.
+        Returns:
+            True when they do.
         """
         return (
             len(self.tensors) == len(other.tensors)
@@ -547,8 +547,8 @@ class OptimizerRecord:
     @property
     def ranks(self) -> dict[int, int]:
         """``{param id: rank}`` exactly as ``load_record`` derives it: ``"<u64>.__rank"`` scalars
-                that convert to ``usize``, then each tensor's rank for ids without one. Raises
-                ``MissingParamIdError`` for a tensor without ``param_id``, where Burn panics.
+        that convert to ``usize``, then each tensor's rank for ids without one. Raises
+        ``MissingParamIdError`` for a tensor without ``param_id``, where Burn panics.
         """
         ranks: dict[int, int] = {}
         suffix = "." + RANK_KEY
@@ -582,11 +582,11 @@ class OptimizerRecord:
     def entries(self, param_id: int) -> ParamEntries:
         """Every tensor and scalar under ``"{param_id}."`` (keys relative to it), generically.
 
-                Args:
-                    param_id: The parameter's id.
+        Args:
+            param_id: The parameter's id.
 
-                Returns:
-                    Its entries.
+        Returns:
+            Its entries.
         """
         return self.all_entries().get(int(param_id)) or ParamEntries(
             int(param_id), self.paths.get(int(param_id)), self.ranks.get(int(param_id)), {}, {}
@@ -595,8 +595,8 @@ class OptimizerRecord:
     def all_entries(self) -> dict[int, ParamEntries]:
         """``entries`` of every parameter id Burn visits, in one pass over the record.
 
-                Returns:
-                    The entries by param id.
+        Returns:
+            The entries by param id.
         """
         ranks, paths = self.ranks, self.paths
         out = {pid: ParamEntries(pid, paths.get(pid), rank, {}, {}) for pid, rank in ranks.items()}
@@ -620,15 +620,15 @@ class OptimizerRecord:
     def state(self, param_id: int, cls: type[OptimizerState] | None = None) -> OptimizerState | None:
         """The typed state of one parameter, or None where Burn would drop it.
 
-                Args:
-                    param_id: The parameter's id.
-                    cls: The state class to read (``AdamState``, …); by default the layout the entries match.
+        Args:
+            param_id: The parameter's id.
+            cls: The state class to read (``AdamState``, …); by default the layout the entries match.
 
-                Returns:
-                    The state, or None.
+        Returns:
+            The state, or None.
 
-                Raises:
-                    StateRankError: A tensor's rank differs from ``__rank`` (Burn's tensor creation panics there).
+        Raises:
+            StateRankError: A tensor's rank differs from ``__rank`` (Burn's tensor creation panics there).
         """
         entries = self.all_entries()
         if param_id not in entries:
@@ -656,12 +656,12 @@ class OptimizerRecord:
     def missing_leaves(self, param_id: int, cls: type[OptimizerState]) -> list[str]:
         """Why ``state(param_id, cls)`` is None: the leaves that are missing or ill-typed.
 
-                Args:
-                    param_id: The parameter's id.
-                    cls: The state class.
+        Args:
+            param_id: The parameter's id.
+            cls: The state class.
 
-                Returns:
-                    The leaf names.
+        Returns:
+            The leaf names.
         """
         missing: list[str] = []
         unflatten(cls.SCHEMA, str(param_id), self._source(), missing)
@@ -670,14 +670,14 @@ class OptimizerRecord:
     def states(self, cls: type[OptimizerState] | None = None) -> dict[int, OptimizerState]:
         """Every parameter's typed state Burn would rebuild (dropped ones left out).
 
-                Args:
-                    cls: The state class to read; by default each parameter's matching layout.
+        Args:
+            cls: The state class to read; by default each parameter's matching layout.
 
-                Returns:
-                    The states by param id.
+        Returns:
+            The states by param id.
 
-                Raises:
-                    StateRankError: A tensor's rank differs from its ``__rank``.
+        Raises:
+            StateRankError: A tensor's rank differs from its ``__rank``.
         """
         out = {}
         source = self._source()
@@ -729,17 +729,17 @@ class OptimizerRecord:
     ) -> OptimizerRecord:
         """A record of per-parameter states.
 
-                Args:
-                    states: The states, keyed by param id or — with ``module`` — by module path.
-                    module: A ``ModuleRecord`` giving ids, paths and ranks for paths.
-                    paths: Parameter paths by id (the metadata), without ``module``.
-                    ranks: Ranks by id, for states without tensors.
+        Args:
+            states: The states, keyed by param id or — with ``module`` — by module path.
+            module: A ``ModuleRecord`` giving ids, paths and ranks for paths.
+            paths: Parameter paths by id (the metadata), without ``module``.
+            ranks: Ranks by id, for states without tensors.
 
-                Returns:
-                    The record.
+        Returns:
+            The record.
 
-                Raises:
-                    KeyError: A state's path is not in ``module``.
+        Raises:
+            KeyError: A state's path is not in ``module``.
         """
         record = cls()
         added: set[int] = set()
@@ -772,15 +772,15 @@ class OptimizerRecord:
     def set_state(self, param_id: int, state: OptimizerState, *, path: str | None = None, rank: int | None = None) -> OptimizerRecord:
         """Replace the state of ``param_id`` (tensors, scalars, ``__rank``, path).
 
-                Args:
-                    param_id: The parameter's id.
-                    state: Its new state.
-                    path: Its path; by default the existing one.
-                    rank: Its rank; by default the existing ``__rank``, else the state tensors' rank (a state
-                        without tensors, SGD without momentum, needs it).
+        Args:
+            param_id: The parameter's id.
+            state: Its new state.
+            path: Its path; by default the existing one.
+            rank: Its rank; by default the existing ``__rank``, else the state tensors' rank (a state
+                without tensors, SGD without momentum, needs it).
 
-                Returns:
-                    This record, changed.
+        Returns:
+            This record, changed.
         """
         param_id = _check_id(param_id)
         if rank is None:
@@ -826,11 +826,11 @@ class OptimizerRecord:
     def remove_state(self, param_id: int) -> OptimizerRecord:
         """Drop every tensor, scalar and the metadata of ``param_id``.
 
-                Args:
-                    param_id: The parameter's id.
+        Args:
+            param_id: The parameter's id.
 
-                Returns:
-                    This record, changed.
+        Returns:
+            This record, changed.
         """
         head = f"{int(param_id)}."
         self.tensors = [t for t in self.tensors if not t.name.startswith(head)]
@@ -842,8 +842,8 @@ class OptimizerRecord:
     def is_lbfgs(self) -> bool:
         """Whether this is LBFGS's global layout (``g_iter`` and the history lengths, no id prefixes).
 
-                Returns:
-                    True for LBFGS.
+        Returns:
+            True for LBFGS.
         """
         return "g_iter" in self.scalars and "history_s.len" in self.scalars
 
@@ -851,11 +851,11 @@ class OptimizerRecord:
     def from_lbfgs(cls, state: LBFGSState) -> OptimizerRecord:
         """``LBFGS::to_record``: the state flattened without prefix, tensors without ``param_id``.
 
-                Args:
-                    state: The L-BFGS state.
+        Args:
+            state: The L-BFGS state.
 
-                Returns:
-                    The record.
+        Returns:
+            The record.
         """
         tensors, scalars = state.flatten("")
         return cls([_record_tensor(name, value, None) for name, value in tensors], dict(scalars))
@@ -863,8 +863,8 @@ class OptimizerRecord:
     def lbfgs(self) -> LBFGSState | None:
         """``LBFGS::load_record``'s view: the global state, or None where Burn keeps its own.
 
-                Returns:
-                    The state, or None.
+        Returns:
+            The state, or None.
         """
         state = LBFGSState.unflatten("", self._source())
         assert state is None or isinstance(state, LBFGSState)
@@ -874,11 +874,11 @@ class OptimizerRecord:
     def check(self, model: ModuleRecord) -> ConsistencyReport:
         """Compare with a ``ModuleRecord``: ids only on one side, rank, shape and path mismatches.
 
-                Args:
-                    model: The model's record.
+        Args:
+            model: The model's record.
 
-                Returns:
-                    The report.
+        Returns:
+            The report.
         """
         report = ConsistencyReport()
         model_by_id = {t.param_id: t for t in model.tensors}

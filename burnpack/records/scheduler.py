@@ -36,7 +36,7 @@ from .._generated.types import Scalar
 from .._generated.layout import U64_MAX
 from ..errors import SchedulerLayoutError
 from ..core.source import FileSource
-from ._common import open_pack, scalar_for, scalar_value
+from ._common import INT_RANGES, open_pack, scalar_for, scalar_value
 from .state import join_path
 
 if TYPE_CHECKING:
@@ -48,8 +48,8 @@ PathLike = str | os.PathLike[str]
 class LrSchedulerRecord:
     """Named typed scalars (Burn's ``LrSchedulerRecord``); nothing else is stored or read.
 
-        Args:
-            scalars: The scalars by key.
+    Args:
+        scalars: The scalars by key.
     """
 
     def __init__(self, scalars: Mapping[str, Scalar] | None = None) -> None:
@@ -60,16 +60,16 @@ class LrSchedulerRecord:
     def new(cls) -> LrSchedulerRecord:
         """Burn's ``LrSchedulerRecord::new``: an empty record.
 
-                Returns:
-                    The record.
+        Returns:
+            The record.
         """
         return cls()
 
     def is_empty(self) -> bool:
         """Whether the record has no scalar.
 
-                Returns:
-                    True when empty.
+        Returns:
+            True when empty.
         """
         return not self.scalars
 
@@ -92,17 +92,17 @@ class LrSchedulerRecord:
     def with_scalar(self, key: str, value: Scalar | Any, rust_type: str | None = None) -> LrSchedulerRecord:
         """A copy with ``key`` set.
 
-                Args:
-                    key: The key.
-                    value: A ``Scalar``, or a value converted as a ``rust_type`` field would be.
-                    rust_type: The Rust type of the field (``usize`` → UInt, ``i32`` → Int, ``f64`` → Float,
-                        ``bool`` → Bool); needed unless ``value`` is a ``Scalar``.
+        Args:
+            key: The key.
+            value: A ``Scalar``, or a value converted as a ``rust_type`` field would be.
+            rust_type: The Rust type of the field (``usize`` → UInt, ``i32`` → Int, ``f64`` → Float,
+                ``bool`` → Bool); needed unless ``value`` is a ``Scalar``.
 
-                Returns:
-                    The new record.
+        Returns:
+            The new record.
 
-                Raises:
-                    TypeError: ``value`` is not a ``Scalar`` and no ``rust_type`` is given.
+        Raises:
+            TypeError: ``value`` is not a ``Scalar`` and no ``rust_type`` is given.
         """
         if not isinstance(value, Scalar):
             if rust_type is None:
@@ -115,24 +115,24 @@ class LrSchedulerRecord:
     def scalar(self, key: str, rust_type: str = "f64") -> Any:
         """The value under ``key`` converted as Burn's ``TryFrom<Scalar>`` for ``rust_type``.
 
-                Args:
-                    key: The key.
-                    rust_type: The Rust type to convert to (``usize``, ``i32``, ``f64``, ``bool``).
+        Args:
+            key: The key.
+            rust_type: The Rust type to convert to (``usize``, ``i32``, ``f64``, ``bool``).
 
-                Returns:
-                    The value, or None when absent or not convertible.
+        Returns:
+            The value, or None when absent or not convertible.
         """
         return scalar_value(rust_type, self.scalars.get(key))
 
     def with_record(self, prefix: str, record: LrSchedulerRecord) -> LrSchedulerRecord:
         """A copy with ``record``'s scalars merged under ``"{prefix}."``.
 
-                Args:
-                    prefix: The child's key prefix.
-                    record: The child record.
+        Args:
+            prefix: The child's key prefix.
+            record: The child record.
 
-                Returns:
-                    The new record.
+        Returns:
+            The new record.
         """
         merged = dict(self.scalars)
         for key, value in record.scalars.items():
@@ -142,11 +142,11 @@ class LrSchedulerRecord:
     def record(self, prefix: str) -> LrSchedulerRecord:
         """The child record merged under ``"{prefix}."`` (the prefix stripped).
 
-                Args:
-                    prefix: The child's key prefix.
+        Args:
+            prefix: The child's key prefix.
 
-                Returns:
-                    The child record.
+        Returns:
+            The child record.
         """
         head = join_path(prefix, "")
         return LrSchedulerRecord({k[len(head):]: v for k, v in self.scalars.items() if k.startswith(head)})
@@ -156,14 +156,14 @@ class LrSchedulerRecord:
     def from_bytes(cls, data: bytes | bytearray | memoryview) -> LrSchedulerRecord:
         """The scalars of a pack (tensors and metadata are ignored, as in Burn).
 
-                Args:
-                    data: The pack's bytes.
+        Args:
+            data: The pack's bytes.
 
-                Returns:
-                    The record.
+        Returns:
+            The record.
 
-                Raises:
-                    BurnpackError: The bytes are not a valid pack.
+        Raises:
+            BurnpackError: The bytes are not a valid pack.
         """
         with open_pack(data) as pack:
             return cls(pack.scalars)
@@ -193,22 +193,22 @@ class LrSchedulerRecord:
     def into_bytes(self) -> bytes:
         """The pack Burn's ``into_bytes`` writes: the scalars, no tensors.
 
-                Returns:
-                    The pack's bytes.
+        Returns:
+            The pack's bytes.
         """
         return self._writer().to_bytes()
 
     def save(self, path: PathLike) -> Path:
         """Write the record, atomically.
 
-                Args:
-                    path: Where to write (``.bpk`` appended when the path has no extension).
+        Args:
+            path: Where to write (``.bpk`` appended when the path has no extension).
 
-                Returns:
-                    The path written.
+        Returns:
+            The path written.
 
-                Raises:
-                    BurnpackError: The record cannot be written.
+        Raises:
+            BurnpackError: The record cannot be written.
         """
         return self._writer().write_atomic(path)
 
@@ -217,11 +217,11 @@ class LrSchedulerRecord:
     def from_scheduler(cls, scheduler: LrScheduler) -> LrSchedulerRecord:
         """``scheduler.to_record()``: the scheduler's state, its children nested under ``{i}.``.
 
-                Args:
-                    scheduler: The scheduler.
+        Args:
+            scheduler: The scheduler.
 
-                Returns:
-                    The record.
+        Returns:
+            The record.
         """
         return scheduler.to_record()
 
@@ -229,11 +229,11 @@ class LrSchedulerRecord:
     def from_state(cls, state: LrScheduler) -> LrSchedulerRecord:
         """Burn's ``LrSchedulerRecord::from_state``: one scheduler's own state, without children.
 
-                Args:
-                    state: The scheduler.
+        Args:
+            state: The scheduler.
 
-                Returns:
-                    The record.
+        Returns:
+            The record.
         """
         record = cls()
         if state.KEY is not None:
@@ -243,11 +243,11 @@ class LrSchedulerRecord:
     def into_state(self, cls: type[LrScheduler]) -> LrScheduler | None:
         """Burn's ``into_state``: a scheduler's own state read from the top-level keys (children are not read).
 
-                Args:
-                    cls: The scheduler class.
+        Args:
+            cls: The scheduler class.
 
-                Returns:
-                    The scheduler, or None when its key is missing or of an incompatible kind.
+        Returns:
+            The scheduler, or None when its key is missing or of an incompatible kind.
         """
         if cls.KEY is None:
             return cls()
@@ -257,14 +257,14 @@ class LrSchedulerRecord:
     def infer(self, *, module: bool = True) -> LrScheduler:
         """A best-effort scheduler tree for these scalars (see ``infer_scheduler``).
 
-                Args:
-                    module: Read the top level as a ``ModuleLrScheduler`` (what Burn's learner saves).
+        Args:
+            module: Read the top level as a ``ModuleLrScheduler`` (what Burn's learner saves).
 
-                Returns:
-                    The scheduler tree.
+        Returns:
+            The scheduler tree.
 
-                Raises:
-                    SchedulerLayoutError: A key fits no scheduler layout.
+        Raises:
+            SchedulerLayoutError: A key fits no scheduler layout.
         """
         return infer_scheduler(self, module=module)
 
@@ -283,8 +283,8 @@ class LrScheduler:
     def to_record(self) -> LrSchedulerRecord:
         """Burn's ``to_record``: this scheduler's state (and its children's) as a record.
 
-                Returns:
-                    The record.
+        Returns:
+            The record.
         """
         record = LrSchedulerRecord()
         if self.KEY is not None:
@@ -294,11 +294,11 @@ class LrScheduler:
     def load_record(self, record: LrSchedulerRecord) -> LrScheduler:
         """A copy updated from ``record``; a missing or ill-typed key leaves the value (as Burn does).
 
-                Args:
-                    record: The record to read.
+        Args:
+            record: The record to read.
 
-                Returns:
-                    The updated copy.
+        Returns:
+            The updated copy.
         """
         if self.KEY is None:
             return self
@@ -308,12 +308,12 @@ class LrScheduler:
     def missing(self, record: LrSchedulerRecord, prefix: str = "") -> list[str]:
         """The keys ``load_record`` would not find (missing or of an incompatible kind).
 
-                Args:
-                    record: The record to read.
-                    prefix: The key prefix of this scheduler in the record.
+        Args:
+            record: The record to read.
+            prefix: The key prefix of this scheduler in the record.
 
-                Returns:
-                    The full keys.
+        Returns:
+            The full keys.
         """
         if self.KEY is not None and record.scalar(self.KEY, self.RUST_TYPE) is None:
             return [join_path(prefix, self.KEY)]
@@ -322,12 +322,21 @@ class LrScheduler:
     def describe(self) -> str:
         """A short human form: the kind and its state (``linear remaining_iters=11``).
 
-                Returns:
-                    The description.
+        Returns:
+            The description.
         """
         if self.KEY is None:
             return self.KIND
         return f"{self.KIND} {self.KEY}={getattr(self, self.ATTR)!r}"
+
+    def explain(self) -> str:
+        """The state in words, as burn-optim's ``step()`` reads it: what a value such as ``u64::MAX``
+        means for this scheduler (``describe`` gives the key and raw value).
+
+        Returns:
+            One line.
+        """
+        return self.describe()
 
 
 @dataclass
@@ -336,13 +345,21 @@ class ConstantLr(LrScheduler):
 
     KIND = "constant"
 
+    def explain(self) -> str:
+        """A constant rate has no state.
+
+        Returns:
+            One line.
+        """
+        return "constant rate (no state)"
+
 
 @dataclass
 class LinearLrScheduler(LrScheduler):
     """``LinearLrSchedulerState { remaining_iters: usize }``.
 
-        Args:
-            remaining_iters: The iterations left.
+    Args:
+        remaining_iters: The iterations left.
     """
 
     remaining_iters: int
@@ -352,21 +369,36 @@ class LinearLrScheduler(LrScheduler):
     def initial(cls, num_iters: int) -> LinearLrScheduler:
         """The state ``LinearLrSchedulerConfig::build`` starts from: ``num_iters + 1``.
 
-                Args:
-                    num_iters: The config's number of iterations.
+        Args:
+            num_iters: The config's number of iterations.
 
-                Returns:
-                    The scheduler.
+        Returns:
+            The scheduler.
         """
         return cls(num_iters + 1)
+
+    def explain(self) -> str:
+        # step() counts remaining_iters down to 0, where it stays; each step's rate is
+        # final_lr - step_size * remaining_iters, so 0 is the final rate.
+        """The iterations left, and whether the final rate is reached.
+
+        Returns:
+            One line.
+        """
+        left = self.remaining_iters
+        if left == 0:
+            return "linear: at the final rate"
+        if left == U64_MAX:
+            return "linear: u64::MAX steps to the final rate (num_iters = u64::MAX - 1): never reached"
+        return f"linear: final rate in {left:,} step{'' if left == 1 else 's'}"
 
 
 @dataclass
 class CosineAnnealingLrScheduler(LrScheduler):
     """``CosineAnnealingLrSchedulerState { current_iter: usize }``; starts at ``usize::MAX``.
 
-        Args:
-            current_iter: The current iteration.
+    Args:
+        current_iter: The current iteration.
     """
 
     current_iter: int = U64_MAX
@@ -376,18 +408,31 @@ class CosineAnnealingLrScheduler(LrScheduler):
     def initial(cls) -> CosineAnnealingLrScheduler:
         """The state Burn's ``build`` starts from.
 
-                Returns:
-                    The scheduler at ``current_iter = usize::MAX``.
+        Returns:
+            The scheduler at ``current_iter = usize::MAX``.
         """
         return cls(U64_MAX)
+
+    def explain(self) -> str:
+        # step() wrapping_adds 1, then takes the rate at current_iter: usize::MAX (u64::MAX in
+        # the record of a 64-bit build) is the state before the first step, which wraps it to 0.
+        """The current iteration, or that the scheduler has not stepped yet (``u64::MAX``).
+
+        Returns:
+            One line.
+        """
+        if self.current_iter == U64_MAX:
+            return "cosine annealing: not stepped yet (u64::MAX, which the first step wraps to iteration 0)"
+        steps = self.current_iter + 1
+        return f"cosine annealing: {steps:,} step{'' if steps == 1 else 's'} taken (at iteration {self.current_iter:,})"
 
 
 @dataclass
 class ExponentialLrScheduler(LrScheduler):
     """``ExponentialLrSchedulerState { previous_lr: f64 }``.
 
-        Args:
-            previous_lr: The last learning rate.
+    Args:
+        previous_lr: The last learning rate.
     """
 
     previous_lr: float
@@ -397,22 +442,30 @@ class ExponentialLrScheduler(LrScheduler):
     def initial(cls, initial_lr: float, gamma: float) -> ExponentialLrScheduler:
         """The state ``build`` starts from: ``initial_lr / gamma``.
 
-                Args:
-                    initial_lr: The config's initial learning rate.
-                    gamma: The config's decay factor.
+        Args:
+            initial_lr: The config's initial learning rate.
+            gamma: The config's decay factor.
 
-                Returns:
-                    The scheduler.
+        Returns:
+            The scheduler.
         """
         return cls(initial_lr / gamma)
+
+    def explain(self) -> str:
+        """The last rate (the next is it times gamma).
+
+        Returns:
+            One line.
+        """
+        return f"exponential: last rate {self.previous_lr:.6g} (the next is it times gamma)"
 
 
 @dataclass
 class StepLrScheduler(LrScheduler):
     """``StepLrSchedulerState { iter_idx: i32 }`` (an ``Int``); starts at ``-1``.
 
-        Args:
-            iter_idx: The iteration index.
+    Args:
+        iter_idx: The iteration index.
     """
 
     iter_idx: int = -1
@@ -422,18 +475,32 @@ class StepLrScheduler(LrScheduler):
     def initial(cls) -> StepLrScheduler:
         """The state Burn's ``build`` starts from.
 
-                Returns:
-                    The scheduler at ``iter_idx = -1``.
+        Returns:
+            The scheduler at ``iter_idx = -1``.
         """
         return cls(-1)
+
+    def explain(self) -> str:
+        # step() checked_adds 1 to iter_idx (an i32), panicking past i32::MAX.
+        """The iteration index, or that the scheduler has not stepped yet (-1) or cannot step again (``i32::MAX``).
+
+        Returns:
+            One line.
+        """
+        if self.iter_idx == -1:
+            return "step: not stepped yet (-1, which the first step makes 0)"
+        if self.iter_idx == INT_RANGES["i32"][1]:
+            return "step: i32::MAX steps taken: Burn's next step panics (the counter would overflow)"
+        steps = self.iter_idx + 1
+        return f"step: {steps:,} step{'' if steps == 1 else 's'} taken"
 
 
 @dataclass
 class NoamLrScheduler(LrScheduler):
     """``NoamLrSchedulerState { step: f64 }``; starts at ``0.0``.
 
-        Args:
-            step: The step count.
+    Args:
+        step: The step count.
     """
 
     step: float = 0.0
@@ -443,10 +510,18 @@ class NoamLrScheduler(LrScheduler):
     def initial(cls) -> NoamLrScheduler:
         """The state Burn's ``build`` starts from.
 
-                Returns:
-                    The scheduler at step 0.
+        Returns:
+            The scheduler at step 0.
         """
         return cls(0.0)
+
+    def explain(self) -> str:
+        """The steps taken.
+
+        Returns:
+            One line.
+        """
+        return "noam: not stepped yet" if self.step == 0 else f"noam: {self.step:g} steps taken"
 
 
 @dataclass
@@ -477,13 +552,20 @@ class _Nested(LrScheduler):
         parts = [f"{i}: {child.describe()}" for i, child in enumerate(self.schedulers)]
         return f"{head} [{'; '.join(parts)}]"
 
+    def explain(self) -> str:
+        parts = "; ".join(f"scheduler {i}: {child.explain()}" for i, child in enumerate(self.schedulers))
+        return f"{self._explain_own()} [{parts or 'no schedulers'}]"
+
+    def _explain_own(self) -> str:
+        return self.KIND
+
 
 @dataclass
 class ComposedLrScheduler(_Nested):
     """Burn's composed scheduler: children under ``"{index}."``; no state of its own.
 
-        Args:
-            schedulers: The children, in order.
+    Args:
+        schedulers: The children, in order.
     """
 
     KIND = "composed"
@@ -493,36 +575,50 @@ class ComposedLrScheduler(_Nested):
 class SequentialLrScheduler(_Nested):
     """``SequentialLrSchedulerState { step: usize }`` plus children under ``"{index}."``.
 
-        Args:
-            schedulers: The children, in order.
-            step: The step count.
+    Args:
+        schedulers: The children, in order.
+        step: The step count.
     """
 
     step: int = 0
     KEY, RUST_TYPE, ATTR, KIND = "step", "usize", "step", "sequential"
+
+    def _explain_own(self) -> str:
+        # step() checked_adds 1 to step (a usize) after each step, panicking on overflow.
+        if self.step == U64_MAX:
+            return "sequential: u64::MAX steps taken: Burn's next step panics (the counter would overflow)"
+        return f"sequential: {self.step:,} step{'' if self.step == 1 else 's'} taken"
 
 
 @dataclass
 class ModuleLrScheduler(_Nested):
     """What every ``XxxConfig::init()`` returns: group ``i``'s scheduler under ``"{i}."``.
 
-        Group 0 is the base scheduler; further groups come from ``with_group``.
+    Group 0 is the base scheduler; further groups come from ``with_group``.
 
-        Args:
-            schedulers: Each group's scheduler.
+    Args:
+        schedulers: Each group's scheduler.
     """
 
     KIND = "module"
+
+    def explain(self) -> str:
+        """Each group's scheduler, explained.
+
+        Returns:
+            The groups' explanations.
+        """
+        return "; ".join(f"group {i}: {child.explain()}" for i, child in enumerate(self.schedulers)) or "no groups"
 
     @classmethod
     def of(cls, *groups: LrScheduler) -> ModuleLrScheduler:
         """A module scheduler of the groups given.
 
-                Args:
-                    *groups: Each group's scheduler, group 0 first.
+        Args:
+            *groups: Each group's scheduler, group 0 first.
 
-                Returns:
-                    The module scheduler.
+        Returns:
+            The module scheduler.
         """
         return cls(list(groups))
 
@@ -548,23 +644,23 @@ constant children write no keys, so one key's index stands for every constant ch
 def infer_scheduler(record: LrSchedulerRecord, *, module: bool = True, max_children: int = MAX_SCHEDULER_CHILDREN) -> LrScheduler:
     """Rebuild a scheduler tree from a record's keys, as far as the keys tell.
 
-        Keys cannot tell a constant scheduler from a missing one, so gaps in child indices become
-        ``ConstantLr`` and trailing constant children are invisible; a composed scheduler with one
-        child and a module scheduler with one group look the same. The work follows the keys
-        present and ``max_children``, not the indices a file claims.
+    Keys cannot tell a constant scheduler from a missing one, so gaps in child indices become
+    ``ConstantLr`` and trailing constant children are invisible; a composed scheduler with one
+    child and a module scheduler with one group look the same. The work follows the keys
+    present and ``max_children``, not the indices a file claims.
 
-        Args:
-            record: The record.
-            module: Read the top level as a ``ModuleLrScheduler`` (what Burn's learner saves).
-            max_children: The most child schedulers accepted (an index a key names counts every
-                child before it).
+    Args:
+        record: The record.
+        module: Read the top level as a ``ModuleLrScheduler`` (what Burn's learner saves).
+        max_children: The most child schedulers accepted (an index a key names counts every
+            child before it).
 
-        Returns:
-            The scheduler tree.
+    Returns:
+        The scheduler tree.
 
-        Raises:
-            SchedulerLayoutError: A key fits no layout, or the tree has more than ``max_children``
-                children (a ``ValueError``).
+    Raises:
+        SchedulerLayoutError: A key fits no layout, or the tree has more than ``max_children``
+            children (a ``ValueError``).
     """
     return _infer(record.scalars, module, [max_children], max_children)
 

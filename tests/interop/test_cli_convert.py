@@ -185,7 +185,7 @@ def test_an_unknown_module_type_is_a_usage_error_with_the_closest_suggestion(lin
 
     code, out, err = run(capsys, "convert", linear_st, tmp_path / "o.bpk", "--adapter", "pytorch", "--module-type", f"fc1={given}")
     assert code == 2 and out == "" and not (tmp_path / "o.bpk").exists()
-    assert err.startswith(f"burnpack: UnknownModuleType: unknown module type {given!r}") and "Linear, PRelu" in err
+    assert err.startswith(f"burnpack: UnknownModuleType: unknown module type {given!r}") and "Linear, Lstm, MultiHeadAttention, PRelu" in err
     assert (f"did you mean {suggestion!r}" in err) is (suggestion is not None)
     with pytest.raises(UnknownModuleType) as info:
         convert(linear_st, tmp_path / "o.bpk", adapter="pytorch", module_types={"fc1": given})

@@ -17,6 +17,7 @@ import numpy as np
 
 from ...records import ModuleRecord
 from ..adapters import BurnToPyTorchAdapter, ModuleTypes, PyTorchToBurnAdapter
+from ..layouts import kind_of
 from ..converter import transform
 from ..._generated.types import BoolStore
 from .._io import entry_from_array
@@ -39,6 +40,17 @@ class BurnModel:
     dropped: dict[str, np.ndarray] = field(default_factory=dict)
 
 
+def structural(name: str) -> bool:
+    """Whether the module type ``name`` (``Lstm``) splits or merges tensors."""
+    kind = kind_of("Struct:" + name)
+    return kind is not None and kind.structural
+
+
+def _owners(name: str) -> list[str]:
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(len(parts))]
+
+
 def check_types(entries: Sequence[Entry]) -> None:
     """Refuse weights whose module is unknown: transposing (Linear) or renaming (norms) them
     would be a guess."""
@@ -54,6 +66,18 @@ def check_types(entries: Sequence[Entry]) -> None:
             "(norms) them: give --module-type PATH=TYPE (Linear, Embedding, LayerNorm...) or --type-rule REGEX=TYPE"
         )
         raise error
+
+
+def refuse_structural(modules: Mapping[str, str]) -> None:
+    """A training state whose model has modules the layouts split or merge (LSTM, attention,
+    transformer layers): their optimizer state would have to be split and merged with them, which
+    a checkpoint conversion does not do yet — refused, naming them, rather than mapped wrong."""
+    if modules:
+        listed = ", ".join(f"{path or '<root>'} ({kind})" for path, kind in sorted(modules.items()))
+        raise ConversionError(
+            f"the model has modules whose tensors Burn lays out as other tensors: {listed}; a training checkpoint's "
+            "optimizer state is not split and merged with them: convert the model alone (burnpack convert --adapter pytorch)"
+        )
 
 
 def model_to_burn(state: TorchTrainingState, report: CheckpointReport, *, seed: int | None, **options: Any) -> BurnModel:
@@ -74,6 +98,7 @@ def model_to_burn(state: TorchTrainingState, report: CheckpointReport, *, seed: 
         allow_unmatched=True if allow is True else {"adapter", "infer_types", *(allow or ())}, **options,
     )  # the adapter and type inference are implied here, so a model they leave alone is fine
     report.options, report.warnings = dict(mapped.options), report.warnings + mapped.warnings
+    refuse_structural({path: m["type"] for path, m in mapped.modules.items() if structural(m["type"])})
     check_types(adapted.entries)
     final = [e.replace(param_id=pid) for e, pid in zip(adapted.entries, new_ids(len(adapted.entries), seed))]
     excluded = {e.name for e in entries} - {e.source_name for e in final}
@@ -111,8 +136,10 @@ def model_to_pytorch(
 ) -> TorchModel:
     """The PyTorch ``state_dict`` of a Burn model record (``meta``: the stored ``torch.model``)."""
     entries = [Entry(t.name, t.dtype, t.shape, t.numpy, param_id=t.param_id) for t in record.tensors]
-    types.run_inference(entries)
+    types.run_inference(entries, "burn")
     typed = [e.replace(module_type=types.resolve(e)) for e in entries]
+    paths = {p for e in typed for p in _owners(e.name)}
+    refuse_structural({p: str(found.spec) for p in paths if (found := types.lookup(p, count=False)) and structural(found.spec.short)})
     check_types(typed)
     adapter = BurnToPyTorchAdapter()
     torch_names = {burn: torch for torch, burn in meta.get("names", {}).items()}
