@@ -16,6 +16,11 @@
  * scales included). Plain C; the compiler vectorizes the loops at the build's -O level.
  * Bad arguments (wrong sizes, an output overlapping the inputs, a read-only or misaligned output)
  * raise ValueError or TypeError before anything is written.
+ *
+ * The values and scales may sit at any alignment (read bytewise and with memcpy) and may change
+ * while they are read (a mapped file; the GIL is released): every offset comes from the sizes
+ * checked above, never from the bytes, so a changed byte changes a value, never where one is
+ * read or written.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -175,5 +180,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__cquant(void) {
     fill_tables();
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 2) < 0) Py_CLEAR(m); /* _kernels.KERNELS */
+    return m;
 }
