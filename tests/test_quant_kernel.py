@@ -125,6 +125,17 @@ def test_every_path_gives_the_reference_bits_on_covered_stores(case):
 
 
 @settings(max_examples=100, deadline=None)
+@given(payloads(), st.integers(1, 7))
+def test_a_payload_at_any_alignment_gives_the_same_bits(case, offset):
+    """A tensor's bytes may start anywhere (a slice of a file, a caller's buffer): values and
+    scales are read bytewise and with memcpy (UBSan checks it in CI's sanitizer run)."""
+    payload, scheme, shape = case
+    shifted = memoryview(bytearray(offset) + payload)[offset:]
+    for compiled in [False] + [True] * kernel_covers(scheme, shape) * (quant._cquant is not None):
+        assert dequantize(shifted, scheme, shape, compiled=compiled).tobytes() == dequantize(payload, scheme, shape, compiled=False).tobytes()
+
+
+@settings(max_examples=100, deadline=None)
 @given(payloads(stores=[QuantStore.PackedU32(1)]))
 def test_a_store_the_kernel_does_not_cover_goes_through_numpy(case):
     payload, scheme, shape = case
