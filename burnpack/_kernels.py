@@ -35,7 +35,7 @@ KERNELS = {
     "burnpack._cskip": Kernel("skipping ignored metadata", 2),
     "burnpack.core._ctable": Kernel("scanning the tensors map", 3),
     "burnpack.core._cencode": Kernel("encoding the tensors map", 2),
-    "burnpack._cquant": Kernel("dequantizing", 2),
+    "burnpack._cquant": Kernel("dequantizing", 3),
     "burnpack.view._cstats": Kernel("view statistics", 2),
 }
 """Every kernel's module (``INTERFACE`` in its C source, checked by ``tests/test_kernels.py``)."""
