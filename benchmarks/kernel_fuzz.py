@@ -405,8 +405,9 @@ def _stats_agree(by_kernel: dict | None, by_numpy: dict | None) -> bool:
     return True
 
 
-class _Answering:
-    """A pack source whose second answer to a range comes from ``second``."""
+class ChangingAnswers:
+    """A pack source serving ``first``, except that a range asked for again is answered from
+    ``second``: a server answering the same range differently, a file rewritten between passes."""
 
     def __init__(self, first: bytes, second: bytes) -> None:
         self.size, self._first, self._second, self._seen = len(first), first, second, set()
@@ -440,7 +441,7 @@ def check_stats(rng: random.Random, changing: bool) -> None:
             return
         first, second = (burnpack.save_bytes({"t": v}) for v in (values, other))
         for compiled in (True, False):
-            with burnpack.load(_Answering(first, second)) as pack:
+            with burnpack.load(ChangingAnswers(first, second)) as pack:
                 try:
                     stats.value_stats(pack["t"], bins=bins, chunk_elements=chunk, compiled=compiled)
                 except IoError:

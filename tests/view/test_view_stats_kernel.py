@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import burnpack
+from benchmarks.kernel_fuzz import ChangingAnswers
 from burnpack.errors import IoError, OptionError
 from burnpack.view import stats
 from burnpack.view.stats import BINS, value_stats
@@ -203,22 +204,6 @@ def test_the_kernel_histogram_cannot_write_into_read_only_counts():
 
 
 # -- bytes that change under the passes, edge ranges, alignment, threads (issue 26) ------------------
-class _ChangingSource:
-    """A pack served as ``first``, except that a range asked for again is answered from ``second``
-    (a server answering the same range differently, a file rewritten between the passes)."""
-
-    def __init__(self, first: bytes, second: bytes) -> None:
-        self.size, self._first, self._second, self._seen = len(first), first, second, set()
-
-    def read(self, offset: int, length: int) -> bytes:
-        data = self._second if (offset, length) in self._seen else self._first
-        self._seen.add((offset, length))
-        return data[offset : offset + length]
-
-    def buffer(self) -> None:
-        return None
-
-
 @pytest.mark.parametrize("compiled", [False, pytest.param(True, marks=kernel)], ids=["numpy", "kernel"])
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32"])
 def test_values_that_change_between_the_passes_are_an_io_error(simd, compiled, dtype):
@@ -228,7 +213,7 @@ def test_values_that_change_between_the_passes_are_an_io_error(simd, compiled, d
     if changed.dtype.kind == "f":
         changed[3::11] = np.nan
     first, second = (burnpack.save_bytes({"t": v}) for v in (values, changed))
-    with burnpack.load(_ChangingSource(first, second)) as pack:
+    with burnpack.load(ChangingAnswers(first, second)) as pack:
         with pytest.raises(IoError, match=r"changed while they were read: 3000 finite in the first pass, \d+ inside"):
             value_stats(pack["t"], chunk_elements=256, compiled=compiled)
 
@@ -237,7 +222,7 @@ def test_values_that_change_between_the_passes_are_an_io_error(simd, compiled, d
 def test_values_that_change_inside_the_range_are_counted_as_they_were_seen(simd, compiled):
     values = np.linspace(0, 100, 3000).astype(np.float32)
     first, second = (burnpack.save_bytes({"t": v}) for v in (values, values[::-1].copy()))
-    with burnpack.load(_ChangingSource(first, second)) as pack:
+    with burnpack.load(ChangingAnswers(first, second)) as pack:
         out = value_stats(pack["t"], chunk_elements=256, compiled=compiled)
     assert sum(out["hist"]) == 3000 and out["hist"] == np.histogram(values, BINS, range=(0, 100))[0].tolist()
 
