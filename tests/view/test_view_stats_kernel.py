@@ -261,7 +261,7 @@ for simd in (True, False):
             span = high - low
             counted = k.histogram(values, kind, None, low, high, bins / span, 1e-6, edges, guarded[1:-1], simd)
             expected = np.histogram(values.astype(np.float64)[np.isfinite(values.astype(np.float64))], bins, range=(low, high))[0]
-            found[f"{kind} bins={bins} simd={simd}"] = [int(guarded[0]), int(guarded[-1]), counted == 200 + 0, guarded[1:-1].tolist() == expected.tolist()]
+            found[f"{kind} bins={bins} simd={simd}"] = [int(guarded[0]), int(guarded[-1]), counted == 200, guarded[1:-1].tolist() == expected.tolist()]
 print(json.dumps(found))
 '''
 
