@@ -101,15 +101,16 @@ def _add_limit_option(p: argparse.ArgumentParser) -> None:
 
 def _limits(args: argparse.Namespace) -> ReadCaps:
     """``--limit NAME=N``: the read caps to lift (``interop.limits.ReadLimits``)."""
-    from ..interop.limits import ReadCaps
+    from ..interop.limits import ReadCaps, parse_cap
 
     out: dict[str, int] = {}
     for name, value in _pairs(args.limit, "--limit").items():
         if name not in ReadCaps.__annotations__:
             raise CommandError(None, "UsageError", f"--limit {name!r} is not a read cap ({', '.join(ReadCaps.__annotations__)})", code=2)
-        if not value.isdigit():
-            raise CommandError(None, "UsageError", f"--limit {name}={value!r}: the cap is a whole number", code=2)
-        out[name] = int(value)
+        try:
+            out[name] = parse_cap(name, value)
+        except OptionError as exc:
+            raise CommandError(None, "UsageError", f"--limit {exc}", code=2) from None
     return cast(ReadCaps, out)
 
 

@@ -16,12 +16,10 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
-from importlib.machinery import EXTENSION_SUFFIXES
-from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from .._kernels import KERNELS
+from .._kernels import KERNELS, kernel_states
 from . import diff as diff_cmd
 from . import files as files_cmd
 from . import pack as pack_cmd
@@ -36,21 +34,20 @@ from . import records as records_cli
 _PATH_ARGUMENTS = ("file", "input", "spec", "a", "directory")
 
 def version_text() -> str:
-    """The version and which optional kernels are built, found by their files: importing them
-    would import their packages (numpy among them), and ``--version`` starts at once."""
-    root = Path(__file__).resolve().parent.parent
-
-    def built(module: str) -> bool:
-        stem = root.joinpath(*module.split(".")[1:])
-        return any(stem.with_name(stem.name + suffix).is_file() for suffix in EXTENSION_SUFFIXES)
-
-    missing = [what for module, what in KERNELS.items() if not built(module)]
-    if not missing:
+    """The version and which optional kernels are used, by the rule that decides it
+    (``_kernels.kernel_states``: built from this version's sources), without importing numpy."""
+    states = kernel_states()
+    missing = [what for module, (what, _) in KERNELS.items() if states[module] == "not built"]
+    stale = [what for module, (what, _) in KERNELS.items() if states[module] == "stale"]
+    if not missing and not stale:
         kernels = "every compiled kernel built"
     elif len(missing) == len(KERNELS):
         kernels = "no compiled kernel built: Python and numpy do all the work"
     else:
-        kernels = f"compiled kernels not built: {', '.join(missing)} (Python and numpy do that work)"
+        parts = [f"compiled kernels not built: {', '.join(missing)}"] if missing else []
+        if stale:
+            parts.append(f"compiled kernels built from other sources, not used until rebuilt: {', '.join(stale)}")
+        kernels = "; ".join(parts) + " (Python and numpy do that work)"
     return f"burnpack {__version__} ({kernels})"
 
 

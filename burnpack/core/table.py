@@ -149,7 +149,7 @@ class TensorTable(Mapping[str, TensorDescriptor]):
         return out
 
 
-_ctable: Any = load_kernel("burnpack.core._ctable", interface=2)  # 2: scan_entries also returns the largest end
+_ctable: Any = load_kernel("burnpack.core._ctable")
 """The optional compiled kernel; None when not built: the same columns from the regex scan."""
 
 KERNEL = "python" if _ctable is None else "compiled"
