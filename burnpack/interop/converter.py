@@ -25,8 +25,9 @@ indices, then the adapter with module types, then filters):
    or those whose name ``quantize_include`` matches) become QFloat tensors as Burn's CPU backend
    quantizes them (``burnpack.interop.quantizing``); their error is in ``report.quantized``.
    ``dequantize=True`` instead turns every QFloat tensor into its F32 values.
-9. ``param_ids`` — ``"keep"`` (default), ``"new"`` (a fresh random u64 per tensor, as a Burn
-   ``ModuleRecord`` carries) or ``"drop"``.
+9. ``param_ids`` — ``"keep"`` (default), ``"new"`` (a u64 per tensor, as a Burn
+   ``ModuleRecord`` carries, derived from its name: :func:`burnpack.records.derive_param_ids`)
+   or ``"drop"``.
 
 Metadata: the source's user metadata is carried across (safetensors ``__metadata__`` ↔ burnpack
 metadata ↔ the ``__metadata__`` member of an ``.npz``). When the container changes and the
@@ -39,7 +40,6 @@ them out; ``metadata={...}`` adds or overrides entries; ``keep_metadata=False`` 
 from __future__ import annotations
 
 import os
-import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -388,22 +388,17 @@ def _quantization(
 
 
 def _param_ids(entries: list[Entry], mode: str) -> list[Entry]:
-    """Step 9: keep the ids, give fresh random ones (as a Burn ModuleRecord has), or drop them."""
+    """Step 9: keep the ids, give each tensor one derived from its name (the rule of
+    :func:`~burnpack.records.derive_param_ids`: the same input, the same ids), or drop them."""
     if mode == "keep":
         return entries
     if mode == "drop":
         return [e.replace(param_id=None) if e.param_id is not None else e for e in entries]
     if mode != "new":
         raise ValueError(f"param_ids must be 'keep', 'new' or 'drop', not {mode!r}")
-    taken: set[int] = set()
-    fresh = []
-    for e in entries:
-        pid = secrets.randbits(64)
-        while pid in taken:
-            pid = secrets.randbits(64)
-        taken.add(pid)
-        fresh.append(e.replace(param_id=pid))
-    return fresh
+    from ..records._common import derive_param_ids
+
+    return [e.replace(param_id=pid) for e, pid in zip(entries, derive_param_ids(e.name for e in entries))]
 
 
 def _out_metadata(tset: TensorSet, target_format: str | None, keep: bool, extra: Mapping[str, str] | None, stamp: bool) -> dict[str, str]:

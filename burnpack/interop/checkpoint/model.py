@@ -3,7 +3,7 @@
 PyTorch → Burn: BatchNorm ``num_batches_tracked`` has no Burn field (kept aside), names go
 through the user's remap / enum variants / contiguous indices, then :class:`PyTorchToBurnAdapter`
 transposes Linear weights and renames norm ``weight``/``bias`` to ``gamma``/``beta``; each tensor
-gets a fresh ``param_id``. A 1-D or 2-D ``weight`` whose module type stays unknown is an error,
+gets a ``param_id`` derived from its Burn path (:func:`burnpack.records.derive_param_ids`). A 1-D or 2-D ``weight`` whose module type stays unknown is an error,
 never a guess. Burn → PyTorch reverses it, with names from the stored map when there is one.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ...records import ModuleRecord
+from ...records import ModuleRecord, derive_param_ids
 from ..adapters import BurnToPyTorchAdapter, ModuleTypes, PyTorchToBurnAdapter
 from ..converter import transform
 from ..._generated.types import BoolStore
@@ -23,7 +23,7 @@ from .._io import entry_from_array
 from ...errors import ConversionError
 from ..remap import KeyRemapper
 from ..tensors import Entry, TensorSet
-from .state import CheckpointReport, TorchTrainingState, new_ids
+from .state import CheckpointReport, TorchTrainingState
 
 BATCHES_TRACKED = "num_batches_tracked"
 
@@ -75,7 +75,7 @@ def model_to_burn(state: TorchTrainingState, report: CheckpointReport, *, seed: 
     )  # the adapter and type inference are implied here, so a model they leave alone is fine
     report.options, report.warnings = dict(mapped.options), report.warnings + mapped.warnings
     check_types(adapted.entries)
-    final = [e.replace(param_id=pid) for e, pid in zip(adapted.entries, new_ids(len(adapted.entries), seed))]
+    final = [e.replace(param_id=pid) for e, pid in zip(adapted.entries, derive_param_ids((e.name for e in adapted.entries), seed=seed))]
     excluded = {e.name for e in entries} - {e.source_name for e in final}
     if excluded:
         report.not_mapped.append(f"{len(excluded)} tensor(s) excluded: {sorted(excluded)}")
