@@ -12,13 +12,18 @@ runs, so that ``burnpack --version`` or ``inspect`` of a small file start about 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import difflib
 import os
+import re
+import signal
 import sys
+import threading
 import warnings
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from .. import __version__
 from .._kernels import KERNELS
@@ -28,7 +33,7 @@ from . import pack as pack_cmd
 from . import view as view_cmd
 from .common import describe_error, first_path, missing_extra
 from ..core.display import printable_lines
-from ..errors import BurnpackError, CommandError, LegacyFormatWarning
+from ..errors import BurnpackError, CommandError, LegacyFormatWarning, Terminated, interrupt_behind
 from . import interop as interop_cli
 from . import records as records_cli
 
@@ -65,8 +70,38 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="burnpack", description="Inspect, check, convert and rewrite Burn .bpk files.")
+class CommandParser(argparse.ArgumentParser):
+    """``burnpack``'s parser and every subcommand's: an option is written in full (``--tre`` is
+    not taken for ``--tree``), and a mistyped option or command is answered with the closest
+    one. argparse makes each subcommand's parser of its parent's class."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        choice = re.match(r"argument (\S+): invalid choice: '(.*)' \(choose from (.*)\)$", message)
+        if choice is not None:
+            offered = re.findall(r"'([^']*)'", choice[3])
+            message += _did_you_mean(choice[2], offered, quote=True)
+        super().error(message)
+
+    def unrecognized(self, extras: Sequence[str]) -> NoReturn:
+        """Exit 2 naming the arguments nobody took, each option with its closest spelling."""
+        options = [o for action in self._actions for o in action.option_strings if o.startswith("--")]
+        hints = "".join(_did_you_mean(extra.partition("=")[0], options) for extra in extras if extra.startswith("--"))
+        self.error(f"unrecognized arguments: {' '.join(extras)}{hints}")
+
+
+def _did_you_mean(given: str, offered: Sequence[str], *, quote: bool = False) -> str:
+    close = difflib.get_close_matches(given, offered, n=1, cutoff=0.6)
+    if not close:
+        return ""
+    return f" (did you mean {close[0]!r}?)" if quote else f" (did you mean {close[0]}?)"
+
+
+def _parser() -> CommandParser:
+    parser = CommandParser(prog="burnpack", description="Inspect, check, convert and rewrite Burn .bpk files.")
     parser.add_argument("--version", action=_Version, help="the version, and which optional compiled kernels are built")
     parser.add_argument("-v", "--verbose", action="store_true", help="full error details (legacy diagnoses, reports)")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -96,34 +131,93 @@ def _quiet_stdout() -> None:
         pass
 
 
+@contextlib.contextmanager
+def _stdout_for(args: argparse.Namespace) -> Iterator[None]:
+    """``-q``, for every command alike: what the command prints on stdout goes nowhere."""
+    if not getattr(args, "quiet", False):
+        yield
+        return
+    with open(os.devnull, "w", encoding="utf-8") as sink, contextlib.redirect_stdout(sink):
+        yield
+
+
 INTERRUPTED = "burnpack: interrupted"
+TERMINATED = "burnpack: terminated"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one command; Ctrl-C at any point — while modules load, too — is one line and exit 130."""
+    """Run one command. Ctrl-C at any point — while modules load, too — is one line and exit
+    130; SIGTERM is one line and exit 143 (128 + 15), after the same clean-up: outputs being
+    written are removed."""
     try:
-        return _main(argv)
+        with _terminate_as_interrupt():
+            return _main(argv)
+    except Terminated:
+        print(TERMINATED, file=sys.stderr)
+        return 128 + signal.SIGTERM
     except KeyboardInterrupt:
         print(INTERRUPTED, file=sys.stderr)
         return 130
 
 
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """While the block runs, SIGTERM raises :class:`~burnpack.errors.Terminated` where the
+    command is, instead of ending the process on the spot (which would leave scratch files)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
+        yield
+        return
+
+    def terminate(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    before = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before)
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The arguments; an argument no parser took is refused by the command it was given to."""
+    parser = _parser()
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        chosen: argparse.ArgumentParser = parser
+        for dest in ("command", "checkpoint_command"):  # the deepest subcommand given
+            sub = next((a for a in chosen._actions if isinstance(a, argparse._SubParsersAction)), None)
+            if sub is None or getattr(args, dest, None) not in sub.choices:
+                break
+            chosen = sub.choices[getattr(args, dest)]
+        assert isinstance(chosen, CommandParser)
+        chosen.unrecognized(extras)
+    return args
+
+
 def _main(argv: Sequence[str] | None) -> int:
-    args = _parser().parse_args(argv)
+    args = _parse(argv)
     verbose = args.verbose
     warnings.simplefilter("always", LegacyFormatWarning)
     warnings.showwarning = lambda message, category, *rest: _show_warning(message, category, verbose=verbose)
     try:
-        return int(args.handler(args))
+        with _stdout_for(args):
+            return int(args.handler(args))
     except KeyboardInterrupt:
-        print(INTERRUPTED, file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # output piped into e.g. `head`: stop quietly, as Unix tools do
+        raise
+    except Exception as exc:  # an error raised while an interrupt unwinds is that interrupt
+        interrupt = interrupt_behind(exc)
+        if interrupt is not None:
+            raise interrupt from None
+        return _failure(exc, args)
+
+
+def _failure(exc: Exception, args: argparse.Namespace) -> int:
+    """The one line of a failure, and its exit status; a bug is re-raised with its traceback."""
+    if isinstance(exc, BrokenPipeError):  # output piped into e.g. `head`: stop quietly, as Unix tools do
         _quiet_stdout()
         return 1
-    except (BurnpackError, OSError, CommandError, ImportError) as exc:
-        if isinstance(exc, ImportError) and missing_extra(exc) is None:
-            raise  # not a missing optional dependency: a bug, with its traceback
-        line, code = describe_error(exc, first_path(args, *_PATH_ARGUMENTS), verbose=verbose)
-        print(line, file=sys.stderr)
-        return code
+    if not isinstance(exc, (BurnpackError, OSError, CommandError)) and not (isinstance(exc, ImportError) and missing_extra(exc)):
+        raise exc  # not a failure of the input or a missing optional dependency: a bug
+    line, code = describe_error(exc, first_path(args, *_PATH_ARGUMENTS), verbose=args.verbose)
+    print(line, file=sys.stderr)
+    return code
