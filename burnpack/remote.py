@@ -71,7 +71,7 @@ class FsspecSource:
         try:
             import fsspec
         except ImportError:
-            raise ImportError(REMOTE_EXTRA_HINT) from None
+            raise ModuleNotFoundError(REMOTE_EXTRA_HINT, name="fsspec") from None
         if not idle_timeout > 0 or not deadline > 0:
             raise ValueError(f"idle_timeout and deadline must be positive seconds, not {idle_timeout!r} and {deadline!r}")
         options = dict(storage_options or {})

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..core.display import printable, printable_lines
+from .common import add_output_options
 
 
 def register(subparsers: Any) -> None:
@@ -22,7 +23,7 @@ def register(subparsers: Any) -> None:
         help="epochs, parameter count, optimizer kind and step, scheduler state, model/optimizer id consistency",
     )
     p.add_argument("directory", help="the artifact directory (holding checkpoint/) or the checkpoint directory")
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    add_output_options(p)
     p.set_defaults(handler=run)
 
 
