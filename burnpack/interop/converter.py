@@ -78,7 +78,9 @@ class ConversionReport:
     shape mismatches against ``expect``. ``options``: each option given → what it changed
     (``"adapter=pytorch": "2 tensors changed"``). ``warnings``: module types that could not be
     inferred, options that changed nothing when ``allow_unmatched``, information the target
-    format cannot hold.
+    format cannot hold (tied weights written as copies among it). ``tied``: groups of output
+    names that are one tensor of the source (tied weights), written once by a target that can
+    alias them.
     """
 
     source: str = ""
@@ -96,6 +98,7 @@ class ConversionReport:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     options: dict[str, str] = field(default_factory=dict)
+    tied: list[list[str]] = field(default_factory=list)
     module_types: dict[str, str] = field(default_factory=dict)
     metadata: dict[str, str] = field(default_factory=dict)
     scalars: int = 0
@@ -142,6 +145,7 @@ class ConversionReport:
                 lines.append(f"    ... and {len(items) - detail} more")
 
         section("options", [f"{option}: {what}" for option, what in self.options.items()])
+        section("tied (one tensor under several names, written once)", [" = ".join(group) for group in self.tied])
         section("renamed", [f"{a} -> {b}" for a, b in self.renamed.items()])
         section("transformed", [f"{n}: {', '.join(s)}" for n, s in self.transformed.items()])
         section("quantized (error vs float: max abs, RMSE)",
@@ -622,6 +626,7 @@ def convert(
         result, report = transform(tset, target_format=target_format, report=report, **options)
         _refuse_quantized(result, target_format)
         _note_losses(result, out_format, report, npz_metadata=npz_metadata)
+        report_ties(tset, result, out_format, report)
         bar = progress_for(progress, result.nbytes, "converting")
         write_tensors(result, out_path, out_format, overwrite=overwrite, progress=bar, compress=compress,
                       max_shard_size=shard_size, npz_metadata=npz_metadata)  # fmt: skip
@@ -678,6 +683,31 @@ def _note_npz(tset: TensorSet, report: ConversionReport, npz_metadata: bool) -> 
             report.warnings.append(f"{e.name}: Flex32 written as F32")
         elif e.dtype.is_bool and e.dtype != NATIVE_BOOL:
             report.warnings.append(f"{e.name}: {dtype_name(e.dtype)} written as numpy bool (--npz-metadata records the store)")
+
+
+def report_ties(source: TensorSet, result: TensorSet, target: Format, report: Any) -> None:
+    """Tied weights of ``source`` (entries of one tensor, ``Entry.tie``) that ``result`` still
+    holds under several names: listed in ``report.tied`` when ``target`` writes them once (it
+    aliases tensors and they are still one tensor), else a warning saying why each name gets its
+    own tensor. ``report``: a conversion's or a checkpoint's report (``warnings``, ``tied``)."""
+    groups: dict[str, list[str]] = {}
+    for e in source.entries:
+        if e.tie is not None:
+            groups.setdefault(e.tie, []).append(e.source_name)
+    by_source = {e.source_name: e for e in result.entries}
+    for names in groups.values():
+        kept = [by_source[n] for n in names if n in by_source]
+        if len(kept) < 2:
+            continue
+        written = [e.name for e in kept]
+        still_one = kept[0].tie is not None and all(e.tie == kept[0].tie for e in kept)
+        if target.aliases_tensors and still_one:
+            report.tied.append(written)
+            continue
+        changes = "; ".join(f"{e.name}: {', '.join(e.steps)}" for e in kept if e.steps)
+        why = f"the conversion changed them apart{f' ({changes})' if changes else ''}" if target.aliases_tensors or not still_one else (
+            f"a {target.label} has no place for one tensor under several names")  # fmt: skip
+        report.warnings.append(f"tied weights {', '.join(written)} (one tensor in the source) written as {len(kept)} tensors: {why}")
 
 
 def _note_losses(tset: TensorSet, target: Format, report: ConversionReport, *, npz_metadata: bool = False) -> None:

@@ -233,8 +233,8 @@ def write_sharded(
     shard_metadata = {**tset.metadata, "format": "pt"}
     try:
         with atomic_folder(folder, replace=overwrite, merge=True, obsolete=lambda n: is_shard(n) is not None) as scratch:
-            for group, name in zip(groups or [[]], names):
-                shard = TensorSet([by_name[n] for n in group], dict(shard_metadata), format=tset.format)
+            for group, name in zip(groups or [[]], names):  # a tie may span shards: each name its copy, as reported
+                shard = TensorSet([by_name[n].replace(tie=None) for n in group], dict(shard_metadata), format=tset.format)
                 if format == "pytorch":
                     write_pytorch(shard, scratch / name, progress=progress)
                 else:

@@ -115,14 +115,17 @@ class Entry(Tensor):
     known), ``source_name`` the name the tensor had in the input, and ``steps`` lists what was done
     to it (``"transposed"``, ``"F32 -> F16"``...). ``file_range``: where its bytes are in a file
     as they are (a burnpack writer copies them from there in the kernel); a ``replace`` with a new
-    loader or dtype drops it, since the bytes then differ.
+    loader or dtype drops it, since the bytes then differ. ``tie``: the same for entries that are
+    one tensor of the source under several names (tied weights, read from one storage), so that a
+    writer whose format can alias them writes it once; dropped as ``file_range`` is.
     """
 
-    __slots__ = ("module_type", "source_name", "steps", "_file_range")
+    __slots__ = ("module_type", "source_name", "steps", "tie", "_file_range")
 
     module_type: str | None
     source_name: str
     steps: tuple[str, ...]
+    tie: str | None
     _file_range: FileRange | None
 
     def __new__(  # type: ignore[misc]
@@ -138,6 +141,7 @@ class Entry(Tensor):
         steps: Iterable[str] = (),
         byte_len: int | None = None,
         file_range: FileRange | None = None,
+        tie: str | None = None,
     ) -> Entry:
         entry = _blank(cls)
         _describe(entry, name, dtype, shape, param_id)
@@ -153,6 +157,7 @@ class Entry(Tensor):
         entry.module_type = module_type
         entry.source_name = name if source_name is None else source_name
         entry.steps = tuple(steps)
+        entry.tie = tie
         return _freeze(entry, cls)
 
     @classmethod
@@ -189,12 +194,14 @@ class Entry(Tensor):
             "steps": self.steps,
             "byte_len": self.byte_len,
             "file_range": self._file_range,
+            "tie": self.tie,
         }
         unknown = set(changes) - set(fields)
         if unknown:
             raise TypeError(f"Entry has no field(s) {sorted(unknown)}")
-        if "file_range" not in changes and {"load", "dtype", "byte_len"} & set(changes):
-            fields["file_range"] = None  # the bytes change: no longer the file's
+        for kept in ("file_range", "tie"):
+            if kept not in changes and {"load", "dtype", "byte_len"} & set(changes):
+                fields[kept] = None  # the bytes change: no longer the file's, nor the tensor's it shared
         fields.update(changes)
         if step is not None:
             fields["steps"] = (*fields["steps"], step)

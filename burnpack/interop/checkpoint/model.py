@@ -17,9 +17,10 @@ import numpy as np
 
 from ...records import ModuleRecord, derive_param_ids
 from ..adapters import BurnToPyTorchAdapter, ModuleTypes, PyTorchToBurnAdapter
-from ..converter import transform
+from ..converter import report_ties, transform
+from ..registry import get_format
 from ..._generated.types import BoolStore
-from .._io import entry_from_array
+from .._io import entries_from_arrays
 from ...errors import ConversionError
 from ..remap import KeyRemapper
 from ..tensors import Entry, TensorSet
@@ -59,12 +60,8 @@ def check_types(entries: Sequence[Entry]) -> None:
 def model_to_burn(state: TorchTrainingState, report: CheckpointReport, *, seed: int | None, **options: Any) -> BurnModel:
     """The Burn model record's entries; ``options`` are :func:`transform`'s renaming and
     module-type options (and ``allow_unmatched``)."""
-    entries, dropped = [], {}
-    for name, array in state.model.items():
-        if name.rpartition(".")[2] == BATCHES_TRACKED:
-            dropped[name] = array
-        else:
-            entries.append(entry_from_array(name, array, BoolStore.U8))
+    dropped = {name: array for name, array in state.model.items() if name.rpartition(".")[2] == BATCHES_TRACKED}
+    entries = entries_from_arrays(((n, a) for n, a in state.model.items() if n not in dropped), BoolStore.U8)
     report.dropped = list(dropped)
     if dropped:
         report.not_mapped.append(f"{len(dropped)} BatchNorm num_batches_tracked buffer(s): Burn's BatchNorm has none (kept in torch.model metadata)")
@@ -74,6 +71,7 @@ def model_to_burn(state: TorchTrainingState, report: CheckpointReport, *, seed: 
         allow_unmatched=True if allow is True else {"adapter", "infer_types", *(allow or ())}, **options,
     )  # the adapter and type inference are implied here, so a model they leave alone is fine
     report.options, report.warnings = dict(mapped.options), report.warnings + mapped.warnings
+    report_ties(TensorSet(entries), adapted, get_format("burnpack"), report)  # a record has a tensor per path
     check_types(adapted.entries)
     final = [e.replace(param_id=pid) for e, pid in zip(adapted.entries, derive_param_ids((e.name for e in adapted.entries), seed=seed))]
     excluded = {e.name for e in entries} - {e.source_name for e in final}
