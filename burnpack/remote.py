@@ -16,7 +16,6 @@ and one more: a server that sends more is an ``IoError``, never a download of wh
 
 from __future__ import annotations
 
-import asyncio
 import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -159,6 +158,8 @@ class FsspecSource:
     def _sync_all(self, ranges: Sequence[tuple[int, int]]) -> list[bytearray]:
         """Ranged reads of every ``(offset, length)``, :data:`PARALLEL_REQUESTS` at a time on the
         filesystem's loop, each bounded as ``_sync`` bounds one; the first failure raises."""
+        import asyncio  # (paid by a remote read, not by every command: the module imports ssl, sockets...)
+
         from fsspec.asyn import sync
 
         if self._closed:
@@ -193,6 +194,8 @@ class FsspecSource:
 
     def _sync(self, coroutine: Callable[..., Any], *args: Any) -> Any:
         """Run one of the filesystem's coroutines on its loop, cancelled after the deadline."""
+        import asyncio
+
         from fsspec.asyn import FSTimeoutError, sync
 
         async def run() -> Any:

@@ -9,17 +9,16 @@ the command-line spelling.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-from collections.abc import Iterator
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from ..core.display import printable, printable_lines
 from ..errors import CommandError, OutputExistsError
 
-__all__ = ["add_output_options", "check_output", "describe_error", "missing_extra", "wrote"]
+__all__ = ["add_output_options", "check_output", "describe_error", "missing_extra", "print_json", "wrote"]
 
 # Scratch siblings written by burnpack.core.atomic: "<name>.<pid>-<n>.tmp".
 _SCRATCH = re.compile(r"^(?P<name>.+)\.\d+-\d+\.tmp$")
@@ -168,6 +167,13 @@ def add_output_options(p: Any, *, progress: bool = False, json_help: str = "prin
         p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
                        help="progress on stderr: auto = a bar for 64 MiB or more on a terminal; always = also as lines "
                             "when stderr is not a terminal; never")  # fmt: skip
+
+
+def print_json(value: Any, out: TextIO | None = None) -> None:
+    """What ``--json`` prints, in every command: one JSON object (indented, text as it is)."""
+    import json  # (paid by --json, not by every start)
+
+    print(json.dumps(value, ensure_ascii=False, indent=1), file=sys.stdout if out is None else out)
 
 
 def wrote(target: Path, size: int, what: str = "") -> str:

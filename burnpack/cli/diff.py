@@ -3,11 +3,10 @@ also compares how two packs are written (header, padding, offsets, trailing byte
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..errors import BurnpackError, CommandError
-from .common import add_output_options
+from .common import add_output_options, print_json
 
 def register(sub: Any) -> None:
     """Add the ``diff`` subcommand to ``burnpack``'s argument parser."""
@@ -50,7 +49,7 @@ def run_diff(args: Any) -> int:
         exc.exit_code = 2  # type: ignore[union-attr]
         raise
     if args.json:
-        print(json.dumps({**result.to_json(), "readers": {"a": readers[args.a], "b": readers[args.b]}}, ensure_ascii=False, indent=1))
+        print_json({**result.to_json(), "readers": {"a": readers[args.a], "b": readers[args.b]}})
     else:
         print(result.render(args.a, args.b))
     return 0 if result.identical else 1

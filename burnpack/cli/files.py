@@ -8,13 +8,12 @@ What a command needs is imported when it runs: registering the commands costs no
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import TYPE_CHECKING, Any
 
 from ..core.display import plural, printable
 from ..errors import CommandError, blame
-from .common import add_output_options, check_output, wrote
+from .common import add_output_options, check_output, print_json, wrote
 
 if TYPE_CHECKING:
     from ..core.reader import Pack
@@ -123,7 +122,7 @@ def run_dump(args: Any) -> int:
     from ..core.dump import dump
 
     result = dump(args.file, strict=args.strict, legacy_ok=args.legacy_ok)
-    print(json.dumps(result, ensure_ascii=False, indent=1))
+    print_json(result)
     return 0 if result["ok"] else 1
 
 
@@ -152,8 +151,7 @@ def run_validate(args: Any) -> int:
         count = len(pack)
     checked = f"header, metadata and {_all(count)}" if args.deep else "header and metadata"
     if args.json:
-        print(json.dumps({"path": args.file, "valid": not problems, "level": level, "checked": checked, "tensors": count,
-                          "problems": problems}, ensure_ascii=False, indent=1))  # fmt: skip
+        print_json({"path": args.file, "valid": not problems, "level": level, "checked": checked, "tensors": count, "problems": problems})
         return 1 if problems else 0
     shown = f" ({level})" if args.strict else ""
     if problems:
@@ -183,7 +181,7 @@ def run_repack(args: Any) -> int:
         finish(bar)
     size = target.stat().st_size
     if args.json:
-        print(json.dumps({"path": str(target), "tensors": len(views), "bytes": size}, ensure_ascii=False, indent=1))
+        print_json({"path": str(target), "tensors": len(views), "bytes": size})
     else:
         print(wrote(target, size, plural(len(views), "tensor")))
     return 0

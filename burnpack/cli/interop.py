@@ -10,15 +10,13 @@ nothing are refused (exit 1) unless ``--allow-unmatched``; unknown module types 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from .._generated.types import QUANTIZABLE_SCALES, QUANTIZABLE_VALUES, BoolStore
-from .common import add_output_options, check_output
+from .common import add_output_options, check_output, print_json
 from ..errors import CommandError, InvalidPattern, OptionError, blame
-from ..core.sidefile import parse_json
-from ..interop.registry import choices, formats
 
 if TYPE_CHECKING:
     from ..interop.limits import ReadCaps
@@ -116,10 +114,25 @@ def _add_sharding_options(p: argparse.ArgumentParser) -> None:
                         "pytorch_model-00001-of-0000N.bin plus pytorch_model.bin.index.json")  # fmt: skip
 
 
+class _FormatNames:
+    """The ``--from`` / ``--to`` choices: every format name and alias of the registry, whose table
+    is loaded only when such an option is given or help is shown (not by every command's start)."""
+
+    def __contains__(self, value: object) -> bool:
+        from ..interop.registry import choices
+
+        return value in choices()
+
+    def __iter__(self) -> Iterator[str]:  # what help and an invalid choice list: the names
+        from ..interop.registry import formats
+
+        return iter([f.name for f in formats()])
+
+
 def add_from_option(p: argparse.ArgumentParser) -> None:
     """``--from FORMAT``: the input's format when its content should not decide (``registry.choose``)."""
-    p.add_argument("--from", dest="from_format", metavar="FORMAT", type=str.lower, choices=choices(),
-                   help=f"the input's format (default: from its content): {', '.join(f.name for f in formats())}")  # fmt: skip
+    p.add_argument("--from", dest="from_format", metavar="FORMAT", type=str.lower, choices=_FormatNames(),
+                   help="the input's format (default: from its content): %(choices)s")
 
 
 def register(sub: Any) -> None:
@@ -144,8 +157,8 @@ def _register_convert(sub: Any) -> None:
     p.add_argument("output", help="the file to write (format from its extension unless --to; a name without one is a .bpk, "
                                   "with .bpk appended as Burn does), or the folder --max-shard-size or --to dcp writes")  # fmt: skip
     add_from_option(p)
-    p.add_argument("--to", dest="to_format", metavar="FORMAT", type=str.lower, choices=choices(),
-                   help=f"the output's format (default: from its extension): {', '.join(f.name for f in formats())}")
+    p.add_argument("--to", dest="to_format", metavar="FORMAT", type=str.lower, choices=_FormatNames(),
+                   help="the output's format (default: from its extension): %(choices)s")
     p.add_argument("--adapter", action="append", metavar="NAME",
                    help="pytorch (PyTorch -> Burn: transpose Linear weights, norm weight/bias -> gamma/beta), to-pytorch "
                         "(the reverse), half (F32 <-> F16 for the tensors of Burn's module list, not BatchNorm), "
@@ -331,13 +344,15 @@ def _convert(args: argparse.Namespace) -> int:
             npz_metadata=args.npz_metadata, **options,
         )  # fmt: skip
     if args.json:
-        print(json.dumps(report.to_dict(), indent=1, ensure_ascii=False))
+        print_json(report.to_dict())
     else:
         print(report.summary())
     return 0
 
 
 def _json_option(option: str, text: str | None) -> Any:
+    from ..core.sidefile import parse_json
+
     return parse_json(text, lambda message: _usage(option, ValueError(message)), "the value") if text else None
 
 
@@ -397,7 +412,7 @@ def _convert_checkpoint(args: argparse.Namespace) -> int:
     if args.json:
         from dataclasses import asdict
 
-        print(json.dumps(asdict(report), indent=1, ensure_ascii=False))
+        print_json(asdict(report))
     else:
         print(report.summary())
     return 0

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import difflib
 import os
 import re
 import signal
 import sys
-import threading
 import warnings
 from collections.abc import Iterator, Sequence
 from importlib.machinery import EXTENSION_SUFFIXES
@@ -70,6 +68,23 @@ class _Version(argparse.Action):
         parser.exit()
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help layout, the width found as ``shutil.get_terminal_size`` finds it without
+    importing ``shutil`` (and the compression modules it loads) at every start."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None) -> None:
+        if width is None:
+            try:
+                width = int(os.environ["COLUMNS"])
+            except (KeyError, ValueError):
+                try:
+                    width = os.get_terminal_size(sys.__stdout__.fileno()).columns if sys.__stdout__ else 80
+                except (AttributeError, ValueError, OSError):
+                    width = 80
+            width = max(width, 1) - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
 class CommandParser(argparse.ArgumentParser):
     """``burnpack``'s parser and every subcommand's: an option is written in full (``--tre`` is
     not taken for ``--tree``), and a mistyped option or command is answered with the closest
@@ -77,6 +92,7 @@ class CommandParser(argparse.ArgumentParser):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["allow_abbrev"] = False
+        kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
@@ -94,23 +110,46 @@ class CommandParser(argparse.ArgumentParser):
 
 
 def _did_you_mean(given: str, offered: Sequence[str], *, quote: bool = False) -> str:
+    import difflib
+
     close = difflib.get_close_matches(given, offered, n=1, cutoff=0.6)
     if not close:
         return ""
     return f" (did you mean {close[0]!r}?)" if quote else f" (did you mean {close[0]}?)"
 
 
-def _parser() -> CommandParser:
+class _Unbuilt:
+    """The parser of a command that is not being run: the options its module adds go nowhere
+    (the command's name and help, which list it, are kept by the subcommands' action), so that a
+    start builds the options of one command instead of every command's."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> Any:
+        return self._nothing
+
+    def _nothing(self, *args: Any, **kwargs: Any) -> _Unbuilt:
+        return self
+
+
+_EVERY_COMMAND = None
+
+
+def _parser(argv: Sequence[str] | None = _EVERY_COMMAND) -> CommandParser:
+    """The command line's parser; given ``argv``, with the options of only the command it names."""
+    building = None if argv is None else next((word for word in argv if not word.startswith("-")), "")
+
+    def command_parser(**kwargs: Any) -> CommandParser | _Unbuilt:
+        name = kwargs["prog"].rpartition(" ")[2]
+        return CommandParser(**kwargs) if building in (None, name) else _Unbuilt()
+
     parser = CommandParser(prog="burnpack", description="Inspect, check, convert and rewrite Burn .bpk files.")
     parser.add_argument("--version", action=_Version, help="the version, and which optional compiled kernels are built")
     parser.add_argument("-v", "--verbose", action="store_true", help="full error details (legacy diagnoses, reports)")
-    sub = parser.add_subparsers(dest="command", required=True)
-    files_cmd.register(sub)
-    pack_cmd.register(sub)
-    diff_cmd.register(sub)
-    view_cmd.register(sub)
-    records_cli.register(sub)
-    interop_cli.register(sub)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=command_parser)
+    for module in (files_cmd, pack_cmd, diff_cmd, view_cmd, records_cli, interop_cli):
+        module.register(sub)
     for command in sub.choices.values():  # --verbose also after the command name
         command.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help="full error details")
     return parser
@@ -164,14 +203,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _terminate_as_interrupt() -> Iterator[None]:
     """While the block runs, SIGTERM raises :class:`~burnpack.errors.Terminated` where the
     command is, instead of ending the process on the spot (which would leave scratch files)."""
-    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "SIGTERM"):
-        yield
-        return
 
     def terminate(signum: int, frame: Any) -> None:
         raise Terminated()
 
-    before = signal.signal(signal.SIGTERM, terminate)
+    try:
+        before = signal.signal(signal.SIGTERM, terminate)
+    except (ValueError, AttributeError):  # not the main thread, or no SIGTERM here: left as it is
+        yield
+        return
     try:
         yield
     finally:
@@ -180,7 +220,8 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     """The arguments; an argument no parser took is refused by the command it was given to."""
-    parser = _parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = _parser(argv)
     args, extras = parser.parse_known_args(argv)
     if extras:
         chosen: argparse.ArgumentParser = parser

@@ -7,7 +7,6 @@ in the usual style. Exit 2 for a malformed spec, 1 when the writer refuses it.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -50,6 +49,8 @@ def _build(args: Any) -> tuple[Path, int]:
 
 
 def run_pack(args: Any) -> int:
+    import json  # the writer protocol's one-line objects (conformance/PROTOCOL.md), not print_json's
+
     from ..errors import BurnpackError, SpecError
 
     try:

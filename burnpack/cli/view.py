@@ -7,13 +7,11 @@ changes). Two inputs: their diff. ``--no-stats`` reads no tensor values of a sin
 
 from __future__ import annotations
 
-import json
-import webbrowser
 from pathlib import Path
 from typing import Any
 
 from ..errors import CommandError, blame
-from .common import add_output_options, check_output, wrote
+from .common import add_output_options, check_output, print_json, wrote
 
 
 def register(sub: Any) -> None:
@@ -47,9 +45,11 @@ def run_view(args: Any) -> int:
         write_page(html, target)
     size = len(html.encode("utf-8"))
     if args.json:
-        print(json.dumps({"path": str(target), "bytes": size}, ensure_ascii=False, indent=1))
+        print_json({"path": str(target), "bytes": size})
     else:
         print(wrote(target, size))
     if args.open:
+        import webbrowser
+
         webbrowser.open(target.resolve().as_uri())
     return 0

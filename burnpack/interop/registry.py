@@ -28,8 +28,6 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
-import tempfile
-import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,6 +150,8 @@ class Probe:
         if self._zip is None:
             self._zip = []
             if self.head[:4] in (b"PK\x03\x04", b"PK\x05\x06") and self.local and not self.is_dir:
+                import zipfile
+
                 from .archive import ZIP_ERRORS
 
                 try:
@@ -513,6 +513,8 @@ def _detect_url(url: str) -> Format:
 def probe_url(url: str) -> tuple[Format, FsspecSource]:
     """A URL's format and its source, left open: the first block the probe fetched stays cached
     in it, so a ``.bpk`` opened from it (``load(source)``) costs no second request."""
+    import tempfile
+
     from ..remote import FsspecSource
 
     source = FsspecSource(url)
@@ -598,6 +600,8 @@ _FETCH_BLOCK = 8 << 20
 @contextlib.contextmanager
 def _fetched(url: str) -> Iterator[Path]:
     """The file at ``url`` in a scratch file (removed on leaving; open readers keep their view)."""
+    import tempfile
+
     from ..remote import FsspecSource
 
     source = FsspecSource(url)
