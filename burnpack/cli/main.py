@@ -21,7 +21,7 @@ import warnings
 from collections.abc import Iterator, Sequence
 from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from .. import __version__
 from .._kernels import KERNELS
@@ -147,7 +147,8 @@ def _parser(argv: Sequence[str] | None = _EVERY_COMMAND) -> CommandParser:
     parser = CommandParser(prog="burnpack", description="Inspect, check, convert and rewrite Burn .bpk files.")
     parser.add_argument("--version", action=_Version, help="the version, and which optional compiled kernels are built")
     parser.add_argument("-v", "--verbose", action="store_true", help="full error details (legacy diagnoses, reports)")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=command_parser)
+    # a factory where argparse's stubs name a class: it is called as the class would be
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=cast(type[CommandParser], command_parser))
     for module in (files_cmd, pack_cmd, diff_cmd, view_cmd, records_cli, interop_cli):
         module.register(sub)
     for command in sub.choices.values():  # --verbose also after the command name

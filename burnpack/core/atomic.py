@@ -171,6 +171,7 @@ def atomic_folder(
         raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(parent))
     sweep_stale_scratch(parent)
     scratch = _new_scratch_folder(path, parent)
+    moved = False  # the scratch folder became the destination
     try:
         yield scratch
         with _signals_held():
@@ -179,10 +180,10 @@ def atomic_folder(
                 _merge_into(scratch, path, replace=replace, obsolete=obsolete)
             else:
                 _rename_folder(scratch, path, replace=replace)
-                scratch = None  # type: ignore[assignment]
+                moved = True
         _fsync_dir(path if merged else path.parent)
     finally:
-        if scratch is not None:
+        if not moved:
             shutil.rmtree(scratch, ignore_errors=True)
 
 
