@@ -17,7 +17,6 @@ and one more: a server that sends more is an ``IoError``, never a download of wh
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeGuard
 
@@ -67,6 +66,8 @@ class FsspecSource:
         idle_timeout: float = IDLE_TIMEOUT,
         deadline: float = DEADLINE,
     ) -> None:
+        import threading  # (paid by a remote source, not by every command's start)
+
         try:
             import fsspec
         except ImportError:
@@ -219,6 +220,8 @@ class FsspecSource:
                 outcome.append((True, action()))
             except BaseException as exc:  # handed to the caller
                 outcome.append((False, exc))
+
+        import threading
 
         worker = threading.Thread(target=run, daemon=True)
         worker.start()

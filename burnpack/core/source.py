@@ -11,7 +11,6 @@ import errno
 import mmap
 import os
 import stat
-import threading
 from collections.abc import Sequence
 from typing import BinaryIO, Protocol
 
@@ -215,6 +214,8 @@ class FileObjectSource:
     reads are serialised."""
 
     def __init__(self, file: BinaryIO) -> None:
+        import threading  # (paid by a file-object source, not by every command's start)
+
         self._file = file
         self._lock = threading.Lock()
         self._base = file.tell()
