@@ -227,6 +227,20 @@ class AmbiguousFormatError(ConversionError, ValueError):
         super().__init__(f"{source}: ambiguous: it is {' and '.join(candidates)}; pass the format (--from) to choose")
 
 
+EXCERPT_CHARS = 64
+"""The most characters of a file's text an error message quotes."""
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """Text a file holds (a tensor name, a key, a shard file name), as an error message quotes it:
+    ``repr``-quoted, so controls, bidi overrides and lone surrogates are escaped, and cut to
+    ``limit`` characters, with the full length said when longer. Only text the format itself
+    defines as text is quoted, never other bytes of a file."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text):,} characters)"
+
+
 class PyTorchReadError(BurnpackError, ValueError):
     """The file is not a checkpoint this reader can load: truncated, corrupt or unsupported."""
 
@@ -236,7 +250,7 @@ class UnsafePickleError(PyTorchReadError):
 
     def __init__(self, global_name: str) -> None:
         super().__init__(
-            f"refused pickle global {global_name!r}: only tensor rebuild functions, storage "
+            f"refused pickle global {excerpt(global_name, 2 * EXCERPT_CHARS)}: only tensor rebuild functions, storage "
             "types and plain containers are allowed (a full-model save must be re-saved as a "
             "state_dict; anything else may be malicious)"
         )

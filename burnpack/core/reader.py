@@ -469,6 +469,9 @@ def load(
         except OSError as exc:
             raise IoError.from_os_error(exc) from None
         from_file = True
+    elif isinstance(source, FileSource):  # a file opened already (through a closed folder)
+        data = source
+        from_file = True
     elif isinstance(source, (bytes, bytearray, memoryview)):
         data = BufferSource(source)
         from_file = False

@@ -26,9 +26,10 @@ from pathlib import Path
 
 from .._generated.types import BoolStore
 from ..core.sidefile import parse_json, read_side_file
+from ..core.source import Folder
 from ._io import atomic_output
 from ..core.atomic import atomic_folder
-from ..errors import ConversionError, DestinationExists, OptionError, OutputExistsError, SafetensorsError
+from ..errors import ConversionError, DestinationExists, OptionError, OutputExistsError, SafetensorsError, excerpt
 from .limits import DEFAULT_LIMITS, ReadLimits
 from .formats import PageReleaser, read_pytorch_file, read_safetensors_file, write_safetensors_file
 from .tensors import Entry, TensorSet
@@ -100,16 +101,20 @@ def read_sharded(
 
     The index is read as a side file: a regular file of at most ``limits.max_index_bytes`` (64 MiB
     by default; an index lists names, far less for any real model), parsed with the JSON checks;
-    ``.bin`` shards within the pickle caps of ``limits``.
+    ``.bin`` shards within the pickle caps of ``limits``. The folder is closed
+    (:class:`~burnpack.core.source.Folder`): every shard, and the index or single file found in a
+    folder, must lie inside it (in a Hugging Face cache, inside the snapshot's repository).
     """
     found = find_sharded(path, family)
     if found is None:
         raise ConversionError(f"{path}: not a model folder or an *.index.json file")
+    folder = Folder(found.parent)
+    found_in = None if found == Path(path) else folder  # an index named by the caller is theirs to name
     if found.name == SINGLE_NAMES[0]:
-        return read_safetensors_file(found, bool_store=bool_store)
+        return read_safetensors_file(found, bool_store=bool_store, folder=found_in)
     if not found.name.endswith(".index.json"):
-        return read_pytorch_file(found, top_level_key=top_level_key, bool_store=bool_store, limits=limits)
-    weight_map = _weight_map(found, limits.max_index_bytes)
+        return read_pytorch_file(found, top_level_key=top_level_key, bool_store=bool_store, limits=limits, folder=found_in)
+    weight_map = _weight_map(found, limits.max_index_bytes, found_in)
     shards: dict[str, list[str]] = {}
     for name, shard in weight_map.items():
         shards.setdefault(shard, []).append(name)
@@ -122,25 +127,25 @@ def read_sharded(
         for shard, listed in shards.items():
             shard_path = found.parent / shard
             if not shard_path.is_file():
-                raise ConversionError(f"{found}: shard {shard!r} is listed but {shard_path} does not exist")
+                raise ConversionError(f"{found}: shard {excerpt(shard)} is listed but does not exist")
             if shard.endswith(".safetensors"):
                 try:
-                    tset = read_safetensors_file(shard_path, bool_store=bool_store, pages=pages)
+                    tset = read_safetensors_file(shard_path, bool_store=bool_store, pages=pages, folder=folder)
                 except SafetensorsError as exc:
                     raise ConversionError(f"{shard_path}: {exc}") from None
                 metadata = metadata or tset.metadata
             else:
-                tset = read_pytorch_file(shard_path, top_level_key=top_level_key, bool_store=bool_store, limits=limits)
+                tset = read_pytorch_file(shard_path, top_level_key=top_level_key, bool_store=bool_store, limits=limits, folder=folder)
             shard_entries = tset.entries
             skipped.update(tset.skipped)
             closers.append(tset.close)
             held = {e.name for e in shard_entries}
             absent = [name for name in listed if name not in held]
             if absent:
-                raise ConversionError(f"{found}: shard {shard!r} does not hold {len(absent)} tensor(s) the index lists there: {absent[:10]}")
+                raise ConversionError(f"{found}: shard {excerpt(shard)} does not hold {len(absent)} tensor(s) the index lists there: {_names(absent)}")
             unlisted = sorted(held - set(listed))
             if unlisted:
-                raise ConversionError(f"{found}: shard {shard!r} holds {len(unlisted)} tensor(s) the index does not list there: {unlisted[:10]}")
+                raise ConversionError(f"{found}: shard {excerpt(shard)} holds {len(unlisted)} tensor(s) the index does not list there: {_names(unlisted)}")
             entries.extend(shard_entries)
     except BaseException:
         for close in closers:
@@ -150,14 +155,19 @@ def read_sharded(
     return TensorSet(entries, metadata, format=fmt, top_level_key=top_level_key, closers=closers, skipped=skipped)
 
 
-def _weight_map(index: Path, max_bytes: int) -> dict[str, str]:
-    parsed = parse_json(read_side_file(index, max_bytes=max_bytes, lift="max_index_bytes"), ConversionError, str(index))
+def _names(names: list[str]) -> str:
+    """The first tensor names of a list, as an error quotes them."""
+    return ", ".join(map(excerpt, names[:10])) + (", ..." if len(names) > 10 else "")
+
+
+def _weight_map(index: Path, max_bytes: int, folder: Folder | None) -> dict[str, str]:
+    parsed = parse_json(read_side_file(index, max_bytes=max_bytes, lift="max_index_bytes", folder=folder), ConversionError, str(index))
     weight_map = parsed.get("weight_map") if isinstance(parsed, dict) else None
     if not isinstance(weight_map, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()):
         raise ConversionError(f"{index}: needs a \"weight_map\" object of tensor name -> shard file name")
     for shard in set(weight_map.values()):
         if not shard or Path(shard).is_absolute() or Path(shard).name != shard or shard in (".", ".."):
-            raise ConversionError(f"{index}: shard {shard!r} is not a file name in the checkpoint folder")
+            raise ConversionError(f"{index}: shard {excerpt(shard)} is not a file name in the checkpoint folder")
     return weight_map
 
 

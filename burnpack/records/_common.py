@@ -12,6 +12,7 @@ from .._generated.layout import I64_MAX, I64_MIN, U64_MAX
 from .._generated.types import Scalar
 from ..errors import ValidationError
 from ..core.reader import Pack, PathLike, load
+from ..core.source import FileSource
 from ..core.tensor import Tensor
 
 RANK_KEY = "__rank"
@@ -148,7 +149,8 @@ def pack_tensors_in_data_order(pack: Pack) -> list[Tensor]:
     return [Tensor(v.name, v.dtype, v.shape, v.memoryview(), param_id=v.param_id) for v in views]
 
 
-def open_pack(source: PathLike | bytes | bytearray | memoryview) -> Pack:
-    """Open a record source: a path (``.bpk`` appended as Burn's reader does) or bytes."""
+def open_pack(source: PathLike | FileSource | bytes | bytearray | memoryview) -> Pack:
+    """Open a record source: a path (``.bpk`` appended as Burn's reader does), a file opened
+    already (a checkpoint's, through its closed folder) or bytes."""
     return load(source)
 

@@ -27,6 +27,7 @@ from .._generated.types import Scalar
 from ..core.display import plural, printable_lines
 from ..core.frameworks import as_numpy
 from ..core.tensor import Tensor
+from ..core.source import FileSource
 from ._common import RANK_KEY, open_pack, pack_tensors_in_data_order, parse_u64, scalar_value
 from ..errors import MissingParamIdError, StateRankError
 from .state import (
@@ -352,8 +353,9 @@ class OptimizerRecord:
         return cls._from_pack(open_pack(data))
 
     @classmethod
-    def load(cls, path: PathLike) -> OptimizerRecord:
-        """Burn's ``OptimizerRecord::load`` (``.bpk`` appended when the extensionless path is absent)."""
+    def load(cls, path: PathLike | FileSource) -> OptimizerRecord:
+        """Burn's ``OptimizerRecord::load`` (``.bpk`` appended when the extensionless path is absent), or
+        of a file opened already (a ``FileSource``)."""
         return cls._from_pack(open_pack(path))
 
     @classmethod

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from .._generated.types import Scalar
 from .._generated.layout import U64_MAX
 from ..errors import SchedulerLayoutError
+from ..core.source import FileSource
 from ._common import open_pack, scalar_for, scalar_value
 from .state import join_path
 
@@ -109,7 +110,7 @@ class LrSchedulerRecord:
             return cls(pack.scalars)
 
     @classmethod
-    def load(cls, path: PathLike) -> LrSchedulerRecord:
+    def load(cls, path: PathLike | FileSource) -> LrSchedulerRecord:
         with open_pack(path) as pack:
             return cls(pack.scalars)
 

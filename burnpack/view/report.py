@@ -20,7 +20,6 @@ from ..core.diff import diff_packs, layout_of
 from ..core.dump import scalar_json
 from ..errors import BurnpackError
 from ..quant import dtype_label
-from ..core.reader import load
 from ..records.checkpoint import Checkpoints, KeepLastNCheckpoints, LossHistory, burn_valid_losses, inspect_epoch
 from ..records.detect import detect_record_kind
 from .stats import chunks, quantization, value_stats
@@ -197,7 +196,8 @@ def checkpoint_report(path: str, *, stats: bool = True) -> tuple[dict[str, Any],
             pair = f"{before}-{after}"
             changes["pairs"].append([before, after])
             try:
-                with load(checkpoints.files(before)["model"]) as a, load(checkpoints.files(after)["model"]) as b:
+                model_files = checkpoints.checkpointers["model"]
+                with model_files.pack(before) as a, model_files.pack(after) as b:
                     for module, value in module_changes(a, b).items():
                         changes["modules"].setdefault(module, {})[pair] = value
             except BurnpackError as exc:  # a file cut short by a crash: the other epochs still show
@@ -205,7 +205,7 @@ def checkpoint_report(path: str, *, stats: bool = True) -> tuple[dict[str, Any],
     newest = None
     for epoch in reversed(models):  # the newest model that opens
         try:
-            load(checkpoints.files(epoch)["model"]).close()
+            checkpoints.checkpointers["model"].pack(epoch).close()
         except BurnpackError:
             continue
         newest = checkpoints.files(epoch)["model"]
