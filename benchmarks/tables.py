@@ -364,6 +364,20 @@ def kernels(path: str) -> str:
     return "\n".join([caption(path, record), "", *_table(header, rows)])
 
 
+# -- benchmarks/startup_bench.py ----------------------------------------------------------------
+def startup(path: str) -> str:
+    """Each command's ratio of medians to ``import numpy`` (CPU time, the target's measure, and
+    wall time), with the target, and ``import numpy``'s own medians."""
+    record = _load(path)
+    ratios, medians, targets = record["ratios"], record["medians"], record["targets"]
+    rows = [[f"`{name}`" + (" (small pack)" if name == "burnpack inspect" else ""), _num(ratios["cpu"][name]), _num(ratios["wall"][name]),
+             f"≤ {target}×"] for name, target in targets.items()]  # fmt: skip
+    base = "import numpy"
+    rows.append([f"`{base}` itself ({record['repeat']} runs)", _ms(medians["cpu"][base]), _ms(medians["wall"][base]), "—"])
+    return "\n".join([caption(path, record), "", *_table(["ratio of medians to `python -c \"import numpy\"`", "CPU time", "wall time",
+                                                         "target (CPU time)"], rows)])  # fmt: skip
+
+
 # -- the README's headline table ------------------------------------------------------------------
 def headline(bench_path: str, open_path: str, reach_path: str, quant_path: str) -> str:
     """Issue 19's rows, each with its peer and target, taken from the runs of bench.py,
@@ -448,6 +462,7 @@ RENDERERS: dict[str, Callable[..., str]] = {
     "bench": bench, "replace": replace, "quant": quant, "ab_tiny": ab_tiny,
     "fuzz_campaigns": fuzz_campaigns, "conformance_fuzz": conformance_fuzz, "reach": reach, "view_stats": view_stats, "view_pages": view_pages,
     "skip": skip, "open_bench": open_bench, "headline": headline, "cbor_decoder_ab": cbor_decoder_ab, "layouts": layouts, "kernels": kernels,
+    "startup": startup,
 }
 
 

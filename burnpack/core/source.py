@@ -12,7 +12,6 @@ import mmap
 import os
 import stat
 import sys
-import threading
 from collections.abc import Sequence
 from typing import BinaryIO, Protocol
 
@@ -341,6 +340,8 @@ class FileObjectSource:
     answer longer than asked is an ``IoError``: memory follows the bytes the object really gives."""
 
     def __init__(self, file: BinaryIO) -> None:
+        import threading  # (paid by a file-object source, not by every command's start)
+
         self._file = file
         self._lock = threading.Lock()
         self._base = file.tell()
