@@ -1,15 +1,18 @@
 """Builds the optional compiled kernels; everything else is declared in ``pyproject.toml``.
 
 The kernels are the modules listed in ``burnpack/_kernels.py`` (``KERNELS``, the one list: each is
-built from the C file of the same path). ``BURNPACK_BUILD_KERNELS`` decides how:
+built from the C file of the same path). ``BURNPACK_BUILD_KERNELS`` decides what a build does with
+them, as ``CBOR2_BUILD_C_EXTENSION`` does for cbor2:
 
-* ``1``: every kernel must build; a failed compile fails the build (CI, cibuildwheel).
-* ``0``: none is built; the wheel is pure Python (``py3-none-any``).
-* unset or empty: every kernel is tried; if any fails to compile, none is kept and the wheel is
-  pure Python — never a platform wheel without its kernels. ``pip install`` without a compiler
-  takes this path and works, slower (docs/install.md).
+* ``1``: every kernel must build; a kernel that fails to compile fails the build (CI sets it, so
+  that no agreement test skips for want of a kernel; cibuildwheel sets it for every platform wheel).
+* ``0``: none is built (a pure-Python install and a ``py3-none-any`` wheel; kernels already built
+  in place stay where they are).
+* unset or empty: every kernel is tried; if one fails to compile, none is kept (in place too) and
+  the wheel is pure Python — never a platform wheel without its kernels. ``pip install`` without a
+  compiler takes this path and works, slower (docs/install.md, docs/kernels.md).
 
-Any other value is an error.
+Any other value fails the build, naming the three.
 """
 
 from __future__ import annotations
@@ -21,20 +24,20 @@ from pathlib import Path
 from setuptools import Extension, find_packages, setup
 from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_ext import build_ext
-from setuptools.errors import BaseError, CCompilerError
+from setuptools.errors import BaseError, CCompilerError, CompileError
 
 ROOT = Path(__file__).resolve().parent
 SWITCH = "BURNPACK_BUILD_KERNELS"
 
 
 def kernel_modules() -> list[str]:
-    """The kernels' module names, read from ``burnpack/_kernels.py`` without importing burnpack
-    (its dependencies are not in the build environment)."""
+    """The kernels' module names: the keys of ``KERNELS`` in ``burnpack/_kernels.py``, read
+    without importing burnpack (its dependencies are not in the build environment)."""
     tree = ast.parse((ROOT / "burnpack" / "_kernels.py").read_text(encoding="utf-8"))
     for node in tree.body:
         target = node.target if isinstance(node, ast.AnnAssign) else node.targets[0] if isinstance(node, ast.Assign) else None
-        if isinstance(target, ast.Name) and target.id == "KERNELS" and node.value is not None:
-            return [key for key in ast.literal_eval(node.value)]
+        if isinstance(target, ast.Name) and target.id == "KERNELS" and isinstance(node.value, ast.Dict):
+            return [ast.literal_eval(key) for key in node.value.keys if key is not None]
     raise SystemExit("setup.py: burnpack/_kernels.py defines no KERNELS")
 
 
@@ -43,7 +46,7 @@ def kernels_mode() -> str:
     value = os.environ.get(SWITCH, "")
     modes = {"1": "required", "0": "none", "": "optional"}
     if value not in modes:
-        raise SystemExit(f"setup.py: {SWITCH}={value!r}: use 1 (every kernel must build), 0 (none) or leave it unset (all or none, as the compiler allows)")
+        raise SystemExit(f"{SWITCH}={value!r}: use 1 (every kernel must build), 0 (build none) or leave it unset")
     return modes[value]
 
 
@@ -51,19 +54,35 @@ class BuildKernels(build_ext):
     """``build_ext`` with the all-or-none rule: in the optional mode a failed kernel removes every
     kernel built so far (in place too) and leaves a pure-Python build."""
 
+    def build_extension(self, ext: Extension) -> None:
+        try:
+            super().build_extension(ext)
+        except (CCompilerError, BaseError, OSError) as exc:
+            if kernels_mode() == "optional":
+                raise KernelFailed(ext.name, exc) from exc
+            raise CompileError(f"the compiled kernel {ext.name} ({ext.sources[0]}) failed to build: {exc}") from exc
+
     def run(self) -> None:
         if kernels_mode() != "optional":
             super().run()
             return
         try:
             super().run()
-        except (CCompilerError, BaseError, OSError) as exc:
+        except KernelFailed as failed:
             for ext in self.extensions:
                 Path(self.get_ext_fullpath(ext.name)).unlink(missing_ok=True)
             self.extensions.clear()
             self.distribution.ext_modules = []
-            self.warn(f"burnpack: a compiled kernel failed to build ({exc}); building none — "
+            self.warn(f"burnpack: the compiled kernel {failed.module} failed to build ({failed.cause}); building none — "
                       f"Python and numpy do their work (set {SWITCH}=1 to make this an error)")
+
+
+class KernelFailed(Exception):
+    """A kernel that did not compile, and why."""
+
+    def __init__(self, module: str, cause: BaseException) -> None:
+        super().__init__(module, cause)
+        self.module, self.cause = module, cause
 
 
 class Wheel(bdist_wheel):

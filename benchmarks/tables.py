@@ -343,6 +343,41 @@ def skip(*paths: str) -> str:
     return "\n".join([*captions, "", *_table(["mix (best of the run's repeats)", *(name for _, name in SKIP_COLUMNS)], rows)])
 
 
+# -- benchmarks/kernels_bench.py -------------------------------------------------------------------
+def kernels(path: str) -> str:
+    """Per kernel and workload: the kernel's, its library's and its Python twin's ratio to the
+    workload's peer against the target, and whether the library meets every target."""
+    record = _load(path)
+    rows = []
+    for module, kernel in record["kernels"].items():
+        verdict = ("**library meets every target: the kernel goes**" if kernel["library_meets_target"]
+                   else f"library misses (worst: {kernel['library_worst_over_target']:.2f}× its target)")  # fmt: skip
+        for i, r in enumerate(kernel["rows"]):
+            ratios, medians = r["ratios"], r["medians_s"]
+            cells = [f"{_num(ratios[side])}× ({_ms(medians[side])})" if side in ratios else "—" for side in ("kernel", "library", "twin")]
+            target = "—" if r["target"] is None else f"≤ {r['target']:g}×"
+            clock = "CPU" if r["clock"] == "cpu" else "wall"
+            rows.append([f"`{module.rsplit('.', 1)[1]}`" if i == 0 else "", f"{r['workload']} / {r['peer']} ({_ms(medians[r['peer']])}, {clock})",
+                         target, *cells, verdict if i == 0 else ""])  # fmt: skip
+        rows[-len(kernel["rows"])][0] += f" ({kernel['library']})"
+    header = ["kernel (library)", "workload / peer (its median, clock)", "target", "kernel", "library", "Python twin", "verdict"]
+    return "\n".join([caption(path, record), "", *_table(header, rows)])
+
+
+# -- benchmarks/startup_bench.py ----------------------------------------------------------------
+def startup(path: str) -> str:
+    """Each command's ratio of medians to ``import numpy`` (CPU time, the target's measure, and
+    wall time), with the target, and ``import numpy``'s own medians."""
+    record = _load(path)
+    ratios, medians, targets = record["ratios"], record["medians"], record["targets"]
+    rows = [[f"`{name}`" + (" (small pack)" if name == "burnpack inspect" else ""), _num(ratios["cpu"][name]), _num(ratios["wall"][name]),
+             f"≤ {target}×"] for name, target in targets.items()]  # fmt: skip
+    base = "import numpy"
+    rows.append([f"`{base}` itself ({record['repeat']} runs)", _ms(medians["cpu"][base]), _ms(medians["wall"][base]), "—"])
+    return "\n".join([caption(path, record), "", *_table(["ratio of medians to `python -c \"import numpy\"`", "CPU time", "wall time",
+                                                         "target (CPU time)"], rows)])  # fmt: skip
+
+
 # -- the README's headline table ------------------------------------------------------------------
 def headline(bench_path: str, open_path: str, reach_path: str, quant_path: str) -> str:
     """Issue 19's rows, each with its peer and target, taken from the runs of bench.py,
@@ -426,7 +461,8 @@ def layouts(path: str) -> str:
 RENDERERS: dict[str, Callable[..., str]] = {
     "bench": bench, "replace": replace, "quant": quant, "ab_tiny": ab_tiny,
     "fuzz_campaigns": fuzz_campaigns, "conformance_fuzz": conformance_fuzz, "reach": reach, "view_stats": view_stats, "view_pages": view_pages,
-    "skip": skip, "open_bench": open_bench, "headline": headline, "cbor_decoder_ab": cbor_decoder_ab, "layouts": layouts,
+    "skip": skip, "open_bench": open_bench, "headline": headline, "cbor_decoder_ab": cbor_decoder_ab, "layouts": layouts, "kernels": kernels,
+    "startup": startup,
 }
 
 

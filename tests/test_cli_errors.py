@@ -7,6 +7,8 @@ code) is a bug and is not dressed up as a problem with the input.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -58,6 +60,35 @@ def test_a_missing_optional_dependency_names_its_extra(model, monkeypatch, capsy
     monkeypatch.setattr(burnpack.core.reader, "_open", _load_raising(ModuleNotFoundError("No module named 'torch'", name="torch")))
     assert main(["inspect", str(model)]) == 1
     assert capsys.readouterr().err == "burnpack: torch is not installed: pip install 'burnpack[torch]'\n"
+
+
+@pytest.mark.parametrize("missing", ["fsspec", "aiohttp"])
+@pytest.mark.parametrize("command", [["inspect"], ["validate"], ["dump"], ["view"], ["convert", "-q"], ["diff"]])
+def test_a_url_without_the_remote_extra_is_one_line_naming_it(tmp_path, monkeypatch, capsys, missing, command):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sys.modules, missing, None)  # as an install without it: importing it fails
+    argv = [*command, "http://127.0.0.1:9/model.bpk"] + {"convert": ["out.bpk"], "diff": ["http://127.0.0.1:9/b.bpk"]}.get(command[0], [])
+    assert main(argv) == 1
+    assert capsys.readouterr().err == f"burnpack: {missing} is not installed: pip install 'burnpack[remote]'\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("module", "install"),
+    [("torch", "'burnpack[torch]'"), ("fsspec", "'burnpack[remote]'"), ("aiohttp", "'burnpack[remote]'"), ("s3fs", "'burnpack[remote]'"),
+     ("safetensors", "'burnpack[crosscheck]'"), ("gcsfs", "gcsfs"), ("huggingface_hub", "huggingface_hub")],
+)  # fmt: skip
+def test_every_missing_optional_dependency_is_one_line_naming_what_installs_it(model, monkeypatch, capsys, module, install):
+    try:  # as fsspec reports a backend it lacks: its own ImportError, raised from the missing module's
+        raise ModuleNotFoundError(f"No module named {module!r}", name=module)
+    except ImportError as exc:
+        try:
+            raise ImportError(f"Install {module} to access that storage") from exc
+        except ImportError as wrapped:
+            error = wrapped
+    monkeypatch.setattr(burnpack.core.reader, "_open", _load_raising(error))
+    assert main(["inspect", str(model)]) == 1
+    assert capsys.readouterr().err == f"burnpack: {module} is not installed: pip install {install}\n"
 
 
 def test_an_import_error_that_is_no_optional_dependency_is_a_traceback(model, monkeypatch, capsys):

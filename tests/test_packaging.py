@@ -1,7 +1,7 @@
-"""The release's sources: one version, its changelog entry, and the kernel build switch.
+"""The release's sources: one version, its changelog entry, and the wheel of a tree in which one
+kernel fails to compile (the build switch's other cases: tests/test_build_switch.py).
 
-The built wheels themselves are checked by ``.ci/wheels`` and ``tests/installed``; here, what
-only the checkout can show: the build of a tree in which one kernel fails to compile.
+The built wheels themselves are checked by ``.ci/wheels`` and ``tests/installed``.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def build_wheel(tree: Path, out: Path, switch: str | None) -> subprocess.Complet
     env = {k: v for k, v in os.environ.items() if k != "BURNPACK_BUILD_KERNELS"}
     if switch is not None:
         env["BURNPACK_BUILD_KERNELS"] = switch
-    return subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(out), str(tree)],
+    return subprocess.run([sys.executable, "-m", "pip", "wheel", "-v", "--no-deps", "--no-build-isolation", "-w", str(out), str(tree)],
                           capture_output=True, text=True, env=env, timeout=600)
 
 
@@ -66,19 +66,9 @@ def tree_with_a_broken_kernel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_kernel_that_fails_to_compile_gives_the_pure_wheel_with_no_kernel(tree_with_a_broken_kernel: Path, tmp_path: Path) -> None:
     result = build_wheel(tree_with_a_broken_kernel, tmp_path, None)
     assert result.returncode == 0, result.stderr
+    assert f"the compiled kernel {list(KERNELS)[-1]} failed to build" in result.stdout + result.stderr
     (wheel,) = tmp_path.glob("*.whl")
     assert wheel.name.endswith("-py3-none-any.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert not [n for n in names if n.endswith((".so", ".pyd", ".c"))]
     assert "burnpack_conformance/vectors/manifest.json" in names
-
-
-def test_a_kernel_that_fails_to_compile_fails_the_build_when_every_kernel_is_required(tree_with_a_broken_kernel: Path, tmp_path: Path) -> None:
-    result = build_wheel(tree_with_a_broken_kernel, tmp_path, "1")
-    assert result.returncode != 0 and "this kernel does not compile" in result.stdout + result.stderr
-    assert not list(tmp_path.glob("*.whl"))
-
-
-def test_the_build_switch_refuses_a_value_it_does_not_know(tree_with_a_broken_kernel: Path, tmp_path: Path) -> None:
-    result = build_wheel(tree_with_a_broken_kernel, tmp_path, "yes")
-    assert result.returncode != 0 and "BURNPACK_BUILD_KERNELS='yes'" in result.stdout + result.stderr

@@ -5,23 +5,23 @@ reported apart)."""
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from typing import Any
 
 from ..errors import BurnpackError, CommandError
-from .common import describe_error
+from .common import add_output_options, describe_error, print_json
 
 def register(sub: Any) -> None:
     """Add the ``diff`` subcommand to ``burnpack``'s argument parser."""
     p = sub.add_parser(
         "diff",
-        help="compare two files (bpk, safetensors, pt, npz) by tensor content, metadata and scalars (exit 0 when identical)",
+        help="compare two inputs of any format convert reads (files, shard or DCP folders, URLs) by tensor content, "
+        "metadata and scalars (exit 0 when identical)",
     )
-    p.add_argument("a")
-    p.add_argument("b")
-    p.add_argument("--json", action="store_true", help="print the differences as one JSON object")
+    p.add_argument("a", help="the first input")
+    p.add_argument("b", help="the second input")
+    add_output_options(p, json_help="print the differences as one JSON object")
     p.add_argument("--layout", action="store_true",
                    help="also compare how two .bpk files are written: header version, metadata size and encoding, "
                         "offsets, data order, padding, trailing bytes")  # fmt: skip
@@ -62,7 +62,7 @@ def run_diff(args: Any) -> int:
         print(line, file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps({**result.to_json(), "readers": {"a": readers[args.a], "b": readers[args.b]}}, ensure_ascii=False, indent=1))
+        print_json({**result.to_json(), "readers": {"a": readers[args.a], "b": readers[args.b]}})
     else:
         print(result.render(args.a, args.b))
     return 0 if result.identical else 1

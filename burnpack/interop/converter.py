@@ -29,8 +29,9 @@ indices, then the adapter with module types, then filters):
    or those whose name ``quantize_include`` matches) become QFloat tensors as Burn's CPU backend
    quantizes them (``burnpack.interop.quantizing``); their error is in ``report.quantized``.
    ``dequantize=True`` instead turns every QFloat tensor into its F32 values.
-9. ``param_ids`` — ``"keep"`` (default), ``"new"`` (a fresh random u64 per tensor, as a Burn
-   ``ModuleRecord`` carries) or ``"drop"``.
+9. ``param_ids`` — ``"keep"`` (default), ``"new"`` (a u64 per tensor, as a Burn
+   ``ModuleRecord`` carries, derived from its name: ``burnpack.records.derive_param_ids``)
+   or ``"drop"``.
 
 Metadata: the source's user metadata is carried across (safetensors ``__metadata__`` ↔ burnpack
 metadata ↔ the ``__metadata__`` member of an ``.npz``). When the container changes and the
@@ -43,10 +44,9 @@ them out; ``metadata={...}`` adds or overrides entries; ``keep_metadata=False`` 
 from __future__ import annotations
 
 import os
-import secrets
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -91,7 +91,10 @@ class ConversionReport:
         quantized: Output name → the quantization's scheme and error.
         errors: Shape mismatches against ``expect``.
         warnings: Module types that could not be inferred, options that changed nothing when
-            ``allow_unmatched``, information the target format cannot hold.
+            ``allow_unmatched``, information the target format cannot hold (tied weights written
+            as copies among it).
+        tied: Groups of output names that are one tensor of the source (tied weights), written
+            once by a target that can alias them.
         options: Each option given → what it changed (``"adapter=pytorch": "2 tensors changed"``).
         module_types: Module path → the Burn type used.
         metadata: The output's metadata.
@@ -122,6 +125,7 @@ class ConversionReport:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     options: dict[str, str] = field(default_factory=dict)
+    tied: list[list[str]] = field(default_factory=list)
     module_types: dict[str, str] = field(default_factory=dict)
     modules: dict[str, dict[str, Any]] = field(default_factory=dict)
     rules: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -200,6 +204,7 @@ class ConversionReport:
             configs += [f"  yours to set: {what}" for what in module["yours"]]
         section("burn configs", configs)
         section("best guesses", self.guesses)
+        section("tied (one tensor under several names, written once)", [" = ".join(group) for group in self.tied])
         section("renamed", [f"{a} -> {b}" for a, b in self.renamed.items()])
         section("transformed", [f"{n}: {', '.join(s)}" for n, s in self.transformed.items()])
         section("quantized (error vs float: max abs, RMSE)",
@@ -452,22 +457,17 @@ def _quantization(
 
 
 def _param_ids(entries: list[Entry], mode: str) -> list[Entry]:
-    """Step 9: keep the ids, give fresh random ones (as a Burn ModuleRecord has), or drop them."""
+    """Step 9: keep the ids, give each tensor one derived from its name (the rule of
+    ``derive_param_ids``: the same input, the same ids), or drop them."""
     if mode == "keep":
         return entries
     if mode == "drop":
         return [e.replace(param_id=None) if e.param_id is not None else e for e in entries]
     if mode != "new":
         raise ValueError(f"param_ids must be 'keep', 'new' or 'drop', not {mode!r}")
-    taken: set[int] = set()
-    fresh = []
-    for e in entries:
-        pid = secrets.randbits(64)
-        while pid in taken:
-            pid = secrets.randbits(64)
-        taken.add(pid)
-        fresh.append(e.replace(param_id=pid))
-    return fresh
+    from ..records._common import derive_param_ids
+
+    return [e.replace(param_id=pid) for e, pid in zip(entries, derive_param_ids(e.name for e in entries))]
 
 
 def _out_metadata(tset: TensorSet, target_format: str | None, keep: bool, extra: Mapping[str, str] | None, stamp: bool) -> dict[str, str]:
@@ -756,6 +756,7 @@ def convert(
         result, report = transform(tset, target_format=target_format, report=report, **options)
         _refuse_quantized(result, target_format)
         _note_losses(result, out_format, report, npz_metadata=npz_metadata)
+        report_ties(tset, result, out_format, report)
         bar = progress_for(progress, result.nbytes, "converting")
         write_tensors(result, out_path, out_format, overwrite=overwrite, progress=bar, compress=compress,
                       max_shard_size=shard_size, npz_metadata=npz_metadata)  # fmt: skip
@@ -812,6 +813,31 @@ def _note_npz(tset: TensorSet, report: ConversionReport, npz_metadata: bool) -> 
             report.warnings.append(f"{e.name}: Flex32 written as F32")
         elif e.dtype.is_bool and e.dtype != NATIVE_BOOL:
             report.warnings.append(f"{e.name}: {dtype_name(e.dtype)} written as numpy bool (--npz-metadata records the store)")
+
+
+def report_ties(source: TensorSet, result: TensorSet, target: Format, report: Any) -> None:
+    """Tied weights of ``source`` (entries of one tensor, ``Entry.tie``) that ``result`` still
+    holds under several names: listed in ``report.tied`` when ``target`` writes them once (it
+    aliases tensors and they are still one tensor), else a warning saying why each name gets its
+    own tensor. ``report``: a conversion's or a checkpoint's report (``warnings``, ``tied``)."""
+    groups: dict[str, list[str]] = {}
+    for e in source.entries:
+        if e.tie is not None:
+            groups.setdefault(e.tie, []).append(e.source_name)
+    by_source = {e.source_name: e for e in result.entries}
+    for names in groups.values():
+        kept = [by_source[n] for n in names if n in by_source]
+        if len(kept) < 2:
+            continue
+        written = [e.name for e in kept]
+        still_one = kept[0].tie is not None and all(e.tie == kept[0].tie for e in kept)
+        if target.aliases_tensors and still_one:
+            report.tied.append(written)
+            continue
+        changes = "; ".join(f"{e.name}: {', '.join(e.steps)}" for e in kept if e.steps)
+        why = f"the conversion changed them apart{f' ({changes})' if changes else ''}" if target.aliases_tensors or not still_one else (
+            f"a {target.label} has no place for one tensor under several names")  # fmt: skip
+        report.warnings.append(f"tied weights {', '.join(written)} (one tensor in the source) written as {len(kept)} tensors: {why}")
 
 
 def _note_losses(tset: TensorSet, target: Format, report: ConversionReport, *, npz_metadata: bool = False) -> None:

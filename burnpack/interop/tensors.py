@@ -131,14 +131,18 @@ class Entry(Tensor):
         byte_len: Its length in bytes, for QFloat (whose elements do not tell it).
         file_range: Where its bytes are in a file as they are (a burnpack writer copies them from
             there in the kernel); a ``replace`` with a new loader or dtype drops it.
+        tie: The same for entries that are one tensor of the source under several names (tied
+            weights, read from one storage), so that a writer whose format can alias them writes
+            it once; dropped as ``file_range`` is.
     """
 
-    __slots__ = ("module_type", "source_name", "steps", "rule", "_file_range")
+    __slots__ = ("module_type", "source_name", "steps", "rule", "tie", "_file_range")
 
     module_type: str | None
     source_name: str
     steps: tuple[str, ...]
     rule: Rule | None
+    tie: str | None
     _file_range: FileRange | None
 
     def __new__(  # type: ignore[misc]
@@ -155,6 +159,7 @@ class Entry(Tensor):
         rule: Rule | None = None,
         byte_len: int | None = None,
         file_range: FileRange | None = None,
+        tie: str | None = None,
     ) -> Entry:
         entry = _blank(cls)
         _describe(entry, name, dtype, shape, param_id)
@@ -171,6 +176,7 @@ class Entry(Tensor):
         entry.source_name = name if source_name is None else source_name
         entry.steps = tuple(steps)
         entry.rule = rule
+        entry.tie = tie
         return _freeze(entry, cls)
 
     @classmethod
@@ -234,12 +240,14 @@ class Entry(Tensor):
             "rule": self.rule,
             "byte_len": self.byte_len,
             "file_range": self._file_range,
+            "tie": self.tie,
         }
         unknown = set(changes) - set(fields)
         if unknown:
             raise TypeError(f"Entry has no field(s) {sorted(unknown)}")
-        if "file_range" not in changes and {"load", "dtype", "byte_len"} & set(changes):
-            fields["file_range"] = None  # the bytes change: no longer the file's
+        for kept in ("file_range", "tie"):
+            if kept not in changes and {"load", "dtype", "byte_len"} & set(changes):
+                fields[kept] = None  # the bytes change: no longer the file's, nor the tensor's it shared
         fields.update(changes)
         if step is not None:
             fields["steps"] = (*fields["steps"], step)

@@ -3,7 +3,7 @@
 PyTorch → Burn: BatchNorm ``num_batches_tracked`` has no Burn field (kept aside), names go
 through the user's remap / enum variants / contiguous indices, then :class:`PyTorchToBurnAdapter`
 transposes Linear weights and renames norm ``weight``/``bias`` to ``gamma``/``beta``; each tensor
-gets a fresh ``param_id``. A 1-D or 2-D ``weight`` whose module type stays unknown is an error,
+gets a ``param_id`` derived from its Burn path (:func:`burnpack.records.derive_param_ids`). A 1-D or 2-D ``weight`` whose module type stays unknown is an error,
 never a guess. Burn → PyTorch reverses it, with names from the stored map when there is one.
 """
 
@@ -15,16 +15,17 @@ from typing import Any
 
 import numpy as np
 
-from ...records import ModuleRecord
+from ...records import ModuleRecord, derive_param_ids
 from ..adapters import BurnToPyTorchAdapter, ModuleTypes, PyTorchToBurnAdapter
 from ..layouts import kind_of
-from ..converter import transform
+from ..converter import report_ties, transform
+from ..registry import get_format
 from ..._generated.types import BoolStore
-from .._io import entry_from_array
+from .._io import entries_from_arrays
 from ...errors import ConversionError
 from ..remap import KeyRemapper
 from ..tensors import Entry, TensorSet
-from .state import CheckpointReport, TorchTrainingState, new_ids
+from .state import CheckpointReport, TorchTrainingState
 
 BATCHES_TRACKED = "num_batches_tracked"
 
@@ -83,12 +84,8 @@ def refuse_structural(modules: Mapping[str, str]) -> None:
 def model_to_burn(state: TorchTrainingState, report: CheckpointReport, *, seed: int | None, **options: Any) -> BurnModel:
     """The Burn model record's entries; ``options`` are :func:`transform`'s renaming and
     module-type options (and ``allow_unmatched``)."""
-    entries, dropped = [], {}
-    for name, array in state.model.items():
-        if name.rpartition(".")[2] == BATCHES_TRACKED:
-            dropped[name] = array
-        else:
-            entries.append(entry_from_array(name, array, BoolStore.U8))
+    dropped = {name: array for name, array in state.model.items() if name.rpartition(".")[2] == BATCHES_TRACKED}
+    entries = entries_from_arrays(((n, a) for n, a in state.model.items() if n not in dropped), BoolStore.U8)
     report.dropped = list(dropped)
     if dropped:
         report.not_mapped.append(f"{len(dropped)} BatchNorm num_batches_tracked buffer(s): Burn's BatchNorm has none (kept in torch.model metadata)")
@@ -99,8 +96,9 @@ def model_to_burn(state: TorchTrainingState, report: CheckpointReport, *, seed: 
     )  # the adapter and type inference are implied here, so a model they leave alone is fine
     report.options, report.warnings = dict(mapped.options), report.warnings + mapped.warnings
     refuse_structural({path: m["type"] for path, m in mapped.modules.items() if structural(m["type"])})
+    report_ties(TensorSet(entries), adapted, get_format("burnpack"), report)  # a record has a tensor per path
     check_types(adapted.entries)
-    final = [e.replace(param_id=pid) for e, pid in zip(adapted.entries, new_ids(len(adapted.entries), seed))]
+    final = [e.replace(param_id=pid) for e, pid in zip(adapted.entries, derive_param_ids((e.name for e in adapted.entries), seed=seed))]
     excluded = {e.name for e in entries} - {e.source_name for e in final}
     if excluded:
         report.not_mapped.append(f"{len(excluded)} tensor(s) excluded: {sorted(excluded)}")
