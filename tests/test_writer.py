@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import io
 import os
 
 import numpy as np
@@ -371,3 +372,38 @@ def test_saving_a_mapping_of_many_arrays_builds_no_tensor_per_array(tmp_path):
     burnpack.save({"warm": np.zeros(1)}, tmp_path / "warm.bpk")  # the modules a first save imports
     assert python_calls(lambda: burnpack.save(arrays, tmp_path / "m.bpk")) < 1_000  # 5,000 arrays made about 135,000 before
     assert burnpack.load(tmp_path / "m.bpk").numpy()["layers.4999.bias"].tolist() == [4999.0] * 5
+
+
+class RecordingFile(io.RawIOBase):
+    """A regular file whose stream writes are recorded (its descriptor is the file's)."""
+
+    def __init__(self, file):
+        self.file, self.sizes = file, []
+
+    def write(self, data):
+        self.sizes.append(memoryview(data).nbytes)
+        return self.file.write(data)
+
+    def fileno(self):
+        return self.file.fileno()
+
+    def seekable(self):
+        return True
+
+    def seek(self, *args):
+        return self.file.seek(*args)
+
+    def tell(self):
+        return self.file.tell()
+
+
+def test_every_write_into_a_file_is_at_most_64_kib(tmp_path):
+    """What the kernel's own copy moves at a time: larger writes make the page cache take large
+    folios, which a virtual machine may have handed back to its host."""
+    arrays = {"big": np.ones(1 << 20, np.uint8), "late": np.arange(1 << 16, dtype=np.int32)}
+    late = Tensor.deferred("late", DType.I32, (1 << 16,), 1 << 18, lambda: arrays["late"])
+    with open(tmp_path / "t.bpk", "wb", buffering=0) as file:
+        stream = RecordingFile(file)
+        Writer([Tensor.from_numpy("big", arrays["big"]), late]).write_stream(stream)
+    assert max(stream.sizes) == 64 << 10 and sum(stream.sizes) == os.path.getsize(tmp_path / "t.bpk")
+    assert (tmp_path / "t.bpk").read_bytes() == burnpack.save_bytes(arrays)

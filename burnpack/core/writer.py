@@ -56,6 +56,12 @@ _IN_MEMORY = attrgetter("_data")
 _ZEROS = bytes(TENSOR_ALIGNMENT)  # every padding run is shorter than the alignment
 _CHUNK = 8 << 20
 _SMALL = 64 << 10  # tensors below this size are copied into the current chunk
+_PIECE = 64 << 10
+"""The most bytes one write into a file takes: what the kernel's own copy (``copy_file_range``,
+through a 64 KiB pipe) moves at a time. A larger write has the page cache allocate larger folios,
+from the free lists of large blocks; on a virtual machine that hands its free memory back to the
+host (free page reporting), those must first be faulted in again by the host, which can make
+megabyte writes several times slower than 64 KiB ones (docs/modules.md, "Speed and memory")."""
 # copy_file_range cannot serve these files (another file system on old kernels, no support, an
 # append-only or non-regular end): the bytes then go through Python.
 _NO_KERNEL_COPY = frozenset(
@@ -416,7 +422,8 @@ class Writer:
         """Write to an open binary stream.
 
         Into a regular file, tensors backed by a ``FileRange`` are copied in the kernel, at the
-        stream's position (which then moves past them, as a write would).
+        stream's position (which then moves past them, as a write would); every write is at most
+        64 KiB.
 
         Args:
             stream: A binary stream open for writing.
@@ -440,7 +447,7 @@ class Writer:
                 stream.flush()
                 _copy_file_range(chunk, stream, fd)
             else:
-                stream.write(chunk)
+                _write_pieces(stream, chunk)
             del chunk  # let a finished deferred tensor go before the next one is produced
         return size
 
@@ -634,6 +641,13 @@ def _produce(tensor: Tensor) -> memoryview:
             f"(expected {tensor.byte_len}, got {data.nbytes})"
         )
     return data
+
+
+def _write_pieces(stream: BinaryIO, chunk: BytesLike) -> None:
+    """``chunk`` written to a file's stream ``_PIECE`` bytes at a time."""
+    with memoryview(chunk) as view:
+        for i in range(0, view.nbytes, _PIECE):
+            stream.write(view[i : i + _PIECE])
 
 
 def save(
