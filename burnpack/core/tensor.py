@@ -101,6 +101,71 @@ class FileRange:
             return read_at(fd, self.offset, self.length)
 
 
+BAND = 4 << 20
+"""The most bytes in one band of a ``Bands`` tensor (but one row, when a row is longer): enough
+columns of a transposed weight that it is turned in long strips, few enough that the two a
+writer holds are less than a large tensor."""
+
+
+class Bands:
+    """A computed tensor's elements, made a band of rows at a time into arrays the caller lends.
+
+    For a tensor computed from others (a transpose, a concatenation), so that writing it needs
+    no buffer its own size: a ``Writer`` writing to a file makes it band by band into two small
+    buffers it reuses, writing one from a second thread while the next is made; every other
+    output takes it band by band into one. Called as a provider, it makes every band into one
+    new array: what a reader of the whole tensor gets.
+
+    Args:
+        shape: The tensor's shape (at least one dimension; rows along the first).
+        dtype: The elements' numpy dtype.
+        begin: Called once each time the tensor is made: takes what the bands are made from and
+            returns ``fill(out, row)``, which writes rows ``row : row + len(out)`` into ``out``,
+            an array of ``dtype`` shaped ``(k, *shape[1:])``.
+    """
+
+    __slots__ = ("shape", "dtype", "begin", "band_rows")
+
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    begin: Callable[[], Callable[[np.ndarray, int], None]]
+    band_rows: int
+    """Rows in one band: at most ``BAND`` bytes of them and half the tensor's, at least one row
+    (so the two bands a writer holds are never more than the tensor, nor than two ``BAND``)."""
+
+    def __init__(self, shape: Iterable[int], dtype: Any, begin: Callable[[], Callable[[np.ndarray, int], None]]) -> None:
+        dims = tuple(shape)
+        if not dims or not all(type(d) is int and d >= 0 for d in dims):
+            raise ValidationError(f"Bands needs a shape of at least one non-negative int dimension, got {list(dims)}")
+        if not callable(begin):
+            raise ValidationError(f"Bands needs a callable begin, got {type(begin).__name__}")
+        dtype = np.dtype(dtype)
+        row_bytes = math.prod(dims[1:]) * dtype.itemsize
+        object.__setattr__(self, "shape", dims)
+        object.__setattr__(self, "dtype", dtype)
+        object.__setattr__(self, "begin", begin)
+        object.__setattr__(self, "band_rows", max(1, min(BAND // max(row_bytes, 1), -(-dims[0] // 2))))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Bands is immutable")
+
+    def __repr__(self) -> str:
+        return f"Bands({list(self.shape)}, {self.dtype}, {self.band_rows} rows a band)"
+
+    @property
+    def nbytes(self) -> int:
+        """The tensor's bytes."""
+        return math.prod(self.shape) * self.dtype.itemsize
+
+    def __call__(self) -> np.ndarray:
+        """Every band, made into one new array of the tensor's shape."""
+        out = np.empty(self.shape, self.dtype)
+        fill = self.begin()
+        for row in range(0, self.shape[0], self.band_rows):
+            fill(out[row : row + self.band_rows], row)
+        return out
+
+
 def read_at(fd: int, offset: int, length: int) -> memoryview:
     """Up to ``length`` bytes at ``offset`` of ``fd`` (fewer only at the end of the file)."""
     out = bytearray(length)
@@ -232,8 +297,8 @@ class Tensor(_Fields):
             dtype: Its dtype.
             shape: Its shape.
             byte_len: How many bytes the provider gives; the writer refuses any other count.
-            provider: A callable returning the bytes, or a ``FileRange`` (a byte range of a file
-                holding them as they are).
+            provider: A callable returning the bytes, a ``FileRange`` (a byte range of a file
+                holding them as they are) or ``Bands`` (elements made a band of rows at a time).
             param_id: Burn's parameter id, if any.
 
         Returns:
@@ -250,6 +315,8 @@ class Tensor(_Fields):
             raise ValidationError(f"tensor '{name}': provider must be callable, got {type(provider).__name__}")
         if isinstance(provider, FileRange) and provider.length != byte_len:
             raise ValidationError(f"tensor '{name}': byte_len {byte_len} but its {provider!r} holds {provider.length}")
+        if isinstance(provider, Bands) and provider.nbytes != byte_len:
+            raise ValidationError(f"tensor '{name}': byte_len {byte_len} but its {provider!r} makes {provider.nbytes}")
         tensor.byte_len, tensor._data, tensor._provider = byte_len, None, provider
         return _freeze(tensor, Tensor)
 
@@ -293,6 +360,8 @@ class Tensor(_Fields):
             twin._data, twin._provider = self._data, None
         elif self.file_range is not None:  # still the same bytes of the same file
             twin._data, twin._provider = None, self.file_range
+        elif self.bands is not None:  # still made band by band
+            twin._data, twin._provider = None, self.bands
         else:
             twin._data, twin._provider = None, self.memoryview
         return _freeze(twin, Tensor)
@@ -315,6 +384,12 @@ class Tensor(_Fields):
         """Where in a file the bytes are, unchanged (a writer may copy them in the kernel); else None."""
         provider = self._provider
         return provider if isinstance(provider, FileRange) else None
+
+    @property
+    def bands(self) -> Bands | None:
+        """How the bytes are made band by band, when they are (a writer makes them into small buffers); else None."""
+        provider = self._provider
+        return provider if isinstance(provider, Bands) else None
 
     def __repr__(self) -> str:
         kind = "in a file" if self.file_range is not None else "deferred" if self._provider is not None else "in memory"

@@ -4,17 +4,21 @@ Tensor data is laid out in the order the tensors are given, each start rounded u
 the metadata map is sorted by name. Everything is planned (and every error raised) before the
 first byte is written; deferred tensors are produced one at a time while writing. A tensor whose
 bytes are a ``FileRange`` goes from its file to an output file in the kernel
-(``os.copy_file_range``), never through Python; other outputs read it.
+(``os.copy_file_range``), never through Python; other outputs read it. A tensor made in ``Bands``
+is made a band at a time into small reused buffers, never whole; into a file, one band is written
+from a second thread while the next is made.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import math
 import os
 import stat
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import accumulate, repeat
 from operator import add, attrgetter, sub
 from pathlib import Path
@@ -45,9 +49,9 @@ from ..errors import BurnpackError, IoError, MetadataSerializationError, TensorB
 from .metadata import encode_metadata_columns
 from .paths import PathLike, resolve_write_path
 from ..quant import QuantizedTensor
-from .tensor import BytesLike, FileRange, Tensor, gc_paused, read_at
+from .tensor import Bands, BytesLike, FileRange, Tensor, gc_paused, read_at
 
-__all__ = ["FileRange", "Plan", "Tensor", "Writer", "as_scalar", "resolve_write_path", "save", "save_bytes"]
+__all__ = ["Bands", "FileRange", "Plan", "Tensor", "Writer", "as_scalar", "resolve_write_path", "save", "save_bytes"]
 
 _COLUMNS = attrgetter("name", "byte_len", "param_id", "dtype", "shape")
 """The tensor fields a plan reads, as columns."""
@@ -326,13 +330,16 @@ class Writer:
         return data_section_start(len(plan.metadata)) + plan.data_size
 
     # -- output ------------------------------------------------------------------------------
-    def _chunks(self, *, file_ranges: bool = False, progress: Callable[[int], None] | None = None) -> Iterable[BytesLike | Tensor]:
+    def _chunks(self, *, into_file: bool = False, progress: Callable[[int], None] | None = None) -> Iterable[BytesLike | Tensor]:
         """The file's bytes in order; deferred tensors are produced (and dropped) one at a time.
 
         Small tensors and the padding between them are gathered into one chunk, so that many tiny
         tensors cost one write rather than two each; when every tensor is in memory and the data
-        section is at most one chunk, the whole file is one join, with no step per tensor. With ``file_ranges`` a large tensor backed by
-        a ``FileRange`` is yielded itself, for the caller to copy from its file. ``progress`` is
+        section is at most one chunk, the whole file is one join, with no step per tensor. A large
+        tensor made in ``Bands`` comes a band at a time, in one buffer reused for every band: each
+        chunk must be consumed before the next is asked for (as ``write`` promises). With
+        ``into_file`` a large tensor backed by a ``FileRange`` or made in ``Bands`` is yielded
+        itself, for the caller to copy from its file or make band by band into it. ``progress`` is
         told each tensor's size once its bytes are handed over.
         """
         plan = self.plan()
@@ -351,10 +358,13 @@ class Writer:
         for tensor, start in zip(self.tensors, plan.starts, strict=True):
             batch += _ZEROS[: start - position]  # at most 255 bytes between tensors
             position = start + tensor.byte_len
-            if file_ranges and tensor.byte_len >= _SMALL and tensor.file_range is not None:
+            if tensor.byte_len >= _SMALL and (tensor.file_range is not None and into_file or _banded(tensor)):
                 yield batch
                 batch = bytearray()
-                yield tensor
+                if into_file:
+                    yield tensor
+                else:
+                    yield from _band_views(tensor)
                 if progress is not None:
                     progress(tensor.byte_len)
                 continue
@@ -421,9 +431,9 @@ class Writer:
     def write_stream(self, stream: BinaryIO, *, progress: Callable[[int], None] | None = None) -> int:
         """Write to an open binary stream.
 
-        Into a regular file, tensors backed by a ``FileRange`` are copied in the kernel, at the
-        stream's position (which then moves past them, as a write would); every write is at most
-        64 KiB.
+        Into a regular file, tensors backed by a ``FileRange`` are copied in the kernel, and
+        tensors made in ``Bands`` are written band by band from a second thread, at the stream's
+        position (which then moves past them, as a write would); every write is at most 64 KiB.
 
         Args:
             stream: A binary stream open for writing.
@@ -438,17 +448,28 @@ class Writer:
         """
         size = self.size()
         fd = _regular_file(stream)
-        chunks = self._chunks(file_ranges=fd is not None, progress=progress)
+        chunks = self._chunks(into_file=fd is not None, progress=progress)
         if fd is None:
             stream.writelines(chunks)  # type: ignore[arg-type]  # holds one chunk at a time: deferred tensors go as soon as written
             return size
-        for chunk in chunks:
-            if isinstance(chunk, Tensor):
-                stream.flush()
-                _copy_file_range(chunk, stream, fd)
-            else:
-                _write_pieces(stream, chunk)
-            del chunk  # let a finished deferred tensor go before the next one is produced
+        bands = _BandWriter(fd)
+        try:
+            for chunk in chunks:
+                if isinstance(chunk, Tensor):
+                    stream.flush()
+                    if chunk.file_range is not None:
+                        _copy_file_range(chunk, stream, fd)
+                    else:
+                        start = stream.tell()
+                        bands.write(chunk, start)
+                        stream.seek(start + chunk.byte_len)
+                else:
+                    _write_pieces(stream, chunk)
+                del chunk  # let a finished deferred tensor go before the next one is produced
+        except BaseException:
+            bands.close(quiet=True)
+            raise
+        bands.close()
         return size
 
     def write(self, path: PathLike) -> Path:
@@ -628,13 +649,20 @@ def _copy_file_range(tensor: Tensor, stream: BinaryIO, fd: int) -> None:
         )
 
 
-def _produce(tensor: Tensor) -> memoryview:
+@contextlib.contextmanager
+def _making(tensor: Tensor) -> Iterator[None]:
+    """A deferred tensor's provider failing, as a burnpack error naming the tensor."""
     try:
-        data = tensor.memoryview()
+        yield
     except BurnpackError:
         raise
     except Exception as exc:
         raise IoError(f"tensor '{tensor.name}': {exc}") from exc
+
+
+def _produce(tensor: Tensor) -> memoryview:
+    with _making(tensor):
+        data = tensor.memoryview()
     if data.nbytes != tensor.byte_len:
         raise TensorBytesSizeMismatch(
             f"tensor '{tensor.name}': deferred source has inconsistent length "
@@ -648,6 +676,98 @@ def _write_pieces(stream: BinaryIO, chunk: BytesLike) -> None:
     with memoryview(chunk) as view:
         for i in range(0, view.nbytes, _PIECE):
             stream.write(view[i : i + _PIECE])
+
+
+def _pwrite_all(fd: int, data: np.ndarray, position: int) -> None:
+    """All of ``data`` (a ``uint8`` array) into ``fd`` at ``position``, ``_PIECE`` bytes a write."""
+    with memoryview(data) as view:  # type: ignore[arg-type]  # a uint8 array exports its buffer
+        done = 0
+        while done < view.nbytes:
+            done += os.pwrite(fd, view[done : done + _PIECE], position + done)
+
+
+def _banded(tensor: Tensor) -> bool:
+    """Whether the tensor is made in ``Bands`` whose elements are its bytes as they are (a
+    little-endian host; a big-endian one byte-swaps the whole array as ``memoryview`` does)."""
+    bands = tensor.bands
+    return bands is not None and not _BIG_ENDIAN_HOST and bands.dtype.byteorder != ">"
+
+
+def _band_views(tensor: Tensor) -> Iterator[memoryview]:
+    """A ``Bands`` tensor's bytes, band by band, each made into the same buffer."""
+    bands = tensor.bands
+    assert bands is not None
+    row_bytes = math.prod(bands.shape[1:]) * bands.dtype.itemsize
+    buffer = np.empty(min(bands.band_rows, bands.shape[0]) * row_bytes, np.uint8)
+    with _making(tensor):
+        fill = bands.begin()
+    for row in range(0, bands.shape[0], bands.band_rows):
+        k = min(bands.band_rows, bands.shape[0] - row)
+        with _making(tensor):
+            fill(buffer[: k * row_bytes].view(bands.dtype).reshape(k, *bands.shape[1:]), row)
+        yield memoryview(buffer[: k * row_bytes])  # type: ignore[arg-type]  # a uint8 array exports its buffer
+
+
+class _BandWriter:
+    """Writes tensors made in ``Bands`` into a file at their offsets: each band is made into one
+    of two buffers, reused, and written (``os.pwrite``) from a second thread while the next band
+    is made. numpy's copy loops and the write both release the GIL, so on two CPUs they overlap.
+    One write at most is in flight, so the buffer being made is never the one being written, and
+    the bands of one tensor keep coming while the last of the one before is written."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._buffers: list[np.ndarray] = []
+        self._turn = 0
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: Future[None] | None = None
+
+    def write(self, tensor: Tensor, position: int) -> None:
+        """Make and write ``tensor``'s bands at ``position``; the last may still be in flight."""
+        bands = tensor.bands
+        assert bands is not None
+        row_bytes = math.prod(bands.shape[1:]) * bands.dtype.itemsize
+        with _making(tensor):
+            fill = bands.begin()
+        for row in range(0, bands.shape[0], bands.band_rows):
+            k = min(bands.band_rows, bands.shape[0] - row)
+            buffer = self._buffer(k * row_bytes)
+            with _making(tensor):
+                fill(buffer.view(bands.dtype).reshape(k, *bands.shape[1:]), row)
+            self._submit(buffer, position + row * row_bytes)
+
+    def _buffer(self, size: int) -> np.ndarray:
+        """The buffer not being written, of at least ``size`` bytes (its first ``size``)."""
+        if len(self._buffers) < 2:
+            self._buffers.append(np.empty(size, np.uint8))
+        turn, self._turn = self._turn, 1 - self._turn
+        if self._buffers[turn].nbytes < size:
+            self._buffers[turn] = np.empty(size, np.uint8)
+        return self._buffers[turn][:size]
+
+    def _submit(self, band: np.ndarray, position: int) -> None:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="burnpack-bands")
+        self._wait()
+        self._pending = self._pool.submit(_pwrite_all, self._fd, band, position)
+
+    def _wait(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def close(self, *, quiet: bool = False) -> None:
+        """Wait for the last write (raising its error unless ``quiet``: another is on its way)."""
+        try:
+            if quiet:
+                with contextlib.suppress(Exception):
+                    self._wait()
+            else:
+                self._wait()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown()
+            self._buffers.clear()
 
 
 def save(
