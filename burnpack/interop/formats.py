@@ -317,11 +317,16 @@ def _noop(_: int) -> None:
 
 def burnpack_writer(tset: TensorSet) -> Writer:
     """The format layer's writer for a tensor set (deferred: one tensor in memory at a time;
-    an entry still holding its file's bytes is that ``FileRange``)."""
+    an entry still holding its file's bytes is that ``FileRange``, one made in ``Bands`` is
+    written band by band)."""
     tensors = []
     for entry in tset.entries:
         if entry.file_range is not None:
             tensors.append(Tensor.deferred(entry.name, entry.dtype, entry.shape, entry.byte_len, entry.file_range, param_id=entry.param_id))
+            continue
+        bands = entry.bands
+        if bands is not None and bands.dtype == numpy_dtype(entry.dtype) and bands.shape == entry.shape:
+            tensors.append(Tensor.deferred(entry.name, entry.dtype, entry.shape, entry.byte_len, bands, param_id=entry.param_id))
             continue
         size = element_size(entry.dtype)
         byte_len = entry.byte_len if size is None else entry.numel * size

@@ -6,20 +6,24 @@ config that rebuilds it, and what it refuses. Leaf kinds (``Linear``, the norms.
 tensor at a time; structural kinds (``Lstm``, ``MultiHeadAttention``, the transformer layers)
 take the tensors of their whole subtree as a :class:`Group` and split, merge and rename them.
 
-Every step here is lazy: a split is a deferred slice of its source, a merge concatenates its
-parts only when written, so a conversion holds one tensor's worth of extra memory at a time.
+Every step here is lazy: a split is a deferred slice of its source, and a transpose or a merge
+is made in ``Bands`` — a band of rows at a time, only when written — so a conversion holds two
+small bands of extra memory, never a whole tensor (a reader of the whole tensor gets it whole).
 """
 
 from __future__ import annotations
 
 import enum
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any, ClassVar
 
 import numpy as np
 
+from ..core.tensor import Bands
+from ..dtypes import numpy_dtype
 from ..errors import ConversionError, OptionError
 from .tensors import Entry, dtype_name
 
@@ -140,19 +144,29 @@ def _check_splittable(entry: Entry) -> None:
 
 def slice_rows(entry: Entry, start: int, stop: int, name: str, what: str, module_type: str | None) -> Entry:
     """Rows ``start:stop`` of ``entry`` (its first dim) as a tensor of its own, read only when
-    written: a view of the source's rows, never a copy of the whole source."""
+    written: a view of the source's rows, never a copy of the whole source (of a tensor made in
+    bands, those bands)."""
     _check_splittable(entry)
     load = entry.numpy
+    shape = (stop - start, *entry.shape[1:])
+    source = entry.bands
+    if source is not None:
+        def begin() -> Callable[[np.ndarray, int], None]:
+            fill = source.begin()
+            return lambda out, row: fill(out, start + row)
+
+        return entry.replace(name=name, shape=shape, load=Bands(shape, source.dtype, begin), param_id=None,
+                             module_type=module_type, step=what)  # fmt: skip
 
     def rows() -> np.ndarray:
         return load()[start:stop]
 
-    return entry.replace(name=name, shape=(stop - start, *entry.shape[1:]), load=rows, param_id=None,
-                         module_type=module_type, step=what)  # fmt: skip
+    return entry.replace(name=name, shape=shape, load=rows, param_id=None, module_type=module_type, step=what)
 
 
 def concat(parts: Sequence[Entry], name: str, what: str, module_type: str | None) -> Entry:
-    """``parts`` stacked along their first dim, concatenated only when written."""
+    """``parts`` stacked along their first dim, made band by band only when written: each band
+    takes its rows from the parts it spans (from their own bands, for parts made in bands)."""
     first = parts[0]
     for part in parts:
         _check_splittable(part)
@@ -161,45 +175,71 @@ def concat(parts: Sequence[Entry], name: str, what: str, module_type: str | None
                 f"cannot merge {first.name!r} ({dtype_name(first.dtype)} {list(first.shape)}) and {part.name!r} "
                 f"({dtype_name(part.dtype)} {list(part.shape)}) into {name!r}: their dtypes or trailing dims differ"
             )
-    loads = [part.numpy for part in parts]
+    shape = (sum(p.shape[0] for p in parts), *first.shape[1:])
+    starts = [0, *accumulate(p.shape[0] for p in parts)]
 
-    def joined() -> np.ndarray:
-        return np.concatenate([load() for load in loads], axis=0)
+    def begin() -> Callable[[np.ndarray, int], None]:
+        fills = [_rows_of(part) for part in parts]
+
+        def fill(out: np.ndarray, row: int) -> None:
+            end = row + len(out)
+            for part_fill, lo, hi in zip(fills, starts, starts[1:]):
+                if lo < end and row < hi:
+                    a, b = max(lo, row), min(hi, end)
+                    part_fill(out[a - row : b - row], a - lo)
+
+        return fill
 
     steps = tuple(dict.fromkeys(step for part in parts for step in part.steps))
-    return Entry(name, first.dtype, (sum(p.shape[0] for p in parts), *first.shape[1:]), joined, module_type=module_type,
+    return Entry(name, first.dtype, shape, Bands(shape, numpy_dtype(first.dtype), begin), module_type=module_type,
                  source_name=first.source_name, steps=(*steps, what))  # fmt: skip
 
 
-_LINE = 64  # bytes in a cache line
-_COLUMNS = 2048  # source columns per tile: the tile's source rows stay in the cache while they are turned
+def _rows_of(entry: Entry) -> Callable[[np.ndarray, int], None]:
+    """``fill(out, row)`` for ``entry``'s rows: its own bands' fill, or copies of its loaded rows."""
+    if entry.bands is not None:
+        return entry.bands.begin()
+    array = _loaded(entry)
+    return lambda out, row: np.copyto(out, array[row : row + len(out)])
 
 
-def transposed_copy(array: np.ndarray) -> np.ndarray:
-    """``array.T`` as a new C-ordered array, turned in tiles of one cache line of output per row:
-    a tile is as many source rows as one line holds elements (16 float32), so every output line
-    is written whole, once (about 7× numpy's own ``ascontiguousarray(a.T)``, which strides
-    through memory on one side)."""
-    rows, cols = array.shape
-    out = np.empty((cols, rows), dtype=array.dtype)
-    step = max(1, _LINE // array.itemsize)
-    if rows <= step or cols <= step:
-        out[...] = array.T
-        return out
-    for r in range(0, rows, step):
-        for c in range(0, cols, _COLUMNS):
-            out[c : c + _COLUMNS, r : r + step] = array[r : r + step, c : c + _COLUMNS].T
-    return out
+def _loaded(entry: Entry) -> np.ndarray:
+    """``entry``'s elements, checked to be of its dtype and shape (a band is copied into, and a
+    copy would cast silently)."""
+    array = entry.numpy()
+    want = numpy_dtype(entry.dtype)
+    if array.dtype != want:
+        raise ConversionError(f"tensor {entry.name!r}: loader produced {array.dtype}, expected {want}")
+    if tuple(array.shape) != entry.shape:
+        raise ConversionError(f"tensor {entry.name!r}: loader produced shape {list(array.shape)}, expected {list(entry.shape)}")
+    return array
+
+
+_STRIP = 64
+"""Source rows turned by one numpy copy: each output row gets 64 elements (four cache lines of
+float32) at a time, and a band's strips are long enough that numpy's loop, not Python's, is what
+runs."""
+
+
+def _turn(out: np.ndarray, columns: np.ndarray) -> None:
+    """``out[...] = columns.T``, in strips of ``_STRIP`` rows of ``columns`` (a band: a few
+    megabytes of a weight's columns, so a strip's rows stay in the cache while they are turned)."""
+    for r in range(0, columns.shape[0], _STRIP):
+        out[:, r : r + _STRIP] = columns[r : r + _STRIP].T
 
 
 def transpose(entry: Entry) -> Entry:
-    """A 2-D tensor transposed (``[out, in]`` ↔ ``[in, out]``), turned only when written."""
-    load = entry.numpy
+    """A 2-D tensor transposed (``[out, in]`` ↔ ``[in, out]``), made band by band only when
+    written: a band of output rows is a band of the source's columns, turned in strips."""
+    if entry.dtype.is_quantized:
+        raise ConversionError(f"tensor {entry.name!r}: a {dtype_name(entry.dtype)} tensor cannot be transposed: its bytes are packed blocks, not elements")
+    shape = entry.shape[::-1]
 
-    def turned() -> np.ndarray:
-        return transposed_copy(load())
+    def begin() -> Callable[[np.ndarray, int], None]:
+        source = _loaded(entry)
+        return lambda out, row: _turn(out, source[:, row : row + len(out)])
 
-    return entry.replace(shape=entry.shape[::-1], load=turned, step=f"transposed {list(entry.shape)} -> {list(entry.shape[::-1])}")
+    return entry.replace(shape=shape, load=Bands(shape, numpy_dtype(entry.dtype), begin), step=f"transposed {list(entry.shape)} -> {list(shape)}")
 
 
 def rename(entry: Entry, name: str, module_type: str | None = None, *, say: bool = True) -> Entry:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import burnpack
 from burnpack import DType
 from burnpack.interop.adapters import (
     BurnToPyTorchAdapter,
@@ -206,14 +207,33 @@ def test_a_type_rule_splits_before_its_types_settings():
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "bfloat16", "uint8", "bool"])
-@pytest.mark.parametrize("shape", [(1, 1), (3, 5), (17, 2049), (2049, 17), (64, 64)])
-def test_transposed_copy_is_the_transpose_for_every_dtype_and_shape(dtype, shape):
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5), (17, 2049), (2049, 17), (130, 64)])
+@pytest.mark.parametrize("band", [4 << 20, 40])  # the default; bands of a row or two, strips cut short
+def test_a_transpose_is_the_transpose_for_every_dtype_shape_and_band(dtype, shape, band, monkeypatch, tmp_path):
     import ml_dtypes
 
-    from burnpack.interop.layout_base import transposed_copy
+    import burnpack
+    from burnpack.interop.formats import burnpack_writer
+    from burnpack.interop.layout_base import transpose
+    from burnpack.interop.tensors import TensorSet
 
+    monkeypatch.setattr(burnpack.core.tensor, "BAND", band)
     rng = np.random.default_rng(3)
     array = (rng.standard_normal((shape[0], shape[1] * 2)) * 100).astype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)[:, ::2]
-    turned = transposed_copy(array)  # from a strided view, as a mapped file's rows may be
-    assert turned.flags.c_contiguous and turned.dtype == array.dtype
-    np.testing.assert_array_equal(turned, array.T)
+    turned = transpose(entry("w", array))  # from a strided view, as a mapped file's rows may be
+    whole = turned.numpy()
+    assert whole.flags.c_contiguous and whole.dtype == array.dtype
+    np.testing.assert_array_equal(whole, array.T)
+    writer = burnpack_writer(TensorSet([turned]))
+    writer.write(tmp_path / "t.bpk")  # band by band, from a second thread
+    assert (tmp_path / "t.bpk").read_bytes() == writer.to_bytes() == burnpack.save_bytes({"w": np.ascontiguousarray(array.T)})
+
+
+def test_a_quantized_tensor_is_not_transposed():
+    from burnpack.errors import ConversionError
+    from burnpack.interop.layout_base import transpose
+
+    scheme = burnpack.QuantScheme(burnpack.QuantValue.Q8S, burnpack.QuantStore.Native, burnpack.QuantMode.Symmetric)
+    packed = Entry("w", DType.QFloat(scheme), (2, 2), lambda: np.zeros(8, np.uint8), byte_len=8)
+    with pytest.raises(ConversionError, match="tensor 'w': a QFloat.* cannot be transposed"):
+        transpose(packed)
