@@ -5,7 +5,8 @@ blocks, each a 1-layer ``nn.LSTM`` (``rnn.{i}``: fused ``weight_ih_l0`` / ``weig
 biases) and a pre-norm ``nn.TransformerEncoderLayer`` (``enc.layers.{i}``: fused ``in_proj``,
 ``out_proj``, ``linear1``/``linear2``, two norms), ``d_model`` = hidden size chosen to fill the
 size. Each repeat converts that file to ``.bpk`` three ways, in turn (the order rotates every
-repeat), every conversion in a fresh subprocess so its memory is its own:
+repeat), every conversion in a fresh subprocess so its memory is its own, the output of the last
+repeat deleted and the disk synced first, outside the timing:
 
 * ``layouts``: ``adapter="pytorch"`` with the module types given (LSTM gates split and
   transposed, attention split and transposed, norms renamed and swapped) — what is measured;
@@ -13,9 +14,13 @@ repeat), every conversion in a fresh subprocess so its memory is its own:
 * ``linear``: ``adapter="pytorch"`` with every 2-D weight typed a plain ``Linear`` — the same
   transposes without the splits, so the cost of the structure alone shows.
 
-Each case reports its wall time (median of the repeats), its RSS high-water mark (``VmHWM`` of
-the subprocess: with the input memory-mapped, the pages it touched count too) and its heap
-peak (tracemalloc: numpy's buffers included), against the input's size and its largest tensor.
+Each case reports its wall time (median of the repeats), its CPU time (every thread's: the
+layouts write from a second thread), its RSS high-water mark (``VmHWM`` of the subprocess: with
+the input memory-mapped, the pages it touched count too) and its heap peak, against the input's
+size and its largest tensor. The heap peak (tracemalloc: numpy's buffers included) comes from one
+more, untimed conversion of each case: tracing every allocation slows the converter's Python by
+more than a tenth of a second per GiB, and more on the way with more Python work, so it stays out
+of the timed runs.
 
     python benchmarks/layouts_bench.py --mib 1024 --repeat 5 [--dir /path] [--json out.json]
 """
@@ -43,16 +48,23 @@ def peak_rss_mib():  # this process's RSS high-water mark (VmHWM starts afresh a
         return next(int(line.split()[1]) for line in status if line.startswith("VmHWM")) / 1024
 """
 CASE = PEAK + r"""
-import json, sys, time, tracemalloc
+import json, sys, time
+from burnpack.interop import convert
+src, dst, options = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+start, cpu = time.perf_counter(), time.process_time()
+report = convert(src, dst, **options)
+seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu
+print(json.dumps({"seconds": seconds, "cpu_seconds": cpu_seconds, "rss_peak_mib": peak_rss_mib(), "tensors": len(report.applied),
+                  "modules": len(report.modules)}))
+"""
+
+HEAP = r"""
+import json, sys, tracemalloc
 from burnpack.interop import convert
 src, dst, options = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 tracemalloc.start()
-start = time.perf_counter()
-report = convert(src, dst, overwrite=True, **options)
-seconds = time.perf_counter() - start
-print(json.dumps({"seconds": seconds, "rss_peak_mib": peak_rss_mib(),
-                  "heap_peak_mib": tracemalloc.get_traced_memory()[1] / 2**20, "tensors": len(report.applied),
-                  "modules": len(report.modules)}))
+convert(src, dst, **options)
+print(json.dumps({"heap_peak_mib": tracemalloc.get_traced_memory()[1] / 2**20}))
 """
 
 BASELINE = PEAK + r"""
@@ -93,6 +105,14 @@ def state(mib: int, blocks: int) -> dict[str, np.ndarray]:
     return out
 
 
+def convert_args(tmp: Path, name: str) -> tuple[str, str, str]:
+    """A case's arguments, its last output deleted and every dirty page written first: the
+    timing holds neither the deletion of a file as large as the input nor another case's writes."""
+    (tmp / f"{name}.bpk").unlink(missing_ok=True)
+    os.sync()
+    return str(tmp / "torch.safetensors"), str(tmp / f"{name}.bpk"), json.dumps(CASES[name])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mib", type=int, default=1024)
@@ -112,15 +132,17 @@ def main() -> None:
         size = (tmp / "torch.safetensors").stat().st_size / 2**20
         record = environment(tmp)
         record.update(input_mib=round(size, 1), largest_tensor_mib=round(largest, 1), blocks=args.blocks, repeat=args.repeat,
-                      baseline_rss_mib=run(BASELINE)["rss_peak_mib"], samples={name: [] for name in CASES})  # fmt: skip
+                      baseline_rss_mib=run(BASELINE)["rss_peak_mib"], samples={name: [] for name in CASES}, heap_peak_mib={})  # fmt: skip
         names = list(CASES)
         for r in range(args.repeat):
             order = names[r % len(names):] + names[: r % len(names)]
             for name in order:
-                os.sync()
-                result = run(CASE, str(tmp / "torch.safetensors"), str(tmp / f"{name}.bpk"), json.dumps(CASES[name]))
+                result = run(CASE, *convert_args(tmp, name))
                 record["samples"][name].append(result)
-                print(f"{name:8s} {result['seconds']:7.3f} s  RSS peak {result['rss_peak_mib']:7.1f} MiB  heap peak {result['heap_peak_mib']:7.1f} MiB")
+                print(f"{name:8s} {result['seconds']:7.3f} s  CPU {result['cpu_seconds']:7.3f} s  RSS peak {result['rss_peak_mib']:7.1f} MiB")
+        for name in names:
+            record["heap_peak_mib"][name] = run(HEAP, *convert_args(tmp, name))["heap_peak_mib"]
+            print(f"{name:8s} heap peak {record['heap_peak_mib'][name]:7.1f} MiB (an untimed run)")
         finish(record)
     medians = {name: statistics.median(s["seconds"] for s in samples) for name, samples in record["samples"].items()}
     record["ratios"] = {label: round(medians[ours] / medians[peer], 3) for label, (ours, peer, _) in RATIOS.items()}

@@ -448,11 +448,13 @@ def layouts(path: str) -> str:
     record = _load(path)
     samples = record["samples"]
     medians = {name: statistics.median(s["seconds"] for s in runs) for name, runs in samples.items()}
-    rows = [[f"`{name}`", _ms(medians[name]), f"{max(s['rss_peak_mib'] for s in runs) - record['baseline_rss_mib']:.0f} MiB",
-             f"{max(s['heap_peak_mib'] for s in runs):.1f} MiB"] for name, runs in samples.items()]  # fmt: skip
+    rows = [[f"`{name}`", _ms(medians[name]), _ms(statistics.median(s["cpu_seconds"] for s in runs)),
+             f"{max(s['rss_peak_mib'] for s in runs) - record['baseline_rss_mib']:.0f} MiB", f"{record['heap_peak_mib'][name]:.1f} MiB"]
+            for name, runs in samples.items()]  # fmt: skip
     head = (f"{record['input_mib']:.0f} MiB float32 in {record['blocks']} LSTM + {record['blocks']} encoder layers "
             f"(largest tensor {record['largest_tensor_mib']:.1f} MiB), {record['repeat']} repeats")
-    lines = [caption(path, record), "", *_table(["way", f"median time: {head}", "RSS peak over a bare interpreter", "heap peak"], rows), ""]
+    header = ["way", f"median time: {head}", "median CPU time (all threads)", "RSS peak over a bare interpreter", "heap peak (an untimed run)"]
+    lines = [caption(path, record), "", *_table(header, rows), ""]
     ratio_rows = [[label, f"{_num(medians[ours] / medians[peer])} ({_ms(medians[ours])} vs {_ms(medians[peer])})", like]
                   for label, (ours, peer, like) in RATIOS.items()]  # fmt: skip
     return "\n".join(lines + _table(["ratio of medians", "result", "what it compares"], ratio_rows))
