@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import sys
 import threading
 
 import numpy as np
@@ -166,3 +167,29 @@ def test_bands_that_make_another_byte_count_are_refused():
         Bands((), np.float32, lambda: None)
     with pytest.raises(AttributeError, match="immutable"):
         turned().shape = (1, 1)  # type: ignore[misc]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="MADV_POPULATE_READ is Linux's")
+def test_prefault_maps_a_mapped_arrays_pages_in_one_call(tmp_path):
+    """A transpose reads its source across the rows: its pages are mapped before, not a fault at a time."""
+    import mmap
+    import resource
+
+    from burnpack.core.source import prefault
+
+    (tmp_path / "raw").write_bytes(bytes(8 << 20))
+
+    def faults_reading(populate: bool) -> int:
+        with open(tmp_path / "raw", "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapping:
+            array = np.frombuffer(mapping, np.uint8)
+            if populate:
+                prefault(array)
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+            int(array[:: mmap.PAGESIZE].sum())  # a byte of every page
+            faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+            del array
+            return faults
+
+    if faults_reading(False) < 16:
+        pytest.skip("this kernel maps a file's pages ahead of the faults")
+    assert faults_reading(True) < 4

@@ -17,6 +17,7 @@ import math
 import os
 import stat
 import sys
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import accumulate, repeat
@@ -60,6 +61,9 @@ _IN_MEMORY = attrgetter("_data")
 _ZEROS = bytes(TENSOR_ALIGNMENT)  # every padding run is shorter than the alignment
 _CHUNK = 8 << 20
 _SMALL = 64 << 10  # tensors below this size are copied into the current chunk
+_RING = 2
+"""Buffers a file's bands are made into: the band being made, and those the second thread has
+yet to write."""
 _PIECE = 64 << 10
 """The most bytes one write into a file takes: what the kernel's own copy (``copy_file_range``,
 through a 64 KiB pipe) moves at a time. A larger write has the page cache allocate larger folios,
@@ -709,18 +713,19 @@ def _band_views(tensor: Tensor) -> Iterator[memoryview]:
 
 
 class _BandWriter:
-    """Writes tensors made in ``Bands`` into a file at their offsets: each band is made into one
-    of two buffers, reused, and written (``os.pwrite``) from a second thread while the next band
-    is made. numpy's copy loops and the write both release the GIL, so on two CPUs they overlap.
-    One write at most is in flight, so the buffer being made is never the one being written, and
-    the bands of one tensor keep coming while the last of the one before is written."""
+    """Writes tensors made in ``Bands`` into a file at their offsets, from a second thread: each
+    band is made into one of ``_RING`` reused buffers and handed to the thread, which writes the
+    bands in turn (``os.pwrite``) while the next are made. numpy's copy loops and the write both
+    release the GIL, so on two CPUs they overlap. A band is made into a buffer only once the band
+    made into it before is written, and the bands of one tensor keep coming while the last of the
+    one before are written."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._buffers: list[np.ndarray] = []
-        self._turn = 0
         self._pool: ThreadPoolExecutor | None = None
-        self._pending: Future[None] | None = None
+        self._pending: deque[Future[None]] = deque()
+        """The writes not yet known to be done, oldest first: one per buffer at most."""
 
     def write(self, tensor: Tensor, position: int) -> None:
         """Make and write ``tensor``'s bands at ``position``; the last may still be in flight."""
@@ -734,36 +739,34 @@ class _BandWriter:
             buffer = self._buffer(k * row_bytes)
             with _making(tensor):
                 fill(buffer.view(bands.dtype).reshape(k, *bands.shape[1:]), row)
-            self._submit(buffer, position + row * row_bytes)
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(1, thread_name_prefix="burnpack-bands")
+            self._pending.append(self._pool.submit(_pwrite_all, self._fd, buffer, position + row * row_bytes))
 
     def _buffer(self, size: int) -> np.ndarray:
-        """The buffer not being written, of at least ``size`` bytes (its first ``size``)."""
-        if len(self._buffers) < 2:
+        """The next buffer of the ring, its band written, with room for ``size`` bytes (its first ``size``)."""
+        if len(self._pending) == _RING:
+            self._pending.popleft().result()
+        if len(self._buffers) < _RING:
             self._buffers.append(np.empty(size, np.uint8))
-        turn, self._turn = self._turn, 1 - self._turn
-        if self._buffers[turn].nbytes < size:
-            self._buffers[turn] = np.empty(size, np.uint8)
-        return self._buffers[turn][:size]
-
-    def _submit(self, band: np.ndarray, position: int) -> None:
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix="burnpack-bands")
-        self._wait()
-        self._pending = self._pool.submit(_pwrite_all, self._fd, band, position)
-
-    def _wait(self) -> None:
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.result()
+            return self._buffers[-1]
+        buffer = self._buffers.pop(0)
+        if buffer.nbytes < size:
+            del buffer  # let the smaller one go before its replacement is taken
+            buffer = np.empty(size, np.uint8)
+        self._buffers.append(buffer)
+        return buffer[:size]
 
     def close(self, *, quiet: bool = False) -> None:
-        """Wait for the last write (raising its error unless ``quiet``: another is on its way)."""
+        """Wait for the last writes (raising their error unless ``quiet``: another is on its way)."""
         try:
-            if quiet:
-                with contextlib.suppress(Exception):
-                    self._wait()
-            else:
-                self._wait()
+            while self._pending:
+                pending = self._pending.popleft()
+                if quiet:
+                    with contextlib.suppress(Exception):
+                        pending.result()
+                else:
+                    pending.result()
         finally:
             if self._pool is not None:
                 self._pool.shutdown()

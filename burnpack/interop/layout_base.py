@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..core.source import prefault
 from ..core.tensor import Bands
 from ..dtypes import numpy_dtype
 from ..errors import ConversionError, OptionError
@@ -237,6 +238,7 @@ def transpose(entry: Entry) -> Entry:
 
     def begin() -> Callable[[np.ndarray, int], None]:
         source = _loaded(entry)
+        prefault(source)  # every band reads across all of its rows
         return lambda out, row: _turn(out, source[:, row : row + len(out)])
 
     return entry.replace(shape=shape, load=Bands(shape, numpy_dtype(entry.dtype), begin), step=f"transposed {list(entry.shape)} -> {list(shape)}")
