@@ -11,16 +11,18 @@ repeat deleted and the disk synced first, outside the timing:
 * ``layouts``: ``adapter="pytorch"`` with the module types given (LSTM gates split and
   transposed, attention split and transposed, norms renamed and swapped) — what is measured;
 * ``plain``: no adapter, the same bytes written as they are (the issue's peer: within 1.2×);
-* ``linear``: ``adapter="pytorch"`` with every 2-D weight typed a plain ``Linear`` — the same
-  transposes without the splits, so the cost of the structure alone shows.
+* ``linear``: ``adapter="pytorch"`` with every 2-D weight renamed ``<name>.weight`` and typed a
+  plain ``Linear`` — the same bytes transposed, whole, without the splits, so the cost of the
+  structure alone shows.
 
 Each case reports its wall time (median of the repeats), its CPU time (every thread's: the
 layouts write from a second thread), its RSS high-water mark (``VmHWM`` of the subprocess: with
 the input memory-mapped, the pages it touched count too) and its heap peak, against the input's
 size and its largest tensor. The heap peak (tracemalloc: numpy's buffers included) comes from one
-more, untimed conversion of each case: tracing every allocation slows the converter's Python by
-more than a tenth of a second per GiB, and more on the way with more Python work, so it stays out
-of the timed runs.
+more conversion of each case, untimed, before the timed repeats (so no case's first run, on the
+freshly written input, is timed): tracing every allocation slows the converter's Python by more
+than a tenth of a second per GiB, and the way with more Python work more, so it stays out of the
+timed runs.
 
     python benchmarks/layouts_bench.py --mib 1024 --repeat 5 [--dir /path] [--json out.json]
 """
@@ -76,8 +78,9 @@ print(json.dumps({"rss_peak_mib": peak_rss_mib()}))
 CASES = {
     "layouts": {"adapter": "pytorch", "type_rules": [[r"^rnn\.\d+$", "LSTM"], [r"^enc\.layers\.\d+$", "TransformerEncoderLayer(norm_first=true)"]]},
     "plain": {},
-    "linear": {"adapter": "pytorch", "type_rules": [[r"^rnn\.\d+$", "Linear"], [r"\.(self_attn|linear1|linear2)$", "Linear"],
-                                                     [r"\.norm\d$", "LayerNorm"]], "allow_unmatched": True},
+    "linear": {"adapter": "pytorch", "remap": [[r"\.(weight_ih|weight_hh)_l0$", r".\1.weight"], [r"\.in_proj_weight$", ".in_proj.weight"]],
+               "type_rules": [[r"\.(weight_ih|weight_hh|in_proj|out_proj|linear1|linear2)$", "Linear"], [r"\.norm\d$", "LayerNorm"]],
+               "allow_unmatched": True},
 }
 RATIOS = {
     "layouts / plain": ("layouts", "plain", "the issue's target (≤ 1.2×): the same bytes, every tensor converted against none"),
@@ -134,15 +137,15 @@ def main() -> None:
         record.update(input_mib=round(size, 1), largest_tensor_mib=round(largest, 1), blocks=args.blocks, repeat=args.repeat,
                       baseline_rss_mib=run(BASELINE)["rss_peak_mib"], samples={name: [] for name in CASES}, heap_peak_mib={})  # fmt: skip
         names = list(CASES)
+        for name in names:  # untimed: each case's heap peak, and a first run of each before the timed ones
+            record["heap_peak_mib"][name] = run(HEAP, *convert_args(tmp, name))["heap_peak_mib"]
+            print(f"{name:8s} heap peak {record['heap_peak_mib'][name]:7.1f} MiB (an untimed run)")
         for r in range(args.repeat):
             order = names[r % len(names):] + names[: r % len(names)]
             for name in order:
                 result = run(CASE, *convert_args(tmp, name))
                 record["samples"][name].append(result)
                 print(f"{name:8s} {result['seconds']:7.3f} s  CPU {result['cpu_seconds']:7.3f} s  RSS peak {result['rss_peak_mib']:7.1f} MiB")
-        for name in names:
-            record["heap_peak_mib"][name] = run(HEAP, *convert_args(tmp, name))["heap_peak_mib"]
-            print(f"{name:8s} heap peak {record['heap_peak_mib'][name]:7.1f} MiB (an untimed run)")
         finish(record)
     medians = {name: statistics.median(s["seconds"] for s in samples) for name, samples in record["samples"].items()}
     record["ratios"] = {label: round(medians[ours] / medians[peer], 3) for label, (ours, peer, _) in RATIOS.items()}
