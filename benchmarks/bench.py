@@ -102,9 +102,9 @@ def raw_pieces(tensors: dict[str, np.ndarray], large: int = 1 << 20) -> list[byt
     return [piece for piece in pieces if len(piece)]
 
 
-def raw_write(pieces: list[bytes | memoryview], path: Path, chunk: int = 8 << 20) -> None:
+def raw_write(pieces: list[bytes | memoryview], path: Path, chunk: int = 64 << 10) -> None:
     """``pieces`` written with ``Writer.write``'s file operations: ``atomic_file`` without fsync
-    (an unnamed scratch file linked in and renamed into place), in the same chunks."""
+    (an unnamed scratch file linked in and renamed into place), in the same 64 KiB writes."""
     with atomic_file(path, durable=False) as stream:
         for piece in pieces:
             view = memoryview(piece)
