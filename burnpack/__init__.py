@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import _generated  # noqa: F401 - first: the generated codec and burnpack._cbor import each other
+from .codec import _generated  # noqa: F401 - first: the generated codec and burnpack.codec._cbor import each other
 from ._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ._generated.types import (
+    from .codec._generated.types import (
         BlockScale,
         BlockSize,
         BoolStore,
@@ -95,7 +95,7 @@ __all__ = [
 ]
 
 _EXPORTS = {
-    "._generated.types": ("BlockScale", "BlockSize", "BoolStore", "DType", "QuantMode", "QuantScheme", "QuantStore", "QuantValue",
+    ".codec._generated.types": ("BlockScale", "BlockSize", "BoolStore", "DType", "QuantMode", "QuantScheme", "QuantStore", "QuantValue",
                           "Scalar", "ScaleDtype", "TensorDescriptor"),
     ".errors": ("BurnpackError", "InvalidHeader", "InvalidMagicNumber", "InvalidVersion", "InvalidQuantizedData", "IoError",
                 "LegacyFormatError", "LegacyFormatWarning", "MetadataDeserializationError", "MetadataSerializationError",

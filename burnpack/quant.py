@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ._generated.types import (
+from .codec._generated.types import (
     QUANT_VALUE_INFO,
     QUANTIZABLE_VALUES,
     SCALE_DTYPE_INFO,
@@ -39,7 +39,7 @@ from ._generated.types import (
     ScaleDtype,
 )
 from .dtypes import ResolvedTable, debug, is_float_array, numpy_dtype_named, view_bytes_as
-from ._kernels import load_kernel, use_kernel
+from .codec._kernels import load_kernel, use_kernel
 from .errors import InvalidQuantizedData, OptionError, QuantizationError, UnsupportedQuantization
 from .core.tensor import Tensor
 

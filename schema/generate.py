@@ -3,9 +3,9 @@
 Reads ``schema/layout.py`` (the file layout as ``construct`` structs) and ``schema/metadata.toml``
 (the CBOR metadata as data) and writes:
 
-* ``burnpack/_generated/layout.py`` — header format, layout constants and limits;
-* ``burnpack/_generated/types.py`` — the metadata types (structs, enums, the dtype table);
-* ``burnpack/_generated/codec.py`` — per type: a writer encoder, a fast validator over cbor2's
+* ``burnpack/codec/_generated/layout.py`` — header format, layout constants and limits;
+* ``burnpack/codec/_generated/types.py`` — the metadata types (structs, enums, the dtype table);
+* ``burnpack/codec/_generated/codec.py`` — per type: a writer encoder, a fast validator over cbor2's
   output and an exact ciborium-equivalent decoder;
 * ``schema/burnpack.cddl`` — the metadata as CDDL (RFC 8610).
 
@@ -30,7 +30,7 @@ import construct
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_TOML = ROOT / "schema" / "metadata.toml"
-GENERATED = ROOT / "burnpack" / "_generated"
+GENERATED = ROOT / "burnpack" / "codec" / "_generated"
 CDDL = ROOT / "schema" / "burnpack.cddl"
 
 BANNER = "# generated from schema/metadata.toml and schema/layout.py by schema/generate.py — do not edit\n"

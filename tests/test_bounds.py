@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 import burnpack
 from burnpack import Tensor, Writer
-from burnpack._cbor import plain_item
-from burnpack._generated.layout import MAX_TENSOR_COUNT
+from burnpack.codec._cbor import plain_item
+from burnpack.codec._generated.layout import MAX_TENSOR_COUNT
 from burnpack.interop.safetensors import parse_safetensors
 from burnpack.errors import SafetensorsError
 from tests.conftest import peak_bytes
@@ -227,7 +227,7 @@ def test_skipping_an_unknown_field_gives_serdes_verdict_and_offset(junk, verdict
 def python_skip():
     """Skip with the Python walk, also when the compiled kernel is built (tests/test_skip_kernel.py),
     its run patterns compiled beforehand (they are compiled once, on first use)."""
-    from burnpack import _cbor
+    from burnpack.codec import _cbor
 
     for k in range(len(_cbor._ATOM_RUNS)):
         _cbor._atom_run(k)
@@ -279,7 +279,7 @@ _SHAPE_TOKENS = st.sampled_from(["a1", "a2", "81", "82", "83", "98", "9f", "bf",
 
 
 def _bulk_and_one_by_one_verdicts(blob: bytes) -> tuple[str, str]:
-    from burnpack import _cbor
+    from burnpack.codec import _cbor
     from burnpack.core.metadata import decode_metadata_exact
 
     def verdict() -> str:

@@ -1,4 +1,4 @@
-"""The one rule for loading an optional compiled kernel (burnpack._kernels.load_kernel)."""
+"""The one rule for loading an optional compiled kernel (burnpack.codec._kernels.load_kernel)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-from burnpack._kernels import load_kernel
+from burnpack.codec._kernels import load_kernel
 
 
 def test_a_kernel_that_is_not_built_is_none(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,7 +19,7 @@ PACKAGES = ("burnpack", "conformance")
 
 LAYERS = (
     ("errors", ("burnpack.errors",)),
-    ("codec", ("burnpack._kernels", "burnpack._cbor", "burnpack._cskip", "burnpack._generated")),
+    ("codec", ("burnpack.codec",)),
     ("core", ("burnpack._cquant", "burnpack.core", "burnpack.dtypes", "burnpack.remote", "burnpack.quant", "burnpack.torch", "burnpack._lazy")),
     ("records", ("burnpack.records",)),
     ("interop", ("burnpack.interop",)),
@@ -36,9 +36,9 @@ generated from ``schema/``) below the container; ``burnpack.dtypes``, ``burnpack
 RANKS: dict[str, tuple[tuple[str, ...], ...]] = {
     "errors": (("errors",),),
     "codec": (
-        ("_generated.layout", "_generated.types", "_cskip", "_kernels"),  # the schema's facts and types; the compiled skip kernel; the kernels' rule
-        ("_cbor",),  # the CBOR primitives
-        ("_generated.codec", "_generated"),  # the generated codec, written in those primitives
+        ("codec._generated.layout", "codec._generated.types", "codec._cskip", "codec._kernels"),  # the schema's facts and types; the compiled skip kernel; the kernels' rule
+        ("codec._cbor",),  # the CBOR primitives
+        ("codec._generated.codec", "codec._generated", "codec"),  # the generated codec, written in those primitives
     ),
     "core": (
         ("_cquant", "core._ctable"),  # the compiled kernels of dequantizing and of the table scan (optional)
@@ -287,15 +287,15 @@ def test_every_exception_class_is_defined_in_the_errors_module():
 def test_the_check_finds_a_cycle_and_places_modules_in_layers_and_ranks():
     assert cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]
     assert layer_of("burnpack.records.module") == "records" and layer_of("burnpack.core.reader") == "core"
-    assert layer_of("burnpack.errors") == "errors" and layer_of("burnpack._cbor") == "codec"
-    assert layer_of("burnpack._generated.codec") == "codec" and layer_of("burnpack.cli.interop") == "cli"
+    assert layer_of("burnpack.errors") == "errors" and layer_of("burnpack.codec._cbor") == "codec"
+    assert layer_of("burnpack.codec._generated.codec") == "codec" and layer_of("burnpack.cli.interop") == "cli"
     assert layer_of("burnpack.quant") == "core" and layer_of("burnpack") is None
     assert layer_of("burnpack.view.stats") == "view" and layer_of("burnpack.cli") == "cli"
     assert rank_of("burnpack.core.source") < rank_of("burnpack.core.plan") < rank_of("burnpack.core.reader")
     assert rank_of("burnpack.core.reader") == rank_of("burnpack.core.writer")
     assert rank_of("burnpack.core.unknown") is None
     assert package_of("burnpack.core.reader", False) == "burnpack.core" and package_of("burnpack.quant", False) == "burnpack.core"
-    assert package_of("burnpack._cbor", False) == package_of("burnpack._generated.codec", False) == "codec"
+    assert package_of("burnpack.codec._cbor", False) == package_of("burnpack.codec._generated.codec", False) == "codec"
 
 
 def _third_party_imports(package: str) -> dict[str, set[str]]:

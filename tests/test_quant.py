@@ -27,7 +27,7 @@ from burnpack import (
     ScaleDtype,
     UnsupportedQuantization,
 )
-from burnpack._generated.layout import HEADER, MAGIC, data_section_start
+from burnpack.codec._generated.layout import HEADER, MAGIC, data_section_start
 from burnpack.quant import decode, describe, parse_scheme, quantize, quantized_data_len, round_up_scale
 
 from tests.conftest import BURN_PACK_FIXTURES, require

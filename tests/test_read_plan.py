@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 import burnpack
 from burnpack import BurnpackError, Writer
 from burnpack.errors import Fallback
-from burnpack._generated.layout import MAX_TENSOR_SIZE
+from burnpack.codec._generated.layout import MAX_TENSOR_SIZE
 from conformance import load_vectors
 from tests.conftest import BURN_EXAMPLES, BURN_PACK_FIXTURES, fixture_params
 from tests.strategies import packs

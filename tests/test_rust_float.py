@@ -11,7 +11,7 @@ import cbor2
 import pytest
 
 from burnpack import MetadataDeserializationError
-from burnpack._cbor import rust_float
+from burnpack.codec._cbor import rust_float
 from burnpack.core.metadata import decode_metadata
 
 

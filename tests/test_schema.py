@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import burnpack
-from burnpack._cbor import fast_loads
+from burnpack.codec._cbor import fast_loads
 from burnpack.errors import Fallback
-from burnpack._generated import layout as generated_layout
+from burnpack.codec._generated import layout as generated_layout
 from schema import generate, layout
 from tests.conftest import BURN_EXAMPLES, BURN_PACK_FIXTURES, fixture_params
 from tests.strategies import packs

@@ -1,6 +1,6 @@
 """``skip_plain``, the inner loop of skipping an ignored value (``Decoder.skip``), in each of its
 implementations: the Python walk (``_cbor.python_skip_plain``, always tested) and the compiled
-kernel (``burnpack/_cskip.c``, tested when it is built).
+kernel (``burnpack/codec/_cskip.c``, tested when it is built).
 
 Each implementation must leave exactly the state the reference leaves — the contract, token by
 token: consume what serde's IgnoredAny cannot fail on while the innermost open container is
@@ -21,8 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import burnpack
-from burnpack import _cbor
-from burnpack._generated.layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH
+from burnpack.codec import _cbor
+from burnpack.codec._generated.layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH
 from tests.conftest import python_calls
 
 SkipPlain = Callable[[bytes, int, int, int, int, list[int]], tuple[int, int, bool]]
@@ -182,8 +182,8 @@ def test_without_the_kernel_load_skips_an_ignored_value_with_the_python_walk():
     import subprocess
 
     script = (
-        "import sys; sys.modules['burnpack._cskip'] = None  # as when the optional build failed\n"
-        "import struct, burnpack; from burnpack import _cbor\n"
+        "import sys; sys.modules['burnpack.codec._cskip'] = None  # as when the optional build failed\n"
+        "import struct, burnpack; from burnpack.codec import _cbor\n"
         "blob = bytes.fromhex('a26774656e736f7273a0617a') + bytes.fromhex(sys.argv[1])\n"
         "head = b'NRUB' + struct.pack('<HI', 1, len(blob)) + blob\n"
         "burnpack.load(head + bytes(-len(head) % 256))\n"

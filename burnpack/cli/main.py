@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from .._kernels import KERNELS
+from ..codec._kernels import KERNELS
 from . import diff as diff_cmd
 from . import files as files_cmd
 from . import pack as pack_cmd

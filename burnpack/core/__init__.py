@@ -11,6 +11,6 @@ From the bottom up (``tests/test_layers.py`` holds the same ranks and checks the
 4. ``reader`` and ``writer`` (neither imports the other);
 5. tools over whole packs: ``dump``, ``diff``, ``spec``, and ``burnpack.torch``.
 
-The CBOR codec below it (``burnpack._cbor``, ``burnpack._generated``) and the exceptions
+The CBOR codec below it (``burnpack.codec._cbor``, ``burnpack.codec._generated``) and the exceptions
 (``burnpack.errors``) stay beside the package facade.
 """

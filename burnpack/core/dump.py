@@ -14,8 +14,8 @@ import hashlib
 import math
 from typing import Any
 
-from .._cbor import float_to_bits
-from .._generated.types import Scalar
+from ..codec._cbor import float_to_bits
+from ..codec._generated.types import Scalar
 from ..errors import BurnpackError
 from .reader import Pack, PathLike, load
 

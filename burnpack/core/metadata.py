@@ -7,12 +7,12 @@ from itertools import repeat
 
 import numpy as np
 
-from .._cbor import Decoder, fast_loads
+from ..codec._cbor import Decoder, fast_loads
 from ..errors import CborError, Fallback, MetadataDeserializationError, MetadataSerializationError
-from .._generated.codec import encode_TensorDescriptor_entry_with, encode_Metadata_bytes, encode_Metadata_entries, encode_Metadata_map, exact_Metadata, fast_Metadata, scan_Metadata
-from .._generated.layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH
-from .._generated.types import Metadata
-from .._kernels import load_kernel
+from ..codec._generated.codec import encode_TensorDescriptor_entry_with, encode_Metadata_bytes, encode_Metadata_entries, encode_Metadata_map, exact_Metadata, fast_Metadata, scan_Metadata
+from ..codec._generated.layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH
+from ..codec._generated.types import Metadata
+from ..codec._kernels import load_kernel
 
 
 def encode_metadata(metadata: Metadata) -> bytes:

@@ -21,7 +21,7 @@ import numpy as np
 
 from . import legacy
 from .. import quant
-from .._generated.layout import (
+from ..codec._generated.layout import (
     FORMAT_VERSION,
     HEADER,
     HEADER_SIZE,
@@ -33,7 +33,7 @@ from .._generated.layout import (
     U64_MAX,
     data_section_start,
 )
-from .._generated.types import DType, Metadata, Scalar, TensorDescriptor
+from ..codec._generated.types import DType, Metadata, Scalar, TensorDescriptor
 from ..dtypes import element_size
 from ..errors import (
     BurnpackError,

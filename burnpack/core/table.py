@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from .._cbor import fast_loads, map_header, uints
-from .._generated.codec import (
+from ..codec._cbor import fast_loads, map_header, uints
+from ..codec._generated.codec import (
     METADATA_FIRST_KEY,
     DType_SCAN,
     TensorDescriptor_HEAD,
@@ -27,8 +27,8 @@ from .._generated.codec import (
     TensorDescriptor_RE,
     fast_Metadata,
 )
-from .._generated.types import DType, Metadata, TensorDescriptor
-from .._kernels import load_kernel, use_kernel
+from ..codec._generated.types import DType, Metadata, TensorDescriptor
+from ..codec._kernels import load_kernel, use_kernel
 
 __all__ = ["KERNEL", "TensorTable", "python_columns", "scan_table"]
 

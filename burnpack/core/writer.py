@@ -23,8 +23,8 @@ from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 
-from .._generated.codec import TensorDescriptor_layout
-from .._generated.layout import (
+from ..codec._generated.codec import TensorDescriptor_layout
+from ..codec._generated.layout import (
     FORMAT_VERSION,
     HEADER,
     I64_MAX,
@@ -38,7 +38,7 @@ from .._generated.layout import (
     U64_MAX,
     data_section_start,
 )
-from .._generated.types import DType, Scalar
+from ..codec._generated.types import DType, Scalar
 from .atomic import atomic_file
 from ..dtypes import UNIT_SIZES, debug, dtype_from_numpy, element_size
 from ..errors import BurnpackError, IoError, MetadataSerializationError, TensorBytesSizeMismatch, ValidationError

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._generated.types import BoolStore, DType
+from ..codec._generated.types import BoolStore, DType
 from ..dtypes import debug, numpy_dtype
 from ..errors import RecordCastError
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .._generated.types import DType
+from ..codec._generated.types import DType
 from ..dtypes import dtype_from_numpy
 from ..errors import QuantizationError, RecordValidationError, ValidationError
 from ..quant import QuantizedTensor, decode

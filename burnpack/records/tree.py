@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from .._generated.types import DType
+from ..codec._generated.types import DType
 from ..core.frameworks import is_torch_module, is_torch_tensor
 from ..quant import QuantizedTensor
 from ..core.tensor import Tensor

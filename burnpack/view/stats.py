@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import is_extension_type, numpy_dtype
-from .._kernels import load_kernel, use_kernel
+from ..codec._kernels import load_kernel, use_kernel
 from ..quant import describe
 from ..core.reader import TensorView
 

@@ -1,7 +1,7 @@
 """CBOR runtime beneath the generated codec.
 
 Two decoders and one encoder helper live here; the generated module
-(``burnpack/_generated/codec.py``) drives them type by type from the schema.
+(``burnpack/codec/_generated/codec.py``) drives them type by type from the schema.
 
 * ``Decoder`` reproduces what Burn's reader does, token for token: ciborium 0.2.2's pull decoder
   and its serde ``Deserializer`` (ciborium@v0.2.2 ciborium/src/de/mod.rs, ciborium-ll/src/
@@ -27,7 +27,7 @@ import cbor2
 
 from ._generated.layout import I64_MAX, MAX_CBOR_DEPTH, U64_MAX
 from ._kernels import load_kernel
-from .errors import CborError, Fallback
+from ..errors import CborError, Fallback
 
 I128_MAX = (1 << 127) - 1
 
@@ -1092,7 +1092,7 @@ def python_skip_plain(buf: bytes, pos: int, end: int, depth: int, scratch: int, 
     scalars, short strings, definite containers and non-bignum tags straight from the bytes,
     leaving at the first token that needs the careful path (which then reads it from the same
     state). Returns (pos, depth, done) and updates ``stack`` in place; ``done`` is True when the
-    outermost item completed. ``burnpack/_cskip.c`` is the same function compiled."""
+    outermost item completed. ``burnpack/codec/_cskip.c`` is the same function compiled."""
     fixed_width, atom_runs = _FIXED_WIDTH, _ATOM_RUNS
     wait, backoff = 0, 1  # shaped-head items left to the token path before the next shape attempt
     atom_wait, atom_backoff = 0, 1  # the same for runs of atoms
@@ -1221,7 +1221,7 @@ def python_skip_plain(buf: bytes, pos: int, end: int, depth: int, scratch: int, 
     return pos, depth, done
 
 
-_cskip = load_kernel("burnpack._cskip")  # None when not built: the same walk in Python
+_cskip = load_kernel("burnpack.codec._cskip")  # None when not built: the same walk in Python
 _compiled_skip_plain = None if _cskip is None else _cskip.skip_plain
 
 skip_plain: Callable[[bytes, int, int, int, int, list[int]], tuple[int, int, bool]] = _compiled_skip_plain or python_skip_plain

@@ -11,10 +11,10 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from .errors import OptionError
+from ..errors import OptionError
 
 KERNELS = {
-    "burnpack._cskip": "skipping ignored metadata",
+    "burnpack.codec._cskip": "skipping ignored metadata",
     "burnpack.core._ctable": "scanning the tensors map",
     "burnpack.core._cencode": "encoding the tensors map",
     "burnpack._cquant": "dequantizing",

@@ -1,4 +1,4 @@
-/* The compiled kernel of ``Decoder.skip`` (burnpack/_cbor.py): ``skip_plain`` does exactly what
+/* The compiled kernel of ``Decoder.skip`` (burnpack/codec/_cbor.py): ``skip_plain`` does exactly what
  * ``_cbor.skip_plain`` does, byte for byte, at the speed of scanning the bytes.
  *
  *     skip_plain(buf, pos, end, depth, scratch, stack) -> (pos, depth, done)
@@ -218,11 +218,11 @@ out:
 
 static PyMethodDef methods[] = {
     {"skip_plain", skip_plain, METH_VARARGS,
-     "skip_plain(buf, pos, end, depth, scratch, stack) -> (pos, depth, done): burnpack._cbor.skip_plain, compiled."},
+     "skip_plain(buf, pos, end, depth, scratch, stack) -> (pos, depth, done): burnpack.codec._cbor.skip_plain, compiled."},
     {NULL, NULL, 0, NULL},
 };
 
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "burnpack._cskip",
-                                    "The compiled kernel of burnpack._cbor.skip_plain.", -1, methods};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "burnpack.codec._cskip",
+                                    "The compiled kernel of burnpack.codec._cbor.skip_plain.", -1, methods};
 
 PyMODINIT_FUNC PyInit__cskip(void) { return PyModule_Create(&module); }
