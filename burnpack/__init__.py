@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .codec import _generated  # noqa: F401 - first: the generated codec and burnpack.codec._cbor import each other
-from ._lazy import lazy_exports
+from .core._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .codec._generated.types import (
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
         UnsupportedQuantization,
         ValidationError,
     )
-    from .quant import QuantizedTensor, quantize
+    from .core.quant import QuantizedTensor, quantize
     from .core.reader import Pack, TensorView, load
     from .core.writer import FileRange, Tensor, Writer, save, save_bytes
     from .records import LrSchedulerRecord, ModuleRecord, OptimizerRecord
@@ -100,7 +100,7 @@ _EXPORTS = {
     ".errors": ("BurnpackError", "InvalidHeader", "InvalidMagicNumber", "InvalidVersion", "InvalidQuantizedData", "IoError",
                 "LegacyFormatError", "LegacyFormatWarning", "MetadataDeserializationError", "MetadataSerializationError",
                 "QuantizationError", "TensorBytesSizeMismatch", "TensorNotFound", "UnsupportedQuantization", "ValidationError"),
-    ".quant": ("QuantizedTensor", "quantize"),
+    ".core.quant": ("QuantizedTensor", "quantize"),
     ".core.reader": ("Pack", "TensorView", "load"),
     ".core.writer": ("FileRange", "Tensor", "Writer", "save", "save_bytes"),
     ".records": ("LrSchedulerRecord", "ModuleRecord", "OptimizerRecord"),

@@ -20,17 +20,18 @@ PACKAGES = ("burnpack", "conformance")
 LAYERS = (
     ("errors", ("burnpack.errors",)),
     ("codec", ("burnpack.codec",)),
-    ("core", ("burnpack._cquant", "burnpack.core", "burnpack.dtypes", "burnpack.remote", "burnpack.quant", "burnpack.torch", "burnpack._lazy")),
+    ("core", ("burnpack.core",)),
     ("records", ("burnpack.records",)),
     ("interop", ("burnpack.interop",)),
     ("view", ("burnpack.view",)),
     ("cli", ("burnpack.cli", "burnpack.__main__")),
+    ("public", ("burnpack.quant", "burnpack.dtypes", "burnpack.remote", "burnpack.torch")),
 )
 """Bottom to top, each with the modules and packages it holds: ``burnpack.errors``, every exception
 class, is below all the code that raises them; the codec (the CBOR primitives and the code
-generated from ``schema/``) below the container; ``burnpack.dtypes``, ``burnpack.remote``,
-``burnpack.quant`` and ``burnpack.torch`` are public modules of the container kept beside the facade
-(users import them by those names). The facade
+generated from ``schema/``) below the container; ``burnpack.quant``, ``burnpack.dtypes``,
+``burnpack.remote`` and ``burnpack.torch`` re-export modules of the container under the names users
+import. The facade
 ``burnpack`` itself belongs to no layer: it imports the rest only on first use."""
 
 RANKS: dict[str, tuple[tuple[str, ...], ...]] = {
@@ -41,17 +42,17 @@ RANKS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("codec._generated.codec", "codec._generated", "codec"),  # the generated codec, written in those primitives
     ),
     "core": (
-        ("_cquant", "core._ctable"),  # the compiled kernels of dequantizing and of the table scan (optional)
+        ("core._cquant", "core._ctable"),  # the compiled kernels of dequantizing and of the table scan (optional)
         # support: bytes in and out, and the helpers every layer uses
-        ("core", "_lazy", "core.paths", "core.source", "remote", "core.sidefile", "core.atomic",
+        ("core", "core._lazy", "core.paths", "core.source", "core.remote", "core.sidefile", "core.atomic",
          "core.patterns", "core.display", "core.progress"),
         # the data model: what a file holds
         ("core._cencode",),  # the compiled metadata encoder (optional)
-        ("dtypes", "core.frameworks", "core.metadata", "core.legacy", "core.table", "core.tensor",
-         "core.slices", "core.strict", "quant"),
+        ("core.dtypes", "core.frameworks", "core.metadata", "core.legacy", "core.table", "core.tensor",
+         "core.slices", "core.strict", "core.quant"),
         ("core.plan",),  # the one read plan
         ("core.reader", "core.writer"),
-        ("core.dump", "core.diff", "core.spec", "torch"),  # tools over whole packs
+        ("core.dump", "core.diff", "core.spec", "core.torch"),  # tools over whole packs
     ),
     "records": (
         ("records._cast", "records._common", "records.tree", "records._torch", "records.state"),
@@ -83,6 +84,7 @@ RANKS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("cli.files",),  # the commands over many files
         ("cli.main", "cli", "__main__"),
     ),
+    "public": (("quant", "dtypes", "remote", "torch"),),
 }
 """Inside a layer, a module imports only modules of its own rank or below (no circles: see
 ``test_no_module_imports_itself_back_through_others``). Names are relative to ``burnpack``."""
@@ -289,12 +291,12 @@ def test_the_check_finds_a_cycle_and_places_modules_in_layers_and_ranks():
     assert layer_of("burnpack.records.module") == "records" and layer_of("burnpack.core.reader") == "core"
     assert layer_of("burnpack.errors") == "errors" and layer_of("burnpack.codec._cbor") == "codec"
     assert layer_of("burnpack.codec._generated.codec") == "codec" and layer_of("burnpack.cli.interop") == "cli"
-    assert layer_of("burnpack.quant") == "core" and layer_of("burnpack") is None
+    assert layer_of("burnpack.core.quant") == "core" and layer_of("burnpack") is None
     assert layer_of("burnpack.view.stats") == "view" and layer_of("burnpack.cli") == "cli"
     assert rank_of("burnpack.core.source") < rank_of("burnpack.core.plan") < rank_of("burnpack.core.reader")
     assert rank_of("burnpack.core.reader") == rank_of("burnpack.core.writer")
     assert rank_of("burnpack.core.unknown") is None
-    assert package_of("burnpack.core.reader", False) == "burnpack.core" and package_of("burnpack.quant", False) == "burnpack.core"
+    assert package_of("burnpack.core.reader", False) == "burnpack.core" and package_of("burnpack.core.quant", False) == "burnpack.core"
     assert package_of("burnpack.codec._cbor", False) == package_of("burnpack.codec._generated.codec", False) == "codec"
 
 

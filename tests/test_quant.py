@@ -28,7 +28,7 @@ from burnpack import (
     UnsupportedQuantization,
 )
 from burnpack.codec._generated.layout import HEADER, MAGIC, data_section_start
-from burnpack.quant import decode, describe, parse_scheme, quantize, quantized_data_len, round_up_scale
+from burnpack.core.quant import decode, describe, parse_scheme, quantize, quantized_data_len, round_up_scale
 
 from tests.conftest import BURN_PACK_FIXTURES, require
 
@@ -119,14 +119,14 @@ def test_vector_6_scale_round_up_is_never_below_its_input_and_survives_the_codec
     inputs = np.array([0.5, 0.3, 1 / 3, 500, 1e-3, 7.7e-4], F32)
     rounded = round_up_scale(inputs, dtype)
     assert (rounded >= np.minimum(inputs, 448 if dtype is ScaleDtype.UE4M3 else np.inf)).all()
-    data = burnpack.quant._encode_scales(rounded, dtype)
-    assert burnpack.quant._decode_scales(data, dtype).tolist() == rounded.tolist()
+    data = burnpack.core.quant._encode_scales(rounded, dtype)
+    assert burnpack.core.quant._decode_scales(data, dtype).tolist() == rounded.tolist()
 
 
 def test_vector_6_derived_roundings():
     ue4m3 = round_up_scale([0.3, 1e-3, 7.7e-4, 500], ScaleDtype.UE4M3)
     assert ue4m3.tolist() == [0.3125, 2.0**-9, 2.0**-9, 448.0]
-    assert burnpack.quant._encode_scales(ue4m3, ScaleDtype.UE4M3) == bytes([0x2A, 0x01, 0x01, 0x7E])
+    assert burnpack.core.quant._encode_scales(ue4m3, ScaleDtype.UE4M3) == bytes([0x2A, 0x01, 0x01, 0x7E])
     assert round_up_scale([1 / 3], ScaleDtype.F16)[0] == F32(0.3334961)
     assert round_up_scale([0.3], ScaleDtype.BF16)[0] == 0.30078125
 
@@ -243,7 +243,7 @@ def test_packing_along_an_outer_dim_keeps_the_logical_order():
 
 @pytest.mark.parametrize("value", ["Q8F", "Q8S", "Q4F", "Q4S", "Q2F", "Q2S"])
 def test_native_store_keeps_one_signed_byte_per_value(value):
-    lo, hi = burnpack.quant.VALUE_RANGE[QuantValue[value]]
+    lo, hi = burnpack.core.quant.VALUE_RANGE[QuantValue[value]]
     values = np.arange(lo, hi + 1, dtype=np.int8)
     s = scheme(value, tensor="F16")
     data = QuantizedTensor(s, values, np.array([0.5], F32)).tobytes()
@@ -366,8 +366,8 @@ def _step(q: QuantizedTensor) -> np.ndarray:
 def test_dequantize_of_quantize_is_within_half_a_step(x, s, backend):
     """Wherever the scale fits its dtype (a saturated scale clips, as in Burn) and is a normal f32
     (a subnormal one has lost precision, and Flex's reciprocal of it overflows)."""
-    lo, hi = burnpack.quant.VALUE_RANGE[s.value]
-    maxrep = burnpack.quant.MAX_REPRESENTABLE[s.block.dtype if s.block else s.tensor]
+    lo, hi = burnpack.core.quant.VALUE_RANGE[s.value]
+    maxrep = burnpack.core.quant.MAX_REPRESENTABLE[s.block.dtype if s.block else s.tensor]
     assume(s.tensor is not None and s.block is not None or 2.0 * float(np.abs(x).max()) / (hi - lo) < maxrep)
     q = quantize(x, s, backend=backend)
     step = _step(q)
@@ -400,15 +400,15 @@ def test_bytes_decode_to_the_parts_they_were_written_from(x, s):
 @given(st.data(), st.sampled_from(["Q8F", "Q8S", "Q4F", "Q4S", "Q2F", "Q2S"]), st.sampled_from(["F32", "F16", "BF16", "UE4M3"]))
 def test_the_direct_dequantize_matches_the_parts_bit_for_bit(data, value, dtype):
     shape = data.draw(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=9))
-    lo, hi = burnpack.quant.VALUE_RANGE[QuantValue[value]]
+    lo, hi = burnpack.core.quant.VALUE_RANGE[QuantValue[value]]
     values = data.draw(hnp.arrays(np.int8, shape, elements=st.integers(lo, hi)))
     store = data.draw(st.sampled_from([QuantStore.Native] + [QuantStore.PackedU32(d) for d in range(max(len(shape), 1))]))
     block = data.draw(st.sampled_from([None, (2,), (3, 2)])) if shape else None
     s = scheme(value, store, tensor=None if block else dtype, block=block, block_dtype=dtype)
-    grid = burnpack.quant._layout(s, shape).grid
+    grid = burnpack.core.quant._layout(s, shape).grid
     scales = round_up_scale(data.draw(hnp.arrays(np.float32, grid, elements=st.floats(0, 100, width=32))), ScaleDtype[dtype])
     payload = QuantizedTensor(s, values, scales).tobytes()
-    direct = burnpack.quant.dequantize(payload, s, shape)
+    direct = burnpack.core.quant.dequantize(payload, s, shape)
     assert direct.tobytes() == decode(payload, s, shape).dequantize().tobytes()
     assert decode(payload, s, shape).values.tolist() == values.tolist()
 
@@ -417,13 +417,13 @@ def test_the_direct_dequantize_matches_the_parts_bit_for_bit(data, value, dtype)
 def test_a_large_packed_tensor_dequantizes_in_bands_to_the_same_bits(value, block):
     shape = (1031, 601)  # more values than one band, a last dim that pads every packed line
     rng = np.random.default_rng(2)
-    lo, hi = burnpack.quant.VALUE_RANGE[QuantValue[value]]
+    lo, hi = burnpack.core.quant.VALUE_RANGE[QuantValue[value]]
     s = scheme(value, QuantStore.PackedU32(0), tensor=None if block else "F32", block=block, block_dtype="F16")
-    grid = burnpack.quant._layout(s, shape).grid
+    grid = burnpack.core.quant._layout(s, shape).grid
     q = QuantizedTensor(s, rng.integers(lo, hi + 1, shape).astype(np.int8), round_up_scale(rng.random(grid), ScaleDtype.F16))
     payload = q.tobytes()
-    assert burnpack.quant._band_rows(s, shape, burnpack.quant._layout(s, shape)) is not None
-    assert burnpack.quant.dequantize(payload, s, shape).tobytes() == q.dequantize().tobytes()
+    assert burnpack.core.quant._band_rows(s, shape, burnpack.core.quant._layout(s, shape)) is not None
+    assert burnpack.core.quant.dequantize(payload, s, shape).tobytes() == q.dequantize().tobytes()
 
 
 # -- Burn's fixtures -----------------------------------------------------------------------------
@@ -524,7 +524,7 @@ def test_a_block_len_beyond_its_storage_is_invalid():
 def test_an_empty_tensor_with_huge_dims_reads_or_fails_cleanly(shape):
     s = parse_scheme("q4s", block=(4, 32), store=QuantStore.PackedU32(0))
     try:
-        out = burnpack.quant.dequantize(bytes(quantized_data_len(s, shape)), s, shape)
+        out = burnpack.core.quant.dequantize(bytes(quantized_data_len(s, shape)), s, shape)
     except InvalidQuantizedData as exc:
         assert "shape" in str(exc)
     else:

@@ -1,5 +1,5 @@
 """``quant.dequantize``'s two paths agree bit for bit: numpy's (always tested, against a reference
-written from quant.md's formulas) and the optional compiled kernel's (``burnpack/_cquant.c``,
+written from quant.md's formulas) and the optional compiled kernel's (``burnpack/core/_cquant.c``,
 tested when it is built), on random value bytes and scale bytes (NaN, infinite, subnormal and
 extreme scales among them), every integer value width, both stores the kernel covers and one it
 does not, per-tensor and per-block scales, partial last blocks and packed lines."""
@@ -17,9 +17,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from burnpack import BurnpackError, InvalidQuantizedData, QuantizedTensor, QuantStore, QuantValue, ScaleDtype, quant
+from burnpack import BurnpackError, InvalidQuantizedData, QuantizedTensor, QuantStore, QuantValue, ScaleDtype
+from burnpack.core import quant
 from burnpack.errors import OptionError
-from burnpack.quant import decode, dequantize, kernel_covers, parse_scheme, quantize, quantized_data_len
+from burnpack.core.quant import decode, dequantize, kernel_covers, parse_scheme, quantize, quantized_data_len
 from tests.conftest import peak_bytes
 
 kernel = pytest.mark.skipif(quant._cquant is None, reason="the compiled kernel is not built")
@@ -243,8 +244,8 @@ def test_without_the_kernel_dequantize_takes_the_numpy_path():
     scheme = parse_scheme("q4s", block=32, store=QuantStore.PackedU32(0))
     q = quantize(x, scheme)
     script = (
-        "import sys; sys.modules['burnpack._cquant'] = None  # as when the optional build failed\n"
-        "from burnpack import QuantStore, quant; from burnpack.errors import OptionError\n"
+        "import sys; sys.modules['burnpack.core._cquant'] = None  # as when the optional build failed\n"
+        "from burnpack import QuantStore; from burnpack.core import quant; from burnpack.errors import OptionError\n"
         "scheme = quant.parse_scheme('q4s', block=32, store=QuantStore.PackedU32(0))\n"
         "print(quant.KERNEL, quant.dequantize(bytes.fromhex(sys.argv[1]), scheme, (6, 64)).tobytes().hex())\n"
         "try:\n"

@@ -274,7 +274,7 @@ def test_a_range_source_reads_just_the_accessed_tensor_or_slice():
 def test_the_big_endian_host_path_for_bfloat16_keeps_the_values(monkeypatch):
     import ml_dtypes
 
-    from burnpack import dtypes
+    from burnpack.core import dtypes
 
     values = np.array([1.5, -2.0, 3.25], dtype=ml_dtypes.bfloat16)
     data = burnpack.save_bytes({"h": values})

@@ -30,7 +30,7 @@ from ..codec._generated.types import DTYPE_INFO
 from ..errors import BurnpackError, CommandError, InvalidPattern
 from ..core.patterns import compile_pattern
 from ..core.progress import human_size
-from ..quant import dtype_label
+from ..core.quant import dtype_label
 from ..core.reader import Pack, TensorView
 from ..errors import CommandError
 from ..interop.inputs import EntryView, FormatTensors

@@ -293,7 +293,7 @@ def _quantize_options(args: argparse.Namespace) -> dict[str, Any]:
         return {"dequantize": True} if args.dequantize else {}
     if args.dequantize:
         raise CommandError(None, "UsageError", "--quantize and --dequantize exclude each other", code=2)
-    from ..quant import parse_scheme
+    from ..core.quant import parse_scheme
 
     block = None
     if args.block is not None:

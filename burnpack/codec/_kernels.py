@@ -17,7 +17,7 @@ KERNELS = {
     "burnpack.codec._cskip": "skipping ignored metadata",
     "burnpack.core._ctable": "scanning the tensors map",
     "burnpack.core._cencode": "encoding the tensors map",
-    "burnpack._cquant": "dequantizing",
+    "burnpack.core._cquant": "dequantizing",
     "burnpack.view._cstats": "view statistics",
 }
 """Every kernel's module and what it speeds up (``burnpack --version`` says which are built)."""

@@ -20,7 +20,7 @@ from typing import Any, BinaryIO, cast
 import numpy as np
 
 from . import legacy
-from .. import quant
+from . import quant
 from ..codec._generated.layout import (
     FORMAT_VERSION,
     HEADER,
@@ -34,7 +34,7 @@ from ..codec._generated.layout import (
     data_section_start,
 )
 from ..codec._generated.types import DType, Metadata, Scalar, TensorDescriptor
-from ..dtypes import element_size
+from .dtypes import element_size
 from ..errors import (
     BurnpackError,
     InvalidHeader,
@@ -50,7 +50,7 @@ from .metadata import decode_metadata, decode_metadata_exact
 from .plan import Limits, ReadPlan
 from .frameworks import import_torch, torch_from_buffer, torch_view_dtype
 from .paths import PathLike, resolve_read_path
-from ..remote import FsspecSource, is_url
+from .remote import FsspecSource, is_url
 from .slices import TensorSlice
 from .source import BufferSource, FileObjectSource, FileSource, Source, read_coalesced
 from .table import TensorTable, scan_table

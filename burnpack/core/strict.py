@@ -13,7 +13,7 @@ import math
 from typing import TYPE_CHECKING
 
 from ..codec._generated.layout import FORMAT_VERSION, HEADER_SIZE, U64_MAX, align
-from ..dtypes import element_size, unconstructible
+from .dtypes import element_size, unconstructible
 from ..errors import InvalidVersion, MetadataDeserializationError, ValidationError
 from .metadata import decode_metadata, encode_metadata
 

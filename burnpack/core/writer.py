@@ -40,11 +40,11 @@ from ..codec._generated.layout import (
 )
 from ..codec._generated.types import DType, Scalar
 from .atomic import atomic_file
-from ..dtypes import UNIT_SIZES, debug, dtype_from_numpy, element_size
+from .dtypes import UNIT_SIZES, debug, dtype_from_numpy, element_size
 from ..errors import BurnpackError, IoError, MetadataSerializationError, TensorBytesSizeMismatch, ValidationError
 from .metadata import encode_metadata_columns
 from .paths import PathLike, resolve_write_path
-from ..quant import QuantizedTensor
+from .quant import QuantizedTensor
 from .tensor import BytesLike, FileRange, Tensor, gc_paused, read_at
 
 __all__ = ["FileRange", "Plan", "Tensor", "Writer", "as_scalar", "resolve_write_path", "save", "save_bytes"]

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._lazy import lazy_exports
+from ..core._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .converter import convert

@@ -14,7 +14,7 @@ import numpy as np
 from ..codec._generated.types import BoolStore, DType
 from ..core.atomic import atomic_file
 from ..errors import ConversionError, DestinationExists, OutputExistsError
-from ..dtypes import numpy_dtype
+from ..core.dtypes import numpy_dtype
 from .tensors import Entry
 
 __all__ = ["atomic_output", "bool_dtype", "entry_from_array"]

@@ -40,7 +40,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from ..codec._generated.types import BoolStore, DType
-from ..dtypes import dtype_from_torch, numpy_dtype
+from ..core.dtypes import dtype_from_torch, numpy_dtype
 from ..errors import BurnpackError, ConversionError, OutputExistsError, PyTorchReadError, ValidationError
 from ..core.frameworks import import_torch, numpy_to_torch
 from ..core.sidefile import read_side_file

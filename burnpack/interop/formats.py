@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..codec._generated.types import BoolStore, DType
-from ..dtypes import EXTENSION_DTYPES, dtype_from_numpy, dtype_from_safetensors, element_size, is_extension_type, numpy_dtype, safetensors_code
+from ..core.dtypes import EXTENSION_DTYPES, dtype_from_numpy, dtype_from_safetensors, element_size, is_extension_type, numpy_dtype, safetensors_code
 from ..core.reader import TensorView, load
 from ..core.sidefile import parse_json
 from ..core.source import open_regular

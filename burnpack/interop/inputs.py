@@ -87,7 +87,7 @@ def open_input(
     format cannot hide itself in a diff against a file converted with it; without, it is read as
     ``convert`` reads it. ``readers[path]`` says which reader was used."""
     from .registry import choose, probe_url, read_tensors
-    from ..remote import is_url
+    from ..core.remote import is_url
 
     readers = {} if readers is None else readers
     with blame(path):

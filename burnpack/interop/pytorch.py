@@ -45,7 +45,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..codec._generated.types import BOOL_STORE_INFO, DTYPE_INFO
-from ..dtypes import NATIVE_BOOL, dtype_from_torch, numpy_dtype, numpy_dtype_named
+from ..core.dtypes import NATIVE_BOOL, dtype_from_torch, numpy_dtype, numpy_dtype_named
 from ..errors import BurnpackError, PyTorchReadError, UnsafePickleError
 from ..core.source import open_regular
 from ..core.tensor import NUMPY_MAX_DIMS

@@ -37,13 +37,13 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from ..codec._generated.types import BoolStore
 from ..core.paths import has_extension, resolve_read_path
-from ..remote import is_url
+from ..core.remote import is_url
 from ..core.source import open_regular
 from ..errors import AmbiguousFormatError, ConversionError
 from .limits import DCP_LIMITS, DEFAULT_LIMITS, PICKLE_LIMITS, ZIP_LIMITS, ReadCaps, ReadLimits, refuse_unused
 
 if TYPE_CHECKING:
-    from ..remote import FsspecSource
+    from ..core.remote import FsspecSource
     from .tensors import TensorSet
 
 __all__ = [
@@ -509,7 +509,7 @@ def _detect_url(url: str) -> Format:
 def probe_url(url: str) -> tuple[Format, FsspecSource]:
     """A URL's format and its source, left open: the first block the probe fetched stays cached
     in it, so a ``.bpk`` opened from it (``load(source)``) costs no second request."""
-    from ..remote import FsspecSource
+    from ..core.remote import FsspecSource
 
     source = FsspecSource(url)
     try:
@@ -594,7 +594,7 @@ _FETCH_BLOCK = 8 << 20
 @contextlib.contextmanager
 def _fetched(url: str) -> Iterator[Path]:
     """The file at ``url`` in a scratch file (removed on leaving; open readers keep their view)."""
-    from ..remote import FsspecSource
+    from ..core.remote import FsspecSource
 
     source = FsspecSource(url)
     suffix = "".join(Path(_url_name(url)).suffixes[-3:])

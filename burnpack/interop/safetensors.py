@@ -28,7 +28,7 @@ import numpy as np
 
 from ..codec._generated.types import SAFETENSORS_CODE_ORDER
 from ..core.atomic import atomic_file
-from ..dtypes import ResolvedTable, dtype_from_numpy, dtype_from_safetensors, numpy_dtype, safetensors_code
+from ..core.dtypes import ResolvedTable, dtype_from_numpy, dtype_from_safetensors, numpy_dtype, safetensors_code
 from ..errors import SafetensorsError
 from ..core.sidefile import parse_json
 from ..core.source import open_regular

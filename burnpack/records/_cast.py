@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..codec._generated.types import BoolStore, DType
-from ..dtypes import debug, numpy_dtype
+from ..core.dtypes import debug, numpy_dtype
 from ..errors import RecordCastError
 
 def _kind(dtype: DType) -> str:

@@ -552,7 +552,7 @@ def _error(exc: BaseException) -> str:
 
 def inspect_epoch(checkpoints: Checkpoints, epoch: int) -> dict[str, Any]:
     """What ``checkpoint inspect`` reports for one epoch, as JSON-ready data."""
-    from ..dtypes import debug
+    from ..core.dtypes import debug
     from ..errors import BurnpackError, RecordError, SchedulerLayoutError
     from .scheduler import infer_scheduler
 

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 
 from ..codec._generated.types import DType
-from ..dtypes import dtype_from_numpy
+from ..core.dtypes import dtype_from_numpy
 from ..errors import QuantizationError, RecordValidationError, ValidationError
-from ..quant import QuantizedTensor, decode
+from ..core.quant import QuantizedTensor, decode
 from ..core.writer import Writer
 from ..core.frameworks import as_numpy, is_torch_module
 from ..core.patterns import compile_pattern

@@ -38,7 +38,7 @@ import numpy as np
 
 from ..codec._generated.types import DType
 from ..core.frameworks import is_torch_module, is_torch_tensor
-from ..quant import QuantizedTensor
+from ..core.quant import QuantizedTensor
 from ..core.tensor import Tensor
 
 _PRIMITIVES = (bool, int, float, complex, str, bytes, bytearray, np.generic)

@@ -19,7 +19,7 @@ from .. import __version__
 from ..core.diff import diff_packs, layout_of
 from ..core.dump import scalar_json
 from ..errors import BurnpackError
-from ..quant import dtype_label
+from ..core.quant import dtype_label
 from ..core.reader import load
 from ..records.checkpoint import Checkpoints, KeepLastNCheckpoints, LossHistory, burn_valid_losses, inspect_epoch
 from ..records.detect import detect_record_kind

@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import is_extension_type, numpy_dtype
+from ..core.dtypes import is_extension_type, numpy_dtype
 from ..codec._kernels import load_kernel, use_kernel
-from ..quant import describe
+from ..core.quant import describe
 from ..core.reader import TensorView
 
 _cstats: Any = load_kernel("burnpack.view._cstats")  # Any: its functions are untyped C

@@ -66,8 +66,8 @@ def test_remote_numpy_fetches_everything_in_one_coalesced_request(http_server):
 
 def _blocks_of_one_tensor(monkeypatch) -> None:
     """Blocks of at most one 16 KiB tensor: a bulk read of ``DATA`` is 24 requests."""
-    monkeypatch.setattr(burnpack.remote, "PARALLEL_BLOCK", 16 << 10)
-    monkeypatch.setattr(burnpack.remote, "BULK_GAP", 0)
+    monkeypatch.setattr(burnpack.core.remote, "PARALLEL_BLOCK", 16 << 10)
+    monkeypatch.setattr(burnpack.core.remote, "BULK_GAP", 0)
 
 
 def test_a_bulk_read_over_http_keeps_several_requests_in_flight(http_server, monkeypatch):
@@ -77,7 +77,7 @@ def test_a_bulk_read_over_http_keeps_several_requests_in_flight(http_server, mon
     http_server.reset_counts()
     arrays = pack.numpy()
     assert len(http_server.range_requests) == len(TENSORS)
-    assert http_server.most_in_flight == burnpack.remote.PARALLEL_REQUESTS
+    assert http_server.most_in_flight == burnpack.core.remote.PARALLEL_REQUESTS
     assert all(np.array_equal(arrays[n], a) for n, a in TENSORS.items())
 
 
@@ -347,7 +347,7 @@ def test_an_endless_partial_response_is_an_io_error_after_the_bytes_asked_for(ht
 
 
 def test_a_dripping_server_is_an_io_error_at_the_deadline(http_server):
-    from burnpack.remote import FsspecSource
+    from burnpack.core.remote import FsspecSource
 
     pack = burnpack.load(FsspecSource(_serve(http_server), deadline=0.5))
     http_server.mode = "drip"
@@ -363,7 +363,7 @@ def test_an_asynchronous_backend_request_is_cancelled_at_the_deadline():
     from fsspec.asyn import AsyncFileSystem
     from fsspec.registry import register_implementation
 
-    from burnpack.remote import FsspecSource
+    from burnpack.core.remote import FsspecSource
 
     cancelled: list[bool] = []
 
@@ -390,14 +390,14 @@ def test_an_asynchronous_backend_request_is_cancelled_at_the_deadline():
 
 
 def test_request_limits_must_be_positive():
-    from burnpack.remote import FsspecSource
+    from burnpack.core.remote import FsspecSource
 
     with pytest.raises(ValueError, match="positive"):
         FsspecSource("http://127.0.0.1:9/x.bpk", deadline=0)
 
 
 def test_a_closed_remote_source_reads_nothing_more(http_server):
-    from burnpack.remote import FsspecSource
+    from burnpack.core.remote import FsspecSource
 
     source = FsspecSource(_serve(http_server))
     source.close()
