@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .codec import _generated  # noqa: F401 - first: the generated codec and burnpack.codec._cbor import each other
 from .core._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .codec._generated.types import (
+    from .codec._generated.metadata import (
         BlockScale,
         BlockSize,
         BoolStore,
@@ -95,7 +94,7 @@ __all__ = [
 ]
 
 _EXPORTS = {
-    ".codec._generated.types": ("BlockScale", "BlockSize", "BoolStore", "DType", "QuantMode", "QuantScheme", "QuantStore", "QuantValue",
+    ".codec._generated.metadata": ("BlockScale", "BlockSize", "BoolStore", "DType", "QuantMode", "QuantScheme", "QuantStore", "QuantValue",
                           "Scalar", "ScaleDtype", "TensorDescriptor"),
     ".errors": ("BurnpackError", "InvalidHeader", "InvalidMagicNumber", "InvalidVersion", "InvalidQuantizedData", "IoError",
                 "LegacyFormatError", "LegacyFormatWarning", "MetadataDeserializationError", "MetadataSerializationError",

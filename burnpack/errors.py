@@ -362,11 +362,6 @@ class CborError(Exception):
         self.offset = offset
 
 
-class Fallback(Exception):
-    """The fast metadata decoder met something it cannot prove it reads as Burn does: the exact
-    decoder takes over. Never leaves the container."""
-
-
 class CommandError(Exception):
     """A command-line failure reported as ``burnpack: PATH: Kind: message`` with exit status
     ``code`` (2 for usage errors): an output the command refuses, a flag it cannot use."""

@@ -4,9 +4,9 @@ Reads ``schema/layout.py`` (the file layout as ``construct`` structs) and ``sche
 (the CBOR metadata as data) and writes:
 
 * ``burnpack/codec/_generated/layout.py`` — header format, layout constants and limits;
-* ``burnpack/codec/_generated/types.py`` — the metadata types (structs, enums, the dtype table);
-* ``burnpack/codec/_generated/codec.py`` — per type: a writer encoder, a fast validator over cbor2's
-  output and an exact ciborium-equivalent decoder;
+* ``burnpack/codec/_generated/metadata.py`` — the metadata types (structs, enums, the dtype table)
+  and, per type, a writer encoder, a fast validator over cbor2's output, an exact
+  ciborium-equivalent decoder and Burn's serde form both ways;
 * ``schema/burnpack.cddl`` — the metadata as CDDL (RFC 8610).
 
 Run ``python -m schema.generate`` after changing the schema; ``--check`` exits 1 when the checked-in
@@ -230,7 +230,7 @@ def gen_layout(schema: Schema, layout: ModuleType) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# types.py
+# metadata.py: the types
 # ---------------------------------------------------------------------------------------------
 def py_annotation(t: Type, schema: Schema) -> str:
     if t.kind in ("u8", "u64", "i64"):
@@ -256,23 +256,9 @@ def default_for(f: Field) -> str | None:
     return None
 
 
-def gen_types(schema: Schema) -> str:
-    out = [
-        BANNER,
-        '"""The burnpack metadata types, as declared in schema/metadata.toml."""',
-        "",
-        "from __future__ import annotations",
-        "",
-        "import enum",
-        "import struct",
-        "from collections.abc import Callable",
-        "from typing import Any, ClassVar, NamedTuple",
-        "",
-        "SERDE: dict[str, Callable[[Any], Any]] = {}",
-        '"""Burn\'s serde form, both ways: filled in by ``codec`` (which this package imports first),',
-        'so that these types need not import the codec that is written in terms of them."""',
-        "",
-    ]
+def gen_types(schema: Schema) -> list[str]:
+    """The types: enums, structs, tagged enums and the dtype tables."""
+    out: list[str] = []
     for e in schema.enums.values():
         if e.unit_only:
             out += gen_unit_enum(e)
@@ -282,7 +268,7 @@ def gen_types(schema: Schema) -> str:
         if not e.unit_only:
             out += gen_tagged_enum(e, schema)
     out += gen_dtype_table(schema)
-    return "\n".join(out)
+    return out
 
 
 def gen_unit_enum(e: Enum) -> list[str]:
@@ -303,17 +289,17 @@ def gen_struct(s: Struct, schema: Schema) -> list[str]:
 
 
 def serde_methods(name: str) -> list[str]:
-    """``to_serde`` / ``from_serde``: Burn's serde data model (JSON-ready), via the codec."""
+    """``to_serde`` / ``from_serde``: Burn's serde data model (JSON-ready), via the codec below."""
     return [
         "",
         "    def to_serde(self) -> Any:",
         '        """Burn\'s serde form of this value, as plain data (what serde_json would write)."""',
-        '        return SERDE["to_serde"](self)',
+        "        return serde(self)",
         "",
         "    @classmethod",
         f"    def from_serde(cls, data: Any) -> {name}:",
         '        """Parse Burn\'s serde form; raises ValueError for anything else."""',
-        f'        return SERDE["from_serde_{name}"](data)',
+        f"        return from_serde_{name}(data)",
     ]
 
 
@@ -595,7 +581,7 @@ def gen_debug(schema: Schema) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# codec.py
+# metadata.py: the codec
 # ---------------------------------------------------------------------------------------------
 def is_struct(t: Type, schema: Schema) -> bool:
     return t.kind in schema.structs
@@ -1102,21 +1088,24 @@ def gen_serde(schema: Schema) -> list[str]:
             "    except Exception:",
             f'        raise ValueError(f"not Burn\'s serde form of {k}: {{data!r}}") from None',
         ]
-    lines += ["", "", 'SERDE["to_serde"] = serde']
-    lines += [f'SERDE["from_serde_{k}"] = from_serde_{k}' for k in kinds]
     return lines
 
 
-def gen_codec(schema: Schema) -> str:
-    types = [*schema.structs, *schema.enums]
+def gen_metadata(schema: Schema) -> str:
+    """The metadata module: the types, then their codec (which their serde methods call)."""
     out = [
         BANNER,
-        '"""Encoders, fast validators and exact (ciborium-equivalent) decoders for every metadata type."""',
+        '"""The burnpack metadata types, as declared in schema/metadata.toml, and their codec: per type an',
+        "encoder, a fast validator, an exact (ciborium-equivalent) decoder and Burn's serde form both ways.",
+        '"""',
         "",
         "from __future__ import annotations",
         "",
+        "import enum",
         "import re",
-        "from typing import Any, Callable",
+        "import struct",
+        "from collections.abc import Callable",
+        "from typing import Any, ClassVar, NamedTuple",
         "",
         "from .._cbor import (",
         "    I64_MAX,",
@@ -1138,8 +1127,14 @@ def gen_codec(schema: Schema) -> str:
         "    uints,",
         ")",
         "from .layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH",
-        f"from .types import SERDE, {', '.join(types)}",
+    ]
+    out += gen_types(schema)
+    out += [
         "",
+        "",
+        "# " + "-" * 95,
+        "# The codec",
+        "# " + "-" * 95,
         "I64_MIN = -I64_MAX - 1",
         "_ABSENT = object()",
         "",
@@ -1235,12 +1230,9 @@ def outputs(root: Path = ROOT) -> dict[Path, str]:
     schema = load_schema(root)
     generated = root / GENERATED.relative_to(ROOT)
     return {
-        generated / "__init__.py": BANNER
-        + '"""Code generated from schema/ — see schema/generate.py."""\n\n'
-        + "from . import codec  # noqa: F401 - gives the types their serde form (types.SERDE)\n",
+        generated / "__init__.py": BANNER + '"""Code generated from schema/ — see schema/generate.py."""\n',
         generated / "layout.py": gen_layout(schema, load_layout(root)),
-        generated / "types.py": gen_types(schema),
-        generated / "codec.py": gen_codec(schema),
+        generated / "metadata.py": gen_metadata(schema),
         root / CDDL.relative_to(ROOT): gen_cddl(schema),
     }
 

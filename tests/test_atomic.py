@@ -70,7 +70,7 @@ import os, sys, time
 import numpy as np
 import burnpack
 from burnpack.core import atomic
-from burnpack.codec._generated.types import DType
+from burnpack.codec._generated.metadata import DType
 target, ready_fd, how, path = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
 if how == "named":  # a platform without O_TMPFILE
     atomic._O_TMPFILE = None

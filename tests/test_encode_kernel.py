@@ -18,8 +18,7 @@ from hypothesis import strategies as st
 
 import burnpack
 from burnpack import DType, Tensor, Writer
-from burnpack.codec._generated.types import BoolStore
-from burnpack.codec._generated.codec import TensorDescriptor_layout, encode_TensorDescriptor_entry
+from burnpack.codec._generated.metadata import BoolStore, TensorDescriptor_layout, encode_TensorDescriptor_entry
 from burnpack.core import metadata
 from burnpack.errors import MetadataSerializationError
 from tests.conftest import python_calls

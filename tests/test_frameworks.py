@@ -10,7 +10,7 @@ import pytest
 
 import burnpack
 from burnpack import BoolStore, DType, Tensor
-from burnpack.codec._generated.types import DTYPE_INFO
+from burnpack.codec._generated.metadata import DTYPE_INFO
 from burnpack.dtypes import dtype_from_numpy, dtype_from_safetensors, dtype_from_torch, element_size, numpy_dtype, safetensors_code
 
 torch = pytest.importorskip("torch")

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 import burnpack
 from burnpack import BurnpackError, Writer
-from burnpack.errors import Fallback
+from burnpack.codec._cbor import Fallback
 from burnpack.codec._generated.layout import MAX_TENSOR_SIZE
 from conformance import load_vectors
 from tests.conftest import BURN_EXAMPLES, BURN_PACK_FIXTURES, fixture_params

@@ -13,7 +13,7 @@ import burnpack
 from burnpack import Scalar
 from burnpack.codec._cbor import Decoder
 from burnpack.errors import CborError
-from burnpack.codec._generated.codec import exact_Metadata, fast_Metadata, scan_Metadata
+from burnpack.codec._generated.metadata import exact_Metadata, fast_Metadata, scan_Metadata
 from burnpack.core.metadata import decode_metadata_exact
 from tests.strategies import arrays, packs, param_ids, tensors
 
@@ -161,7 +161,7 @@ def _exact_or_none(blob):
 @given(_metadata_trees)
 def test_fast_and_exact_metadata_decoders_agree_wherever_the_fast_one_accepts(tree):
     from burnpack.codec._cbor import fast_loads
-    from burnpack.errors import Fallback
+    from burnpack.codec._cbor import Fallback
 
     blob = cbor2.dumps(tree)
     try:
@@ -174,7 +174,7 @@ def test_fast_and_exact_metadata_decoders_agree_wherever_the_fast_one_accepts(tr
 
 @given(_metadata_trees, st.binary(max_size=4))
 def test_scanner_and_exact_metadata_decoders_agree_wherever_the_scanner_accepts(tree, trailing):
-    from burnpack.errors import Fallback
+    from burnpack.codec._cbor import Fallback
 
     blob = cbor2.dumps(tree) + trailing
     try:
@@ -222,7 +222,7 @@ def test_everything_the_writer_writes_decodes_on_the_fast_path_except_nan_scalar
 @given(packs())
 def test_the_direct_metadata_encoder_writes_what_the_generic_encoder_writes(spec):
     from burnpack.codec._cbor import encode
-    from burnpack.codec._generated.codec import encode_Metadata, encode_Metadata_bytes
+    from burnpack.codec._generated.metadata import encode_Metadata, encode_Metadata_bytes
 
     blob = burnpack.Writer(spec.tensors, metadata=spec.metadata, scalars=spec.scalars).plan()[0]
     metadata = decode_metadata_exact(blob)
@@ -232,7 +232,7 @@ def test_the_direct_metadata_encoder_writes_what_the_generic_encoder_writes(spec
 @given(st.lists(tensors(), min_size=1, max_size=3), st.lists(st.tuples(st.integers(0, 2), param_ids), max_size=8))
 def test_tensors_of_one_dtype_and_shape_encode_as_each_would_alone(kinds, choices):
     from burnpack.codec._cbor import encode
-    from burnpack.codec._generated.codec import encode_Metadata
+    from burnpack.codec._generated.metadata import encode_Metadata
 
     planned = [kinds[k % len(kinds)] for k, _ in choices]
     given_tensors = [

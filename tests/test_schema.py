@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import burnpack
 from burnpack.codec._cbor import fast_loads
-from burnpack.errors import Fallback
+from burnpack.codec._cbor import Fallback
 from burnpack.codec._generated import layout as generated_layout
 from schema import generate, layout
 from tests.conftest import BURN_EXAMPLES, BURN_PACK_FIXTURES, fixture_params

@@ -13,7 +13,7 @@ import pytest
 
 import burnpack
 from burnpack import quant
-from burnpack.codec._generated.types import (
+from burnpack.codec._generated.metadata import (
     DTYPE_INFO,
     QUANT_VALUE_INFO,
     SCALE_DTYPE_INFO,

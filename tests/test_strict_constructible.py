@@ -8,7 +8,7 @@ import pytest
 
 import burnpack
 from burnpack import DType, QuantMode, QuantScheme, QuantStore, QuantValue, Tensor, Writer
-from burnpack.codec._generated.types import BlockScale, BlockSize, Metadata, ScaleDtype, TensorDescriptor
+from burnpack.codec._generated.metadata import BlockScale, BlockSize, Metadata, ScaleDtype, TensorDescriptor
 from burnpack.cli.main import main
 from burnpack.core.metadata import encode_metadata
 

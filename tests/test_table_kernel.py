@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 import burnpack
 from burnpack import DType, Tensor, Writer
 from burnpack.codec._cbor import map_header
-from burnpack.codec._generated.codec import METADATA_FIRST_KEY
+from burnpack.codec._generated.metadata import METADATA_FIRST_KEY
 from burnpack.core import table
 from burnpack.dtypes import numpy_dtype
 from burnpack.errors import OptionError

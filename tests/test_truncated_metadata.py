@@ -14,7 +14,7 @@ import pytest
 
 import burnpack
 from burnpack import MetadataDeserializationError, QuantMode, QuantScheme, QuantStore, QuantValue, Scalar, Tensor, Writer
-from burnpack.codec._generated.types import BlockScale, BlockSize, DType, ScaleDtype
+from burnpack.codec._generated.metadata import BlockScale, BlockSize, DType, ScaleDtype
 from burnpack.core.metadata import decode_metadata, decode_metadata_exact
 
 EOF = 'Io(Error { kind: UnexpectedEof, message: "failed to fill whole buffer" })'

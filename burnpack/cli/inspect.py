@@ -26,7 +26,7 @@ import numpy as np
 
 from ..core.display import plural, printable
 from ..core.dump import scalar_json
-from ..codec._generated.types import DTYPE_INFO
+from ..codec._generated.metadata import DTYPE_INFO
 from ..errors import BurnpackError, CommandError, InvalidPattern
 from ..core.patterns import compile_pattern
 from ..core.progress import human_size

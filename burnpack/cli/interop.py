@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from ..codec._generated.types import QUANTIZABLE_SCALES, QUANTIZABLE_VALUES, BoolStore
+from ..codec._generated.metadata import QUANTIZABLE_SCALES, QUANTIZABLE_VALUES, BoolStore
 from .common import add_progress_option, check_output
 from ..errors import CommandError, InvalidPattern, OptionError, blame
 from ..core.sidefile import parse_json

@@ -1,7 +1,7 @@
 """CBOR runtime beneath the generated codec.
 
 Two decoders and one encoder helper live here; the generated module
-(``burnpack/codec/_generated/codec.py``) drives them type by type from the schema.
+(``burnpack/codec/_generated/metadata.py``) drives them type by type from the schema.
 
 * ``Decoder`` reproduces what Burn's reader does, token for token: ciborium 0.2.2's pull decoder
   and its serde ``Deserializer`` (ciborium@v0.2.2 ciborium/src/de/mod.rs, ciborium-ll/src/
@@ -27,7 +27,7 @@ import cbor2
 
 from ._generated.layout import I64_MAX, MAX_CBOR_DEPTH, U64_MAX
 from ._kernels import load_kernel
-from ..errors import CborError, Fallback
+from ..errors import CborError
 
 I128_MAX = (1 << 127) - 1
 
@@ -35,6 +35,12 @@ I128_MAX = (1 << 127) - 1
 POS, NEG, FLOAT, SIMPLE, TAG, BREAK, BYTES, TEXT, ARRAY, MAP = range(10)
 _FALSE, _TRUE, _NULL, _UNDEFINED = 20, 21, 22, 23
 _BIGPOS, _BIGNEG = 2, 3
+
+
+class Fallback(Exception):
+    """The fast metadata decoder met something it cannot prove it reads as Burn does: the exact
+    decoder takes over. Control flow inside the codec and the container's decoding tiers; it never
+    reaches a caller, so it is no public exception (``burnpack.errors`` holds those)."""
 
 
 # Other_Grapheme_Extend (Unicode PropList.txt) code points that are not already Mn/Me or

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..codec._generated.types import BOOL_STORE_INFO, DTYPE_INFO, NUMPY_EXTENSION_TYPES, BoolStore, DType, debug_DType
+from ..codec._generated.metadata import BOOL_STORE_INFO, DTYPE_INFO, NUMPY_EXTENSION_TYPES, BoolStore, DType, debug_DType
 
 __all__ = [
     "EXTENSION_DTYPES",

@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from ..codec._cbor import float_to_bits
-from ..codec._generated.types import Scalar
+from ..codec._generated.metadata import Scalar
 from ..errors import BurnpackError
 from .reader import Pack, PathLike, load
 

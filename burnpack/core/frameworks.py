@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..codec._generated.types import DTYPE_INFO, NUMPY_EXTENSION_TYPES, DType
+from ..codec._generated.metadata import DTYPE_INFO, NUMPY_EXTENSION_TYPES, DType
 from .dtypes import debug, dtype_from_numpy, dtype_from_torch, element_size, is_extension_type, numpy_dtype, torch_dtype
 from ..errors import ValidationError
 

@@ -7,11 +7,19 @@ from itertools import repeat
 
 import numpy as np
 
-from ..codec._cbor import Decoder, fast_loads
-from ..errors import CborError, Fallback, MetadataDeserializationError, MetadataSerializationError
-from ..codec._generated.codec import encode_TensorDescriptor_entry_with, encode_Metadata_bytes, encode_Metadata_entries, encode_Metadata_map, exact_Metadata, fast_Metadata, scan_Metadata
+from ..codec._cbor import Decoder, Fallback, fast_loads
+from ..errors import CborError, MetadataDeserializationError, MetadataSerializationError
+from ..codec._generated.metadata import (
+    Metadata,
+    encode_Metadata_bytes,
+    encode_Metadata_entries,
+    encode_Metadata_map,
+    encode_TensorDescriptor_entry_with,
+    exact_Metadata,
+    fast_Metadata,
+    scan_Metadata,
+)
 from ..codec._generated.layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH
-from ..codec._generated.types import Metadata
 from ..codec._kernels import load_kernel
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..codec._generated.types import (
+from ..codec._generated.metadata import (
     QUANT_VALUE_INFO,
     QUANTIZABLE_VALUES,
     SCALE_DTYPE_INFO,

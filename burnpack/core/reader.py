@@ -33,7 +33,7 @@ from ..codec._generated.layout import (
     U64_MAX,
     data_section_start,
 )
-from ..codec._generated.types import DType, Metadata, Scalar, TensorDescriptor
+from ..codec._generated.metadata import DType, Metadata, Scalar, TensorDescriptor
 from .dtypes import element_size
 from ..errors import (
     BurnpackError,

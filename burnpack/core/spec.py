@@ -28,7 +28,7 @@ import os
 import struct
 from typing import Any
 
-from ..codec._generated.types import DType, Scalar
+from ..codec._generated.metadata import DType, Scalar
 from .dump import scalar_json
 from ..errors import SpecError, ValidationError
 from .sidefile import parse_json, read_side_file

@@ -18,8 +18,11 @@ from typing import Any
 import numpy as np
 
 from ..codec._cbor import fast_loads, map_header, uints
-from ..codec._generated.codec import (
+from ..codec._generated.metadata import (
     METADATA_FIRST_KEY,
+    DType,
+    Metadata,
+    TensorDescriptor,
     DType_SCAN,
     TensorDescriptor_HEAD,
     TensorDescriptor_LITERAL_BYTES,
@@ -27,7 +30,6 @@ from ..codec._generated.codec import (
     TensorDescriptor_RE,
     fast_Metadata,
 )
-from ..codec._generated.types import DType, Metadata, TensorDescriptor
 from ..codec._kernels import load_kernel, use_kernel
 
 __all__ = ["KERNEL", "TensorTable", "python_columns", "scan_table"]

@@ -23,7 +23,6 @@ from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 
-from ..codec._generated.codec import TensorDescriptor_layout
 from ..codec._generated.layout import (
     FORMAT_VERSION,
     HEADER,
@@ -38,7 +37,7 @@ from ..codec._generated.layout import (
     U64_MAX,
     data_section_start,
 )
-from ..codec._generated.types import DType, Scalar
+from ..codec._generated.metadata import DType, Scalar, TensorDescriptor_layout
 from .atomic import atomic_file
 from .dtypes import UNIT_SIZES, debug, dtype_from_numpy, element_size
 from ..errors import BurnpackError, IoError, MetadataSerializationError, TensorBytesSizeMismatch, ValidationError

@@ -11,7 +11,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from ..codec._generated.types import BoolStore, DType
+from ..codec._generated.metadata import BoolStore, DType
 from ..core.atomic import atomic_file
 from ..errors import ConversionError, DestinationExists, OutputExistsError
 from ..core.dtypes import numpy_dtype

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..codec._generated.types import DTYPE_INFO, DType
+from ..codec._generated.metadata import DTYPE_INFO, DType
 from ..errors import InvalidPattern, OptionError, UnknownModuleType
 from ..core.frameworks import TorchModule
 from ..core.patterns import Pattern, compile_pattern

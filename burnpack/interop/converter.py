@@ -57,7 +57,7 @@ from .limits import take_caps
 from .registry import Format, formats, read_tensors, resolve_output, write_tensors
 from .sharded import parse_size
 from .remap import FilterSpec, KeyRemapper, PathFilter, insert_enum_variants, map_indices_contiguous as _contiguous, strip_enum_variants
-from ..codec._generated.types import DTYPE_INFO, BoolStore, DType, QuantScheme
+from ..codec._generated.metadata import DTYPE_INFO, BoolStore, DType, QuantScheme
 from .tensors import Entry, TensorSet, dtype_name
 
 __all__ = ["ConversionReport", "convert", "transform"]

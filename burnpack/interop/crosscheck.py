@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..codec._generated.types import BoolStore
+from ..codec._generated.metadata import BoolStore
 from ..errors import ConversionError
 from ..core.frameworks import torch_available
 from ._io import entry_from_array

@@ -39,7 +39,7 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from ..codec._generated.types import BoolStore, DType
+from ..codec._generated.metadata import BoolStore, DType
 from ..core.dtypes import dtype_from_torch, numpy_dtype
 from ..errors import BurnpackError, ConversionError, OutputExistsError, PyTorchReadError, ValidationError
 from ..core.frameworks import import_torch, numpy_to_torch

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..codec._generated.types import BoolStore, DType
+from ..codec._generated.metadata import BoolStore, DType
 from ..core.dtypes import EXTENSION_DTYPES, dtype_from_numpy, dtype_from_safetensors, element_size, is_extension_type, numpy_dtype, safetensors_code
 from ..core.reader import TensorView, load
 from ..core.sidefile import parse_json

@@ -44,7 +44,7 @@ from typing import Any, BinaryIO, Literal, Unpack, cast
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..codec._generated.types import BOOL_STORE_INFO, DTYPE_INFO
+from ..codec._generated.metadata import BOOL_STORE_INFO, DTYPE_INFO
 from ..core.dtypes import NATIVE_BOOL, dtype_from_torch, numpy_dtype, numpy_dtype_named
 from ..errors import BurnpackError, PyTorchReadError, UnsafePickleError
 from ..core.source import open_regular

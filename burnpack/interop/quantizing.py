@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..codec._generated.types import DType, QuantScheme
+from ..codec._generated.metadata import DType, QuantScheme
 from ..errors import ConversionError, QuantizationError
 from ..core.patterns import compile_pattern
 from ..core.quant import check_decodable, check_quantizable, describe, dequantize, quantize, quantized_data_len

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
-from ..codec._generated.types import BoolStore
+from ..codec._generated.metadata import BoolStore
 from ..core.paths import has_extension, resolve_read_path
 from ..core.remote import is_url
 from ..core.source import open_regular

@@ -26,7 +26,7 @@ from typing import BinaryIO
 
 import numpy as np
 
-from ..codec._generated.types import SAFETENSORS_CODE_ORDER
+from ..codec._generated.metadata import SAFETENSORS_CODE_ORDER
 from ..core.atomic import atomic_file
 from ..core.dtypes import ResolvedTable, dtype_from_numpy, dtype_from_safetensors, numpy_dtype, safetensors_code
 from ..errors import SafetensorsError

@@ -24,7 +24,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from ..codec._generated.types import BoolStore
+from ..codec._generated.metadata import BoolStore
 from ..core.sidefile import parse_json, read_side_file
 from ._io import atomic_output
 from ..errors import ConversionError, OptionError, OutputExistsError, SafetensorsError

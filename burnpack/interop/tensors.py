@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from ..codec._generated.types import DTYPE_ALIASES, DTYPE_INFO, BoolStore, DType, Scalar
+from ..codec._generated.metadata import DTYPE_ALIASES, DTYPE_INFO, BoolStore, DType, Scalar
 from ..core.dtypes import NATIVE_BOOL, debug, dtype_from_numpy, element_size, numpy_dtype
 from ..errors import OptionError, ValidationError
 from ..core.tensor import FileRange, Tensor, _blank, _describe, _freeze

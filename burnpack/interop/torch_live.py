@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..codec._generated.types import BoolStore
+from ..codec._generated.metadata import BoolStore
 from ..core.dtypes import numpy_dtype
 from ..core.frameworks import TorchModule, is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
 from ._io import atomic_output, entry_from_array

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..codec._generated.types import BoolStore, DType
+from ..codec._generated.metadata import BoolStore, DType
 from ..core.dtypes import debug, numpy_dtype
 from ..errors import RecordCastError
 

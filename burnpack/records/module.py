@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..codec._generated.types import DType
+from ..codec._generated.metadata import DType
 from ..core.dtypes import dtype_from_numpy
 from ..errors import QuantizationError, RecordValidationError, ValidationError
 from ..core.quant import QuantizedTensor, decode

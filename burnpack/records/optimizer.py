@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..codec._generated.types import Scalar
+from ..codec._generated.metadata import Scalar
 from ..core.display import plural, printable_lines
 from ..core.frameworks import as_numpy
 from ..core.tensor import Tensor

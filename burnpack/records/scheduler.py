@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..codec._generated.types import Scalar
+from ..codec._generated.metadata import Scalar
 from ..codec._generated.layout import U64_MAX
 from ..errors import SchedulerLayoutError
 from ._common import open_pack, scalar_for, scalar_value

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..codec._generated.types import Scalar
+from ..codec._generated.metadata import Scalar
 from ..core.tensor import Tensor
 from ._common import scalar_for, scalar_value
 

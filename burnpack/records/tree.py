@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from ..codec._generated.types import DType
+from ..codec._generated.metadata import DType
 from ..core.frameworks import is_torch_module, is_torch_tensor
 from ..core.quant import QuantizedTensor
 from ..core.tensor import Tensor

@@ -18,7 +18,7 @@ import numpy as np
 from ...records import ModuleRecord
 from ..adapters import BurnToPyTorchAdapter, ModuleTypes, PyTorchToBurnAdapter
 from ..converter import transform
-from ...codec._generated.types import BoolStore
+from ...codec._generated.metadata import BoolStore
 from .._io import entry_from_array
 from ...errors import ConversionError
 from ..remap import KeyRemapper
