@@ -16,11 +16,11 @@ import builtins
 import contextlib
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import Generic, TypeVar
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .interop.converter import ConversionReport
-    from .records.module import ApplyReport
+Report = TypeVar("Report")
+"""The report an error carries (a conversion's, a record load's): its type is the raising layer's,
+which this module, below every layer, does not name."""
 
 
 class BurnpackError(Exception):
@@ -172,9 +172,11 @@ class ConversionError(BurnpackError):
     """A conversion cannot be done as asked (unsupported dtype, unknown format, ...)."""
 
 
-class OptionError(ConversionError, ValueError):
-    """An option is malformed (a regex that does not compile, an unknown adapter or module type):
-    a usage error, exit status 2 on the command line."""
+class OptionError(BurnpackError, ValueError):
+    """An option is malformed or misused, whichever function takes it (``load``'s ``decoder=``, a
+    limit that is not a non-negative int, ``compiled=True`` without the kernel, a regex that does
+    not compile, an unknown adapter or module type): a usage error, exit status 2 on the command
+    line."""
 
     exit_code = 2
 
@@ -190,14 +192,15 @@ class OutputExistsError(ConversionError, FileExistsError):
         return str(self.args[0])
 
 
-class UnmatchedOptionError(ConversionError, ValueError):
+class UnmatchedOptionError(ConversionError, ValueError, Generic[Report]):
     """Options that changed nothing — a silent no-op would produce a wrong model without a hint.
 
     ``unmatched`` lists ``(option, value, why)`` with Python option names (``adapter``,
-    ``type_rules``...); ``report`` is the conversion report so far. Pass
-    ``allow_unmatched=True`` (``--allow-unmatched``) to convert anyway."""
+    ``type_rules``...); ``report`` is the conversion report so far
+    (``burnpack.interop.ConversionReport``). Pass ``allow_unmatched=True``
+    (``--allow-unmatched``) to convert anyway."""
 
-    def __init__(self, unmatched: Sequence[tuple[str, str, str]], report: ConversionReport) -> None:
+    def __init__(self, unmatched: Sequence[tuple[str, str, str]], report: Report) -> None:
         self.unmatched = list(unmatched)
         self.report = report
         lines = [f"{option}={value!r}: {why}" if value else f"{option}: {why}" for option, value, why in self.unmatched]
@@ -283,22 +286,22 @@ class RecordError(BurnpackError):
         return self.payload if self.payload is not None else self.default_message
 
 
-class RecordValidationError(RecordError):
+class RecordValidationError(RecordError, Generic[Report]):
     """Burn's ``RecordError::Validation``: a record did not fit its target.
 
     ``payload`` is Burn's exact text (``"Missing tensors: [\\"fc.bias\\"]"``, ``"Unused tensors:
     [...]"`` or ``"Apply errors: [...]"``), ``kind`` says which check failed (``"apply"``,
-    ``"missing"``, ``"unused"``) and ``report`` holds everything the load found, with
-    "did you mean" suggestions for missing paths.
+    ``"missing"``, ``"unused"``) and ``report`` holds everything the load found
+    (``burnpack.records.ApplyReport``); ``hints`` ("did you mean" lines for missing paths, which
+    the record layer composes from it) follow the payload in ``str(error)``.
     """
 
     variant = "Validation"
 
-    def __init__(self, payload: str, *, kind: str, report: ApplyReport | None = None) -> None:
+    def __init__(self, payload: str, *, kind: str, report: Report | None = None, hints: Sequence[str] = ()) -> None:
         self.kind = kind
         self.report = report
         super().__init__(payload)
-        hints = report.hint_lines() if report is not None and kind == "missing" else []
         if hints:
             self.args = (payload + "\n" + "\n".join(hints),)
 

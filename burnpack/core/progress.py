@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from ..errors import OptionError
+
 THRESHOLD = 64 << 20
 SETTINGS = ("auto", "always", "never")
 ProgressSetting = Callable[[int], None] | bool | str | None
@@ -117,7 +119,7 @@ def progress_for(
         return (ProgressBar if terminal else ProgressLines)(total, stream, label, show)
     if setting == "auto":
         return (ProgressBar if terminal and total >= threshold else Progress)(total, stream, label, show)
-    raise ValueError(f"progress is one of {', '.join(SETTINGS)}, True, False, None or a callable; got {setting!r}")
+    raise OptionError(f"progress is one of {', '.join(SETTINGS)}, True, False, None or a callable; got {setting!r}")
 
 
 def finish(progress: Callable[[int], None]) -> None:

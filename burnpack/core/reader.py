@@ -42,6 +42,7 @@ from ..errors import (
     InvalidVersion,
     IoError,
     MetadataDeserializationError,
+    OptionError,
     QuantizationError,
     TensorNotFound,
     ValidationError,
@@ -446,16 +447,16 @@ def load(
     tensor) are Burn's limits by default; a refusal names the parameter that raises it.
     """
     if decoder not in DECODERS:
-        raise ValueError(f"decoder must be one of {sorted(DECODERS)}, not {decoder!r}")
+        raise OptionError(f"decoder must be one of {sorted(DECODERS)}, not {decoder!r}")
     if decoder != "auto" and legacy_ok:
-        raise ValueError("decoder only applies without legacy_ok (legacy_ok rewrites old descriptors before decoding)")
+        raise OptionError("decoder only applies without legacy_ok (legacy_ok rewrites old descriptors before decoding)")
     limits = Limits(max_metadata_size, max_tensors, max_tensor_size).checked()
     if framework not in FRAMEWORKS:
-        raise ValueError(f"framework must be one of {sorted(FRAMEWORKS)}, not {framework!r}")
+        raise OptionError(f"framework must be one of {sorted(FRAMEWORKS)}, not {framework!r}")
     if FRAMEWORKS[framework] == "pt":
         import_torch()
     if storage_options is not None and not is_url(source):
-        raise ValueError("storage_options only applies to URLs")
+        raise OptionError("storage_options only applies to URLs")
     if is_url(source):
         data: Source = FsspecSource(source, storage_options)
         from_file = True

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeGuard
 
-from ..errors import BurnpackError, IoError
+from ..errors import BurnpackError, IoError, OptionError
 from .source import BULK_BLOCK, BULK_GAP, coalesce
 
 __all__ = [
@@ -85,7 +85,7 @@ class FsspecSource:
         except ImportError:
             raise ImportError(REMOTE_EXTRA_HINT) from None
         if not idle_timeout > 0 or not deadline > 0:
-            raise ValueError(f"idle_timeout and deadline must be positive seconds, not {idle_timeout!r} and {deadline!r}")
+            raise OptionError(f"idle_timeout and deadline must be positive seconds, not {idle_timeout!r} and {deadline!r}")
         options = dict(storage_options or {})
         self._http = url.split("://", 1)[0].lower() in ("http", "https")  # ranged GETs of our own
         if self._http and "client_kwargs" not in options:

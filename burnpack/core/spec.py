@@ -30,7 +30,7 @@ from typing import Any
 
 from ..codec._generated.metadata import DType, Scalar
 from .dump import scalar_json
-from ..errors import SpecError, ValidationError
+from ..errors import OptionError, SpecError, ValidationError
 from .sidefile import parse_json, read_side_file
 from .writer import Tensor, Writer
 
@@ -150,7 +150,7 @@ def spec_from_pack(pack: Any, *, order: str = "data") -> dict:
     if order == "data":
         views.sort(key=lambda v: (v.data_offsets, v.name))
     elif order != "name":
-        raise ValueError("order is 'data' or 'name'")
+        raise OptionError("order is 'data' or 'name'")
     for view in views:
         if view.byte_len < 0:
             raise ValidationError(f"tensor '{view.name}' has end < start")

@@ -374,7 +374,7 @@ def _quantization(
         from .quantizing import dequantize_entries
 
         if quantize is not None:
-            raise ConversionError("quantize and dequantize exclude each other")
+            raise OptionError("quantize and dequantize exclude each other")
         entries = dequantize_entries(entries)
     if quantize is not None:
         from .quantizing import quantize_entries
@@ -383,7 +383,7 @@ def _quantization(
             raise ConversionError(f"quantize: {target_format} cannot hold quantized (QFloat) tensors; write a .bpk")
         entries = quantize_entries(entries, quantize, include, report.quantized, report.warnings)
     elif include is not None:
-        raise ConversionError("quantize_include (--include) selects tensors to quantize: it needs quantize (--quantize)")
+        raise OptionError("quantize_include (--include) selects tensors to quantize: it needs quantize (--quantize)")
     return entries
 
 
@@ -394,7 +394,7 @@ def _param_ids(entries: list[Entry], mode: str) -> list[Entry]:
     if mode == "drop":
         return [e.replace(param_id=None) if e.param_id is not None else e for e in entries]
     if mode != "new":
-        raise ValueError(f"param_ids must be 'keep', 'new' or 'drop', not {mode!r}")
+        raise OptionError(f"param_ids must be 'keep', 'new' or 'drop', not {mode!r}")
     taken: set[int] = set()
     fresh = []
     for e in entries:

@@ -35,7 +35,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple, Protocol
 
 from ..core.atomic import atomic_file
-from ..errors import BurnpackError, CheckpointRetentionError, IoError
+from ..errors import BurnpackError, CheckpointRetentionError, IoError, OptionError
 from ..core.sidefile import SIDE_FILE_MAX_BYTES, parse_json, read_side_file
 from .module import ModuleRecord
 from .optimizer import OptimizerRecord
@@ -147,7 +147,7 @@ def burn_valid_losses(
     ``max_bytes`` (64 MiB by default).
     """
     if split not in ("train", "valid", "test"):
-        raise ValueError(f"split must be 'train', 'valid' or 'test' (Burn's splits), not {split!r}")
+        raise OptionError(f"split must be 'train', 'valid' or 'test' (Burn's splits), not {split!r}")
     out: dict[int, float] = {}
     epoch = 1
     while True:

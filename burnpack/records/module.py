@@ -361,7 +361,7 @@ class ModuleRecord:
             )
         if not self._allow_partial and report.missing:
             raise RecordValidationError(
-                f"Missing tensors: {rust_debug_list(report.missing)}", kind="missing", report=report
+                f"Missing tensors: {rust_debug_list(report.missing)}", kind="missing", report=report, hints=report.hint_lines()
             )
         if not self._allow_unused and report.unused:
             raise RecordValidationError(

@@ -35,6 +35,7 @@ from ..core.dtypes import is_extension_type, numpy_dtype
 from ..codec._kernels import load_kernel, use_kernel
 from ..core.quant import describe
 from ..core.reader import TensorView
+from ..errors import OptionError
 
 _cstats: Any = load_kernel("burnpack.view._cstats")  # Any: its functions are untyped C
 """The optional compiled kernel; None when not built: numpy computes everything."""
@@ -59,7 +60,7 @@ def chunks(tensor: Any, chunk_elements: int = CHUNK_ELEMENTS) -> Iterator[np.nda
     chunk's byte range at a time. A converted tensor (from safetensors, ``.pt``...) is viewed
     through the array its reader gives. QFloat: the dequantized values."""
     if chunk_elements < 1:
-        raise ValueError(f"chunk_elements must be positive, got {chunk_elements}")
+        raise OptionError(f"chunk_elements must be positive, got {chunk_elements}")
     if isinstance(tensor, TensorView) and not tensor.dtype.is_quantized:
         dtype = numpy_dtype(tensor.dtype)
         count = tensor.numel
