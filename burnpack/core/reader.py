@@ -21,6 +21,7 @@ import numpy as np
 
 from . import legacy
 from . import quant
+from ..codec._cbor import U64_MAX
 from ..codec._generated.layout import (
     FORMAT_VERSION,
     HEADER,
@@ -30,7 +31,6 @@ from ..codec._generated.layout import (
     MAX_METADATA_SIZE,
     MAX_TENSOR_COUNT,
     MAX_TENSOR_SIZE,
-    U64_MAX,
     data_section_start,
 )
 from ..codec._generated.metadata import DType, Metadata, Scalar, TensorDescriptor
@@ -487,7 +487,7 @@ def load(
         if strict:
             from .strict import check_strict
 
-            check_strict(pack)
+            check_strict(pack, pack._source)
         return pack
     except BaseException:
         close = getattr(data, "close", None)
