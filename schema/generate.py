@@ -208,11 +208,6 @@ def gen_layout(schema: Schema, layout: ModuleType) -> str:
     ]
     for key, value in schema.limits.items():
         lines.append(f"{key.upper()} = {value}")
-    lines.append("")
-    for kind, (lo, hi) in INT_RANGES.items():
-        if lo:
-            lines.append(f"{kind.upper()}_MIN = {lo}")
-        lines.append(f"{kind.upper()}_MAX = {hi}")
     lines += [
         "",
         "",
@@ -1109,6 +1104,7 @@ def gen_metadata(schema: Schema) -> str:
         "",
         "from .._cbor import (",
         "    I64_MAX,",
+        "    I64_MIN,",
         "    encode,",
         "    map_head,",
         "    text_bytes,",
@@ -1135,7 +1131,6 @@ def gen_metadata(schema: Schema) -> str:
         "# " + "-" * 95,
         "# The codec",
         "# " + "-" * 95,
-        "I64_MIN = -I64_MAX - 1",
         "_ABSENT = object()",
         "",
         "",

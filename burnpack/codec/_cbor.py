@@ -25,10 +25,13 @@ from typing import IO, Any, NoReturn, cast
 
 import cbor2
 
-from ._generated.layout import I64_MAX, MAX_CBOR_DEPTH, U64_MAX
 from ._kernels import load_kernel
 from ..errors import CborError
 
+# The bounds of the Rust integers ciborium converts CBOR integers into (and Burn's schema uses).
+U64_MAX = (1 << 64) - 1
+I64_MAX = (1 << 63) - 1
+I64_MIN = -(1 << 63)
 I128_MAX = (1 << 127) - 1
 
 # Header kinds (ciborium-ll hdr.rs ``Header``).
@@ -326,14 +329,15 @@ class _Window:
 def fast_loads(blob: bytes | memoryview) -> Any:
     """Decode one CBOR item with cbor2, refusing whatever ciborium could read differently.
 
-    Refused: tags, indefinite lengths, duplicate map keys, nesting past Burn's limit, blobs over
+    Refused: tags, indefinite lengths, duplicate map keys, nesting past ``_FAST_DEPTH`` (the exact
+    decoder, which enforces Burn's recursion limit, reads deeper items), blobs over
     ``_FAST_LOADS_LIMIT``. Whatever else cbor2 returns is checked by the generated validators.
     Raises ``Fallback``.
     """
     if len(blob) > _FAST_LOADS_LIMIT:
         raise Fallback
     try:
-        return cbor2.loads(blob, max_depth=MAX_CBOR_DEPTH, **_FAST_OPTIONS)
+        return cbor2.loads(blob, max_depth=_FAST_DEPTH, **_FAST_OPTIONS)
     except Exception as exc:  # any refusal or malformation: let the exact decoder judge
         raise Fallback from exc
 

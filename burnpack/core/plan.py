@@ -18,7 +18,8 @@ from typing import NamedTuple
 import numpy as np
 
 from . import legacy
-from ..codec._generated.layout import MAX_METADATA_SIZE, MAX_TENSOR_COUNT, MAX_TENSOR_SIZE, U64_MAX
+from ..codec._cbor import U64_MAX
+from ..codec._generated.layout import MAX_METADATA_SIZE, MAX_TENSOR_COUNT, MAX_TENSOR_SIZE
 from ..codec._generated.metadata import TensorDescriptor
 from .dtypes import UNIT_VIEW_SPECS
 from ..errors import LegacyFormatError, ValidationError

@@ -21,7 +21,7 @@ from typing import Any, BinaryIO, Protocol, TypeVar
 
 import numpy as np
 
-from ..codec._generated.layout import U64_MAX
+from ..codec._cbor import U64_MAX
 from ..codec._generated.metadata import DType
 from .dtypes import dtype_from_numpy, element_size, numpy_dtype, view_bytes_as
 from ..errors import ValidationError

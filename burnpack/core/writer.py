@@ -23,18 +23,16 @@ from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 
+from ..codec._cbor import I64_MAX, I64_MIN, U64_MAX
 from ..codec._generated.layout import (
     FORMAT_VERSION,
     HEADER,
-    I64_MAX,
-    I64_MIN,
     MAGIC,
     MAX_METADATA_SIZE,
     MAX_TENSOR_COUNT,
     MAX_TENSOR_SIZE,
     METADATA_SIZE_FIELD_MAX,
     TENSOR_ALIGNMENT,
-    U64_MAX,
     data_section_start,
 )
 from ..codec._generated.metadata import DType, Scalar, TensorDescriptor_layout

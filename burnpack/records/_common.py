@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from ..codec._cbor import rust_debug_str
-from ..codec._generated.layout import I64_MAX, I64_MIN, U64_MAX
+from ..codec._cbor import I64_MAX, I64_MIN, U64_MAX
 from ..codec._generated.metadata import Scalar
 from ..errors import ValidationError
 from ..core.reader import Pack, PathLike, load

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..codec._generated.metadata import Scalar
-from ..codec._generated.layout import U64_MAX
+from ..codec._cbor import U64_MAX
 from ..errors import SchedulerLayoutError
 from ._common import open_pack, scalar_for, scalar_value
 from .state import join_path

@@ -14,6 +14,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from .._cbor import (
     I64_MAX,
+    I64_MIN,
     encode,
     map_head,
     text_bytes,
@@ -620,7 +621,6 @@ def debug_Scalar(value: Scalar) -> str:
 # -----------------------------------------------------------------------------------------------
 # The codec
 # -----------------------------------------------------------------------------------------------
-I64_MIN = -I64_MAX - 1
 _ABSENT = object()
 
 

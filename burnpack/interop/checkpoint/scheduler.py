@@ -23,7 +23,7 @@ from ...records import (
 )
 from ...records.scheduler import ConstantLr
 from ...errors import ConversionError
-from ...codec._generated.layout import U64_MAX
+from ...codec._cbor import U64_MAX
 from .state import CheckpointReport
 
 SCHEDULER_CLASSES = {"cosine": "CosineAnnealingLR", "linear": "LinearLR", "step": "StepLR", "exponential": "ExponentialLR"}
