@@ -64,8 +64,8 @@ if sys.argv[3] == "convert":  # the command: durable
     tensors = len(convert(sys.argv[1], sys.argv[2], overwrite=True).applied)
 else:  # the same reading and writing engine, without fsync: Writer.write of the shards' tensors
     import burnpack
-    from burnpack.interop.sharded import read_sharded
-    tset = read_sharded(sys.argv[1])
+    from burnpack.interop.registry import read_tensors
+    tset = read_tensors(sys.argv[1], "safetensors-shards")
     try:
         burnpack.Writer(tset.entries).write(sys.argv[2])
         tensors = len(tset.entries)

@@ -66,7 +66,7 @@ RANKS: dict[str, tuple[tuple[str, ...], ...]] = {
     ),
     "interop": (
         # tensors in transit and Burn's transformations of them
-        ("interop.limits", "interop.tensors", "interop._io", "interop.archive", "interop.remap",
+        ("interop.limits", "interop.format", "interop.tensors", "interop._io", "interop.archive", "interop.remap",
          "interop.adapters", "interop.quantizing"),
         ("interop.pytorch", "interop.safetensors", "interop.torch_live", "interop.dcp"),  # one format each
         ("interop.formats", "interop.sharded", "interop.registry", "interop.crosscheck",

@@ -16,7 +16,6 @@ import burnpack
 from burnpack.cli.batch import serve
 from burnpack.errors import ConversionError, SafetensorsError, SpecError
 from burnpack.interop.safetensors import parse_safetensors, serialize_safetensors
-from burnpack.interop.sharded import read_sharded
 from burnpack.interop.registry import read_tensors
 from burnpack.records import CheckpointRetentionError, Checkpoints, burn_valid_losses
 from burnpack.core.sidefile import JSON_MAX_DEPTH, parse_json, read_side_file
@@ -127,7 +126,7 @@ def _shard_folder(tmp_path):
 def test_a_fifo_index_found_by_the_glob_fallback_is_refused(tmp_path):
     folder = _shard_folder(tmp_path)
     os.mkfifo(folder / "custom.safetensors.index.json")
-    error = _outcome(folder / "custom.safetensors.index.json", lambda: read_sharded(folder))
+    error = _outcome(folder / "custom.safetensors.index.json", lambda: read_tensors(folder, "safetensors-shards"))
     assert isinstance(error, burnpack.IoError) and "FIFO" in str(error)
 
 
@@ -135,7 +134,7 @@ def test_an_index_over_its_size_cap_is_refused(tmp_path):
     folder = _shard_folder(tmp_path)
     index = json.dumps({"metadata": {}, "weight_map": {"w": "a.safetensors"}})
     (folder / "model.safetensors.index.json").write_text(index)
-    assert [e.name for e in read_sharded(folder).entries] == ["w"]
+    assert [e.name for e in read_tensors(folder, "safetensors-shards").entries] == ["w"]
     with pytest.raises(burnpack.IoError, match=f"more than {len(index) - 1} bytes.*max_index_bytes="):
         read_tensors(folder, max_index_bytes=len(index) - 1)
 
@@ -144,7 +143,7 @@ def test_a_deeply_nested_index_is_a_conversion_error(tmp_path):
     folder = _shard_folder(tmp_path)
     (folder / "model.safetensors.index.json").write_text('{"weight_map": {"w": "a.safetensors"}, "x": ' + nested(5000) + "}")
     with pytest.raises(ConversionError, match="deep"):
-        read_sharded(folder)
+        read_tensors(folder, "safetensors-shards")
 
 
 def test_a_deeply_nested_safetensors_header_is_refused_as_serde_json_refuses_it():

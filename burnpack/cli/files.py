@@ -81,7 +81,7 @@ def not_a_pack(path: str) -> CommandError | None:
         fmt = detect(path)
     except (ConversionError, OSError):
         return None
-    if fmt.name == "burnpack":
+    if fmt.native:
         return None
     return CommandError(path, "NotBurnpack", f"{fmt.label}: use burnpack convert {path} OUT.bpk")
 

@@ -1,9 +1,11 @@
-"""What every interop reader and writer shares: the conversion errors, atomic output files, and
-foreign arrays as entries (numpy ``bool`` becomes a Burn ``Bool`` of the chosen store)."""
+"""What every interop reader and writer shares: the conversion errors, atomic output files,
+foreign arrays as entries (numpy ``bool`` becomes a Burn ``Bool`` of the chosen store), and the
+page releaser of memory-mapped files read tensor by tensor."""
 
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +19,7 @@ from ..errors import ConversionError, DestinationExists, OutputExistsError
 from ..core.dtypes import numpy_dtype
 from .tensors import Entry
 
-__all__ = ["atomic_output", "bool_dtype", "entry_from_array"]
+__all__ = ["PageReleaser", "atomic_output", "bool_dtype", "entry_from_array"]
 
 
 _BOOL_STORES = {store.name.lower(): store for store in BoolStore}
@@ -62,3 +64,20 @@ def atomic_output(path: Path, *, overwrite: bool = False) -> Iterator[BinaryIO]:
             yield stream
     except DestinationExists:
         raise OutputExistsError(path, "appeared while converting; nothing was replaced") from None
+
+
+class PageReleaser:
+    """Gives back the pages of the tensor taken before (in whichever mapping it was), so reading
+    a large file (or a model's shards) tensor by tensor keeps about one tensor resident."""
+
+    def __init__(self) -> None:
+        self._last: tuple[mmap.mmap, int, int] | None = None
+
+    def take(self, mapping: mmap.mmap, start: int, end: int) -> None:
+        if self._last is not None:
+            previous, first, last = self._last
+            first -= first % mmap.PAGESIZE
+            if last > first:
+                with contextlib.suppress(ValueError):  # its file is already closed
+                    previous.madvise(mmap.MADV_DONTNEED, first, last - first)
+        self._last = (mapping, start, end)

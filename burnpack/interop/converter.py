@@ -54,16 +54,14 @@ from ..core.patterns import compile_pattern
 from ..core.progress import ProgressSetting, finish, human_size, progress_for
 from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
 from .limits import take_caps
-from .registry import Format, formats, read_tensors, resolve_output, write_tensors
+from .format import Format, WriteOptions
+from .registry import formats, get_format, read_tensors, resolve_output, write_tensors
 from .sharded import parse_size
 from .remap import FilterSpec, KeyRemapper, PathFilter, insert_enum_variants, map_indices_contiguous as _contiguous, strip_enum_variants
 from ..codec._generated.metadata import DTYPE_INFO, BoolStore, DType, QuantScheme
 from .tensors import Entry, TensorSet, dtype_name
 
 __all__ = ["ConversionReport", "convert", "transform"]
-
-_CONTAINER_NAMES = {"burnpack", "safetensors"}
-
 
 @dataclass
 class ConversionReport:
@@ -365,7 +363,7 @@ def _filters(entries: list[Entry], keep_spec: Any, drop_spec: Any, log: _OptionL
 
 
 def _quantization(
-    entries: list[Entry], quantize: QuantScheme | None, include: str | None, dequantize: bool, target_format: str | None,
+    entries: list[Entry], quantize: QuantScheme | None, include: str | None, dequantize: bool, target: Format | None,
     report: ConversionReport,
 ) -> list[Entry]:  # fmt: skip
     """Step 8: quantize the selected weights, or dequantize every QFloat tensor (each raises when
@@ -379,8 +377,8 @@ def _quantization(
     if quantize is not None:
         from .quantizing import quantize_entries
 
-        if target_format not in (None, "burnpack"):
-            raise ConversionError(f"quantize: {target_format} cannot hold quantized (QFloat) tensors; write a .bpk")
+        if target is not None and not target.quantized:
+            raise ConversionError(f"quantize: {target.name} cannot hold quantized (QFloat) tensors; write a .bpk")
         entries = quantize_entries(entries, quantize, include, report.quantized, report.warnings)
     elif include is not None:
         raise OptionError("quantize_include (--include) selects tensors to quantize: it needs quantize (--quantize)")
@@ -406,15 +404,16 @@ def _param_ids(entries: list[Entry], mode: str) -> list[Entry]:
     return fresh
 
 
-def _out_metadata(tset: TensorSet, target_format: str | None, keep: bool, extra: Mapping[str, str] | None, stamp: bool) -> dict[str, str]:
+def _out_metadata(tset: TensorSet, target: Format | None, keep: bool, extra: Mapping[str, str] | None, stamp: bool) -> dict[str, str]:
     """The output's metadata: the source's (unless not ``keep``), Burn's stamp, then ``extra``."""
     out_meta = dict(tset.metadata) if keep else {}
     source_fmt = tset.format
     file_formats = {f.name for f in formats() if not f.directory}  # a "format" value naming one is ours to update
-    if target_format is not None and target_format != source_fmt:
+    if target is not None and target.name != source_fmt:
+        target_format = target.name
         if out_meta.get("format") == source_fmt and source_fmt in file_formats:
             out_meta["format"] = target_format
-        if stamp and target_format in _CONTAINER_NAMES:
+        if stamp and target.stamped:
             from .. import __version__
 
             if out_meta.get("format") in (None, *file_formats):
@@ -452,7 +451,7 @@ def transform(
     quantize_include: str | None = None,
     dequantize: bool = False,
     allow_unmatched: bool | Iterable[str] = False,
-    target_format: str | None = None,
+    target_format: str | Format | None = None,
     report: ConversionReport | None = None,
 ) -> tuple[TensorSet, ConversionReport]:
     """Apply the transformations (see the module docstring) to ``tset``; returns the result
@@ -462,8 +461,12 @@ def transform(
 
     An option that changes nothing (an adapter with nothing to adapt, module types no adapter
     uses or no path matches, a remap rule or filter matching no name...) raises
-    :class:`UnmatchedOptionError` unless ``allow_unmatched`` is True or names that option."""
-    report = report or ConversionReport(source_format=tset.format, target_format=target_format)
+    :class:`UnmatchedOptionError` unless ``allow_unmatched`` is True or names that option.
+
+    ``target_format``: the format the result is written as (what it can hold decides whether
+    ``quantize`` applies and whether the metadata gets the producer's stamp); None: not known."""
+    target = None if target_format is None else get_format(target_format)
+    report = report or ConversionReport(source_format=tset.format, target_format=None if target is None else target.name)
     report.source_format = report.source_format or tset.format
     if top_level_key is not None and tset.top_level_key != top_level_key:
         tset = _select_top_level(tset, top_level_key, report)
@@ -490,9 +493,9 @@ def transform(
     if expected is not None:
         entries = _match_expected(entries, expected, types, adapter, report)
     entries = _filters(entries, filter, exclude, log, report)
-    entries = _quantization(entries, quantize, quantize_include, dequantize, target_format, report)
+    entries = _quantization(entries, quantize, quantize_include, dequantize, target, report)
     entries = _param_ids(entries, param_ids)
-    out_meta = _out_metadata(tset, target_format, keep_metadata, metadata, stamp)
+    out_meta = _out_metadata(tset, target, keep_metadata, metadata, stamp)
     scalars = dict(tset.scalars)
     for e in entries:
         report.applied.append(e.name)
@@ -607,7 +610,7 @@ def convert(
     max_shard_size = options.pop("max_shard_size", None)
     shard_size = None if max_shard_size is None else parse_size(max_shard_size)
     out_path, out_format = resolve_output(target, to_format, max_shard_size=shard_size)
-    if npz_metadata and out_format.name != "npz":
+    if npz_metadata and "npz_metadata" not in out_format.write_options:
         raise OptionError(f"npz_metadata=True applies to .npz output, not {out_format.name}")
     if not out_format.directory:
         if os.path.isdir(target) or out_path.is_dir():
@@ -620,13 +623,13 @@ def convert(
     caps = take_caps(options)
     tset = read_tensors(source, from_format, top_level_key=top_level_key, bool_store=bool_store, legacy_ok=legacy_ok, **caps)
     try:
-        target_format = out_format.family or out_format.name  # what the tensors are written as
+        written_as = get_format(out_format.family) if out_format.family else out_format  # what the tensors are written as
         report = ConversionReport(
-            source=_describe(source), target=str(out_path), source_format=tset.format, target_format=target_format
+            source=_describe(source), target=str(out_path), source_format=tset.format, target_format=written_as.name
         )
-        result, report = transform(tset, target_format=target_format, report=report, **options)
-        _refuse_quantized(result, target_format)
-        _note_losses(result, out_format, report, npz_metadata=npz_metadata)
+        result, report = transform(tset, target_format=written_as, report=report, **options)
+        _refuse_quantized(result, written_as)
+        _note_losses(result, out_format, report, WriteOptions(npz_metadata=npz_metadata))
         bar = progress_for(progress, result.nbytes, "converting")
         write_tensors(result, out_path, out_format, overwrite=overwrite, progress=bar, compress=compress,
                       max_shard_size=shard_size, npz_metadata=npz_metadata)  # fmt: skip
@@ -645,49 +648,25 @@ def _describe(source: Any) -> str:
     return f"<{type(source).__name__}>"
 
 
-def _refuse_quantized(tset: TensorSet, target_format: str) -> None:
-    """Only a .bpk holds QFloat tensors: one line naming the first, its scheme and the way out."""
-    if target_format == "burnpack":
+def _refuse_quantized(tset: TensorSet, target: Format) -> None:
+    """A format that holds no QFloat tensors (all but .bpk): one line naming the first, its scheme
+    and the way out."""
+    if target.quantized:
         return
     quantized = [e for e in tset.entries if e.dtype.is_quantized]
     if quantized:
         first, more = quantized[0], len(quantized) - 1
         others = f" (and {plural(more, 'other QFloat tensor')})" if more else ""
         raise ConversionError(
-            f"tensor {first.name!r}{others}: {target_format} cannot hold {dtype_label(first.dtype)}; "
+            f"tensor {first.name!r}{others}: {target.name} cannot hold {dtype_label(first.dtype)}; "
             "pass dequantize=True to write the F32 values"
         )
 
 
-def _note_npz(tset: TensorSet, report: ConversionReport, npz_metadata: bool) -> None:
-    """A .npz holds tensors only unless ``npz_metadata``: say what was left out, or where it went."""
-    if npz_metadata:
-        if tset.metadata:
-            report.warnings.append(f"{plural(len(tset.metadata), 'metadata entry', 'metadata entries')} written to the __metadata__ member")
-        return
-    if tset.metadata:
-        report.warnings.append(
-            f"{plural(len(tset.metadata), 'metadata entry', 'metadata entries')} not written: the .npz holds tensors only "
-            "(--npz-metadata keeps them in a __metadata__ member)"
-        )
-    for raw in EXTENSION_DTYPES:
-        count = sum(1 for e in tset.entries if e.dtype == raw)
-        if count:
-            name = dtype_name(raw)
-            report.warnings.append(
-                f"{plural(count, f'{name} tensor')} written as raw {element_size(raw)}-byte items, as numpy saves ml_dtypes' "
-                f"{DTYPE_INFO[raw.variant].numpy} (burnpack reads them back as {name})"
-            )
-    for e in tset.entries:
-        if e.dtype == DType.Flex32:
-            report.warnings.append(f"{e.name}: Flex32 written as F32")
-        elif e.dtype.is_bool and e.dtype != NATIVE_BOOL:
-            report.warnings.append(f"{e.name}: {dtype_name(e.dtype)} written as numpy bool (--npz-metadata records the store)")
-
-
-def _note_losses(tset: TensorSet, target: Format, report: ConversionReport, *, npz_metadata: bool = False) -> None:
+def _note_losses(tset: TensorSet, target: Format, report: ConversionReport, options: WriteOptions) -> None:
     """Report, in ``warnings`` (which ``--json`` lists), what the target container cannot hold:
-    one rule for every format (``Format.holds``), and where a .npz's metadata went."""
+    one rule for every format (``Format.holds``), then the format's own notes on how it stores
+    elements (``Format.notes``; by default Flex32 and Bool stores by ``holds``)."""
     what = target.noun or target.family or target.name
     ids = sum(1 for e in tset.entries if e.param_id is not None)
     for kind, count, one, many in (("param ids", ids, "param id", "param ids"),
@@ -695,11 +674,15 @@ def _note_losses(tset: TensorSet, target: Format, report: ConversionReport, *, n
                                    ("metadata", len(tset.metadata), "metadata entry", "metadata entries")):  # fmt: skip
         if count and kind not in target.holds:
             report.warnings.append(f"{plural(count, one, many)} dropped: {what} has no place for them")
-    if target.name == "npz":
-        _note_npz(tset, report, npz_metadata)
-        return
+    report.warnings += target.notes(tset, options) if target.notes is not None else _element_notes(tset, target)
+
+
+def _element_notes(tset: TensorSet, target: Format) -> list[str]:
+    """Flex32 and Bool stores, where ``target`` holds no place for them."""
+    notes = []
     for e in tset.entries:
         if e.dtype == DType.Flex32 and "Flex32" not in target.holds:
-            report.warnings.append(f"{e.name}: Flex32 written as F32")
+            notes.append(f"{e.name}: Flex32 written as F32")
         elif e.dtype == DType.Bool(BoolStore.U32) and "Bool stores" not in target.holds:
-            report.warnings.append(f"{e.name}: {dtype_name(e.dtype)} written as 1-byte bool")
+            notes.append(f"{e.name}: {dtype_name(e.dtype)} written as 1-byte bool")
+    return notes

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import mmap
 import os
 import tokenize
 import zipfile
@@ -25,15 +24,16 @@ from typing import Any
 
 import numpy as np
 
-from ..codec._generated.metadata import BoolStore, DType
-from ..core.dtypes import EXTENSION_DTYPES, dtype_from_numpy, dtype_from_safetensors, element_size, is_extension_type, numpy_dtype, safetensors_code
+from ..codec._generated.metadata import DTYPE_INFO, BoolStore, DType
+from ..core.display import plural
+from ..core.dtypes import EXTENSION_DTYPES, NATIVE_BOOL, dtype_from_numpy, dtype_from_safetensors, element_size, is_extension_type, numpy_dtype, safetensors_code
 from ..core.reader import TensorView, load
 from ..core.sidefile import parse_json
 from ..core.source import open_regular
 from ..core.tensor import NUMPY_MAX_DIMS
 from ..core.tensor import FileRange, le_c_bytes
 from ..core.writer import Tensor, Writer
-from ._io import atomic_output, entry_from_array
+from ._io import PageReleaser, atomic_output, entry_from_array
 from ..errors import ConversionError, SafetensorsError
 from .archive import ZIP_ERRORS, InflateBudget
 from .limits import DEFAULT_LIMITS, ReadLimits
@@ -46,6 +46,8 @@ __all__ = [
     "read_in_memory",
     "read_npz",
     "read_pytorch_file",
+    "npz_notes",
+    "read_safetensors_buffer",
     "read_safetensors_file",
     "write_burnpack",
     "write_npz",
@@ -115,23 +117,6 @@ def read_safetensors_file(path: Any, *, bool_store: str | BoolStore = BoolStore.
         file.close()
 
     return TensorSet(entries, dict(metadata), format="safetensors", closers=[close])
-
-
-class PageReleaser:
-    """Gives back the pages of the tensor taken before (in whichever mapping it was), so reading
-    a large file (or a model's shards) tensor by tensor keeps about one tensor resident."""
-
-    def __init__(self) -> None:
-        self._last: tuple[mmap.mmap, int, int] | None = None
-
-    def take(self, mapping: mmap.mmap, start: int, end: int) -> None:
-        if self._last is not None:
-            previous, first, last = self._last
-            first -= first % mmap.PAGESIZE
-            if last > first:
-                with contextlib.suppress(ValueError):  # its file is already closed
-                    previous.madvise(mmap.MADV_DONTNEED, first, last - first)
-        self._last = (mapping, start, end)
 
 
 def read_pytorch_file(
@@ -258,24 +243,18 @@ for _dtype in EXTENSION_DTYPES:
     _RAW_ITEMS.setdefault(np.dtype(f"V{element_size(_dtype)}"), _dtype)
 
 
-def read_in_memory(
-    source: Any,
-    format: str | None = None,
-    *,
-    top_level_key: str | None = None,
-    bool_store: str | BoolStore = BoolStore.U8,
-    legacy_ok: bool = False,
-) -> TensorSet:
-    """Tensors held in memory: bytes (burnpack or safetensors), a ``{name: array}`` mapping, or a
-    torch ``state_dict`` or ``nn.Module`` (files and URLs are the format registry's)."""
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        if bytes(source[:4]) == b"NRUB" or format == "burnpack":
-            return read_burnpack(source, legacy_ok=legacy_ok)
-        from .safetensors import parse_safetensors
+def read_safetensors_buffer(buffer: memoryview, *, bool_store: str | BoolStore = BoolStore.U8) -> TensorSet:
+    """A safetensors file held in memory (validated as a file is)."""
+    from .safetensors import parse_safetensors
 
-        arrays, metadata = parse_safetensors(source)
-        entries = [entry_from_array(n, a, bool_store) for n, a in arrays.items()]
-        return TensorSet(entries, dict(metadata), format="safetensors")
+    arrays, metadata = parse_safetensors(buffer)
+    entries = [entry_from_array(n, a, bool_store) for n, a in arrays.items()]
+    return TensorSet(entries, dict(metadata), format="safetensors")
+
+
+def read_in_memory(source: Any, *, top_level_key: str | None = None, bool_store: str | BoolStore = BoolStore.U8) -> TensorSet:
+    """Tensors held in Python objects: a ``{name: array}`` mapping, or a torch ``state_dict`` or
+    ``nn.Module`` (files, URLs and bytes are the format registry's)."""
     from .torch_live import is_torch_object, read_torch
 
     if is_torch_object(source):
@@ -382,6 +361,35 @@ def write_safetensors_file(tset: TensorSet, path: Path, *, overwrite: bool = Fal
             progress(data.nbytes)
             del array, data
     return path
+
+
+def npz_notes(tset: TensorSet, npz_metadata: bool) -> list[str]:
+    """What a conversion to a .npz reports: it holds tensors only unless ``npz_metadata``, so say
+    what was left out, or where it went, and how the dtypes numpy has no name for were stored."""
+    notes: list[str] = []
+    if npz_metadata:
+        if tset.metadata:
+            notes.append(f"{plural(len(tset.metadata), 'metadata entry', 'metadata entries')} written to the __metadata__ member")
+        return notes
+    if tset.metadata:
+        notes.append(
+            f"{plural(len(tset.metadata), 'metadata entry', 'metadata entries')} not written: the .npz holds tensors only "
+            "(--npz-metadata keeps them in a __metadata__ member)"
+        )
+    for raw in EXTENSION_DTYPES:
+        count = sum(1 for e in tset.entries if e.dtype == raw)
+        if count:
+            name = dtype_name(raw)
+            notes.append(
+                f"{plural(count, f'{name} tensor')} written as raw {element_size(raw)}-byte items, as numpy saves ml_dtypes' "
+                f"{DTYPE_INFO[raw.variant].numpy} (burnpack reads them back as {name})"
+            )
+    for e in tset.entries:
+        if e.dtype == DType.Flex32:
+            notes.append(f"{e.name}: Flex32 written as F32")
+        elif e.dtype.is_bool and e.dtype != NATIVE_BOOL:
+            notes.append(f"{e.name}: {dtype_name(e.dtype)} written as numpy bool (--npz-metadata records the store)")
+    return notes
 
 
 def write_npz(

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from ..core.reader import Pack
-    from .registry import Format
+    from .format import Format
     from .tensors import Entry, TensorSet
 
 
@@ -86,6 +86,7 @@ def open_input(
     where one is installed (``interop.crosscheck``), so that a bug in burnpack's reader of that
     format cannot hide itself in a diff against a file converted with it; without, it is read as
     ``convert`` reads it. ``readers[path]`` says which reader was used."""
+    from .format import ReadOptions
     from .registry import choose, probe_url, read_tensors
     from ..core.remote import is_url
 
@@ -93,11 +94,11 @@ def open_input(
     with blame(path):
         if is_url(path) and from_format is None:  # the probe's first block opens a .bpk: no second request
             fmt, source = probe_url(path)
-            if fmt.name != "burnpack":
+            if not fmt.native:
                 source.close()
         else:
             fmt, source = choose(path, from_format), None
-        if fmt.name == "burnpack":
+        if fmt.native:
             from ..core.reader import load
 
             readers[path] = "burnpack"
@@ -105,10 +106,8 @@ def open_input(
                 yield pack
             return
         independent = None
-        if crosscheck and not is_url(path) and Path(path).is_file():
-            from .crosscheck import read_independently
-
-            independent = read_independently(path, fmt.name)
+        if crosscheck and fmt.crosscheck is not None and not is_url(path) and Path(path).is_file():
+            independent = fmt.crosscheck(Path(path), ReadOptions())
         if independent is not None:
             tset, readers[path] = independent
         else:

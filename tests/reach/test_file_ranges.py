@@ -16,7 +16,7 @@ import burnpack
 from burnpack import DType, FileRange, Tensor, TensorBytesSizeMismatch, ValidationError, Writer
 from burnpack.interop import convert
 from burnpack.interop.formats import burnpack_writer
-from burnpack.interop.sharded import read_sharded
+from burnpack.interop.registry import read_tensors
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "copy_file_range"), reason="os.copy_file_range is Linux-only")
 
@@ -79,7 +79,7 @@ def test_converting_a_sharded_folder_copies_the_tensor_bytes_in_the_kernel(tmp_p
 
 def test_the_kernel_copy_writes_the_same_bytes_as_reading(tmp_path, model, kernel_copies):
     convert(model, tmp_path / "kernel.bpk", stamp=False)
-    with read_sharded(model) as tset:
+    with read_tensors(model, "safetensors-shards") as tset:
         read = burnpack_writer(tset).to_bytes()  # an in-memory output reads the ranges
     assert (tmp_path / "kernel.bpk").read_bytes() == read == _expected_pack()
 
@@ -91,7 +91,7 @@ def test_an_unsupported_kernel_copy_falls_back_to_the_same_bytes(tmp_path, model
 
 
 def test_in_memory_outputs_read_the_ranges(tmp_path, model, kernel_copies):
-    with read_sharded(model) as tset:
+    with read_tensors(model, "safetensors-shards") as tset:
         writer = burnpack_writer(tset)
         stream = io.BytesIO()
         writer.write_stream(stream)
@@ -112,7 +112,7 @@ def test_an_adapter_that_changes_the_bytes_is_not_kernel_copied(tmp_path, model,
 def test_a_shard_truncated_after_planning_is_refused_and_nothing_is_written(tmp_path, model, kernel_copies):
     out = tmp_path / "out" / "model.bpk"
     out.parent.mkdir()
-    with read_sharded(model) as tset:
+    with read_tensors(model, "safetensors-shards") as tset:
         writer = burnpack_writer(tset)
         writer.plan()
         shard = model / "model-00002-of-00002.safetensors"
@@ -163,7 +163,7 @@ def test_an_entry_whose_file_range_holds_other_than_its_bytes_is_refused(tmp_pat
 
 
 def test_a_closed_source_file_is_an_io_error(tmp_path, model):
-    with read_sharded(model) as tset:
+    with read_tensors(model, "safetensors-shards") as tset:
         writer = burnpack_writer(tset)
     with pytest.raises(burnpack.IoError, match="tensor 'embed.weight'.*closed file"):
         writer.write(tmp_path / "out.bpk")

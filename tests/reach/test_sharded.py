@@ -12,7 +12,8 @@ from safetensors.numpy import save_file
 
 import burnpack
 from burnpack.interop import ConversionError, convert
-from burnpack.interop.sharded import parse_size, read_sharded, split_into_shards
+from burnpack.interop.registry import read_tensors
+from burnpack.interop.sharded import parse_size, split_into_shards
 
 ARRAYS = {
     "embed.weight": np.arange(40, dtype=np.float32).reshape(10, 4),
@@ -65,7 +66,7 @@ def test_the_index_file_itself_is_accepted(tmp_path):
 
 def test_data_order_is_shard_by_shard_in_file_order(tmp_path):
     folder = _write_sharded(tmp_path / "model", SHARDS)
-    with read_sharded(folder) as tset:
+    with read_tensors(folder, "safetensors-shards") as tset:
         names = tset.names
     assert set(names[:3]) == set(SHARDS["model-00001-of-00002.safetensors"])
 
@@ -169,8 +170,8 @@ def test_reading_a_shard_releases_the_previous_tensors_pages(tmp_path, monkeypat
             released.append((option, start, length))
             return original(self, option, start, length)
 
-    monkeypatch.setattr("burnpack.interop.formats.mmap.mmap", Spy)
-    with read_sharded(folder) as tset:
+    monkeypatch.setattr(mmap, "mmap", Spy)  # the mapping each shard is read through
+    with read_tensors(folder, "safetensors-shards") as tset:
         for entry in tset.entries:
             entry.numpy()
     assert len(released) == len(ARRAYS) - 1  # every tensor but the last, across shards
