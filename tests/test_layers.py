@@ -50,7 +50,7 @@ RANKS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("core._cquant", "core._ctable", "core._cencode"),  # the compiled kernels (optional)
         # support: bytes in and out, and the helpers every layer uses
         ("core", "core._lazy", "core.paths", "core.source", "core.remote", "core.sidefile", "core.atomic",
-         "core.patterns", "core.display", "core.progress"),
+         "core.patterns", "core.display", "core.progress", "core.limits"),
         # the data model: what a file holds
         ("core.dtypes", "core.frameworks", "core.metadata", "core.legacy", "core.table", "core.tensor",
          "core.slices", "core.strict", "core.quant"),

@@ -28,9 +28,6 @@ from ..codec._generated.layout import (
     HEADER_SIZE,
     MAGIC,
     MAX_FILE_SIZE,
-    MAX_METADATA_SIZE,
-    MAX_TENSOR_COUNT,
-    MAX_TENSOR_SIZE,
     data_section_start,
 )
 from ..codec._generated.metadata import DType, Metadata, Scalar, TensorDescriptor
@@ -48,7 +45,8 @@ from ..errors import (
     ValidationError,
 )
 from .metadata import decode_metadata, decode_metadata_exact
-from .plan import Limits, ReadPlan
+from .limits import LoadLimits
+from .plan import ReadPlan
 from .frameworks import import_torch, torch_from_buffer, torch_view_dtype
 from .paths import PathLike, resolve_read_path
 from .remote import FsspecSource, is_url
@@ -199,7 +197,7 @@ class Pack(Mapping[str, TensorView]):
         legacy_ok: bool,
         from_file: bool,
         old_schemes: dict[str, dict] | None = None,
-        limits: Limits = Limits(),
+        limits: LoadLimits = LoadLimits(),
     ) -> None:
         self._source = source
         self._closed = False
@@ -417,9 +415,9 @@ def load(
     framework: str = "np",
     storage_options: Mapping[str, Any] | None = None,
     decoder: str = "auto",
-    max_metadata_size: int = MAX_METADATA_SIZE,
-    max_tensors: int = MAX_TENSOR_COUNT,
-    max_tensor_size: int = MAX_TENSOR_SIZE,
+    max_metadata_size: int = LoadLimits.max_metadata_size,
+    max_tensors: int = LoadLimits.max_tensors,
+    max_tensor_size: int = LoadLimits.max_tensor_size,
 ) -> Pack:
     """Open a burnpack from a path (memory-mapped, lazy), a URL, a binary file object, bytes in
     memory, or any ``Source``.
@@ -444,13 +442,14 @@ def load(
     ``decoder="exact"`` decodes the metadata with the token-by-token ciborium emulation only,
     instead of the faster tiers that fall back to it (``"auto"``); every tier gives the same
     ``Pack``. ``max_metadata_size``, ``max_tensors`` and ``max_tensor_size`` (bytes, one
-    tensor) are Burn's limits by default; a refusal names the parameter that raises it.
+    tensor) are Burn's limits by default (``burnpack.core.limits.LoadLimits``); a refusal names the
+    keyword that lifts it, and a limit that is not a non-negative int is an ``OptionError``.
     """
     if decoder not in DECODERS:
         raise OptionError(f"decoder must be one of {sorted(DECODERS)}, not {decoder!r}")
     if decoder != "auto" and legacy_ok:
         raise OptionError("decoder only applies without legacy_ok (legacy_ok rewrites old descriptors before decoding)")
-    limits = Limits(max_metadata_size, max_tensors, max_tensor_size).checked()
+    limits = LoadLimits(max_metadata_size, max_tensors, max_tensor_size)
     if framework not in FRAMEWORKS:
         raise OptionError(f"framework must be one of {sorted(FRAMEWORKS)}, not {framework!r}")
     if FRAMEWORKS[framework] == "pt":
@@ -529,7 +528,7 @@ _COMPRESSED_STREAMS = (("gzip", "GzipFile"), ("bz2", "BZ2File"), ("lzma", "LZMAF
 module is loaded: a caller holding one has imported it)."""
 
 
-def _open(source: Source, *, from_file: bool, legacy_ok: bool, decoder: str = "auto", limits: Limits = Limits()) -> Pack:
+def _open(source: Source, *, from_file: bool, legacy_ok: bool, decoder: str = "auto", limits: LoadLimits = LoadLimits()) -> Pack:
     size = source.size
     if from_file and size > MAX_FILE_SIZE:
         raise ValidationError(f"File size {size} bytes exceeds maximum allowed size of {MAX_FILE_SIZE} bytes")

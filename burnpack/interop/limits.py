@@ -2,11 +2,12 @@
 
 A PyTorch pickle, a zip archive (``.pt``, ``.npz``), a shard folder's index and a DCP folder's
 ``.metadata`` are read within bounds that keep time and memory proportional to the bytes really
-present (``docs/bounds.md``). Their defaults live here, in :class:`ReadLimits`; a caller lifts
-one with the keyword of the same name (``convert(src, dst, max_pickle_depth=512)``,
-``read_tensors``, ``read_pytorch``, ...), typed by :class:`ReadCaps`, and every refusal names the
-keyword that lifts it. A format takes only the caps its reader uses (``Format.limits``); giving
-another one is refused, as it would change nothing.
+present (``docs/bounds.md``). Their defaults live here, in :class:`ReadLimits` (one kind of
+:class:`burnpack.core.limits.Limits`, as ``load``'s are); a caller lifts one with the keyword of
+the same name (``convert(src, dst, max_pickle_depth=512)``, ``read_tensors``, ``read_pytorch``,
+...), typed by :class:`ReadCaps`, and every refusal names the keyword that lifts it. A format
+takes only the caps its reader uses (``Format.limits``); giving another one is refused, as it
+would change nothing.
 
 Bounds that are facts of a format rather than caps stay with the format: DEFLATE's largest
 expansion (``archive.DEFLATE_MAX_RATIO``), safetensors' header bound (the safetensors crate's
@@ -15,11 +16,11 @@ expansion (``archive.DEFLATE_MAX_RATIO``), safetensors' header bound (the safete
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, TypedDict, cast
 
+from ..core.limits import Limits, refuse_unused
 from ..core.sidefile import SIDE_FILE_MAX_BYTES
-from ..errors import OptionError
 
 __all__ = ["DCP_LIMITS", "DEFAULT_LIMITS", "PICKLE_LIMITS", "ZIP_LIMITS", "ReadCaps", "ReadLimits", "refuse_unused", "take_caps"]
 
@@ -36,7 +37,7 @@ class ReadCaps(TypedDict, total=False):
 
 
 @dataclass(frozen=True)
-class ReadLimits:
+class ReadLimits(Limits):
     """What the foreign-format readers refuse beyond; each field is the keyword that lifts it."""
 
     max_pickle_depth: int = 128
@@ -55,40 +56,11 @@ class ReadLimits:
     max_metadata_bytes: int = 256 << 20
     """Size of a DCP folder's ``.metadata`` (a side file, read before it is unpickled)."""
 
-    def __post_init__(self) -> None:
-        for name, value in asdict(self).items():
-            if type(value) is not int or value < 0:
-                raise OptionError(f"{name} must be a non-negative int, not {value!r}")
-
-    @classmethod
-    def of(cls, caps: ReadCaps, used: tuple[str, ...] | None = None, what: str = "this reader") -> ReadLimits:
-        """The limits with ``caps`` lifted; a cap outside ``used`` (when given) is refused,
-        naming ``what`` does not use it."""
-        unknown = sorted(set(caps) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise OptionError(f"unknown read limit {unknown[0]!r}; the limits are {', '.join(cls.__dataclass_fields__)}")
-        if used is not None:
-            refuse_unused(frozenset(caps), used, what)
-        return cls(**caps)
-
-    def lift(self, name: str) -> str:
-        """What a refusal says about the keyword that lifts it."""
-        return f"the limit {name}={getattr(self, name)}; a larger {name}= lifts it"
-
 
 def take_caps(options: dict[str, Any]) -> ReadCaps:
     """The read caps among a converter's keyword ``options``, taken out of them (the rest are
     the transformation's)."""
     return cast(ReadCaps, {name: options.pop(name) for name in ReadCaps.__annotations__ if name in options})
-
-
-def refuse_unused(lifted: frozenset[str], used: tuple[str, ...], what: str) -> None:
-    """An ``OptionError`` when a cap in ``lifted`` is not one of the ``used`` caps of ``what``:
-    lifting it would change nothing."""
-    unused = sorted(lifted - set(used))
-    if unused:
-        takes = ", ".join(used) if used else "none"
-        raise OptionError(f"{unused[0]} changes nothing for {what} (the limits it takes: {takes})")
 
 
 DEFAULT_LIMITS = ReadLimits()

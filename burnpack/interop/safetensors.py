@@ -32,6 +32,7 @@ from ..core.dtypes import ResolvedTable, dtype_from_numpy, dtype_from_safetensor
 from ..errors import SafetensorsError
 from ..core.sidefile import parse_json
 from ..core.source import open_regular
+from ..core.tensor import NUMPY_MAX_DIMS
 
 __all__ = [
     "build_header",
@@ -44,7 +45,6 @@ __all__ = [
 
 # safetensors' own bound (MAX_HEADER_SIZE): a larger header is refused before it is read.
 _MAX_HEADER = 100_000_000
-_MAX_DIMS = 64  # numpy's limit on array rank
 # The writer lays tensors out from the end of safetensors' code order (by increasing alignment).
 _DTYPES: Mapping[str, np.dtype] = ResolvedTable({code: dtype_from_safetensors(code) for code in SAFETENSORS_CODE_ORDER}, numpy_dtype)
 _ALIGNMENT_RANK = {code: rank for rank, code in enumerate(_DTYPES)}
@@ -181,9 +181,9 @@ def _entry(
         raise SafetensorsError(
             f"tensor {name!r} has unsupported dtype {code!r}; supported: {', '.join(_DTYPES)}"
         )
-    if not _ints(shape) or len(shape) > _MAX_DIMS:
+    if not _ints(shape) or len(shape) > NUMPY_MAX_DIMS:
         raise SafetensorsError(
-            f"tensor {name!r} shape must be a list of at most {_MAX_DIMS} non-negative ints"
+            f"tensor {name!r} shape must be a list of at most {NUMPY_MAX_DIMS} non-negative ints"
         )
     if not (_ints(offsets) and len(offsets) == 2 and offsets[0] <= offsets[1]):
         raise SafetensorsError(

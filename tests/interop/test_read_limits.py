@@ -134,7 +134,7 @@ def test_a_cap_that_is_not_a_non_negative_int_is_refused(value):
 
 
 def test_an_unknown_cap_is_refused(tmp_path):
-    with pytest.raises(OptionError, match="unknown read limit 'max_pickles'"):
+    with pytest.raises(OptionError, match="unknown limit 'max_pickles'"):
         ReadLimits.of({"max_pickles": 1})  # type: ignore[typeddict-unknown-key]
 
 
