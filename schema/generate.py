@@ -7,7 +7,9 @@ Reads ``schema/layout.py`` (the file layout as ``construct`` structs) and ``sche
 * ``burnpack/codec/_generated/metadata.py`` — the metadata types (structs, enums, the dtype table)
   and, per type, a writer encoder, a fast validator over cbor2's output, an exact
   ciborium-equivalent decoder and Burn's serde form both ways;
-* ``schema/burnpack.cddl`` — the metadata as CDDL (RFC 8610).
+* ``schema/burnpack.cddl`` — the metadata as CDDL (RFC 8610);
+* ``__init__.pyi`` beside each lazy package facade (``FACADES``) — the types of the names its
+  ``_EXPORTS`` table lists once and imports on first use.
 
 Run ``python -m schema.generate`` after changing the schema; ``--check`` exits 1 when the checked-in
 files are stale (the test suite runs it).
@@ -16,6 +18,7 @@ files are stale (the test suite runs it).
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.util
 import re
 import struct
@@ -32,6 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_TOML = ROOT / "schema" / "metadata.toml"
 GENERATED = ROOT / "burnpack" / "codec" / "_generated"
 CDDL = ROOT / "schema" / "burnpack.cddl"
+FACADES = ("burnpack/__init__.py", "burnpack/records/__init__.py", "burnpack/interop/__init__.py")
+"""The lazy package facades: each lists its public names once, in ``_EXPORTS``."""
 
 BANNER = "# generated from schema/metadata.toml and schema/layout.py by schema/generate.py — do not edit\n"
 PRIMITIVES = {"u8", "u64", "i64", "f64", "bool", "str"}
@@ -1220,6 +1225,36 @@ def gen_cddl(schema: Schema) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+# The facades' stubs
+# ---------------------------------------------------------------------------------------------
+def gen_facade_stub(facade: Path, relative: str) -> str:
+    """The ``.pyi`` of a lazy facade: its ``_EXPORTS`` table as explicit re-exports (``X as X``,
+    which strict type checkers take as public), ``__all__``, and ``__version__`` where it has one."""
+    tree = ast.parse(facade.read_text(encoding="utf-8"))
+    exports: dict[str, tuple[str, ...]] | None = None
+    version = False
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["_EXPORTS"]:
+            exports = ast.literal_eval(node.value)
+        version = version or (isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["__version__"])
+    if exports is None:
+        raise ValueError(f"{relative}: no _EXPORTS table")
+    lines = [
+        f"# generated from the _EXPORTS table of {relative} by schema/generate.py — do not edit",
+        f'"""The types of the names {relative} imports on first use."""',
+        "",
+    ]
+    for module, names in exports.items():
+        lines.append(f"from {module} import {', '.join(f'{name} as {name}' for name in names)}")
+    lines.append("")
+    if version:
+        lines.append("__version__: str")
+    everything = sorted(name for names in exports.values() for name in names)
+    lines.append(f"__all__ = {everything!r}")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
 def outputs(root: Path = ROOT) -> dict[Path, str]:
     """Every generated file of the tree at ``root`` (this checkout by default) → its text."""
     schema = load_schema(root)
@@ -1229,6 +1264,7 @@ def outputs(root: Path = ROOT) -> dict[Path, str]:
         generated / "layout.py": gen_layout(schema, load_layout(root)),
         generated / "metadata.py": gen_metadata(schema),
         root / CDDL.relative_to(ROOT): gen_cddl(schema),
+        **{(root / facade).with_suffix(".pyi"): gen_facade_stub(root / facade, facade) for facade in FACADES},
     }
 
 

@@ -193,12 +193,15 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def package_graph(graph: dict[str, set[str]], is_package: dict[str, bool]) -> dict[str, set[str]]:
-    """The graph between folders: a module stands for its package, a package ``__init__`` for
-    itself; a module at the top of the tree (``burnpack.errors``) is a unit of its own, as the top
-    folder is the whole tree."""
+    """The graph between folders: a module stands for its folder; a package's ``__init__`` is a
+    unit of its own (``pkg/__init__``: a facade may re-export what its folder and subfolders
+    define); a module at the top of the tree (``burnpack.errors``) is a unit of its own, as the
+    top folder is the whole tree."""
 
     def folder(module: str) -> str:
-        return module if is_package.get(module) or module.count(".") <= 1 else module.rsplit(".", 1)[0]
+        if is_package.get(module):
+            return module + "/__init__"
+        return module if module.count(".") <= 1 else module.rsplit(".", 1)[0]
 
     folders: dict[str, set[str]] = {}
     for module, deps in graph.items():
@@ -353,8 +356,12 @@ def test_layers_and_ranks_place_modules_by_their_package():
     assert rank_of("burnpack.core.reader") == rank_of("burnpack.core.writer")
     assert rank_of("burnpack.core.unknown") is None
     is_package = {"burnpack.core": True, "burnpack.core.reader": False, "burnpack.errors": False, "burnpack.interop.checkpoint.model": False}
-    graph = {"burnpack.core.reader": {"burnpack.errors"}, "burnpack.interop.checkpoint.model": {"burnpack.core.reader"}}
-    assert package_graph(graph, is_package) == {"burnpack.core": {"burnpack.errors"}, "burnpack.interop.checkpoint": {"burnpack.core"}}
+    graph = {"burnpack.core.reader": {"burnpack.errors"}, "burnpack.interop.checkpoint.model": {"burnpack.core.reader"}, "burnpack.core": {"burnpack.core.reader"}}
+    assert package_graph(graph, is_package) == {
+        "burnpack.core": {"burnpack.errors"},
+        "burnpack.interop.checkpoint": {"burnpack.core"},
+        "burnpack.core/__init__": {"burnpack.core"},
+    }
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,5 +1,9 @@
 """Package attributes imported on first use (PEP 562), so that importing a package — and
-starting the command line — loads only what a run needs."""
+starting the command line — loads only what a run needs.
+
+A lazy package lists each public name once, in its ``_EXPORTS`` table; type checkers read the
+same names from the package's ``__init__.pyi``, which ``python -m schema.generate`` writes from
+that table (a test fails when it is stale)."""
 
 from __future__ import annotations
 
@@ -13,10 +17,10 @@ __all__ = ["lazy_exports"]
 
 def lazy_exports(
     package: str, exports: Mapping[str, Iterable[str]], *, submodules: bool = False
-) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """A package's ``__getattr__`` and ``__dir__``: ``exports`` maps each module (relative to
-    ``package``, e.g. ``".reader"``) to the public names it defines; with ``submodules``, any
-    other name is tried as a submodule (``burnpack.errors``)."""
+) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
+    """A package's ``__getattr__``, ``__dir__`` and ``__all__``: ``exports`` maps each module
+    (relative to ``package``, e.g. ``".reader"``) to the public names it defines; with
+    ``submodules``, any other name is tried as a submodule (``burnpack.errors``)."""
     module_of = {name: module for module, names in exports.items() for name in names}
 
     def __getattr__(name: str) -> Any:
@@ -38,4 +42,4 @@ def lazy_exports(
     def __dir__() -> list[str]:
         return sorted(set(vars(sys.modules[package])) | set(module_of))
 
-    return __getattr__, __dir__
+    return __getattr__, __dir__, sorted(module_of)

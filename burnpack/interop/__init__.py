@@ -24,12 +24,7 @@ imported on first use.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..core._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from .converter import convert
 
 _EXPORTS = {
     "..errors": ("ConversionError", "OutputExistsError", "UnmatchedOptionError", "UnknownModuleType", "PyTorchReadError",
@@ -50,6 +45,5 @@ _EXPORTS = {
     ".safetensors": ("read_safetensors", "parse_safetensors", "write_safetensors", "serialize_safetensors"),
     ".torch_live": ("to_state_dict",),
 }  # fmt: skip
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = sorted(name for names in _EXPORTS.values() for name in names)
+"""Each public name once, by the module that defines it (``__init__.pyi`` gives their types)."""
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)
