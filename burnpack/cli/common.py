@@ -9,6 +9,8 @@ the command-line spelling.
 
 from __future__ import annotations
 
+import argparse
+
 import contextlib
 import os
 import re
@@ -135,7 +137,7 @@ def describe_error(exc: BaseException, default_path: str | None, *, verbose: boo
     return line, code
 
 
-def first_path(args: Any, *names: str) -> str | None:
+def first_path(args: argparse.Namespace, *names: str) -> str | None:
     """The first of ``names`` that ``args`` holds a value for (the path errors are about)."""
     for name in names:
         value = getattr(args, name, None)
@@ -144,7 +146,7 @@ def first_path(args: Any, *names: str) -> str | None:
     return None
 
 
-def add_progress_option(p: Any) -> None:
+def add_progress_option(p: argparse.ArgumentParser) -> None:
     """``--progress auto|always|never`` (see :mod:`burnpack.core.progress`)."""
     p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
                    help="progress on stderr: auto = a bar for 64 MiB or more on a terminal; always = also as lines "

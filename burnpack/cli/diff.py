@@ -3,12 +3,14 @@ also compares how two packs are written (header, padding, offsets, trailing byte
 
 from __future__ import annotations
 
+import argparse
+
 import json
 from typing import Any
 
 from ..errors import BurnpackError, CommandError
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``diff`` subcommand to ``burnpack``'s argument parser."""
     p = sub.add_parser(
         "diff",
@@ -25,7 +27,7 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=run_diff)
 
 
-def run_diff(args: Any) -> int:
+def run_diff(args: argparse.Namespace) -> int:
     """Exit 0 when identical, 1 when different; unreadable files are errors (exit 2)."""
     from ..core.diff import PackDiff, compare_layout, diff_packs
     from ..core.reader import Pack

@@ -8,6 +8,8 @@ What a command needs is imported when it runs: registering the commands costs no
 
 from __future__ import annotations
 
+import argparse
+
 import json
 import sys
 from typing import TYPE_CHECKING, Any
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from ..core.reader import Pack
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the four single-file commands to ``burnpack``'s argument parser."""
     from .interop import add_from_option
 
@@ -100,7 +102,7 @@ def _open(path: str, args: Any, *, strict: bool = False) -> Pack:
         raise
 
 
-def run_inspect(args: Any) -> int:
+def run_inspect(args: argparse.Namespace) -> int:
     """Any input ``convert`` reads, opened as ``diff`` opens it (read as ``convert`` reads it)."""
     from . import inspect as inspect_cmd
     from ..interop.inputs import FormatTensors, open_input
@@ -112,7 +114,7 @@ def run_inspect(args: Any) -> int:
         return inspect_cmd.inspect(pack, args, sys.stdout)
 
 
-def run_dump(args: Any) -> int:
+def run_dump(args: argparse.Namespace) -> int:
     if args.batch:
         from .batch import serve
 
@@ -144,7 +146,7 @@ def _all(count: int) -> str:
     return f"{'its' if count == 1 else 'all'} {plural(count, 'tensor')}"
 
 
-def run_validate(args: Any) -> int:
+def run_validate(args: argparse.Namespace) -> int:
     level = " (strict)" if args.strict else ""
     with blame(args.file), _open(args.file, args, strict=args.strict) as pack:
         if not args.deep:
@@ -161,7 +163,7 @@ def run_validate(args: Any) -> int:
     return 0
 
 
-def run_repack(args: Any) -> int:
+def run_repack(args: argparse.Namespace) -> int:
     from ..core.atomic import atomic_file
     from ..core.progress import finish, progress_for
     from ..core.writer import Writer, resolve_write_path

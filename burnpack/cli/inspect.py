@@ -15,6 +15,8 @@ the middle so that columns stay readable, and East-Asian wide characters count d
 
 from __future__ import annotations
 
+import argparse
+
 import json
 import math
 import re
@@ -32,6 +34,7 @@ from ..core.patterns import compile_pattern
 from ..core.progress import human_size
 from ..core.quant import dtype_label
 from ..core.reader import Pack, TensorView
+from ..core.sidefile import JSONObject
 from ..errors import CommandError
 from ..interop.inputs import EntryView, FormatTensors
 
@@ -132,7 +135,7 @@ def totals(views: Iterable[View]) -> dict[str, dict[str, int]]:
     return out
 
 
-def to_json(pack: Pack | FormatTensors, views: Sequence[View], record_kind: str | None) -> dict[str, Any]:
+def to_json(pack: Pack | FormatTensors, views: Sequence[View], record_kind: str | None) -> JSONObject:
     """Everything ``inspect`` shows; the ``.bpk`` layout facts (version, sizes, offsets, record
     kind) only for a ``.bpk``, the entries the reader skipped only for another format."""
     by_dtype = totals(views)
@@ -272,7 +275,7 @@ def print_skipped(tensors: FormatTensors, out: TextIO) -> None:
             print(f"  {printable(path)}: {printable(why)}", file=out)
 
 
-def inspect(pack: Pack | FormatTensors, args: Any, out: TextIO) -> int:
+def inspect(pack: Pack | FormatTensors, args: argparse.Namespace, out: TextIO) -> int:
     """Print what ``burnpack inspect`` shows for an open pack or another format's tensors; 1 when
     ``--filter`` finds nothing."""
     from ..records.detect import detect_record_kind

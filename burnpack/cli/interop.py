@@ -122,7 +122,7 @@ def add_from_option(p: argparse.ArgumentParser) -> None:
                    help=f"the input's format (default: from its content): {', '.join(f.name for f in formats())}")  # fmt: skip
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``convert`` and ``convert-checkpoint`` to the ``burnpack`` subparsers."""
     _register_convert(sub)
     _register_convert_checkpoint(sub)

@@ -7,6 +7,8 @@ in the usual style. Exit 2 for a malformed spec, 1 when the writer refuses it.
 
 from __future__ import annotations
 
+import argparse
+
 import json
 import sys
 from pathlib import Path
@@ -17,7 +19,7 @@ from ..errors import blame
 from .common import check_output, describe_error
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``pack`` subcommand to ``burnpack``'s argument parser."""
     p = sub.add_parser("pack", help="build a .bpk file from a writer spec (JSON: tensors in write order, metadata, scalars)")
     p.add_argument("spec", help="the spec file (see burnpack.core.spec), or - for standard input")
@@ -27,7 +29,7 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=run_pack)
 
 
-def _build(args: Any) -> Path:
+def _build(args: argparse.Namespace) -> Path:
     from ..core.atomic import atomic_file
     from ..core.sidefile import read_capped
     from ..core.spec import SPEC_MAX_BYTES, load_spec, parse_spec, writer_from_spec
@@ -46,7 +48,7 @@ def _build(args: Any) -> Path:
     return target
 
 
-def run_pack(args: Any) -> int:
+def run_pack(args: argparse.Namespace) -> int:
     from ..errors import BurnpackError, SpecError
 
     try:

@@ -13,7 +13,7 @@ from typing import Any, TextIO
 from ..core.display import printable, printable_lines
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``checkpoint inspect DIR`` to the ``burnpack`` command."""
     parser = subparsers.add_parser("checkpoint", help="inspect a Burn learner's checkpoint directory")
     commands = parser.add_subparsers(dest="checkpoint_command", required=True)

@@ -7,6 +7,8 @@ changes). Two inputs: their diff. ``--no-stats`` reads no tensor values of a sin
 
 from __future__ import annotations
 
+import argparse
+
 import webbrowser
 from pathlib import Path
 from typing import Any
@@ -15,7 +17,7 @@ from ..errors import CommandError, blame
 from .common import check_output
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``view`` subcommand to ``burnpack``'s argument parser."""
     p = sub.add_parser("view", help="write one self-contained HTML page showing a model, a checkpoint directory, or the diff of two inputs")
     p.add_argument("input", help=".bpk, safetensors, .pt, npz, shard folder, DCP folder, URL, or Burn checkpoint directory")
@@ -34,7 +36,7 @@ def default_output(source: str) -> Path:
     return Path(name + ".html")
 
 
-def run_view(args: Any) -> int:
+def run_view(args: argparse.Namespace) -> int:
     from ..view import build_page, write_page
 
     target = check_output(args.output or default_output(args.input), overwrite=args.overwrite)

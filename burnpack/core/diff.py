@@ -21,6 +21,7 @@ from .display import printable_lines
 from .quant import dtype_label
 from .dump import scalar_json
 from .reader import Pack
+from .sidefile import JSONObject
 
 _EXACT_INTS = (np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32)
 
@@ -212,7 +213,7 @@ def diff_packs(a: Any, b: Any, *, atol: float = 0.0, rtol: float = 0.0) -> PackD
     return out
 
 
-def layout_of(pack: Pack) -> dict[str, Any]:
+def layout_of(pack: Pack) -> JSONObject:
     """How a pack's content is laid out: what ``--layout`` compares. Reads only the metadata and
     the bytes between tensors (padding), all present in the file."""
     source = pack._source

@@ -12,11 +12,22 @@ import functools
 import math
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import numpy as np
 
 from ..codec._generated.metadata import BOOL_STORE_INFO, DTYPE_INFO, NUMPY_EXTENSION_TYPES, BoolStore, DType, debug_DType
+
+if TYPE_CHECKING:  # torch is an extra: its types name what goes in and out; its module is imported when used
+    import torch
+    from numpy.typing import ArrayLike
+
+    TorchTensor: TypeAlias = torch.Tensor
+    TorchDType: TypeAlias = torch.dtype
+    ArrayData: TypeAlias = ArrayLike | torch.Tensor
+    """Elements a caller hands over: a numpy array, anything ``np.asarray`` takes, or a torch tensor."""
+else:
+    TorchTensor = TorchDType = ArrayData = Any
 
 __all__ = [
     "EXTENSION_DTYPES",
@@ -189,7 +200,7 @@ def dtype_from_safetensors(code: str) -> DType:
         raise ValueError(f"safetensors dtype {code} has no burnpack equivalent") from None
 
 
-def torch_dtype(dtype: DType) -> Any:
+def torch_dtype(dtype: DType) -> TorchDType:
     """The torch dtype a tensor of ``dtype`` becomes (any Bool store: ``torch.bool``).
 
     Raises ValueError for QFloat and for dtypes the installed torch lacks (old torch: uint16-64).
@@ -199,11 +210,12 @@ def torch_dtype(dtype: DType) -> Any:
     name = DTYPE_INFO[dtype.variant].torch
     if name is None or not hasattr(torch, name):
         raise ValueError(f"torch {torch.__version__} has no dtype for {debug(dtype)}")
-    return getattr(torch, name)
+    torch_type: TorchDType = getattr(torch, name)
+    return torch_type
 
 
-def dtype_from_torch(dtype: Any) -> DType:
-    """The Burn dtype for a torch dtype; raises ValueError if none fits."""
+def dtype_from_torch(dtype: TorchDType | str) -> DType:
+    """The Burn dtype for a torch dtype (or its name, ``"torch.float32"``); raises ValueError if none fits."""
     name = str(dtype).removeprefix("torch.")
     try:
         return _FROM_TORCH_NAME[name]
@@ -226,7 +238,7 @@ UNIT_VIEW_SPECS: Mapping[str, tuple[int, np.dtype]] = ResolvedTable(
 """Unit dtypes whose bytes numpy views in place: variant → (element size, numpy dtype)."""
 
 
-def view_bytes_as(buffer: Any, offset: int, count: int, dtype: np.dtype) -> np.ndarray:
+def view_bytes_as(buffer: memoryview | bytes | bytearray | np.ndarray, offset: int, count: int, dtype: np.dtype) -> np.ndarray:
     """A zero-copy 1-D view of ``count`` elements at ``offset`` (ml_dtypes types such as bf16 are
     byte-swapped on BE hosts)."""
     if _BIG_ENDIAN_HOST and dtype.itemsize > 1 and is_extension_type(dtype):

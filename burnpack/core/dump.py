@@ -18,9 +18,10 @@ from ..codec._cbor import float_to_bits
 from ..codec._generated.metadata import Scalar
 from ..errors import BurnpackError
 from .reader import Pack, PathLike, load
+from .sidefile import JSON, JSONObject
 
 
-def scalar_json(scalar: Scalar) -> dict[str, Any]:
+def scalar_json(scalar: Scalar) -> JSONObject:
     """A scalar as ``{"type", "value"}`` (+ ``"f64_bits"`` for floats, which JSON cannot hold exactly)."""
     if not scalar.is_float:
         return {"type": scalar.variant, "value": scalar.value}
@@ -33,7 +34,7 @@ def scalar_json(scalar: Scalar) -> dict[str, Any]:
     return {"type": scalar.variant, "value": shown, "f64_bits": f"0x{float_to_bits(value):016x}"}
 
 
-def pack_json(pack: Pack) -> dict[str, Any]:
+def pack_json(pack: Pack) -> JSONObject:
     """Everything a reader reports about an open pack; reads every tensor (to hash it)."""
     tensors = []
     for view in pack.tensors():
@@ -59,11 +60,11 @@ def pack_json(pack: Pack) -> dict[str, Any]:
     }
 
 
-def error_json(error: BurnpackError, stage: str) -> dict[str, Any]:
+def error_json(error: BurnpackError, stage: str) -> JSONObject:
     return {"ok": False, "error": {"variant": error.variant, "stage": stage, "message": str(error)}}
 
 
-def dump(source: PathLike | bytes, *, strict: bool = False, legacy_ok: bool = False) -> dict[str, Any]:
+def dump(source: PathLike | bytes, *, strict: bool = False, legacy_ok: bool = False) -> JSONObject:
     """The ``dump --json`` object for a file or bytes; never raises a BurnpackError."""
     try:
         pack = load(source, strict=strict, legacy_ok=legacy_ok)

@@ -38,10 +38,11 @@ from ..codec._generated.metadata import (
     QuantValue,
     ScaleDtype,
 )
-from .dtypes import ResolvedTable, debug, is_float_array, numpy_dtype_named, view_bytes_as
+from .dtypes import ArrayData, ResolvedTable, debug, is_float_array, numpy_dtype_named, view_bytes_as
 from ..codec._kernels import load_kernel, use_kernel
 from ..errors import InvalidQuantizedData, OptionError, QuantizationError, UnsupportedQuantization
-from .tensor import Tensor
+from .sidefile import JSON
+from .tensor import BytesLike, Tensor
 
 _cquant: Any = load_kernel("burnpack.core._cquant")  # Any: its functions are untyped C
 """The optional compiled kernel; None when not built: numpy unpacks and scales."""
@@ -248,7 +249,7 @@ def parse_scheme(
 # -- scales --------------------------------------------------------------------------------------
 
 
-def round_up_scale(scales: Any, dtype: ScaleDtype) -> np.ndarray:
+def round_up_scale(scales: ArrayData, dtype: ScaleDtype) -> np.ndarray:
     """``ScaleDtype::round_up``: each f32 scale moved up to the smallest ``dtype`` value not below it.
 
     Burn stores (and quantizes with) this rather than the nearest value, so the largest
@@ -485,7 +486,7 @@ def check_decodable(scheme: QuantScheme) -> None:
         )
 
 
-def decode(data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int], *, name: str | None = None) -> QuantizedTensor:
+def decode(data: BytesLike | np.ndarray, scheme: QuantScheme, shape: tuple[int, ...] | list[int], *, name: str | None = None) -> QuantizedTensor:
     """Split a QFloat payload into its parts, checking its length against the scheme and shape.
 
     Native values are a zero-copy view of ``data``; packed fields are unpacked to int8.
@@ -500,7 +501,7 @@ def decode(data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int], *
 
 
 def dequantize(
-    data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int], *, name: str | None = None, compiled: bool | None = None
+    data: BytesLike | np.ndarray, scheme: QuantScheme, shape: tuple[int, ...] | list[int], *, name: str | None = None, compiled: bool | None = None
 ) -> np.ndarray:
     """A QFloat payload's float32 values, bit-identical with ``decode(...).dequantize()``.
 
@@ -641,7 +642,7 @@ def _release(raw: Mapping[str, Any]) -> str:
     return "Burn 0.19" if raw.get("store") == "U32" else _LEGACY_RELEASES
 
 
-def legacy_refusal(raw: Mapping[str, Any]) -> str:
+def legacy_refusal(raw: Mapping[str, JSON]) -> str:
     """Why an old-shape scheme is not dequantized as current Burn would read it."""
     return (
         f"its QFloat scheme has the shape written by {_release(raw)} (keys {sorted(raw)}); current Burn reads it as a "
@@ -650,7 +651,7 @@ def legacy_refusal(raw: Mapping[str, Any]) -> str:
     )
 
 
-def decode_legacy(data: Any, raw: Mapping[str, Any], scheme: QuantScheme, shape: tuple[int, ...], *, name: str | None = None) -> QuantizedTensor:
+def decode_legacy(data: BytesLike | np.ndarray, raw: Mapping[str, JSON], scheme: QuantScheme, shape: tuple[int, ...], *, name: str | None = None) -> QuantizedTensor:
     """Decode a tensor written before the target layout, as its writer meant it (quant.md §5).
 
     Those writers packed ``U32`` values as one flat word stream, and stored scales as f32 (CPU up
@@ -681,7 +682,7 @@ def decode_legacy(data: Any, raw: Mapping[str, Any], scheme: QuantScheme, shape:
     except QuantizationError as exc:
         raise type(exc)(exc.payload, where=where) from None
     num_scales = 1 if block is None else numel // math.prod(block)
-    buffer = memoryview(data).cast("B")
+    buffer = memoryview(data).cast("B")  # type: ignore[arg-type]  # an ndarray is a buffer
     param = _scale_dtype(scheme)
     widths = [4] if param is ScaleDtype.F32 else [4, SCALE_SIZE[param]]
     for width in widths:
@@ -726,7 +727,7 @@ def _round_half_away(y: np.ndarray) -> np.ndarray:
     return t + np.where(np.abs(y - t) >= np.float32(0.5), np.sign(y), np.float32(0))
 
 
-def quantize(array: Any, scheme: QuantScheme, *, backend: str = "ndarray") -> QuantizedTensor:
+def quantize(array: ArrayData, scheme: QuantScheme, *, backend: str = "ndarray") -> QuantizedTensor:
     """Quantize ``array`` as Burn's CPU backend stores it (``quantize_dynamic``, MinMax calibration).
 
     ``backend="ndarray"`` (the reference): ``q = clamp(round(x / S))`` rounding half away from

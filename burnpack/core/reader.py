@@ -31,7 +31,7 @@ from ..codec._generated.layout import (
     data_section_start,
 )
 from ..codec._generated.metadata import DType, Metadata, Scalar, TensorDescriptor
-from .dtypes import element_size
+from .dtypes import TorchTensor, element_size
 from ..errors import (
     BurnpackError,
     InvalidHeader,
@@ -133,7 +133,7 @@ class TensorView(Tensor):
     def _numpy_of(self, view: builtins.memoryview) -> np.ndarray:
         return _as_array(self, view, where=f"data_offsets {list(self.data_offsets)}")
 
-    def torch(self) -> Any:
+    def torch(self) -> TorchTensor:
         """The tensor as a torch tensor sharing the pack's memory (no copy); needs ``burnpack[torch]``.
 
         bf16, f16, every int torch has (uint16/32/64 included) and Flex32 (float32) map directly;
@@ -299,7 +299,7 @@ class Pack(Mapping[str, TensorView]):
                 return dict(zip(self._names, bulk))
         return self._bulk(lambda dtype, np_dtype, count: np.frombuffer(buffer, np_dtype, count, base), TensorView.numpy)
 
-    def torch(self) -> dict[str, Any]:
+    def torch(self) -> dict[str, TorchTensor]:
         """Every tensor as a torch tensor sharing the pack's memory (see ``TensorView.torch``)."""
         self._live()
         buffer = self._writable_buffer()
@@ -319,7 +319,7 @@ class Pack(Mapping[str, TensorView]):
         pieces = read_coalesced(self._source, ranges)
         return {name: take(self[name], piece) for name, piece in zip(self._names, pieces)}
 
-    def get_tensor(self, name: str) -> Any:
+    def get_tensor(self, name: str) -> np.ndarray | TorchTensor:
         """One tensor in this pack's ``framework``: a numpy array (``"np"``) or torch tensor (``"pt"``)."""
         view = self[name]
         return view.torch() if self.framework == "pt" else view.numpy()

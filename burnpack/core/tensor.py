@@ -23,7 +23,7 @@ import numpy as np
 
 from ..codec._cbor import U64_MAX
 from ..codec._generated.metadata import DType
-from .dtypes import dtype_from_numpy, element_size, numpy_dtype, view_bytes_as
+from .dtypes import ArrayData, dtype_from_numpy, element_size, numpy_dtype, view_bytes_as
 from ..errors import ValidationError
 from .frameworks import as_numpy
 
@@ -152,7 +152,7 @@ class Tensor(_Fields):
         return _freeze(tensor, cls)
 
     @classmethod
-    def from_numpy(cls, name: str, array: Any, *, param_id: int | None = None, dtype: DType | None = None) -> Tensor:
+    def from_numpy(cls, name: str, array: ArrayData, *, param_id: int | None = None, dtype: DType | None = None) -> Tensor:
         """A tensor from an array-like or a torch tensor; the dtype follows the array unless given.
 
         A given dtype (``F16``, ``Flex32``, ``Bool(U8)``...) converts the elements when they

@@ -13,19 +13,23 @@ import os
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .dtypes import TorchTensor
 from .frameworks import import_torch
 from ..errors import ValidationError
 from .reader import load
 from .writer import Tensor, save
+
+if TYPE_CHECKING:  # the module is imported when a function runs (import_torch)
+    import torch
 
 __all__ = ["load_file", "load_model", "save_file", "save_model", "shared_tensors"]
 
 PathLike = str | os.PathLike[str]
 
 
-def load_file(path: PathLike, device: str = "cpu") -> dict[str, Any]:
+def load_file(path: PathLike, device: str = "cpu") -> dict[str, TorchTensor]:
     """Every tensor of a ``.bpk`` file as torch tensors, keyed by name (zero-copy on the CPU)."""
     torch = import_torch()
     with load(path, framework="pt") as pack:
@@ -35,7 +39,7 @@ def load_file(path: PathLike, device: str = "cpu") -> dict[str, Any]:
     return tensors
 
 
-def save_file(tensors: Mapping[str, Any], path: PathLike, metadata: Mapping[str, str] | None = None) -> Path:
+def save_file(tensors: Mapping[str, TorchTensor], path: PathLike, metadata: Mapping[str, str] | None = None) -> Path:
     """Write ``{name: torch tensor}`` atomically, in the dict's order; tensors sharing memory are refused."""
     import_torch()
     groups = shared_tensors(tensors)
@@ -48,7 +52,7 @@ def save_file(tensors: Mapping[str, Any], path: PathLike, metadata: Mapping[str,
     return save(_writer_tensors(tensors), path, metadata=metadata)
 
 
-def save_model(model: Any, path: PathLike, metadata: Mapping[str, str] | None = None) -> Path:
+def save_model(model: torch.nn.Module, path: PathLike, metadata: Mapping[str, str] | None = None) -> Path:
     """Write a module's ``state_dict``, keeping one name per group of tied tensors (the first by name)."""
     import_torch()
     state = model.state_dict()
@@ -56,7 +60,7 @@ def save_model(model: Any, path: PathLike, metadata: Mapping[str, str] | None = 
     return save(_writer_tensors({k: v for k, v in state.items() if k not in dropped}), path, metadata=metadata)
 
 
-def load_model(model: Any, path: PathLike, strict: bool = True, device: str = "cpu") -> tuple[list[str], list[str]]:
+def load_model(model: torch.nn.Module, path: PathLike, strict: bool = True, device: str = "cpu") -> tuple[list[str], list[str]]:
     """Load a file written by ``save_model`` into ``model`` (copying into its parameters).
 
     Names ``save_model`` dropped as aliases of a tied tensor are not missing: the module's own
@@ -72,7 +76,7 @@ def load_model(model: Any, path: PathLike, strict: bool = True, device: str = "c
     return missing, unexpected
 
 
-def shared_tensors(tensors: Mapping[str, Any]) -> list[list[str]]:
+def shared_tensors(tensors: Mapping[str, TorchTensor]) -> list[list[str]]:
     """Groups of names (sorted) whose tensors overlap in memory, as ``safetensors`` detects them."""
     by_storage: dict[tuple[Any, int], list[str]] = defaultdict(list)
     for name, tensor in tensors.items():

@@ -37,14 +37,17 @@ from ..codec._generated.layout import (
 )
 from ..codec._generated.metadata import DType, Scalar, TensorDescriptor_layout
 from .atomic import atomic_file
-from .dtypes import UNIT_SIZES, debug, dtype_from_numpy, element_size
+from .dtypes import UNIT_SIZES, ArrayData, debug, dtype_from_numpy, element_size
 from ..errors import BurnpackError, IoError, MetadataSerializationError, TensorBytesSizeMismatch, ValidationError
 from .metadata import encode_metadata_columns
 from .paths import PathLike, resolve_write_path
 from .quant import QuantizedTensor
 from .tensor import BytesLike, FileRange, Tensor, gc_paused, read_at
 
-__all__ = ["FileRange", "Plan", "Tensor", "Writer", "as_scalar", "resolve_write_path", "save", "save_bytes"]
+__all__ = ["FileRange", "Plan", "ScalarLike", "Tensor", "Writer", "as_scalar", "resolve_write_path", "save", "save_bytes"]
+
+ScalarLike = Scalar | bool | int | float
+"""A scalar as a caller gives it: a typed ``Scalar``, or a plain bool, float or i64 int."""
 
 _COLUMNS = attrgetter("name", "byte_len", "param_id", "dtype", "shape")
 """The tensor fields a plan reads, as columns."""
@@ -60,7 +63,7 @@ _NO_KERNEL_COPY = frozenset(
 )
 
 
-def as_scalar(name: str, value: Any) -> Scalar:
+def as_scalar(name: str, value: ScalarLike) -> Scalar:
     """A Scalar from a Scalar or a plain bool / float / i64 int, checked to fit its kind."""
     if isinstance(value, Scalar):
         _check_scalar(name, value)
@@ -104,7 +107,7 @@ class Writer:
         tensors: Iterable[Tensor] = (),
         *,
         metadata: Mapping[str, str] | None = None,
-        scalars: Mapping[str, Any] | None = None,
+        scalars: Mapping[str, ScalarLike] | None = None,
     ) -> None:
         self._tensors: tuple[Tensor, ...] | None = tuple(tensors)
         for tensor in self._tensors:
@@ -116,13 +119,13 @@ class Writer:
         self._metadata: dict[str, str] = {}
         self._scalars: dict[str, Scalar] = {}
         self._plan: Plan | None = None
-        for key, value in (metadata or {}).items():
-            self.with_metadata(key, value)
+        for key, text in (metadata or {}).items():
+            self.with_metadata(key, text)
         for key, value in (scalars or {}).items():
             self.with_scalar(key, value)
 
     @classmethod
-    def _of_arrays(cls, arrays: Mapping[str, Any], *, metadata: Mapping[str, str] | None, scalars: Mapping[str, Any] | None) -> Writer | None:
+    def _of_arrays(cls, arrays: Mapping[str, Any], *, metadata: Mapping[str, str] | None, scalars: Mapping[str, ScalarLike] | None) -> Writer | None:
         """A writer of a name → numpy array mapping that reads its tensors' fields as columns;
         None when some array needs what ``Tensor.from_numpy`` does beyond viewing its bytes."""
         columns = _array_columns(arrays)
@@ -159,7 +162,7 @@ class Writer:
         self._plan = None
         return self
 
-    def with_scalar(self, key: str, value: Any) -> Writer:
+    def with_scalar(self, key: str, value: ScalarLike) -> Writer:
         """Add one typed scalar (a later value for the same key wins, as in Burn)."""
         if type(key) is not str:
             raise ValidationError(f"scalar names must be str, got {key!r}")
@@ -544,27 +547,27 @@ def _produce(tensor: Tensor) -> memoryview:
 
 
 def save(
-    tensors: Mapping[str, Any] | Iterable[Tensor],
+    tensors: Mapping[str, ArrayData | QuantizedTensor] | Iterable[Tensor],
     path: PathLike,
     *,
     metadata: Mapping[str, str] | None = None,
-    scalars: Mapping[str, Any] | None = None,
+    scalars: Mapping[str, ScalarLike] | None = None,
 ) -> Path:
     """Save tensors (a name → array mapping in data order, or ``Tensor`` objects) atomically."""
     return _planned(tensors, metadata, scalars).write_atomic(path)
 
 
 def save_bytes(
-    tensors: Mapping[str, Any] | Iterable[Tensor],
+    tensors: Mapping[str, ArrayData | QuantizedTensor] | Iterable[Tensor],
     *,
     metadata: Mapping[str, str] | None = None,
-    scalars: Mapping[str, Any] | None = None,
+    scalars: Mapping[str, ScalarLike] | None = None,
 ) -> bytes:
     """The file ``save`` would write, as bytes."""
     return _planned(tensors, metadata, scalars).to_bytes()
 
 
-def _planned(tensors: Mapping[str, Any] | Iterable[Tensor], metadata: Mapping[str, str] | None, scalars: Mapping[str, Any] | None) -> Writer:
+def _planned(tensors: Mapping[str, ArrayData | QuantizedTensor] | Iterable[Tensor], metadata: Mapping[str, str] | None, scalars: Mapping[str, ScalarLike] | None) -> Writer:
     """A planned ``Writer`` of ``tensors``, the garbage collector paused once for all the small
     objects building the tensors and planning them makes."""
     with gc_paused():
@@ -588,7 +591,7 @@ def _mapping_tensor(name: str, value: Any) -> Tensor:
     return Tensor.from_numpy(name, value)
 
 
-def _as_tensors(tensors: Mapping[str, Any] | Iterable[Tensor]) -> list[Tensor]:
+def _as_tensors(tensors: Mapping[str, ArrayData | QuantizedTensor] | Iterable[Tensor]) -> list[Tensor]:
     """Tensors from a name → array (or Tensor, or QuantizedTensor) mapping, or from ``Tensor``s."""
     if isinstance(tensors, Mapping):
         with gc_paused():

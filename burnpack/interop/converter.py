@@ -46,6 +46,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..core.display import plural, printable_lines
+from ..core.sidefile import JSONObject
 from ..core.dtypes import EXTENSION_DTYPES, NATIVE_BOOL, element_size
 from ..errors import ConversionError, InvalidPattern, OptionError, UnmatchedOptionError
 from ..core.quant import dtype_label
@@ -103,7 +104,7 @@ class ConversionReport:
     def is_success(self) -> bool:
         return not self.errors
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return asdict(self)
 
     def counts(self) -> dict[str, int]:

@@ -60,7 +60,7 @@ _METADATA_KEY = "__metadata__"
 # --------------------------------------------------------------------------------------------
 # Reading
 # --------------------------------------------------------------------------------------------
-def read_burnpack(source: Any, *, legacy_ok: bool = False) -> TensorSet:
+def read_burnpack(source: str | os.PathLike[str] | bytes | bytearray | memoryview, *, legacy_ok: bool = False) -> TensorSet:
     """A ``.bpk`` path or bytes: entries in data order, ids, metadata and scalars kept.
 
     An entry of a pack opened from a path names its ``file_range`` (the pack stays open until the
@@ -80,7 +80,7 @@ def read_burnpack(source: Any, *, legacy_ok: bool = False) -> TensorSet:
     return TensorSet(entries, dict(pack.metadata), dict(pack.scalars), format="burnpack", closers=[pack.close])
 
 
-def read_safetensors_file(path: Any, *, bool_store: str | BoolStore = BoolStore.U8, pages: PageReleaser | None = None) -> TensorSet:
+def read_safetensors_file(path: str | os.PathLike[str], *, bool_store: str | BoolStore = BoolStore.U8, pages: PageReleaser | None = None) -> TensorSet:
     """A ``.safetensors`` file (validated, memory-mapped); ``__metadata__`` becomes metadata.
 
     Each entry views the mapping and names its ``file_range`` (the file stays open until the set
@@ -130,7 +130,7 @@ def read_pytorch_file(
     return TensorSet(entries, format="pytorch", top_level_key=top_level_key, skipped=skipped)
 
 
-def read_npz(path: Any, *, bool_store: str | BoolStore = BoolStore.U8, limits: ReadLimits = DEFAULT_LIMITS) -> TensorSet:
+def read_npz(path: str | os.PathLike[str], *, bool_store: str | BoolStore = BoolStore.U8, limits: ReadLimits = DEFAULT_LIMITS) -> TensorSet:
     """A ``.npz`` archive of ``.npy`` members (no pickle). A 0-d string ``__metadata__`` member
     holding JSON ``{"metadata": {...}, "dtypes": {...}}`` (what :func:`write_npz` adds with
     ``metadata=True``) restores the metadata and the Burn dtypes numpy cannot express (BF16, Bool

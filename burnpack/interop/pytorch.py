@@ -275,7 +275,7 @@ def _markers() -> dict[tuple[str, str], object]:
 def _tensor_dtype(name: object) -> np.dtype:
     """The numpy dtype of a torch dtype marker (``"torch.uint16"``); Burn's dtypes only."""
     try:
-        return numpy_dtype(dtype_from_torch(name))
+        return numpy_dtype(dtype_from_torch(str(name)))
     except (ValueError, KeyError):
         raise PyTorchReadError(f"unsupported dtype {name}: Burn has no such dtype") from None
 

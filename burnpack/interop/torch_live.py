@@ -29,7 +29,7 @@ from .tensors import TensorSet, dtype_name, flatten_nested
 __all__ = ["is_torch_object", "module_types_of", "read_torch", "to_state_dict", "write_pytorch"]
 
 
-def is_torch_object(value: Any) -> bool:
+def is_torch_object(value: object) -> bool:
     """A ``torch.nn.Module``, a torch tensor, or a mapping holding torch tensors somewhere (in
     nested mappings, lists or tuples)."""
     if is_torch_module(value) or is_torch_tensor(value):

@@ -133,7 +133,7 @@ class Reparameterized:
         return f"Reparameterized({self.base!r}, {self.name!r}, {self.module!r})"
 
 
-def is_leaf(value: Any) -> bool:
+def is_leaf(value: object) -> bool:
     """A parameter value: a ``Param``, an ndarray (any rank), a quantized tensor, a torch tensor or another array type."""
     if isinstance(value, (Param, np.ndarray, Tensor, QuantizedTensor)) or is_torch_tensor(value):
         return True

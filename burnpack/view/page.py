@@ -13,17 +13,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..core.sidefile import JSON, JSONObject
+
 PAGE_ROWS = 200
 """Rows a tree node, a search or a table shows before a 'show more' button."""
 
 
-def embed_json(data: Any) -> str:
+def embed_json(data: JSON) -> str:
     """``data`` as JSON safe inside ``<script type="application/json">`` (and anywhere in HTML)."""
     text = json.dumps(data, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def render(data: dict[str, Any]) -> str:
+def render(data: JSONObject) -> str:
     """The whole page for a report from :mod:`burnpack.view.report`."""
     title = str(data.get("title", "burnpack view"))
     safe_title = "".join(c if c.isalnum() or c in " ._-/" else "?" for c in title)[:200]

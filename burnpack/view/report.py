@@ -24,6 +24,7 @@ from ..core.reader import load
 from ..records.checkpoint import Checkpoints, KeepLastNCheckpoints, LossHistory, burn_valid_losses, inspect_epoch
 from ..records.detect import detect_record_kind
 from .stats import chunks, quantization, value_stats
+from ..core.sidefile import JSON, JSONObject
 
 _LOG = re.compile(r"^(?P<name>[^/\\]+)\.log$")
 
@@ -44,7 +45,7 @@ def _shape_numel(shape: Any) -> int:
     return math.prod(int(d) for d in shape)
 
 
-def pack_report(pack: Any, source: str, *, stats: bool = True) -> dict[str, Any]:
+def pack_report(pack: Any, source: str, *, stats: bool = True) -> JSONObject:
     """Overview, tensors (data order) and, with ``stats``, each tensor's exact statistics."""
     views = pack.tensors()
     kind, detail = _record_kind(pack)
@@ -116,13 +117,13 @@ def _stats_json(stats: dict[str, Any] | None) -> dict[str, Any] | None:
     return {k: _json_number(v) if isinstance(v, float) else v for k, v in stats.items() if k != "edges"}
 
 
-def diff_report(a: Any, b: Any, a_name: str, b_name: str) -> dict[str, Any]:
+def diff_report(a: Any, b: Any, a_name: str, b_name: str) -> JSONObject:
     """``diff_packs(a, b)`` as ``burnpack diff --json`` gives it, with every name of both sides."""
     result = diff_packs(a, b)
     return {"a": a_name, "b": b_name, "a_names": list(a.names), "b_names": list(b.names), "result": result.to_json()}
 
 
-def metric_logs(artifact_dir: Path) -> dict[str, dict[str, dict[str, Any]]]:
+def metric_logs(artifact_dir: Path) -> dict[str, dict[str, JSONObject]]:
     """``{split: {metric: {epoch: value}}}`` from Burn's ``FileMetricLogger`` files
     (``<artifact_dir>/{train,valid}/epoch-N/<Metric>.log``), as Burn aggregates each epoch."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
@@ -174,7 +175,7 @@ def is_checkpoint_directory(path: str) -> bool:
     return directory.is_dir() and bool(Checkpoints.find(directory).epochs())
 
 
-def checkpoint_report(path: str, *, stats: bool = True) -> tuple[dict[str, Any], Path | None]:
+def checkpoint_report(path: str, *, stats: bool = True) -> tuple[JSONObject, Path | None]:
     """Epochs with their files, metric curves, retention and weight changes; and the newest model file."""
     checkpoints = Checkpoints.find(path)
     epochs = checkpoints.epochs()
@@ -224,6 +225,6 @@ def checkpoint_report(path: str, *, stats: bool = True) -> tuple[dict[str, Any],
     return report, newest
 
 
-def page_data(title: str, **parts: Any) -> dict[str, Any]:
+def page_data(title: str, **parts: JSON) -> JSONObject:
     """The page's data: ``pack``, ``diff`` and ``checkpoint`` parts (None when absent)."""
     return {"title": title, "generator": f"burnpack {__version__}", **{k: parts.get(k) for k in ("pack", "diff", "checkpoint")}}

@@ -11,13 +11,14 @@ import os
 import random
 import secrets
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Unpack
 
 import numpy as np
 
 from ...core.display import printable_lines
+from ...core.sidefile import JSON
 from ...core.frameworks import TorchModule, is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
 from ...errors import ConversionError
 from ..limits import DCP_LIMITS, ReadCaps, ReadLimits, refuse_unused
@@ -159,15 +160,15 @@ def _to_plain(value: Any, depth: int = 0) -> Any:
     return value
 
 
-def is_array_dict(value: Any) -> bool:
+def is_array_dict(value: object) -> bool:
     return isinstance(value, dict) and bool(value) and all(isinstance(v, np.ndarray) for v in value.values())
 
 
-def is_optimizer_sd(value: Any) -> bool:
+def is_optimizer_sd(value: object) -> bool:
     return isinstance(value, dict) and "state" in value and "param_groups" in value
 
 
-def check_optimizer_sd(sd: Any) -> None:
+def check_optimizer_sd(sd: Mapping[str, Any]) -> None:
     """An optimizer ``state_dict``'s shape: ``state`` maps each key to a dict, ``param_groups``
     is a list of dicts each with a ``params`` list."""
     if not isinstance(sd["state"], dict) or not all(isinstance(v, dict) for v in sd["state"].values()):
@@ -177,7 +178,7 @@ def check_optimizer_sd(sd: Any) -> None:
         raise ConversionError("the optimizer state_dict's 'param_groups' is not a list of groups, each with a 'params' list")
 
 
-def is_flat_optimizer_sd(value: Any) -> bool:
+def is_flat_optimizer_sd(value: object) -> bool:
     """``get_state_dict(..., options=StateDictOptions(flatten_optimizer_state_dict=True))``'s form:
     ``{"state.<name>.<key>": ..., "param_groups.<name>.<setting>": ...}``."""
     return (
@@ -220,7 +221,7 @@ def flatten_optimizer_sd(sd: dict[str, Any]) -> dict[str, Any]:
     return flat
 
 
-def is_scheduler_sd(value: Any) -> bool:
+def is_scheduler_sd(value: object) -> bool:
     return isinstance(value, dict) and "last_epoch" in value and "base_lrs" in value
 
 
@@ -398,7 +399,7 @@ def is_buffer_name(name: str) -> bool:
     return name.rpartition(".")[2] in _BUFFER_SUFFIXES
 
 
-def jsonable(value: Any) -> Any:
+def jsonable(value: object) -> JSON:
     """Plain data for metadata JSON (tuples and 0-d arrays tagged so they come back as such)."""
     if isinstance(value, np.ndarray):
         if value.ndim == 0:
@@ -417,7 +418,7 @@ def jsonable(value: Any) -> Any:
     raise TypeError(f"a {getattr(value, 'type_name', type(value).__name__)} cannot be stored as JSON")
 
 
-def from_json(value: Any) -> Any:
+def from_json(value: JSON) -> JSON:
     if isinstance(value, dict):
         if set(value) == {"__tuple__"}:
             return tuple(from_json(v) for v in value["__tuple__"])
@@ -429,7 +430,7 @@ def from_json(value: Any) -> Any:
     return value
 
 
-def describe(value: Any) -> str:
+def describe(value: object) -> str:
     if isinstance(value, (str, os.PathLike)):
         return str(value)
     return f"<{type(value).__name__}>"

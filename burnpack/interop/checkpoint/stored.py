@@ -9,14 +9,14 @@ from typing import Any
 import numpy as np
 
 from ...records import OptimizerRecord
-from ...core.sidefile import parse_json
+from ...core.sidefile import JSONObject, parse_json
 from ...errors import ConversionError
 from .optimizer import TORCH_DEFAULTS
 from .scheduler import SCHEDULER_CLASSES
 from .state import META_PREFIX, from_json
 
 
-def torch_meta(record: OptimizerRecord) -> dict[str, Any]:
+def torch_meta(record: OptimizerRecord) -> JSONObject:
     """The ``torch.*`` entries of an optimizer record, decoded and checked."""
     out = {}
     for key, value in record.metadata.items():
