@@ -65,23 +65,36 @@ def _torch(tensor) -> tuple:
 
 
 PROBES = ["", "missing", "a\x00", 0, None, b"a", ("a",), ["a"], [], {"a": 1}]
+PER_NAME = 48
+"""Accessors asked one name at a time ask at most this many names of a pack: the first and last
+16 and 16 spread between (the tiers decode the descriptors, compared whole below; a pack at
+Burn's 100,000-tensor limit would otherwise take a third of the suite)."""
 
 
-def behaviour(data: bytes | Path | io.BytesIO, tier: str, **options) -> tuple:
-    """What a caller of ``load`` sees, as comparable values."""
+def sampled(names: list[str]) -> list[str]:
+    if len(names) <= PER_NAME:
+        return names
+    step = (len(names) - 32) // 16
+    return [*names[:16], *names[16 : len(names) - 16 : step][:16], *names[-16:]]
+
+
+def behaviour(data: bytes | Path | io.BytesIO, tier: str, *, reads: bool = True, **options) -> tuple:
+    """What a caller of ``load`` sees, as comparable values (``reads=False``: what it decoded,
+    without reading a tensor)."""
     with warnings.catch_warnings(record=True) as caught, _tier(tier) as forced:
         warnings.simplefilter("always")
         opened = _outcome(lambda: burnpack.load(data, **forced, **options))
         if opened[0] == "error":
             return opened, [str(w.message) for w in caught]
         pack = opened[1]
-        names = list(pack)
+        every = list(pack)
+        names = sampled(every)
+        decoded = (every, len(pack), repr(pack.descriptors), repr(sorted(pack.metadata.items())), repr(sorted(pack.scalars.items())))
+        if not reads:
+            pack.close()
+            return decoded, [str(w.message) for w in caught]
         seen = (
-            names,
-            len(pack),
-            repr(pack.descriptors),
-            repr(sorted(pack.metadata.items())),
-            repr(sorted(pack.scalars.items())),
+            *decoded,
             [probe in pack for probe in [*names, *PROBES]],
             [repr(pack.get(probe)) for probe in [*names, *PROBES]],
             [_outcome(lambda: _array(pack[name].numpy())) for name in names],
@@ -95,9 +108,20 @@ def behaviour(data: bytes | Path | io.BytesIO, tier: str, **options) -> tuple:
 
 
 def _assert_tiers_agree(data: bytes | Path, **options) -> None:
-    exact = behaviour(data, "exact", **options)
+    """Every tier decodes what the exact one does, and reading gives the same.
+
+    Reading depends on the descriptors' container (the table tier's columns, or the dict every
+    other tier gives, read by the same code) and on the source (a buffer or ranges), not on the
+    tier that filled it; so a pack of more than ``PER_NAME`` tensors is read by the table and
+    exact tiers only, from its file (bytes in memory are a buffer too), and decoded by all."""
+    decoded = behaviour(data, "exact", reads=False, **options)
+    large = decoded[0][0] != "error" and len(decoded[0][0]) > PER_NAME
+    exact = None if large and not isinstance(data, Path) else behaviour(data, "exact", **options)
     for tier in TIERS[:-1]:
-        assert behaviour(data, tier, **options) == exact, tier
+        if exact is None or (large and tier != "table"):
+            assert behaviour(data, tier, reads=False, **options) == decoded, tier
+        else:
+            assert behaviour(data, tier, **options) == exact, tier
 
 
 _VECTORS = [v for v in load_vectors().readers if v.problem is None]
