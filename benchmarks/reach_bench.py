@@ -306,7 +306,7 @@ def sum_by_page_offset(bpk: Path, repeat: int) -> dict[str, list[float]]:
 
 def remote(tmp: Path, repeat: int) -> dict:
     import burnpack
-    from tests.reach.servers import RangeServer
+    from tests.servers import RangeServer
 
     rng = np.random.default_rng(2)
     tensors = [burnpack.Tensor.deferred(f"t{i:03d}", burnpack.DType.F32, (1 << 20,), 4 << 20,

@@ -11,7 +11,7 @@ from hypothesis import given, settings, strategies as st
 import burnpack
 from burnpack import BoolStore, DType, Tensor
 
-from test_reader import _file  # a pack around hand-written metadata
+from .test_reader import _file  # a pack around hand-written metadata
 
 from .helpers import CountingSource, bytes_read
 

@@ -225,7 +225,7 @@ def test_skipping_an_unknown_field_gives_serdes_verdict_and_offset(junk, verdict
 
 @pytest.fixture
 def python_skip():
-    """Skip with the Python walk, also when the compiled kernel is built (tests/test_skip_kernel.py),
+    """Skip with the Python walk, also when the compiled kernel is built (tests/codec/test_skip_kernel.py),
     its run patterns compiled beforehand (they are compiled once, on first use)."""
     from burnpack.codec import _cbor
 

@@ -116,7 +116,7 @@ def test_version_lists_every_compiled_kernel_the_build_declares():
 
     from burnpack.codec._kernels import KERNELS
 
-    project = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
     assert sorted(KERNELS) == sorted(entry["name"] for entry in project["tool"]["setuptools"]["ext-modules"])
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from test_reader import CountingSource  # tests/ is on sys.path under pytest: the one range-only test source
+from .test_reader import CountingSource  # the one range-only test source
 
 __all__ = ["CountingSource", "bytes_read"]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-PAGE = Path(__file__).resolve().parents[2] / "docs" / "reach.md"
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "reach.md"
 
 
 def _blocks() -> list[str]:
