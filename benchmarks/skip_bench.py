@@ -11,7 +11,7 @@ Mixes (every item drawn at random, so no run repeats one shape):
 * ``strings``: text (ASCII and not) and byte strings of 0-300 bytes.
 
 Reported: seconds (best of ``--repeat``) and MB/s of each; raw samples go to
-``benchmarks/results/skip-<UTC time>.json`` (or ``--json``).
+``benchmarks/results/skip.json`` (or ``--json``).
 
     python benchmarks/skip_bench.py
     python benchmarks/skip_bench.py --mb 2 --repeat 1     # a quick look
