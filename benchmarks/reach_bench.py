@@ -151,7 +151,7 @@ def sharded(tmp: Path, gib: float, repeat: int) -> dict:
         "ratio_vs_cp": seconds / cp,
         "ratio_vs_cp_fsync": seconds / cp_fsync,
         "write_seconds": plain,
-        "write_what": "read_sharded + Writer.write: the conversion's reading and writing without fsync, against cp",
+        "write_what": "read_tensors of the shard folder + Writer.write: the conversion's reading and writing without fsync, against cp",
         "ratio_write_vs_cp": plain / cp,
         "peak_rss_mib": max(r["peak_mib"] for r in runs),
         "extra_rss_mib": max(r["extra_mib"] for r in runs),

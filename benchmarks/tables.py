@@ -212,7 +212,7 @@ def reach(path: str) -> str:
          f"{extra:.2f} MiB (largest tensor {s['largest_tensor_mib']:.0f} MiB)", "≤ largest tensor + 128 MiB", "—"],
         ["… `convert` / `cp -r` of the shards + fsync of each copy", f"{_num(convert / cp_fsync)}× ({convert:.2f} s vs {cp_fsync:.2f} s, medians of {n})",
          "≤ 1.3×", "durable vs durable"],
-        ["… `read_sharded` + `Writer.write` / plain `cp -r`", f"{_num(write / cp)}× ({write:.2f} s vs {cp:.2f} s)", "≤ 1.3×",
+        ["… `read_tensors` of the shard folder + `Writer.write` / plain `cp -r`", f"{_num(write / cp)}× ({write:.2f} s vs {cp:.2f} s)", "≤ 1.3×",
          "neither fsyncs; not the same file operations: cp creates each file in place, the conversion renames a scratch file into place"],
         ["… `convert` / plain `cp -r`", f"{_num(convert / cp)}×", "—",
          "no fair peer: durable against a copy that returns before its bytes reach the disk"],
