@@ -230,6 +230,20 @@ class AmbiguousFormatError(ConversionError, ValueError):
         super().__init__(f"{source}: ambiguous: it is {' and '.join(candidates)}; pass the format (--from) to choose")
 
 
+EXCERPT_CHARS = 64
+"""The most characters of a file's text an error message quotes."""
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
+    """Text a file holds (a tensor name, a key, a shard file name), as an error message quotes it:
+    ``repr``-quoted, so controls, bidi overrides and lone surrogates are escaped, and cut to
+    ``limit`` characters, with the full length said when longer. Only text the format itself
+    defines as text is quoted, never other bytes of a file."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}... ({len(text):,} characters)"
+
+
 class PyTorchReadError(BurnpackError, ValueError):
     """The file is not a checkpoint this reader can load: truncated, corrupt or unsupported."""
 
@@ -239,7 +253,7 @@ class UnsafePickleError(PyTorchReadError):
 
     def __init__(self, global_name: str) -> None:
         super().__init__(
-            f"refused pickle global {global_name!r}: only tensor rebuild functions, storage "
+            f"refused pickle global {excerpt(global_name, 2 * EXCERPT_CHARS)}: only tensor rebuild functions, storage "
             "types and plain containers are allowed (a full-model save must be re-saved as a "
             "state_dict; anything else may be malicious)"
         )
@@ -375,6 +389,24 @@ class CommandError(Exception):
         self.kind = kind
         self.message = message
         self.code = code
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command is (``burnpack.cli.main`` turns the signal into it) so
+    that it unwinds and cleans up as for Ctrl-C."""
+
+
+def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The interrupt (Ctrl-C, :class:`Terminated`) during whose unwinding ``exc`` was raised, if
+    any: a library's cleanup that fails then (torch's zip writer: "unexpected pos") hides it."""
+    seen: set[int] = set()
+    context = exc.__context__
+    while context is not None and id(context) not in seen:
+        if isinstance(context, KeyboardInterrupt):
+            return context
+        seen.add(id(context))
+        context = context.__context__
+    return None
 
 
 class LegacyFormatWarning(UserWarning):

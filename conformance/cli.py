@@ -28,9 +28,6 @@ from .crosscheck import cross_check
 from .generate import build_corpus
 from .runner import ExternalBatchReader, ExternalReader, ExternalWriter, PythonReader, PythonWriter, Report, run_readers, run_writers
 
-README = Path(__file__).resolve().parent / "VECTORS.md"
-
-
 def _export(args: argparse.Namespace) -> int:
     out: Path = args.dir
     if out.exists() and any(out.iterdir()) and not args.force:
@@ -40,9 +37,9 @@ def _export(args: argparse.Namespace) -> int:
         for sub in ("reader", "writer"):
             shutil.rmtree(out / sub, ignore_errors=True)
     manifest = corpus_mod.write_corpus(out, include_runtime=not args.skip_runtime)
-    shutil.copyfile(README, out / "README.md")
+    (out / "README.md").write_text(corpus_mod.readme_text(manifest), encoding="utf-8")
     for extra in ("PROTOCOL.md", "dump.schema.json", "spec.schema.json"):
-        src = README.parent / extra
+        src = corpus_mod.PACKAGE_DIR / extra
         if src.exists():
             shutil.copyfile(src, out / extra)
     size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
@@ -58,16 +55,23 @@ def _generate(args: argparse.Namespace) -> int:
     import tempfile
 
     with tempfile.TemporaryDirectory() as tmp:
-        corpus_mod.write_corpus(Path(tmp))
+        manifest = corpus_mod.write_corpus(Path(tmp))
         fresh = {p.relative_to(tmp) for p in Path(tmp).rglob("*") if p.is_file()}
         have = {p.relative_to(args.out) for p in args.out.rglob("*") if p.is_file()}
         stale = sorted(str(p) for p in fresh ^ have)
         stale += sorted(str(p) for p in fresh & have if not filecmp.cmp(Path(tmp) / p, args.out / p, shallow=False))
+    if _is_package_corpus(args.out) and corpus_mod.README.read_text(encoding="utf-8") != corpus_mod.readme_text(manifest):
+        stale.append(f"{corpus_mod.README.name} (its manifest example)")
     if stale:
         print(f"{args.out} is out of date ({len(stale)} files differ, e.g. {stale[:5]}): run burnpack-conformance generate")
         return 2
     print(f"{args.out} is up to date")
     return 0
+
+
+def _is_package_corpus(out: Path) -> bool:
+    """The checked-in corpus, beside VECTORS.md (whose manifest example is rendered from it)."""
+    return out.resolve() == DEFAULT_VECTORS.resolve()
 
 
 def _reference_reader() -> PythonReader:
@@ -261,6 +265,8 @@ def regenerate(argv: list[str] | None = None) -> int:
         shutil.rmtree(args.out / "reader", ignore_errors=True)
         shutil.rmtree(args.out / "writer", ignore_errors=True)
     manifest = corpus_mod.write_corpus(args.out, corpus)
+    if _is_package_corpus(args.out):
+        corpus_mod.README.write_text(corpus_mod.readme_text(manifest), encoding="utf-8")
     size = sum(f.stat().st_size for f in args.out.rglob("*") if f.is_file())
     print(f"wrote {manifest['counts']['reader']} reader and {manifest['counts']['writer']} writer vectors "
           f"to {os.path.relpath(args.out)} ({size / 1e6:.2f} MB)")

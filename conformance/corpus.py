@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,7 +173,8 @@ def write_corpus(root: Path, corpus: generate.Corpus | None = None, *, include_r
         "source": SPEC_SOURCE,
         "levels": {
             "compatible": "what Burn's burn-pack Reader accepts and rejects, at the same stage, with the same error kind",
-            "strict": "only files Burn's Writer can produce (canonical CBOR, exact layout, zero padding, exact length)",
+            "strict": "only files Burn's Writer can produce from values Burn's API constructs (canonical CBOR, exact layout, "
+                      "zero padding, exact length, canonical QFloat block sizes, byte sizes under 2^64)",
         },
         "counts": {
             "reader": sum(e["kind"] == "reader" for e in entries),
@@ -182,6 +184,34 @@ def write_corpus(root: Path, corpus: generate.Corpus | None = None, *, include_r
     }
     _write(root / "manifest.json", json.dumps(manifest, ensure_ascii=False, indent=1) + "\n")
     return manifest
+
+
+# -- the README's manifest example ------------------------------------------------------------------
+README = PACKAGE_DIR / "VECTORS.md"
+EXAMPLE = re.compile(r"(<!-- generated: manifest example -->\n)(?P<body>.*?)(<!-- /generated -->)", re.S)
+EXAMPLE_IDS = (("reader", "truncation/last_byte"), ("reader", "limits/tensor_count_over_limit"), ("writer", "dtype/f32"),
+               ("writer", "writer_refusal/duplicate_name"))  # fmt: skip
+
+
+def manifest_example(manifest: dict) -> str:
+    """The manifest as VECTORS.md shows it: the real header and counts, four real entries."""
+    shown = [e for kind, id in EXAMPLE_IDS for e in manifest["vectors"] if (e["kind"], e["id"]) == (kind, id)]
+    lines = ["```json", "{"]
+    for key in ("format", "source", "levels", "counts"):
+        lines.append(f"  {json.dumps(key)}: {json.dumps(manifest[key], ensure_ascii=False)},")
+    lines.append('  "vectors": [')
+    lines += [f"    {json.dumps(e, ensure_ascii=False)}," for e in shown]
+    lines.append(f"    … ({manifest['counts']['reader']} reader and {manifest['counts']['writer']} writer entries in all)")
+    lines += ["  ]", "}", "```", ""]
+    return "\n".join(lines)
+
+
+def readme_text(manifest: dict, template: str | None = None) -> str:
+    """VECTORS.md (the exported README) with its manifest example rendered from ``manifest``."""
+    text = README.read_text(encoding="utf-8") if template is None else template
+    if not EXAMPLE.search(text):
+        raise CorpusError(f"{README.name} has no <!-- generated: manifest example --> block")
+    return EXAMPLE.sub(lambda m: m.group(1) + manifest_example(manifest) + m.group(3), text)
 
 
 # -- loading ----------------------------------------------------------------------------------------

@@ -5,6 +5,11 @@ vector (``tests/conformance/test_doubles.py``), which shows the corpus can see t
 Each reader is ``fn(path, level) -> dump dict`` and each writer ``fn(spec) -> bytes``, the shapes
 of the in-process API; ``python -m conformance.doubles reader NAME PATH [LEVEL]`` and
 ``python -m conformance.doubles writer NAME SPEC OUT`` run them as external commands.
+
+``COMMANDS`` are reader *processes* that break the protocol rather than the format (swapped exit
+statuses, output the schema refuses, a debug line on stdout, a crash whose error is far up its
+stderr); ``python -m conformance.doubles command NAME PATH [LEVEL]`` runs one, and
+``tests/conformance/test_protocol.py`` shows the runner catches each, naming the rule.
 """
 
 from __future__ import annotations
@@ -13,9 +18,10 @@ import hashlib
 import json
 import struct
 import sys
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import cbor2
 
@@ -37,24 +43,29 @@ from .reference import dump as reference_dump
 
 Reader = Callable[[str, str], dict]
 Writer = Callable[[dict], bytes]
+Process = Callable[[str, str], tuple[int, str, str]]  # (path, level) -> (exit status, stdout, stderr)
 READERS: dict[str, tuple[Reader, str]] = {}
 WRITERS: dict[str, tuple[Writer, str]] = {}
+COMMANDS: dict[str, tuple[Process, str]] = {}
+F = TypeVar("F", Reader, Writer, Process)
 
 
-def _reader(description: str) -> Callable[[Reader], Reader]:
-    def register(fn: Reader) -> Reader:
-        READERS[fn.__name__] = (fn, description)
-        return fn
+def _registrar(table: dict[str, tuple[F, str]]) -> Callable[[str], Callable[[F], F]]:
+    """A decorator ``@kind("what it gets wrong")`` adding the function to ``table`` by its name."""
 
-    return register
+    def describe(description: str) -> Callable[[F], F]:
+        def register(fn: F) -> F:
+            table[fn.__name__] = (fn, description)
+            return fn
+
+        return register
+
+    return describe
 
 
-def _writer(description: str) -> Callable[[Writer], Writer]:
-    def register(fn: Writer) -> Writer:
-        WRITERS[fn.__name__] = (fn, description)
-        return fn
-
-    return register
+_reader = _registrar(READERS)
+_writer = _registrar(WRITERS)
+_command = _registrar(COMMANDS)
 
 
 def _read(path: str) -> bytes:
@@ -227,6 +238,37 @@ def cbor2_decoder(path: str, level: str) -> dict:
             raise rules.CborRejected(str(exc)) from None
 
     return _by_rules(_read(path), level, decode)
+
+
+def _text_decoder(convert: Callable[[str], str]) -> Callable[[bytes], Content]:
+    """A CBOR decoder whose UTF-8 decoding changes every text it decodes (keys and values)."""
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, str):
+            return convert(v)
+        if isinstance(v, dict):
+            return {walk(k): walk(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+
+    def decode(blob: bytes) -> Content:
+        try:
+            return _content_from_tree(walk(cbor2.loads(blob)))
+        except Exception as exc:  # noqa: BLE001
+            raise rules.CborRejected(str(exc)) from None
+
+    return decode
+
+
+@_reader("decodes UTF-8 dropping a leading U+FEFF, as JavaScript's TextDecoder does by default")
+def bom_stripped(path: str, level: str) -> dict:
+    return _by_rules(_read(path), level, _text_decoder(lambda s: s.removeprefix("\ufeff")))
+
+
+@_reader("normalises every decoded text to NFC")
+def nfc_normalised(path: str, level: str) -> dict:
+    return _by_rules(_read(path), level, _text_decoder(lambda s: unicodedata.normalize("NFC", s)))
 
 
 def _content_from_tree(tree: Any) -> Content:
@@ -478,7 +520,48 @@ def keys_sorted_utf16(spec: dict) -> bytes:
 
 
 # ==================================================================================================
+# reader processes that break the protocol itself (PROTOCOL §1): run as `command NAME PATH [LEVEL]`
+# ==================================================================================================
+def _printed(out: dict) -> str:
+    return json.dumps(out, ensure_ascii=False)
+
+
+@_command("exits 1 for an accepted file and 0 for a rejected one, the output otherwise right")
+def swapped_exit_codes(path: str, level: str) -> tuple[int, str, str]:
+    out = reference_dump(_read(path), level)
+    return (1 if out["ok"] else 0), _printed(out), ""
+
+
+@_command("prints a NaN scalar's value as \"NaN!\" (its f64_bits right)")
+def nan_value_garbled(path: str, level: str) -> tuple[int, str, str]:
+    out = reference_dump(_read(path), level)
+    for s in out.get("scalars", {}).values():
+        if s.get("value") == "nan":
+            s["value"] = "NaN!"
+    return (0 if out["ok"] else 1), _printed(out), ""
+
+
+@_command("prints a debug line on stdout before the answer")
+def debug_line_on_stdout(path: str, level: str) -> tuple[int, str, str]:
+    out = reference_dump(_read(path), level)
+    return (0 if out["ok"] else 1), f"reading {path} at level {level}\n" + _printed(out), ""
+
+
+@_command("dies like Node.js on an uncaught TypeError after 200 lines of logging: the error is far above the last stderr line")
+def node_style_crash(path: str, level: str) -> tuple[int, str, str]:
+    log = [f"[debug] chunk {i}: 256 bytes" for i in range(200)]
+    trace = ["/app/reader.js:42", "    const n = header.names.length;", "                          ^", "",
+             "TypeError: Cannot read properties of undefined (reading 'length')"]
+    trace += [f"    at readNames (/app/reader.js:{42 + i}:27)" for i in range(10)] + ["", "Node.js v20.20.2"]
+    return 1, "", "\n".join(log + trace) + "\n"
+
+
 def _main(argv: list[str]) -> int:
+    if len(argv) >= 3 and argv[0] == "command" and argv[1] in COMMANDS:
+        code, printed, err = COMMANDS[argv[1]][0](argv[2], argv[3] if len(argv) > 3 else "compatible")
+        sys.stdout.write(printed + ("\n" if printed else ""))
+        sys.stderr.write(err)
+        return code
     if len(argv) >= 3 and argv[0] == "reader" and argv[1] in READERS:
         out = READERS[argv[1]][0](argv[2], argv[3] if len(argv) > 3 else "compatible")
         print(json.dumps(out, ensure_ascii=False))
@@ -492,8 +575,10 @@ def _main(argv: list[str]) -> int:
             return 1
         Path(argv[3]).write_bytes(data)
         return 0
-    print("usage: python -m conformance.doubles reader NAME PATH [LEVEL] | writer NAME SPEC OUT", file=sys.stderr)
+    print("usage: python -m conformance.doubles reader NAME PATH [LEVEL] | command NAME PATH [LEVEL] | writer NAME SPEC OUT",
+          file=sys.stderr)
     print("readers: " + ", ".join(READERS), file=sys.stderr)
+    print("commands: " + ", ".join(COMMANDS), file=sys.stderr)
     print("writers: " + ", ".join(WRITERS), file=sys.stderr)
     return 2
 

@@ -205,6 +205,7 @@ def build_corpus() -> Corpus:
     _offsets(c)
     _cbor(c)
     _legacy(c)
+    _check_order(c)
     _limits(c)
     _writer_refusals(c)
     ids = [r.id for r in c.readers] + ["writer:" + w.id for w in c.writers]
@@ -334,6 +335,18 @@ def _names(c: Corpus) -> None:
     c.pack("names/control_and_space", "names with space, tab, newline, NUL, slash and quotes",
            named(["a b", "a\tb", "a\nb", "a\x00b", "a/b", 'a"b', "a\\b"]))
     c.pack("names/digit_order", "digits sort before letters and '.' before digits", named(["1", "10", "2", "a", ".x"]))
+    # Decoder conveniences a reader must not have: every name is its exact code points.
+    c.pack("names/leading_bom", "a name starting with U+FEFF (a byte-order mark) is kept whole: a decoder that strips a "
+           "leading BOM renames the tensor", named(["\ufeffweight"]))
+    c.pack("names/leading_bom_beside_plain", "'\\ufeffweight', 'weight' and a name that is only U+FEFF: three tensors, "
+           "which a BOM-stripping decoder merges or renames", named(["\ufeffweight", "weight", "\ufeff"]))
+    c.pack("names/normalization_forms", "Å as U+00C5, as A + U+030A and as U+212B; Ω as U+2126 and U+03A9; U+FB01 and 'fi': "
+           "seven names (NFC, NFD or NFKC would merge some)", named(["\u00c5", "A\u030a", "\u212b", "\u2126", "\u03a9", "\ufb01", "fi"]))
+    c.pack("names/line_breaks", "names holding CR LF, CR, LF, U+2028, U+2029, NEL, VT, FF and U+001C: no line-ending "
+           "conversion, and each answer stays one line in batch mode", named(["a\r\nb", "a\rb", "a\nb", "a\u2028b", "a\u2029b",
+                                                                                 "a\x85b", "a\x0bb", "a\x0cb", "a\x1cb"]))
+    c.pack("names/surrounding_whitespace", "names with a leading or trailing space, tab, U+00A0, U+3000 or U+200B: never trimmed",
+           named([" w", "w ", "w", "\tw", "\u00a0w", "w\u3000", "\u200bw"]))
 
 
 # -- param ids ------------------------------------------------------------------------------------
@@ -358,6 +371,12 @@ def _metadata(c: Corpus) -> None:
     c.pack("metadata/many_entries", "300 entries: the map length needs a 2-byte head", PackSpec(t, {f"k{i:03d}": str(i) for i in range(300)}))
     c.pack("metadata/nul_and_newlines", "values holding NUL, newlines and tabs", PackSpec(t, {"k": "a\x00b\nc\td"}))
     c.pack("metadata/burn_store_keys", "the three keys BurnpackStore adds", PackSpec(t, {"format": "burnpack", "producer": "burn", "version": "0.22.0-pre.2"}))
+    c.pack("metadata/leading_bom", "keys and values starting with U+FEFF beside the same text without it: kept whole",
+           PackSpec(t, {"\ufeffproducer": "\ufeffburn", "producer": "burn", "bom": "\ufeff"}))
+    c.pack("metadata/normalization_forms", "keys U+00E9 and e + U+0301, values U+212B, A + U+030A and U+FB01: no normalisation",
+           PackSpec(t, {"\u00e9": "\u212b", "e\u0301": "A\u030a", "k": "\ufb01"}))
+    c.pack("metadata/line_breaks", "values holding CR LF, U+2028, U+2029 and NEL, and a key ending in U+2028: kept as they are",
+           PackSpec(t, {"crlf": "a\r\nb", "ls": "a\u2028b", "ps": "a\u2029b", "nel": "a\x85b", "k\u2028": "v"}))
     c.pack("metadata/only_metadata", "metadata and no tensors (no padding is skipped: file is 256 bytes)", PackSpec([], {"k": "v"}))
 
 
@@ -409,6 +428,8 @@ def _scalars(c: Corpus) -> None:
            PackSpec([], scalars=sc({"epoch": ("UInt", 3)})))
     c.pack("scalars/with_metadata", "metadata and scalars together: top-level keys tensors, metadata, scalars",
            PackSpec(t, {"k": "v"}, sc({"s": ("Int", -3), "lr": ("Float", 0.001)})))
+    c.pack("scalars/leading_bom_name", "scalar names U+FEFF 'step' and 'step': two scalars, names kept whole",
+           PackSpec(t, scalars=sc({"\ufeffstep": ("UInt", 1), "step": ("UInt", 2)})))
     c.pack("scalars/name_order", "scalar names sorted byte-wise", PackSpec(t, scalars=sc({"b": ("Bool", True), "B": ("Int", 1), "é": ("UInt", 2)})))
 
 
@@ -518,6 +539,10 @@ def _truncation(c: Corpus) -> None:
           with_blob(b"\xa1\x67tensors\xa1\x79\x00"), None)
     c.raw("truncation/name_cut", "metadata ends inside a tensor name: rejected on open",
           with_blob(b"\xa1\x67tensors\xa1" + name[:1]), None)
+    only_empty = PackSpec([T("a", "F32", [0], b""), T("b", "U8", [2, 0], b"")])
+    c.raw("truncation/all_empty_data_start_past_eof", "only empty tensors, the file cut inside the padding before the data "
+          "section: each range (256,256) starts past EOF, which into_tensors refuses (Bytes::view: end > len)",
+          only_empty.build()[:-100], only_empty.plan()[0])
     last = PackSpec([T("a", "F32", [3], f32(1, 2, 3)), T("z", "U8", [0], b"")])
     c.raw("truncation/empty_last_padding_cut", "empty tensor last, the trailing padding cut: its range (256,256) ends past EOF",
           last.build()[:-1], last.plan()[0])
@@ -562,6 +587,14 @@ def _offsets(c: Corpus) -> None:
                   {"weight": {"data_offsets": (0, 0)}, "bias": {"data_offsets": (0, 3)}})
     _offsets_case(c, "offsets/bool_u32_length_mismatch", "Bool(U32) [3] spanning 3 bytes (needs 12) (strict: no)",
                   {"bias": {"dtype": {"Bool": "U32"}}})
+    q = Content({"a": Desc("U8", [5], (0, 5)), "q": Desc(qfloat("Q8S", "Native", tensor="F32"), [4], (256, 10))})
+    c.raw("offsets/qfloat_end_before_start", "QFloat 'q' at (256, 10) after 'a' at (0, 5), file ending at D + 10: fails on "
+          "tensor access; strict: rejected on open (no writer ends a tensor before its start, though a QFloat length is never "
+          "checked)", assemble(q.canonical_cbor(), [(0, b"\x01\x02\x03\x04\x05"), (5, bytes(5))]), q)
+    wrapped = Content({"a": Desc("F32", [1 << 32, 1 << 32], (0, 0))})
+    c.raw("offsets/byte_size_wraps_to_zero", "F32 [2^32, 2^32] with range (0, 0), as Burn's release writer writes it (the "
+          "byte size wraps to 0 modulo 2^64): accepted; strict: rejected, no shape may need 2^64 bytes or more",
+          assemble(wrapped.canonical_cbor(), []), wrapped)
     c.raw("offsets/trailing_bytes", "bytes appended after the last tensor: accepted (strict: no)", BASE_FILE + b"\x00junk", BASE_CONTENT)
     c.raw("offsets/nonzero_padding", "padding bytes 0xAB instead of 0: accepted (strict: no)",
           assemble(BASE_CONTENT.canonical_cbor(), BASE_PLACED, pad_byte=0xAB), BASE_CONTENT)
@@ -692,6 +725,8 @@ def _cbor(c: Corpus) -> None:  # noqa: C901 - a table of cases
          sc({"Float": Float(0x7FC20000, 4)}), _with_scalar(base, "step", scalar("Float", ("bits", 0x7FF8400000000000))))
     case("scalar_signalling_nan_f16", "signalling NaN written as f16 (f9 7c01): widening quiets it (0x7ff8040000000000)",
          sc({"Float": Float(0x7C01, 2)}), _with_scalar(base, "step", scalar("Float", ("bits", 0x7FF8040000000000))))
+    case("scalar_signalling_nan_f32", "signalling NaN written as f32 (fa 7f800001): widening quiets it (0x7ff8000020000000)",
+         sc({"Float": Float(0x7F800001, 4)}), _with_scalar(base, "step", scalar("Float", ("bits", 0x7FF8000020000000))))
     case("scalar_negative_zero_f64", "-0.0 as f64 (fb 8000000000000000)", sc({"Float": Float(0x8000000000000000, 8)}),
          _with_scalar(base, "step", scalar("Float", -0.0)))
     # -- missing keys
@@ -834,6 +869,12 @@ def _cbor(c: Corpus) -> None:  # noqa: C901 - a table of cases
     case("depth_maps_200", "200 nested maps", edit(lambda t: t.__setitem__("x", _nested_maps(200))), None)
     case("depth_tags_200", "200 nested tags on an integer (tags count towards the limit when skipped)",
          edit(lambda t: t.__setitem__("x", Raw(b"\xc1" * 200 + b"\x00"))), None)
+    case("depth_tags_127", "unknown top-level key holding 127 nested tags on an integer: 128 levels with the top map, accepted",
+         edit(lambda t: t.__setitem__("x", Raw(b"\xc1" * 127 + b"\x00"))), ok)
+    case("depth_tags_128", "unknown top-level key holding 128 nested tags on an integer: a skipped tag is a level, past the limit",
+         edit(lambda t: t.__setitem__("x", Raw(b"\xc1" * 128 + b"\x00"))), None)
+    case("tags_200_on_param_id", "200 nested tags on param_id: tags before a value serde reads are dropped, no level counted",
+         edit(lambda t: w(t).__setitem__("param_id", Raw(b"\xc1" * 200 + b"\x07"))), ok)
     # -- invalid UTF-8
     case("utf8_invalid_name", "tensor name holding ff fe", edit(lambda t: t.__setitem__(
         "tensors", Map([(Text(b"bi\xff\xfe"), t["tensors"]["bias"]), ("weight", t["tensors"]["weight"])]))), None)
@@ -845,6 +886,13 @@ def _cbor(c: Corpus) -> None:  # noqa: C901 - a table of cases
         "weight", Map(list(w(t).items()) + [(Text(b"\xff"), 1)]))), None)
     case("utf8_invalid_unknown_value", "an unknown key whose short text value is invalid UTF-8", edit(lambda t: t.__setitem__("x", Text(b"\xff"))), None)
     case("utf8_dtype_invalid", "dtype text with invalid UTF-8", edit(lambda t: w(t).__setitem__("dtype", Text(b"F3\xff"))), None)
+    case("utf8_cesu8_pair_name", "tensor name U+1F600 as a CESU-8 surrogate pair (ed a0 bd ed b8 80): invalid UTF-8",
+         edit(lambda t: t.__setitem__("tensors", Map([(Text(b"\xed\xa0\xbd\xed\xb8\x80"), t["tensors"]["bias"]),
+                                                      ("weight", t["tensors"]["weight"])]))), None)
+    case("dtype_leading_bom", "dtype U+FEFF 'F32': an unknown variant, rejected (a BOM-stripping decoder reads F32)",
+         edit(lambda t: w(t).__setitem__("dtype", "\ufeffF32")), None)
+    case("struct_key_leading_bom", "top-level key U+FEFF 'tensors': an unknown key, so 'tensors' is missing",
+         remake(lambda t: replace(t, "tensors", new_key="\ufefftensors")), None)
     case("utf8_noncharacter_ok", "U+FFFF and U+10FFFF are valid UTF-8 scalar values",
          edit(lambda t: t.__setitem__("metadata", {"producer": "\uffff\U0010ffff"})), _with_meta(base, {"producer": "\uffff\U0010ffff"}))
 
@@ -891,28 +939,30 @@ def _qfloat_content(**fields) -> Content:
 
 
 # -- legacy files (format.md §7) ------------------------------------------------------------------
-def _legacy(c: Corpus) -> None:
-    def prealigned(spec: PackSpec) -> tuple[bytes, Content]:
-        content = Content(metadata=dict(spec.metadata), scalars=dict(spec.scalars))
-        placed, offset = [], 0
-        for t in spec.tensors:
-            content.tensors[t.name] = Desc(t.dtype, list(t.shape), (offset, offset + len(t.data)), t.param_id)
-            placed.append((offset, t.data))
-            offset += len(t.data)
-        blob = content.canonical_cbor()
-        return assemble(blob, placed, data_start=10 + len(blob)), content
+def _prealigned(spec: PackSpec, encode: Callable[[Content], bytes] = Content.canonical_cbor, version: int = 1) -> tuple[bytes, Content]:
+    """The pre-alignment layout: data right after the metadata, tensors back to back in write order."""
+    content = Content(metadata=dict(spec.metadata), scalars=dict(spec.scalars))
+    placed, offset = [], 0
+    for t in spec.tensors:
+        content.tensors[t.name] = Desc(t.dtype, list(t.shape), (offset, offset + len(t.data)), t.param_id)
+        placed.append((offset, t.data))
+        offset += len(t.data)
+    blob = encode(content)
+    return assemble(blob, placed, data_start=10 + len(blob), version=version), content
 
+
+def _legacy(c: Corpus) -> None:
     two = PackSpec([T("weight", "F32", [2, 2], f32(1, 2, 3, 4), 1), T("bias", "F32", [2], f32(5, 6), 2)])
     c.raw("legacy/prealignment_two_tensors", "pre-2025-12-02 layout: data right after the metadata, tensors back to back; "
-          "current Burn looks at the aligned start, the last tensor runs past EOF", *prealigned(two))
-    c.raw("legacy/prealignment_single_tensor", "pre-alignment layout with one tensor", *prealigned(one("w", "U8", [4], b"\x01\x02\x03\x04")))
+          "current Burn looks at the aligned start, the last tensor runs past EOF", *_prealigned(two))
+    c.raw("legacy/prealignment_single_tensor", "pre-alignment layout with one tensor", *_prealigned(one("w", "U8", [4], b"\x01\x02\x03\x04")))
     near = _meta_len_spec(246)
     c.raw("legacy/prealignment_aligned_by_chance", "pre-alignment file with one tensor and 10 + M = 216 (its metadata "
           "was padded before the second tensor was dropped): current Burn reads the tensor at the aligned start 256, past its end",
-          *prealigned(PackSpec(near.tensors[:1], near.metadata)))
+          *_prealigned(PackSpec(near.tensors[:1], near.metadata)))
     lucky = _meta_len_spec(246, [T("a", "F32", [3], f32(1, 2, 3))])
     c.raw("legacy/prealignment_metadata_end_256", "pre-alignment file with one tensor whose 10 + M = 256: byte for byte "
-          "the current layout, so current Burn reads it as written (both entry points)", *prealigned(lucky))
+          "the current layout, so current Burn reads it as written (both entry points)", *_prealigned(lucky))
     old_bool = base_tree()
     old_bool["tensors"]["bias"]["dtype"] = "Bool"
     c.raw("legacy/old_bool_dtype", "dtype 'Bool' as written before 2026-03-19 (no BoolStore): rejected by current Burn",
@@ -942,6 +992,46 @@ def _legacy(c: Corpus) -> None:
     old_store = dict(per_tensor, store="U32")
     data, _ = old_scheme_file(old_store)
     c.raw("legacy/old_quant_store_u32", "QFloat store 'U32' (before 2026-01-14): unknown variant, rejected", data, None)
+
+
+# -- check order: files breaking two rules whose error kinds differ (PROTOCOL.md §2) ----------------
+def _indefinite(content: Content) -> bytes:
+    """The content's metadata with an indefinite-length top-level map: what Burn reads, never writes."""
+    return cbor.enc(Map(list(content.cbor_tree().items()), indefinite=True))
+
+
+def _check_order(c: Corpus) -> None:
+    b, content = BASE_FILE, BASE_CONTENT
+    cut = 10 + BASE_M + 259 - 1  # one byte short of the open check's 10 + M + max end
+    c.raw("check_order/truncated_and_version_0", "version 0 and a file one byte short of the open check: the compatible "
+          "open checks come first, so strict says ValidationError too, not InvalidVersion", _patch(b, 4, b"\x00\x00")[:cut], content)
+    loose = with_blob(_indefinite(content))
+    c.raw("check_order/truncated_and_noncanonical_metadata", "an indefinite-length top map and a file one byte short of the "
+          "open check: ValidationError at both levels, not MetadataDeserializationError",
+          loose[: 10 + len(_indefinite(content)) + 259 - 1], content)
+    c.raw("check_order/version_0_and_noncanonical_metadata", "version 0 and an indefinite-length top map: strict checks the "
+          "version first (InvalidVersion)", _patch(loose, 4, b"\x00\x00"), content)
+    c.raw("check_order/version_0_and_trailing_bytes", "version 0 and bytes after the last tensor: strict says InvalidVersion",
+          _patch(b, 4, b"\x00\x00") + b"junk", content)
+    two = PackSpec([T("weight", "F32", [2, 2], f32(1, 2, 3, 4), 1), T("bias", "F32", [2], f32(5, 6), 2)])
+    c.raw("check_order/version_0_and_prealignment", "version 0 and the pre-alignment layout: fails on tensor access; strict "
+          "says InvalidVersion on open", *_prealigned(two, version=0))
+    c.raw("check_order/prealignment_and_noncanonical_metadata", "the pre-alignment layout behind an indefinite-length top "
+          "map: strict names the layout first (ValidationError), not the encoding", *_prealigned(two, _indefinite))
+    c.raw("check_order/noncanonical_metadata_and_trailing_bytes", "an indefinite-length top map and bytes after the last "
+          "tensor: strict checks the encoding before the layout (MetadataDeserializationError)", loose + b"junk", content)
+    unaligned = content_with(bias={"data_offsets": (16, 19)})
+    c.raw("check_order/noncanonical_metadata_and_unaligned_start", "an indefinite-length top map and a tensor at an "
+          "unaligned start: MetadataDeserializationError at strict", assemble(_indefinite(unaligned),
+          [(0, BASE.tensors[0].data), (16, b"\x01\x02\x03")]), unaligned)
+    block = qfloat("Q8S", "Native", tensor="F32")
+    block["QFloat"]["block"] = {"size": {"storage": [1, 32, 1, 1, 1], "len": 2}, "dtype": "F16"}
+    odd = Content({"q": Desc(block, [64], (0, 68), 2)})
+    c.raw("check_order/noncanonical_metadata_and_block_size", "an indefinite-length top map and a block size BlockSize::new "
+          "never makes: strict checks the encoding first (MetadataDeserializationError)",
+          assemble(_indefinite(odd), [(0, ramp(68, 10))]), odd)
+    c.raw("check_order/noncanonical_metadata_and_tensor_past_eof", "an indefinite-length top map and the last byte cut: "
+          "ValidationError on tensor access, but MetadataDeserializationError on open at strict", loose[:-1], content)
 
 
 # -- limits (generated at run time: too big to check in) -------------------------------------------

@@ -1,11 +1,15 @@
 """Running a reader or a writer over the corpus, and judging what it did.
 
 A *reader* is anything that turns a file path into the ``dump --json`` object (PROTOCOL.md): an
-external command (``ExternalReader``, with a per-vector timeout; a crash, a hang or output that
-is not one JSON object is a failure of that vector, never of the run) or a Python callable
-(``PythonReader``). A *writer* turns a spec into bytes or refuses it (``ExternalWriter``,
+external command (``ExternalReader``, with a per-vector timeout; a crash, a hang, an exit status
+that is not 0 for an accepted file and 1 for a rejected one, or output that is not one JSON object
+is a failure of that vector, never of the run), a long-running one (``ExternalBatchReader``) or a
+Python callable (``PythonReader``). Every answer is validated against ``dump.schema.json`` before
+it is compared. A *writer* turns a spec into bytes or refuses it (``ExternalWriter``,
 ``PythonWriter``). ``run_readers`` / ``run_writers`` return a ``Report`` (per-category summary,
-readable diffs of mismatches, JSON and JUnit XML, an exit code).
+readable diffs of mismatches, JSON and JUnit XML, an exit code); each failure carries the
+vector's description and the rule behind its expectation, and from a process a bounded tail of
+its stderr and an escaped excerpt of output that broke the protocol.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -20,6 +25,7 @@ import tempfile
 import threading
 import time
 import traceback
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -27,9 +33,12 @@ from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
+from burnpack.core.display import printable, printable_lines
+
 from .corpus import ReaderVector, Vectors, WriterVector
 from .model import HEADER_SIZE, data_section_start
 from .rules import ACCEPT, REJECT_OPEN, Expected
+from .schema import dump_schema
 
 PASS, FAIL, CRASH, TIMEOUT = "pass", "fail", "crash", "timeout"
 STAGE_OF = {REJECT_OPEN: "open", "reject_tensor_access": "tensor_access"}
@@ -68,8 +77,22 @@ def normalize_dump(d: dict, like: dict) -> dict:
     return out
 
 
+def show_name(name: Any) -> str:
+    """A name as Python shows it, plus its code points when it has non-ASCII characters: names
+    that look the same (U+00E9 and e + U+0301, a leading U+FEFF) must read differently."""
+    if not isinstance(name, str) or name.isascii():
+        return repr(name)
+    points = " ".join(f"U+{ord(ch):04X}" for ch in name[:12]) + (" …" if len(name) > 12 else "")
+    return f"{name!r} ({points})"
+
+
+def _names(names: list) -> str:
+    return ", ".join(show_name(n) for n in names[:5]) + (f", … ({len(names) - 5} more)" if len(names) > 5 else "")
+
+
 def _pretty(obj: Any) -> list[str]:
-    return json.dumps(obj, ensure_ascii=False, indent=1, default=repr).splitlines()
+    """Indented JSON lines with every invisible character escaped (U+FEFF, U+2028, U+200B, …)."""
+    return printable_lines(json.dumps(obj, ensure_ascii=False, indent=1, default=repr)).splitlines()
 
 
 def unified(expected: Any, actual: Any, limit: int = 40) -> str:
@@ -87,12 +110,14 @@ def _first_difference(exp: dict, act: dict) -> str:
             missing = [n for n in en if n not in an]
             extra = [n for n in an if n not in en]
             if missing or extra:
-                return f"tensor names differ: missing {missing[:5]}, unexpected {extra[:5]}"
+                return f"tensor names differ: missing [{_names(missing)}], unexpected [{_names(extra)}]"
+            if len(an) != len(set(an)):
+                return f"a tensor name is listed twice: [{_names(sorted({n for n in an if an.count(n) > 1}))}]"
             return "tensors are not listed in name (byte-wise UTF-8) order"
         for e, a in zip(et, at):
             for k in TENSOR_KEYS:
                 if e.get(k) != (a.get(k) if isinstance(a, dict) else None):
-                    return f"tensor {e['name']!r}: {k} expected {e.get(k)!r}, got {a.get(k) if isinstance(a, dict) else a!r}"
+                    return f"tensor {show_name(e['name'])}: {k} expected {e.get(k)!r}, got {a.get(k) if isinstance(a, dict) else a!r}"
     elif et != at:
         return "'tensors' differs"
     for section in ("metadata", "scalars", "header", "data_section_start"):
@@ -101,7 +126,8 @@ def _first_difference(exp: dict, act: dict) -> str:
             if isinstance(e, dict) and isinstance(a, dict):
                 for k in sorted(set(e) | set(a)):
                     if e.get(k) != a.get(k):
-                        return f"{section} {k!r}: expected {e.get(k)!r}, got {a.get(k)!r}"
+                        got = "nothing" if k not in a else repr(a[k])
+                        return f"{section} {show_name(k)}: expected {'nothing' if k not in e else repr(e[k])}, got {got}"
             return f"{section}: expected {e!r}, got {a!r}"
     return "dumps differ"
 
@@ -117,16 +143,18 @@ def _describe(actual: dict) -> str:
 
 
 def check_reader_result(expected: Expected, dump: dict | None, actual: Any) -> tuple[bool, str, str]:
-    """(passed, one-line message, readable diff) for one reader output against one level."""
-    if not isinstance(actual, dict) or not isinstance(actual.get("ok"), bool):
-        return False, "output is not a dump object (a JSON object with a boolean 'ok')", ""
+    """(passed, one-line message, readable diff) for one reader output against one level.
+
+    The output must first follow ``dump.schema.json`` (a reader printing ``"value": "NaN!"`` or a
+    shape of ``2.0`` fails here, whatever else it got right); then it is compared (PROTOCOL §1.3).
+    """
+    problem = dump_schema().first_problem(actual)
+    if problem is not None:
+        return False, f"output breaks {RULE_SCHEMA}: {problem}", ""
     if expected.outcome == ACCEPT:
         if not actual["ok"]:
             return False, f"expected accept, got {_describe(actual)}", ""
-        try:
-            exp_view, act_view = normalize_dump(dump or {}, actual), normalize_dump(actual, actual)
-        except (AttributeError, TypeError) as exc:
-            return False, f"malformed dump: {exc}", ""
+        exp_view, act_view = normalize_dump(dump or {}, actual), normalize_dump(actual, actual)
         if exp_view != act_view:
             return False, _first_difference(exp_view, act_view), unified(exp_view, act_view)
         return True, "", ""
@@ -148,6 +176,7 @@ class WriterOutcome:
     error: str | None = None  # the refusal's error kind, when the writer told it
     message: str = ""
     leftover: bool = False  # a refusing writer left an output file behind
+    stderr: str = ""  # a bounded tail of an external writer's stderr
 
 
 def writer_outcome_of(fn: Callable[[dict], bytes], spec: dict) -> WriterOutcome:
@@ -213,12 +242,101 @@ def _hexdump(data: bytes, start: int, rows: int = 6) -> list[str]:
 # ==================================================================================================
 # implementations under test
 # ==================================================================================================
-class Crash(Exception):
-    """The implementation crashed, hung, or printed something that is not one JSON object."""
+RULE_EXIT = "PROTOCOL §1: exit status 0 when the file is accepted, 1 when it is rejected"
+RULE_ONE_OBJECT = "PROTOCOL §1: exactly one JSON object on standard output"
+RULE_BATCH = "PROTOCOL §1.4: one JSON object on one line per request"
+RULE_SCHEMA = "dump.schema.json (PROTOCOL §1.1-1.2)"
+STDERR_LINES, STDERR_CHARS, LINE_CHARS = 20, 2000, 300  # the stderr tail shown for a failure
+EXCERPT_CHARS = 160  # the stdout excerpt shown for output that breaks the protocol
 
-    def __init__(self, message: str, status: str = CRASH) -> None:
+
+class Crash(Exception):
+    """The implementation crashed, hung, or broke the protocol (exit status, not one JSON object).
+
+    ``stderr`` is a bounded tail of what it wrote there, ``stdout`` a bounded escaped excerpt of
+    its output when that output is the problem.
+    """
+
+    def __init__(self, message: str, status: str = CRASH, *, stderr: str = "", stdout: str = "") -> None:
         super().__init__(message)
         self.status = status
+        self.stderr = stderr
+        self.stdout = stdout
+
+
+def stderr_tail(err: bytes, lines: int = STDERR_LINES, chars: int = STDERR_CHARS) -> str:
+    """The last ``lines`` lines of ``err`` (each cut to 300 characters), at most ``chars`` in all:
+    a crash's message is often above the runtime's last words (Node ends with ``Node.js v20``)."""
+    text = err.decode("utf-8", "surrogateescape").rstrip().splitlines()
+    kept: list[str] = []
+    size = 0
+    for line in reversed(text[-lines:]):
+        line = printable(_undecodable_as_hex(line[:LINE_CHARS] + ("…" if len(line) > LINE_CHARS else "")))
+        if kept and size + len(line) + 1 > chars:
+            break
+        kept.append(line)
+        size += len(line) + 1
+    dropped = len(text) - len(kept)
+    return "\n".join(([f"[… {dropped} earlier line{'s' if dropped > 1 else ''}]"] if dropped else []) + kept[::-1])
+
+
+def _undecodable_as_hex(text: str) -> str:
+    """Bytes ``surrogateescape`` kept (U+DC80..U+DCFF) as ``\\xNN``."""
+    return re.sub("[\udc80-\udcff]", lambda m: f"\\x{ord(m[0]) - 0xDC00:02x}", text)
+
+
+def _literal(text: str) -> str:
+    """``text`` as a one-line double-quoted literal: quotes, backslashes, controls and invisible
+    characters escaped (display's rule), undecodable bytes as ``\\xNN``."""
+    return '"' + printable(_undecodable_as_hex(text.replace("\\", "\\\\").replace('"', '\\"'))) + '"'
+
+
+def stdout_excerpt(data: bytes, at: int | None = None, width: int = EXCERPT_CHARS) -> str:
+    """A bounded excerpt of output as an escaped string literal: its start, and the place ``at``
+    (a character offset into the decoded text) where parsing failed when that is further on."""
+    text = data.decode("utf-8", "surrogateescape")
+    if not text:
+        return "(empty)"
+    size = f"{len(data)} bytes"
+    if at is None or at < width - 20:
+        return f"{size}: {_literal(text[:width])}" + ("…" if len(text) > width else "")
+    lo = max(width // 2, at - width // 2)
+    return f"{size}: {_literal(text[: width // 2])}… at character {at}: …{_literal(text[lo : lo + width])}" + (
+        "…" if len(text) > lo + width else "")
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (a Float's value is \"nan\", \"inf\" or \"-inf\")")
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise ValueError(f"the key {show_name(twice)} appears twice in one object")
+    return out
+
+
+def parse_output(data: bytes, rule: str, stderr: str = "") -> dict:
+    """The one JSON object of a reader's output, or a Crash naming ``rule`` with an excerpt."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        at = len(data[: exc.start].decode("utf-8", "surrogateescape"))
+        raise Crash(f"output is not UTF-8 ({exc.reason} at byte {exc.start}) ({rule})", stderr=stderr,
+                    stdout=stdout_excerpt(data, at)) from None  # fmt: skip
+    try:
+        obj = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_no_duplicates)
+    except json.JSONDecodeError as exc:
+        reason = "nothing was printed" if not text.strip() else f"{exc.msg} at line {exc.lineno} column {exc.colno}"
+        raise Crash(f"output is not one JSON object ({rule}): {reason}", stderr=stderr, stdout=stdout_excerpt(data, exc.pos)) from None
+    except ValueError as exc:
+        raise Crash(f"output is not one JSON object ({rule}): {exc}", stderr=stderr, stdout=stdout_excerpt(data)) from None
+    if not isinstance(obj, dict):
+        raise Crash(f"output is a JSON {type(obj).__name__.replace('dict', 'object').replace('list', 'array')}, not an object ({rule})",
+                    stderr=stderr, stdout=stdout_excerpt(data))  # fmt: skip
+    return obj
 
 
 def _substitute(template: str, values: dict[str, str]) -> list[str]:
@@ -250,8 +368,8 @@ def run_command(argv: list[str], timeout: float) -> tuple[int, bytes, bytes]:
             os.killpg(proc.pid, signal.SIGKILL)
         except OSError:
             proc.kill()
-        proc.communicate()
-        raise Crash(f"timed out after {timeout:g} s (process group killed)", TIMEOUT) from None
+        out, err = proc.communicate()
+        raise Crash(f"timed out after {timeout:g} s (process group killed)", TIMEOUT, stderr=stderr_tail(err)) from None
     return proc.returncode, out, err
 
 
@@ -262,12 +380,26 @@ def _signal_name(code: int) -> str:
         return f"signal {-code}"
 
 
-def _stderr_tail(err: bytes) -> str:
-    text = err.decode("utf-8", "replace").strip().splitlines()
-    return f"; stderr: {text[-1][:200]}" if text else ""
+@dataclass
+class Answer:
+    """What a reader said about one file: its output and, from a process, the tail of its stderr."""
+
+    output: Any
+    stderr: str = ""
 
 
-class ExternalReader:
+class Reader(ABC):
+    """A reader under test: ``answer(path, level)``; calling it gives just the output."""
+
+    @abstractmethod
+    def answer(self, path: Path, level: str) -> Answer:
+        """The reader's answer for one file at one level; a Crash when it broke the protocol."""
+
+    def __call__(self, path: Path, level: str) -> Any:
+        return self.answer(path, level).output
+
+
+class ExternalReader(Reader):
     """``CMD {path}`` printing the dump object; ``{level}`` is replaced by the level name too."""
 
     def __init__(self, template: str, timeout: float = 20.0) -> None:
@@ -279,25 +411,30 @@ class ExternalReader:
     def __str__(self) -> str:
         return self.template
 
-    def __call__(self, path: Path, level: str) -> dict:
+    def answer(self, path: Path, level: str) -> Answer:
         code, out, err = run_command(_substitute(self.template, {"path": str(path), "level": level}), self.timeout)
+        tail = stderr_tail(err)
         if code < 0:
-            raise Crash(f"killed by {_signal_name(code)}{_stderr_tail(err)}")
+            raise Crash(f"killed by {_signal_name(code)}", stderr=tail, stdout=stdout_excerpt(out))
         if code not in (0, 1):
-            raise Crash(f"exit status {code} (0 or 1 expected){_stderr_tail(err)}")
+            raise Crash(f"exit status {code} ({RULE_EXIT}; anything else is a crash)", stderr=tail, stdout=stdout_excerpt(out))
         try:
-            obj = json.loads(out.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise Crash(f"exit status {code}, stdout is not one JSON object ({exc}){_stderr_tail(err)}") from None
-        return obj
+            obj = parse_output(out, RULE_ONE_OBJECT, tail)
+        except Crash as exc:
+            raise Crash(f"exit status {code}, {exc}", stderr=exc.stderr, stdout=exc.stdout) from None
+        ok = obj.get("ok")
+        if isinstance(ok, bool) and code != (0 if ok else 1):
+            raise Crash(f'exit status {code} with "ok": {json.dumps(ok)} ({RULE_EXIT})', stderr=tail)
+        return Answer(obj, tail)
 
 
-class ExternalBatchReader:
+class ExternalBatchReader(Reader):
     """A long-running reader: one ``{"path", "level"}`` JSON line in, one dump object line out.
 
     ``CMD`` is started once per worker and kept; a vector that gets no answer within the timeout,
     or whose answer is not one JSON object, is a crash of that vector only: the process group is
-    killed and a fresh process serves the next vector.
+    killed and a fresh process serves the next vector. Answers are split on ``\\n`` bytes only, so
+    U+2028 and U+2029 may appear raw inside an answer.
     """
 
     def __init__(self, template: str, timeout: float = 20.0) -> None:
@@ -343,7 +480,15 @@ class ExternalBatchReader:
         proc.wait()
         self._local.state = None
 
-    def __call__(self, path: Path, level: str) -> dict:
+    @staticmethod
+    def _stderr(err: Any) -> str:
+        """The tail of the process's stderr (a file shared by every request it served)."""
+        err.seek(0, os.SEEK_END)
+        size = err.tell()
+        err.seek(max(0, size - 64 * STDERR_CHARS))
+        return stderr_tail(err.read())
+
+    def answer(self, path: Path, level: str) -> Answer:
         import queue
 
         state = getattr(self._local, "state", None)
@@ -359,18 +504,18 @@ class ExternalBatchReader:
             line = lines.get(timeout=self.timeout)
         except queue.Empty:
             self._kill(proc)
-            raise Crash(f"timed out after {self.timeout:g} s (process group killed)", TIMEOUT) from None
+            raise Crash(f"timed out after {self.timeout:g} s (process group killed)", TIMEOUT, stderr=self._stderr(err)) from None
         if line is None:
             code = proc.wait()
             self._local.state = None
-            err.seek(0)
-            tail = _stderr_tail(err.read())
-            raise Crash((f"killed by {_signal_name(code)}" if code < 0 else f"exited with status {code} mid-run") + tail)
+            how = f"killed by {_signal_name(code)}" if code < 0 else f"exited with status {code} mid-run"
+            raise Crash(f"{how} ({RULE_BATCH})", stderr=self._stderr(err))
         try:
-            return json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            return Answer(parse_output(line, RULE_BATCH))
+        except Crash as exc:
             self._kill(proc)
-            raise Crash(f"answer is not one JSON object on one line ({exc})") from None
+            exc.stderr = self._stderr(err)
+            raise
 
     def close(self) -> None:
         with self._lock:
@@ -388,7 +533,7 @@ class ExternalBatchReader:
                     proc.wait()
 
 
-class PythonReader:
+class PythonReader(Reader):
     """An in-process reader: ``fn(path, level) -> dump dict``. Exceptions are crashes."""
 
     def __init__(self, fn: Callable[[str, str], dict], name: str | None = None, timeout: float | None = None) -> None:
@@ -399,8 +544,8 @@ class PythonReader:
     def __str__(self) -> str:
         return self.name
 
-    def __call__(self, path: Path, level: str) -> dict:
-        return _call_in_thread(lambda: self.fn(str(path), level), self.timeout)
+    def answer(self, path: Path, level: str) -> Answer:
+        return Answer(_call_in_thread(lambda: self.fn(str(path), level), self.timeout))
 
 
 def _call_in_thread(fn: Callable[[], Any], timeout: float | None) -> Any:
@@ -456,13 +601,14 @@ class ExternalWriter:
         try:
             code, stdout, err = run_command(_substitute(self.template, {"spec": str(spec_path), "out": str(out)}), self.timeout)
         except Crash as exc:
-            return WriterOutcome(exc.status, message=str(exc))
+            return WriterOutcome(exc.status, message=str(exc), stderr=exc.stderr)
+        tail = stderr_tail(err)
         if code < 0:
-            return WriterOutcome(CRASH, message=f"killed by {_signal_name(code)}{_stderr_tail(err)}")
+            return WriterOutcome(CRASH, message=f"killed by {_signal_name(code)}", stderr=tail)
         if code == 0:
             if not out.exists():
-                return WriterOutcome(CRASH, message="exit status 0 but no file at {out}")
-            return WriterOutcome("wrote", data=out.read_bytes())
+                return WriterOutcome(CRASH, message="exit status 0 but no file at {out} (PROTOCOL §3)", stderr=tail)
+            return WriterOutcome("wrote", data=out.read_bytes(), stderr=tail)
         variant = None
         try:
             obj = json.loads(stdout.decode("utf-8"))
@@ -470,7 +616,7 @@ class ExternalWriter:
         except (ValueError, KeyError, TypeError, UnicodeDecodeError):
             pass
         leftover = out.exists() or any(p.name.startswith("out.bpk") for p in workdir.iterdir())
-        return WriterOutcome("refused", error=variant, message=f"exit status {code}{_stderr_tail(err)}", leftover=leftover)
+        return WriterOutcome("refused", error=variant, message=f"exit status {code}", leftover=leftover, stderr=tail)
 
 
 class PythonWriter:
@@ -507,19 +653,51 @@ class Result:
     actual: str = ""
     seconds: float = 0.0
     source: str = ""
+    description: str = ""  # the vector's description: what it is and which rule it holds
+    why: str = ""  # the rule that decided the expected outcome at this level (rejections)
+    stderr: str = ""  # a bounded tail of the implementation's stderr (failures of external commands)
+    stdout: str = ""  # a bounded escaped excerpt of output that broke the protocol
+
+    TEXT = ("message", "diff", "expected", "actual", "description", "why", "stderr", "stdout")
 
     @property
     def passed(self) -> bool:
         return self.status == PASS
 
+    def encodable(self) -> Result:
+        """Every text field encodable as UTF-8: a lone surrogate a reader printed (``"\\ud800"`` is
+        valid JSON) is shown as its escape, so reports and the console never fail to write."""
+        for name in self.TEXT:
+            setattr(self, name, getattr(self, name).encode("utf-8", "backslashreplace").decode("utf-8"))
+        return self
+
     def to_json(self) -> dict:
         out = {"id": self.id, "category": self.category, "kind": self.kind, "level": self.level, "status": self.status,
                "expected": self.expected, "actual": self.actual, "seconds": round(self.seconds, 4)}
-        if self.message:
-            out["message"] = self.message
-        if self.diff:
-            out["diff"] = self.diff
+        for name in ("description", "why", "message", "diff", "stdout", "stderr"):
+            if getattr(self, name):
+                out[name] = getattr(self, name)
         return out
+
+    def details(self) -> list[str]:
+        """The lines that explain a failure: the vector and its rule, expected and actual, the diff,
+        the output excerpt and the stderr tail."""
+        lines = []
+        if self.description:
+            lines.append(f"vector:   {self.description}")
+        if self.why:
+            lines.append(f"why:      {self.why}")
+        if self.expected or self.actual:
+            lines.append(f"expected: {self.expected}")
+            lines.append(f"actual:   {self.actual}")
+        if self.diff:
+            lines.extend(self.diff.splitlines())
+        if self.stdout:
+            lines.append(f"stdout:   {self.stdout}")
+        if self.stderr:
+            lines.append("stderr (tail):")
+            lines.extend("  | " + line for line in self.stderr.splitlines())
+        return lines
 
 
 @dataclass
@@ -575,11 +753,7 @@ class Report:
             for r in failures[:max_diffs]:
                 level = f" [{r.level}]" if r.level else ""
                 lines.append(f"- {r.kind} {r.id}{level}: {r.status}: {r.message}")
-                if r.expected or r.actual:
-                    lines.append(f"    expected: {r.expected}")
-                    lines.append(f"    actual:   {r.actual}")
-                if r.diff:
-                    lines.extend("    " + line for line in r.diff.splitlines())
+                lines.extend("    " + line for line in r.details())
         verdict = "PASS" if self.ok else "FAIL"
         lines.append("")
         lines.append(f"{verdict}: {totals[PASS]} passed, {len(failures)} failed ({totals[CRASH]} crashed, {totals[TIMEOUT]} hung) "
@@ -617,11 +791,13 @@ class Report:
             out.append(f'  <testsuite name={quoteattr(name)} tests="{len(results)}" failures="{f}" errors="{e}" time="{t:.3f}">')
             for r in results:
                 out.append(f'    <testcase classname={quoteattr("burnpack-conformance." + name)} name={quoteattr(r.id)} time="{r.seconds:.4f}">')
-                body = escape(f"expected: {r.expected}\nactual: {r.actual}\n{r.diff}")
+                body = escape("\n".join(line for line in r.details() if not line.startswith(("stderr (tail):", "  | "))))
                 if r.status == FAIL:
                     out.append(f"      <failure message={quoteattr(_xml_text(r.message))}>{_xml_text(body)}</failure>")
                 elif r.status in (CRASH, TIMEOUT):
                     out.append(f"      <error type={quoteattr(r.status)} message={quoteattr(_xml_text(r.message))}>{_xml_text(body)}</error>")
+                if not r.passed and r.stderr:
+                    out.append(f"      <system-err>{_xml_text(escape(r.stderr))}</system-err>")
                 out.append("    </testcase>")
             out.append("  </testsuite>")
         out.append("</testsuites>")
@@ -640,12 +816,13 @@ def _expect_text(expected: Expected) -> str:
     return expected.outcome if expected.outcome == ACCEPT else f"{expected.outcome} {'|'.join(expected.errors)}"
 
 
-def _run_one_reader(reader: Callable[[Path, str], dict], vector: ReaderVector, level: str, scratch: Path) -> Result:
+def _run_one_reader(reader: Reader, vector: ReaderVector, level: str, scratch: Path) -> Result:
     expected = vector.expect.level(level)
-    result = Result(vector.id, vector.category, "reader", level, PASS, expected=_expect_text(expected), source=vector.source)
+    result = Result(vector.id, vector.category, "reader", level, PASS, expected=_expect_text(expected), source=vector.source,
+                    description=vector.description, why=expected.why)  # fmt: skip
     if vector.problem is not None:
         result.status, result.message, result.actual = FAIL, vector.problem, "not run"
-        return result
+        return result.encodable()
     start = time.perf_counter()
     try:
         path = vector.path
@@ -653,24 +830,28 @@ def _run_one_reader(reader: Callable[[Path, str], dict], vector: ReaderVector, l
             path = scratch / (vector.id.replace("/", "__") + ".bpk")
             if not path.exists():
                 path.write_bytes(vector.data())
-        actual = reader(path, level)
+        answer = reader.answer(path, level)
     except Crash as exc:
         result.status, result.message, result.actual = exc.status, str(exc), exc.status
+        result.stderr, result.stdout = exc.stderr, exc.stdout
         result.seconds = time.perf_counter() - start
-        return result
+        return result.encodable()
     result.seconds = time.perf_counter() - start
+    actual = answer.output
     ok, message, diff = check_reader_result(expected, vector.expect.dump, actual)
     result.actual = _describe(actual) if isinstance(actual, dict) else repr(actual)[:200]
     if len(result.actual) > 300:
         result.actual = result.actual[:300] + "..."
     if not ok:
-        result.status, result.message, result.diff = FAIL, message, diff
-    return result
+        result.status, result.message, result.diff, result.stderr = FAIL, message, diff, answer.stderr
+    return result.encodable()
 
 
-def run_readers(vectors: Vectors, reader: Callable[[Path, str], dict], *, levels: Iterable[str] = ("compatible",),
+def run_readers(vectors: Vectors, reader: Reader | Callable[[str, str], dict], *, levels: Iterable[str] = ("compatible",),
                 jobs: int = 1, progress: Callable[[Result], None] | None = None) -> Report:
-    """Run a reader over every reader vector at each level."""
+    """Run a reader over every reader vector at each level (a plain callable runs as a ``PythonReader``)."""
+    if not isinstance(reader, Reader):
+        reader = PythonReader(reader)
     levels = tuple(levels)
     report = Report(str(reader), "reader", levels, str(vectors.root or "<memory>"))
     tasks = [(v, level) for level in levels for v in vectors.readers]
@@ -710,11 +891,12 @@ def run_writers(vectors: Vectors, writer: Callable[[dict, Path], WriterOutcome],
 
     def work(vector: WriterVector) -> Result:
         expected_text = f"refusal {'|'.join(vector.refusal)}" if vector.refusal else "bytes"
-        result = Result(vector.id, vector.category, "writer", None, PASS, expected=expected_text, source=vector.source)
+        result = Result(vector.id, vector.category, "writer", None, PASS, expected=expected_text, source=vector.source,
+                        description=vector.description)  # fmt: skip
         if vector.problem is not None:
             result.status, result.message, result.actual = FAIL, vector.problem, "not run"
             if progress:
-                progress(result)
+                progress(result.encodable())
             return result
         t0 = time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="bpk-writer-") as tmp:
@@ -728,7 +910,8 @@ def run_writers(vectors: Vectors, writer: Callable[[dict, Path], WriterOutcome],
         ok, message, diff = check_writer_result(expected, vector.refusal, outcome)
         if not ok:
             result.status = outcome.status if outcome.status in (CRASH, TIMEOUT) else FAIL
-            result.message, result.diff = message, diff
+            result.message, result.diff, result.stderr = message, diff, outcome.stderr
+        result.encodable()
         if progress:
             progress(result)
         return result

@@ -10,7 +10,6 @@ infinities as the strings ``"nan"``, ``"inf"``, ``"-inf"``, and every float also
 
 from __future__ import annotations
 
-import hashlib
 import math
 from typing import Any
 
@@ -36,6 +35,8 @@ def scalar_json(scalar: Scalar) -> JSONObject:
 
 def pack_json(pack: Pack) -> JSONObject:
     """Everything a reader reports about an open pack; reads every tensor (to hash it)."""
+    import hashlib  # (paid by a dump, not by every command that shows a scalar)
+
     tensors = []
     for view in pack.tensors():
         data = view.memoryview()

@@ -121,7 +121,7 @@ def import_torch() -> ModuleType:
     try:
         import torch
     except ImportError:
-        raise ImportError(TORCH_EXTRA_HINT) from None
+        raise ModuleNotFoundError(TORCH_EXTRA_HINT, name="torch") from None
     return torch
 
 

@@ -4,13 +4,15 @@ One concept for every reader: ``load``'s limits (:class:`LoadLimits`, Burn's val
 from ``schema/``), the foreign-format readers' caps (``burnpack.interop.limits.ReadLimits``) and
 any other bound a caller may lift (``infer_scheduler(max_children=)``). Each is a frozen
 :class:`Limits` whose fields are non-negative ints; a value that is not one, a limit a reader
-does not have, or one it does not use is an :class:`~burnpack.errors.OptionError`; and every
-refusal names the keyword that lifts it in one wording, :func:`lift`.
+does not have, one it does not use, or one above what the reader can honour (its ``CEILINGS``)
+is an :class:`~burnpack.errors.OptionError`; and every refusal names the keyword that lifts it
+in one wording, :func:`lift`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Mapping
 from typing import Any, ClassVar, TypeVar
 
@@ -32,25 +34,56 @@ class Limits:
     """Base of every reader's limits: each field a non-negative int, named as the keyword that
     lifts it."""
 
-    _names: ClassVar[tuple[str, ...]] = ()
+    CEILINGS: ClassVar[Mapping[str, tuple[int, str]]] = {}
+    """A limit's largest value, where the reader cannot honour more than that (name → the value
+    and why); any other limit goes up to the largest size Python indexes (``sys.maxsize``)."""
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        cls._names = tuple(name for name in getattr(cls, "__annotations__", {}) if not name.startswith("_"))
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The limits, in declaration order."""
+        names = _NAMES.get(cls)
+        if names is None:
+            names = _NAMES[cls] = tuple(field.name for field in dataclasses.fields(cls))  # type: ignore[arg-type]
+        return names
+
+    @classmethod
+    def ceiling(cls, name: str) -> int:
+        """The largest value the limit ``name`` takes."""
+        return cls.CEILINGS.get(name, (sys.maxsize, ""))[0]
+
+    @classmethod
+    def _too_large(cls, name: str, shown: object) -> OptionError:
+        why = cls.CEILINGS.get(name, (0, ""))[1]
+        return OptionError(f"{name}={shown}: more than the readers can honour (at most {cls.ceiling(name)}{why})")
 
     def __post_init__(self) -> None:
-        for name in self._names:
+        for name in self.names():
             value = getattr(self, name)
             if type(value) is not int or value < 0:
                 raise OptionError(f"{name} must be a non-negative int, not {value!r}")
+            if value > self.ceiling(name):
+                raise self._too_large(name, value)
+
+    @classmethod
+    def parse(cls, name: str, text: str) -> int:
+        """The value of the limit ``name`` written as ``text`` (``--limit NAME=N``): ASCII digits
+        of a number no larger than its ceiling; anything else (a sign, spaces, other scripts'
+        digits, thousands of digits) is an ``OptionError`` of one line."""
+        shown = repr(text) if len(text) <= 32 else f"{text[:16]!r}... ({len(text)} characters)"
+        if not (text.isascii() and text.isdigit()):
+            raise OptionError(f"{name}={shown}: the cap is a whole number written with the digits 0-9")
+        top = cls.ceiling(name)
+        if len(text.lstrip("0")) > len(str(top)) or int(text) > top:
+            raise cls._too_large(name, shown)
+        return int(text)
 
     @classmethod
     def of(cls: type[L], given: Mapping[str, Any], used: tuple[str, ...] | None = None, what: str = "this reader") -> L:
         """The limits with those ``given`` lifted; one this class does not have is refused, and
         so is one outside ``used`` (when given): ``what`` does not use it."""
-        unknown = sorted(set(given) - set(cls._names))
+        unknown = sorted(set(given) - set(cls.names()))
         if unknown:
-            raise OptionError(f"unknown limit {unknown[0]!r}; the limits are {', '.join(cls._names)}")
+            raise OptionError(f"unknown limit {unknown[0]!r}; the limits are {', '.join(cls.names())}")
         if used is not None:
             refuse_unused(frozenset(given), used, what)
         return cls(**given)
@@ -58,6 +91,9 @@ class Limits:
     def lift(self, name: str) -> str:
         """What a refusal says about the keyword that lifts the limit ``name``."""
         return lift(name, getattr(self, name))
+
+
+_NAMES: dict[type, tuple[str, ...]] = {}
 
 
 def refuse_unused(lifted: frozenset[str], used: tuple[str, ...], what: str) -> None:

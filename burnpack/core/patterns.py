@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import InvalidPattern
 
-__all__ = ["Pattern", "compile_pattern"]
+__all__ = ["Pattern", "check_text", "compile_pattern"]
 
 Pattern = Any
 """A compiled pattern: ``search``, ``match``, ``fullmatch``, ``sub``, ``groups``, ``groupindex``
@@ -30,9 +30,11 @@ as ``re.Pattern`` has them (RE2's ``_Regexp``)."""
 
 def compile_pattern(pattern: str, what: str = "regex") -> Pattern:
     """``pattern`` compiled for RE2 (linear-time matching); :class:`InvalidPattern` (its message
-    naming ``what``: ``"invalid remap regex '(': missing ): ("``) when it is not a valid regex."""
+    naming ``what``: ``"invalid remap regex '(': missing ): ("``) when it is not a valid regex,
+    or not text (:func:`check_text`)."""
     import re2
 
+    check_text(pattern, what)
     options = re2.Options()
     options.log_errors = False  # the reason is in the exception, not on standard error
     try:
@@ -40,6 +42,18 @@ def compile_pattern(pattern: str, what: str = "regex") -> Pattern:
     except re2.error as exc:
         reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
         raise InvalidPattern(pattern, reason + _hint(pattern, reason), what) from None
+
+
+def check_text(text: str, what: str = "regex") -> str:
+    """``text`` when it is Unicode text, as RE2 (UTF-8) takes patterns and replacements; else
+    :class:`InvalidPattern`. Python keeps a command-line byte that is not UTF-8 as a lone
+    surrogate (U+DC80-U+DCFF), which no UTF-8 text holds."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        reason = f"character {exc.start} is not text (a lone surrogate, as a byte that is not UTF-8 becomes)"
+        raise InvalidPattern(text, reason, what) from None
+    return text
 
 
 def _python_spellings(pattern: str) -> str:

@@ -7,7 +7,8 @@ only: a FIFO, device, socket or a symlink to one is refused before it is opened)
 ``max_bytes`` of it. :func:`parse_json` is the one JSON parser for text from files, metadata and
 request lines: it refuses text denser in objects and arrays than any listing needs and nesting
 deeper than ``max_depth`` before parsing, so no JSON costs more than a small multiple of its size
-and none reaches Python's recursion limit.
+and none reaches Python's recursion limit; an integer of more than :data:`MAX_INT_DIGITS` digits
+is refused before it is converted.
 """
 
 from __future__ import annotations
@@ -18,9 +19,12 @@ from collections.abc import Callable
 from typing import Any, BinaryIO, TypeAlias
 
 from ..errors import BurnpackError, IoError
-from .source import open_regular
+from .source import Folder, open_regular
 
-__all__ = ["JSON", "JSONObject", "JSON_MAX_DEPTH", "SIDE_FILE_MAX_BYTES", "parse_json", "read_capped", "read_side_file"]
+__all__ = [
+    "JSON", "JSONObject", "JSON_MAX_DEPTH", "MAX_INT_DIGITS", "SIDE_FILE_MAX_BYTES", "is_bounded_int", "parse_json", "read_capped",
+    "read_side_file",
+]  # fmt: skip
 
 JSON: TypeAlias = Any
 """A JSON value (what ``json.loads`` returns and ``json.dumps`` takes): the one kind of value a
@@ -33,6 +37,18 @@ SIDE_FILE_MAX_BYTES = 64 << 20
 JSON_MAX_DEPTH = 128
 """Default nesting limit of JSON objects and arrays: serde_json's (the safetensors library's parser)."""
 
+MAX_INT_DIGITS = 309
+"""The most decimal digits of an integer read from any file's text or pickle (JSON side files and
+headers, PyTorch and DCP pickles): beyond float64's range and far beyond any count, size, offset,
+step or seed, and well within what Python formats (4,300 digits)."""
+_INT_BOUND = 10**MAX_INT_DIGITS
+
+
+def is_bounded_int(value: int) -> bool:
+    """Whether ``value`` has at most :data:`MAX_INT_DIGITS` decimal digits."""
+    return -_INT_BOUND < value < _INT_BOUND
+
+
 # A tensor entry (``"a":{"dtype":"U8","shape":[],"data_offsets":[0,0]}``) spends at least 16 bytes
 # per JSON object or array; json builds ~60-byte objects for 2-byte ``{}``, so denser text could
 # cost 30x its size in memory.
@@ -41,8 +57,11 @@ _READ_PIECE = 1 << 20
 _NOT_STRUCTURE = bytes(set(range(256)) - set(b'[]{}"'))
 
 
-def read_side_file(path: str | os.PathLike[str], *, max_bytes: int = SIDE_FILE_MAX_BYTES, lift: str = "max_bytes") -> bytes:
-    """The bytes of a regular file of at most ``max_bytes`` (default :data:`SIDE_FILE_MAX_BYTES`).
+def read_side_file(
+    path: str | os.PathLike[str], *, max_bytes: int = SIDE_FILE_MAX_BYTES, lift: str = "max_bytes", folder: Folder | None = None
+) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes`` (default :data:`SIDE_FILE_MAX_BYTES`),
+    reached through ``folder`` (then inside it, see :class:`~burnpack.core.source.Folder`) when given.
 
     Raises ``IoError`` (an ``OSError``; ``FileNotFoundError`` etc. for a missing file) for a file
     that cannot be opened, is not a regular file, or holds more than ``max_bytes`` bytes (the
@@ -51,7 +70,7 @@ def read_side_file(path: str | os.PathLike[str], *, max_bytes: int = SIDE_FILE_M
     """
     where = os.fspath(path)
     try:
-        with open_regular(path) as file:
+        with open_regular(path, folder=folder) as file:
             return read_capped(file, max_bytes=max_bytes, where=where, lift=lift)
     except IoError:
         raise
@@ -66,9 +85,12 @@ def read_capped(stream: BinaryIO, *, max_bytes: int, where: str, lift: str = "ma
     chunks: list[bytes] = []
     total = 0
     while total <= max_bytes:  # by pieces: read(n) would allocate n bytes up front
-        chunk = stream.read(min(max_bytes + 1 - total, _READ_PIECE))
+        asked = min(max_bytes + 1 - total, _READ_PIECE)
+        chunk = stream.read(asked)
         if not chunk:
             break
+        if len(chunk) > asked:  # kept, such answers could hold any amount past the cap
+            raise IoError(f"read({asked}) returned {len(chunk)} bytes, more than asked", where=where)
         chunks.append(chunk)
         total += len(chunk)
     if total > max_bytes:
@@ -95,6 +117,17 @@ def json_depth(text: str) -> int:
     return int(np.cumsum(opens.view(np.int8) - closes.view(np.int8), dtype=np.int32).max())
 
 
+class _LongInt(Exception):
+    """An integer of JSON text longer than :data:`MAX_INT_DIGITS` digits (its digit count)."""
+
+
+def _bounded_int(digits: str) -> int:
+    length = len(digits) - digits.startswith("-")
+    if length > MAX_INT_DIGITS:
+        raise _LongInt(length)
+    return int(digits)
+
+
 def parse_json(
     text: str | bytes,
     error: Callable[[str], Exception],
@@ -110,7 +143,8 @@ def parse_json(
     UTF-8, text that is not JSON, denser than one object or array per 8 characters (brackets in
     strings counted), or nested deeper than ``max_depth`` (default :data:`JSON_MAX_DEPTH`;
     brackets in strings not counted). Both checks run before parsing, in time linear in the
-    text's length.
+    text's length. So is an integer of more than :data:`MAX_INT_DIGITS` digits, before it is
+    converted.
     """
     if isinstance(text, (bytes, bytearray, memoryview)):
         try:
@@ -126,7 +160,7 @@ def parse_json(
     depth = json_depth(text) if containers > max_depth else 0
     if depth > max_depth:
         raise error(f"{what} nests JSON objects and arrays {depth} deep, more than the limit of {max_depth}")
-    options: dict[str, Any] = {}
+    options: dict[str, Any] = {"parse_int": _bounded_int}
     if object_pairs_hook is not None:
         options["object_pairs_hook"] = object_pairs_hook
     if parse_constant is not None:
@@ -135,5 +169,7 @@ def parse_json(
         return json.loads(text, **options)
     except BurnpackError:  # the caller's hooks refused a value
         raise
+    except _LongInt as exc:
+        raise error(f"{what} holds an integer of {exc.args[0]:,} digits, more than the limit of {MAX_INT_DIGITS}") from None
     except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
         raise error(f"{what} is not valid JSON: {exc}") from None

@@ -11,7 +11,7 @@ import errno
 import mmap
 import os
 import stat
-import threading
+import sys
 from collections.abc import Sequence
 from typing import BinaryIO, Protocol
 
@@ -33,14 +33,15 @@ def _refuse_irregular(mode: int, path: str | os.PathLike[str]) -> None:
         raise IoError(f"{os.fspath(path)} is {kind}, not a regular file; only regular files are read")
 
 
-def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
+def open_regular(path: str | os.PathLike[str], *, folder: Folder | None = None) -> BinaryIO:
     """Open a regular file for reading; refuse FIFOs, devices, sockets and directories.
 
     Reading a FIFO blocks forever and a device never ends, so the kind is checked before the file
     is opened, and again on the open descriptor (the path could be swapped in between); the open
-    itself is non-blocking, so even a FIFO swapped in cannot hang it.
+    itself is non-blocking, so even a FIFO swapped in cannot hang it. A file reached through a
+    ``folder`` must also lie inside it (:class:`Folder`).
     """
-    fd, _ = open_regular_fd(path)
+    fd, _ = open_regular_fd(path, folder=folder)
     try:
         return os.fdopen(fd, "rb")
     except BaseException:
@@ -48,7 +49,7 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
         raise
 
 
-def open_regular_fd(path: str | os.PathLike[str]) -> tuple[int, int]:
+def open_regular_fd(path: str | os.PathLike[str], *, folder: Folder | None = None) -> tuple[int, int]:
     """``open_regular``'s checks and open, as a bare descriptor the caller closes, and the
     file's size when it was opened."""
     if "\0" in os.fsdecode(path):  # os.stat would raise a bare ValueError
@@ -58,11 +59,129 @@ def open_regular_fd(path: str | os.PathLike[str]) -> tuple[int, int]:
     try:
         opened = os.fstat(fd)
         _refuse_irregular(opened.st_mode, path)
+        if folder is not None:
+            folder.check(fd, path)
         os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)
         raise
     return fd, opened.st_size
+
+
+# Kernel file systems whose files are made up when read (statfs ``f_type``, linux/magic.h):
+# a link to one of their files must not be read as if it were a shard or a log.
+_SYNTHESISED = {
+    0x9FA0: "procfs", 0x62656572: "sysfs", 0x64626720: "debugfs", 0x74726163: "tracefs",
+    0x73636673: "securityfs", 0x27E0EB: "cgroup", 0x63677270: "cgroup2", 0x62656570: "configfs",
+    0xDE5E81E4: "efivarfs", 0x6165676C: "pstore", 0xCAFE4A11: "bpf", 0x1CD1: "devpts",
+    0x6E736673: "nsfs", 0xF97CFF8C: "selinuxfs", 0x43415D53: "smackfs", 0x42494E4D: "binfmt_misc",
+    0x65735543: "fusectl",
+}  # fmt: skip
+# Where those are mounted, for a system that cannot say which file system holds a descriptor.
+_SYNTHESISED_ROOTS = ("/proc", "/sys", "/dev")
+
+
+def _file_system_type(fd: int) -> int | None:
+    """The ``f_type`` of the file system holding ``fd`` (Linux ``fstatfs``), or None elsewhere.
+
+    ``struct statfs`` begins with ``f_type``, a C ``long`` on every Linux ABI this is meant for
+    (x86-64, AArch64, 32-bit ARM and x86; not s390x, where it is 32 bits); ctypes is imported
+    only when a folder's file is opened."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    buffer = ctypes.create_string_buffer(512)  # struct statfs is 120 bytes on 64-bit Linux
+    if libc.fstatfs(fd, buffer) != 0:
+        return None
+    return ctypes.c_long.from_buffer(buffer).value & 0xFFFFFFFF
+
+
+def _descriptor_path(fd: int, path: str | os.PathLike[str]) -> str | None:
+    """The real path of the file open at ``fd``: the one Linux's ``/proc/self/fd`` gives for the
+    descriptor itself; elsewhere (or without ``/proc``) ``path``'s real path if it still names the
+    same file (device and inode), so a link swapped after the open is caught; None when neither
+    can tell."""
+    try:
+        named = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        named = ""
+    if named.startswith("/") and not named.endswith(" (deleted)"):
+        return named
+    real = os.path.realpath(path)
+    try:
+        found, opened = os.stat(real), os.fstat(fd)
+    except OSError:
+        return None
+    return real if (found.st_dev, found.st_ino) == (opened.st_dev, opened.st_ino) else None
+
+
+def _inside(path: str, root: str) -> bool:
+    try:
+        return os.path.commonpath([path, root]) == root
+    except ValueError:  # one relative, or on another drive
+        return False
+
+
+class Folder:
+    """A folder a reader was pointed at, closed: every file reached through it — a shard or an
+    ``*.index.json``, a DCP record or ``.metadata``, a checkpoint file, ``retention.json`` or a
+    metric log — must resolve inside it and be a regular file on a file system that stores files,
+    never procfs, sysfs or another the kernel synthesises (``_SYNTHESISED``). Both are checked on
+    the opened descriptor, not on the path before opening: a link cannot be swapped in between.
+
+    The one documented exception is the Hugging Face cache, whose snapshot files are links into
+    the repository's ``blobs/`` (``snapshots/<revision>/model.safetensors`` →
+    ``../../blobs/<hash>``): a folder inside ``<repository>/snapshots/`` may resolve anywhere
+    inside ``<repository>`` (the folder holding ``snapshots/`` and ``blobs/``), and nowhere else.
+
+    Portability: Linux names the descriptor's file (``/proc/self/fd``) and its file system
+    (``fstatfs``). Elsewhere the path's real path is taken, and used only while it names the same
+    file as the descriptor; the file-system check is then by place (``/proc``, ``/sys``, ``/dev``).
+    """
+
+    __slots__ = ("path", "root")
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        real = os.path.realpath(path)
+        self.path = os.fspath(path)
+        """The folder as given (for messages)."""
+        self.root = _hugging_face_repository(real) or real
+        """Where its files may resolve: its real path, or its Hugging Face cache repository's."""
+
+    def __repr__(self) -> str:
+        return f"Folder({self.path!r})"
+
+    def check(self, fd: int, path: str | os.PathLike[str]) -> None:
+        """Refuse the file open at ``fd`` (opened as ``path``) unless it lies inside the folder on
+        a file system that stores files."""
+        real = _descriptor_path(fd, path)
+        if real is None:
+            raise IoError(f"cannot tell where {os.fspath(path)} resolves to, so whether it lies inside the folder {self.path}")
+        kind = _file_system_type(fd)
+        synthesised = _SYNTHESISED.get(kind) if kind is not None else next((r for r in _SYNTHESISED_ROOTS if _inside(real, r)), None)
+        if synthesised is not None:
+            raise IoError(
+                f"{os.fspath(path)} is a file of {synthesised} (made up by the kernel when read), not one stored on a disk; "
+                "files reached through a folder are read only from file systems that store them"
+            )
+        if not _inside(real, self.root):
+            raise IoError(
+                f"{os.fspath(path)} resolves to {real}, outside the folder {self.path}; files reached through a folder "
+                "must lie inside it (a Hugging Face cache snapshot's links inside its repository)"
+            )
+
+
+def _hugging_face_repository(real: str) -> str | None:
+    """The repository folder of a Hugging Face cache (``models--org--name``, holding ``blobs/``)
+    when ``real`` lies in one of its ``snapshots/<revision>`` folders."""
+    parts = real.split(os.sep)
+    for at in range(len(parts) - 2, 0, -1):
+        if parts[at] == "snapshots":
+            repository = os.sep.join(parts[:at]) or os.sep
+            return repository if os.path.isdir(os.path.join(repository, "blobs")) else None
+    return None
 
 
 class Source(Protocol):
@@ -113,8 +232,8 @@ class FileSource:
     read-only memory (torch tensors): their writes stay in this process, the file never changes.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        fd, size = open_regular_fd(path)
+    def __init__(self, path: str | os.PathLike[str], *, folder: Folder | None = None) -> None:
+        fd, size = open_regular_fd(path, folder=folder)
         try:
             self._map_fd(fd, owned=True, size=size)
         except BaseException:
@@ -209,12 +328,20 @@ class FileSource:
     __del__ = _close_fd
 
 
+FILE_OBJECT_PIECE = 64 << 20
+"""The most a ``FileObjectSource`` asks of its file object in one ``read``: what it holds is what
+the object answered, never what its size claims."""
+
+
 class FileObjectSource:
     """A seekable binary file object (``io.BytesIO``, a socket-backed stream, …) from its
     position when given, read range by range: each read seeks, so the object's position moves;
-    reads are serialised."""
+    reads are serialised. A range is asked for :data:`FILE_OBJECT_PIECE` bytes at a time, and an
+    answer longer than asked is an ``IoError``: memory follows the bytes the object really gives."""
 
     def __init__(self, file: BinaryIO) -> None:
+        import threading  # (paid by a file-object source, not by every command's start)
+
         self._file = file
         self._lock = threading.Lock()
         self._base = file.tell()
@@ -230,13 +357,17 @@ class FileObjectSource:
         with self._lock:
             self._file.seek(self._base + offset)
             while length > 0:
-                chunk = self._file.read(length)
+                asked = min(length, FILE_OBJECT_PIECE)
+                chunk = self._file.read(asked)
                 if not chunk:
                     break
                 if not isinstance(chunk, (bytes, bytearray, memoryview)):
                     raise TypeError(f"the file object returned {type(chunk).__name__}, not bytes: open it in binary mode")
+                got = memoryview(chunk).nbytes
+                if got > asked:
+                    raise IoError(f"the file object's read({asked}) returned {got} bytes, more than asked", where=f"offset {offset}")
                 parts.append(chunk)
-                length -= len(chunk)
+                length -= got
         return b"".join(parts)
 
     def buffer(self) -> None:

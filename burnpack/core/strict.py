@@ -1,10 +1,14 @@
 """``strict=True``: accept only files a Burn writer could have produced.
 
 A file is strictly valid iff writing its content again, with the tensors in its data order,
-reproduces it byte for byte. That is checked piece by piece so the error says what differs:
-the version, the metadata encoding (canonical CBOR exactly as ciborium writes it), the tensor
-layout (each start = previous end rounded up to 256, lengths = shape × element size), the zero
-padding, and the file length.
+reproduces it byte for byte, and that content is one Burn's API can construct: every QFloat
+block size in ``BlockSize::new``'s canonical form, every shape's byte size under 2^64 (Burn
+reads and re-writes both kinds as they are, so re-writing alone would accept them). That is
+checked piece by piece so the error says what differs: the version, the pre-alignment layout,
+the metadata encoding (canonical CBOR exactly as ciborium writes it), the block sizes, the
+tensor layout (each start = previous end rounded up to 256, no end before its start, lengths =
+shape × element size), the zero padding, and the file length — in the order of the
+conformance protocol (conformance/PROTOCOL.md §2), which fixes the error kind when several fail.
 """
 
 from __future__ import annotations
@@ -96,6 +100,8 @@ def _check_layout(pack: Opened, source: Source) -> int:
                 f"strict: tensor '{name}' starts at {start}, Burn's writer would put it at {align(position)}",
                 where="data order by offset",
             )
+        if end < start:  # the length check below skips QFloat tensors, so it would not see this
+            raise ValidationError(f"strict: tensor '{name}' ends at {end}, before its start {start}", where="data order by offset")
         size = element_size(d.dtype)
         count = math.prod(d.shape)
         if size is not None and count * size > U64_MAX:

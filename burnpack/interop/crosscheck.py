@@ -56,9 +56,12 @@ def with_torch_load(path: str | os.PathLike[str], bool_store: str | BoolStore = 
 
 
 def _refused(path: str | os.PathLike[str], library: str, exc: Exception) -> ConversionError:
-    """The error for a file ``library`` cannot read, with the library's own message."""
+    """The error for a file ``library`` cannot read, with the library's own message; it names
+    ``path`` as ``blame`` does (the command line shows it once, before the kind)."""
     message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return ConversionError(f"{os.fspath(path)}: {library} cannot read it: {message}")
+    error = ConversionError(f"{library} cannot read it: {message}")
+    error.burnpack_path = os.fspath(path)  # type: ignore[attr-defined]
+    return error
 
 
 def with_safetensors(path: str | os.PathLike[str], bool_store: str | BoolStore = BoolStore.U8) -> tuple[TensorSet, str] | None:

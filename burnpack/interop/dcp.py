@@ -15,7 +15,9 @@ Each tensor chunk is a ``torch.save`` record at an offset of a ``.distcp`` file,
 only when that tensor is asked for, so converting to ``.bpk`` holds one tensor at a time. Every
 claim of the metadata is checked against the files before anything is allocated: relative paths
 name files in the folder (no traversal), records lie inside their file and do not overlap, and
-chunks tile their tensor exactly. Nested state dicts become DCP's flattened dotted names
+chunks tile their tensor exactly. The folder is closed (:class:`~burnpack.core.source.Folder`):
+``.metadata`` and every ``.distcp`` file must resolve inside it, as regular files on disk — a
+record file that is a link out of the folder is refused, not followed. Nested state dicts become DCP's flattened dotted names
 (``model.fc.weight``, ``optim.state.0.exp_avg``); non-tensor entries are listed in
 ``TensorSet.skipped``. ``read_dcp_object`` gives the whole nested state (training checkpoints),
 its non-tensor entries read by the same allowlist. ``write_dcp`` and ``write_dcp_state`` save
@@ -28,9 +30,7 @@ import contextlib
 import math
 import mmap
 import os
-import shutil
 import stat
-import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -41,14 +41,15 @@ import numpy as np
 
 from ..codec._generated.metadata import BoolStore, DType
 from ..core.dtypes import dtype_from_torch, numpy_dtype
-from ..errors import BurnpackError, ConversionError, OutputExistsError, PyTorchReadError, ValidationError
+from ..core.atomic import atomic_folder
+from ..errors import BurnpackError, ConversionError, DestinationExists, OutputExistsError, PyTorchReadError, ValidationError, excerpt
 from ..core.frameworks import import_torch, numpy_to_torch
 from ..core.sidefile import read_side_file
-from ..core.source import open_regular
+from ..core.source import Folder, open_regular
 from ..core.tensor import NUMPY_MAX_DIMS, check_numpy_shape
 from ._io import entry_from_array
 from .limits import DEFAULT_LIMITS, ReadLimits
-from .pytorch import PickledObject, describe_leaf, pickled_class, read_pytorch_buffer, unpickle_allowing
+from .pytorch import TORCH_DTYPES, PickledObject, describe_leaf, pickled_class, read_pytorch_buffer, unpickle_allowing
 from .tensors import Entry, TensorSet
 
 __all__ = ["DcpMetadata", "is_dcp", "read_dcp", "read_dcp_metadata", "read_dcp_object", "write_dcp", "write_dcp_state"]
@@ -62,6 +63,8 @@ _RECORD_CLASSES = (
 )  # fmt: skip
 _PATH_CLASSES = ("Path", "PosixPath", "WindowsPath", "PurePath", "PurePosixPath", "PureWindowsPath")
 _T = TypeVar("_T")
+_I64 = 2**63
+"""torch's sizes, offsets and lengths are int64: larger ones are refused before any is used."""
 
 
 def is_dcp(path: object) -> bool:
@@ -122,13 +125,26 @@ class DcpMetadata:
 
     ``tensors``: fqn → dtype, shape and chunks; ``objects``: fqn → the record of a non-tensor
     entry; ``paths``: fqn → its key path in the nested state (``("model", "layers", 0)``);
-    ``limits``: what its records are read within."""
+    ``closed``: the folder its files must lie in; ``limits``: what its records are read within."""
 
     folder: Path
     tensors: dict[str, _TensorInfo]
     objects: dict[str, _Record]
     paths: dict[str, tuple[str | int, ...]]
+    closed: Folder
     limits: ReadLimits = DEFAULT_LIMITS
+
+
+def _shown(value: object) -> str:
+    """A value of the metadata as an error names it: text as a short escaped excerpt, an int as
+    itself (bounded: every pickle int has at most 309 digits), anything else by its type."""
+    if isinstance(value, str):
+        return excerpt(value)
+    return str(value) if type(value) is int else f"a {type(value).__name__}"
+
+
+def _shown_path(path: tuple[str | int, ...]) -> str:
+    return excerpt(".".join(map(str, path)))
 
 
 def _bad(folder: Path, what: str) -> ConversionError:
@@ -152,8 +168,8 @@ def _fields(folder: Path, value: object, name: str) -> dict[str, Any]:
 
 
 def _ints(folder: Path, value: object, what: str) -> tuple[int, ...]:
-    if not isinstance(value, (tuple, list)) or not all(type(v) is int and v >= 0 for v in value):
-        raise _bad(folder, f"{what} is not a tuple of non-negative ints")
+    if not isinstance(value, (tuple, list)) or not all(type(v) is int and 0 <= v < _I64 for v in value):
+        raise _bad(folder, f"{what} is not a tuple of non-negative ints below 2**63")
     if len(value) > NUMPY_MAX_DIMS:
         raise ConversionError(f"{folder}: {what} has {len(value)} dimensions; numpy arrays have at most {NUMPY_MAX_DIMS}")
     return tuple(value)
@@ -167,24 +183,24 @@ def _dtype(folder: Path, fqn: str, properties: object) -> DType:
     else:
         dtype, layout = fields.get("dtype"), fields.get("layout", "torch.strided")
     if not isinstance(dtype, str):
-        raise _bad(folder, f"{fqn!r} has no dtype")
+        raise _bad(folder, f"{excerpt(fqn)} has no dtype")
     if layout != "torch.strided":
-        raise ConversionError(f"{folder}: tensor {fqn!r}: unsupported layout {layout}: only dense strided tensors can be read")
+        raise ConversionError(f"{folder}: tensor {excerpt(fqn)}: unsupported layout {_shown(layout)}: only dense strided tensors can be read")
     try:
         return dtype_from_torch(dtype)
     except ValueError:
-        raise ConversionError(f"{folder}: tensor {fqn!r}: unsupported dtype {dtype}: Burn has no such dtype") from None
+        raise ConversionError(f"{folder}: tensor {excerpt(fqn)}: unsupported dtype {dtype if dtype in TORCH_DTYPES else excerpt(dtype)}: Burn has no such dtype") from None
 
 
 def _relative_file(folder: Path, name: object) -> Path:
     """A record's file: a plain file name in the folder (DCP writes ``__0_0.distcp``), never a
     path that leaves it."""
     if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
-        raise ConversionError(f"{folder}: DCP metadata names the file {name!r}, which is not a file in the checkpoint folder")
+        raise ConversionError(f"{folder}: DCP metadata names the file {_shown(name)}, which is not a file in the checkpoint folder")
     return folder / name
 
 
-def _records(folder: Path, storage_data: object) -> dict[tuple[str, tuple[int, ...] | None], _Record]:
+def _records(folder: Path, closed: Folder, storage_data: object) -> dict[tuple[str, tuple[int, ...] | None], _Record]:
     """``storage_data`` keyed by (fqn, chunk offsets), each record checked to lie inside its file
     and apart from every other record."""
     if not isinstance(storage_data, dict):
@@ -198,18 +214,18 @@ def _records(folder: Path, storage_data: object) -> dict[tuple[str, tuple[int, .
         if not isinstance(fqn, str):
             raise _bad(folder, "a storage index has no fqn")
         if fields.get("transform_descriptors"):
-            raise ConversionError(f"{folder}: {fqn!r} is stored transformed ({fields['transform_descriptors']}), which is not supported")
+            raise ConversionError(f"{folder}: {excerpt(fqn)} is stored transformed (it has transform_descriptors), which is not supported")
         offset, length = fields.get("offset"), fields.get("length")
-        if type(offset) is not int or type(length) is not int or offset < 0 or length < 0:
-            raise _bad(folder, f"{fqn!r} has no valid offset and length")
+        if type(offset) is not int or type(length) is not int or not 0 <= offset < _I64 or not 0 <= length < _I64:
+            raise _bad(folder, f"{excerpt(fqn)} has no valid offset and length")
         file = _relative_file(folder, fields.get("relative_path"))
         if file not in sizes:
-            sizes[file] = _file_size(folder, file)
+            sizes[file] = _file_size(folder, closed, file)
         if offset + length > sizes[file]:
             raise ConversionError(
-                f"{folder}: {fqn!r} lies at bytes {offset}..{offset + length} of {file.name}, past its end ({sizes[file]} bytes)"
+                f"{folder}: {excerpt(fqn)} lies at bytes {offset}..{offset + length} of {excerpt(file.name)}, past its end ({sizes[file]} bytes)"
             )
-        key = (fqn, None if offsets is None else _ints(folder, offsets, f"{fqn!r} chunk offset"))
+        key = (fqn, None if offsets is None else _ints(folder, offsets, f"{excerpt(fqn)} chunk offset"))
         records[key] = _Record(file, offset, length)
     spans = sorted((r.file.name, r.offset, r.offset + r.length) for r in records.values())
     for (name_a, _, end_a), (name_b, start_b, _) in zip(spans, spans[1:]):
@@ -218,16 +234,16 @@ def _records(folder: Path, storage_data: object) -> dict[tuple[str, tuple[int, .
     return records
 
 
-def _file_size(folder: Path, file: Path) -> int:
+def _file_size(folder: Path, closed: Folder, file: Path) -> int:
     try:
-        with open_regular(file) as handle:
+        with open_regular(file, folder=closed) as handle:
             info = os.fstat(handle.fileno())
     except FileNotFoundError:
-        raise ConversionError(f"{folder}: the metadata lists {file.name}, which does not exist") from None
+        raise ConversionError(f"{folder}: the metadata lists {excerpt(file.name)}, which does not exist") from None
     except OSError as exc:
-        raise ConversionError(f"{folder}: cannot open {file.name}: {exc}") from None
+        raise ConversionError(f"{folder}: cannot open {excerpt(file.name)}: {exc}") from None
     if not stat.S_ISREG(info.st_mode):
-        raise ConversionError(f"{folder}: {file.name} is not a regular file")
+        raise ConversionError(f"{folder}: {excerpt(file.name)} is not a regular file")
     return info.st_size
 
 
@@ -235,7 +251,7 @@ def _path(folder: Path, fqn: str, value: object) -> tuple[str | int, ...]:
     if value is None:
         return (fqn,)
     if not isinstance(value, tuple) or not value or not all(type(p) is str or (type(p) is int and p >= 0) for p in value):
-        raise _bad(folder, f"the key path of {fqn!r} is not a tuple of names and indices")
+        raise _bad(folder, f"the key path of {excerpt(fqn)} is not a tuple of names and indices")
     return value
 
 
@@ -246,8 +262,9 @@ def read_dcp_metadata(path: str | os.PathLike[str], *, limits: ReadLimits = DEFA
     its elements — so that what is later allocated is paid for by bytes really present.
     ``.metadata`` is read as a side file: a regular file of at most ``limits.max_metadata_bytes``."""
     folder = Path(path)
+    closed = Folder(folder)
     try:
-        data = read_side_file(folder / ".metadata", max_bytes=limits.max_metadata_bytes, lift="max_metadata_bytes")
+        data = read_side_file(folder / ".metadata", max_bytes=limits.max_metadata_bytes, lift="max_metadata_bytes", folder=closed)
     except OSError as exc:
         if exc.errno is None:  # over the cap: the side-file reader's own error says so
             raise
@@ -262,7 +279,7 @@ def read_dcp_metadata(path: str | os.PathLike[str], *, limits: ReadLimits = DEFA
         raise _bad(folder, "state_dict_metadata is not a dict")
     planner = fields.get("planner_data")
     planner = planner if isinstance(planner, dict) else {}
-    records = _records(folder, fields.get("storage_data") or {})
+    records = _records(folder, closed, fields.get("storage_data") or {})
     tensors: dict[str, _TensorInfo] = {}
     objects: dict[str, _Record] = {}
     paths: dict[str, tuple[str | int, ...]] = {}
@@ -273,16 +290,16 @@ def read_dcp_metadata(path: str | os.PathLike[str], *, limits: ReadLimits = DEFA
         if isinstance(item, PickledObject) and item.type_name.endswith(".BytesStorageMetadata"):
             record = records.get((fqn, None))
             if record is None:
-                raise ConversionError(f"{folder}: entry {fqn!r} has no record in the metadata's storage_data")
+                raise ConversionError(f"{folder}: entry {excerpt(fqn)} has no record in the metadata's storage_data")
             objects[fqn] = record
             continue
         tensors[fqn] = _tensor_info(folder, fqn, _fields(folder, item, "TensorStorageMetadata"), records)
-    return DcpMetadata(folder, tensors, objects, paths, limits)
+    return DcpMetadata(folder, tensors, objects, paths, closed, limits)
 
 
 def _tensor_info(folder: Path, fqn: str, fields: dict[str, Any], records: Mapping[Any, _Record]) -> _TensorInfo:
     dtype = _dtype(folder, fqn, fields.get("properties"))
-    shape = _ints(folder, fields.get("size"), f"{fqn!r} size")
+    shape = _ints(folder, fields.get("size"), f"{excerpt(fqn)} size")
     itemsize = numpy_dtype(dtype).itemsize
     try:  # an empty shape whose other dimensions numpy cannot index passes the element count
         check_numpy_shape(fqn, shape, itemsize)
@@ -290,24 +307,24 @@ def _tensor_info(folder: Path, fqn: str, fields: dict[str, Any], records: Mappin
         raise ConversionError(f"{folder}: {exc.payload}") from None
     chunk_list = fields.get("chunks")
     if not isinstance(chunk_list, list):
-        raise _bad(folder, f"{fqn!r} has no chunk list")
+        raise _bad(folder, f"{excerpt(fqn)} has no chunk list")
     chunks = []
     covered = 0
     for chunk in chunk_list:
         cf = _fields(folder, chunk, "ChunkStorageMetadata")
-        offsets = _ints(folder, cf.get("offsets"), f"{fqn!r} chunk offset")
-        sizes = _ints(folder, cf.get("sizes"), f"{fqn!r} chunk size")
+        offsets = _ints(folder, cf.get("offsets"), f"{excerpt(fqn)} chunk offset")
+        sizes = _ints(folder, cf.get("sizes"), f"{excerpt(fqn)} chunk size")
         if len(offsets) != len(shape) or len(sizes) != len(shape) or any(o + s > d for o, s, d in zip(offsets, sizes, shape)):
-            raise _bad(folder, f"{fqn!r} has a chunk at {list(offsets)} of size {list(sizes)} outside its shape {list(shape)}")
+            raise _bad(folder, f"{excerpt(fqn)} has a chunk at {list(offsets)} of size {list(sizes)} outside its shape {list(shape)}")
         record = records.get((fqn, offsets))
         if record is None:
-            raise ConversionError(f"{folder}: the chunk of {fqn!r} at {list(offsets)} has no record in the metadata's storage_data")
+            raise ConversionError(f"{folder}: the chunk of {excerpt(fqn)} at {list(offsets)} has no record in the metadata's storage_data")
         if math.prod(sizes) * itemsize > record.length:
-            raise ConversionError(f"{folder}: the chunk of {fqn!r} at {list(offsets)} needs more bytes than its record's {record.length}")
+            raise ConversionError(f"{folder}: the chunk of {excerpt(fqn)} at {list(offsets)} needs more bytes than its record's {record.length}")
         covered += math.prod(sizes)
         chunks.append(_Chunk(offsets, sizes, record))
     if covered != math.prod(shape):
-        raise ConversionError(f"{folder}: the chunks of {fqn!r} hold {covered} elements, its shape {list(shape)} {math.prod(shape)}")
+        raise ConversionError(f"{folder}: the chunks of {excerpt(fqn)} hold {covered} elements, its shape {list(shape)} {math.prod(shape)}")
     return _TensorInfo(dtype, shape, tuple(chunks))
 
 
@@ -319,9 +336,9 @@ def _with_record(meta: DcpMetadata, fqn: str, record: _Record, use: Callable[[ob
     the file is mapped; ``use`` copies what it keeps."""
     folder = meta.folder
     try:
-        with open_regular(record.file) as handle, contextlib.ExitStack() as stack:
+        with open_regular(record.file, folder=meta.closed) as handle, contextlib.ExitStack() as stack:
             if record.offset + record.length > os.fstat(handle.fileno()).st_size:
-                raise ConversionError(f"{folder}: {record.file.name} shrank below the record of {fqn!r}")
+                raise ConversionError(f"{folder}: {excerpt(record.file.name)} shrank below the record of {excerpt(fqn)}")
             mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
             stack.callback(_close, mapped)
             window = memoryview(mapped)[record.offset : record.offset + record.length]
@@ -330,9 +347,9 @@ def _with_record(meta: DcpMetadata, fqn: str, record: _Record, use: Callable[[ob
             finally:
                 window.release()
     except PyTorchReadError as exc:
-        raise ConversionError(f"{folder}: {fqn!r} (in {record.file.name} at byte {record.offset}): {exc}") from exc
+        raise ConversionError(f"{folder}: {excerpt(fqn)} (in {excerpt(record.file.name)} at byte {record.offset}): {exc}") from exc
     except OSError as exc:
-        raise ConversionError(f"{folder}: cannot read {fqn!r} from {record.file.name}: {exc}") from exc
+        raise ConversionError(f"{folder}: cannot read {excerpt(fqn)} from {excerpt(record.file.name)}: {exc}") from exc
 
 
 def _close(mapped: mmap.mmap) -> None:
@@ -352,9 +369,9 @@ def _load_tensor(meta: DcpMetadata, fqn: str) -> np.ndarray:
         def place(value: object, chunk: _Chunk = chunk, region: tuple[slice, ...] = region) -> None:
             if not isinstance(value, np.ndarray) or value.shape != chunk.sizes or value.dtype != want:
                 got = f"{value.dtype} {list(value.shape)}" if isinstance(value, np.ndarray) else type(value).__name__
-                raise ConversionError(f"{meta.folder}: the chunk of {fqn!r} at {list(chunk.offsets)} holds {got}, not {want} {list(chunk.sizes)}")
+                raise ConversionError(f"{meta.folder}: the chunk of {excerpt(fqn)} at {list(chunk.offsets)} holds {got}, not {want} {list(chunk.sizes)}")
             if written[region].any():
-                raise ConversionError(f"{meta.folder}: chunks of {fqn!r} overlap at {list(chunk.offsets)}")
+                raise ConversionError(f"{meta.folder}: chunks of {excerpt(fqn)} overlap at {list(chunk.offsets)}")
             full[region] = value
             written[region] = True
 
@@ -444,13 +461,13 @@ def _check_distinct_paths(folder: Path, paths: Mapping[str, tuple[str | int, ...
         node = trie
         for key in path:
             if _LEAF in node:
-                raise _bad(folder, f"the key path of {fqn!r} runs through {node[_LEAF]!r}")
+                raise _bad(folder, f"the key path of {excerpt(fqn)} runs through {excerpt(node[_LEAF])}")
             node.setdefault(_VIA, fqn)
             node = node.setdefault((type(key), key), {})
         if _LEAF in node:
-            raise _bad(folder, f"{fqn!r} and {node[_LEAF]!r} are both at key path {path}")
+            raise _bad(folder, f"{excerpt(fqn)} and {excerpt(node[_LEAF])} are both at key path {_shown_path(path)}")
         if _VIA in node:
-            raise _bad(folder, f"the key path of {node[_VIA]!r} runs through {fqn!r}")
+            raise _bad(folder, f"the key path of {excerpt(node[_VIA])} runs through {excerpt(fqn)}")
         node[_LEAF] = fqn
 
 
@@ -461,10 +478,10 @@ def _set_element(folder: Path, root: dict[Any, Any], path: tuple[str | int, ...]
     for key, following in zip(path, (*path[1:], None)):
         if isinstance(container, list):
             if type(key) is not int or key >= limit:
-                raise _bad(folder, f"key path {path} indexes a list with {key!r}")
+                raise _bad(folder, f"key path {_shown_path(path)} indexes a list with {_shown(key)}")
             container.extend([None] * (key + 1 - len(container)))
         elif not isinstance(container, dict):
-            raise _bad(folder, f"key path {path} goes through a {type(container).__name__}")
+            raise _bad(folder, f"key path {_shown_path(path)} goes through a {type(container).__name__}")
         if following is None:
             container[key] = value
         else:
@@ -506,22 +523,23 @@ def write_dcp(tset: TensorSet, folder: Path, *, overwrite: bool = False, progres
 
 
 def write_dcp_state(state: dict[str, Any], folder: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-    """``dcp.save`` of a (nested) state dict of torch tensors, written to a scratch sibling folder
-    and renamed into place, so a failure leaves no half-written checkpoint. torch's failures
-    (its ``CheckpointException`` is a ``BaseException``) are :class:`ConversionError`\\ s."""
+    """``dcp.save`` of a (nested) state dict of torch tensors, written to a scratch folder beside
+    ``folder`` and put in place as a whole (:func:`~burnpack.core.atomic.atomic_folder`), so a
+    failure or an interrupt leaves no half-written checkpoint; an existing ``folder`` that is not
+    empty is replaced only with ``overwrite``. torch's failures (its ``CheckpointException`` is a
+    ``BaseException``) are :class:`ConversionError`\\ s."""
     folder = Path(folder)
-    if folder.exists() and not overwrite:
+    if folder.exists() and not overwrite and not (folder.is_dir() and not any(folder.iterdir())):
         raise OutputExistsError(folder)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
-        with _quiet_dcp() as dcp:
-            dcp.save(state, checkpoint_id=scratch, no_dist=True)
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.rename(scratch, folder)
-    except BaseException as exc:
-        shutil.rmtree(scratch, ignore_errors=True)
-        if isinstance(exc, (BurnpackError, KeyboardInterrupt, SystemExit, GeneratorExit)):
-            raise
-        raise ConversionError(f"{folder}: dcp.save failed: {type(exc).__name__}: {exc}") from exc
+        with atomic_folder(folder, replace=overwrite) as scratch:
+            try:
+                with _quiet_dcp() as dcp:
+                    dcp.save(state, checkpoint_id=scratch, no_dist=True)
+            except BaseException as exc:
+                if isinstance(exc, (BurnpackError, KeyboardInterrupt, SystemExit, GeneratorExit, ImportError)):
+                    raise
+                raise ConversionError(f"{folder}: dcp.save failed: {type(exc).__name__}: {exc}") from exc
+    except DestinationExists:
+        raise OutputExistsError(folder, "appeared while converting; nothing was replaced") from None
     return folder

@@ -10,7 +10,6 @@ report. Callers ask the object and never branch on a format's name; the table of
 from __future__ import annotations
 
 import os
-import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,7 @@ from ..errors import ConversionError
 from .limits import DEFAULT_LIMITS, ReadLimits
 
 if TYPE_CHECKING:  # types only: the command line imports this table without numpy
+    from ..core.source import Folder
     from ._io import PageReleaser
     from .tensors import TensorSet
 
@@ -43,7 +43,8 @@ class ReadOptions:
     """What a reader may be asked: the Burn bool store for foreign bools, a top-level key,
     whether a ``.bpk`` from an older Burn is read as its writer meant it, and the caps it reads
     within (``limits``; ``lifted``: the caps the caller gave, each refused by a format that does
-    not use it); ``pages``: the page releaser shared by the shards of one folder."""
+    not use it); ``pages``: the page releaser shared by the shards of one folder; ``folder``: the
+closed folder a file read on behalf of a folder must lie in (a shard)."""
 
     bool_store: str | BoolStore = BoolStore.U8
     top_level_key: str | None = None
@@ -51,6 +52,7 @@ class ReadOptions:
     limits: ReadLimits = DEFAULT_LIMITS
     lifted: frozenset[str] = frozenset()
     pages: PageReleaser | None = None
+    folder: Folder | None = None
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,8 @@ class Probe:
         if self._zip is None:
             self._zip = []
             if self.head[:4] in (b"PK\x03\x04", b"PK\x05\x06") and self.local and not self.is_dir:
+                import zipfile
+
                 from .archive import ZIP_ERRORS
 
                 try:
@@ -174,6 +178,9 @@ class Format:
     a path without an extension is written as one, with ``.bpk`` appended)."""
     noun: str = ""
     """What a report calls an output of this format ("a state dict"; default: the name)."""
+    aliases_tensors: bool = False
+    """One tensor may stand under several names (tied weights), stored once; elsewhere each name
+    gets its copy, and a conversion reports it."""
     limits: tuple[str, ...] = ()
     """The caps of ``limits.ReadLimits`` its reader uses (a caller may lift only those)."""
     read_buffer: BufferReader | None = None

@@ -29,12 +29,12 @@ from ..core.display import plural
 from ..core.dtypes import EXTENSION_DTYPES, NATIVE_BOOL, dtype_from_numpy, dtype_from_safetensors, element_size, is_extension_type, numpy_dtype, safetensors_code
 from ..core.reader import TensorView, load
 from ..core.sidefile import parse_json
-from ..core.source import open_regular
+from ..core.source import Folder, open_regular
 from ..core.tensor import NUMPY_MAX_DIMS
 from ..core.tensor import FileRange, le_c_bytes
 from ..core.writer import Tensor, Writer
-from ._io import PageReleaser, atomic_output, entry_from_array
-from ..errors import ConversionError, SafetensorsError
+from ._io import PageReleaser, atomic_output, entries_from_arrays, entry_from_array
+from ..errors import EXCERPT_CHARS, ConversionError, SafetensorsError, excerpt
 from .archive import ZIP_ERRORS, InflateBudget
 from .limits import DEFAULT_LIMITS, ReadLimits
 from .safetensors import build_header, map_safetensors
@@ -80,14 +80,17 @@ def read_burnpack(source: str | os.PathLike[str] | bytes | bytearray | memoryvie
     return TensorSet(entries, dict(pack.metadata), dict(pack.scalars), format="burnpack", closers=[pack.close])
 
 
-def read_safetensors_file(path: str | os.PathLike[str], *, bool_store: str | BoolStore = BoolStore.U8, pages: PageReleaser | None = None) -> TensorSet:
+def read_safetensors_file(
+    path: str | os.PathLike[str], *, bool_store: str | BoolStore = BoolStore.U8, pages: PageReleaser | None = None,
+    folder: Folder | None = None,
+) -> TensorSet:
     """A ``.safetensors`` file (validated, memory-mapped); ``__metadata__`` becomes metadata.
 
     Each entry views the mapping and names its ``file_range`` (the file stays open until the set
     is closed), so a burnpack output copies unchanged tensors from the file in the kernel.
     Taking an entry's elements releases the pages of the one taken before (``pages``, shared
-    by the shards of a model)."""
-    file = open_regular(path)
+    by the shards of a model); ``folder``: the folder it was reached through (a shard's)."""
+    file = open_regular(path, folder=folder)
     try:
         mapping, arrays, metadata = map_safetensors(file)
     except BaseException:
@@ -120,13 +123,19 @@ def read_safetensors_file(path: str | os.PathLike[str], *, bool_store: str | Boo
 
 
 def read_pytorch_file(
-    path: Any, *, top_level_key: str | None = None, bool_store: str | BoolStore = BoolStore.U8, limits: ReadLimits = DEFAULT_LIMITS
+    path: Any,
+    *,
+    top_level_key: str | None = None,
+    bool_store: str | BoolStore = BoolStore.U8,
+    limits: ReadLimits = DEFAULT_LIMITS,
+    folder: Folder | None = None,
 ) -> TensorSet:
-    """A ``torch.save`` file read without torch and without running pickled code."""
+    """A ``torch.save`` file read without torch and without running pickled code (reached
+    through ``folder``, a shard's, when given)."""
     from .pytorch import read_pytorch_contents
 
-    arrays, skipped = read_pytorch_contents(path, top_level_key=top_level_key, limits=limits)
-    entries = [entry_from_array(name, array, bool_store) for name, array in arrays.items()]
+    arrays, skipped = read_pytorch_contents(path, top_level_key=top_level_key, limits=limits, folder=folder)
+    entries = entries_from_arrays(arrays.items(), bool_store)  # tied weights: one array under several names
     return TensorSet(entries, format="pytorch", top_level_key=top_level_key, skipped=skipped)
 
 
@@ -155,7 +164,7 @@ def read_npz(path: str | os.PathLike[str], *, bool_store: str | BoolStore = Bool
 
 def _npz_name(info: zipfile.ZipInfo) -> str:
     if not info.filename.endswith(".npy") or info.is_dir():
-        raise ConversionError(f"member {info.filename!r} is not a .npy array")
+        raise ConversionError(f"member {excerpt(info.filename)} is not a .npy array")
     return info.filename[:-4]
 
 
@@ -168,26 +177,26 @@ def _read_npy(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: InflateBu
     with archive.open(info) as member:
         version = np.lib.format.read_magic(member)
         if version not in _NPY_HEADER_READERS:
-            raise ConversionError(f"member {info.filename!r} has .npy format version {version}, not 1.0 or 2.0")
+            raise ConversionError(f"member {excerpt(info.filename)} has .npy format version {version}, not 1.0 or 2.0")
         try:
             shape, fortran_order, dtype = _NPY_HEADER_READERS[version](member)
         except (ValueError, TypeError, SyntaxError, RecursionError, tokenize.TokenError) as exc:
             # numpy tokenizes, literal-evals and sorts the header dict: a crafted one fails anywhere
-            raise ConversionError(f"member {info.filename!r} has an unreadable .npy header: {type(exc).__name__}: {exc}") from None
+            raise ConversionError(f"member {excerpt(info.filename)} has an unreadable .npy header: {type(exc).__name__}: {excerpt(str(exc), 2 * EXCERPT_CHARS)}") from None
         if dtype.hasobject:
-            raise ConversionError(f"member {info.filename!r} holds Python objects, which need pickle")
+            raise ConversionError(f"member {excerpt(info.filename)} holds Python objects, which need pickle")
         if len(shape) > NUMPY_MAX_DIMS or any(dim < 0 for dim in shape) or dtype.itemsize == 0:
-            raise ConversionError(f"member {info.filename!r} has an invalid shape {shape} or dtype {dtype}")
+            raise ConversionError(f"member {excerpt(info.filename)} has an invalid shape {shape} or dtype {dtype}")
         nbytes = math.prod(shape) * dtype.itemsize
         present = info.file_size - member.tell()
         if nbytes != present:
             raise ConversionError(
-                f"member {info.filename!r}: its header declares {shape} x {dtype} = {nbytes} bytes, "
+                f"member {excerpt(info.filename)}: its header declares {shape} x {dtype} = {nbytes} bytes, "
                 f"the member holds {present}"
             )
         data = member.read(nbytes)
     if len(data) != nbytes:
-        raise ConversionError(f"member {info.filename!r} is truncated")
+        raise ConversionError(f"member {excerpt(info.filename)} is truncated")
     return np.frombuffer(data, dtype).reshape(shape, order="F" if fortran_order else "C")
 
 
@@ -214,7 +223,7 @@ def _npz_tensor_set(path: Any, arrays: dict[str, np.ndarray], bool_store: str | 
         try:
             entries.append(_npz_entry(name, array, dtypes.get(name), bool_store))
         except ValueError as exc:  # an unknown dtype hint, a dtype burnpack lacks, a failed cast
-            raise ConversionError(f"{path}: member {name!r}: {exc}") from None
+            raise ConversionError(f"{path}: member {excerpt(name)}: {exc}") from None
     return TensorSet(entries, metadata, format="npz")
 
 

@@ -22,7 +22,23 @@ from typing import Any, TypedDict, cast
 from ..core.limits import Limits, refuse_unused
 from ..core.sidefile import SIDE_FILE_MAX_BYTES
 
-__all__ = ["DCP_LIMITS", "DEFAULT_LIMITS", "PICKLE_LIMITS", "ZIP_LIMITS", "ReadCaps", "ReadLimits", "refuse_unused", "take_caps"]
+__all__ = ["DCP_LIMITS", "DEFAULT_LIMITS", "PICKLE_DEPTH_CEILING", "PICKLE_LIMITS", "ZIP_LIMITS", "ReadCaps", "ReadLimits", "ceiling",
+           "parse_cap", "refuse_unused", "take_caps"]  # fmt: skip
+
+PICKLE_DEPTH_CEILING = 512
+"""The largest ``max_pickle_depth``: the readers walk a pickle's containers one Python frame per
+level, and Python's stack (1,000 frames by default) must hold that many with room for their
+callers (a walk 1,000 deep exhausts it)."""
+
+
+def ceiling(name: str) -> int:
+    """The largest value the cap ``name`` takes (:meth:`ReadLimits.ceiling`)."""
+    return ReadLimits.ceiling(name)
+
+
+def parse_cap(name: str, text: str) -> int:
+    """The value of the cap ``name`` written as ``text`` (``--limit NAME=N``: :meth:`ReadLimits.parse`)."""
+    return ReadLimits.parse(name, text)
 
 
 class ReadCaps(TypedDict, total=False):
@@ -39,6 +55,8 @@ class ReadCaps(TypedDict, total=False):
 @dataclass(frozen=True)
 class ReadLimits(Limits):
     """What the foreign-format readers refuse beyond; each field is the keyword that lifts it."""
+
+    CEILINGS = {"max_pickle_depth": (PICKLE_DEPTH_CEILING, ": a level is a Python frame, and Python's stack must hold them")}
 
     max_pickle_depth: int = 128
     """Containers nested in a pickle (``.pt``, DCP): deeper is refused as a likely cycle."""

@@ -5,6 +5,11 @@ A ``torch.save`` file is a pickle, and unpickling calls whatever the file names,
 Here every global the pickle asks for is looked up in an allowlist of inert stand-ins (the tensor
 and parameter rebuild functions, storage types, ``OrderedDict``, ``torch.Size``, ``torch.device``,
 dtype names); anything else raises :class:`UnsafePickleError` before it is imported or called.
+What an unpickling returns is plain data (None, bool, int, float, str, bytes, containers of them,
+numpy scalars this reader built) and this reader's frozen stand-ins: the allowlisted callables are
+wrapped so that no opcode (BUILD, ``__setstate__``, attribute writes) can change them, take exactly
+the parameters of what they stand for, and never appear in a result — downstream code duck-types
+values (``np.asarray``), so an object a file could shape is an attack surface.
 
 The three layouts Burn's ``burn-store`` PyTorch reader knows are recognised:
 
@@ -26,15 +31,18 @@ with zeros).
 from __future__ import annotations
 
 import collections
+import contextlib
 import io
 import math
 import mmap
 import os
 import pickle
 import pickletools
+import re
 import struct
 import sys
 import tarfile
+import types
 import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Mapping
@@ -46,8 +54,9 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..codec._generated.metadata import BOOL_STORE_INFO, DTYPE_INFO
 from ..core.dtypes import NATIVE_BOOL, dtype_from_torch, numpy_dtype, numpy_dtype_named
-from ..errors import BurnpackError, PyTorchReadError, UnsafePickleError
-from ..core.source import open_regular
+from ..errors import EXCERPT_CHARS, BurnpackError, PyTorchReadError, UnsafePickleError, excerpt
+from ..core.sidefile import MAX_INT_DIGITS, is_bounded_int
+from ..core.source import Folder, open_regular
 from ..core.tensor import NUMPY_MAX_DIMS
 from .archive import ZIP_ERRORS, InflateBudget
 from .limits import DEFAULT_LIMITS, PICKLE_LIMITS, ReadCaps, ReadLimits
@@ -76,15 +85,62 @@ _ENTRY_SLACK = 4096
 # one checkpoint may exceed its storages' bytes by at most ``max_view_expansion``.
 
 
-class _Frozen:
-    """Base for objects a pickle can reach: without ``__dict__``, ``__setstate__`` or attribute
-    writes, a BUILD opcode cannot alter them. (Frozen slotted dataclasses would not do: their
-    generated ``__setstate__`` bypasses the freeze.)"""
+class _FrozenClass(type):
+    """The type of every stand-in class: its attributes cannot be set. BUILD on a class calls the
+    ``__setstate__`` it finds on it, and the class's own is its instances' — a plain function that
+    would take the state for ``self`` (an ``OrderedDict`` given the attribute ``state``). This
+    property is found first, and refuses."""
+
+    def __setattr__(cls, name: str, value: object) -> None:
+        raise AttributeError(f"{cls.__name__} is read-only")
+
+    def __delattr__(cls, name: str) -> None:
+        raise AttributeError(f"{cls.__name__} is read-only")
+
+    @property
+    def __setstate__(cls) -> Callable[[object], None]:
+        return _no_state
+
+
+def _no_state(state: object) -> None:
+    raise PyTorchReadError("the reader's objects are read-only: a pickle cannot give them state")
+
+
+class _Frozen(metaclass=_FrozenClass):
+    """Base for objects a pickle can reach: without ``__dict__``, attribute writes or state, a
+    BUILD opcode cannot alter them. (Frozen slotted dataclasses would not do: their generated
+    ``__setstate__`` bypasses the freeze.)"""
 
     __slots__ = ()
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{type(self).__name__} objects are read-only")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"{type(self).__name__} objects are read-only")
+
+    def __setstate__(self, state: object) -> None:
+        _no_state(state)
+
+
+class _Allowed(_Frozen):
+    """An allowlisted callable as a pickle meets it: calling it calls ``function``, whose
+    parameters are torch's (or numpy's, ``_codecs``') public ones; it has no attribute a pickle
+    can set or replace, and an unpickled result never holds it (:func:`_check_result`)."""
+
+    __slots__ = ("name", "_function")
+    name: str
+    _function: Callable[..., object]
+
+    def __init__(self, name: str, function: Callable[..., object]) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "_function", function)
+
+    def __call__(self, *args: object) -> object:
+        return self._function(*args)
+
+    def __repr__(self) -> str:
+        return f"<allowlisted {self.name}>"
 
 
 class _StorageType(_Frozen):
@@ -150,12 +206,10 @@ class _TensorRef(_Frozen):
         object.__setattr__(self, "dtype", storage.dtype if dtype is None else dtype)
 
 
-class PickledObject(_Frozen):
-    """A non-tensor object a training checkpoint commonly holds (``argparse.Namespace``): its
-    class name and pickled state, kept as data — the real class is never imported or called."""
+class _Stated(_Frozen):
+    """A stand-in whose pickled state is data, given once (by BUILD) and never changed."""
 
     __slots__ = ("state",)
-    type_name = "object"
 
     def __setstate__(self, state: object) -> None:
         try:
@@ -163,7 +217,15 @@ class PickledObject(_Frozen):
         except AttributeError:
             object.__setattr__(self, "state", state)
             return
-        raise PyTorchReadError(f"{self.type_name} state set twice")
+        raise PyTorchReadError(f"{type(self).__name__} state set twice")
+
+
+class PickledObject(_Stated):
+    """A non-tensor object a training checkpoint commonly holds (``argparse.Namespace``): its
+    class name and pickled state, kept as data — the real class is never imported or called."""
+
+    __slots__ = ()
+    type_name = "object"
 
     def __repr__(self) -> str:
         return f"<{self.type_name}>"
@@ -171,43 +233,71 @@ class PickledObject(_Frozen):
 
 def pickled_class(module: str, name: str) -> type[PickledObject]:
     """A fresh stand-in class for ``module.name``: instances keep their pickled state as data."""
-    return type(name, (PickledObject,), {"__slots__": (), "type_name": f"{module}.{name}"})
+    return cast(type[PickledObject], _FrozenClass(name, (PickledObject,), {"__slots__": (), "type_name": f"{module}.{name}"}))
 
 
-class _NumpyDtype(_Frozen):
-    """``numpy.dtype(name, align, copy)`` as pickled for a numpy scalar, plus its byte order."""
+class _OrderedDict(collections.OrderedDict, metaclass=_FrozenClass):  # type: ignore[type-arg]
+    """``collections.OrderedDict`` as a pickle builds it: items are set as a dict's are, but its
+    instance attributes cannot be (``state_dict()``'s ``_metadata``, module versions, is dropped),
+    so a result holds no attribute a file chose. :func:`read_pytorch_object` returns plain
+    ``OrderedDict``\\ s."""
 
-    __slots__ = ("name", "order")
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("OrderedDict objects of a pickle are read-only")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError("OrderedDict objects of a pickle are read-only")
+
+    def __setstate__(self, state: object) -> None:
+        """BUILD's instance attributes: dropped (never set), whatever they are."""
+
+
+# ``numpy.dtype`` names of the numbers a pickled numpy scalar may be: bool, ints, floats, complex.
+_SCALAR_DTYPE = re.compile(r"[biufc](?:1|2|4|8|16)")
+
+
+class _NumpyDtype(_Stated):
+    """``numpy.dtype(dtype, align, copy)`` as pickled for a numpy scalar (a number type's short
+    name, ``"f8"``), its state (byte order second) given once."""
+
+    __slots__ = ("name",)
     name: str
-    order: Literal["<", ">", "|", "="]
 
-    def __init__(self, name: object, align: object = False, copy: object = True) -> None:
-        if not isinstance(name, str):
-            raise PyTorchReadError("malformed numpy dtype")
-        object.__setattr__(self, "name", name)
-        object.__setattr__(self, "order", "=")
+    def __init__(self, dtype: object, align: object = False, copy: object = False) -> None:
+        if not isinstance(dtype, str) or not _SCALAR_DTYPE.fullmatch(dtype):
+            raise PyTorchReadError("malformed numpy dtype: a numpy scalar's dtype is a number type's short name")
+        object.__setattr__(self, "name", dtype)
 
     def __setstate__(self, state: object) -> None:
         if not isinstance(state, tuple) or len(state) < 2 or state[1] not in ("<", ">", "|", "="):
             raise PyTorchReadError("malformed numpy dtype state")
-        object.__setattr__(self, "order", state[1])
+        super().__setstate__(state)
+
+    @property
+    def order(self) -> Literal["<", ">", "|", "="]:
+        try:
+            return cast(Literal["<", ">", "|", "="], cast(tuple, object.__getattribute__(self, "state"))[1])
+        except AttributeError:
+            return "="
 
 
 def _pickled_dtype() -> type[_NumpyDtype]:
-    return type("dtype", (_NumpyDtype,), {"__slots__": ()})
+    return cast(type[_NumpyDtype], _FrozenClass("dtype", (_NumpyDtype,), {"__slots__": ()}))
 
 
-def _numpy_scalar(dtype: object, data: object = b"") -> np.generic:
+def _numpy_scalar(dtype: object, obj: object = b"") -> np.generic:
     """``numpy.core.multiarray.scalar``: a number (bool, int, float, complex) from its bytes."""
-    if not isinstance(dtype, _NumpyDtype) or not isinstance(data, bytes):
+    if not isinstance(dtype, _NumpyDtype) or not isinstance(obj, bytes):
         raise PyTorchReadError("malformed numpy scalar")
     try:
         np_dtype = np.dtype(dtype.name).newbyteorder(dtype.order)
-    except TypeError as exc:
-        raise PyTorchReadError(f"unsupported numpy scalar dtype {dtype.name!r}") from exc
-    if np_dtype.kind not in "biufc" or len(data) != np_dtype.itemsize:
-        raise PyTorchReadError(f"unsupported numpy scalar of dtype {dtype.name!r}")
-    return np.frombuffer(data, np_dtype)[0]
+    except (AttributeError, TypeError) as exc:  # a dtype built without its name (NEWOBJ, OBJ)
+        raise PyTorchReadError("malformed numpy scalar dtype") from exc
+    if len(obj) != np_dtype.itemsize:
+        raise PyTorchReadError(f"numpy scalar of dtype {dtype.name} holds {len(obj)} bytes, not {np_dtype.itemsize}")
+    return np.frombuffer(obj, np_dtype)[0]
 
 
 def _storage_dtypes() -> dict[str, str]:
@@ -248,6 +338,10 @@ _LAYOUTS = ("torch.strided", "torch.sparse_coo", "torch.sparse_csr", "torch.spar
             "torch.sparse_bsc", "torch._mkldnn", "torch.jagged")  # fmt: skip
 
 
+TORCH_DTYPES = frozenset(f"torch.{name}" for name in (*_TORCH_DTYPE_NAMES, *_UNSUPPORTED_TORCH_DTYPES))
+"""The torch dtypes a pickle can name (their marker values): Burn's and the legitimate others."""
+
+
 def _markers() -> dict[tuple[str, str], object]:
     """Allowlisted globals that are plain values: storage types (CPU and the ``torch.cuda`` ones
     legacy files name), tensor classes the tar layout records, and dtype / class names that
@@ -274,16 +368,18 @@ def _markers() -> dict[tuple[str, str], object]:
 
 def _tensor_dtype(name: object) -> np.dtype:
     """The numpy dtype of a torch dtype marker (``"torch.uint16"``); Burn's dtypes only."""
+    if not isinstance(name, str) or name not in TORCH_DTYPES:
+        raise PyTorchReadError("a tensor's dtype is not one of torch's dtypes")
     try:
         return numpy_dtype(dtype_from_torch(str(name)))
     except (ValueError, KeyError):
         raise PyTorchReadError(f"unsupported dtype {name}: Burn has no such dtype") from None
 
 
-def unsupported_rebuild(what: str) -> Callable[..., object]:
+def _unsupported_rebuild(what: str) -> Callable[..., object]:
     """A torch rebuild function for a tensor kind this reader does not read: it says so."""
 
-    def refuse(*args: object, **kwargs: object) -> object:
+    def refuse(*args: object) -> object:
         raise PyTorchReadError(f"unsupported {what}: only dense strided tensors can be read")
 
     return refuse
@@ -295,89 +391,83 @@ _MARKERS = _markers()
 def _allowed_globals(
     resolve_storage: Callable[[object], _Storage],
 ) -> dict[tuple[str, str], object]:
-    """The allowlist. Callables are created afresh for every unpickling, so attributes a pickle
-    sets on them (BUILD works on functions) cannot leak into later loads."""
+    """The allowlist: markers (values), stand-in classes, and functions taking exactly the
+    parameters of the torch, numpy or ``_codecs`` callable they stand for (:func:`_unpickle` wraps
+    each in an :class:`_Allowed`). Tensors are made by :func:`_tensor`, which no pickle names."""
 
-    def rebuild_tensor(
-        storage: object, storage_offset: object, size: object, stride: object, dtype: np.dtype | None = None
-    ) -> _TensorRef:
-        return _TensorRef(resolve_storage(storage), storage_offset, size, stride, dtype)
+    def tensor(storage: object, offset: object, size: object, stride: object, dtype: np.dtype | None = None) -> _TensorRef:
+        return _TensorRef(resolve_storage(storage), offset, size, stride, dtype)
 
-    def rebuild_tensor_v2(
-        storage: object,
-        storage_offset: object,
-        size: object,
-        stride: object,
-        requires_grad: object,
-        backward_hooks: object,
-        metadata: object = None,
-    ) -> _TensorRef:
-        return rebuild_tensor(storage, storage_offset, size, stride)
+    def _rebuild_tensor(storage: object, storage_offset: object, size: object, stride: object) -> _TensorRef:
+        return tensor(storage, storage_offset, size, stride)
 
-    def rebuild_tensor_v3(storage: object, storage_offset: object, size: object, stride: object, *rest: object) -> _TensorRef:
-        # torch >= 2.3 for dtypes without a typed storage (uint16-64, fp8, bits): bytes + dtype,
-        # after requires_grad and backward_hooks (and before an optional metadata).
-        if len(rest) not in (3, 4):
-            raise PyTorchReadError("malformed _rebuild_tensor_v3 record")
-        return rebuild_tensor(storage, storage_offset, size, stride, _tensor_dtype(rest[2]))
+    def _rebuild_tensor_v2(
+        storage: object, storage_offset: object, size: object, stride: object,
+        requires_grad: object, backward_hooks: object, metadata: object = None,
+    ) -> _TensorRef:  # fmt: skip
+        return tensor(storage, storage_offset, size, stride)
 
-    def get_layout(name: object) -> str:
+    def _rebuild_tensor_v3(
+        storage: object, storage_offset: object, size: object, stride: object,
+        requires_grad: object, backward_hooks: object, dtype: object, metadata: object = None,
+    ) -> _TensorRef:  # fmt: skip
+        # torch >= 2.3 for dtypes without a typed storage (uint16-64, fp8, bits): bytes + dtype
+        return tensor(storage, storage_offset, size, stride, _tensor_dtype(dtype))
+
+    def _get_layout(name: object) -> str:
         if name not in _LAYOUTS:
-            raise PyTorchReadError(f"unknown tensor layout {name!r}")
+            raise PyTorchReadError(f"unknown tensor layout {excerpt(name) if isinstance(name, str) else type(name).__name__}")
         return cast(str, name)
 
-    def rebuild_parameter(
-        data: object, requires_grad: object, backward_hooks: object
-    ) -> _TensorRef:
+    def _rebuild_parameter(data: object, requires_grad: object, backward_hooks: object) -> _TensorRef:
         return _expect_tensor(data)
 
-    def rebuild_parameter_with_state(
-        data: object, requires_grad: object, backward_hooks: object, state: object
-    ) -> _TensorRef:
+    def _rebuild_parameter_with_state(data: object, requires_grad: object, backward_hooks: object, state: object) -> _TensorRef:
         return _expect_tensor(data)
 
-    def rebuild_from_type(
-        func: object, new_type: object, args: object, state: object
-    ) -> _TensorRef:
-        # ``func`` can only be another allowlisted global, so calling it is safe.
-        if not callable(func) or not isinstance(args, tuple):
+    def _rebuild_from_type(func: object, type: object, args: object, dict: object) -> _TensorRef:
+        return _rebuild_from_type_v2(func, type, args, dict)
+
+    def _rebuild_from_type_v2(func: object, new_type: object, args: object, state: object) -> _TensorRef:
+        # ``func`` can only be another allowlisted global: calling it is safe.
+        if not isinstance(func, _Allowed) or not isinstance(args, tuple):
             raise PyTorchReadError("malformed tensor subclass record")
         return _expect_tensor(func(*args))
 
-    def size(dims: object = ()) -> tuple[int, ...]:
-        return _indices(dims, "torch.Size")
+    def Size(sizes: object = ()) -> tuple[int, ...]:  # noqa: N802 - torch.Size
+        return _indices(sizes, "torch.Size")
 
-    def device(kind: object, index: object = None) -> str:
-        if not isinstance(kind, str) or not (index is None or type(index) is int):
+    def device(type: object, index: object = None) -> str:
+        if not isinstance(type, str) or len(type) > 64 or not (index is None or (isinstance(index, int) and not isinstance(index, bool))):
             raise PyTorchReadError("malformed torch.device")
-        return kind if index is None else f"{kind}:{index}"
+        return type if index is None else f"{type}:{index}"
 
-    def encode(text: object, encoding: object = "latin1") -> bytes:
+    def encode(obj: object, encoding: object = "utf-8", errors: object = "strict") -> bytes:
         # Protocol-2 pickles spell ``bytes`` values as _codecs.encode(text, "latin1").
-        if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
+        if not isinstance(obj, str) or encoding not in ("latin1", "latin-1") or errors != "strict":
             raise PyTorchReadError("only latin-1 _codecs.encode calls are allowed")
-        return text.encode("latin-1")
+        return obj.encode("latin-1")
 
-    def numpy_scalar(dtype: object, data: object = b"") -> np.generic:
-        return _numpy_scalar(dtype, data)
+    def scalar(dtype: object, obj: object = b"") -> np.generic:
+        return _numpy_scalar(dtype, obj)
 
     return _MARKERS | {
         # Non-tensor entries common beside the state dicts: numbers as numpy scalars, argparse options.
         ("argparse", "Namespace"): pickled_class("argparse", "Namespace"),
         ("numpy", "dtype"): _pickled_dtype(),
-        ("numpy.core.multiarray", "scalar"): numpy_scalar,
-        ("numpy._core.multiarray", "scalar"): numpy_scalar,
-        ("collections", "OrderedDict"): collections.OrderedDict,
-        ("torch._utils", "_rebuild_tensor"): rebuild_tensor,
-        ("torch._utils", "_rebuild_tensor_v2"): rebuild_tensor_v2,
-        ("torch._utils", "_rebuild_tensor_v3"): rebuild_tensor_v3,
-        ("torch.serialization", "_get_layout"): get_layout,
-        **{("torch._utils", name): unsupported_rebuild(what) for name, what in _UNSUPPORTED_REBUILDS.items()},
-        ("torch._utils", "_rebuild_parameter"): rebuild_parameter,
-        ("torch._utils", "_rebuild_parameter_with_state"): rebuild_parameter_with_state,
-        ("torch._tensor", "_rebuild_from_type"): rebuild_from_type,
-        ("torch._tensor", "_rebuild_from_type_v2"): rebuild_from_type,
-        ("torch", "Size"): size,
+        ("numpy.core.multiarray", "scalar"): scalar,
+        ("numpy._core.multiarray", "scalar"): scalar,
+        ("collections", "OrderedDict"): _OrderedDict,
+        ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
+        ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
+        ("torch._utils", "_rebuild_tensor_v3"): _rebuild_tensor_v3,
+        ("torch.serialization", "_get_layout"): _get_layout,
+        **{("torch._utils", name): _unsupported_rebuild(what) for name, what in _UNSUPPORTED_REBUILDS.items()},
+        ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
+        ("torch._utils", "_rebuild_parameter_with_state"): _rebuild_parameter_with_state,
+        ("torch._tensor", "_rebuild_from_type"): _rebuild_from_type,
+        ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
+        ("torch", "Size"): Size,
         ("torch", "device"): device,
         ("_codecs", "encode"): encode,
     }
@@ -436,8 +526,10 @@ def _check_opcodes(file: BinaryIO | mmap.mmap) -> None:
 
     Refused: a memo index beyond the pickle's own length (the C unpickler sizes its memo by the
     index, so one opcode could claim gigabytes), the EXT opcodes, which resolve through
-    ``copyreg``'s extension registry and cache instead of the allowlist, and more new objects
-    than bytes can pay for (``_BUILDS_OBJECT``). Linear in the pickle.
+    ``copyreg``'s extension registry and cache instead of the allowlist, more new objects than
+    bytes can pay for (``_BUILDS_OBJECT``), and an integer of more than :data:`MAX_INT_DIGITS`
+    digits (no checkpoint value is one; formatting or multiplying it would cost). Linear in the
+    pickle.
     """
     start = file.tell()
     objects = 0
@@ -455,11 +547,77 @@ def _check_opcodes(file: BinaryIO | mmap.mmap) -> None:
                 raise PyTorchReadError(f"pickle opcode {opcode.name} (copyreg extension) is not allowed")
             if opcode.name in _MEMO_PUTS and (type(arg) is not int or not 0 <= arg <= position - start):
                 raise PyTorchReadError(f"pickle memo index {arg} lies beyond the pickle")
+            if type(arg) is int and not is_bounded_int(arg):
+                raise _long_int()
     except PyTorchReadError:
         raise
+    except ValueError as exc:
+        if "integer string conversion" in str(exc):  # a text int Python refuses to parse: longer still
+            raise _long_int() from None
+        raise _malformed(exc) from exc
     except Exception as exc:  # genops meets the same malformations the unpickler would
-        raise PyTorchReadError(f"malformed pickle ({type(exc).__name__}: {exc})") from exc
+        raise _malformed(exc) from exc
     file.seek(start)
+
+
+def _long_int() -> PyTorchReadError:
+    return PyTorchReadError(f"the pickle holds an integer of more than {MAX_INT_DIGITS} digits: refused before unpickling")
+
+
+def _malformed(exc: Exception) -> PyTorchReadError:
+    """A malformation Python's pickle machinery found; what it says may quote the file, so only
+    an excerpt of it is shown."""
+    return PyTorchReadError(f"malformed pickle ({type(exc).__name__}: {excerpt(str(exc), 2 * EXCERPT_CHARS)})")
+
+
+def _allowlist(
+    resolve_storage: Callable[[object], _Storage], extra: Mapping[tuple[str, str], object] | None
+) -> dict[tuple[str, str], object]:
+    """What each allowed global is to a pickle: markers and stand-ins as they are, every function
+    wrapped in an :class:`_Allowed`. Anything else is a mistake of this package, refused here."""
+    table: dict[tuple[str, str], object] = {}
+    for (module, name), value in (_allowed_globals(resolve_storage) | dict(extra or {})).items():
+        if isinstance(value, types.FunctionType):
+            value = _Allowed(f"{module}.{name}", value)
+        elif not isinstance(value, (str, _Frozen, _FrozenClass)):
+            raise TypeError(f"allowlisted {module}.{name} is a {type(value).__name__}, neither a value nor a stand-in")
+        table[module, name] = value
+    return table
+
+
+_PLAIN = frozenset({type(None), bool, int, float, complex, str, bytes, bytearray})
+_CONTAINERS = frozenset({dict, _OrderedDict, list, tuple, set, frozenset})
+
+
+def _check_result(root: object) -> None:
+    """Refuse an unpickled object unless everything reachable from it is plain data — None,
+    bool, int, float, str, bytes, containers of them, numpy scalars this reader built — or a
+    frozen stand-in of this reader (tensors, storages, pickled objects, whose state is walked
+    too). Above all, an allowlisted callable or stand-in class is never handed out: code
+    downstream duck-types values (``np.asarray``, ``hasattr``). Each object is walked once."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        if kind in _PLAIN or id(value) in seen:
+            continue
+        seen.add(id(value))
+        if kind in _CONTAINERS:
+            if isinstance(value, dict):
+                stack.extend(dict.keys(value))
+                stack.extend(dict.values(value))
+            else:
+                stack.extend(cast(Iterable[object], value))
+        elif isinstance(value, _Allowed):
+            raise PyTorchReadError(f"the pickle returns the allowlisted callable {value.name} itself, not a value it makes")
+        elif isinstance(value, _FrozenClass):
+            raise PyTorchReadError(f"the pickle returns the class {getattr(value, 'type_name', value.__name__)} itself, not a value")
+        elif isinstance(value, _Stated):
+            with contextlib.suppress(AttributeError):  # no state given
+                stack.append(object.__getattribute__(value, "state"))
+        elif not isinstance(value, (_Frozen, np.generic)):  # a numpy scalar comes from _numpy_scalar only
+            raise PyTorchReadError(f"the pickle returns a {kind.__name__}, which is neither data nor a stand-in of this reader")
 
 
 def _unpickle(
@@ -468,16 +626,18 @@ def _unpickle(
     resolve_storage: Callable[[object], _Storage] = _storage_arg,
     extra: Mapping[tuple[str, str], object] | None = None,
 ) -> object:
-    """Unpickle one object from ``file``'s position with the allowlist (plus ``extra``)."""
+    """Unpickle one object from ``file``'s position with the allowlist (plus ``extra``): plain
+    data and this reader's frozen stand-ins (:func:`_check_result`)."""
     _check_opcodes(file)
-    allowed = _allowed_globals(resolve_storage)
-    unpickler = _SafeUnpickler(file, allowed | dict(extra) if extra else allowed, persistent_load)
+    unpickler = _SafeUnpickler(file, _allowlist(resolve_storage, extra), persistent_load)
     try:
-        return unpickler.load()
+        result = unpickler.load()
     except PyTorchReadError:
         raise
     except Exception as exc:  # malformed pickles surface as nearly any builtin exception type
-        raise PyTorchReadError(f"malformed pickle ({type(exc).__name__}: {exc})") from exc
+        raise _malformed(exc) from exc
+    _check_result(result)
+    return result
 
 
 def _index(value: object, what: str) -> int:
@@ -523,7 +683,7 @@ def _storage_id(pid: object) -> tuple[np.dtype, str, int, tuple[object, ...]]:
 def _same_dtype(storage: _Storage, dtype: np.dtype) -> _Storage:
     if storage.dtype != dtype:
         raise PyTorchReadError(
-            f"storage {storage.key!r} is used as both {storage.dtype} and {dtype}"
+            f"storage {excerpt(storage.key)} is used as both {storage.dtype} and {dtype}"
         )
     return storage
 
@@ -577,7 +737,7 @@ def _view_storages(
     for key, (view, root, offset, count) in views.items():
         elements = arrays.get(root)
         if elements is None or offset + count > elements.size:
-            raise PyTorchReadError(f"storage view {key!r} lies outside its root storage")
+            raise PyTorchReadError(f"storage view {excerpt(key)} lies outside its root storage")
         arrays[view] = elements[offset : offset + count]
 
 
@@ -585,7 +745,7 @@ def _zip_info(archive: zipfile.ZipFile, name: str) -> zipfile.ZipInfo:
     try:
         return archive.getinfo(name)
     except KeyError:
-        raise PyTorchReadError(f"zip record {name!r} is missing") from None
+        raise PyTorchReadError(f"zip record {excerpt(name)} is missing") from None
 
 
 def _stored_member(mapped: mmap.mmap | memoryview | None, info: zipfile.ZipInfo) -> memoryview | None:
@@ -595,15 +755,15 @@ def _stored_member(mapped: mmap.mmap | memoryview | None, info: zipfile.ZipInfo)
         return None
     start = info.header_offset
     if start + 30 > len(mapped) or mapped[start : start + 4] != b"PK\x03\x04":
-        raise PyTorchReadError(f"zip record {info.filename!r}: bad local header")
+        raise PyTorchReadError(f"zip record {excerpt(info.filename)}: bad local header")
     name_len, extra_len = struct.unpack_from("<HH", mapped, start + 26)
     begin = start + 30 + name_len + extra_len
     end = begin + info.file_size
     if end > len(mapped):
-        raise PyTorchReadError(f"zip record {info.filename!r} is truncated")
+        raise PyTorchReadError(f"zip record {excerpt(info.filename)} is truncated")
     view = memoryview(mapped)[begin:end]
     if zlib.crc32(view) != info.CRC:
-        raise PyTorchReadError(f"cannot read zip record {info.filename!r}: Bad CRC-32")
+        raise PyTorchReadError(f"cannot read zip record {excerpt(info.filename)}: Bad CRC-32")
     return view
 
 
@@ -646,7 +806,7 @@ def _load_zip(
             info = _zip_info(archive, f"{prefix}data/{key}")
             if info.file_size != count * dtype.itemsize:  # before anything is read or inflated
                 raise PyTorchReadError(
-                    f"storage {key!r} holds {info.file_size} bytes, expected {count} x {dtype}"
+                    f"storage {excerpt(key)} holds {info.file_size} bytes, expected {count} x {dtype}"
                 )
             raw: bytes | memoryview | None = _stored_member(mapped, info)
             if raw is None:
@@ -703,11 +863,11 @@ def _load_legacy(data: mmap.mmap) -> tuple[object, dict[_Storage, np.ndarray]]:
     for key in keys:
         storage = roots.get(_key(key))
         if storage is None:
-            raise PyTorchReadError(f"storage {_key(key)!r} has data but no tensor uses it")
+            raise PyTorchReadError(f"storage {excerpt(_key(key))} has data but no tensor uses it")
         count, arrays[storage] = _read_storage(data, data, storage.dtype, big_endian)
         if count != sizes[storage]:
             raise PyTorchReadError(
-                f"storage {storage.key!r} holds {count} elements, expected {sizes[storage]}"
+                f"storage {excerpt(storage.key)} holds {count} elements, expected {sizes[storage]}"
             )
     _view_storages(views, arrays)
     return root_object, arrays
@@ -723,7 +883,7 @@ def _view_field(view: object) -> tuple[str, int, int]:
 def _extract(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
     reader = tar.extractfile(member)
     if reader is None:  # members were filtered with isfile(), which always has a reader
-        raise PyTorchReadError(f"tar member {member.name!r} has no data")
+        raise PyTorchReadError(f"tar member {excerpt(member.name)} has no data")
     return reader.read()
 
 
@@ -734,7 +894,7 @@ def _load_tar(file: BinaryIO) -> tuple[object, dict[_Storage, np.ndarray]]:
             members = {m.name.removeprefix("./"): m for m in tar.getmembers() if m.isfile()}
             for member in members.values():
                 if member.issparse():  # holes would be read back as zeros never stored
-                    raise PyTorchReadError(f"tar member {member.name!r} is sparse")
+                    raise PyTorchReadError(f"tar member {excerpt(member.name)} is sparse")
             contents = {
                 name: _extract(tar, members[name])
                 for name in ("sys_info", "storages", "tensors", "pickle")
@@ -763,7 +923,7 @@ def _load_tar(file: BinaryIO) -> tuple[object, dict[_Storage, np.ndarray]]:
             return _storage_arg(storage)
         dtype, key, _count, _rest = _storage_id(storage)
         if key not in storages:
-            raise PyTorchReadError(f"tar pickle references unknown storage {key!r}")
+            raise PyTorchReadError(f"tar pickle references unknown storage {excerpt(key)}")
         return _same_dtype(storages[key], dtype)
 
     root = _unpickle(io.BytesIO(contents["pickle"]), persistent_load, resolve_storage)
@@ -823,9 +983,10 @@ def _tar_tensors(blob: bytes, storages: Mapping[str, _Storage]) -> dict[str, _Te
     return tensors
 
 
-def _load(path: Path, limits: ReadLimits) -> tuple[object, dict[_Storage, np.ndarray], int]:
-    """Read the file in the layout its first bytes announce; also returns the file's size."""
-    with open_regular(path) as file:
+def _load(path: Path, limits: ReadLimits, folder: Folder | None = None) -> tuple[object, dict[_Storage, np.ndarray], int]:
+    """Read the file (reached through ``folder``, when given) in the layout its first bytes
+    announce; also returns the file's size."""
+    with open_regular(path, folder=folder) as file:
         size = os.fstat(file.fileno()).st_size
         return (*_load_layout(file, limits), size)
 
@@ -905,7 +1066,7 @@ def _flatten(
             name = prefix + part
             if isinstance(value, _TensorRef):
                 if name in found:
-                    raise PyTorchReadError(f"two tensors flatten to the same name {name!r}")
+                    raise PyTorchReadError(f"two tensors flatten to the same name {excerpt(name)}")
                 found[name] = value
             elif isinstance(value, dict):
                 walk(dict.items(value), name + ".", depth + 1)
@@ -931,7 +1092,7 @@ class _CopyBudget:
     def spend(self, nbytes: int, name: str, shape: tuple[int, ...]) -> None:
         if nbytes > self.left:
             raise PyTorchReadError(
-                f"tensor {name!r} of size {shape} is a view that repeats its storage's elements "
+                f"tensor {excerpt(name)} of size {shape} is a view that repeats its storage's elements "
                 f"(stride 0 or overlapping); copying it would exceed the expansion limit of the "
                 f"storages' size + {self.limits.max_view_expansion} bytes: {self.limits.lift('max_view_expansion')}"
             )
@@ -944,7 +1105,7 @@ def _materialize(tensor: _TensorRef, elements: np.ndarray, name: str, budget: _C
     shape, stride, offset = tensor.shape, tensor.stride, tensor.offset
     if tensor.dtype != elements.dtype:  # an untyped (byte) storage viewed as the tensor's dtype
         if elements.size % tensor.dtype.itemsize:
-            raise PyTorchReadError(f"tensor {name!r}: its storage of {elements.size} bytes is not a whole number of {tensor.dtype}")
+            raise PyTorchReadError(f"tensor {excerpt(name)}: its storage of {elements.size} bytes is not a whole number of {tensor.dtype}")
         elements = elements.view(tensor.dtype)
         if tensor.storage.big_endian != (sys.byteorder == "big") and tensor.dtype.itemsize > 1:
             budget.spend(elements.nbytes, name, shape)
@@ -952,7 +1113,7 @@ def _materialize(tensor: _TensorRef, elements: np.ndarray, name: str, budget: _C
     extent = 0 if 0 in shape else 1 + sum((dim - 1) * step for dim, step in zip(shape, stride))
     if offset + extent > elements.size:
         raise PyTorchReadError(
-            f"tensor {name!r} (offset {offset}, size {shape}, stride {stride}) reaches past "
+            f"tensor {excerpt(name)} (offset {offset}, size {shape}, stride {stride}) reaches past "
             f"its storage of {elements.size} elements"
         )
     view = as_strided(
@@ -967,7 +1128,7 @@ def _materialize(tensor: _TensorRef, elements: np.ndarray, name: str, budget: _C
     try:
         copy = np.ascontiguousarray(view)
     except MemoryError as exc:
-        raise PyTorchReadError(f"tensor {name!r} of size {shape} does not fit in memory") from exc
+        raise PyTorchReadError(f"tensor {excerpt(name)} of size {shape} does not fit in memory") from exc
     copy.flags.writeable = False
     return copy
 
@@ -998,12 +1159,12 @@ def read_pytorch(
 
 
 def read_pytorch_contents(
-    path: str | os.PathLike[str], *, top_level_key: str | None = None, limits: ReadLimits = DEFAULT_LIMITS
+    path: str | os.PathLike[str], *, top_level_key: str | None = None, limits: ReadLimits = DEFAULT_LIMITS, folder: Folder | None = None
 ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
     """:func:`read_pytorch`'s tensors, and the leaves that are not tensors: path → what it is
-    (``{"epoch": "a int, not a tensor"}``)."""
+    (``{"epoch": "a int, not a tensor"}``); ``folder``: the folder it was reached through (a shard's)."""
     try:
-        root, arrays, file_size = _load(Path(path), limits)
+        root, arrays, file_size = _load(Path(path), limits, folder)
         if not isinstance(root, dict):
             kind = "tensor" if isinstance(root, _TensorRef) else type(root).__name__
             raise PyTorchReadError(f"the checkpoint holds a {kind}, not a dict of tensors")
@@ -1011,9 +1172,8 @@ def read_pytorch_contents(
             selected = dict.get(root, top_level_key)
             if not isinstance(selected, dict):
                 available = sorted(key for key in dict.keys(root) if type(key) is str)
-                raise PyTorchReadError(
-                    f"no dict under top-level key {top_level_key!r}; keys: {available}"
-                )
+                shown = ", ".join(map(excerpt, available[:10])) + (f" and {len(available) - 10:,} more" if len(available) > 10 else "")
+                raise PyTorchReadError(f"no dict under top-level key {top_level_key!r}; keys: {shown or 'none'}")
             root = selected
         tensors: dict[str, np.ndarray] = {}
         done: dict[_TensorRef, np.ndarray] = {}
@@ -1024,7 +1184,7 @@ def read_pytorch_contents(
                 elements = arrays.get(tensor.storage)
                 if elements is None:
                     raise PyTorchReadError(
-                        f"tensor {name!r}: storage {tensor.storage.key!r} has no data"
+                        f"tensor {excerpt(name)}: storage {excerpt(tensor.storage.key)} has no data"
                     )
                 done[tensor] = _materialize(tensor, elements, name, budget)
             tensors[name] = done[tensor]
@@ -1114,7 +1274,7 @@ def _plain(root: object, arrays: Mapping[_Storage, np.ndarray], file_size: int, 
             if value not in done:
                 elements = arrays.get(value.storage)
                 if elements is None:
-                    raise PyTorchReadError(f"storage {value.storage.key!r} has no data")
+                    raise PyTorchReadError(f"storage {excerpt(value.storage.key)} has no data")
                 done[value] = _materialize(value, elements, where, budget)
             return done[value]
         if isinstance(value, dict):

@@ -30,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
@@ -60,6 +59,7 @@ __all__ = [
     "formats",
     "from_extension",
     "get_format",
+    "native_format",
     "read_tensors",
     "register",
     "resolve_output",
@@ -132,7 +132,7 @@ def _read_burnpack(path: Path | memoryview, o: ReadOptions) -> TensorSet:
 def _read_safetensors(path: Path, o: ReadOptions) -> TensorSet:
     from .formats import read_safetensors_file
 
-    return read_safetensors_file(path, bool_store=o.bool_store, pages=o.pages)
+    return read_safetensors_file(path, bool_store=o.bool_store, pages=o.pages, folder=o.folder)
 
 
 def _read_safetensors_buffer(buffer: memoryview, o: ReadOptions) -> TensorSet:
@@ -144,7 +144,7 @@ def _read_safetensors_buffer(buffer: memoryview, o: ReadOptions) -> TensorSet:
 def _read_pytorch(path: Path, o: ReadOptions) -> TensorSet:
     from .formats import read_pytorch_file
 
-    return read_pytorch_file(path, top_level_key=o.top_level_key, bool_store=o.bool_store, limits=o.limits)
+    return read_pytorch_file(path, top_level_key=o.top_level_key, bool_store=o.bool_store, limits=o.limits, folder=o.folder)
 
 
 def _read_npz(path: Path, o: ReadOptions) -> TensorSet:
@@ -237,7 +237,7 @@ BUILTIN = (
     Format("pytorch", _read_pytorch, _write_pytorch, ("pt", "pth", "torch"), (".pt", ".pth", ".bin", ".ckpt", ".tar"),
            _sniff_pytorch, "torch.save files, read without torch and without running pickled code",
            needs_torch=("write",), remote="fetched", rank=1, noun="a state dict", limits=PICKLE_LIMITS,
-           shard_name="pytorch_model{suffix}.bin", crosscheck=_independently("with_torch_load")),  # its one-byte pickle check yields to safetensors' header
+           shard_name="pytorch_model{suffix}.bin", crosscheck=_independently("with_torch_load"), aliases_tensors=True),  # its one-byte pickle check yields to safetensors' header
     Format("npz", _read_npz, _write_npz, ("numpy",), (".npz",), _sniff_npz, "numpy.load without pickle",
            remote="fetched", write_options=frozenset({"compress", "npz_metadata"}), limits=ZIP_LIMITS,
            holds=frozenset({"metadata", "Flex32", "Bool stores"}),  # with npz_metadata (its notes say what went where)
@@ -367,8 +367,9 @@ def choose(source: str | os.PathLike[str], explicit: str | Format | None = None)
     return fmt
 
 
-def _native() -> Format:
-    """Burn's own container: the format of an output path without an extension."""
+def native_format() -> Format:
+    """Burn's own container (the format ``load`` opens): the format of an output path without an
+    extension, and of Burn's records."""
     return next(f for f in _TABLE.values() if f.native)
 
 
@@ -492,6 +493,8 @@ _FETCH_BLOCK = 8 << 20
 @contextlib.contextmanager
 def _fetched(url: str) -> Iterator[Path]:
     """The file at ``url`` in a scratch file (removed on leaving; open readers keep their view)."""
+    import tempfile
+
     from ..core.remote import FsspecSource
 
     source = FsspecSource(url)
@@ -537,7 +540,7 @@ def resolve_output(
     if fmt is None:
         if has_extension(path):
             raise ConversionError(f"{path}: cannot tell the output format from {path.suffix!r}; pass the format")
-        fmt = _native()
+        fmt = native_format()
     if fmt.native and not has_extension(path):
         path = path.with_name(path.name + fmt.extensions[0])
     if fmt.write is None:

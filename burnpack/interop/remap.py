@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from ..errors import OptionError
-from ..core.patterns import Pattern, compile_pattern
+from ..core.patterns import Pattern, check_text, compile_pattern
 
 __all__ = [
     "KeyRemapper",
@@ -145,7 +145,7 @@ class RemapRule:
     @classmethod
     def compile(cls, pattern: str, replacement: str) -> RemapRule:
         regex = compile_pattern(pattern, "remap regex")
-        return cls(pattern, replacement, regex, _expander(regex, replacement))
+        return cls(pattern, replacement, regex, _expander(regex, check_text(replacement, "remap replacement")))
 
     def apply(self, name: str) -> str:
         return self.regex.sub(self.expand, name)

@@ -29,7 +29,7 @@ import numpy as np
 from ..codec._generated.metadata import SAFETENSORS_CODE_ORDER
 from ..core.atomic import atomic_file
 from ..core.dtypes import ResolvedTable, dtype_from_numpy, dtype_from_safetensors, numpy_dtype, safetensors_code
-from ..errors import SafetensorsError
+from ..errors import SafetensorsError, excerpt
 from ..core.sidefile import parse_json
 from ..core.source import open_regular
 from ..core.tensor import NUMPY_MAX_DIMS
@@ -114,7 +114,7 @@ def _parse(
         if begin != end:
             defect = "overlap" if begin < end else "gap"
             raise SafetensorsError(
-                f"tensor {name!r} starts at data byte {begin} but the previous data ends at "
+                f"tensor {excerpt(name)} starts at data byte {begin} but the previous data ends at "
                 f"{end} ({defect})"
             )
         end = stop
@@ -145,13 +145,13 @@ def _json_object(pairs: list[tuple[str, object]]) -> dict[str, object]:
     result: dict[str, object] = {}
     for key, value in pairs:
         if key in result:
-            raise SafetensorsError(f"header repeats the key {key!r}")
+            raise SafetensorsError(f"header repeats the key {excerpt(key)}")
         result[key] = value
     for text in [key for key, _ in pairs] + [value for _, value in pairs if isinstance(value, str)]:
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as exc:
-            raise SafetensorsError(f"header string {text!r} is not valid Unicode") from exc
+            raise SafetensorsError(f"header string {excerpt(text)} is not valid Unicode") from exc
     return result
 
 
@@ -172,31 +172,31 @@ def _entry(
 ) -> tuple[str, np.dtype, tuple[int, ...], tuple[int, int]]:
     """Validate one header entry into ``(name, dtype, shape, (begin, end))``."""
     if not isinstance(info, dict):
-        raise SafetensorsError(f"entry {name!r} is not an object")
+        raise SafetensorsError(f"entry {excerpt(name)} is not an object")
     missing = [field for field in ("dtype", "shape", "data_offsets") if field not in info]
     if missing:
-        raise SafetensorsError(f"tensor {name!r} lacks {', '.join(missing)}")
+        raise SafetensorsError(f"tensor {excerpt(name)} lacks {', '.join(missing)}")
     code, shape, offsets = info["dtype"], info["shape"], info["data_offsets"]
     if not isinstance(code, str) or code not in _DTYPES:
         raise SafetensorsError(
-            f"tensor {name!r} has unsupported dtype {code!r}; supported: {', '.join(_DTYPES)}"
+            f"tensor {excerpt(name)} has unsupported dtype {excerpt(code) if isinstance(code, str) else type(code).__name__}; supported: {', '.join(_DTYPES)}"
         )
     if not _ints(shape) or len(shape) > NUMPY_MAX_DIMS:
         raise SafetensorsError(
-            f"tensor {name!r} shape must be a list of at most {NUMPY_MAX_DIMS} non-negative ints"
+            f"tensor {excerpt(name)} shape must be a list of at most {NUMPY_MAX_DIMS} non-negative ints"
         )
     if not (_ints(offsets) and len(offsets) == 2 and offsets[0] <= offsets[1]):
         raise SafetensorsError(
-            f"tensor {name!r} data_offsets must be [begin, end] with begin <= end"
+            f"tensor {excerpt(name)} data_offsets must be [begin, end] with begin <= end"
         )
     dtype = _DTYPES[code]
     nbytes = math.prod(shape) * dtype.itemsize
     span = offsets[1] - offsets[0]
     if nbytes > buffer_size:
-        raise SafetensorsError(f"tensor {name!r} of shape {shape} does not fit in the data buffer")
+        raise SafetensorsError(f"tensor {excerpt(name)} of shape {shape} does not fit in the data buffer")
     if nbytes != span:
         raise SafetensorsError(
-            f"tensor {name!r} is {shape} x {code} = {nbytes} bytes, but its offsets span {span}"
+            f"tensor {excerpt(name)} is {shape} x {code} = {nbytes} bytes, but its offsets span {span}"
         )
     return name, dtype, tuple(shape), (offsets[0], offsets[1])
 
@@ -214,11 +214,11 @@ def _view(
 ) -> np.ndarray:
     count = math.prod(shape)
     if dtype == np.bool_ and np.any(np.frombuffer(buffer, np.uint8, count, offset) > 1):
-        raise SafetensorsError(f"BOOL tensor {name!r} holds bytes other than 0 and 1")
+        raise SafetensorsError(f"BOOL tensor {excerpt(name)} holds bytes other than 0 and 1")
     try:
         array = np.frombuffer(buffer, dtype, count, offset).reshape(shape)
     except (ValueError, OverflowError) as exc:  # a zero-sized shape numpy cannot represent
-        raise SafetensorsError(f"tensor {name!r} of shape {list(shape)}: {exc}") from exc
+        raise SafetensorsError(f"tensor {excerpt(name)} of shape {list(shape)}: {exc}") from exc
     array.flags.writeable = False
     return array
 

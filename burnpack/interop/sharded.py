@@ -27,8 +27,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..core.sidefile import parse_json, read_side_file
+from ..core.source import Folder
 from ._io import PageReleaser, atomic_output
-from ..errors import ConversionError, OptionError, OutputExistsError, SafetensorsError
+from ..core.atomic import atomic_folder
+from ..errors import ConversionError, DestinationExists, OptionError, OutputExistsError, SafetensorsError, excerpt
 from .format import Format, ReadOptions, WriteOptions
 from .tensors import Entry, TensorSet
 
@@ -101,14 +103,18 @@ def read_sharded(path: str | os.PathLike[str], family: Format, families: Sequenc
 
     The index is read as a side file: a regular file of at most ``limits.max_index_bytes`` (64 MiB
     by default; an index lists names, far less for any real model), parsed with the JSON checks;
-    each shard within the caps of ``options.limits``.
+    each shard within the caps of ``options.limits``. The folder is closed
+    (:class:`~burnpack.core.source.Folder`): every shard, and the index or single file found in a
+    folder, must lie inside it (in a Hugging Face cache, inside the snapshot's repository).
     """
     found = find_sharded(path, family, families)
     if found is None:
         raise ConversionError(f"{path}: not a model folder or an *.index.json file")
+    folder = Folder(found.parent)
+    found_in = None if found == Path(path) else folder  # an index named by the caller is theirs to name
     if not found.name.endswith(".index.json"):
-        return family.read(found, options)
-    weight_map = _weight_map(found, options.limits.max_index_bytes)
+        return family.read(found, replace(options, folder=found_in))
+    weight_map = _weight_map(found, options.limits.max_index_bytes, found_in)
     shards: dict[str, list[str]] = {}
     for name, shard in weight_map.items():
         shards.setdefault(shard, []).append(name)
@@ -116,12 +122,12 @@ def read_sharded(path: str | os.PathLike[str], family: Format, families: Sequenc
     closers: list[Callable[[], None]] = []
     metadata: dict[str, str] = {}
     skipped: dict[str, str] = {}  # what shards hold besides tensors
-    shard_options = replace(options, pages=PageReleaser())
+    shard_options = replace(options, pages=PageReleaser(), folder=folder)
     try:
         for shard, listed in shards.items():
             shard_path = found.parent / shard
             if not shard_path.is_file():
-                raise ConversionError(f"{found}: shard {shard!r} is listed but {shard_path} does not exist")
+                raise ConversionError(f"{found}: shard {excerpt(shard)} is listed but does not exist")
             try:
                 tset = family.read(shard_path, shard_options)
             except SafetensorsError as exc:  # its message names no file
@@ -133,10 +139,10 @@ def read_sharded(path: str | os.PathLike[str], family: Format, families: Sequenc
             held = {e.name for e in shard_entries}
             absent = [name for name in listed if name not in held]
             if absent:
-                raise ConversionError(f"{found}: shard {shard!r} does not hold {len(absent)} tensor(s) the index lists there: {absent[:10]}")
+                raise ConversionError(f"{found}: shard {excerpt(shard)} does not hold {len(absent)} tensor(s) the index lists there: {_names(absent)}")
             unlisted = sorted(held - set(listed))
             if unlisted:
-                raise ConversionError(f"{found}: shard {shard!r} holds {len(unlisted)} tensor(s) the index does not list there: {unlisted[:10]}")
+                raise ConversionError(f"{found}: shard {excerpt(shard)} holds {len(unlisted)} tensor(s) the index does not list there: {_names(unlisted)}")
             entries.extend(shard_entries)
     except BaseException:
         for close in closers:
@@ -145,14 +151,19 @@ def read_sharded(path: str | os.PathLike[str], family: Format, families: Sequenc
     return TensorSet(entries, metadata, format=family.name, top_level_key=options.top_level_key, closers=closers, skipped=skipped)
 
 
-def _weight_map(index: Path, max_bytes: int) -> dict[str, str]:
-    parsed = parse_json(read_side_file(index, max_bytes=max_bytes, lift="max_index_bytes"), ConversionError, str(index))
+def _names(names: list[str]) -> str:
+    """The first tensor names of a list, as an error quotes them."""
+    return ", ".join(map(excerpt, names[:10])) + (", ..." if len(names) > 10 else "")
+
+
+def _weight_map(index: Path, max_bytes: int, folder: Folder | None) -> dict[str, str]:
+    parsed = parse_json(read_side_file(index, max_bytes=max_bytes, lift="max_index_bytes", folder=folder), ConversionError, str(index))
     weight_map = parsed.get("weight_map") if isinstance(parsed, dict) else None
     if not isinstance(weight_map, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()):
         raise ConversionError(f"{index}: needs a \"weight_map\" object of tensor name -> shard file name")
     for shard in set(weight_map.values()):
         if not shard or Path(shard).is_absolute() or Path(shard).name != shard or shard in (".", ".."):
-            raise ConversionError(f"{index}: shard {shard!r} is not a file name in the checkpoint folder")
+            raise ConversionError(f"{index}: shard {excerpt(shard)} is not a file name in the checkpoint folder")
     return weight_map
 
 
@@ -193,8 +204,11 @@ def split_into_shards(sizes: list[tuple[str, int]], max_shard_size: int) -> list
 
 def write_sharded(tset: TensorSet, folder: Path, max_shard_size: int, family: Format, options: WriteOptions = WriteOptions()) -> list[Path]:
     """HF-style shards of ``family`` (written by its writer, named by its ``shard_name``) plus their
-    index in ``folder`` (created if missing); returns the files written. Each shard is written
-    atomically, the index last."""
+    index in ``folder`` (created if missing, other files in it kept); returns the files written.
+    They are built beside the folder's other files and put in place together
+    (:func:`~burnpack.core.atomic.atomic_folder`): an interrupted write leaves nothing. Shards of
+    an earlier save in ``folder`` (the same file names' pattern) are replaced, and those the new
+    save does not have removed, only with ``overwrite``."""
     pattern = _pattern(family)
     if family.write is None:
         raise ConversionError(f"{family.name} is read, not written")
@@ -207,26 +221,36 @@ def write_sharded(tset: TensorSet, folder: Path, max_shard_size: int, family: Fo
         names = [pattern.format(suffix="")]
     else:
         names = [pattern.format(suffix=f"-{i + 1:05d}-of-{len(groups):05d}") for i in range(len(groups))]
-    index_path = folder / (pattern.format(suffix="") + ".index.json")
-    targets = [folder / n for n in names] + ([index_path] if len(groups) > 1 else [])
-    if not options.overwrite:
-        existing = [str(t) for t in targets if t.exists()]
-        if existing:
-            raise OutputExistsError(existing[0])
-    folder.mkdir(parents=True, exist_ok=True)
+    index_name = pattern.format(suffix="") + ".index.json"
+    is_shard = _shard_file_pattern(pattern).fullmatch
+    if not options.overwrite and folder.is_dir():
+        earlier = sorted(n for n in os.listdir(folder) if is_shard(n))
+        if earlier:
+            raise OutputExistsError(folder / earlier[0], "exists (shards of an earlier save); pass overwrite=True to replace them")
     by_name = {e.name: e for e in tset.entries}
     shard_metadata = {**tset.metadata, "format": "pt"}
-    shard_options = WriteOptions(overwrite=options.overwrite, progress=options.progress)
-    for group, name in zip(groups or [[]], names):
-        family.write(TensorSet([by_name[n] for n in group], dict(shard_metadata), format=tset.format), folder / name, shard_options)
-    if len(groups) > 1:
-        index = {
-            "metadata": {"total_size": sum(size for _, size in sizes)},
-            "weight_map": {n: names[i] for i, group in enumerate(groups) for n in group},
-        }
-        with atomic_output(index_path, overwrite=options.overwrite) as stream:
-            stream.write(json.dumps(index, indent=2).encode())
-    return targets
+    shard_options = WriteOptions(progress=options.progress)
+    try:
+        with atomic_folder(folder, replace=options.overwrite, merge=True, obsolete=lambda n: is_shard(n) is not None) as scratch:
+            for group, name in zip(groups or [[]], names):  # a tie may span shards: each name its copy, as reported
+                shard = TensorSet([by_name[n].replace(tie=None) for n in group], dict(shard_metadata), format=tset.format)
+                family.write(shard, scratch / name, shard_options)
+            if len(groups) > 1:
+                index = {
+                    "metadata": {"total_size": sum(size for _, size in sizes)},
+                    "weight_map": {n: names[i] for i, group in enumerate(groups) for n in group},
+                }
+                with atomic_output(scratch / index_name) as stream:
+                    stream.write(json.dumps(index, indent=2).encode())
+    except DestinationExists as exc:
+        raise OutputExistsError(folder, f"gained shard files while converting ({exc}); nothing was replaced") from None
+    return [folder / n for n in names] + ([folder / index_name] if len(groups) > 1 else [])
+
+
+def _shard_file_pattern(pattern: str) -> re.Pattern[str]:
+    """The names a save with the file name ``pattern`` writes: the single file, numbered shards, the index."""
+    head, _, tail = pattern.partition("{suffix}")
+    return re.compile(re.escape(head) + r"(?:-[0-9]+-of-[0-9]+)?" + re.escape(tail) + r"(?:\.index\.json)?")
 
 
 def _written_size(entry: Entry) -> int:

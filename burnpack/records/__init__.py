@@ -24,6 +24,7 @@ _EXPORTS = {
     ".checkpoint": ("CheckpointingAction", "CheckpointingStrategy", "Checkpoints", "ComposedCheckpointingStrategy",
                     "EpochRecords", "FileCheckpointer", "KeepLastNCheckpoints", "LossHistory", "MetricCheckpointingStrategy",
                     "burn_valid_losses", "default_strategy"),
+    "._common": ("derive_param_ids",),
     ".detect": ("RecordKind", "detect_record_kind"),
     ".module": ("ApplyError", "ApplyReport", "DTypePolicy", "LoadResult", "ModuleRecord", "load_record"),
     ".optimizer": ("AdaGradState", "AdamState", "AdamWState", "AdanState", "ConsistencyReport", "LBFGSState", "MuonState",

@@ -12,6 +12,7 @@ from ..codec._cbor import I64_MAX, I64_MIN, U64_MAX
 from ..codec._generated.metadata import Scalar
 from ..errors import ValidationError
 from ..core.reader import Pack, PathLike, load
+from ..core.source import FileSource
 from ..core.tensor import Tensor
 
 RANK_KEY = "__rank"
@@ -43,6 +44,37 @@ def new_param_id(taken: set[int] | None = None) -> int:
             if taken is not None:
                 taken.add(value)
             return value
+
+
+PARAM_ID_DOMAIN = b"burnpack param id\x00"
+"""What every derived param id's hash input starts with (:func:`derive_param_ids`)."""
+
+
+def derive_param_ids(names: Iterable[str], *, seed: int | None = None, taken: Iterable[int] = ()) -> list[int]:
+    """The param ids burnpack gives tensors a conversion invents ids for: one u64 per name,
+    the same for the same names every time, so that converting the same input twice gives the
+    same bytes (Burn draws random ones; any u64 is valid to it).
+
+    The rule: the id of the tensor at path ``name`` is the first 8 bytes, read little-endian, of
+    ``BLAKE2b-64(b"burnpack param id\0" + key)``, where ``key`` is the UTF-8 path, or
+    ``str(seed) + "\0" + path`` with a ``seed``. Should an id be taken (by ``taken``, or by an
+    earlier name), ``"\0"`` and a counter from 1 are appended to the key until it is not.
+    """
+    import hashlib  # (paid when ids are derived, not by every reader)
+
+    used = set(taken)
+    out = []
+    prefix = PARAM_ID_DOMAIN + (b"" if seed is None else str(int(seed)).encode() + b"\x00")
+    for name in names:
+        key = prefix + name.encode("utf-8")
+        value = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little")
+        counter = 0
+        while value in used:
+            counter += 1
+            value = int.from_bytes(hashlib.blake2b(key + b"\x00" + str(counter).encode(), digest_size=8).digest(), "little")
+        used.add(value)
+        out.append(value)
+    return out
 
 
 def parse_u64(text: str) -> int | None:
@@ -117,7 +149,8 @@ def pack_tensors_in_data_order(pack: Pack) -> list[Tensor]:
     return [Tensor(v.name, v.dtype, v.shape, v.memoryview(), param_id=v.param_id) for v in views]
 
 
-def open_pack(source: PathLike | bytes | bytearray | memoryview) -> Pack:
-    """Open a record source: a path (``.bpk`` appended as Burn's reader does) or bytes."""
+def open_pack(source: PathLike | FileSource | bytes | bytearray | memoryview) -> Pack:
+    """Open a record source: a path (``.bpk`` appended as Burn's reader does), a file opened
+    already (a checkpoint's, through its closed folder) or bytes."""
     return load(source)
 

@@ -32,14 +32,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..core.atomic import atomic_file
 from ..errors import BurnpackError, CheckpointRetentionError, IoError, OptionError
 from ..core.sidefile import SIDE_FILE_MAX_BYTES, parse_json, read_side_file
+from ..core.source import FileSource, Folder
 from .module import ModuleRecord
 from .optimizer import OptimizerRecord
 from .scheduler import LrSchedulerRecord
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..core.reader import Pack
 
 PathLike = str | os.PathLike[str]
 RECORD_NAMES = ("model", "optim", "scheduler")
@@ -143,27 +147,39 @@ def burn_valid_losses(
     ``v,count`` or ``v,final``); the epoch's value is the last line when it is ``final``, else
     the count-weighted mean, as burn-train's ``NumericMetricsAggregate`` computes it. Epochs are
     read from 1 up to the first without values. A line Burn cannot parse (Burn panics) raises
-    ``CheckpointRetentionError``; so does a log that is not a regular file or holds more than
-    ``max_bytes`` (64 MiB by default).
+    ``CheckpointRetentionError``, naming the line but quoting none of it (the log is a file the
+    caller did not name); so does a log that is not a regular file inside ``artifact_dir``
+    (:class:`~burnpack.core.source.Folder`) or holds more than ``max_bytes`` (64 MiB by default).
     """
     if split not in ("train", "valid", "test"):
         raise OptionError(f"split must be 'train', 'valid' or 'test' (Burn's splits), not {split!r}")
     out: dict[int, float] = {}
+    folder = Folder(artifact_dir)
     epoch = 1
     while True:
         path = Path(artifact_dir) / split / f"epoch-{epoch}" / f"{metric.replace(' ', '_')}.log"
         try:
-            lines = [line for line in read_side_file(path, max_bytes=max_bytes).decode("utf-8").split("\n") if line]
+            raw = read_side_file(path, max_bytes=max_bytes, folder=folder)
         except FileNotFoundError:
             return out
-        except (OSError, UnicodeError) as exc:
+        except OSError as exc:
             raise CheckpointRetentionError(f"cannot read Burn's metric log: {exc}", where=str(path)) from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CheckpointRetentionError(f"Burn's metric log is not UTF-8 text (byte {exc.start})", where=str(path)) from None
+        lines = [(number, line) for number, line in enumerate(text.split("\n"), 1) if line]
         if not lines:
             return out
-        try:
-            entries = [_numeric_entry(line) for line in lines]
-        except ValueError as exc:
-            raise CheckpointRetentionError(f"Burn's metric log has a line Burn cannot parse: {exc}", where=str(path)) from None
+        entries = []
+        for number, line in lines:
+            try:
+                entries.append(_numeric_entry(line))
+            except ValueError as exc:
+                raise CheckpointRetentionError(
+                    f"line {number} of Burn's metric log is not a NumericEntry (value, value,count or value,final): {exc}",
+                    where=str(path),
+                ) from None
         value, count = entries[-1]
         if any(c == -1 for _, c in entries[:-1]):
             raise CheckpointRetentionError("a 'final' entry before the last line (Burn panics)", where=str(path))
@@ -181,19 +197,20 @@ _RUST_F64 = re.compile(r"^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+
 
 
 def _numeric_entry(line: str) -> tuple[float, int | None]:
-    """burn-train ``NumericEntry::deserialize``: (value, count); count None for a plain value, -1 for final."""
+    """burn-train ``NumericEntry::deserialize``: (value, count); count None for a plain value, -1
+    for final. What is wrong is said without quoting the line."""
     parts = line.split(",")
     if len(parts) > 2:
-        raise ValueError(f"{line!r}: invalid number of values for numeric entry")
+        raise ValueError(f"{len(parts)} comma-separated fields, at most 2")
     if not _RUST_F64.match(parts[0]):
-        raise ValueError(f"{line!r}: {parts[0]!r} is not an f64")
+        raise ValueError("its value is not an f64")
     value = float(parts[0])
     if len(parts) == 1:
         return value, None
     if parts[1] == "final":
         return value, -1
-    if not re.fullmatch(r"\+?[0-9]+", parts[1]) or int(parts[1]) >= 2**64:
-        raise ValueError(f"{line!r}: {parts[1]!r} is not a usize")
+    if not re.fullmatch(r"\+?[0-9]{1,20}", parts[1]) or int(parts[1]) >= 2**64:
+        raise ValueError("its count is neither a usize nor 'final'")
     return value, int(parts[1])
 
 
@@ -268,12 +285,14 @@ def default_strategy() -> ComposedCheckpointingStrategy:
 # Files
 # --------------------------------------------------------------------------------------------
 class FileCheckpointer:
-    """Burn's ``FileCheckpointer``: ``<directory>/<name>-<epoch>.bpk``."""
+    """Burn's ``FileCheckpointer``: ``<directory>/<name>-<epoch>.bpk``; with ``folder``, the files
+    are read only from inside it (:class:`~burnpack.core.source.Folder`)."""
 
-    def __init__(self, directory: PathLike, name: str, record_type: type[Record] | None = None) -> None:
+    def __init__(self, directory: PathLike, name: str, record_type: type[Record] | None = None, *, folder: Folder | None = None) -> None:
         self.directory = Path(directory)
         self.name = name
         self.record_type: type[Record] = record_type or RECORD_TYPES.get(name, ModuleRecord)
+        self.folder = folder
 
     def path_for_epoch(self, epoch: int) -> Path:
         return self.directory / f"{self.name}-{epoch}.bpk"
@@ -287,7 +306,24 @@ class FileCheckpointer:
         return record.save(self.path_for_epoch(epoch))
 
     def restore(self, epoch: int) -> Record:
-        return self.record_type.load(self.path_for_epoch(epoch))
+        return self.record_type.load(self.source(epoch))
+
+    def pack(self, epoch: int) -> Pack:
+        """The file of ``epoch``, opened as a pack (the caller closes it)."""
+        from ..core.reader import load
+
+        return load(self.source(epoch))
+
+    def source(self, epoch: int) -> FileSource:
+        """The file of ``epoch``, opened (inside ``folder``, when given); an ``IoError`` when it
+        cannot be."""
+        path = self.path_for_epoch(epoch)
+        try:
+            return FileSource(path, folder=self.folder)
+        except IoError:
+            raise
+        except OSError as exc:
+            raise IoError.from_os_error(exc) from None
 
     def delete(self, epoch: int) -> bool:
         """Remove the file if it exists; True when something was removed."""
@@ -324,16 +360,18 @@ class Checkpoints:
     ``Checkpoints(artifact_dir)`` works on ``<artifact_dir>/checkpoint`` (Burn's
     ``with_default_checkpointers``); ``Checkpoints.at(path)`` on a checkpoint directory itself.
     ``retention.json`` and Burn's ``Loss.log`` files are read as side files: regular files of at
-    most ``max_side_file_bytes`` each (64 MiB by default).
+    most ``max_side_file_bytes`` each (64 MiB by default). The directory given is closed
+    (:class:`~burnpack.core.source.Folder`): the checkpoint files, ``retention.json`` and the logs
+    are read only from inside it.
     """
 
     def __init__(self, artifact_dir: PathLike, *, strategy: CheckpointingStrategy | None = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> None:
-        self._init(Path(artifact_dir) / "checkpoint", strategy, max_side_file_bytes)
+        self._init(Path(artifact_dir) / "checkpoint", strategy, max_side_file_bytes, Folder(artifact_dir))
 
     @classmethod
     def at(cls, checkpoint_dir: PathLike, *, strategy: CheckpointingStrategy | None = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> Checkpoints:
         self = cls.__new__(cls)
-        self._init(Path(checkpoint_dir), strategy, max_side_file_bytes)
+        self._init(Path(checkpoint_dir), strategy, max_side_file_bytes, Folder(checkpoint_dir))
         return self
 
     @classmethod
@@ -344,10 +382,11 @@ class Checkpoints:
             return cls(path, strategy=strategy, max_side_file_bytes=max_side_file_bytes)
         return cls.at(path, strategy=strategy, max_side_file_bytes=max_side_file_bytes)
 
-    def _init(self, directory: Path, strategy: CheckpointingStrategy | None, max_side_file_bytes: int) -> None:
+    def _init(self, directory: Path, strategy: CheckpointingStrategy | None, max_side_file_bytes: int, folder: Folder) -> None:
         self.directory = directory
         self._max_side_file_bytes = max_side_file_bytes
-        self.checkpointers = {name: FileCheckpointer(directory, name) for name in RECORD_NAMES}
+        self._folder = folder
+        self.checkpointers = {name: FileCheckpointer(directory, name, folder=folder) for name in RECORD_NAMES}
         self._fresh_strategy = copy.deepcopy(strategy if strategy is not None else default_strategy())
         self._journal: list[dict[str, Any]] = self._read_journal() or self._journal_from_burn_logs()
         self._replay()
@@ -372,10 +411,23 @@ class Checkpoints:
 
     def _checkpointing(self, epoch: int, valid_loss: float | None, best_epoch: int | None) -> list[CheckpointingAction]:
         """The strategy's actions for ``epoch``, told its loss (one history for all epochs)."""
-        if valid_loss is not None:
-            self._history.record(epoch, valid_loss)
-        self._history.best = best_epoch
-        return self.strategy.checkpointing(epoch, self._history)
+        return _actions(self.strategy, self._history, epoch, valid_loss, best_epoch)
+
+    def strategy_keeps(self) -> list[int] | None:
+        """The epochs this object's strategy (Burn's default unless another was given) keeps after
+        the epochs recorded — in ``retention.json``, else in Burn's validation logs — whatever
+        files are present; None when no epoch is recorded. Burn does not record the strategy a run
+        used: files that differ from this answer were kept by another one (or moved by hand)."""
+        if not self._journal:
+            return None
+        strategy, history, kept = copy.deepcopy(self._fresh_strategy), LossHistory(), set()
+        for entry in self._journal:
+            for action in _actions(strategy, history, entry["epoch"], entry.get("valid_loss"), entry.get("best_epoch")):
+                if action.kind == "save":
+                    kept.add(entry["epoch"])
+                else:
+                    kept.discard(action.epoch)
+        return sorted(kept)
 
     @property
     def valid_losses(self) -> Mapping[int, float]:
@@ -389,7 +441,7 @@ class Checkpoints:
     def _read_journal(self) -> list[dict[str, Any]]:
         path = self.retention_file
         try:
-            raw = read_side_file(path, max_bytes=self._max_side_file_bytes, lift="max_side_file_bytes")
+            raw = read_side_file(path, max_bytes=self._max_side_file_bytes, lift="max_side_file_bytes", folder=self._folder)
         except FileNotFoundError:
             return []
 
@@ -400,22 +452,24 @@ class Checkpoints:
             )
 
         data = parse_json(raw, unreadable, "the record")
-        try:
-            if data.get("format") != _RETENTION_FORMAT:
-                raise ValueError(f"format {data.get('format')!r}, expected {_RETENTION_FORMAT!r}")
-            entries = data["epochs"]
-            previous = 0
-            for entry in entries:
-                epoch, loss, best = entry["epoch"], entry.get("valid_loss"), entry.get("best_epoch")
-                if type(epoch) is not int or epoch <= previous:
-                    raise ValueError(f"epoch {epoch!r} out of order")
-                if loss is not None and type(loss) not in (int, float):
-                    raise ValueError(f"epoch {epoch}: valid_loss {loss!r} is not a number")
-                if best is not None and type(best) is not int:
-                    raise ValueError(f"epoch {epoch}: best_epoch {best!r} is not an integer")
-                previous = epoch
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise unreadable(str(exc)) from None
+        # What is wrong is said without quoting the file (the caller named its folder, not it).
+        if not isinstance(data, dict) or data.get("format") != _RETENTION_FORMAT:
+            raise unreadable(f"its format is not {_RETENTION_FORMAT!r}")
+        entries = data.get("epochs")
+        if not isinstance(entries, list):
+            raise unreadable("'epochs' is not a list")
+        previous = 0
+        for number, entry in enumerate(entries, 1):
+            if not isinstance(entry, dict):
+                raise unreadable(f"entry {number} is not an object")
+            epoch, loss, best = entry.get("epoch"), entry.get("valid_loss"), entry.get("best_epoch")
+            if type(epoch) is not int or not previous < epoch < 2**64:
+                raise unreadable(f"entry {number}: 'epoch' is not a usize above the one before (epochs out of order)")
+            if loss is not None and type(loss) not in (int, float):
+                raise unreadable(f"epoch {epoch}: 'valid_loss' is not a number")
+            if best is not None and (type(best) is not int or not 0 <= best < 2**64):
+                raise unreadable(f"epoch {epoch}: 'best_epoch' is not a usize")
+            previous = epoch
         return list(entries)
 
     def _write_journal(self) -> None:
@@ -449,11 +503,9 @@ class Checkpoints:
 
     def is_complete(self, epoch: int) -> bool:
         """Whether each of the three files of ``epoch`` opens and its data section is whole."""
-        from ..core.reader import load
-
         for checkpointer in self.checkpointers.values():
             try:
-                with load(checkpointer.path_for_epoch(epoch)) as pack:
+                with checkpointer.pack(epoch) as pack:
                     # Burn's open check counts from the metadata end, not the aligned data start.
                     end = max((d.data_offsets[1] for d in pack.descriptors.values()), default=0)
                     if pack.file_size < pack.data_section_start + end:
@@ -483,13 +535,13 @@ class Checkpoints:
         return self.checkpointers[name].restore(epoch)
 
     def model(self, epoch: int) -> ModuleRecord:
-        return ModuleRecord.load(self.checkpointers["model"].path_for_epoch(epoch))
+        return ModuleRecord.load(self.checkpointers["model"].source(epoch))
 
     def optim(self, epoch: int) -> OptimizerRecord:
-        return OptimizerRecord.load(self.checkpointers["optim"].path_for_epoch(epoch))
+        return OptimizerRecord.load(self.checkpointers["optim"].source(epoch))
 
     def scheduler(self, epoch: int) -> LrSchedulerRecord:
-        return LrSchedulerRecord.load(self.checkpointers["scheduler"].path_for_epoch(epoch))
+        return LrSchedulerRecord.load(self.checkpointers["scheduler"].source(epoch))
 
     def restore(self, epoch: int) -> EpochRecords:
         """The three records of ``epoch``, as ``learner.checkpoint(epoch)`` restores them (a
@@ -542,6 +594,14 @@ class Checkpoints:
             checkpointer.delete(epoch)
 
 
+def _actions(strategy: CheckpointingStrategy, history: LossHistory, epoch: int, valid_loss: float | None, best_epoch: int | None) -> list[CheckpointingAction]:
+    """``strategy``'s actions for ``epoch``, ``history`` told its loss (or which epoch is best)."""
+    if valid_loss is not None:
+        history.record(epoch, valid_loss)
+    history.best = best_epoch
+    return strategy.checkpointing(epoch, history)
+
+
 def _error(exc: BaseException) -> str:
     from ..errors import BurnpackError
 
@@ -581,9 +641,10 @@ def inspect_epoch(checkpoints: Checkpoints, epoch: int) -> dict[str, Any]:
             record = checkpoints.scheduler(epoch)
             entry = {"scalars": {k: [v.variant, v.value] for k, v in record.scalars.items()}}
             try:
-                entry["state"] = infer_scheduler(record).describe()
+                tree = infer_scheduler(record)
+                entry["state"], entry["meaning"] = tree.describe(), tree.explain()
             except SchedulerLayoutError as exc:
-                entry["state"] = f"unrecognised layout ({exc})"
+                entry["state"] = entry["meaning"] = f"unrecognised layout ({exc})"
             info["scheduler"] = entry
         except (BurnpackError, OSError) as exc:
             info["scheduler"] = {"error": _error(exc)}

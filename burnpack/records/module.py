@@ -31,6 +31,7 @@ from ..core.frameworks import as_numpy, is_torch_module
 from ..core.patterns import compile_pattern
 from ..core.tensor import Tensor
 from ._cast import cast_array, is_float
+from ..core.source import FileSource
 from ._common import (
     new_param_id,
     open_pack,
@@ -201,8 +202,9 @@ class ModuleRecord:
         return cls(pack_tensors_in_data_order(open_pack(data)))
 
     @classmethod
-    def load(cls, path: PathLike) -> ModuleRecord:
-        """Burn's ``ModuleRecord::load`` (``.bpk`` appended when the extensionless path is absent)."""
+    def load(cls, path: PathLike | FileSource) -> ModuleRecord:
+        """Burn's ``ModuleRecord::load`` (``.bpk`` appended when the extensionless path is absent), or
+        of a file opened already (a ``FileSource``)."""
         return cls(pack_tensors_in_data_order(open_pack(path)))
 
     # -- output ------------------------------------------------------------------------------

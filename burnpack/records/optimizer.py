@@ -27,6 +27,7 @@ from ..codec._generated.metadata import Scalar
 from ..core.display import plural, printable_lines
 from ..core.frameworks import as_numpy
 from ..core.tensor import Tensor
+from ..core.source import FileSource
 from ._common import RANK_KEY, open_pack, pack_tensors_in_data_order, parse_u64, scalar_value
 from ..errors import MissingParamIdError, StateRankError
 from .state import Field, StateSource, burn_field, flatten, layout, leaf_names, unflatten
@@ -312,8 +313,9 @@ class OptimizerRecord:
         return cls._from_pack(open_pack(data))
 
     @classmethod
-    def load(cls, path: PathLike) -> OptimizerRecord:
-        """Burn's ``OptimizerRecord::load`` (``.bpk`` appended when the extensionless path is absent)."""
+    def load(cls, path: PathLike | FileSource) -> OptimizerRecord:
+        """Burn's ``OptimizerRecord::load`` (``.bpk`` appended when the extensionless path is absent), or
+        of a file opened already (a ``FileSource``)."""
         return cls._from_pack(open_pack(path))
 
     @classmethod

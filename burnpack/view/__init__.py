@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..core.reader import load
+from ..core.source import FileSource, Folder
 from ..interop.inputs import open_input
 from .page import render
 from .report import checkpoint_report, diff_report, is_checkpoint_directory, pack_report, page_data
@@ -27,8 +29,8 @@ def build_page(first: str, second: str | None = None, *, stats: bool = True) -> 
     if second is None and is_checkpoint_directory(first):
         report, newest = checkpoint_report(first, stats=stats)
         pack = None
-        if newest is not None:
-            with open_input(str(newest)) as model:
+        if newest is not None:  # read, as every file of the directory, only from inside it
+            with load(FileSource(newest, folder=Folder(first))) as model:
                 pack = pack_report(model, str(newest), stats=stats)
         return render(page_data(_title(first), checkpoint=report, pack=pack))
     if second is None:

@@ -83,7 +83,7 @@ def _script(tmp_path: Path, name: str, body: str) -> str:
 
 
 def test_a_hanging_reader_is_a_timeout_of_that_vector_not_a_hung_run(vectors, tmp_path):
-    cmd = _script(tmp_path, "hang", "import sys, time\nif 'empty' in sys.argv[1]: time.sleep(60)\nprint('{\"ok\": false}')\n")
+    cmd = _script(tmp_path, "hang", "import sys, time\nif 'empty' in sys.argv[1]: time.sleep(60)\nprint('{\"ok\": false}')\nsys.exit(1)\n")
     sample = vectors.select(["layout/empty_pack", "dtype/f32"])
     report = run_readers(sample, ExternalReader(cmd + " {path}", timeout=1.0))
     status = {r.id: r.status for r in report.results}
@@ -101,7 +101,8 @@ def test_a_crashing_reader_is_a_crash_of_that_vector(vectors, tmp_path):
 def test_a_reader_printing_a_traceback_is_a_crash(vectors, tmp_path):
     cmd = _script(tmp_path, "raise", "raise RuntimeError('boom')\n")
     (result,) = run_readers(vectors.select(["dtype/f32"]), ExternalReader(cmd + " {path}")).results
-    assert result.status == CRASH and "boom" in result.message
+    assert result.status == CRASH and "exactly one JSON object on standard output" in result.message
+    assert result.stderr.endswith("RuntimeError: boom") and result.stdout == "(empty)"
 
 
 def test_batch_reader_survives_a_crash_and_serves_the_next_vector(vectors, tmp_path):
@@ -209,6 +210,21 @@ def test_export_writes_a_vendorable_corpus_with_readme_and_protocol(tmp_path):
     assert cli.main(["export", str(out)]) == 2  # not empty, no --force
 
 
+def test_the_exported_corpus_carries_the_protocol_and_a_readme_true_to_its_manifest(tmp_path):
+    from conformance import corpus
+
+    out = tmp_path / "export"
+    assert cli.main(["export", str(out), "--skip-runtime"]) == 0
+    manifest = json.loads((out / "manifest.json").read_text(encoding="utf-8"))
+    readme = (out / "README.md").read_text(encoding="utf-8")
+    assert readme == corpus.readme_text(manifest) and f'"counts": {json.dumps(manifest["counts"])}' in readme
+    protocol = (out / "PROTOCOL.md").read_text(encoding="utf-8")
+    assert protocol == (corpus.PACKAGE_DIR / "PROTOCOL.md").read_text(encoding="utf-8")
+    for rule in ("exit with status **0**", "BigInt", "`f64_bits` is compared", "pre-alignment layout", "**in this order**",
+                 "Stage and variant", "checked_add", "quiet bit", "every tag is a level", "U+FEFF"):  # fmt: skip
+        assert rule in protocol, rule
+
+
 def test_in_process_api_runs_a_python_reader_and_writer(vectors):
     everything_but_the_100k_tensor_files = vectors.select([v.id for v in vectors.readers if v.path is not None])
     assert conformance.run_reader(reference.dump, vectors=everything_but_the_100k_tensor_files, levels=("compatible", "strict")).ok
@@ -239,7 +255,8 @@ def test_reader_command_needs_a_path_placeholder():
 
 
 def test_level_placeholder_is_substituted(vectors, tmp_path):
-    body = "import sys, json\nfrom conformance.reference import dump\nprint(json.dumps(dump(sys.argv[1], sys.argv[2])))\n"
+    body = ("import sys, json\nfrom conformance.reference import dump\nout = dump(sys.argv[1], sys.argv[2])\n"
+            "print(json.dumps(out))\nsys.exit(0 if out['ok'] else 1)\n")
     cmd = _script(tmp_path, "lvl", body) + " {path} {level}"
     report = run_readers(vectors.select(["header/version_0"]), ExternalReader(cmd), levels=("compatible", "strict"))
     assert report.ok, report.summary()

@@ -16,7 +16,7 @@ from conformance.corpus import DEFAULT_VECTORS, CorpusError, load_vectors
 from tests.conftest import BURN_PACK_FIXTURES, require
 
 ISSUE_CATEGORIES = {"dtype", "shape", "names", "param_id", "metadata", "scalars", "layout", "header", "truncation",
-                    "offsets", "cbor", "legacy", "limits", "writer_refusal"}
+                    "offsets", "cbor", "legacy", "check_order", "limits", "writer_refusal"}
 
 
 def test_checked_in_corpus_is_what_the_generators_produce(tmp_path):
@@ -26,6 +26,33 @@ def test_checked_in_corpus_is_what_the_generators_produce(tmp_path):
     assert fresh == have
     stale = [str(p) for p in fresh if (tmp_path / p).read_bytes() != (DEFAULT_VECTORS / p).read_bytes()]
     assert stale == [], "run `burnpack-conformance generate`"
+
+
+def test_the_readmes_manifest_example_is_rendered_from_the_checked_in_manifest():
+    manifest = json.loads((DEFAULT_VECTORS / "manifest.json").read_text(encoding="utf-8"))
+    text = corpus_mod.README.read_text(encoding="utf-8")
+    assert text == corpus_mod.readme_text(manifest), "run `burnpack-conformance generate`"
+    counts = manifest["counts"]
+    assert f'"counts": {{"reader": {counts["reader"]}, "writer": {counts["writer"]}}}' in text
+
+
+def test_a_stale_manifest_example_is_reported_by_generate_check(tmp_path, monkeypatch, capsys):
+    from conformance import cli
+
+    stale = tmp_path / "VECTORS.md"
+    stale.write_text(corpus_mod.README.read_text(encoding="utf-8").replace('"counts": {"reader": ', '"counts": {"reader": 1'))
+    monkeypatch.setattr(corpus_mod, "README", stale)
+    assert cli.main(["generate", "--check"]) == 2
+    assert "VECTORS.md (its manifest example)" in capsys.readouterr().out
+
+
+def test_the_documentation_states_the_corpus_counts():
+    import re
+
+    counts = json.loads((DEFAULT_VECTORS / "manifest.json").read_text(encoding="utf-8"))["counts"]
+    page = (Path(__file__).resolve().parents[2] / "docs" / "conformance.md").read_text(encoding="utf-8")
+    stated = re.search(r"(\d+) reader vectors and (\d+) writer vectors", page)
+    assert stated and (int(stated[1]), int(stated[2])) == (counts["reader"], counts["writer"]), "update docs/conformance.md"
 
 
 def test_generators_are_deterministic(corpus):
@@ -54,7 +81,12 @@ def test_corpus_has_the_specific_cases_the_issue_names(vectors):
                    "cbor/depth_127_arrays", "cbor/depth_128_arrays", "cbor/utf8_invalid_name", "cbor/trailing_bytes_in_region",
                    "cbor/dup_tensor_name", "cbor/dup_descriptor_field", "cbor/missing_tensors", "cbor/unknown_key_descriptor",
                    "legacy/prealignment_two_tensors", "legacy/old_bool_dtype", "legacy/old_quant_scheme_per_block",
-                   "limits/tensor_count_over_limit", "writer_refusal/duplicate_name", "writer_refusal/length_short"]:
+                   "limits/tensor_count_over_limit", "writer_refusal/duplicate_name", "writer_refusal/length_short",
+                   # issue 32: decoder conveniences, the undocumented rules, the strict check order
+                   "names/leading_bom", "metadata/leading_bom", "scalars/leading_bom_name", "cbor/dtype_leading_bom",
+                   "names/normalization_forms", "names/line_breaks", "cbor/utf8_cesu8_pair_name", "cbor/scalar_signalling_nan_f32",
+                   "cbor/depth_tags_127", "cbor/tags_200_on_param_id", "offsets/byte_size_wraps_to_zero",
+                   "check_order/prealignment_and_noncanonical_metadata", "check_order/truncated_and_version_0"]:
         assert needed in ids, needed
     qfloat = [v for v in vectors.readers if v.id.startswith("dtype/qfloat_")]
     assert len({json.dumps(v.expect.dump["tensors"][0]["dtype"]) for v in qfloat}) >= 8

@@ -80,3 +80,28 @@ def test_pythons_end_of_text_escape_is_read_as_end_of_text():
 def test_a_python_replacement_naming_a_missing_group_is_refused_when_the_rule_is_made():
     with pytest.raises(ValueError, match="invalid replacement"):
         KeyRemapper([("(a)", r"\g<nope>")])
+
+
+@pytest.mark.parametrize("option", ["--filter", "--exclude", "--remap"])
+def test_a_pattern_byte_that_is_not_utf8_is_an_invalid_pattern_not_a_traceback(tmp_path, option):
+    # The command line receives such a byte as a lone surrogate (Python's surrogateescape).
+    import os
+    import subprocess
+    import sys
+
+    import burnpack
+
+    burnpack.save({"fc.weight": np.ones(2, np.float32)}, tmp_path / "m.bpk")
+    pattern = os.fsencode("fc\udcff") + (b"=x" if option == "--remap" else b"")
+    done = subprocess.run(
+        [sys.executable, "-m", "burnpack", "convert", os.fsencode(tmp_path / "m.bpk"), os.fsencode(tmp_path / "o.bpk"), option.encode(), pattern],
+        capture_output=True,
+    )
+    assert done.returncode != 0 and b"Traceback" not in done.stderr
+    assert b"is not text (a lone surrogate" in done.stderr
+
+
+def test_a_replacement_that_is_not_text_is_refused_when_the_rule_is_made():
+    with pytest.raises(InvalidPattern, match="invalid remap replacement") as caught:
+        KeyRemapper([("fc", "x\udcff")])
+    assert caught.value.pattern == "x\udcff"

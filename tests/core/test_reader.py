@@ -171,6 +171,17 @@ def test_strict_mode_rejects_offsets_burns_writer_would_not_produce(offsets, pro
         burnpack.load(data, strict=True)
 
 
+def test_strict_mode_rejects_a_quantized_tensor_ending_before_its_start_on_open():
+    scheme = {"value": "Q8S", "store": "Native", "mode": "Symmetric", "tensor": "F32", "block": None}
+    tensors = {"a": {"dtype": "U8", "shape": [5], "data_offsets": [0, 5]},
+               "q": {"dtype": {"QFloat": scheme}, "shape": [4], "data_offsets": [256, 10]}}
+    data = _file({"tensors": tensors}, bytes(10))  # a QFloat length is never checked: only the order shows it
+    with pytest.raises(burnpack.ValidationError):
+        burnpack.load(data).tensors()  # Burn fails on tensor access
+    with pytest.raises(burnpack.ValidationError, match="'q' ends at 10, before its start 256"):
+        burnpack.load(data, strict=True)
+
+
 def test_strict_mode_rejects_a_length_that_disagrees_with_the_shape():
     data = _file({"tensors": {"a": {"dtype": "F32", "shape": [3, 3], "data_offsets": [0, 16]}}}, bytes(16))
     with pytest.raises(burnpack.ValidationError, match="spans 16 bytes"):

@@ -239,6 +239,47 @@ def test_a_relative_path_leaving_the_checkpoint_folder_is_refused(tmp_path):
         convert(tmp_path / "ck", tmp_path / "m.bpk")
 
 
+def test_a_record_file_linked_out_of_the_checkpoint_folder_is_refused_not_followed(tmp_path):
+    # The outside file holds what the metadata describes (another run's record): once followed,
+    # its tensors were converted as this checkpoint's.
+    _save_dcp(tmp_path / "other", {"w": torch.full((2,), 7.0)})
+    _save_dcp(tmp_path / "ck", {"w": torch.ones(2)})
+    (data,) = (tmp_path / "ck").glob("*.distcp")
+    data.unlink()
+    data.symlink_to(tmp_path / "other" / data.name)
+    with pytest.raises(ConversionError, match="outside the folder"):
+        convert(tmp_path / "ck", tmp_path / "m.bpk")
+    assert not (tmp_path / "m.bpk").exists()
+
+
+def test_a_dcp_metadata_linked_out_of_its_folder_is_refused(tmp_path):
+    from burnpack.errors import IoError
+
+    _save_dcp(tmp_path / "other", {"w": torch.full((2,), 7.0)})
+    _save_dcp(tmp_path / "ck", {"w": torch.ones(2)})
+    (tmp_path / "ck" / ".metadata").unlink()
+    (tmp_path / "ck" / ".metadata").symlink_to(tmp_path / "other" / ".metadata")
+    with pytest.raises(IoError, match="outside the folder"):
+        read_dcp(tmp_path / "ck")
+
+
+@pytest.mark.parametrize(
+    ("offset", "refusal"), [(10**5000, "more than 309 digits"), (10**300, "no valid offset and length")], ids=["5001 digits", "301 digits"]
+)
+def test_a_dcp_integer_beyond_int64_is_refused_before_it_is_used_or_formatted(tmp_path, capsys, offset, refusal):
+    _save_dcp(tmp_path / "ck", {"w": torch.ones(2)})
+
+    def move(metadata) -> None:
+        for info in metadata.storage_data.values():
+            info.offset = offset
+
+    _rewrite_metadata(tmp_path / "ck", move)
+    with pytest.raises(ConversionError, match=refusal):
+        convert(tmp_path / "ck", tmp_path / "m.bpk")
+    assert main(["convert", str(tmp_path / "ck"), str(tmp_path / "m.bpk")]) == 1
+    assert "Traceback" not in capsys.readouterr().err
+
+
 def test_a_dcp_tensor_of_a_dtype_burn_lacks_is_unsupported(tmp_path):
     _save_dcp(tmp_path / "ck", {"w": torch.zeros(2, dtype=torch.float8_e4m3fn)})
     with pytest.raises(ConversionError, match="unsupported dtype torch.float8_e4m3fn"):

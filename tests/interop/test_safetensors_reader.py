@@ -387,3 +387,13 @@ def test_written_file_reads_back_through_the_path_api(tmp_path: Path) -> None:
     got, metadata = read_safetensors(tmp_path / "t.safetensors")
     assert_same_tensors(got, tensors)
     assert metadata == {"format": "np"}
+
+
+@pytest.mark.parametrize("entry", [[1], {"dtype": "F32", "shape": [2]}, {"dtype": "\x1b[2J" * 3000, "shape": [], "data_offsets": [0, 0]}])
+def test_header_errors_quote_a_name_as_a_short_escaped_excerpt(entry: object) -> None:
+    name = "\x1b]0;title\x07\u202e" + "n" * 10_000
+    header = json.dumps({name: entry}).encode()
+    with pytest.raises(SafetensorsError) as caught:
+        parse_safetensors(struct.pack("<Q", len(header)) + header)
+    message = str(caught.value)
+    assert not any(c in message for c in "\x1b\x07\u202e") and len(message) < 600
