@@ -64,7 +64,8 @@ from burnpack.codec._kernels import KERNELS, load_kernel
 from burnpack.core import metadata, quant, table
 from burnpack.dtypes import numpy_dtype
 from burnpack.errors import BurnpackError, IoError
-from burnpack.quant import QuantStore, QuantValue, ScaleDtype, parse_scheme
+from burnpack import QuantStore, QuantValue, ScaleDtype
+from burnpack.quant import parse_scheme
 from burnpack.view import stats
 
 TARGETS = ("skip", "table", "encode", "quant", "stats")

@@ -4,7 +4,8 @@ From the bottom up (``tests/test_layers.py`` holds the same ranks and checks the
 
 1. support — bytes in and out and the helpers every layer uses: ``paths``, ``source`` (local
    byte sources), ``remote`` (URLs), ``sidefile`` (bounded JSON side files), ``atomic``
-   (atomic replacement), ``patterns``, ``display``, ``progress``;
+   (atomic replacement), ``patterns``, ``display``, ``progress``, ``limits`` (what every reader
+   refuses beyond, and the one wording that lifts it);
 2. model — what a file holds: ``dtypes``, ``frameworks``, ``metadata``, ``legacy``, ``table``,
    ``tensor``, ``slices``, ``strict``, and ``quant``;
 3. ``plan`` — the one read plan;
