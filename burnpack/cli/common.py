@@ -14,11 +14,13 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ..core.display import printable, printable_lines
-from ..core.sidefile import JSON
 from ..errors import CommandError, OutputExistsError
+
+if TYPE_CHECKING:  # a type alias: the side-file reader (json, mmap) is not imported at start
+    from ..core.sidefile import JSON
 
 __all__ = ["add_output_options", "check_output", "describe_error", "missing_extra", "print_json", "wrote"]
 

@@ -20,7 +20,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
@@ -32,9 +32,11 @@ from ..core.patterns import compile_pattern
 from ..core.progress import human_size
 from ..core.quant import dtype_label
 from ..core.reader import Pack, TensorView
-from ..core.sidefile import JSONObject
 from .common import print_json
 from ..interop.inputs import EntryView, FormatTensors
+
+if TYPE_CHECKING:  # a type alias only: the JSON side-file reader is not imported for it
+    from ..core.sidefile import JSONObject
 
 View = TensorView | EntryView
 """A listed tensor: a ``.bpk``'s view, or an entry of another format."""

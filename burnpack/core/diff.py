@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,7 +25,9 @@ from .display import printable_lines
 from .quant import dtype_label
 from .dump import scalar_json
 from .reader import Pack
-from .sidefile import JSONObject
+
+if TYPE_CHECKING:  # a type alias only: the JSON side-file reader is not imported for it
+    from .sidefile import JSONObject
 
 _EXACT_INTS = (np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32)
 

@@ -11,13 +11,15 @@ infinities as the strings ``"nan"``, ``"inf"``, ``"-inf"``, and every float also
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..codec._cbor import float_to_bits
 from ..codec._generated.metadata import Scalar
 from ..errors import BurnpackError
 from .reader import Pack, PathLike, load
-from .sidefile import JSON, JSONObject
+
+if TYPE_CHECKING:  # a type alias only: the JSON side-file reader is not imported for it
+    from .sidefile import JSON, JSONObject
 
 
 def scalar_json(scalar: Scalar) -> JSONObject:

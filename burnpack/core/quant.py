@@ -21,7 +21,7 @@ import functools
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,8 +41,10 @@ from ..codec._generated.metadata import (
 from .dtypes import ArrayData, ResolvedTable, debug, is_float_array, numpy_dtype_named, view_bytes_as
 from ..codec._kernels import load_kernel, use_kernel
 from ..errors import InvalidQuantizedData, OptionError, QuantizationError, UnsupportedQuantization
-from .sidefile import JSON
 from .tensor import BytesLike, Tensor
+
+if TYPE_CHECKING:  # a type alias only: the JSON side-file reader is not imported for it
+    from .sidefile import JSON
 
 _cquant: Any = load_kernel("burnpack.core._cquant")  # Any: its functions are untyped C
 """The optional compiled kernel; None when not built: numpy unpacks and scales."""

@@ -48,10 +48,9 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.display import plural, printable_lines
-from ..core.sidefile import JSONObject
 from ..core.dtypes import EXTENSION_DTYPES, NATIVE_BOOL, element_size
 from ..errors import ConversionError, InvalidPattern, OptionError, UnmatchedOptionError
 from ..core.quant import dtype_label
@@ -66,6 +65,9 @@ from .sharded import parse_size
 from .remap import FilterSpec, KeyRemapper, PathFilter, insert_enum_variants, map_indices_contiguous as _contiguous, strip_enum_variants
 from ..codec._generated.metadata import DTYPE_INFO, BoolStore, DType, QuantScheme
 from .tensors import Entry, TensorSet, dtype_name
+
+if TYPE_CHECKING:  # a type alias only: the JSON side-file reader is not imported for it
+    from ..core.sidefile import JSONObject
 
 __all__ = ["ConversionReport", "convert", "transform"]
 

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..core.sidefile import JSON, JSONObject
+if TYPE_CHECKING:  # a type alias only: the JSON side-file reader is not imported for it
+    from ..core.sidefile import JSON, JSONObject
+
 
 PAGE_ROWS = 200
 """Rows a tree node, a search or a table shows before a 'show more' button."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..core.diff import change_sums, diff_packs, layout_of, relative_change, sum_of_squares
@@ -26,7 +26,9 @@ from ..records.checkpoint import Checkpoints, LossHistory, burn_valid_losses, in
 from ..records.detect import detect_record_kind
 from ..records.scheduler import LrSchedulerRecord, infer_scheduler
 from .stats import chunks, quantization, value_stats
-from ..core.sidefile import JSON, JSONObject
+
+if TYPE_CHECKING:  # a type alias only: the JSON side-file reader is not imported for it
+    from ..core.sidefile import JSON, JSONObject
 
 _LOG = re.compile(r"^(?P<name>[^/\\]+)\.log$")
 

@@ -11,15 +11,17 @@ import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 import numpy as np
 
 from ...core.display import printable_lines
-from ...core.sidefile import JSON
 from ...core.frameworks import TorchModule, is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
 from ...errors import ConversionError
 from ..limits import DCP_LIMITS, ReadCaps, ReadLimits, refuse_unused
+
+if TYPE_CHECKING:  # a type alias only: the JSON side-file reader is not imported for it
+    from ...core.sidefile import JSON
 
 META_PREFIX = "torch."
 FORMAT_TAG = "burnpack.interop.checkpoint/1"
