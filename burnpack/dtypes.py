@@ -1,6 +1,6 @@
 """Element types: Burn's ``DType`` ↔ numpy / torch / safetensors, element sizes, Debug rendering.
 
-The public path of :mod:`burnpack.core.dtypes`, where the container layer keeps it."""
+The public path of ``burnpack.core.dtypes``, where the container layer keeps it."""
 
 from .core.dtypes import *  # noqa: F403
 from .core.dtypes import __all__ as __all__

@@ -137,7 +137,37 @@ Notes = Callable[["TensorSet", WriteOptions], list[str]]
 @dataclass(frozen=True)
 class Format:
     """One format: names, recognition, reader, writer, capabilities and the behaviour commands ask
-    of it."""
+    of it.
+
+    Args:
+        name: The format's name (``--from``/``--to``).
+        read: Its reader.
+        write: Its writer, if it can be written.
+        aliases: Other names it answers to.
+        extensions: Lower-case name endings (``.safetensors``; ``.safetensors.index.json``).
+        sniff: Whether a probe of the content is this format.
+        description: One line for the format table.
+        directory: Read from (and written to) a folder.
+        sharded: A folder of shards.
+        family: For a folder of shards, the file format the shards are.
+        shard_name: For a file format, how its shards are named.
+        needs_torch: ``"read"`` and/or ``"write"``: what needs the ``[torch]`` extra.
+        executes_code: Reading runs code from the file: convert only trusted files.
+        remote: How a URL is read: ``"ranges"``, ``"fetched"``, or ``""`` (not at all).
+        alone: Detected only when no other format matches.
+        rank: Between several formats that match, the lowest rank wins.
+        write_options: The ``WriteOptions`` beyond overwrite and progress its writer uses.
+        holds: What an output holds besides tensor elements (of ``HOLDABLE``).
+        quantized: An output holds QFloat tensors as they are.
+        stamped: An output's metadata gets the producer's stamp.
+        native: Burn's own container, which ``load`` opens.
+        noun: What a report calls an output of this format.
+        aliases_tensors: One tensor may stand under several names, stored once.
+        limits: The caps of ``ReadLimits`` its reader uses.
+        read_buffer: Its reader of bytes in memory, if it has one.
+        crosscheck: Its independent reader for ``diff``, if it has one.
+        notes: What a conversion to it reports about how it stores elements.
+    """
 
     name: str
     read: Reader
@@ -194,6 +224,7 @@ class Format:
 
     @property
     def names(self) -> tuple[str, ...]:
+        """The format's name and its aliases."""
         return (self.name, *self.aliases)
 
     @property
@@ -202,11 +233,19 @@ class Format:
         return f"{self.name} {'folder' if self.directory else 'file'}"
 
     def lacks(self) -> list[str]:
-        """What of ``HOLDABLE`` this format has no place for (param ids and scalars first)."""
+        """What of ``HOLDABLE`` this format has no place for (param ids and scalars first).
+
+        Returns:
+            The kinds of information an output of this format drops.
+        """
         return [kind for kind in _HOLDABLE if kind not in self.holds]
 
     def capabilities(self) -> list[str]:
-        """The capabilities as the documented format table lists them."""
+        """The capabilities as the documented format table lists them.
+
+        Returns:
+            One phrase per capability.
+        """
         caps = ["folder"] if self.directory else []
         caps += ["sharded"] if self.sharded else []
         caps += [f"torch to {' and '.join(self.needs_torch)}"] if self.needs_torch else []

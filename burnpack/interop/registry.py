@@ -349,7 +349,17 @@ def detect(source: str | os.PathLike[str], *, probe: Probe | None = None) -> For
 
 
 def detect_format(source: str | os.PathLike[str]) -> str:
-    """The name of :func:`detect`'s format."""
+    """The format a file or folder is, from its content (then its name).
+
+    Args:
+        source: A path.
+
+    Returns:
+        The format's name.
+
+    Raises:
+        ConversionError: No format, or more than one, fits.
+    """
     return detect(source).name
 
 
@@ -415,14 +425,27 @@ def read_tensors(
     legacy_ok: bool = False,
     **caps: Unpack[ReadCaps],
 ) -> TensorSet:
-    """Read any supported source: a path or URL of any format in the table (format from content
-    unless given; see :func:`choose`), bytes (burnpack or safetensors), a ``{name: array}``
-    mapping, a torch ``state_dict`` or ``nn.Module``, or a :class:`TensorSet` (returned as is).
+    """Read any supported source into a ``TensorSet``.
 
-    ``caps`` lift the bounds the source's reader keeps (``max_pickle_depth``,
-    ``max_view_expansion``, ``max_inflate_bytes``, ``max_inflate_ratio``, ``max_index_bytes``,
-    ``max_metadata_bytes``: see :class:`~burnpack.interop.limits.ReadLimits`); one the format's
-    reader does not use is refused (``OptionError``)."""
+    Args:
+        source: A path or URL of any format in the table, bytes (burnpack or safetensors), a
+            ``{name: array}`` mapping, a torch ``state_dict`` or ``nn.Module``, or a ``TensorSet``
+            (returned as is).
+        format: The format; by default from the content.
+        top_level_key: The entry of a PyTorch checkpoint dict to read (``"state_dict"``).
+        bool_store: How Bool tensors of the source are typed when it does not say.
+        legacy_ok: Read a .bpk from an older Burn as its writer meant it.
+        **caps: Lift the bounds the source's reader keeps (``max_pickle_depth``,
+            ``max_view_expansion``, ``max_inflate_bytes``, ``max_inflate_ratio``,
+            ``max_index_bytes``, ``max_metadata_bytes``).
+
+    Returns:
+        The tensors, lazily loaded, with the source's metadata and scalars.
+
+    Raises:
+        OptionError: A cap the format's reader does not use, or an option that does not apply.
+        ConversionError: The source cannot be read (its format's error).
+    """
     from .tensors import TensorSet
 
     limits = ReadLimits.of(caps)
@@ -559,9 +582,25 @@ def write_tensors(
     max_shard_size: int | None = None,
     npz_metadata: bool = False,
 ) -> Path:
-    """Write ``tset`` to ``path`` in ``format`` (see :func:`resolve_output`). ``compress``
-    (npz), ``npz_metadata`` (npz: also a ``__metadata__`` member, see :func:`formats.write_npz`)
-    and ``max_shard_size`` (shard folders) are refused by a format they would not change."""
+    """Write ``tset`` to ``path`` in ``format``, replacing the file atomically.
+
+    Args:
+        tset: The tensors.
+        path: The output path.
+        format: The format; by default from the extension.
+        overwrite: Replace an existing output.
+        progress: Fed the bytes written.
+        compress: Compress an ``.npz`` output.
+        max_shard_size: The largest shard of a shard folder, in bytes.
+        npz_metadata: Give an ``.npz`` output a ``__metadata__`` member.
+
+    Returns:
+        The path written.
+
+    Raises:
+        ConversionError: The format cannot be written, or an option would not change it.
+        OutputExistsError: The output exists and ``overwrite`` is False.
+    """
     path, fmt = resolve_output(path, format, max_shard_size=max_shard_size)
     options = (("compress", compress), ("max_shard_size", max_shard_size), ("npz_metadata", npz_metadata))
     given = {name for name, value in options if value}

@@ -94,12 +94,26 @@ class Metadata(NamedTuple):
     scalars: dict[str, Scalar] = {}  # a shared default: decoders always pass their own
 
     def to_serde(self) -> Any:
-        """Burn's serde form of this value, as plain data (what serde_json would write)."""
+        """Burn's serde form of this value, as plain data (what serde_json would write).
+
+        Returns:
+            Dicts, lists, strings and numbers, ready for ``json.dumps``.
+        """
         return serde(self)
 
     @classmethod
     def from_serde(cls, data: Any) -> Metadata:
-        """Parse Burn's serde form; raises ValueError for anything else."""
+        """Parse Burn's serde form.
+
+        Args:
+            data: Plain data, as ``to_serde`` gives it (or ``json.loads`` of serde_json's output).
+
+        Returns:
+            The value.
+
+        Raises:
+            ValueError: ``data`` is not a serde form of this type.
+        """
         return from_serde_Metadata(data)
 
 
@@ -112,12 +126,26 @@ class TensorDescriptor(NamedTuple):
     param_id: int | None = None
 
     def to_serde(self) -> Any:
-        """Burn's serde form of this value, as plain data (what serde_json would write)."""
+        """Burn's serde form of this value, as plain data (what serde_json would write).
+
+        Returns:
+            Dicts, lists, strings and numbers, ready for ``json.dumps``.
+        """
         return serde(self)
 
     @classmethod
     def from_serde(cls, data: Any) -> TensorDescriptor:
-        """Parse Burn's serde form; raises ValueError for anything else."""
+        """Parse Burn's serde form.
+
+        Args:
+            data: Plain data, as ``to_serde`` gives it (or ``json.loads`` of serde_json's output).
+
+        Returns:
+            The value.
+
+        Raises:
+            ValueError: ``data`` is not a serde form of this type.
+        """
         return from_serde_TensorDescriptor(data)
 
 
@@ -131,12 +159,26 @@ class QuantScheme(NamedTuple):
     block: BlockScale | None = None
 
     def to_serde(self) -> Any:
-        """Burn's serde form of this value, as plain data (what serde_json would write)."""
+        """Burn's serde form of this value, as plain data (what serde_json would write).
+
+        Returns:
+            Dicts, lists, strings and numbers, ready for ``json.dumps``.
+        """
         return serde(self)
 
     @classmethod
     def from_serde(cls, data: Any) -> QuantScheme:
-        """Parse Burn's serde form; raises ValueError for anything else."""
+        """Parse Burn's serde form.
+
+        Args:
+            data: Plain data, as ``to_serde`` gives it (or ``json.loads`` of serde_json's output).
+
+        Returns:
+            The value.
+
+        Raises:
+            ValueError: ``data`` is not a serde form of this type.
+        """
         return from_serde_QuantScheme(data)
 
 
@@ -147,12 +189,26 @@ class BlockScale(NamedTuple):
     dtype: ScaleDtype
 
     def to_serde(self) -> Any:
-        """Burn's serde form of this value, as plain data (what serde_json would write)."""
+        """Burn's serde form of this value, as plain data (what serde_json would write).
+
+        Returns:
+            Dicts, lists, strings and numbers, ready for ``json.dumps``.
+        """
         return serde(self)
 
     @classmethod
     def from_serde(cls, data: Any) -> BlockScale:
-        """Parse Burn's serde form; raises ValueError for anything else."""
+        """Parse Burn's serde form.
+
+        Args:
+            data: Plain data, as ``to_serde`` gives it (or ``json.loads`` of serde_json's output).
+
+        Returns:
+            The value.
+
+        Raises:
+            ValueError: ``data`` is not a serde form of this type.
+        """
         return from_serde_BlockScale(data)
 
 
@@ -163,12 +219,26 @@ class BlockSize(NamedTuple):
     len: int
 
     def to_serde(self) -> Any:
-        """Burn's serde form of this value, as plain data (what serde_json would write)."""
+        """Burn's serde form of this value, as plain data (what serde_json would write).
+
+        Returns:
+            Dicts, lists, strings and numbers, ready for ``json.dumps``.
+        """
         return serde(self)
 
     @classmethod
     def from_serde(cls, data: Any) -> BlockSize:
-        """Parse Burn's serde form; raises ValueError for anything else."""
+        """Parse Burn's serde form.
+
+        Args:
+            data: Plain data, as ``to_serde`` gives it (or ``json.loads`` of serde_json's output).
+
+        Returns:
+            The value.
+
+        Raises:
+            ValueError: ``data`` is not a serde form of this type.
+        """
         return from_serde_BlockSize(data)
 
 
@@ -177,6 +247,13 @@ class DType:
 
     Unit variants are constants (``DType.F64``, ``DType.F32``, ``DType.Flex32``, ``DType.F16``, ``DType.BF16``, ``DType.I64``, ``DType.I32``, ``DType.I16``, ``DType.I8``, ``DType.U64``, ``DType.U32``, ``DType.U16``, ``DType.U8``); newtype
     variants are built by calling them (``DType.Bool(x)``, ``DType.QFloat(x)``).
+
+    Args:
+        variant: The variant's name, one of ``DType.VARIANTS``.
+        value: The newtype variant's value; None for a unit variant.
+
+    Raises:
+        ValueError: The variant is unknown, or takes a value and got none (or the reverse).
     """
 
     __slots__ = ("variant", "value")
@@ -226,12 +303,26 @@ class DType:
         return (DType, (self.variant, self.value))
 
     def to_serde(self) -> Any:
-        """Burn's serde form of this value, as plain data (what serde_json would write)."""
+        """Burn's serde form of this value, as plain data (what serde_json would write).
+
+        Returns:
+            Dicts, lists, strings and numbers, ready for ``json.dumps``.
+        """
         return serde(self)
 
     @classmethod
     def from_serde(cls, data: Any) -> DType:
-        """Parse Burn's serde form; raises ValueError for anything else."""
+        """Parse Burn's serde form.
+
+        Args:
+            data: Plain data, as ``to_serde`` gives it (or ``json.loads`` of serde_json's output).
+
+        Returns:
+            The value.
+
+        Raises:
+            ValueError: ``data`` is not a serde form of this type.
+        """
         return from_serde_DType(data)
 
     @property
@@ -261,12 +352,26 @@ class DType:
 
     @classmethod
     def Bool(cls, value: BoolStore) -> DType:
-        """The ``Bool`` variant."""
+        """The ``Bool`` variant.
+
+        Args:
+            value: Its value.
+
+        Returns:
+            The variant.
+        """
         return cls('Bool', value)
 
     @classmethod
     def QFloat(cls, value: QuantScheme) -> DType:
-        """The ``QFloat`` variant."""
+        """The ``QFloat`` variant.
+
+        Args:
+            value: Its value.
+
+        Returns:
+            The variant.
+        """
         return cls('QFloat', value)
 
 DType.F64 = DType('F64')
@@ -289,6 +394,13 @@ class QuantStore:
 
     Unit variants are constants (``QuantStore.Native``); newtype
     variants are built by calling them (``QuantStore.PackedNative(x)``, ``QuantStore.PackedU32(x)``).
+
+    Args:
+        variant: The variant's name, one of ``QuantStore.VARIANTS``.
+        value: The newtype variant's value; None for a unit variant.
+
+    Raises:
+        ValueError: The variant is unknown, or takes a value and got none (or the reverse).
     """
 
     __slots__ = ("variant", "value")
@@ -326,12 +438,26 @@ class QuantStore:
         return (QuantStore, (self.variant, self.value))
 
     def to_serde(self) -> Any:
-        """Burn's serde form of this value, as plain data (what serde_json would write)."""
+        """Burn's serde form of this value, as plain data (what serde_json would write).
+
+        Returns:
+            Dicts, lists, strings and numbers, ready for ``json.dumps``.
+        """
         return serde(self)
 
     @classmethod
     def from_serde(cls, data: Any) -> QuantStore:
-        """Parse Burn's serde form; raises ValueError for anything else."""
+        """Parse Burn's serde form.
+
+        Args:
+            data: Plain data, as ``to_serde`` gives it (or ``json.loads`` of serde_json's output).
+
+        Returns:
+            The value.
+
+        Raises:
+            ValueError: ``data`` is not a serde form of this type.
+        """
         return from_serde_QuantStore(data)
 
     @property
@@ -350,7 +476,11 @@ class QuantStore:
         return self.variant == 'PackedU32'
 
     def payload_fits(self) -> bool:
-        """Whether the value fits the variant's type (e.g. ``Int``: an int in the i64 range)."""
+        """Whether the value fits the variant's type (e.g. ``Int``: an int in the i64 range).
+
+        Returns:
+            True when it fits.
+        """
         if self.variant == 'PackedNative':
             return type(self.value) is int and 0 <= self.value <= 18446744073709551615
         if self.variant == 'PackedU32':
@@ -359,12 +489,26 @@ class QuantStore:
 
     @classmethod
     def PackedNative(cls, value: int) -> QuantStore:
-        """The ``PackedNative`` variant."""
+        """The ``PackedNative`` variant.
+
+        Args:
+            value: Its value.
+
+        Returns:
+            The variant.
+        """
         return cls('PackedNative', value)
 
     @classmethod
     def PackedU32(cls, value: int) -> QuantStore:
-        """The ``PackedU32`` variant."""
+        """The ``PackedU32`` variant.
+
+        Args:
+            value: Its value.
+
+        Returns:
+            The variant.
+        """
         return cls('PackedU32', value)
 
 QuantStore.Native = QuantStore('Native')
@@ -375,6 +519,13 @@ class Scalar:
 
     Unit variants are constants (none); newtype
     variants are built by calling them (``Scalar.Int(x)``, ``Scalar.UInt(x)``, ``Scalar.Float(x)``, ``Scalar.Bool(x)``).
+
+    Args:
+        variant: The variant's name, one of ``Scalar.VARIANTS``.
+        value: The newtype variant's value; None for a unit variant.
+
+    Raises:
+        ValueError: The variant is unknown, or takes a value and got none (or the reverse).
     """
 
     __slots__ = ("variant", "value")
@@ -413,12 +564,26 @@ class Scalar:
         return (Scalar, (self.variant, self.value))
 
     def to_serde(self) -> Any:
-        """Burn's serde form of this value, as plain data (what serde_json would write)."""
+        """Burn's serde form of this value, as plain data (what serde_json would write).
+
+        Returns:
+            Dicts, lists, strings and numbers, ready for ``json.dumps``.
+        """
         return serde(self)
 
     @classmethod
     def from_serde(cls, data: Any) -> Scalar:
-        """Parse Burn's serde form; raises ValueError for anything else."""
+        """Parse Burn's serde form.
+
+        Args:
+            data: Plain data, as ``to_serde`` gives it (or ``json.loads`` of serde_json's output).
+
+        Returns:
+            The value.
+
+        Raises:
+            ValueError: ``data`` is not a serde form of this type.
+        """
         return from_serde_Scalar(data)
 
     @property
@@ -442,7 +607,11 @@ class Scalar:
         return self.variant == 'Bool'
 
     def payload_fits(self) -> bool:
-        """Whether the value fits the variant's type (e.g. ``Int``: an int in the i64 range)."""
+        """Whether the value fits the variant's type (e.g. ``Int``: an int in the i64 range).
+
+        Returns:
+            True when it fits.
+        """
         if self.variant == 'Int':
             return type(self.value) is int and -9223372036854775808 <= self.value <= 9223372036854775807
         if self.variant == 'UInt':
@@ -455,22 +624,50 @@ class Scalar:
 
     @classmethod
     def Int(cls, value: int) -> Scalar:
-        """The ``Int`` variant."""
+        """The ``Int`` variant.
+
+        Args:
+            value: Its value.
+
+        Returns:
+            The variant.
+        """
         return cls('Int', value)
 
     @classmethod
     def UInt(cls, value: int) -> Scalar:
-        """The ``UInt`` variant."""
+        """The ``UInt`` variant.
+
+        Args:
+            value: Its value.
+
+        Returns:
+            The variant.
+        """
         return cls('UInt', value)
 
     @classmethod
     def Float(cls, value: float) -> Scalar:
-        """The ``Float`` variant."""
+        """The ``Float`` variant.
+
+        Args:
+            value: Its value.
+
+        Returns:
+            The variant.
+        """
         return cls('Float', value)
 
     @classmethod
     def Bool(cls, value: bool) -> Scalar:
-        """The ``Bool`` variant."""
+        """The ``Bool`` variant.
+
+        Args:
+            value: Its value.
+
+        Returns:
+            The variant.
+        """
         return cls('Bool', value)
 
 
