@@ -14,7 +14,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..core.display import printable, printable_lines
 from ..errors import CommandError, OutputExistsError

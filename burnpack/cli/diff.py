@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import Any
 
 from ..errors import BurnpackError, CommandError
 from .common import add_output_options, describe_error, print_json

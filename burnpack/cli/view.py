@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from ..errors import CommandError, blame
 from .common import add_output_options, check_output, print_json, wrote

@@ -9,7 +9,6 @@ made or met.
 from __future__ import annotations
 
 import functools
-import math
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar

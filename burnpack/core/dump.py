@@ -19,7 +19,7 @@ from ..errors import BurnpackError
 from .reader import Pack, PathLike, load
 
 if TYPE_CHECKING:  # a type alias only: the JSON side-file reader is not imported for it
-    from .sidefile import JSON, JSONObject
+    from .sidefile import JSONObject
 
 
 def scalar_json(scalar: Scalar) -> JSONObject:

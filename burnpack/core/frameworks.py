@@ -8,6 +8,7 @@ Flex32 ``float32``; a type numpy has only from ml_dtypes (bfloat16) travels thro
 
 from __future__ import annotations
 
+import importlib
 import math
 import sys
 import warnings
@@ -47,7 +48,7 @@ def is_torch_module(value: object) -> bool:
 def torch_available() -> bool:
     """Whether torch can be imported."""
     try:
-        import torch  # noqa: F401
+        importlib.import_module("torch")
     except ImportError:
         return False
     return True

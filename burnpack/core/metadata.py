@@ -7,7 +7,7 @@ from itertools import repeat
 
 import numpy as np
 
-from ..codec._cbor import Decoder, Fallback, fast_loads
+from ..codec._cbor import Decoder, fast_loads
 from ..errors import CborError, MetadataDeserializationError, MetadataSerializationError
 from ..codec._generated.metadata import (
     Metadata,

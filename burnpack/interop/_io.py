@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import mmap
-import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path

@@ -51,7 +51,6 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..core.display import plural, printable_lines
-from ..core.dtypes import EXTENSION_DTYPES, NATIVE_BOOL, element_size
 from ..errors import ConversionError, InvalidPattern, OptionError, UnmatchedOptionError
 from ..core.quant import dtype_label
 from ..core.frameworks import TorchModule, is_torch_module
@@ -63,7 +62,7 @@ from .format import Format, WriteOptions
 from .registry import formats, get_format, read_tensors, resolve_output, write_tensors
 from .sharded import parse_size
 from .remap import FilterSpec, KeyRemapper, PathFilter, insert_enum_variants, map_indices_contiguous as _contiguous, strip_enum_variants
-from ..codec._generated.metadata import DTYPE_INFO, BoolStore, DType, QuantScheme
+from ..codec._generated.metadata import BoolStore, DType, QuantScheme
 from .tensors import Entry, TensorSet, dtype_name
 
 if TYPE_CHECKING:  # a type alias only: the JSON side-file reader is not imported for it

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from ..codec._generated.metadata import BoolStore
 from ..core.source import open_regular
@@ -127,11 +127,11 @@ class Probe:
         return self._zip
 
 
-Reader = Callable[[Path, ReadOptions], "TensorSet"]
-Writer = Callable[["TensorSet", Path, WriteOptions], Path]
-BufferReader = Callable[[memoryview, ReadOptions], "TensorSet"]
-IndependentReader = Callable[[Path, ReadOptions], "tuple[TensorSet, str] | None"]
-Notes = Callable[["TensorSet", WriteOptions], list[str]]
+Reader: TypeAlias = Callable[[Path, ReadOptions], "TensorSet"]
+Writer: TypeAlias = Callable[["TensorSet", Path, WriteOptions], Path]
+BufferReader: TypeAlias = Callable[[memoryview, ReadOptions], "TensorSet"]
+IndependentReader: TypeAlias = Callable[[Path, ReadOptions], "tuple[TensorSet, str] | None"]
+Notes: TypeAlias = Callable[["TensorSet", WriteOptions], list[str]]
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # a type alias only: the JSON side-file reader is not imported for it
     from ..core.sidefile import JSON, JSONObject
