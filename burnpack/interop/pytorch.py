@@ -519,6 +519,56 @@ _BUILDS_OBJECT = frozenset({
     "LONG", "LONG1", "LONG4", "BININT", "INT", "REDUCE", "NEWOBJ", "NEWOBJ_EX", "OBJ", "INST",
 })  # fmt: skip
 _OBJECT_SLACK = 1 << 20
+_MEMO_GETS = frozenset({"GET", "BINGET", "LONG_BINGET"})
+_BUILDS_TUPLE = frozenset({"EMPTY_TUPLE", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3"})
+_MAX_TUPLE_DEPTH = 1000
+"""How deeply a pickle's tuples may nest. Hashing a tuple (a dict key, a set item) recurses in C
+through its items with no recursion limit, about 64 bytes of stack a level: a 200 KB pickle of a
+tuple nested 200,000 deep used as a dict key overflowed the stack (a segfault). 1000 levels take
+64 KiB, well within the smallest thread stacks; no checkpoint nests tuples more than a few deep."""
+_MARK = -1
+
+
+class _TupleNesting:
+    """The nesting of the tuples a pickle builds, followed opcode by opcode on a stack of depths,
+    before anything is built. Exact for tuples (immutable, built only by the tuple opcodes);
+    anything else an opcode makes from stack items (a call's result, a container) is taken to
+    nest as deeply as they do, which errs only on the safe side."""
+
+    def __init__(self) -> None:
+        self.stack: list[int] = []
+        self.memo: dict[object, int] = {}
+
+    def step(self, opcode: pickletools.OpcodeInfo, arg: object) -> int:
+        """Follow one opcode; the depth of what it pushes (0 when nothing)."""
+        name = opcode.name
+        if name == "MARK":
+            self.stack.append(_MARK)
+            return 0
+        if name in _MEMO_GETS:
+            depth = self.memo.get(arg, 0)
+            self.stack.append(depth)
+            return depth
+        if name in _MEMO_PUTS or name == "MEMOIZE":
+            self.memo[len(self.memo) if name == "MEMOIZE" else arg] = max(self.stack[-1], 0) if self.stack else 0
+            return 0
+        before = opcode.stack_before
+        if pickletools.markobject in before:
+            popped = self._pop_mark() + [self._pop() for _ in range(before.index(pickletools.markobject))]
+        else:
+            popped = [self._pop() for _ in before]
+        depth = max(popped, default=0) + (name in _BUILDS_TUPLE)
+        self.stack.extend([depth] * len(opcode.stack_after))
+        return depth
+
+    def _pop(self) -> int:
+        return max(self.stack.pop(), 0) if self.stack else 0  # a malformed pickle fails when unpickled
+
+    def _pop_mark(self) -> list[int]:
+        popped = []
+        while self.stack and (depth := self.stack.pop()) != _MARK:
+            popped.append(depth)
+        return popped
 
 
 def _check_opcodes(file: BinaryIO | mmap.mmap) -> None:
@@ -528,11 +578,13 @@ def _check_opcodes(file: BinaryIO | mmap.mmap) -> None:
     index, so one opcode could claim gigabytes), the EXT opcodes, which resolve through
     ``copyreg``'s extension registry and cache instead of the allowlist, more new objects than
     bytes can pay for (``_BUILDS_OBJECT``), and an integer of more than :data:`MAX_INT_DIGITS`
-    digits (no checkpoint value is one; formatting or multiplying it would cost). Linear in the
-    pickle.
+    digits (no checkpoint value is one; formatting or multiplying it would cost), and tuples
+    nested more than :data:`_MAX_TUPLE_DEPTH` deep (hashing one would overflow the C stack).
+    Linear in the pickle.
     """
     start = file.tell()
     objects = 0
+    nesting = _TupleNesting()
     try:
         for opcode, arg, at in pickletools.genops(cast(BinaryIO, file)):
             position = at if at is not None else start  # positions come from file.tell()
@@ -549,6 +601,11 @@ def _check_opcodes(file: BinaryIO | mmap.mmap) -> None:
                 raise PyTorchReadError(f"pickle memo index {arg} lies beyond the pickle")
             if type(arg) is int and not is_bounded_int(arg):
                 raise _long_int()
+            if nesting.step(opcode, arg) > _MAX_TUPLE_DEPTH:
+                raise PyTorchReadError(
+                    f"the pickle nests tuples more than {_MAX_TUPLE_DEPTH} deep (hashing one would overflow "
+                    "the C stack): refused before unpickling"
+                )
     except PyTorchReadError:
         raise
     except ValueError as exc:

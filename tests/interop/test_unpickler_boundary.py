@@ -10,6 +10,8 @@ import collections
 import io
 import pickle
 import struct
+import subprocess
+import sys
 import types
 import zipfile
 from collections.abc import Callable
@@ -203,6 +205,59 @@ def test_a_malformed_pickle_quotes_no_more_than_an_excerpt_of_itself() -> None:
     with pytest.raises(PyTorchReadError, match="malformed pickle") as caught:
         read_zip(b"\x80\x02S" + secret.encode() + b"\n.")  # a STRING without quotes: pickletools quotes it
     assert secret[:200] not in str(caught.value)
+
+
+
+# A tuple nested 200,000 deep (one TUPLE1 byte per level) used as a dict key, a set item or a
+# frozenset item: hashing it recursed in C until the stack overflowed.
+DEEP_TUPLE = b"N" + b"\x85" * 200_000
+HASHED = {
+    "dict key": b"\x80\x04}" + DEEP_TUPLE + b"Ns.",
+    "set item": b"\x80\x04\x8f(" + DEEP_TUPLE + b"\x90.",
+    "frozenset item": b"\x80\x04(" + DEEP_TUPLE + b"\x91.",
+}
+_LOAD_IN_A_CHILD = """
+import sys
+from burnpack.errors import PyTorchReadError
+from burnpack.interop.pytorch import read_pytorch_object, unpickle_allowing
+try:
+    unpickle_allowing(open(sys.argv[1], "rb").read(), {})
+except PyTorchReadError as exc:
+    print("refused:", exc)
+try:
+    read_pytorch_object(sys.argv[2])
+except PyTorchReadError as exc:
+    print("refused:", exc)
+"""
+
+
+@pytest.mark.parametrize("pickled", HASHED.values(), ids=HASHED.keys())
+def test_a_tuple_nested_too_deep_to_hash_is_refused_before_unpickling(tmp_path: Any, pickled: bytes) -> None:
+    (tmp_path / "bare.pkl").write_bytes(pickled)
+    (tmp_path / "m.pt").write_bytes(as_zip(pickled))
+    # In a child: the failure this guards against is the interpreter's death, not an exception.
+    child = subprocess.run([sys.executable, "-c", _LOAD_IN_A_CHILD, str(tmp_path / "bare.pkl"), str(tmp_path / "m.pt")],
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert child.stdout.count("refused: the pickle nests tuples more than 1000 deep") == 2, child.stdout
+
+
+@pytest.mark.parametrize(
+    "tuple_1001_deep",
+    [
+        b"N" + b"\x85" * 600 + b"q\x00" + b"0h\x00" + b"\x85" * 401,  # half, memoised, fetched, nested on
+        b"N" + b"\x85" * 600 + b"\x94" + b"0" + b"(" * 401 + b"h\x00" + b"t" * 401,  # MEMOIZE, MARK ... TUPLE
+        b"N" + b"\x85" * 999 + b"2\x86\x85",  # DUP: a pair of two 999-deep tuples, the pair 1000, one more
+    ],
+    ids=["memo", "memoize and mark", "dup"],
+)
+def test_tuple_nesting_is_followed_through_the_memo_and_marks(tuple_1001_deep: bytes) -> None:
+    with pytest.raises(PyTorchReadError, match="nests tuples more than 1000 deep"):
+        unpickle_allowing(b"\x80\x04}" + tuple_1001_deep + b"Ns.", {})
+
+
+def test_tuples_nested_1000_deep_are_data() -> None:
+    assert unpickle_allowing(b"\x80\x04}" + b"N" + b"\x85" * 1000 + b"Ns.", {}) is not None
 
 
 # --- generated pickles ---------------------------------------------------------------------------
