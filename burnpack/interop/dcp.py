@@ -332,9 +332,9 @@ def _tensor_info(folder: Path, fqn: str, fields: dict[str, Any], records: Mappin
 # --------------------------------------------------------------------------------------------
 # The records
 # --------------------------------------------------------------------------------------------
-def _with_record(meta: DcpMetadata, fqn: str, record: _Record, use: Callable[[object], _T]) -> _T:
+def _with_record(meta: DcpMetadata, fqn: str, record: _Record, use: Callable[[object], _T], *, copy: bool = False) -> _T:
     """``use`` of what the ``torch.save`` record holds (read with the ``.pt`` allowlist), while
-    the file is mapped; ``use`` copies what it keeps."""
+    the file is mapped; ``use`` copies what it keeps, unless the arrays are copies (``copy``)."""
     folder = meta.folder
     try:
         with open_regular(record.file, folder=meta.closed) as handle, contextlib.ExitStack() as stack:
@@ -344,7 +344,7 @@ def _with_record(meta: DcpMetadata, fqn: str, record: _Record, use: Callable[[ob
             stack.callback(_close, mapped)
             window = memoryview(mapped)[record.offset : record.offset + record.length]
             try:
-                return use(read_pytorch_buffer(window, meta.limits))
+                return use(read_pytorch_buffer(window, meta.limits, copy=copy))
             finally:
                 window.release()
     except PyTorchReadError as exc:
@@ -381,18 +381,8 @@ def _load_tensor(meta: DcpMetadata, fqn: str) -> np.ndarray:
 
 
 def _load_object(meta: DcpMetadata, fqn: str) -> Any:
-    return _with_record(meta, fqn, meta.objects[fqn], _owned)
-
-
-def _owned(value: Any) -> Any:
-    """Arrays copied out of a mapping, so the file can go."""
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    if isinstance(value, dict):
-        return type(value)((k, _owned(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return type(value)(_owned(v) for v in value)
-    return value
+    """A non-tensor entry, its arrays copied out of the mapping so that the file can go."""
+    return _with_record(meta, fqn, meta.objects[fqn], lambda value: value, copy=True)
 
 
 def read_dcp(

@@ -45,7 +45,7 @@ import tarfile
 import types
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, Unpack, cast
 
@@ -1095,47 +1095,56 @@ def _flatten(
 
     Items are read with ``dict.items`` because a pickle can set an instance attribute called
     ``items`` on an ``OrderedDict``. Entries walked and name characters built are bounded by the
-    file's size (see ``_ENTRY_SLACK``).
+    file's size (see ``_ENTRY_SLACK``). The walk keeps its own stack: ``max_pickle_depth`` may be
+    lifted past Python's recursion limit.
     """
     found: dict[str, _TensorRef] = {}
     skipped: dict[str, str] = {}
     limit = file_size + _ENTRY_SLACK
     entries = 0
     characters = 0
-
-    def walk(items: Iterable[tuple[object, object]], prefix: str, depth: int) -> None:
-        nonlocal entries, characters
-        if depth > limits.max_pickle_depth:
-            raise _too_deep(limits)
-        for key, value in items:
-            entries += 1
-            if entries > limit:
-                raise _shared_containers(limit)
-            try:
-                part = _key(key)
-            except PyTorchReadError:
-                if isinstance(value, (_TensorRef, dict, list, tuple)):
-                    raise
-                part = f"<{type(key).__name__} key>"  # a leaf skipped anyway: named as best it can be
-            characters += len(prefix) + len(part)
-            if characters > 8 * limit:
-                raise _shared_containers(8 * limit)
-            name = prefix + part
-            if isinstance(value, _TensorRef):
-                if name in found:
-                    raise PyTorchReadError(f"two tensors flatten to the same name {excerpt(name)}")
-                found[name] = value
-            elif isinstance(value, dict):
-                walk(dict.items(value), name + ".", depth + 1)
-            elif isinstance(value, list):
-                walk(enumerate(list.__iter__(value)), name + ".", depth + 1)
-            elif isinstance(value, tuple):
-                walk(enumerate(tuple.__iter__(value)), name + ".", depth + 1)
-            else:
-                skipped[name] = describe_leaf(value)
-
-    walk(dict.items(tree), "", 0)
+    stack: list[tuple[Iterator[tuple[object, object]], str, int]] = [(iter(dict.items(tree)), "", 0)]
+    while stack:
+        items, prefix, depth = stack[-1]
+        pair = next(items, None)
+        if pair is None:
+            stack.pop()
+            continue
+        key, value = pair
+        entries += 1
+        if entries > limit:
+            raise _shared_containers(limit)
+        try:
+            part = _key(key)
+        except PyTorchReadError:
+            if isinstance(value, (_TensorRef, dict, list, tuple)):
+                raise
+            part = f"<{type(key).__name__} key>"  # a leaf skipped anyway: named as best it can be
+        characters += len(prefix) + len(part)
+        if characters > 8 * limit:
+            raise _shared_containers(8 * limit)
+        name = prefix + part
+        if isinstance(value, _TensorRef):
+            if name in found:
+                raise PyTorchReadError(f"two tensors flatten to the same name {excerpt(name)}")
+            found[name] = value
+        elif isinstance(value, (dict, list, tuple)):
+            if depth + 1 > limits.max_pickle_depth:
+                raise _too_deep(limits)
+            stack.append((_items(value), name + ".", depth + 1))
+        else:
+            skipped[name] = describe_leaf(value)
     return found, skipped
+
+
+def _items(container: dict[object, object] | list[object] | tuple[object, ...]) -> Iterator[tuple[object, object]]:
+    """A container's (key, item) pairs, list and tuple items keyed by index; read with the built-in
+    types' own methods, whatever attributes a pickle gave the object."""
+    if isinstance(container, dict):
+        return iter(dict.items(container))
+    if isinstance(container, list):
+        return enumerate(list.__iter__(container))
+    return enumerate(tuple.__iter__(container))
 
 
 class _CopyBudget:
@@ -1269,11 +1278,11 @@ def read_pytorch_object(path: str | os.PathLike[str], **caps: Unpack[ReadCaps]) 
         raise
 
 
-def read_pytorch_buffer(buffer: memoryview, limits: ReadLimits = DEFAULT_LIMITS) -> object:
+def read_pytorch_buffer(buffer: memoryview, limits: ReadLimits = DEFAULT_LIMITS, *, copy: bool = False) -> object:
     """:func:`read_pytorch_object` of a ``torch.save`` zip held in memory (a record of a DCP
-    ``.distcp`` file): arrays of stored records view ``buffer``."""
+    ``.distcp`` file): arrays of stored records view ``buffer``, or are copies with ``copy``."""
     root, arrays = _load_zip(cast(BinaryIO, io.BufferedReader(_BufferFile(buffer))), buffer, limits)
-    return _plain(root, arrays, len(buffer), "<tensor in a torch.save record>", limits)
+    return _plain(root, arrays, len(buffer), "<tensor in a torch.save record>", limits, copy)
 
 
 def unpickle_allowing(data: bytes, extra: Mapping[tuple[str, str], object]) -> object:
@@ -1312,39 +1321,65 @@ class _BufferFile(io.RawIOBase):
         return self._at
 
 
-def _plain(root: object, arrays: Mapping[_Storage, np.ndarray], file_size: int, where: str, limits: ReadLimits) -> object:
+def _plain(
+    root: object, arrays: Mapping[_Storage, np.ndarray], file_size: int, where: str, limits: ReadLimits, copy: bool = False
+) -> object:
     """``root`` with every tensor materialised and every container as a plain one (see
-    :func:`read_pytorch_object`); entries walked are bounded by the file's size."""
+    :func:`read_pytorch_object`); ``copy``: arrays own their memory rather than view the file's.
+    Entries walked are bounded by the file's size; the walk keeps its own stack, as ``_flatten``'s."""
     done: dict[_TensorRef, np.ndarray] = {}
     budget = _CopyBudget(arrays, limits)
     limit = file_size + _ENTRY_SLACK
     entries = 0
 
-    def convert(value: object, depth: int) -> object:
+    def start(value: object, depth: int) -> tuple[object, Iterator[tuple[object, object]] | None]:
+        """A leaf as it is returned, or a container's empty plain copy (a list for a tuple, made
+        one once filled) and its items."""
         nonlocal entries
         entries += 1
         if entries > limit:
             raise _shared_containers(limit)
         if depth > limits.max_pickle_depth:
             raise _too_deep(limits)
+        if isinstance(value, dict):
+            return (collections.OrderedDict() if isinstance(value, collections.OrderedDict) else {}), _items(value)
+        if isinstance(value, (list, tuple)):
+            return [], _items(value)
         if isinstance(value, _TensorRef):
             if value not in done:
                 elements = arrays.get(value.storage)
                 if elements is None:
                     raise PyTorchReadError(f"storage {excerpt(value.storage.key)} has no data")
-                done[value] = _materialize(value, elements, where, budget)
-            return done[value]
-        if isinstance(value, dict):
-            out = collections.OrderedDict() if isinstance(value, collections.OrderedDict) else {}
-            for key, item in dict.items(value):
-                out[key] = convert(item, depth + 1)
-            return out
-        if isinstance(value, list):
-            return [convert(item, depth + 1) for item in list.__iter__(value)]
-        if isinstance(value, tuple):
-            return tuple(convert(item, depth + 1) for item in tuple.__iter__(value))
+                array = _materialize(value, elements, where, budget)
+                done[value] = array.copy() if copy else array
+            return done[value], None
         if isinstance(value, _Storage):
             raise PyTorchReadError("a bare storage outside any tensor is not supported")
-        return value
+        return value, None
 
-    return convert(root, 0)
+    def put(container: dict[object, object] | list[object], key: object, value: object) -> None:
+        if isinstance(container, dict):
+            container[key] = value
+        else:
+            container.append(value)
+
+    out, items = start(root, 0)
+    if items is None:
+        return out
+    # (the copy being filled, the original's remaining items, its depth, whether it was a tuple, its key)
+    stack: list[tuple[Any, Iterator[tuple[object, object]], int, bool, object]] = [(out, items, 0, isinstance(root, tuple), None)]
+    while True:
+        out, items, depth, was_tuple, key = stack[-1]
+        pair = next(items, None)
+        if pair is not None:
+            made, inner = start(pair[1], depth + 1)
+            if inner is None:
+                put(out, pair[0], made)
+            else:
+                stack.append((made, inner, depth + 1, isinstance(pair[1], tuple), pair[0]))
+            continue
+        stack.pop()
+        finished = tuple(out) if was_tuple else out
+        if not stack:
+            return finished
+        put(stack[-1][0], key, finished)

@@ -3,6 +3,7 @@ lifts it, a larger value lifts it, and a cap the source's reader does not use is
 
 from __future__ import annotations
 
+import sys
 import zipfile
 from pathlib import Path
 
@@ -58,6 +59,23 @@ def test_a_larger_max_pickle_depth_reads_the_deeper_pickle(tmp_path):
     name = ".".join(["d"] * (DEFAULT_LIMITS.max_pickle_depth + 2) + ["w"])
     assert list(read_pytorch(path, max_pickle_depth=200)) == [name]
     assert read_pytorch_object(path, max_pickle_depth=200) is not None
+
+
+def test_a_max_pickle_depth_beyond_pythons_recursion_limit_reads_without_recursing(tmp_path):
+    # The walks recursed once a level: lifted past ~1000, a deeper pickle was a RecursionError.
+    # (A 2 MiB member no tensor uses pays for the long dotted name: names are bounded by the file size.)
+    limit = sys.getrecursionlimit()
+    depth = 3 * limit
+    sys.setrecursionlimit(10 * depth)
+    try:  # the test's own pickler recurses
+        path = write_zip(tmp_path / "deeper.pt", _nested(depth), {"0": f32([1]), "unused": bytes(1 << 21)})
+    finally:
+        sys.setrecursionlimit(limit)
+    assert list(read_pytorch(path, max_pickle_depth=depth + 1)) == [".".join(["d"] * depth + ["w"])]
+    value = read_pytorch_object(path, max_pickle_depth=depth + 1)
+    for _ in range(depth):
+        value = value["d"]
+    assert value["w"].tolist() == [1.0]
 
 
 def test_a_view_copy_beyond_max_view_expansion_is_refused_naming_it(tmp_path):

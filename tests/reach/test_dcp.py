@@ -67,9 +67,9 @@ def test_dcp_tensors_are_read_only_when_asked_for_one_at_a_time(tmp_path, monkey
     records = []
     original = dcp_reader.read_pytorch_buffer
 
-    def counting(buffer, *limits):
+    def counting(buffer, *limits, **copy):
         records.append(len(buffer))
-        return original(buffer, *limits)
+        return original(buffer, *limits, **copy)
 
     monkeypatch.setattr(dcp_reader, "read_pytorch_buffer", counting)
     tset = dcp_reader.read_dcp(tmp_path / "ck")
@@ -214,6 +214,28 @@ def test_a_record_past_the_end_of_its_distcp_file_is_a_conversion_error(tmp_path
     data.write_bytes(data.read_bytes()[:-100])
     with pytest.raises(ConversionError, match="past its end"):
         convert(tmp_path / "ck", tmp_path / "m.bpk")
+
+
+def test_read_dcp_object_reads_an_entry_nested_past_pythons_recursion_limit_when_the_cap_is_lifted(tmp_path):
+    # The copy of a record's arrays out of the mapping recursed once a level: a RecursionError.
+    import sys
+
+    from burnpack.interop.limits import ReadLimits
+
+    limit = sys.getrecursionlimit()
+    depth = 3 * limit
+    nested: object = 7
+    for _ in range(depth):
+        nested = [nested]
+    sys.setrecursionlimit(10 * depth)
+    try:  # torch.save's pickler recurses
+        _save_dcp(tmp_path / "ck", {"w": torch.ones(2), "nested": nested})
+    finally:
+        sys.setrecursionlimit(limit)
+    got = read_dcp_object(tmp_path / "ck", limits=ReadLimits(max_pickle_depth=depth + 1))["nested"]
+    for _ in range(depth):
+        (got,) = got
+    assert got == 7
 
 
 def _rewrite_metadata(folder, change) -> None:
