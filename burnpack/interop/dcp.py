@@ -436,8 +436,9 @@ def read_dcp_object(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAUL
     values.update((fqn, _load_object(meta, fqn)) for fqn in meta.objects)
     state: dict[Any, Any] = {}
     limit = len(values)
+    room = limit + sum(map(len, meta.paths.values()))
     for fqn, value in values.items():
-        _set_element(meta.folder, state, meta.paths[fqn], value, limit)
+        room -= _set_element(meta.folder, state, meta.paths[fqn], value, limit, room)
     return state
 
 
@@ -462,14 +463,24 @@ def _check_distinct_paths(folder: Path, paths: Mapping[str, tuple[str | int, ...
         node[_LEAF] = fqn
 
 
-def _set_element(folder: Path, root: dict[Any, Any], path: tuple[str | int, ...], value: Any, limit: int) -> None:
+def _set_element(folder: Path, root: dict[Any, Any], path: tuple[str | int, ...], value: Any, limit: int, room: int) -> int:
     """Put ``value`` at ``path`` as DCP's ``unflatten_state_dict`` does: a dict under a name, a list
-    under an index (grown with None up to it; an index beyond the entry count is refused)."""
+    under an index (grown with None up to it); the list slots added are returned.
+
+    An index beyond the entry count ``limit`` is refused, and so is growing lists by more than
+    ``room`` slots: the caller grants all lists together the key paths' length (every slot DCP
+    fills holds an entry or a container on an entry's path) plus the entry count (for holes: the
+    empty containers DCP records nothing for). Without that bound one key path of n indices n - 1
+    grew n lists to n slots each: n * n from metadata of size n."""
     container: Any = root
+    added = 0
     for key, following in zip(path, (*path[1:], None)):
         if isinstance(container, list):
             if type(key) is not int or key >= limit:
                 raise _bad(folder, f"key path {_shown_path(path)} indexes a list with {_shown(key)}")
+            added += max(key + 1 - len(container), 0)
+            if added > room:
+                raise _bad(folder, f"key path {_shown_path(path)} grows its lists by more list slots than the entries' key paths name")
             container.extend([None] * (key + 1 - len(container)))
         elif not isinstance(container, dict):
             raise _bad(folder, f"key path {_shown_path(path)} goes through a {type(container).__name__}")
@@ -481,6 +492,7 @@ def _set_element(folder: Path, root: dict[Any, Any], path: tuple[str | int, ...]
                 current = {} if type(following) is str else []
                 container[key] = current
             container = current
+    return added
 
 
 # --------------------------------------------------------------------------------------------

@@ -350,6 +350,37 @@ def test_read_dcp_object_refuses_an_entry_whose_key_path_would_replace_another(t
         read_dcp_object(tmp_path / "ck")
 
 
+def test_read_dcp_object_refuses_list_indices_that_would_grow_lists_past_what_the_key_paths_name(tmp_path):
+    # n empty tensors (no chunks, no record: a few bytes of metadata each) and one key path of n
+    # list indices, each n - 1: every list grew to n slots, n * n together (from 250 KB of
+    # metadata, 128 MB here; 3.2 GB and a MemoryError from 0.5 MB).
+    n = 4000
+    _save_dcp(tmp_path / "ck", {"w": torch.ones(0)})
+
+    def grow(metadata) -> None:
+        item = metadata.state_dict_metadata["w"]
+        item.chunks = []
+        metadata.storage_data = {}
+        metadata.state_dict_metadata = {f"e{i}": item for i in range(n)}
+        metadata.planner_data = {f"e{i}": (f"e{i}",) for i in range(n)}
+        metadata.planner_data["e0"] = ("lists",) + (n - 1,) * n
+
+    _rewrite_metadata(tmp_path / "ck", grow)
+    with pytest.raises(ConversionError, match="list slots"):
+        read_dcp_object(tmp_path / "ck")
+
+
+def test_read_dcp_object_fills_the_holes_dcp_leaves_in_a_list_with_none(tmp_path):
+    _save_dcp(tmp_path / "ck", {"w": torch.ones(2), "b": torch.zeros(3), "c": torch.zeros(1)})
+
+    def holes(metadata) -> None:
+        metadata.planner_data = {"w": ("l", 2), "b": ("l", 0, "x"), "c": ("c",)}
+
+    _rewrite_metadata(tmp_path / "ck", holes)
+    state = read_dcp_object(tmp_path / "ck")
+    assert [type(v).__name__ for v in state["l"]] == ["dict", "NoneType", "ndarray"]
+
+
 def test_dcp_non_tensor_entries_are_reported_as_skipped(tmp_path):
     _save_dcp(tmp_path / "ck", {"w": torch.ones(2), "step": 3, "cfg": {"name": "run"}})
     report = convert(tmp_path / "ck", tmp_path / "m.bpk")
