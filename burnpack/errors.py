@@ -241,6 +241,24 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     return f"{text[:limit]!r}... ({len(text):,} characters)"
 
 
+def excerpts(texts: Sequence[str], count: int = 10) -> str:
+    """The first ``count`` of several texts a file holds (names, keys), each an :func:`excerpt`,
+    and how many more there are."""
+    more = f" and {len(texts) - count:,} more" if len(texts) > count else ""
+    return ", ".join(map(excerpt, texts[:count])) + more
+
+
+def shown(value: object) -> str:
+    """A value read from a file, as an error names it: text as an :func:`excerpt`, a bool, a
+    number or None as itself (every integer a reader takes from a file has at most 309 digits),
+    anything else by its type — never a container's whole content."""
+    if isinstance(value, str):
+        return excerpt(value)
+    if value is None or type(value) in (bool, int, float):
+        return repr(value)
+    return f"a {type(value).__name__}"
+
+
 class PyTorchReadError(BurnpackError, ValueError):
     """The file is not a checkpoint this reader can load: truncated, corrupt or unsupported."""
 

@@ -43,7 +43,7 @@ import numpy as np
 
 from .._generated.types import BoolStore, DType
 from ..dtypes import dtype_from_torch, numpy_dtype
-from ..errors import BurnpackError, ConversionError, OutputExistsError, PyTorchReadError, ValidationError, excerpt
+from ..errors import BurnpackError, ConversionError, OutputExistsError, PyTorchReadError, ValidationError, excerpt, shown
 from ..core.frameworks import import_torch, numpy_to_torch
 from ..core.sidefile import read_side_file
 from ..core.source import Folder, open_regular
@@ -136,14 +136,6 @@ class DcpMetadata:
     limits: ReadLimits = DEFAULT_LIMITS
 
 
-def _shown(value: object) -> str:
-    """A value of the metadata as an error names it: text as a short escaped excerpt, an int as
-    itself (bounded: every pickle int has at most 309 digits), anything else by its type."""
-    if isinstance(value, str):
-        return excerpt(value)
-    return str(value) if type(value) is int else f"a {type(value).__name__}"
-
-
 def _shown_path(path: tuple[str | int, ...]) -> str:
     return excerpt(".".join(map(str, path)))
 
@@ -186,7 +178,7 @@ def _dtype(folder: Path, fqn: str, properties: object) -> DType:
     if not isinstance(dtype, str):
         raise _bad(folder, f"{excerpt(fqn)} has no dtype")
     if layout != "torch.strided":
-        raise ConversionError(f"{folder}: tensor {excerpt(fqn)}: unsupported layout {_shown(layout)}: only dense strided tensors can be read")
+        raise ConversionError(f"{folder}: tensor {excerpt(fqn)}: unsupported layout {shown(layout)}: only dense strided tensors can be read")
     try:
         return dtype_from_torch(dtype)
     except ValueError:
@@ -197,7 +189,7 @@ def _relative_file(folder: Path, name: object) -> Path:
     """A record's file: a plain file name in the folder (DCP writes ``__0_0.distcp``), never a
     path that leaves it."""
     if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
-        raise ConversionError(f"{folder}: DCP metadata names the file {_shown(name)}, which is not a file in the checkpoint folder")
+        raise ConversionError(f"{folder}: DCP metadata names the file {shown(name)}, which is not a file in the checkpoint folder")
     return folder / name
 
 
@@ -477,7 +469,7 @@ def _set_element(folder: Path, root: dict[Any, Any], path: tuple[str | int, ...]
     for key, following in zip(path, (*path[1:], None)):
         if isinstance(container, list):
             if type(key) is not int or key >= limit:
-                raise _bad(folder, f"key path {_shown_path(path)} indexes a list with {_shown(key)}")
+                raise _bad(folder, f"key path {_shown_path(path)} indexes a list with {shown(key)}")
             added += max(key + 1 - len(container), 0)
             if added > room:
                 raise _bad(folder, f"key path {_shown_path(path)} grows its lists by more list slots than the entries' key paths name")

@@ -54,7 +54,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from .._generated.types import BOOL_STORE_INFO, DTYPE_INFO
 from ..dtypes import NATIVE_BOOL, dtype_from_torch, numpy_dtype, numpy_dtype_named
-from ..errors import EXCERPT_CHARS, BurnpackError, PyTorchReadError, UnsafePickleError, excerpt
+from ..errors import EXCERPT_CHARS, BurnpackError, PyTorchReadError, UnsafePickleError, excerpt, excerpts
 from ..core.sidefile import MAX_INT_DIGITS, is_bounded_int
 from ..core.source import Folder, open_regular
 from ..core.tensor import NUMPY_MAX_DIMS
@@ -1238,8 +1238,7 @@ def read_pytorch_contents(
             selected = dict.get(root, top_level_key)
             if not isinstance(selected, dict):
                 available = sorted(key for key in dict.keys(root) if type(key) is str)
-                shown = ", ".join(map(excerpt, available[:10])) + (f" and {len(available) - 10:,} more" if len(available) > 10 else "")
-                raise PyTorchReadError(f"no dict under top-level key {top_level_key!r}; keys: {shown or 'none'}")
+                raise PyTorchReadError(f"no dict under top-level key {top_level_key!r}; keys: {excerpts(available) or 'none'}")
             root = selected
         tensors: dict[str, np.ndarray] = {}
         done: dict[_TensorRef, np.ndarray] = {}

@@ -28,7 +28,7 @@ from .._generated.types import BoolStore
 from ..core.sidefile import parse_json, read_side_file
 from ..core.source import Folder
 from ._io import atomic_output
-from ..errors import ConversionError, OptionError, OutputExistsError, SafetensorsError, excerpt
+from ..errors import ConversionError, OptionError, OutputExistsError, SafetensorsError, excerpt, excerpts
 from .limits import DEFAULT_LIMITS, ReadLimits
 from .formats import PageReleaser, read_pytorch_file, read_safetensors_file, write_safetensors_file
 from .tensors import Entry, TensorSet
@@ -141,10 +141,10 @@ def read_sharded(
             held = {e.name for e in shard_entries}
             absent = [name for name in listed if name not in held]
             if absent:
-                raise ConversionError(f"{found}: shard {excerpt(shard)} does not hold {len(absent)} tensor(s) the index lists there: {_names(absent)}")
+                raise ConversionError(f"{found}: shard {excerpt(shard)} does not hold {len(absent)} tensor(s) the index lists there: {excerpts(absent)}")
             unlisted = sorted(held - set(listed))
             if unlisted:
-                raise ConversionError(f"{found}: shard {excerpt(shard)} holds {len(unlisted)} tensor(s) the index does not list there: {_names(unlisted)}")
+                raise ConversionError(f"{found}: shard {excerpt(shard)} holds {len(unlisted)} tensor(s) the index does not list there: {excerpts(unlisted)}")
             entries.extend(shard_entries)
     except BaseException:
         for close in closers:
@@ -152,11 +152,6 @@ def read_sharded(
         raise
     fmt = "safetensors" if found.name.endswith(".safetensors.index.json") else "pytorch"
     return TensorSet(entries, metadata, format=fmt, top_level_key=top_level_key, closers=closers, skipped=skipped)
-
-
-def _names(names: list[str]) -> str:
-    """The first tensor names of a list, as an error quotes them."""
-    return ", ".join(map(excerpt, names[:10])) + (", ..." if len(names) > 10 else "")
 
 
 def _weight_map(index: Path, max_bytes: int, folder: Folder | None) -> dict[str, str]:
