@@ -259,6 +259,13 @@ def shown(value: object) -> str:
     return f"a {type(value).__name__}"
 
 
+def cause(exc: BaseException) -> str:
+    """What another library's exception says, as a message quotes it — its type and an excerpt:
+    zipfile quotes member names and header bytes, pickletools an opcode's whole argument. Raise
+    the message's error ``from None``: a chained cause would show all of it in the traceback."""
+    return f"{type(exc).__name__}: {excerpt(str(exc), 2 * EXCERPT_CHARS)}"
+
+
 class PyTorchReadError(BurnpackError, ValueError):
     """The file is not a checkpoint this reader can load: truncated, corrupt or unsupported."""
 

@@ -54,7 +54,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from .._generated.types import BOOL_STORE_INFO, DTYPE_INFO
 from ..dtypes import NATIVE_BOOL, dtype_from_torch, numpy_dtype, numpy_dtype_named
-from ..errors import EXCERPT_CHARS, BurnpackError, PyTorchReadError, UnsafePickleError, excerpt, excerpts
+from ..errors import BurnpackError, PyTorchReadError, UnsafePickleError, cause, excerpt, excerpts
 from ..core.sidefile import MAX_INT_DIGITS, is_bounded_int
 from ..core.source import Folder, open_regular
 from ..core.tensor import NUMPY_MAX_DIMS
@@ -611,9 +611,9 @@ def _check_opcodes(file: BinaryIO | mmap.mmap) -> None:
     except ValueError as exc:
         if "integer string conversion" in str(exc):  # a text int Python refuses to parse: longer still
             raise _long_int() from None
-        raise _malformed(exc) from exc
+        raise _malformed(exc) from None
     except Exception as exc:  # genops meets the same malformations the unpickler would
-        raise _malformed(exc) from exc
+        raise _malformed(exc) from None
     file.seek(start)
 
 
@@ -623,8 +623,8 @@ def _long_int() -> PyTorchReadError:
 
 def _malformed(exc: Exception) -> PyTorchReadError:
     """A malformation Python's pickle machinery found; what it says may quote the file, so only
-    an excerpt of it is shown."""
-    return PyTorchReadError(f"malformed pickle ({type(exc).__name__}: {excerpt(str(exc), 2 * EXCERPT_CHARS)})")
+    an excerpt of it is shown (and the caller raises it ``from None``)."""
+    return PyTorchReadError(f"malformed pickle ({cause(exc)})")
 
 
 def _allowlist(
@@ -692,7 +692,7 @@ def _unpickle(
     except PyTorchReadError:
         raise
     except Exception as exc:  # malformed pickles surface as nearly any builtin exception type
-        raise _malformed(exc) from exc
+        raise _malformed(exc) from None
     _check_result(result)
     return result
 
@@ -834,7 +834,7 @@ def _load_zip(
     try:
         archive = zipfile.ZipFile(file)
     except ZIP_ERRORS as exc:
-        raise PyTorchReadError(f"broken zip archive: {exc}") from exc
+        raise PyTorchReadError(f"broken zip archive: {cause(exc)}") from None
     budget = InflateBudget(len(mapped) if mapped is not None else os.fstat(file.fileno()).st_size, PyTorchReadError, limits)
     with archive:
         names = set(archive.namelist())
@@ -958,7 +958,7 @@ def _load_tar(file: BinaryIO) -> tuple[object, dict[_Storage, np.ndarray]]:
                 if name in members
             }
     except (tarfile.TarError, EOFError, OSError, ValueError, OverflowError) as exc:
-        raise PyTorchReadError(f"broken tar archive: {exc}") from exc
+        raise PyTorchReadError(f"broken tar archive: {cause(exc)}") from None
     for required in ("storages", "pickle"):
         if required not in contents:
             raise PyTorchReadError(f"tar checkpoint has no {required!r} member")

@@ -39,7 +39,7 @@ from .._generated.types import BoolStore
 from ..core.paths import has_extension, resolve_read_path
 from ..remote import is_url
 from ..core.source import open_regular
-from ..errors import AmbiguousFormatError, ConversionError
+from ..errors import AmbiguousFormatError, ConversionError, cause
 from .limits import DCP_LIMITS, DEFAULT_LIMITS, PICKLE_LIMITS, ZIP_LIMITS, ReadCaps, ReadLimits, refuse_unused
 
 if TYPE_CHECKING:
@@ -158,7 +158,7 @@ class Probe:
                     with zipfile.ZipFile(self.path) as archive:
                         self._zip = archive.namelist()
                 except ZIP_ERRORS as exc:
-                    raise ConversionError(f"{self.path}: broken zip archive: {exc}") from None
+                    raise ConversionError(f"{self.path}: broken zip archive: {cause(exc)}") from None
         return self._zip
 
 

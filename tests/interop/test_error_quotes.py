@@ -1,0 +1,99 @@
+"""What an error says about a hostile archive or pickle: short escaped excerpts of it, in the
+message and in the whole traceback a caller sees (chained causes included), never the file's bytes
+(docs/bounds.md, "Errors never quote file contents")."""
+
+from __future__ import annotations
+
+import io
+import struct
+import traceback
+import zipfile
+import zlib
+from pathlib import Path
+
+import pytest
+
+from burnpack.errors import BurnpackError
+from burnpack.interop.dcp import read_dcp
+from burnpack.interop.formats import read_npz
+from burnpack.interop.pytorch import read_pytorch
+
+SECRET = "SECRET-" * 3000
+"""What a file holds that no error may quote: any 200 characters of it are more than an excerpt."""
+
+
+def assert_quoted_as_an_excerpt_at_most(error: BaseException) -> None:
+    whole = "".join(traceback.format_exception(error))
+    assert SECRET[:200] not in whole, whole[:3000]
+    assert len(str(error)) < 1000
+
+
+def renamed_local_header(archive: bytes, name: bytes) -> bytes:
+    """``archive`` (one member) with its local header naming ``name``: zipfile's error quotes both names."""
+    raw = bytearray(archive)
+    old = struct.unpack_from("<H", raw, 26)[0]
+    raw[26:28] = struct.pack("<H", len(name))
+    raw[30 : 30 + old] = name
+    directory = raw.find(b"PK\x01\x02")
+    struct.pack_into("<I", raw, raw.find(b"PK\x05\x06") + 16, directory)
+    return bytes(raw)
+
+
+def one_member_zip(name: str, data: bytes) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(name, data)
+    return out.getvalue()
+
+
+def bad_crc(archive: bytes) -> bytes:
+    raw = bytearray(archive)
+    for header, at in ((b"PK\x03\x04", 14), (b"PK\x01\x02", 16)):
+        where = raw.find(header) + at
+        raw[where : where + 4] = struct.pack("<I", zlib.crc32(b"other"))
+    return bytes(raw)
+
+
+def pickle_quoting(text: str) -> bytes:
+    """A protocol-2 STRING opcode without quotes: pickletools' error quotes its whole argument."""
+    return b"\x80\x02S" + text.encode() + b"\n."
+
+
+def test_a_pt_zip_whose_header_names_another_member_quotes_an_excerpt_of_it(tmp_path: Path) -> None:
+    path = tmp_path / "m.pt"
+    path.write_bytes(renamed_local_header(one_member_zip("archive/data.pkl", b"\x80\x02}."), SECRET.encode()))
+    with pytest.raises(BurnpackError) as caught:
+        read_pytorch(path)
+    assert_quoted_as_an_excerpt_at_most(caught.value)
+
+
+def test_an_npz_whose_header_names_another_member_quotes_an_excerpt_of_it(tmp_path: Path) -> None:
+    path = tmp_path / "a.npz"
+    path.write_bytes(renamed_local_header(one_member_zip("x.npy", b"\x93NUMPY"), SECRET.encode()))
+    with pytest.raises(BurnpackError) as caught:
+        read_npz(path)
+    assert_quoted_as_an_excerpt_at_most(caught.value)
+
+
+def test_a_pt_zip_member_of_a_long_name_is_quoted_as_an_excerpt(tmp_path: Path) -> None:
+    path = tmp_path / "m.pt"
+    path.write_bytes(bad_crc(one_member_zip(SECRET + "/data.pkl", b"\x80\x02}.")))
+    with pytest.raises(BurnpackError, match="CRC") as caught:
+        read_pytorch(path)
+    assert_quoted_as_an_excerpt_at_most(caught.value)
+
+
+def test_a_malformed_pickle_is_quoted_as_an_excerpt_in_the_whole_traceback(tmp_path: Path) -> None:
+    path = tmp_path / "m.pt"
+    path.write_bytes(one_member_zip("archive/data.pkl", pickle_quoting(SECRET)))
+    with pytest.raises(BurnpackError, match="malformed pickle") as caught:
+        read_pytorch(path)
+    assert_quoted_as_an_excerpt_at_most(caught.value)
+
+
+def test_a_malformed_dcp_metadata_is_quoted_as_an_excerpt_in_the_whole_traceback(tmp_path: Path) -> None:
+    (tmp_path / "ck").mkdir()
+    (tmp_path / "ck" / ".metadata").write_bytes(pickle_quoting(SECRET))
+    with pytest.raises(BurnpackError, match="cannot read its metadata") as caught:
+        read_dcp(tmp_path / "ck")
+    assert_quoted_as_an_excerpt_at_most(caught.value)
