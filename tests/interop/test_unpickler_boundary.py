@@ -149,6 +149,22 @@ def test_a_real_state_dicts_metadata_attribute_still_loads(tmp_path: Any) -> Non
     assert type(model) is collections.OrderedDict and list(model) == ["weight", "bias"]
 
 
+@pytest.mark.parametrize("other", [memoryview(b"x"), types.SimpleNamespace(), np.zeros(2), collections.deque()], ids=lambda o: type(o).__name__)
+def test_a_result_holding_any_other_object_is_refused(other: object) -> None:
+    # No opcode reaches such an object through today's allowlist; the walk refuses it anyway.
+    with pytest.raises(PyTorchReadError, match="neither data nor a stand-in"):
+        pytorch_reader._check_result({"x": [(1, other)]})
+
+
+def test_a_stand_in_class_refuses_attribute_writes_whatever_sets_them() -> None:
+    namespace = pytorch_reader.pickled_class("argparse", "Namespace")
+    for name in ("__array_interface__", "__setstate__", "type_name"):
+        with pytest.raises(AttributeError, match="read-only"):
+            setattr(namespace, name, 1)
+        with pytest.raises(AttributeError, match="read-only"):
+            delattr(namespace, name)
+
+
 def test_rebuild_tensor_takes_torchs_four_parameters_not_the_readers_dtype() -> None:
     # The reader's internal dtype parameter was reachable: a string dtype over an untyped storage
     # ended in an AttributeError traceback while the tensor was materialised.
