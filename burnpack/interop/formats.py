@@ -256,7 +256,7 @@ def _npz_entry(name: str, array: np.ndarray, hint: Any, bool_store: str | BoolSt
     if raw is not None:  # numpy saves ml_dtypes' types (bfloat16) as raw items of their size
         return Entry.from_numpy(name, array.view(numpy_dtype(raw)), dtype=raw)
     if array.dtype.kind == "V":
-        raise ValueError(f"raw dtype {array.dtype} and no dtype hint")
+        raise ValueError(f"raw dtype {excerpt(str(array.dtype))} and no dtype hint")  # a structured one names its fields
     return entry_from_array(name, array, bool_store)
 
 

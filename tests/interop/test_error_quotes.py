@@ -97,3 +97,13 @@ def test_a_malformed_dcp_metadata_is_quoted_as_an_excerpt_in_the_whole_traceback
     with pytest.raises(BurnpackError, match="cannot read its metadata") as caught:
         read_dcp(tmp_path / "ck")
     assert_quoted_as_an_excerpt_at_most(caught.value)
+
+
+def test_an_npz_member_of_a_structured_dtype_is_named_by_an_excerpt_of_its_dtype(tmp_path: Path) -> None:
+    import numpy as np
+
+    fields = [(f"{SECRET[:60]}{i}", "<f4") for i in range(100)]  # a .npy header holds up to 10,000 bytes
+    np.savez(tmp_path / "a.npz", x=np.zeros(1, dtype=fields))
+    with pytest.raises(BurnpackError, match="raw dtype") as caught:
+        read_npz(tmp_path / "a.npz")
+    assert_quoted_as_an_excerpt_at_most(caught.value)
