@@ -131,7 +131,7 @@ def read_sharded(
                 try:
                     tset = read_safetensors_file(shard_path, bool_store=bool_store, pages=pages, folder=folder)
                 except SafetensorsError as exc:
-                    raise ConversionError(f"{shard_path}: {exc}") from None
+                    raise ConversionError(f"{found.parent}: shard {excerpt(shard)}: {exc}") from None
                 metadata = metadata or tset.metadata
             else:
                 tset = read_pytorch_file(shard_path, top_level_key=top_level_key, bool_store=bool_store, limits=limits, folder=folder)
