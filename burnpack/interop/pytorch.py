@@ -519,7 +519,6 @@ _BUILDS_OBJECT = frozenset({
     "LONG", "LONG1", "LONG4", "BININT", "INT", "REDUCE", "NEWOBJ", "NEWOBJ_EX", "OBJ", "INST",
 })  # fmt: skip
 _OBJECT_SLACK = 1 << 20
-_MEMO_GETS = frozenset({"GET", "BINGET", "LONG_BINGET"})
 _BUILDS_TUPLE = frozenset({"EMPTY_TUPLE", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3"})
 _MAX_TUPLE_DEPTH = 1000
 """How deeply a pickle's tuples may nest. Hashing a tuple (a dict key, a set item) recurses in C
@@ -527,6 +526,34 @@ through its items with no recursion limit, about 64 bytes of stack a level: a 20
 tuple nested 200,000 deep used as a dict key overflowed the stack (a segfault). 1000 levels take
 64 KiB, well within the smallest thread stacks; no checkpoint nests tuples more than a few deep."""
 _MARK = -1
+_PUSH, _POP, _POP_TO_MARK, _MARK_OP, _GET, _PUT, _MEMOIZE = range(7)
+
+
+def _stack_effects() -> dict[str, tuple[int, int, int, int]]:
+    """Opcode name → (what it does to the stack, items it pops (beneath the mark, for
+    ``_POP_TO_MARK``), items it pushes, 1 if it builds a tuple), from ``pickletools``' tables."""
+    effects = {}
+    for op in pickletools.opcodes:
+        before, pushes, builds = op.stack_before, len(op.stack_after), int(op.name in _BUILDS_TUPLE)
+        if op.name == "MARK":
+            effect = (_MARK_OP, 0, 0, 0)
+        elif op.name in ("GET", "BINGET", "LONG_BINGET"):
+            effect = (_GET, 0, 1, 0)
+        elif op.name in _MEMO_PUTS:
+            effect = (_PUT, 0, 0, 0)
+        elif op.name == "MEMOIZE":
+            effect = (_MEMOIZE, 0, 0, 0)
+        elif pickletools.markobject in before:
+            effect = (_POP_TO_MARK, before.index(pickletools.markobject), pushes, builds)
+        elif before or builds or pushes != 1:  # PROTO and FRAME push nothing
+            effect = (_POP, len(before), pushes, builds)
+        else:
+            effect = (_PUSH, 0, 1, 0)
+        effects[op.name] = effect
+    return effects
+
+
+_STACK_EFFECTS = _stack_effects()
 
 
 class _TupleNesting:
@@ -539,36 +566,32 @@ class _TupleNesting:
         self.stack: list[int] = []
         self.memo: dict[object, int] = {}
 
-    def step(self, opcode: pickletools.OpcodeInfo, arg: object) -> int:
-        """Follow one opcode; the depth of what it pushes (0 when nothing)."""
-        name = opcode.name
-        if name == "MARK":
-            self.stack.append(_MARK)
+    def step(self, name: str, arg: object) -> int:
+        """Follow one opcode; the depth of the tuple it builds (0 when it builds none)."""
+        effect, pops, pushes, builds = _STACK_EFFECTS[name]
+        stack = self.stack
+        if effect == _PUSH:  # one item: an atom, a global, an empty container
+            stack.append(0)
             return 0
-        if name in _MEMO_GETS:
-            depth = self.memo.get(arg, 0)
-            self.stack.append(depth)
-            return depth
-        if name in _MEMO_PUTS or name == "MEMOIZE":
-            self.memo[len(self.memo) if name == "MEMOIZE" else arg] = max(self.stack[-1], 0) if self.stack else 0
+        if effect == _MARK_OP:
+            stack.append(_MARK)
             return 0
-        before = opcode.stack_before
-        if pickletools.markobject in before:
-            popped = self._pop_mark() + [self._pop() for _ in range(before.index(pickletools.markobject))]
-        else:
-            popped = [self._pop() for _ in before]
-        depth = max(popped, default=0) + (name in _BUILDS_TUPLE)
-        self.stack.extend([depth] * len(opcode.stack_after))
-        return depth
-
-    def _pop(self) -> int:
-        return max(self.stack.pop(), 0) if self.stack else 0  # a malformed pickle fails when unpickled
-
-    def _pop_mark(self) -> list[int]:
-        popped = []
-        while self.stack and (depth := self.stack.pop()) != _MARK:
-            popped.append(depth)
-        return popped
+        if effect == _GET:
+            stack.append(self.memo.get(arg, 0))
+            return 0
+        if effect == _PUT or effect == _MEMOIZE:
+            self.memo[len(self.memo) if effect == _MEMOIZE else arg] = max(stack[-1], 0) if stack else 0
+            return 0
+        depth = 0
+        if effect == _POP_TO_MARK:
+            while stack and (item := stack.pop()) != _MARK:
+                depth = max(depth, item)
+        for _ in range(pops):  # a malformed pickle may pop more than it pushed: it fails when unpickled
+            if stack:
+                depth = max(depth, stack.pop())
+        depth += builds
+        stack.extend((depth,) * pushes)
+        return depth if builds else 0
 
 
 def _check_opcodes(file: BinaryIO | mmap.mmap) -> None:
@@ -601,7 +624,7 @@ def _check_opcodes(file: BinaryIO | mmap.mmap) -> None:
                 raise PyTorchReadError(f"pickle memo index {arg} lies beyond the pickle")
             if type(arg) is int and not is_bounded_int(arg):
                 raise _long_int()
-            if nesting.step(opcode, arg) > _MAX_TUPLE_DEPTH:
+            if nesting.step(opcode.name, arg) > _MAX_TUPLE_DEPTH:
                 raise PyTorchReadError(
                     f"the pickle nests tuples more than {_MAX_TUPLE_DEPTH} deep (hashing one would overflow "
                     "the C stack): refused before unpickling"

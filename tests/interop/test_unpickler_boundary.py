@@ -264,8 +264,9 @@ def test_a_tuple_nested_too_deep_to_hash_is_refused_before_unpickling(tmp_path: 
         b"N" + b"\x85" * 600 + b"q\x00" + b"0h\x00" + b"\x85" * 401,  # half, memoised, fetched, nested on
         b"N" + b"\x85" * 600 + b"\x94" + b"0" + b"(" * 401 + b"h\x00" + b"t" * 401,  # MEMOIZE, MARK ... TUPLE
         b"N" + b"\x85" * 999 + b"2\x86\x85",  # DUP: a pair of two 999-deep tuples, the pair 1000, one more
+        b"N" + (b"\x95" + struct.pack("<Q", 1) + b"\x85") * 1001,  # each level in a frame of its own
     ],
-    ids=["memo", "memoize and mark", "dup"],
+    ids=["memo", "memoize and mark", "dup", "frames"],
 )
 def test_tuple_nesting_is_followed_through_the_memo_and_marks(tuple_1001_deep: bytes) -> None:
     with pytest.raises(PyTorchReadError, match="nests tuples more than 1000 deep"):
