@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .._generated.types import BoolStore
-from ..errors import ConversionError
+from ..errors import ConversionError, cause
 from ..core.frameworks import torch_available
 from ._io import entry_from_array
 from .formats import _npz_tensor_set
@@ -59,9 +59,9 @@ def read_independently(
 
 
 def _refused(path: str | os.PathLike[str], library: str, exc: Exception) -> ConversionError:
-    """The error for a file ``library`` cannot read, with the library's own message."""
-    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return ConversionError(f"{os.fspath(path)}: {library} cannot read it: {message}")
+    """The error for a file ``library`` cannot read, with what the library says as an excerpt:
+    it may quote the file (zipfile's member names and header bytes, a JSON parser's strings)."""
+    return ConversionError(f"{os.fspath(path)}: {library} cannot read it: {cause(exc)}")
 
 
 def _safetensors(path: str | os.PathLike[str], bool_store: str | BoolStore) -> tuple[TensorSet, str] | None:

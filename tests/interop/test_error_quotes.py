@@ -107,3 +107,14 @@ def test_an_npz_member_of_a_structured_dtype_is_named_by_an_excerpt_of_its_dtype
     with pytest.raises(BurnpackError, match="raw dtype") as caught:
         read_npz(tmp_path / "a.npz")
     assert_quoted_as_an_excerpt_at_most(caught.value)
+
+
+def test_a_file_the_formats_own_library_refuses_is_quoted_as_an_excerpt_of_what_it_says(tmp_path: Path) -> None:
+    # `burnpack diff` reads each file a second time with its format's own library (numpy.load here).
+    from burnpack.interop.crosscheck import read_independently
+
+    path = tmp_path / "a.npz"
+    path.write_bytes(renamed_local_header(one_member_zip("x.npy", b"\x93NUMPY"), SECRET.encode()))
+    with pytest.raises(BurnpackError, match="numpy.load cannot read it") as caught:
+        read_independently(path, "npz")
+    assert_quoted_as_an_excerpt_at_most(caught.value)
