@@ -1,107 +1,116 @@
 """Command-line start-up: ``burnpack --version`` and ``burnpack inspect SMALL.bpk`` against
 ``python -c "import numpy"``, each a fresh process, interleaved, ratios of medians.
 
-    python benchmarks/startup_bench.py [--repeat 21] [--json benchmarks/results/startup.json] [--table FILE]
+    python benchmarks/startup_bench.py [--repeat 41] [--json FILE]
 
-Every repeat runs the three commands once, in turn, so that a busy machine slows all three
-alike; the ratios compare medians of wall time and of CPU time (user + system of the child,
-which a busy machine disturbs less). Bytecode is cached as an installed package has it (in a
-scratch ``PYTHONPYCACHEPREFIX``, warmed by one untimed run), whatever ``PYTHONDONTWRITEBYTECODE``
-says. The small pack holds two float32 tensors, one metadata entry and one scalar. The results
-file records the raw samples, the commit, the load average before and after, and the versions;
-``--table FILE`` prints the table of a results file shown in docs/benchmarks.md.
+The commands are run as a user types them: the ``burnpack`` script installed beside the Python
+running this (``.venv/bin/burnpack``; ``python -m burnpack`` where there is none). Every repeat
+runs the three commands once each, in an order that rotates from repeat to repeat, so that a busy
+machine slows all three alike. Each run's CPU time (user + system of that child alone, from
+``wait4``) is the figure to trust on a shared machine; wall time is recorded too. Bytecode is
+cached as an installed package has it (in a scratch ``PYTHONPYCACHEPREFIX``, warmed by untimed
+runs), whatever ``PYTHONDONTWRITEBYTECODE`` says. The small pack holds two float32 tensors, one
+metadata entry and one scalar.
+
+Targets (issue 29): ``inspect`` at most 1.3x and ``--version`` at most 1.2x the CPU time of
+``import numpy``. The results file (``benchmarks/_results.py``: commit, load, whether the machine
+was quiet) goes to ``benchmarks/results/startup-<UTC time>.json`` or ``--json``;
+``benchmarks/tables.py`` shows it in docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import resource
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
-from bench import environment  # commit, clean tree, versions: as bench.py records them
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from benchmarks._results import environment, finish, save  # noqa: E402
+
+TARGETS = {"burnpack --version": 1.2, "burnpack inspect": 1.3}
+"""The most each command may take, as a ratio of medians of CPU time to ``import numpy``."""
+
+
+def burnpack_command() -> list[str]:
+    """``burnpack`` as installed beside this Python, else ``python -m burnpack``."""
+    script = Path(sys.executable).with_name("burnpack")
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "burnpack"]
 
 
 def commands(small: Path) -> dict[str, list[str]]:
-    """The timed commands, each a fresh interpreter (``-m burnpack`` is what the script runs)."""
+    """The timed commands, each a fresh interpreter."""
     return {
         "import numpy": [sys.executable, "-c", "import numpy"],
-        "burnpack --version": [sys.executable, "-m", "burnpack", "--version"],
-        "burnpack inspect": [sys.executable, "-m", "burnpack", "inspect", str(small)],
+        "burnpack --version": [*burnpack_command(), "--version"],
+        "burnpack inspect": [*burnpack_command(), "inspect", str(small)],
     }
 
 
 def run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Wall and CPU seconds of one run."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """Wall and CPU seconds of one run (the child's own rusage, from ``wait4``)."""
     start = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
+    child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, env=env)
+    _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise SystemExit(f"{argv} failed with exit status {child.returncode}")
+    return wall, usage.ru_utime + usage.ru_stime
 
 
-def markdown(result: dict) -> str:
-    """The table of a results file shown in docs/benchmarks.md: ratios of medians, CPU time and wall time."""
-    rows = ["| ratio of medians to `python -c \"import numpy\"` | CPU time | wall time |", "|---|---|---|"]
-    for name in ("burnpack --version", "burnpack inspect"):
-        label = f"`{name}`" + (" (small pack)" if name == "burnpack inspect" else "")
-        rows.append(f"| {label} | {result['ratios']['cpu'][name]:.2f} | {result['ratios']['wall'][name]:.2f} |")
-    base = result["medians"]
-    rows.append(f"| `import numpy` itself | {base['cpu']['import numpy'] * 1000:.0f} ms | {base['wall']['import numpy'] * 1000:.0f} ms |")
-    return "\n".join(rows)
+def measure(runs: dict[str, list[str]], repeat: int, env: dict[str, str]) -> dict[str, dict[str, list[float]]]:
+    """``repeat`` rounds of every command once, the order rotated each round."""
+    names = list(runs)
+    samples: dict[str, dict[str, list[float]]] = {"wall": {n: [] for n in names}, "cpu": {n: [] for n in names}}
+    for i in range(repeat):
+        for name in names[i % len(names):] + names[: i % len(names)]:
+            wall, cpu = run_once(runs[name], env)
+            samples["wall"][name].append(wall)
+            samples["cpu"][name].append(cpu)
+    return samples
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeat", type=int, default=21)
-    parser.add_argument("--json", type=Path)
-    parser.add_argument("--table", type=Path, help="print the documented table of a results file and exit")
+    parser.add_argument("--repeat", type=int, default=41)
+    parser.add_argument("--json", type=Path, help="the results file (default: benchmarks/results/startup-<UTC time>.json)")
     args = parser.parse_args()
-    if args.table:
-        print(markdown(json.loads(args.table.read_text())))
-        return
     import burnpack
 
-    out: dict = {"started": datetime.now(timezone.utc).isoformat(timespec="seconds"), "argv": sys.argv[1:], **environment()}
-    out["loadavg_before"] = os.getloadavg()
-    out["repeat"] = args.repeat
     with tempfile.TemporaryDirectory() as tmp:
+        record = environment(Path(tmp))
+        record["repeat"] = args.repeat
         small = Path(tmp) / "small.bpk"
         burnpack.save({"w": np.ones((2, 3), np.float32), "b": np.zeros(3, np.float32)}, small, metadata={"producer": "bench"}, scalars={"epoch": 3})
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
         runs = commands(small)
-        for argv in runs.values():  # warm the page cache and the bytecode caches
-            run_once(argv, env)
-        samples: dict[str, dict[str, list[float]]] = {"wall": {name: [] for name in runs}, "cpu": {name: [] for name in runs}}
-        for _ in range(args.repeat):
-            for name, argv in runs.items():
-                wall, cpu = run_once(argv, env)
-                samples["wall"][name].append(wall)
-                samples["cpu"][name].append(cpu)
-    out["loadavg_after"] = os.getloadavg()
-    out["samples"] = samples
-    out["medians"] = {kind: {name: statistics.median(v) for name, v in by_name.items()} for kind, by_name in samples.items()}
-    out["ratios"] = {
+        record["commands"] = {name: [shutil.which(a) or a if i == 0 else a for i, a in enumerate(argv)] for name, argv in runs.items()}
+        measure(runs, 2, env)  # untimed: bytecode written, page cache warm
+        samples = measure(runs, args.repeat, env)
+    record["samples"] = samples
+    record["medians"] = {kind: {name: statistics.median(v) for name, v in by_name.items()} for kind, by_name in samples.items()}
+    record["ratios"] = {
         kind: {name: median / medians["import numpy"] for name, median in medians.items() if name != "import numpy"}
-        for kind, medians in out["medians"].items()
+        for kind, medians in record["medians"].items()
     }
-    out["note"] = "2 cores shared with other work: the load average says how busy the machine was"
-    print(markdown(out))
-    if args.json:
-        args.json.write_text(json.dumps(out, indent=1) + "\n")
+    record["targets"] = TARGETS
+    finish(record)
+    for name, target in TARGETS.items():
+        cpu, wall = record["ratios"]["cpu"][name], record["ratios"]["wall"][name]
+        print(f"{name}: {cpu:.2f}x CPU time, {wall:.2f}x wall time of import numpy (target <= {target}x CPU time)")
+    base = record["medians"]
+    print(f"import numpy itself: {base['cpu']['import numpy'] * 1000:.0f} ms CPU, {base['wall']['import numpy'] * 1000:.0f} ms wall")
+    save(record, "startup", args.json)
 
 
 if __name__ == "__main__":

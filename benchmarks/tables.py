@@ -291,6 +291,29 @@ def view_stats(*paths: str) -> str:
          "statistics per value (same clock)", "target", "like for like"], rows)])
 
 
+# -- benchmarks/view_pages.py ------------------------------------------------------------------
+def _seconds(seconds: float) -> str:
+    return _ms(seconds) if seconds < 1 else f"{seconds:.1f} s"
+
+
+def view_pages(path: str) -> str:
+    """Per input: the page's size with and without statistics, the command's time and Chromium's."""
+    record = _load(path)
+    pages, opened = record["pages"], record["open"]
+    rows = []
+    for name, label in record["inputs"].items():
+        row = [label]
+        for page in (f"{name}.html", f"{name}-no-stats.html"):
+            made = pages[page]
+            load = opened.get(page, {}).get("min_load_ms")
+            size = f"{made['bytes'] / 1e3:.1f} kB" if made["bytes"] < 1e6 else f"{made['bytes'] / 1e6:.1f} MB"
+            row += [f"{size} ({made['bytes']:,} bytes)", _seconds(made["min_make_s"]), "not measured" if load is None else _seconds(load / 1000)]
+        rows.append(row)
+    browser = opened.get("skipped") or f"headless Chromium {opened['chromium_version']}, navigation to the end of the load event"
+    header = ["input", "page", "`burnpack view`", "opened", "page, `--no-stats`", "`burnpack view --no-stats`", "opened"]
+    return "\n".join([caption(path, record) + f" Best of {record['repeat']}; opened: {browser}.", "", *_table(header, rows)])
+
+
 # -- benchmarks/open_bench.py ------------------------------------------------------------------
 def open_bench(path: str) -> str:
     """Every ratio of medians the run computed (CPU time), one row per workload and measure."""
@@ -318,6 +341,41 @@ def skip(*paths: str) -> str:
             rows.append([f"run {i + 1}: {mix}, {row['metadata_bytes'] / 1e6:.0f} MB", *cells])
     captions = [f"Run {i + 1}: {caption(path, r)}" for i, (path, r) in enumerate(records)]
     return "\n".join([*captions, "", *_table(["mix (best of the run's repeats)", *(name for _, name in SKIP_COLUMNS)], rows)])
+
+
+# -- benchmarks/kernels_bench.py -------------------------------------------------------------------
+def kernels(path: str) -> str:
+    """Per kernel and workload: the kernel's, its library's and its Python twin's ratio to the
+    workload's peer against the target, and whether the library meets every target."""
+    record = _load(path)
+    rows = []
+    for module, kernel in record["kernels"].items():
+        verdict = ("**library meets every target: the kernel goes**" if kernel["library_meets_target"]
+                   else f"library misses (worst: {kernel['library_worst_over_target']:.2f}× its target)")  # fmt: skip
+        for i, r in enumerate(kernel["rows"]):
+            ratios, medians = r["ratios"], r["medians_s"]
+            cells = [f"{_num(ratios[side])}× ({_ms(medians[side])})" if side in ratios else "—" for side in ("kernel", "library", "twin")]
+            target = "—" if r["target"] is None else f"≤ {r['target']:g}×"
+            clock = "CPU" if r["clock"] == "cpu" else "wall"
+            rows.append([f"`{module.rsplit('.', 1)[1]}`" if i == 0 else "", f"{r['workload']} / {r['peer']} ({_ms(medians[r['peer']])}, {clock})",
+                         target, *cells, verdict if i == 0 else ""])  # fmt: skip
+        rows[-len(kernel["rows"])][0] += f" ({kernel['library']})"
+    header = ["kernel (library)", "workload / peer (its median, clock)", "target", "kernel", "library", "Python twin", "verdict"]
+    return "\n".join([caption(path, record), "", *_table(header, rows)])
+
+
+# -- benchmarks/startup_bench.py ----------------------------------------------------------------
+def startup(path: str) -> str:
+    """Each command's ratio of medians to ``import numpy`` (CPU time, the target's measure, and
+    wall time), with the target, and ``import numpy``'s own medians."""
+    record = _load(path)
+    ratios, medians, targets = record["ratios"], record["medians"], record["targets"]
+    rows = [[f"`{name}`" + (" (small pack)" if name == "burnpack inspect" else ""), _num(ratios["cpu"][name]), _num(ratios["wall"][name]),
+             f"≤ {target}×"] for name, target in targets.items()]  # fmt: skip
+    base = "import numpy"
+    rows.append([f"`{base}` itself ({record['repeat']} runs)", _ms(medians["cpu"][base]), _ms(medians["wall"][base]), "—"])
+    return "\n".join([caption(path, record), "", *_table(["ratio of medians to `python -c \"import numpy\"`", "CPU time", "wall time",
+                                                         "target (CPU time)"], rows)])  # fmt: skip
 
 
 # -- the README's headline table ------------------------------------------------------------------
@@ -381,10 +439,30 @@ def headline(bench_path: str, open_path: str, reach_path: str, quant_path: str) 
     return "\n".join([*captions, "", *_table(["measure (ratio of medians, < 1: burnpack faster)", "peer", "result", "target"], rows)])
 
 
+# -- benchmarks/layouts_bench.py ----------------------------------------------------------------
+def layouts(path: str) -> str:
+    """Each way's median time and memory peaks, then every ratio the run defines, with its peer."""
+    sys.path.insert(0, str(ROOT))
+    from benchmarks.layouts_bench import RATIOS
+
+    record = _load(path)
+    samples = record["samples"]
+    medians = {name: statistics.median(s["seconds"] for s in runs) for name, runs in samples.items()}
+    rows = [[f"`{name}`", _ms(medians[name]), f"{max(s['rss_peak_mib'] for s in runs) - record['baseline_rss_mib']:.0f} MiB",
+             f"{max(s['heap_peak_mib'] for s in runs):.1f} MiB"] for name, runs in samples.items()]  # fmt: skip
+    head = (f"{record['input_mib']:.0f} MiB float32 in {record['blocks']} LSTM + {record['blocks']} encoder layers "
+            f"(largest tensor {record['largest_tensor_mib']:.1f} MiB), {record['repeat']} repeats")
+    lines = [caption(path, record), "", *_table(["way", f"median time: {head}", "RSS peak over a bare interpreter", "heap peak"], rows), ""]
+    ratio_rows = [[label, f"{_num(medians[ours] / medians[peer])} ({_ms(medians[ours])} vs {_ms(medians[peer])})", like]
+                  for label, (ours, peer, like) in RATIOS.items()]  # fmt: skip
+    return "\n".join(lines + _table(["ratio of medians", "result", "what it compares"], ratio_rows))
+
+
 RENDERERS: dict[str, Callable[..., str]] = {
     "bench": bench, "replace": replace, "quant": quant, "ab_tiny": ab_tiny,
-    "fuzz_campaigns": fuzz_campaigns, "conformance_fuzz": conformance_fuzz, "reach": reach, "view_stats": view_stats,
-    "skip": skip, "open_bench": open_bench, "headline": headline, "cbor_decoder_ab": cbor_decoder_ab,
+    "fuzz_campaigns": fuzz_campaigns, "conformance_fuzz": conformance_fuzz, "reach": reach, "view_stats": view_stats, "view_pages": view_pages,
+    "skip": skip, "open_bench": open_bench, "headline": headline, "cbor_decoder_ab": cbor_decoder_ab, "layouts": layouts, "kernels": kernels,
+    "startup": startup,
 }
 
 

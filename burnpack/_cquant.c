@@ -1,21 +1,28 @@
-/* The compiled kernel of ``burnpack.quant.dequantize``: a QFloat tensor's integer values unpacked,
- * sign-extended and multiplied by their block's scale, written as float32 in one pass.
+/* The compiled kernel of ``burnpack.quant.dequantize``: a QFloat tensor's sub-byte integer values
+ * unpacked, sign-extended and multiplied by their block's scale, written as float32 in one pass.
+ * (8-bit values need no unpacking: numpy's single multiply meets the target there, so they take
+ * numpy; docs/kernels.md.)
  *
- *     dequantize(values, bits, packed, outer, rows, cols, block_rows, block_cols, scales, out)
+ *     dequantize(values, bits, outer, rows, cols, block_rows, block_cols, scales, out)
  *
  * The tensor is seen as ``outer`` matrices of ``rows`` x ``cols`` values (quant.py folds the
  * leading axes, on which a covered block is 1, into ``outer``); each matrix is tiled by blocks of
  * ``block_rows`` x ``block_cols`` (the last ones partial), so ``scales`` holds
  * ``outer * ceil(rows / block_rows) * ceil(cols / block_cols)`` native float32 values, row-major.
- * ``values`` holds one int8 per value (``packed`` 0: a Native store) or, per row, the LSB-first
- * ``bits``-wide fields of little-endian u32 words (``packed`` 1: ``PackedU32(0)``, each row padded
- * to whole words). ``out`` (writable, float32-aligned) receives ``outer * rows * cols`` float32.
+ * ``values`` holds, per row, the LSB-first ``bits``-wide fields (2 or 4) of little-endian u32
+ * words (``PackedU32(0)``, each row padded to whole words). ``out`` (writable, float32-aligned)
+ * receives ``outer * rows * cols`` float32.
  *
  * Each value is ``(float)q * s``: one float32 multiply of the exact int, as numpy's
  * ``np.multiply(int8, float32)`` computes it, so the results are bit-identical (NaN and infinite
  * scales included). Plain C; the compiler vectorizes the loops at the build's -O level.
  * Bad arguments (wrong sizes, an output overlapping the inputs, a read-only or misaligned output)
  * raise ValueError or TypeError before anything is written.
+ *
+ * The values and scales may sit at any alignment (read bytewise and with memcpy) and may change
+ * while they are read (a mapped file; the GIL is released): every offset comes from the sizes
+ * checked above, never from the bytes, so a changed byte changes a value, never where one is
+ * read or written.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -59,7 +66,7 @@ typedef struct {
     const uint8_t *values;
     const char *scales;
     float *out;
-    int bits, packed;
+    int bits;
     Py_ssize_t outer, rows, cols, block_rows, block_cols, row_bytes, grid_rows, grid_cols;
 } Job;
 
@@ -73,13 +80,8 @@ static void run(const Job *job) {
             const char *srow = job->scales + ((o * job->grid_rows + r / job->block_rows) * job->grid_cols) * (Py_ssize_t)sizeof(float);
             for (Py_ssize_t c0 = 0; c0 < job->cols; c0 += CHUNK) {
                 Py_ssize_t n = job->cols - c0 < CHUNK ? job->cols - c0 : CHUNK;
-                const int8_t *q;
-                if (job->packed && job->bits != 8) {
-                    unpack(src, job->bits, c0, n, tmp);
-                    q = tmp;
-                } else {
-                    q = (const int8_t *)src + c0;
-                }
+                const int8_t *q = tmp;
+                unpack(src, job->bits, c0, n, tmp);
                 Py_ssize_t block = c0 / job->block_cols, end = (block + 1) * job->block_cols - c0;
                 for (Py_ssize_t j = 0; j < n; block++, end += job->block_cols) {
                     Py_ssize_t stop = end < n ? end : n;
@@ -109,17 +111,13 @@ static int overlap(const Py_buffer *a, const Py_buffer *b) {
 static PyObject *dequantize(PyObject *self, PyObject *args) {
     Py_buffer values, scales, out;
     Job job;
-    if (!PyArg_ParseTuple(args, "y*iinnnnny*w*:dequantize", &values, &job.bits, &job.packed, &job.outer, &job.rows, &job.cols,
+    if (!PyArg_ParseTuple(args, "y*innnnny*w*:dequantize", &values, &job.bits, &job.outer, &job.rows, &job.cols,
                           &job.block_rows, &job.block_cols, &scales, &out))
         return NULL;
     PyObject *result = NULL;
     Py_ssize_t per_word, words, count, cells, scale_bytes, value_bytes, out_bytes;
-    if (job.bits != 2 && job.bits != 4 && job.bits != 8) {
-        PyErr_Format(PyExc_ValueError, "dequantize: bits must be 2, 4 or 8, got %d", job.bits);
-        goto done;
-    }
-    if (job.packed != 0 && job.packed != 1) {
-        PyErr_Format(PyExc_ValueError, "dequantize: packed must be 0 (Native) or 1 (PackedU32(0)), got %d", job.packed);
+    if (job.bits != 2 && job.bits != 4) {
+        PyErr_Format(PyExc_ValueError, "dequantize: bits must be 2 or 4, got %d", job.bits);
         goto done;
     }
     if (job.outer < 0 || job.rows < 0 || job.cols < 0 || job.block_rows < 1 || job.block_cols < 1) {
@@ -128,7 +126,7 @@ static PyObject *dequantize(PyObject *self, PyObject *args) {
     }
     per_word = 32 / job.bits;
     words = job.cols / per_word + (job.cols % per_word != 0);
-    job.row_bytes = job.packed ? words * 4 : job.cols;
+    job.row_bytes = words * 4;
     job.grid_rows = job.rows / job.block_rows + (job.rows % job.block_rows != 0);
     job.grid_cols = job.cols / job.block_cols + (job.cols % job.block_cols != 0);
     if (product(job.outer, job.rows, &count) < 0 || product(count, job.row_bytes, &value_bytes) < 0 ||
@@ -165,7 +163,7 @@ done:
 }
 
 static PyMethodDef methods[] = {
-    {"dequantize", dequantize, METH_VARARGS, "Unpack, sign-extend and scale a QFloat tensor's values into a float32 buffer."},
+    {"dequantize", dequantize, METH_VARARGS, "Unpack, sign-extend and scale a QFloat tensor's packed sub-byte values into a float32 buffer."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -175,5 +173,7 @@ static struct PyModuleDef module = {
 
 PyMODINIT_FUNC PyInit__cquant(void) {
     fill_tables();
-    return PyModule_Create(&module);
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 3) < 0) Py_CLEAR(m); /* _kernels.KERNELS */
+    return m;
 }

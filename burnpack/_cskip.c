@@ -14,6 +14,10 @@
  * Counts go up to 2 * (2^64 - 1) (a map's keys and values), so they are held as 128-bit integers.
  * Only the stack entries the walk reaches are converted, so one call costs the bytes it consumes
  * plus the entries it changes, never the depth of the whole stack.
+ *
+ * ``buf`` may be any buffer, also one another process rewrites: each token's head, argument and
+ * text are read once, and every position is checked against ``end`` (at most the buffer's length)
+ * on those reads, so changed bytes change where the walk stops, never what it reads.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -225,4 +229,8 @@ static PyMethodDef methods[] = {
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "burnpack._cskip",
                                     "The compiled kernel of burnpack._cbor.skip_plain.", -1, methods};
 
-PyMODINIT_FUNC PyInit__cskip(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__cskip(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 2) < 0) Py_CLEAR(m); /* _kernels.KERNELS */
+    return m;
+}

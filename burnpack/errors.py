@@ -418,6 +418,24 @@ class CommandError(Exception):
         self.code = code
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command is (``burnpack.cli.main`` turns the signal into it) so
+    that it unwinds and cleans up as for Ctrl-C."""
+
+
+def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
+    """The interrupt (Ctrl-C, :class:`Terminated`) during whose unwinding ``exc`` was raised, if
+    any: a library's cleanup that fails then (torch's zip writer: "unexpected pos") hides it."""
+    seen: set[int] = set()
+    context = exc.__context__
+    while context is not None and id(context) not in seen:
+        if isinstance(context, KeyboardInterrupt):
+            return context
+        seen.add(id(context))
+        context = context.__context__
+    return None
+
+
 class LegacyFormatWarning(UserWarning):
     """A file that current Burn reads differently from how its writer meant it."""
 

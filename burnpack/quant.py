@@ -388,8 +388,8 @@ class QuantizedTensor:
             return np.float32(self.global_scale) * self.scales
 
     def dequantize(self) -> np.ndarray:
-        """float32 values, ``fl32(S·q)`` per element: bit-exact with Burn's CPU backends (int8
-        values in C order through the compiled kernel where it covers the scheme, numpy otherwise)."""
+        """float32 values, ``fl32(S·q)`` per element: bit-exact with Burn's CPU backends (numpy:
+        the values are int8 already, the compiled kernel only unpacks packed payloads)."""
         try:
             out = np.empty(self.values.shape, np.float32)
         except ValueError as exc:  # a zero-element shape whose dims overflow numpy's size
@@ -400,15 +400,8 @@ class QuantizedTensor:
             scales = np.asarray(scales).reshape(-1)[:1]  # one scale per tensor: the first
         elif np.size(scales) != math.prod(grid := _grid(self.shape, block)):
             raise InvalidQuantizedData(f"{np.size(scales)} scales for the {list(grid)} blocks of shape {list(self.shape)}")
-        values = self.values
-        plan = None
-        if _cquant is not None and values.dtype == np.int8 and values.flags.c_contiguous:
-            plan = _kernel_plan(self.scheme._replace(store=QuantStore.Native), out.shape, block)
-        if plan is not None:
-            _kernel_into(values, plan, scales, out)
-        else:
-            with np.errstate(over="ignore", invalid="ignore"):  # fl32(S·q) of an infinite or NaN scale, as the kernel
-                _apply_per_block(values, scales, block, np.multiply, out)
+        with np.errstate(over="ignore", invalid="ignore"):  # fl32(S·q) of an infinite or NaN scale, as the kernel
+            _apply_per_block(self.values, scales, block, np.multiply, out)
         return out
 
     def to_tensor(self, name: str, *, param_id: int | None = None) -> Tensor:
@@ -538,9 +531,10 @@ def dequantize(
 
 
 def kernel_covers(scheme: QuantScheme, shape: tuple[int, ...] | list[int]) -> bool:
-    """Whether the compiled kernel dequantizes ``scheme`` on ``shape`` (when it is built): integer
-    values in a Native or ``PackedU32(0)`` store, one scale per tensor or per block of extent 1 on
-    every axis but the last two, a non-empty shape."""
+    """Whether the compiled kernel dequantizes ``scheme`` on ``shape`` (when it is built): 4- and
+    2-bit integer values packed in a ``PackedU32(0)`` store, one scale per tensor or per block of
+    extent 1 on every axis but the last two, a non-empty shape. numpy takes 8-bit values (one
+    multiply, which meets the target without the kernel: docs/kernels.md) and everything else."""
     shape = tuple(int(d) for d in shape)
     try:
         check_decodable(scheme)
@@ -551,21 +545,21 @@ def kernel_covers(scheme: QuantScheme, shape: tuple[int, ...] | list[int]) -> bo
 
 
 def _kernel_plan(scheme: QuantScheme, shape: tuple[int, ...], block: tuple[int, ...] | None) -> tuple[int, ...] | None:
-    """The kernel's ``(bits, packed, outer, rows, cols, block_rows, block_cols)`` for a decodable
-    scheme, or None where numpy dequantizes."""
-    store = scheme.store
-    if store not in (QuantStore.Native, QuantStore.PackedU32(0)) or 0 in shape:
+    """The kernel's ``(bits, outer, rows, cols, block_rows, block_cols)`` for a decodable scheme,
+    or None where numpy dequantizes."""
+    bits = VALUE_BITS[scheme.value]
+    if scheme.store != QuantStore.PackedU32(0) or bits not in (2, 4) or 0 in shape:
         return None
     rank = len(shape)
     cols = shape[-1] if rank else 1
     if block is None:
         rows = math.prod(shape[:-1])
-        return VALUE_BITS[scheme.value], int(store != QuantStore.Native), 1, rows, cols, rows, cols
+        return bits, 1, rows, cols, rows, cols
     if any(b != 1 for b in block[:-2]):
         return None
     rows, block_rows = (shape[-2], block[-2]) if rank >= 2 else (1, 1)
     block_cols = block[-1] if rank else 1
-    return VALUE_BITS[scheme.value], int(store != QuantStore.Native), math.prod(shape[:-2]), rows, cols, block_rows, block_cols
+    return bits, math.prod(shape[:-2]), rows, cols, block_rows, block_cols
 
 
 def _kernel_into(values: Any, plan: tuple[int, ...], scales: np.ndarray, out: np.ndarray) -> np.ndarray:

@@ -16,9 +16,7 @@ and one more: a server that sends more is an ``IoError``, never a download of wh
 
 from __future__ import annotations
 
-import asyncio
 import re
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeGuard
 
@@ -68,10 +66,12 @@ class FsspecSource:
         idle_timeout: float = IDLE_TIMEOUT,
         deadline: float = DEADLINE,
     ) -> None:
+        import threading  # (paid by a remote source, not by every command's start)
+
         try:
             import fsspec
         except ImportError:
-            raise ImportError(REMOTE_EXTRA_HINT) from None
+            raise ModuleNotFoundError(REMOTE_EXTRA_HINT, name="fsspec") from None
         if not idle_timeout > 0 or not deadline > 0:
             raise ValueError(f"idle_timeout and deadline must be positive seconds, not {idle_timeout!r} and {deadline!r}")
         options = dict(storage_options or {})
@@ -159,6 +159,8 @@ class FsspecSource:
     def _sync_all(self, ranges: Sequence[tuple[int, int]]) -> list[bytearray]:
         """Ranged reads of every ``(offset, length)``, :data:`PARALLEL_REQUESTS` at a time on the
         filesystem's loop, each bounded as ``_sync`` bounds one; the first failure raises."""
+        import asyncio  # (paid by a remote read, not by every command: the module imports ssl, sockets...)
+
         from fsspec.asyn import sync
 
         if self._closed:
@@ -193,6 +195,8 @@ class FsspecSource:
 
     def _sync(self, coroutine: Callable[..., Any], *args: Any) -> Any:
         """Run one of the filesystem's coroutines on its loop, cancelled after the deadline."""
+        import asyncio
+
         from fsspec.asyn import FSTimeoutError, sync
 
         async def run() -> Any:
@@ -216,6 +220,8 @@ class FsspecSource:
                 outcome.append((True, action()))
             except BaseException as exc:  # handed to the caller
                 outcome.append((False, exc))
+
+        import threading
 
         worker = threading.Thread(target=run, daemon=True)
         worker.start()

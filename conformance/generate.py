@@ -539,6 +539,10 @@ def _truncation(c: Corpus) -> None:
           with_blob(b"\xa1\x67tensors\xa1\x79\x00"), None)
     c.raw("truncation/name_cut", "metadata ends inside a tensor name: rejected on open",
           with_blob(b"\xa1\x67tensors\xa1" + name[:1]), None)
+    only_empty = PackSpec([T("a", "F32", [0], b""), T("b", "U8", [2, 0], b"")])
+    c.raw("truncation/all_empty_data_start_past_eof", "only empty tensors, the file cut inside the padding before the data "
+          "section: each range (256,256) starts past EOF, which into_tensors refuses (Bytes::view: end > len)",
+          only_empty.build()[:-100], only_empty.plan()[0])
     last = PackSpec([T("a", "F32", [3], f32(1, 2, 3)), T("z", "U8", [0], b"")])
     c.raw("truncation/empty_last_padding_cut", "empty tensor last, the trailing padding cut: its range (256,256) ends past EOF",
           last.build()[:-1], last.plan()[0])

@@ -391,3 +391,62 @@ def test_write_safetensors_errors_name_its_path_never_a_scratch_file(tmp_path):
     with pytest.raises(OSError) as raised:
         write_safetensors({"x": np.zeros(2, np.float32)}, target)
     assert raised.value.filename == str(target) and atomic.SCRATCH_SUFFIX not in str(raised.value)
+
+
+# -- folders: built beside, put in place as a whole ---------------------------------------------------
+def _tree(folder):
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_a_folder_appears_whole_only_when_the_block_succeeds(tmp_path):
+    target = tmp_path / "out"
+    with atomic.atomic_folder(target) as scratch:
+        (scratch / "a").write_bytes(b"1")
+        assert not target.exists()
+    assert _tree(target) == {"a": b"1"} and [p.name for p in tmp_path.iterdir()] == ["out"]
+    with pytest.raises(RuntimeError):
+        with atomic.atomic_folder(tmp_path / "other") as scratch:
+            (scratch / "a").write_bytes(b"1")
+            raise RuntimeError("boom")
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def test_a_folder_replaces_another_only_with_replace_keeping_its_mode(tmp_path):
+    target = tmp_path / "out"
+    target.mkdir(mode=0o750)
+    (target / "old").write_bytes(b"old")
+    with pytest.raises(DestinationExists):
+        with atomic.atomic_folder(target) as scratch:
+            (scratch / "new").write_bytes(b"new")
+    assert _tree(target) == {"old": b"old"}
+    with atomic.atomic_folder(target, replace=True) as scratch:
+        (scratch / "new").write_bytes(b"new")
+    assert _tree(target) == {"new": b"new"} and stat.S_IMODE(target.stat().st_mode) == 0o750
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]
+
+
+def test_merged_files_join_the_folders_others_and_replace_only_with_replace(tmp_path):
+    target = tmp_path / "model"
+    target.mkdir()
+    (target / "config.json").write_bytes(b"{}")
+    (target / "part-3").write_bytes(b"stale")
+    with atomic.atomic_folder(target, merge=True) as scratch:
+        (scratch / "part-1").write_bytes(b"1")
+    assert _tree(target) == {"config.json": b"{}", "part-1": b"1", "part-3": b"stale"}
+    with pytest.raises(DestinationExists):
+        with atomic.atomic_folder(target, merge=True) as scratch:
+            (scratch / "part-1").write_bytes(b"2")
+            (scratch / "part-2").write_bytes(b"2")
+    assert _tree(target) == {"config.json": b"{}", "part-1": b"1", "part-3": b"stale"}
+    with atomic.atomic_folder(target, merge=True, replace=True, obsolete=lambda name: name.startswith("part-")) as scratch:
+        (scratch / "part-1").write_bytes(b"2")
+    assert _tree(target) == {"config.json": b"{}", "part-1": b"2"}
+
+
+def test_the_next_write_removes_a_killed_writers_scratch_folder(tmp_path):
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True)
+    scratch = tmp_path / f".out.{atomic._HOST}-{int(dead.stdout)}-0{atomic.SCRATCH_SUFFIX}"
+    (scratch / "inner").mkdir(parents=True)
+    (scratch / "inner" / "shard").write_bytes(b"partial")
+    burnpack.save({"x": np.zeros(2, np.float32)}, tmp_path / "other.bpk")
+    assert [p.name for p in tmp_path.iterdir()] == ["other.bpk"]

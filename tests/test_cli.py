@@ -120,10 +120,23 @@ def test_version_lists_every_compiled_kernel_the_build_declares():
     assert sorted(KERNELS) == sorted(entry["name"] for entry in project["tool"]["setuptools"]["ext-modules"])
 
 
+def _kernels_built(monkeypatch, built):
+    """Every kernel as if imported: a current stand-in where ``built(module)``, else not built."""
+    import sys
+    import types
+
+    from burnpack._kernels import KERNELS
+
+    for module, (_, interface) in KERNELS.items():
+        kernel = types.ModuleType(module)
+        kernel.INTERFACE = interface
+        monkeypatch.setitem(sys.modules, module, kernel if built(module) else None)
+
+
 def test_version_names_the_kernels_that_are_not_built(monkeypatch):
     from burnpack.cli import main as cli_main
 
-    monkeypatch.setattr(cli_main.Path, "is_file", lambda self: "_cquant" not in self.name)
+    _kernels_built(monkeypatch, lambda module: "_cquant" not in module)
     assert cli_main.version_text() == (
         f"burnpack {burnpack.__version__} (compiled kernels not built: dequantizing (Python and numpy do that work))"
     )
@@ -132,7 +145,7 @@ def test_version_names_the_kernels_that_are_not_built(monkeypatch):
 def test_version_says_when_no_kernel_is_built(monkeypatch):
     from burnpack.cli import main as cli_main
 
-    monkeypatch.setattr(cli_main.Path, "is_file", lambda self: False)
+    _kernels_built(monkeypatch, lambda module: False)
     assert cli_main.version_text().endswith("(no compiled kernel built: Python and numpy do all the work)")
 
 

@@ -7,6 +7,8 @@ code) is a bug and is not dressed up as a problem with the input.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -60,6 +62,35 @@ def test_a_missing_optional_dependency_names_its_extra(model, monkeypatch, capsy
     assert capsys.readouterr().err == "burnpack: torch is not installed: pip install 'burnpack[torch]'\n"
 
 
+@pytest.mark.parametrize("missing", ["fsspec", "aiohttp"])
+@pytest.mark.parametrize("command", [["inspect"], ["validate"], ["dump"], ["view"], ["convert", "-q"], ["diff"]])
+def test_a_url_without_the_remote_extra_is_one_line_naming_it(tmp_path, monkeypatch, capsys, missing, command):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sys.modules, missing, None)  # as an install without it: importing it fails
+    argv = [*command, "http://127.0.0.1:9/model.bpk"] + {"convert": ["out.bpk"], "diff": ["http://127.0.0.1:9/b.bpk"]}.get(command[0], [])
+    assert main(argv) == 1
+    assert capsys.readouterr().err == f"burnpack: {missing} is not installed: pip install 'burnpack[remote]'\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("module", "install"),
+    [("torch", "'burnpack[torch]'"), ("fsspec", "'burnpack[remote]'"), ("aiohttp", "'burnpack[remote]'"), ("s3fs", "'burnpack[remote]'"),
+     ("safetensors", "'burnpack[crosscheck]'"), ("gcsfs", "gcsfs"), ("huggingface_hub", "huggingface_hub")],
+)  # fmt: skip
+def test_every_missing_optional_dependency_is_one_line_naming_what_installs_it(model, monkeypatch, capsys, module, install):
+    try:  # as fsspec reports a backend it lacks: its own ImportError, raised from the missing module's
+        raise ModuleNotFoundError(f"No module named {module!r}", name=module)
+    except ImportError as exc:
+        try:
+            raise ImportError(f"Install {module} to access that storage") from exc
+        except ImportError as wrapped:
+            error = wrapped
+    monkeypatch.setattr(burnpack.core.reader, "_open", _load_raising(error))
+    assert main(["inspect", str(model)]) == 1
+    assert capsys.readouterr().err == f"burnpack: {module} is not installed: pip install {install}\n"
+
+
 def test_an_import_error_that_is_no_optional_dependency_is_a_traceback(model, monkeypatch, capsys):
     broken = ImportError("cannot import name 'helper' from 'burnpack.core.reader'", name="burnpack.core.reader")
     monkeypatch.setattr(burnpack.core.reader, "_open", _load_raising(broken))
@@ -94,4 +125,4 @@ def test_diff_of_a_file_the_safetensors_library_refuses_is_one_line_naming_the_l
     cut.write_bytes(good.read_bytes()[:-4])
     assert main(["diff", str(cut), str(good)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"burnpack: ConversionError: {cut}: safetensors cannot read it: ") and err.count("\n") == 1
+    assert err.startswith(f"burnpack: {cut}: ConversionError: safetensors cannot read it: ") and err.count("\n") == 1

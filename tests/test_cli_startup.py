@@ -17,7 +17,7 @@ import burnpack
 
 def _modules_after(code: str) -> set[str]:
     """The modules a fresh interpreter holds after running ``code``."""
-    script = textwrap.dedent(code) + "\nimport sys, json\nprint(json.dumps(sorted(sys.modules)))\n"
+    script = textwrap.dedent(code) + "\nimport sys\nloaded = sorted(sys.modules)\nimport json\nprint(json.dumps(loaded))\n"
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
     return set(json.loads(result.stdout.splitlines()[-1]))
 
@@ -58,6 +58,47 @@ def test_inspect_of_a_float32_pack_imports_neither_ml_dtypes_nor_the_writer(smal
     )
     assert "numpy" in loaded
     assert not {"ml_dtypes", "torch", "burnpack.core.writer", "burnpack.core.atomic", "burnpack.interop.converter"} & loaded
+
+
+# What only some commands or inputs need: remote reads (asyncio brings ssl and sockets), the
+# table of formats (a .bpk is recognized by its first bytes), JSON, archives, scratch files, a
+# web browser, hashing, the suggestions of a usage error, shutil (argparse's width).
+NOT_AT_START = {"asyncio", "ssl", "socket", "json", "zipfile", "tempfile", "webbrowser", "hashlib", "difflib", "shutil",
+                "burnpack.interop.registry", "burnpack.interop.formats", "burnpack.core.atomic"}  # fmt: skip
+
+
+def test_inspect_of_a_small_pack_imports_only_what_it_uses(small):
+    loaded = _modules_after(
+        f"""
+        import contextlib, io
+        from burnpack.cli.main import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(["inspect", {str(small)!r}]) == 0
+        """
+    )
+    assert NOT_AT_START & loaded == set()
+
+
+def test_version_imports_only_what_it_uses():
+    loaded = _modules_after(
+        """
+        import contextlib, io
+        from burnpack.cli.main import main
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):
+            main(["--version"])
+        """
+    )
+    assert NOT_AT_START & loaded == set()
+
+
+def test_a_start_builds_the_options_of_the_command_it_runs_only():
+    from burnpack.cli.main import CommandParser, _parser
+
+    parser = _parser(["-v", "inspect", "model.bpk"])
+    commands = next(a for a in parser._actions if a.dest == "command")
+    built = sorted(name for name, p in commands.choices.items() if isinstance(p, CommandParser))
+    assert built == ["inspect"]
+    assert [a.dest for a in commands._choices_actions] == list(commands.choices)  # every command still listed
 
 
 def test_a_bf16_array_imports_ml_dtypes_when_it_is_made(tmp_path):

@@ -64,6 +64,21 @@ def test_each_implementation_encodes_a_tensor_table_as_the_per_entry_encoder_doe
 
 
 @pytest.mark.parametrize("implementation", sorted(IMPLEMENTATIONS))
+@pytest.mark.parametrize("offset", range(1, 8))
+def test_each_implementation_reads_offsets_at_any_alignment(implementation, offset):
+    """The offset columns may sit at any address: read with memcpy, not through a uint64_t
+    pointer (UBSan checks it in CI's sanitizer run)."""
+    rows = [(f"t{i}", DType.F32, (i,), 256 * i, 256 * i + 4 * i, None) for i in range(40)]
+    names, layouts = [row[0] for row in rows], [TensorDescriptor_layout(row[1], row[2], False) for row in rows]
+
+    def column(values: list[int]) -> np.ndarray:
+        return np.frombuffer(memoryview(bytearray(offset) + np.array(values, np.uint64).tobytes())[offset:], np.uint64)
+
+    shifted = IMPLEMENTATIONS[implementation](names, layouts, column([r[3] for r in rows]), column([r[4] for r in rows]), None)
+    assert shifted == encode("python", rows)
+
+
+@pytest.mark.parametrize("implementation", sorted(IMPLEMENTATIONS))
 def test_each_implementation_refuses_columns_of_different_lengths(implementation):
     with pytest.raises(ValueError):
         IMPLEMENTATIONS[implementation](["a", "b"], [b"", b""], np.zeros(2, np.uint64), np.zeros(1, np.uint64), None)

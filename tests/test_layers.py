@@ -62,7 +62,8 @@ RANKS: dict[str, tuple[tuple[str, ...], ...]] = {
     "interop": (
         # tensors in transit and Burn's transformations of them
         ("interop.limits", "interop.tensors", "interop._io", "interop.archive", "interop.remap", "interop.adapters",
-         "interop.quantizing"),
+         "interop.quantizing", "interop.layout_base", "interop.layout_leaf", "interop.layout_recurrent",
+         "interop.layout_attention", "interop.layout_transformer", "interop.layouts"),  # modules' layouts, one registry
         ("interop.pytorch", "interop.safetensors", "interop.torch_live", "interop.dcp"),  # one format each
         ("interop.formats", "interop.sharded", "interop.registry", "interop.crosscheck",
          "interop.inputs"),  # every format, by name, extension or content

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 import struct
 import warnings
 from collections.abc import Iterator
@@ -268,3 +269,16 @@ def test_decoder_exact_decodes_with_the_exact_decoder_only():
         assert burnpack.load(data, decoder="exact").names == ["a"]
     table.assert_not_called()
     scanner.assert_not_called()
+
+
+@pytest.mark.parametrize("tier", TIERS)
+def test_empty_tensors_whose_data_section_starts_past_the_end_are_refused_as_into_tensors_refuses_them(tier):
+    """Burn views each range with ``Bytes::view(start, end)``, which refuses ``end > len``: an empty
+    range at the data section's start is past the end of a file cut before it (a 240 s differential
+    run found the table tier accepting it)."""
+    data = burnpack.save_bytes({"a": np.zeros(0, np.float32), "b": np.zeros((2, 0), np.uint8)})[:156]
+    message = "Tensor 'a' data range 256..256 could not be viewed (source is 156 bytes)"
+    with _tier(tier), burnpack.load(data) as pack:
+        for read in (pack.tensors, pack.numpy, pack.torch):
+            with pytest.raises(burnpack.ValidationError, match=re.escape(message)):
+                read()

@@ -232,3 +232,59 @@ def test_docs_holds_only_pages_and_what_they_show():
     shown = {(page.parent / target.partition("#")[0]).resolve() for page in PAGES for target in _links(page)}
     stray = [_name(f) for f in sorted(DOCS.rglob("*")) if f.is_file() and f.resolve() not in shown]
     assert stray == [], "docs/ holds only the pages the README links and the files a page shows"
+
+
+# -- what the examples may import --------------------------------------------------------------------
+def _distribution_modules() -> dict[str, str]:
+    """Installed top-level module → its distribution's normalized name."""
+    from importlib.metadata import packages_distributions
+
+    return {module: re.sub(r"[-_.]+", "-", dists[0]).lower() for module, dists in packages_distributions().items()}
+
+
+def _declared() -> tuple[set[str], dict[str, set[str]]]:
+    """The normalized distribution names of ``dependencies`` and of each user-facing extra
+    (``[test]`` is the test suite's, not an example's)."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+    def names(requirements: list[str]) -> set[str]:
+        return {re.sub(r"[-_.]+", "-", re.match(r"[A-Za-z0-9_.-]+", r)[0]).lower() for r in requirements}  # type: ignore[index]
+
+    extras = {extra: names(reqs) for extra, reqs in project["optional-dependencies"].items() if extra != "test"}
+    return names(project["dependencies"]), extras
+
+
+def _imports(block: Block) -> set[str]:
+    """The top-level modules a block imports (its Python, or the ``python -c`` of its commands)."""
+    code = block.text if block.kind == "python" else "\n".join(re.findall(r"python3? -c \"([^\"]*)\"", block.text))
+    found = set()
+    for m in re.finditer(r"(?:^|;)\s*(?:from\s+([\w.]+)\s+import|import\s+([\w., ]+))", code, re.M):
+        modules = [m[1]] if m[1] else [n.strip().split(" as ")[0] for n in m[2].split(",")]
+        found |= {name.split(".")[0] for name in modules if name.strip()}
+    return found - set(sys.stdlib_module_names) - {"burnpack"}
+
+
+def test_examples_import_only_declared_dependencies_and_mark_an_extras():
+    core, extras = _declared()
+    distribution = _distribution_modules()
+    wrong = []
+    for block in BLOCKS:
+        for module in sorted(_imports(block)):
+            dist = distribution.get(module, module)
+            extra = next((name for name, dists in extras.items() if dist in dists), None)
+            if dist in core:
+                continue
+            if extra is None:
+                wrong.append(f"{block.where}: imports {module}, which no dependency or extra of burnpack installs")
+            elif block.needs != module:
+                wrong.append(f"{block.where}: imports {module} (the [{extra}] extra) without <!-- readme-test: needs {module} -->")
+    assert wrong == []
+
+
+def test_the_api_page_names_every_public_name_of_burnpack():
+    import burnpack
+
+    page = (DOCS / "api.md").read_text()
+    assert [name for name in sorted(burnpack.__all__) if not re.search(rf"`[^`]*\b{name}\b[^`]*`", page)] == []

@@ -260,3 +260,16 @@ def test_load_scans_with_the_compiled_kernel_when_it_is_built(monkeypatch: pytes
     table._ctable.scan_entries = lambda *args: calls.append(args[2]) or real(*args)  # type: ignore[attr-defined]
     pack = burnpack.load(Writer([Tensor.from_numpy(f"t{i}", np.ones(2, np.float32)) for i in range(5)]).to_bytes())
     assert table.KERNEL == "compiled" and calls == [5] and pack.names == [f"t{i}" for i in range(5)]
+
+
+@needs_kernel
+@pytest.mark.parametrize("wrap", [bytearray, memoryview], ids=["bytearray", "memoryview"])
+def test_the_compiled_scan_takes_bytes_only(wrap: type) -> None:
+    """Its second pass copies the names and keys its first pass proved: a buffer that can change
+    between them (a mapped file another process rewrites) is refused; scan_table copies into bytes."""
+    blob = _pack_blob([Tensor.from_numpy("a", np.ones(2, np.float32))])
+    pos, count = _entries(blob)  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        table._ctable.scan_entries(wrap(blob), pos, count, table._KERNEL_SPEC)
+    assert table._ctable.scan_entries(blob, pos, count, table._KERNEL_SPEC) is not None
+    assert scan_table(wrap(blob), compiled=True) == scan_table(blob, compiled=False)

@@ -9,22 +9,25 @@ the command-line spelling.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-from collections.abc import Iterator
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from ..core.display import printable, printable_lines
 from ..errors import CommandError, OutputExistsError
 
-__all__ = ["add_progress_option", "check_output", "describe_error", "missing_extra"]
+__all__ = ["add_output_options", "check_output", "describe_error", "missing_extra", "print_json", "wrote"]
 
 # Scratch siblings written by burnpack.core.atomic: "<name>.<pid>-<n>.tmp".
 _SCRATCH = re.compile(r"^(?P<name>.+)\.\d+-\d+\.tmp$")
-# Optional dependencies → the extra that installs them.
-_EXTRAS = {"torch": "torch", "hypothesis": "test", "atheris": "fuzz", "safetensors": "test"}
+# Optional dependencies → what installs them: one of burnpack's extras, else the package itself.
+_INSTALLS = {
+    "torch": "'burnpack[torch]'", "fsspec": "'burnpack[remote]'", "aiohttp": "'burnpack[remote]'",
+    "s3fs": "'burnpack[remote]'", "safetensors": "'burnpack[crosscheck]'", "hypothesis": "'burnpack[test]'",
+    "gcsfs": "gcsfs", "huggingface_hub": "huggingface_hub", "atheris": "atheris",
+}  # fmt: skip
 
 
 def check_output(given: str | os.PathLike[str], resolved: Path | None = None, *, overwrite: bool) -> Path:
@@ -42,14 +45,20 @@ def check_output(given: str | os.PathLike[str], resolved: Path | None = None, *,
     return target
 
 
-def missing_extra(exc: ImportError) -> str | None:
-    """``pip install 'burnpack[EXTRA]'`` advice when ``exc`` is a missing optional dependency."""
-    name = (exc.name or "").partition(".")[0]
-    if name not in _EXTRAS:
-        return None
-    if name == "atheris":
-        return "atheris is not installed: pip install atheris (or use --engine hypothesis)"
-    return f"{name} is not installed: pip install 'burnpack[{_EXTRAS[name]}]'"
+def missing_extra(exc: BaseException) -> str | None:
+    """``pip install 'burnpack[EXTRA]'`` advice when ``exc`` comes of a missing optional
+    dependency: an ``ImportError`` naming one, or an error raised from one (fsspec's "Install
+    gcsfs", a burnpack error that needs torch...)."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        name = (getattr(cause, "name", None) or "").partition(".")[0] if isinstance(cause, ImportError) else ""
+        if name in _INSTALLS:
+            hint = " (or use --engine hypothesis)" if name == "atheris" else ""
+            return f"{name} is not installed: pip install {_INSTALLS[name]}{hint}"
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def _path_of(exc: BaseException, default: str | None) -> str | None:
@@ -92,8 +101,9 @@ def _message(exc: BaseException, verbose: bool) -> str:
 # Python keyword spellings in library messages → the command line's.
 _SPELLINGS = [
     (r"\blegacy_ok=True", "--legacy-ok"), (r"\boverwrite=True", "--overwrite"), (r"\ballow_unmatched=True", "--allow-unmatched"),
-    (r"\ballow_partial=True", "--allow-partial"), (r"\bnpz_metadata=True", "--npz-metadata"), (r"\bdequantize=True", "--dequantize"), (r"\btype_rules=(?=')", "--type-rule "), (r"\bmodule_types\b", "--module-type"), (r"\btype_rules\b", "--type-rule"),
-    (r"\binfer_types\b", "--infer-types"), (r"\bmap_indices_contiguous\b", "--map-indices-contiguous"),
+    (r"\ballow_partial=True", "--allow-partial"), (r"\bnpz_metadata=True", "--npz-metadata"), (r"\bdequantize=True", "--dequantize"), (r"\btype_rules=(?=')", "--type-rule "),
+    (r"\bmodule_types=\{'([^']*)': '([^']*)'\}", r"--module-type '\1=\2'"), (r"\bmodule_types\b", "--module-type"), (r"\btype_rules\b", "--type-rule"),
+    (r"\binfer_types\b", "--infer-types"), (r"\bbest_guess=True", "--best-guess"), (r"\bmap_indices_contiguous\b", "--map-indices-contiguous"),
     (r"\bskip_enum_variants\b", "--skip-enum-variants"), (r"\benum_variants\b", "--enum-variant"), (r"\bto_format\b", "--to"),
     (r"(?<![-\w])(adapter|remap|filter|exclude)=(?=')", r"--\1 "),
 ]  # fmt: skip
@@ -122,9 +132,9 @@ def describe_error(exc: BaseException, default_path: str | None, *, verbose: boo
     if isinstance(exc, CommandError):
         where = f"{printable(exc.path)}: " if exc.path else ""
         return f"burnpack: {where}{exc.kind}: {printable(exc.message)}", exc.code
-    cause = exc if isinstance(exc, ImportError) else exc.__cause__
-    if isinstance(cause, ImportError) and missing_extra(cause):
-        return f"burnpack: {missing_extra(cause)}", 1
+    advice = missing_extra(exc) if isinstance(exc, ImportError) or isinstance(exc.__cause__, ImportError) else None
+    if advice is not None:
+        return f"burnpack: {advice}", 1
     code = int(getattr(exc, "exit_code", 1))
     path = _path_of(exc, default_path) if code != 2 or isinstance(exc, OSError) else None  # usage errors are about no file
     where = f"{printable(path)}: " if path else ""
@@ -144,8 +154,30 @@ def first_path(args: Any, *names: str) -> str | None:
     return None
 
 
-def add_progress_option(p: Any) -> None:
-    """``--progress auto|always|never`` (see :mod:`burnpack.core.progress`)."""
-    p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
-                   help="progress on stderr: auto = a bar for 64 MiB or more on a terminal; always = also as lines "
-                        "when stderr is not a terminal; never")  # fmt: skip
+def add_output_options(p: Any, *, progress: bool = False, json_help: str = "print the result as one JSON object instead of text") -> None:
+    """``-q/--quiet`` and ``--json``, which mean the same in every command (and exclude each
+    other); with ``progress``, ``--progress`` too (the commands that write tensors).
+
+    ``-q`` is carried out by ``burnpack.cli.main`` for every command alike: nothing on stdout.
+    """
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--json", action="store_true", help=f"{json_help} (on stdout; errors still go to stderr)")
+    group.add_argument("-q", "--quiet", action="store_true",
+                       help="print nothing on stdout: the exit status says how it went, and errors still go to stderr")  # fmt: skip
+    if progress:
+        p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
+                       help="progress on stderr: auto = a bar for 64 MiB or more on a terminal; always = also as lines "
+                            "when stderr is not a terminal; never")  # fmt: skip
+
+
+def print_json(value: Any, out: TextIO | None = None) -> None:
+    """What ``--json`` prints, in every command: one JSON object (indented, text as it is)."""
+    import json  # (paid by --json, not by every start)
+
+    print(json.dumps(value, ensure_ascii=False, indent=1), file=sys.stdout if out is None else out)
+
+
+def wrote(target: Path, size: int, what: str = "") -> str:
+    """The summary line of a command that wrote one file: ``wrote out.bpk (2 tensors, 524 bytes)``,
+    naming the file as written (after Burn's extension rule), shown :func:`printable`."""
+    return f"wrote {printable(str(target))} ({what + ', ' if what else ''}{size:,} bytes)"

@@ -8,13 +8,12 @@ What a command needs is imported when it runs: registering the commands costs no
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import TYPE_CHECKING, Any
 
 from ..core.display import plural, printable
 from ..errors import CommandError, blame
-from .common import add_progress_option, check_output
+from .common import add_output_options, check_output, print_json, wrote
 
 if TYPE_CHECKING:
     from ..core.reader import Pack
@@ -26,18 +25,19 @@ def register(sub: Any) -> None:
 
     p = sub.add_parser("inspect", help="a table (or --tree, --json) of tensors with totals, metadata and scalars; "
                                        "any format convert reads (a file, shard or DCP folder, URL)")
-    p.add_argument("file")
+    p.add_argument("file", help="a .bpk, another format's file, a shard or DCP folder, or a URL")
     _inspect_options(p)
     _legacy_option(p)
     add_from_option(p)
+    add_output_options(p)
     p.set_defaults(handler=run_inspect)
 
     p = sub.add_parser("dump", help="print the pack as one JSON object (the conformance protocol)")
-    p.add_argument("--json", action="store_true", help="accepted for compatibility: JSON is the only output")
+    add_output_options(p, json_help="accepted for compatibility: dump prints its result as one JSON object anyway")
     p.add_argument("--strict", action="store_true", help="also reject what no Burn writer produces")
     p.add_argument("--batch", action="store_true", help="answer JSON-line requests {path, level} from stdin, one object per line")
     _legacy_option(p)
-    p.add_argument("file", nargs="?")
+    p.add_argument("file", nargs="?", help="the .bpk file (or URL); none with --batch")
     p.set_defaults(handler=run_dump)
 
     p = sub.add_parser("validate", help="exit 0 if the file is valid, 1 with the error otherwise")
@@ -45,15 +45,16 @@ def register(sub: Any) -> None:
     p.add_argument("--deep", action="store_true",
                    help="also read every tensor as Burn's into_tensors does, reporting each problem")  # fmt: skip
     _legacy_option(p)
-    p.add_argument("file")
+    add_output_options(p, json_help="print the verdict ({path, valid, level, checked, tensors, problems}) as one JSON object")
+    p.add_argument("file", help="the .bpk file (or URL)")
     p.set_defaults(handler=run_validate)
 
     p = sub.add_parser("repack", help="rewrite a file canonically, keeping its data order (upgrades old files with --legacy-ok)")
-    p.add_argument("input")
-    p.add_argument("output")
+    p.add_argument("input", help="the .bpk file (or URL) to rewrite")
+    p.add_argument("output", help="the file to write (.bpk is appended when the name has no extension, as Burn does)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     _legacy_option(p)
-    add_progress_option(p)
+    add_output_options(p, progress=True, json_help="print {path, tensors, bytes} of the file written")
     p.set_defaults(handler=run_repack)
 
 
@@ -63,7 +64,6 @@ def _inspect_options(p: Any) -> None:
                    help="natural (layers.2 before layers.10, the default), name (byte-wise, Burn's order) or file (data order)")  # fmt: skip
     p.add_argument("--filter", metavar="REGEX", help="only tensors whose name the regex finds")
     p.add_argument("--tree", action="store_true", help="group tensors by module path, with per-module parameter counts")
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.add_argument("--stats", action="store_true", help="add min/max/mean of each tensor's values (QFloat: dequantized)")
 
 
@@ -122,7 +122,7 @@ def run_dump(args: Any) -> int:
     from ..core.dump import dump
 
     result = dump(args.file, strict=args.strict, legacy_ok=args.legacy_ok)
-    print(json.dumps(result, ensure_ascii=False, indent=1))
+    print_json(result)
     return 0 if result["ok"] else 1
 
 
@@ -145,19 +145,22 @@ def _all(count: int) -> str:
 
 
 def run_validate(args: Any) -> int:
-    level = " (strict)" if args.strict else ""
+    level = "strict" if args.strict else "compatible"
     with blame(args.file), _open(args.file, args, strict=args.strict) as pack:
-        if not args.deep:
-            print(f"{printable(args.file)}: valid{level}: header and metadata checked; tensor access not checked (use --deep)")
-            return 0
-        problems = _deep_problems(pack)
+        problems = _deep_problems(pack) if args.deep else []
         count = len(pack)
+    checked = f"header, metadata and {_all(count)}" if args.deep else "header and metadata"
+    if args.json:
+        print_json({"path": args.file, "valid": not problems, "level": level, "checked": checked, "tensors": count, "problems": problems})
+        return 1 if problems else 0
+    shown = f" ({level})" if args.strict else ""
     if problems:
         for line in problems:
             print(printable(f"burnpack: {args.file}: {line}"), file=sys.stderr)
         print(f"{printable(args.file)}: invalid: {len(problems)} of {plural(count, 'tensor')} cannot be read", file=sys.stderr)
         return 1
-    print(f"{printable(args.file)}: valid{level}: header, metadata and {_all(count)} checked")
+    unchecked = "" if args.deep else "; tensor access not checked (use --deep)"
+    print(f"{printable(args.file)}: valid{shown}: {checked} checked{unchecked}")
     return 0
 
 
@@ -176,4 +179,9 @@ def run_repack(args: Any) -> int:
         with blame(target), atomic_file(target, replace=args.overwrite) as stream:
             writer.write_stream(stream, progress=bar)
         finish(bar)
+    size = target.stat().st_size
+    if args.json:
+        print_json({"path": str(target), "tensors": len(views), "bytes": size})
+    else:
+        print(wrote(target, size, plural(len(views), "tensor")))
     return 0

@@ -15,7 +15,6 @@ the middle so that columns stay readable, and East-Asian wide characters count d
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import unicodedata
@@ -32,7 +31,7 @@ from ..core.patterns import compile_pattern
 from ..core.progress import human_size
 from ..quant import dtype_label
 from ..core.reader import Pack, TensorView
-from ..errors import CommandError
+from .common import print_json
 from ..interop.inputs import EntryView, FormatTensors
 
 View = TensorView | EntryView
@@ -280,7 +279,7 @@ def inspect(pack: Pack | FormatTensors, args: Any, out: TextIO) -> int:
     views = select(pack, sort=args.sort, pattern=args.filter)
     kind = str(detect_record_kind(pack)) if isinstance(pack, Pack) else None
     if args.json:
-        print(json.dumps(to_json(pack, views, kind), ensure_ascii=False, indent=1), file=out)
+        print_json(to_json(pack, views, kind), out)
     else:
         print(f"record kind: {printable(kind)}\n" if isinstance(pack, Pack) else f"{format_line(pack)}\n", file=out)
         if args.filter and not views:

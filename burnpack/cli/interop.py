@@ -10,15 +10,13 @@ nothing are refused (exit 1) unless ``--allow-unmatched``; unknown module types 
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from .._generated.types import QUANTIZABLE_SCALES, QUANTIZABLE_VALUES, BoolStore
-from .common import add_progress_option, check_output
+from .common import add_output_options, check_output, print_json
 from ..errors import CommandError, InvalidPattern, OptionError, blame
-from ..core.sidefile import parse_json
-from ..interop.registry import choices, formats
 
 if TYPE_CHECKING:
     from ..interop.limits import ReadCaps
@@ -40,27 +38,35 @@ def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
 
 
 def _type_rules(values: list[str] | None) -> list[tuple[str, str]]:
+    from ..interop.layouts import split_rule
+
     out = []
     for item in values or ():
-        pattern, sep, kind = item.rpartition("=")
-        if not sep or not pattern:
+        rule = split_rule(item)
+        if rule is None:
             raise CommandError(None, "UsageError", f"--type-rule {item!r} is not REGEX=TYPE", code=2)
-        out.append((pattern, kind))
+        out.append(rule)
     return out
 
 
 def _add_type_options(p: argparse.ArgumentParser, *, infer_flag: bool = True) -> None:
     g = p.add_argument_group("module types (what the adapters act on)")
     g.add_argument("--module-type", action="append", metavar="PATH=TYPE",
-                   help="the Burn module type of the module at PATH (Linear, BatchNorm, LayerNorm, Embedding, Conv2d...; "
-                        "torch class names like BatchNorm2d work too)")  # fmt: skip
+                   help="the Burn module type of the module at PATH (Linear, BatchNorm, LayerNorm, Embedding, Conv2d, Lstm, "
+                        "MultiHeadAttention...; torch class names like BatchNorm2d, LSTM or Hugging Face's Conv1D work too); "
+                        "settings the weights cannot tell ride along: 'TransformerEncoderLayer(norm_first=true)'")  # fmt: skip
     g.add_argument("--type-rule", action="append", metavar="REGEX=TYPE",
                    help="module type for every module path the regex matches (first matching rule wins)")  # fmt: skip
     if not infer_flag:
         return
     g.add_argument("--infer-types", action="store_true",
                    help="infer module types from parameter names and shapes (BatchNorm from running stats, Linear from a "
-                        "2-D weight with bias...); ambiguous ones are reported")  # fmt: skip
+                        "2-D weight with a bias of its first dim, LSTM from weight_ih_l0...); with --adapter pytorch or "
+                        "to-pytorch, one that names and shapes cannot decide is refused, naming it")  # fmt: skip
+    g.add_argument("--best-guess", action="store_true",
+                   help="where names and shapes cannot decide a module's type or a setting its layout depends on (a square "
+                        "weight with bias: Linear or Conv1D; a transformer layer's norm_first), take the best guess instead of "
+                        "refusing; the report names every guess")  # fmt: skip
 
 
 def _shard_size(text: str) -> int:
@@ -93,15 +99,16 @@ def _add_limit_option(p: argparse.ArgumentParser) -> None:
 
 def _limits(args: argparse.Namespace) -> ReadCaps:
     """``--limit NAME=N``: the read caps to lift (``interop.limits.ReadLimits``)."""
-    from ..interop.limits import ReadCaps
+    from ..interop.limits import ReadCaps, parse_cap
 
     out: dict[str, int] = {}
     for name, value in _pairs(args.limit, "--limit").items():
         if name not in ReadCaps.__annotations__:
             raise CommandError(None, "UsageError", f"--limit {name!r} is not a read cap ({', '.join(ReadCaps.__annotations__)})", code=2)
-        if not value.isdigit():
-            raise CommandError(None, "UsageError", f"--limit {name}={value!r}: the cap is a whole number", code=2)
-        out[name] = int(value)
+        try:
+            out[name] = parse_cap(name, value)
+        except OptionError as exc:
+            raise CommandError(None, "UsageError", f"--limit {exc}", code=2) from None
     return cast(ReadCaps, out)
 
 
@@ -116,10 +123,25 @@ def _add_sharding_options(p: argparse.ArgumentParser) -> None:
                         "pytorch_model-00001-of-0000N.bin plus pytorch_model.bin.index.json")  # fmt: skip
 
 
+class _FormatNames:
+    """The ``--from`` / ``--to`` choices: every format name and alias of the registry, whose table
+    is loaded only when such an option is given or help is shown (not by every command's start)."""
+
+    def __contains__(self, value: object) -> bool:
+        from ..interop.registry import choices
+
+        return value in choices()
+
+    def __iter__(self) -> Iterator[str]:  # what help and an invalid choice list: the names
+        from ..interop.registry import formats
+
+        return iter([f.name for f in formats()])
+
+
 def add_from_option(p: argparse.ArgumentParser) -> None:
     """``--from FORMAT``: the input's format when its content should not decide (``registry.choose``)."""
-    p.add_argument("--from", dest="from_format", metavar="FORMAT", type=str.lower, choices=choices(),
-                   help=f"the input's format (default: from its content): {', '.join(f.name for f in formats())}")  # fmt: skip
+    p.add_argument("--from", dest="from_format", metavar="FORMAT", type=str.lower, choices=_FormatNames(),
+                   help="the input's format (default: from its content): %(choices)s")
 
 
 def register(sub: Any) -> None:
@@ -131,19 +153,21 @@ def register(sub: Any) -> None:
 def _register_convert(sub: Any) -> None:
     p = sub.add_parser(
         "convert",
-        help="convert between .bpk, .safetensors, .pt/.pth and .npz, optionally applying Burn's adapters",
+        help="convert between .bpk, safetensors, .pt/.pth, .npz, shard folders and DCP folders, optionally applying Burn's adapters",
         description=(
             "Convert tensors between burnpack (.bpk), safetensors, PyTorch (.pt/.pth/.bin/.tar, read without torch "
-            "and without running pickled code; written with torch) and .npz. By default only the container changes: "
+            "and without running pickled code; written with torch), .npz, folders of Hugging Face shards (safetensors or "
+            ".bin, with their index) and torch.distributed.checkpoint (DCP) folders. By default only the container changes: "
             "same names, dtypes, shapes and bytes. Transformations run in burn-store's order: top-level key, "
             "remap, contiguous indices, enum variants, adapter, expect, filters."
         ),
     )
-    p.add_argument("input", help="the file to read (format from its content unless --from)")
-    p.add_argument("output", help="the file to write (format from its extension unless --to; .bpk when none)")
+    p.add_argument("input", help="the file, shard or DCP folder, or URL to read (format from its content unless --from)")
+    p.add_argument("output", help="the file to write (format from its extension unless --to; a name without one is a .bpk, "
+                                  "with .bpk appended as Burn does), or the folder --max-shard-size or --to dcp writes")  # fmt: skip
     add_from_option(p)
-    p.add_argument("--to", dest="to_format", metavar="FORMAT", type=str.lower, choices=choices(),
-                   help=f"the output's format (default: from its extension): {', '.join(f.name for f in formats())}")
+    p.add_argument("--to", dest="to_format", metavar="FORMAT", type=str.lower, choices=_FormatNames(),
+                   help="the output's format (default: from its extension): %(choices)s")
     p.add_argument("--adapter", action="append", metavar="NAME",
                    help="pytorch (PyTorch -> Burn: transpose Linear weights, norm weight/bias -> gamma/beta), to-pytorch "
                         "(the reverse), half (F32 <-> F16 for the tensors of Burn's module list, not BatchNorm), "
@@ -167,7 +191,8 @@ def _register_convert(sub: Any) -> None:
                         "model's .bpk): expected tensors are looked up Burn's way, others reported unused and not written")  # fmt: skip
     p.add_argument("--allow-partial", action="store_true", help="with --expect: missing tensors are not an error")
     p.add_argument("--param-ids", choices=("keep", "new", "drop"), default="keep",
-                   help="keep ids from a .bpk source (default), give every tensor a fresh one (as a Burn ModuleRecord has), or drop them")
+                   help="keep ids from a .bpk source (default), give every tensor one (as a Burn ModuleRecord has) derived from "
+                        "its name, the same on every run (docs/conversions.md), or drop them")  # fmt: skip
     _add_quantization_options(p)
     p.add_argument("--bool-store", default="U8", choices=tuple(store.name for store in BoolStore), help="Burn bool store for foreign bool tensors (default U8)")
     p.add_argument("--metadata", action="append", metavar="KEY=VALUE", help="add or override a metadata entry")
@@ -182,10 +207,8 @@ def _register_convert(sub: Any) -> None:
                         "matching no tensor, module types no adapter uses); they are listed as warnings")  # fmt: skip
     p.add_argument("--legacy-ok", action="store_true", help="read a .bpk from an older Burn as its writer meant it")
     _add_limit_option(p)
-    p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
-    p.add_argument("--json", action="store_true", help="print the full report as JSON instead of the summary")
-    p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
-    add_progress_option(p)
+    p.add_argument("--overwrite", action="store_true", help="replace an existing output file (or the files of a folder output)")
+    add_output_options(p, progress=True, json_help="print the full report")
     _add_sharding_options(p)
     p.set_defaults(handler=_convert)
 
@@ -213,12 +236,12 @@ def _register_convert_checkpoint(sub: Any) -> None:
             "and a cosine/linear/step/exponential LR scheduler state_dict (read without torch), or a DCP folder "
             "(get_state_dict + dcp.save: optimizer state keyed by parameter name); OUTPUT is a Burn "
             "checkpoint directory receiving model-N.bpk, optim-N.bpk and scheduler-N.bpk. Burn -> PyTorch: INPUT is "
-            "the checkpoint directory (or its artifact directory), OUTPUT a .pt file (written with torch). The "
-            "direction follows INPUT (a directory means Burn)."
+            "the checkpoint directory (or its artifact directory), OUTPUT a .pt file (written with torch) or, with "
+            "--dcp, a DCP folder. The direction follows INPUT: a file or a DCP folder is PyTorch, any other directory Burn."
         ),
     )
-    p.add_argument("input")
-    p.add_argument("output")
+    p.add_argument("input", help="a torch.save'd training state or a DCP folder (to Burn), or a Burn checkpoint directory (to PyTorch)")
+    p.add_argument("output", help="the Burn checkpoint directory to write into, or the .pt file (the DCP folder with --dcp)")
     p.add_argument("--epoch", type=int, help="Burn epoch N (default: the checkpoint's 'epoch' entry, else 1; back: the latest)")
     p.add_argument("--model-key", help="checkpoint key of the model state_dict (default: found by name or shape)")
     p.add_argument("--optimizer-key", help="checkpoint key of the optimizer state_dict")
@@ -234,13 +257,14 @@ def _register_convert_checkpoint(sub: Any) -> None:
     p.add_argument("--scheduler-config", metavar="JSON",
                    help='Burn -> PyTorch without stored settings: e.g. \'{"kind": "cosine", "T_max": 100, "eta_min": 0, "base_lrs": [0.001]}\'')
     _add_type_options(p, infer_flag=False)  # checkpoints always infer, and refuse what stays ambiguous
-    p.add_argument("--seed", type=int, help="seed for the param ids (default: random, as Burn)")
+    p.add_argument("--seed", type=int, metavar="N",
+                   help="mix N into the param ids, which are derived from the Burn paths (docs/conversions.md): the same input "
+                        "gives the same ids, and another N other ones")  # fmt: skip
     p.add_argument("--allow-unmatched", action="store_true",
                    help="go on when --remap, --exclude, --module-type or --type-rule matches nothing (listed as warnings)")  # fmt: skip
     _add_limit_option(p)
     p.add_argument("--overwrite", action="store_true", help="replace existing output files")
-    p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument("-q", "--quiet", action="store_true", help="print nothing on success")
+    add_output_options(p, progress=True, json_help="print the full report")
     p.add_argument("--dcp", action="store_true",
                    help="Burn -> PyTorch: write OUTPUT as a torch.distributed.checkpoint folder instead of a .pt file, "
                         "optimizer state keyed by parameter name as get_state_dict gives it (load it with a get_state_dict "
@@ -275,7 +299,7 @@ def _convert_options(args: argparse.Namespace) -> dict[str, Any]:
         "top_level_key": args.top_level_key, "map_indices_contiguous": contiguous,
         "skip_enum_variants": args.skip_enum_variants, "enum_variants": _pairs(args.enum_variant, "--enum-variant") or None,
         "module_types": _pairs(args.module_type, "--module-type") or None, "type_rules": _type_rules(args.type_rule) or None,
-        "infer_types": infer, "expect": args.expect, "allow_partial": args.allow_partial, "param_ids": args.param_ids,
+        "infer_types": infer, "best_guess": args.best_guess, "expect": args.expect, "allow_partial": args.allow_partial, "param_ids": args.param_ids,
         "keep_metadata": not args.no_metadata, "metadata": _pairs(args.metadata, "--metadata") or None,
         "stamp": not args.no_stamp, "allow_unmatched": True if args.allow_unmatched else implied,
         **_quantize_options(args), **_limits(args),
@@ -329,13 +353,15 @@ def _convert(args: argparse.Namespace) -> int:
             npz_metadata=args.npz_metadata, **options,
         )  # fmt: skip
     if args.json:
-        print(json.dumps(report.to_dict(), indent=1, ensure_ascii=False))
-    elif not args.quiet:
+        print_json(report.to_dict())
+    else:
         print(report.summary())
     return 0
 
 
 def _json_option(option: str, text: str | None) -> Any:
+    from ..core.sidefile import parse_json
+
     return parse_json(text, lambda message: _usage(option, ValueError(message)), "the value") if text else None
 
 
@@ -379,7 +405,7 @@ def _convert_checkpoint(args: argparse.Namespace) -> int:
         if not to_burn:
             _, report = burn_checkpoint_to_pytorch(
                 args.input, args.output, epoch=args.epoch, module_types=types, type_rules=rules,
-                infer_types=True, overwrite=args.overwrite, remap=remap, dcp=args.dcp,
+                infer_types=True, overwrite=args.overwrite, remap=remap, dcp=args.dcp, progress=args.progress,
                 optimizer_config=_json_option("--optimizer-config", args.optimizer_config),
                 scheduler_config=_json_option("--scheduler-config", args.scheduler_config),
             )  # fmt: skip
@@ -390,12 +416,12 @@ def _convert_checkpoint(args: argparse.Namespace) -> int:
                 optimizer_kind=args.optimizer_kind, module_types=types, type_rules=rules, infer_types=True,
                 remap=remap, enum_variants=_pairs(args.enum_variant, "--enum-variant") or None,
                 map_indices_contiguous=args.map_indices_contiguous, exclude=args.exclude, seed=args.seed,
-                overwrite=args.overwrite, allow_unmatched=args.allow_unmatched, **limits,
+                overwrite=args.overwrite, allow_unmatched=args.allow_unmatched, progress=args.progress, **limits,
             )  # fmt: skip
     if args.json:
         from dataclasses import asdict
 
-        print(json.dumps(asdict(report), indent=1, ensure_ascii=False))
-    elif not args.quiet:
+        print_json(asdict(report))
+    else:
         print(report.summary())
     return 0

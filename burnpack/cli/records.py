@@ -5,12 +5,12 @@ a command runs, so that registering costs nothing at start-up."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
 from ..core.display import printable, printable_lines
+from .common import add_output_options, print_json
 
 
 def register(subparsers: Any) -> None:
@@ -22,7 +22,7 @@ def register(subparsers: Any) -> None:
         help="epochs, parameter count, optimizer kind and step, scheduler state, model/optimizer id consistency",
     )
     p.add_argument("directory", help="the artifact directory (holding checkpoint/) or the checkpoint directory")
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    add_output_options(p)
     p.set_defaults(handler=run)
 
 
@@ -52,7 +52,7 @@ def checkpoint_inspect(directory: str, out: TextIO, *, as_json: bool = False) ->
         isinstance(d.get(k), dict) and "error" in d[k] for d in details for k in ("model", "optim", "scheduler")
     )
     if as_json:
-        print(json.dumps(report, indent=1), file=out)
+        print_json(report, out)
         return 1 if failed else 0
     print(f"checkpoint directory: {printable(report['directory'])}", file=out)
     if not epochs:

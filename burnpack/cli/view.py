@@ -7,12 +7,11 @@ changes). Two inputs: their diff. ``--no-stats`` reads no tensor values of a sin
 
 from __future__ import annotations
 
-import webbrowser
 from pathlib import Path
 from typing import Any
 
 from ..errors import CommandError, blame
-from .common import check_output
+from .common import add_output_options, check_output, print_json, wrote
 
 
 def register(sub: Any) -> None:
@@ -22,6 +21,7 @@ def register(sub: Any) -> None:
     p.add_argument("input2", nargs="?", help="a second input: the page shows what changed from INPUT to INPUT2")
     p.add_argument("-o", "--output", help="the HTML file to write (default: INPUT's name + .html in the current directory)")
     p.add_argument("--overwrite", action="store_true", help="replace an existing output file")
+    add_output_options(p, json_help="print {path, bytes} of the page written")
     p.add_argument("--open", action="store_true", help="open the page in the default web browser")
     p.add_argument("--no-stats", action="store_true",
                    help="no value statistics: the page comes from the metadata alone (for a URL, only the bytes read on open)")  # fmt: skip
@@ -43,7 +43,13 @@ def run_view(args: Any) -> int:
     html = build_page(args.input, args.input2, stats=not args.no_stats)
     with blame(target):
         write_page(html, target)
-    print(f"wrote {target} ({len(html.encode('utf-8')):,} bytes)")
+    size = len(html.encode("utf-8"))
+    if args.json:
+        print_json({"path": str(target), "bytes": size})
+    else:
+        print(wrote(target, size))
     if args.open:
+        import webbrowser
+
         webbrowser.open(target.resolve().as_uri())
     return 0

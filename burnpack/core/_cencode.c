@@ -9,7 +9,10 @@
  * ``param_ids[i]`` is not None, the key ``param_id`` and its value. ``names`` is a list of str,
  * ``layouts`` a list of bytes, ``starts`` and ``ends`` buffers of native uint64 (one per entry),
  * ``param_ids`` None (no entry has one) or a list of None or ints below 2^64. Integers take
- * CBOR's shortest form, as ciborium writes them. Two passes: the size, then the bytes.
+ * CBOR's shortest form, as ciborium writes them. Two passes: the size, then the bytes. The first
+ * copies every offset (read with memcpy: the buffers may sit at any alignment) and the second
+ * writes those copies, so the bytes written are the bytes sized even if the buffers change
+ * meanwhile (shared memory another process writes).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -50,16 +53,24 @@ static PyObject *encode_entries(PyObject *self, PyObject *args) {
     Py_buffer starts, ends;
     if (!PyArg_ParseTuple(args, "O!O!y*y*O", &PyList_Type, &names, &PyList_Type, &layouts, &starts, &ends, &param_ids)) return NULL;
     PyObject *result = NULL;
+    uint64_t *start = NULL, *end = NULL;
     Py_ssize_t n = PyList_GET_SIZE(names);
     if (PyList_GET_SIZE(layouts) != n || starts.len != n * 8 || ends.len != n * 8 ||
         (param_ids != Py_None && (!PyList_CheckExact(param_ids) || PyList_GET_SIZE(param_ids) != n))) {
         PyErr_SetString(PyExc_ValueError, "encode_entries: every column needs one item per entry");
         goto done;
     }
-    const uint64_t *start = (const uint64_t *)starts.buf, *end = (const uint64_t *)ends.buf;
     /* No Python code runs below (exact types only, no __index__), so the lists cannot change. */
+    start = PyMem_Malloc(2 * (size_t)(n ? n : 1) * sizeof(uint64_t)); /* n * 8 bytes exist already: no overflow */
+    if (start == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    end = start + n;
     Py_ssize_t size = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
+        memcpy(&start[i], (const char *)starts.buf + 8 * i, 8);
+        memcpy(&end[i], (const char *)ends.buf + 8 * i, 8);
         PyObject *name = PyList_GET_ITEM(names, i), *layout = PyList_GET_ITEM(layouts, i);
         if (!PyUnicode_CheckExact(name) || !PyBytes_CheckExact(layout)) {
             PyErr_SetString(PyExc_TypeError, "encode_entries: names must be str and layouts bytes");
@@ -67,15 +78,22 @@ static PyObject *encode_entries(PyObject *self, PyObject *args) {
         }
         Py_ssize_t name_len;
         if (PyUnicode_AsUTF8AndSize(name, &name_len) == NULL) goto done; /* a lone surrogate: UnicodeEncodeError */
-        size += head_size((uint64_t)name_len) + name_len + PyBytes_GET_SIZE(layout) + 1 + head_size(start[i]) + head_size(end[i]);
+        /* each term is at most the size of an object in memory: the sum overflows only past
+         * PY_SSIZE_T_MAX / 4 (one layout shared by very many entries) */
+        Py_ssize_t entry = head_size((uint64_t)name_len) + name_len + PyBytes_GET_SIZE(layout) + 1 + head_size(start[i]) + head_size(end[i]);
         if (param_ids != Py_None) {
             PyObject *item = PyList_GET_ITEM(param_ids, i);
             uint64_t value;
             if (item != Py_None) {
                 if (param_value(item, &value) < 0) goto done;
-                size += PARAM_ID_KEY_LEN + head_size(value);
+                entry += PARAM_ID_KEY_LEN + head_size(value);
             }
         }
+        if (size > PY_SSIZE_T_MAX / 4) {
+            PyErr_NoMemory();
+            goto done;
+        }
+        size += entry;
     }
     result = PyBytes_FromStringAndSize(NULL, size);
     if (result == NULL) goto done;
@@ -95,14 +113,15 @@ static PyObject *encode_entries(PyObject *self, PyObject *args) {
         if (param_ids != Py_None) {
             PyObject *item = PyList_GET_ITEM(param_ids, i);
             if (item != Py_None) {
-                uint64_t value;
-                param_value(item, &value); /* checked in the first pass */
+                uint64_t value = 0;
+                param_value(item, &value); /* an exact int below 2**64: checked in the first pass */
                 memcpy(out, PARAM_ID_KEY, PARAM_ID_KEY_LEN);
                 out = put_head(out + PARAM_ID_KEY_LEN, 0, value);
             }
         }
     }
 done:
+    PyMem_Free(start);
     PyBuffer_Release(&starts);
     PyBuffer_Release(&ends);
     return result;
@@ -115,4 +134,8 @@ static PyMethodDef methods[] = {
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_cencode", "The compiled metadata encoder (optional).", -1, methods};
 
-PyMODINIT_FUNC PyInit__cencode(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__cencode(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 2) < 0) Py_CLEAR(m); /* _kernels.KERNELS */
+    return m;
+}

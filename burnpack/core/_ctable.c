@@ -19,6 +19,12 @@
  * a definite unsigned integer, the shape's rank its integer count, param_id present exactly when
  * the struct head counts it. Work and memory grow with the bytes present: ``count`` is believed
  * only as far as the bytes could hold that many entries.
+ *
+ * ``buf`` is a ``bytes`` object: the second pass copies names and keys at the places the first
+ * pass proved, so the bytes must be the ones the first pass read (a buffer another process could
+ * rewrite, such as a mapped file, is refused; table.py copies the metadata into bytes anyway).
+ * Every offset the second pass uses lies inside ``buf``; ``starts`` and ``ends`` are written
+ * with memcpy (no cast of a buffer to uint64_t).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -194,16 +200,16 @@ static int fill_list(PyObject *list, Py_ssize_t i, PyObject *item) {
 }
 
 static PyObject *scan_entries(PyObject *Py_UNUSED(self), PyObject *args) {
-    Py_buffer view;
+    PyObject *data;
     Py_ssize_t pos, count;
     PyObject *spec_obj;
     spec_t spec;
-    if (!PyArg_ParseTuple(args, "y*nnO", &view, &pos, &count, &spec_obj)) return NULL;
+    if (!PyArg_ParseTuple(args, "O!nnO", &PyBytes_Type, &data, &pos, &count, &spec_obj)) return NULL;
     PyObject *result = NULL, *names = NULL, *dtypes = NULL, *shape_keys = NULL, *param_ids = NULL;
     PyObject *starts = NULL, *ends = NULL, *rank_head = NULL, *empty = NULL;
     entry_t *entries = NULL;
-    const unsigned char *b = (const unsigned char *)view.buf;
-    Py_ssize_t end = view.len;
+    const unsigned char *b = (const unsigned char *)PyBytes_AS_STRING(data);
+    Py_ssize_t end = PyBytes_GET_SIZE(data);
     if (read_spec(spec_obj, &spec) < 0) goto done;
     if (pos < 0 || pos > end || count <= 0 || count > (end - pos) / MIN_ENTRY) { /* more entries than the bytes could hold */
         result = Py_NewRef(Py_None);
@@ -245,7 +251,7 @@ static PyObject *scan_entries(PyObject *Py_UNUSED(self), PyObject *args) {
     rank_head = uniform_rank ? PyBytes_FromStringAndSize((const char *)b + entries[0].shape, entries[0].shape_head)
                              : PyBytes_FromStringAndSize(NULL, 0);
     if (!names || !dtypes || !shape_keys || !param_ids || !starts || !ends || !empty || !rank_head) goto done;
-    uint64_t *start_values = (uint64_t *)PyBytes_AS_STRING(starts), *end_values = (uint64_t *)PyBytes_AS_STRING(ends);
+    char *start_values = PyBytes_AS_STRING(starts), *end_values = PyBytes_AS_STRING(ends);
     PyObject *last_key = NULL;
     Py_ssize_t last_from = 0, last_len = -1;
     uint64_t max_end = 0;
@@ -273,8 +279,8 @@ static PyObject *scan_entries(PyObject *Py_UNUSED(self), PyObject *args) {
         }
         if (fill_list(param_ids, i, e->param_len ? PyBytes_FromStringAndSize((const char *)b + e->param, e->param_len) : Py_NewRef(empty)) < 0)
             goto done;
-        start_values[i] = e->start;
-        end_values[i] = e->end;
+        memcpy(start_values + i * (Py_ssize_t)sizeof(uint64_t), &e->start, sizeof(uint64_t));
+        memcpy(end_values + i * (Py_ssize_t)sizeof(uint64_t), &e->end, sizeof(uint64_t));
         if (e->end > max_end) max_end = e->end;
     }
     result = Py_BuildValue("(nOOOOOOOK)", p, names, dtypes, rank_head, shape_keys, starts, ends, param_ids, (unsigned long long)max_end);
@@ -288,7 +294,6 @@ done:
     Py_XDECREF(ends);
     Py_XDECREF(rank_head);
     Py_XDECREF(empty);
-    PyBuffer_Release(&view);
     return result;
 }
 
@@ -301,6 +306,6 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_ctable", NULL, -1, 
 
 PyMODINIT_FUNC PyInit__ctable(void) {
     PyObject *m = PyModule_Create(&module);
-    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 2) < 0) Py_CLEAR(m); /* table.py's _CTABLE_INTERFACE */
+    if (m != NULL && PyModule_AddIntConstant(m, "INTERFACE", 3) < 0) Py_CLEAR(m); /* _kernels.KERNELS */
     return m;
 }

@@ -24,6 +24,13 @@ waits for the tail only rather than for the whole file.
 Symbolic links: a destination that is a symlink is followed and its *target* is replaced (the
 link stays a link); a dangling link creates its target. A replaced file keeps its permission
 bits; a new file gets the usual ``0o666 & ~umask``.
+
+Folders (:func:`atomic_folder`: shard folders, DCP folders, checkpoint epochs): the files are
+built in a scratch folder named as a scratch file is, and put in place as a whole once all are
+written — the scratch folder renamed to the destination, or (into a folder that holds other
+files) its files renamed into it — with SIGINT and SIGTERM held back while they move, so an
+interrupt leaves either nothing or the complete output. A failure removes the scratch folder; a
+killed process's is removed by the next write into the same directory.
 """
 
 from __future__ import annotations
@@ -35,11 +42,13 @@ import hashlib
 import itertools
 import os
 import re
+import shutil
+import signal
 import socket
 import stat
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -140,8 +149,147 @@ def _replacing(path: Path, *, replace: bool, durable: bool) -> Iterator[BinaryIO
         _fsync_dir(directory)
 
 
+@contextlib.contextmanager
+def atomic_folder(
+    path: Path, *, replace: bool = False, merge: bool = False, obsolete: Callable[[str], bool] | None = None
+) -> Iterator[Path]:
+    """A scratch folder to write a folder output in, put in place at ``path`` as a whole only if
+    the ``with`` block succeeds, and removed if it fails (Ctrl-C and SIGTERM too, when they raise).
+
+    ``merge=False``: the folder is the output (a DCP checkpoint): it becomes ``path``, which may
+    be missing or an empty directory; an existing one is replaced only with ``replace`` (swapped in
+    one step where Linux offers ``RENAME_EXCHANGE``), keeping its permission bits.
+    ``merge=True``: the files go into the folder ``path`` (created when missing) beside what it
+    holds; a file of the same name is replaced only with ``replace``, and then the files
+    ``obsolete`` names (the shards of an earlier save) are removed. Raises ``DestinationExists``
+    when a name is taken that may not be replaced; nothing is moved then.
+    """
+    path = Path(path)
+    inside = merge and path.is_dir()  # a rename between file systems fails: a mount point is its own
+    parent = path if inside else path.parent
+    if not parent.is_dir():
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory", str(parent))
+    sweep_stale_scratch(parent)
+    scratch = _new_scratch_folder(path, parent)
+    moved = False  # the scratch folder became the destination
+    try:
+        yield scratch
+        with _signals_held():
+            merged = merge and path.is_dir()
+            if merged:
+                _merge_into(scratch, path, replace=replace, obsolete=obsolete)
+            else:
+                _rename_folder(scratch, path, replace=replace)
+                moved = True
+        _fsync_dir(path if merged else path.parent)
+    finally:
+        if not moved:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _new_scratch_folder(path: Path, parent: Path) -> Path:
+    for n in itertools.count():
+        scratch = parent / _scratch_name(path, n).name
+        try:
+            os.mkdir(scratch, 0o777)
+            return scratch
+        except FileExistsError:
+            continue
+    raise AssertionError("unreachable")
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT and SIGTERM wait until the block is over (main thread, POSIX; elsewhere nothing)."""
+    held = {signal.SIGINT, getattr(signal, "SIGTERM", signal.SIGINT)}
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def _rename_folder(scratch: Path, path: Path, *, replace: bool) -> None:
+    """``scratch`` becomes ``path``: a missing or empty ``path`` is taken, another only with ``replace``."""
+    try:
+        os.rename(scratch, path)  # POSIX: also over an empty directory, atomically
+        return
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
+            raise
+    if not replace or not path.is_dir() or path.is_symlink():
+        raise DestinationExists(f"{path} exists")
+    with contextlib.suppress(OSError):
+        os.chmod(scratch, stat.S_IMODE(os.stat(path).st_mode))
+    if _exchange(scratch, path):  # the old folder now has the scratch name
+        shutil.rmtree(scratch, ignore_errors=True)
+        return
+    old = _new_scratch_folder(path, path.parent)
+    os.rmdir(old)
+    os.rename(path, old)
+    try:
+        os.rename(scratch, path)
+    except BaseException:
+        os.rename(old, path)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _merge_into(scratch: Path, folder: Path, *, replace: bool, obsolete: Callable[[str], bool] | None) -> None:
+    """Move ``scratch``'s files into ``folder`` (checked first: nothing moves if one may not)."""
+    names = sorted(os.listdir(scratch))
+    if not replace:
+        taken = [name for name in names if os.path.lexists(folder / name)]
+        if taken:
+            raise DestinationExists(f"{folder / taken[0]} exists")
+    stale = [n for n in os.listdir(folder) if replace and obsolete is not None and obsolete(n) and n not in names]
+    for name in names:
+        if replace:
+            os.replace(scratch / name, folder / name)
+        else:
+            _link_into_place_named(scratch / name, folder / name)
+    for name in stale:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(folder / name)
+
+
+def _link_into_place_named(source: Path, target: Path) -> None:
+    """Rename ``source`` to ``target`` unless ``target`` exists (hard link + unlink, never replacing)."""
+    try:
+        os.link(source, target)
+    except FileExistsError:
+        raise DestinationExists(f"{target} exists") from None
+    except OSError:  # file systems without hard links: a (racy) existence check instead
+        if os.path.lexists(target):
+            raise DestinationExists(f"{target} exists") from None
+        os.rename(source, target)
+        return
+    os.unlink(source)
+
+
+_RENAME_EXCHANGE = 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two names in one step (Linux ``renameat2``); False where that is unsupported."""
+    if _renameat2 is None:
+        return False
+    if _renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+        return False
+    raise OSError(code, os.strerror(code), str(b))
+
+
 def sweep_stale_scratch(directory: Path) -> list[Path]:
-    """Remove this host's scratch files in ``directory`` whose writer process is gone; returns them."""
+    """Remove this host's scratch files and folders in ``directory`` whose writer process is
+    gone; returns them."""
     removed: list[Path] = []
     try:
         names = os.listdir(directory)
@@ -153,9 +301,14 @@ def sweep_stale_scratch(directory: Path) -> list[Path]:
             continue
         path = Path(directory) / name
         try:
-            if stat.S_ISREG(os.lstat(path).st_mode):
+            mode = os.lstat(path).st_mode
+            if stat.S_ISREG(mode):
                 os.unlink(path)
-                removed.append(path)
+            elif stat.S_ISDIR(mode):
+                shutil.rmtree(path)
+            else:
+                continue
+            removed.append(path)
         except OSError:  # another writer swept it first, or not ours to remove
             continue
     return removed
@@ -251,6 +404,7 @@ def _libc_function(name: str, argtypes: list[Any]) -> Any:
 
 _PATH_ARGS = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p]
 _linkat = _libc_function("linkat", [*_PATH_ARGS, ctypes.c_int]) if _O_TMPFILE is not None else None
+_renameat2 = _libc_function("renameat2", [*_PATH_ARGS, ctypes.c_uint])
 
 
 _sync_file_range = _libc_function("sync_file_range", [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint])

@@ -1,11 +1,15 @@
 """What differs between two packs: their content, and on request their layout.
 
-Content: tensors added, removed or changed (dtype, shape, param id, bytes), with the largest
-absolute and relative difference for numeric tensors of the same element count; metadata and
-scalars added, removed or changed. Layout (:func:`layout_of`): header version, metadata size and
-encoding, data section start, tensor offsets and order, padding and trailing bytes — how the
-same content was written. ``diff_packs`` compares anything pack-like (``names``, ``tensors()``,
-``metadata``, ``scalars``), so the command line can compare a pack with a safetensors file.
+Content: tensors added, removed or changed (dtype, shape, param id, bytes), with, for numeric
+tensors of the same element count, how many elements differ beyond the tolerances, the largest
+absolute and relative element difference, and the tensor's relative change ``‖B − A‖ / ‖A‖``
+(:func:`relative_change`, the one measure of change ``view`` shows); metadata and scalars added,
+removed or changed. Provenance (:data:`PROVENANCE_KEYS`: who wrote a file, not what it holds) is
+reported apart and is a difference only when asked for. Layout (:func:`layout_of`): header
+version, metadata size and encoding, data section start, tensor offsets and order, padding and
+trailing bytes — how the same content was written. ``diff_packs`` compares anything pack-like
+(``names``, ``tensors()``, ``metadata``, ``scalars``), so the command line can compare a pack with
+a safetensors file.
 """
 
 from __future__ import annotations
@@ -24,6 +28,46 @@ from .reader import Pack
 
 _EXACT_INTS = (np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32)
 
+PROVENANCE_KEYS = ("format", "producer", "version")
+"""Metadata keys that say who wrote a file, not what it holds: Burn's ``BurnpackStore`` and
+``SafetensorsStore`` stamp them on every file they write (burn-store ``burnpack.rs``
+``default_metadata``), and ``convert`` stamps them as they do, so a converted file differs from
+its source in them alone. ``diff_packs`` reports them apart from the content."""
+
+
+def sum_of_squares(values: np.ndarray) -> float:
+    """``Σ v²`` of numeric values, in float64."""
+    wide = values.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return float(np.add.reduce(np.square(wide, out=wide), axis=None))
+
+
+def change_sums(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """``Σ (b − a)²`` and ``Σ a²`` over the elements of two flat numeric arrays of one size, in
+    float64: the sums :func:`relative_change` is made of, which add up over chunks, tensors and
+    modules. Equal elements (NaN in both, the same infinity) add nothing to the first."""
+    fa, fb = a.astype(np.float64), b.astype(np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        step = np.subtract(fb, fa)
+        step[(fa == fb) | (np.isnan(fa) & np.isnan(fb))] = 0.0
+        delta = float(np.add.reduce(np.square(step, out=step), axis=None))
+    return delta, sum_of_squares(fa)
+
+
+def relative_change(delta_squares: float, base_squares: float) -> float:
+    """``‖B − A‖ / ‖A‖`` (Euclidean norms) from :func:`change_sums` of a tensor, or added up over
+    a module's tensors: 0 when nothing changed, infinite when A is all zeros and B is not, NaN when
+    a value is NaN on one side only or A's norm is infinite. Unlike a per-element relative
+    difference it does not saturate at weights near zero: it says how far a tensor or module moved,
+    as a share of its size."""
+    if delta_squares == 0:
+        return 0.0
+    if base_squares == 0:
+        return math.inf
+    if not math.isfinite(base_squares):
+        return math.nan
+    return math.sqrt(delta_squares) / math.sqrt(base_squares)
+
 
 @dataclass
 class TensorChange:
@@ -35,12 +79,21 @@ class TensorChange:
     max_abs: float | None = None
     max_rel: float | None = None
     nan_mismatch: int = 0
+    delta_norm: float | None = None  # ‖B − A‖
+    a_norm: float | None = None  # ‖A‖
+
+    @property
+    def rel_change(self) -> float | None:
+        """``‖B − A‖ / ‖A‖`` (:func:`relative_change`); None when the values were not compared."""
+        if self.delta_norm is None or self.a_norm is None:
+            return None
+        return relative_change(self.delta_norm**2, self.a_norm**2)
 
     def to_json(self) -> dict:
         out: dict[str, Any] = {"name": self.name, "changes": {k: {"a": a, "b": b} for k, (a, b) in self.changes.items()}}
         if self.bytes_differ:
             out["bytes_differ"] = True
-        for key in ("elements_differ", "numel", "max_abs", "max_rel"):
+        for key in ("elements_differ", "numel", "max_abs", "max_rel", "rel_change", "delta_norm", "a_norm"):
             value = getattr(self, key)
             if value is not None:
                 out[key] = value if not isinstance(value, float) or math.isfinite(value) else str(value)
@@ -56,13 +109,19 @@ class PackDiff:
     changed: list[TensorChange] = field(default_factory=list)
     metadata: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
     scalars: dict[str, tuple[dict | None, dict | None]] = field(default_factory=dict)
+    provenance: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)  # PROVENANCE_KEYS
+    provenance_counts: bool = False  # whether a provenance difference is a difference
+    within_tolerance: list[str] = field(default_factory=list)  # tensors whose values differ only within atol/rtol
+    atol: float = 0.0
+    rtol: float = 0.0
     layout_differs: bool = False
     layout: dict[str, tuple[Any, Any]] = field(default_factory=dict)  # filled by compare_layout
 
     @property
     def identical(self) -> bool:
-        """Same content (and, when the layout was compared, the same layout)."""
-        return not (self.added or self.removed or self.changed or self.metadata or self.scalars or self.layout)
+        """Same content (and, when they were asked for, the same provenance and layout)."""
+        provenance = self.provenance if self.provenance_counts else {}
+        return not (self.added or self.removed or self.changed or self.metadata or self.scalars or provenance or self.layout)
 
     def to_json(self) -> dict:
         return {
@@ -72,14 +131,29 @@ class PackDiff:
             "changed": [c.to_json() for c in self.changed],
             "metadata": {k: {"a": a, "b": b} for k, (a, b) in self.metadata.items()},
             "scalars": {k: {"a": a, "b": b} for k, (a, b) in self.scalars.items()},
+            "provenance": {k: {"a": a, "b": b} for k, (a, b) in self.provenance.items()},
+            "provenance_counts": self.provenance_counts,
+            "tolerance": {"atol": self.atol, "rtol": self.rtol},
+            "within_tolerance": self.within_tolerance,
             "layout_differs": self.layout_differs,
             "layout": {k: {"a": a, "b": b} for k, (a, b) in self.layout.items()},
         }
 
     def render(self, a_name: str = "A", b_name: str = "B") -> str:
+        k = len(self.provenance)
+        uncounted = f"{k} provenance difference{'' if k == 1 else 's'} not counted (who wrote each file, not what it holds: see --provenance)"
+        note = " (provenance)" if self.provenance_counts else " (provenance, not counted)"
+        provenance = [_entry("metadata", key, a, b) + note for key, (a, b) in self.provenance.items()]
         if self.identical:
-            note = " (same content, different layout: see --layout)" if self.layout_differs else ""
-            return f"identical{note}"
+            layout = ", different layout: see --layout" if self.layout_differs else ""
+            if self.within_tolerance:
+                n = len(self.within_tolerance)
+                head = f"identical within atol {self.atol:g}, rtol {self.rtol:g} ({n} tensor{'' if n == 1 else 's'} differ{'s' if n == 1 else ''} within it{layout})"
+            elif provenance:
+                head = f"same content{layout}"
+            else:
+                return f"identical (same content{layout})" if layout else "identical"
+            return printable_lines([head, *provenance, *([uncounted] if provenance else [])])
         lines = [f"~ layout {key}: {a} -> {b}" for key, (a, b) in self.layout.items()]
         for name in self.added:
             lines.append(f"+ tensor {name!r} (only in {b_name})")
@@ -87,12 +161,16 @@ class PackDiff:
             lines.append(f"- tensor {name!r} (only in {a_name})")
         for c in self.changed:
             parts = [f"{k} {a} -> {b}" for k, (a, b) in c.changes.items()]
+            tolerance = f" beyond atol {self.atol:g}, rtol {self.rtol:g}" if self.atol or self.rtol else ""
             if c.elements_differ == 0:
-                parts.append("bytes differ, values equal (signed zeros or NaN payloads)")
+                why = "" if tolerance or c.changes else " (signed zeros or NaN payloads)"
+                parts.append(f"values within atol {self.atol:g}, rtol {self.rtol:g}" if tolerance else f"bytes differ, values equal{why}")
             elif c.elements_differ is not None:
-                stats = f"{c.elements_differ}/{c.numel} elements differ"
+                stats = f"{c.elements_differ}/{c.numel} elements differ{tolerance}"
                 if c.max_abs is not None:
                     stats += f", max abs diff {c.max_abs:.6g}, max rel diff {c.max_rel:.6g}"
+                if c.rel_change is not None:
+                    stats += f", ||B-A||/||A|| {c.rel_change:.6g}"
                 if c.nan_mismatch:
                     stats += f", {c.nan_mismatch} NaN mismatches"
                 parts.append(stats)
@@ -103,11 +181,13 @@ class PackDiff:
             lines.append(_entry("metadata", key, a, b))
         for key, (sa, sb) in self.scalars.items():
             lines.append(_entry("scalar", key, _scalar_text(sa), _scalar_text(sb)))
+        lines.extend(provenance)
         n = len(self.added) + len(self.removed) + len(self.changed)
         counts = [(n, "tensor"), (len(self.metadata), "metadata"), (len(self.scalars), "scalar")]
+        counts += [(len(self.provenance), "provenance")] if self.provenance_counts else []
         counts += [(len(self.layout), "layout")] if self.layout else []
         summary = ", ".join(f"{k} {what} difference{'' if k == 1 else 's'}" for k, what in counts)
-        lines.append(summary)
+        lines.append(summary + (f"; {uncounted}" if provenance and not self.provenance_counts else ""))
         return printable_lines(lines)
 
 
@@ -140,7 +220,8 @@ def _values(view: Any) -> np.ndarray | None:
 
 
 def _numeric_diff(change: TensorChange, a: np.ndarray, b: np.ndarray, atol: float, rtol: float) -> bool:
-    """Fill the element statistics; returns True when the tensors differ beyond the tolerances."""
+    """Fill the element statistics (elements within the tolerances do not count as differing);
+    returns True when the tensors differ beyond the tolerances."""
     change.numel = int(a.size)
     if a.dtype.kind in "iu" and b.dtype.kind in "iu" and (a.dtype.type in _EXACT_INTS and b.dtype.type in _EXACT_INTS):
         fa, fb = a.astype(np.int64), b.astype(np.int64)
@@ -163,15 +244,21 @@ def _numeric_diff(change: TensorChange, a: np.ndarray, b: np.ndarray, atol: floa
         scale = np.maximum(np.abs(fa), np.abs(fb))
         rel = np.where(delta == 0, 0.0, delta / scale)
     beyond = (delta > atol + rtol * np.where(np.isfinite(scale), scale, 0)) | (nan_a ^ nan_b)
-    change.elements_differ = int(np.count_nonzero((delta != 0) | (nan_a ^ nan_b)))
+    change.elements_differ = int(np.count_nonzero(beyond))
     change.max_abs = float(delta.max()) if delta.size else 0.0
     change.max_rel = float(np.nanmax(rel)) if rel.size else 0.0
-    return bool(np.any(beyond))
+    delta_squares, base_squares = change_sums(a, b)
+    change.delta_norm, change.a_norm = math.sqrt(delta_squares), math.sqrt(base_squares)
+    return change.elements_differ > 0
 
 
-def diff_packs(a: Any, b: Any, *, atol: float = 0.0, rtol: float = 0.0) -> PackDiff:
-    """Compare two open packs, or pack-like tensor sources (every tensor is read)."""
-    out = PackDiff()
+def diff_packs(a: Any, b: Any, *, atol: float = 0.0, rtol: float = 0.0, provenance: bool = False) -> PackDiff:
+    """Compare two open packs, or pack-like tensor sources (every tensor is read).
+
+    Elements within ``atol + rtol * max(|a|, |b|)`` of each other are equal. Differences in
+    :data:`PROVENANCE_KEYS` are listed in ``provenance``, and make the packs differ only with
+    ``provenance=True``."""
+    out = PackDiff(provenance_counts=provenance, atol=atol, rtol=rtol)
     names_a, names_b = set(a.names), set(b.names)
     out.added = sorted(names_b - names_a)
     out.removed = sorted(names_a - names_b)
@@ -195,6 +282,8 @@ def diff_packs(a: Any, b: Any, *, atol: float = 0.0, rtol: float = 0.0) -> PackD
             xa, xb = _values(va), _values(vb)
             if xa is not None and xb is not None and xa.size == xb.size:
                 beyond = _numeric_diff(change, xa, xb, atol, rtol)
+                if not (beyond or change.changes) and (atol or rtol):
+                    out.within_tolerance.append(name)
                 differs = differs or beyond or (atol == 0 and rtol == 0)
             else:
                 differs = True
@@ -202,7 +291,8 @@ def diff_packs(a: Any, b: Any, *, atol: float = 0.0, rtol: float = 0.0) -> PackD
             out.changed.append(change)
     for key in sorted(set(a.metadata) | set(b.metadata)):
         if a.metadata.get(key) != b.metadata.get(key):
-            out.metadata[key] = (a.metadata.get(key), b.metadata.get(key))
+            where = out.provenance if key in PROVENANCE_KEYS else out.metadata
+            where[key] = (a.metadata.get(key), b.metadata.get(key))
     for key in sorted(set(a.scalars) | set(b.scalars)):
         sa, sb = a.scalars.get(key), b.scalars.get(key)
         if sa != sb:  # Scalar equality compares floats by their bits

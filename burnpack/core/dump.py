@@ -10,7 +10,6 @@ infinities as the strings ``"nan"``, ``"inf"``, ``"-inf"``, and every float also
 
 from __future__ import annotations
 
-import hashlib
 import math
 from typing import Any
 
@@ -35,6 +34,8 @@ def scalar_json(scalar: Scalar) -> dict[str, Any]:
 
 def pack_json(pack: Pack) -> dict[str, Any]:
     """Everything a reader reports about an open pack; reads every tensor (to hash it)."""
+    import hashlib  # (paid by a dump, not by every command that shows a scalar)
+
     tensors = []
     for view in pack.tensors():
         data = view.memoryview()

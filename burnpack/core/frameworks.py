@@ -118,7 +118,7 @@ def import_torch() -> Any:
     try:
         import torch
     except ImportError:
-        raise ImportError(TORCH_EXTRA_HINT) from None
+        raise ModuleNotFoundError(TORCH_EXTRA_HINT, name="torch") from None
     return torch
 
 

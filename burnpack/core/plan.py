@@ -4,7 +4,9 @@ Every way of reading tensors — one ``TensorView``, ``pack.numpy()``, ``pack.to
 remote blocks, kernel copies (``file_range``) — asks a ``ReadPlan`` where a tensor's bytes are,
 so Burn's per-tensor checks live here only, in Burn's order (burn@2c06be35
 crates/burn-pack/src/reader.rs ``tensor_range``: offset overflow, end before start,
-``MAX_TENSOR_SIZE``, the range inside the source). The plan does not care which decoder tier
+``MAX_TENSOR_SIZE``, then the range inside the source: ``into_tensors`` takes each tensor as
+``Bytes::view(start, end)``, which refuses ``start > end || end > len`` — an empty range that
+starts past the end too; cubecl@48348968 crates/cubecl-environment/src/bytes/base.rs). The plan does not care which decoder tier
 produced the descriptors: a ``TensorTable`` (columns) or a dict of ``TensorDescriptor`` give the
 same answers, the table's in bulk.
 """
@@ -126,7 +128,9 @@ class ReadPlan:
     def _bad(self, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
         """``range``'s checks over columns of relative offsets: True where a tensor fails one."""
         room = self.size - self.base  # a table's offsets are u64 and the base is small: no overflow
-        return (ends < starts) | (ends - starts > self.limits.max_tensor_size) | (ends > max(room, 0))
+        if room < 0:  # the data section starts past the end: every range ends past it, an empty one too
+            return np.ones(starts.shape, np.bool_)
+        return (ends < starts) | (ends - starts > self.limits.max_tensor_size) | (ends > room)
 
     def unit_view(self, descriptor: TensorDescriptor) -> tuple[int, np.dtype]:
         """(element size, numpy dtype) when the tensor is exactly one in-place slice of the data

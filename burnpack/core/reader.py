@@ -117,7 +117,10 @@ class TensorView(Tensor):
         if length is not None and (type(length) is not int or length < 0):
             raise ValueError(f"length must be a non-negative int or None, got {length!r}")
         length = end - start - offset if length is None else min(length, end - start - offset)
-        return self._pack._source.read(start + offset, length)
+        data = self._pack._source.read(start + offset, length)
+        if len(data) != length:  # the source shrank since it was opened, or answers out of turn
+            raise IoError(f"short read: got {len(data)} of {length} bytes at offset {start + offset}", where=f"tensor {self.name!r}")
+        return data
 
     def numpy(self, *, dequantize: bool = False) -> np.ndarray:
         """The tensor as a numpy array viewing the pack's bytes (no copy).

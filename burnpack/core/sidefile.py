@@ -78,9 +78,12 @@ def read_capped(stream: BinaryIO, *, max_bytes: int, where: str, lift: str = "ma
     chunks: list[bytes] = []
     total = 0
     while total <= max_bytes:  # by pieces: read(n) would allocate n bytes up front
-        chunk = stream.read(min(max_bytes + 1 - total, _READ_PIECE))
+        asked = min(max_bytes + 1 - total, _READ_PIECE)
+        chunk = stream.read(asked)
         if not chunk:
             break
+        if len(chunk) > asked:  # kept, such answers could hold any amount past the cap
+            raise IoError(f"read({asked}) returned {len(chunk)} bytes, more than asked", where=where)
         chunks.append(chunk)
         total += len(chunk)
     if total > max_bytes:

@@ -12,7 +12,6 @@ import mmap
 import os
 import stat
 import sys
-import threading
 from collections.abc import Sequence
 from typing import BinaryIO, Protocol
 
@@ -329,12 +328,20 @@ class FileSource:
     __del__ = _close_fd
 
 
+FILE_OBJECT_PIECE = 64 << 20
+"""The most a ``FileObjectSource`` asks of its file object in one ``read``: what it holds is what
+the object answered, never what its size claims."""
+
+
 class FileObjectSource:
     """A seekable binary file object (``io.BytesIO``, a socket-backed stream, …) from its
     position when given, read range by range: each read seeks, so the object's position moves;
-    reads are serialised."""
+    reads are serialised. A range is asked for :data:`FILE_OBJECT_PIECE` bytes at a time, and an
+    answer longer than asked is an ``IoError``: memory follows the bytes the object really gives."""
 
     def __init__(self, file: BinaryIO) -> None:
+        import threading  # (paid by a file-object source, not by every command's start)
+
         self._file = file
         self._lock = threading.Lock()
         self._base = file.tell()
@@ -350,13 +357,17 @@ class FileObjectSource:
         with self._lock:
             self._file.seek(self._base + offset)
             while length > 0:
-                chunk = self._file.read(length)
+                asked = min(length, FILE_OBJECT_PIECE)
+                chunk = self._file.read(asked)
                 if not chunk:
                     break
                 if not isinstance(chunk, (bytes, bytearray, memoryview)):
                     raise TypeError(f"the file object returned {type(chunk).__name__}, not bytes: open it in binary mode")
+                got = memoryview(chunk).nbytes
+                if got > asked:
+                    raise IoError(f"the file object's read({asked}) returned {got} bytes, more than asked", where=f"offset {offset}")
                 parts.append(chunk)
-                length -= len(chunk)
+                length -= got
         return b"".join(parts)
 
     def buffer(self) -> None:

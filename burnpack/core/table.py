@@ -10,6 +10,7 @@ also word the errors.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping
 from itertools import repeat
@@ -32,23 +33,31 @@ from .._kernels import load_kernel, use_kernel
 
 __all__ = ["KERNEL", "TensorTable", "python_columns", "scan_table"]
 
-_ENTRY_RE = re.compile(
-    rb"([\x60-\x77]|\x78[\x00-\xff])([\x00-\xff]{0,255}?)"  # the name, checked against its length afterwards
-    + TensorDescriptor_RE.pattern
-    + rb"|([\x00-\xff]+)"  # anything else ends the run: findall's matches are then back to back
-)
-"""One tensors-map entry per match; names of 256 bytes or more are left to the per-entry scanner."""
 _HEADS = bytes(range(TensorDescriptor_HEAD, TensorDescriptor_HEAD + 1 + len(TensorDescriptor_OPTIONAL_LITERAL_BYTES)))
 """The struct heads a descriptor can start with (without and with each optional field)."""
-_PLAIN_ENTRY_RE = re.compile(
-    rb"([\x60-\x77]|\x78[\x00-\xff])([^" + re.escape(_HEADS) + rb"]{0,255})"  # a name without those bytes
-    + TensorDescriptor_RE.pattern
-    + rb"|([\x00-\xff]+)"
-)
-"""``_ENTRY_RE`` for names holding no struct-head byte (every ASCII name): the descriptor then
-starts at the first such byte, found without trying the descriptor at every byte of the name.
-Where it matches, it matches as ``_ENTRY_RE`` does; a name it cannot match sends the scan to
-``_ENTRY_RE``."""
+
+
+@functools.cache
+def _entry_patterns() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
+    """The regexes of :func:`python_columns`, compiled when first needed (the compiled kernel
+    needs neither, and compiling them is a measurable part of a command's start):
+
+    ``_ENTRY_RE``: one tensors-map entry per match; names of 256 bytes or more are left to the
+    per-entry scanner. ``_PLAIN_ENTRY_RE``: the same for names holding no struct-head byte (every
+    ASCII name): the descriptor then starts at the first such byte, found without trying the
+    descriptor at every byte of the name. Where it matches, it matches as ``_ENTRY_RE`` does; a
+    name it cannot match sends the scan to ``_ENTRY_RE``."""
+    entry = re.compile(
+        rb"([\x60-\x77]|\x78[\x00-\xff])([\x00-\xff]{0,255}?)"  # the name, checked against its length afterwards
+        + TensorDescriptor_RE.pattern
+        + rb"|([\x00-\xff]+)"  # anything else ends the run: findall's matches are then back to back
+    )
+    plain = re.compile(
+        rb"([\x60-\x77]|\x78[\x00-\xff])([^" + re.escape(_HEADS) + rb"]{0,255})"  # a name without those bytes
+        + TensorDescriptor_RE.pattern
+        + rb"|([\x00-\xff]+)"
+    )
+    return entry, plain
 
 
 class TensorTable(Mapping[str, TensorDescriptor]):
@@ -149,7 +158,7 @@ class TensorTable(Mapping[str, TensorDescriptor]):
         return out
 
 
-_ctable: Any = load_kernel("burnpack.core._ctable", interface=2)  # 2: scan_entries also returns the largest end
+_ctable: Any = load_kernel("burnpack.core._ctable")
 """The optional compiled kernel; None when not built: the same columns from the regex scan."""
 
 KERNEL = "python" if _ctable is None else "compiled"
@@ -228,9 +237,10 @@ def scan_table(buf: bytes | bytearray | memoryview, *, compiled: bool | None = N
 def python_columns(buf: bytes, pos: int, count: int) -> Columns | None:
     """The ``count`` (at least one) entries from ``pos`` split into columns by the regex scan, or
     None if one is not as Burn writes it; ``_ctable.scan_entries`` is the same in C."""
-    rows = _PLAIN_ENTRY_RE.findall(buf, pos)  # back to back from pos to the end of buf
+    entry_re, plain_entry_re = _entry_patterns()
+    rows = plain_entry_re.findall(buf, pos)  # back to back from pos to the end of buf
     if len(rows) < count or rows[count - 1][-1]:  # an entry it could not match
-        rows = _ENTRY_RE.findall(buf, pos)
+        rows = entry_re.findall(buf, pos)
     if len(rows) < count:
         return None
     end = len(buf) - sum(map(_row_length, rows[count:]))

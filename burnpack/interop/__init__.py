@@ -8,7 +8,9 @@ and written with ``torch.save``, ``.npz``; live torch ``state_dict``s and ``nn.M
 
 Burn's transformations (``remap``, ``adapters``): key remapping, path filters,
 ``map_indices_contiguous``, enum variants, the PyTorch ↔ Burn, half-precision and float-cast
-adapters with the module types they act on.
+adapters with the module types they act on; ``layouts`` (with ``layout_*``): one registry of
+module kinds, each with its PyTorch ↔ Burn layout — LSTM, GRU, RNN, attention and transformer
+layers included.
 
 Entry points:
 

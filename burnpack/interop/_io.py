@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections import Counter
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -17,7 +18,7 @@ from ..errors import ConversionError, DestinationExists, OutputExistsError
 from ..dtypes import numpy_dtype
 from .tensors import Entry
 
-__all__ = ["atomic_output", "bool_dtype", "entry_from_array"]
+__all__ = ["atomic_output", "bool_dtype", "entries_from_arrays", "entry_from_array", "view_of"]
 
 
 _BOOL_STORES = {store.name.lower(): store for store in BoolStore}
@@ -43,6 +44,29 @@ def entry_from_array(name: str, array: np.ndarray, bool_store: str | BoolStore) 
             return Entry(name, dtype, array.shape, lambda: array.view(np.uint8))  # same bytes
         return Entry(name, dtype, array.shape, lambda: array.astype(want))
     return Entry.from_numpy(name, array)
+
+
+def view_of(array: np.ndarray) -> tuple[object, ...] | None:
+    """What makes arrays one tensor under several names (tied weights, read from one storage):
+    the same elements of the same memory, seen alike. None for an empty array (nothing shared)."""
+    if array.nbytes == 0:
+        return None
+    return (array.__array_interface__["data"][0], array.shape, array.strides, array.dtype.str)
+
+
+def entries_from_arrays(arrays: Iterable[tuple[str, np.ndarray]], bool_store: str | BoolStore) -> list[Entry]:
+    """Entries for foreign arrays (:func:`entry_from_array`); names whose arrays are one view
+    (:func:`view_of`: tied weights) are tied (``Entry.tie``: the first such name)."""
+    items = [(name, array, view_of(array)) for name, array in arrays]
+    names = Counter(view for _, _, view in items if view is not None)
+    first: dict[object, str] = {}
+    out = []
+    for name, array, view in items:
+        entry = entry_from_array(name, array, bool_store)
+        if view is not None and names[view] > 1:
+            entry = entry.replace(tie=first.setdefault(view, name))
+        out.append(entry)
+    return out
 
 
 @contextlib.contextmanager

@@ -10,7 +10,11 @@ Adapters, as in Burn:
 
 * :class:`PyTorchToBurnAdapter` — 2-D ``weight`` of a ``Linear`` transposed (``[out, in]`` →
   ``[in, out]``); ``weight``/``bias`` → ``gamma``/``beta`` for ``BatchNorm``, ``LayerNorm``,
-  ``GroupNorm``, ``RmsNorm`` (not ``InstanceNorm``). :class:`BurnToPyTorchAdapter` reverses it.
+  ``GroupNorm``, ``RmsNorm`` (not ``InstanceNorm``), as Burn's; beyond Burn's, every module whose
+  layout PyTorch fuses or orders differently — LSTM, GRU, RNN, multi-head attention, transformer
+  layers — becomes Burn's module, and Hugging Face's ``Conv1D`` is kept ``[in, out]``
+  (``burnpack.interop.layouts``: one registry of module kinds). :class:`BurnToPyTorchAdapter`
+  reverses it.
 * :class:`HalfPrecisionAdapter` — F32 → F16 and F16 → F32 for the module types Burn lists
   (``BatchNorm`` excluded: its ``running_var`` underflows in F16); ``with_module`` /
   ``without_module`` adjust the set.
@@ -20,17 +24,17 @@ Adapters, as in Burn:
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
 from .._generated.types import DTYPE_INFO, DType
-from ..errors import InvalidPattern, OptionError, UnknownModuleType
+from ..errors import InvalidPattern, OptionError
 from ..core.frameworks import TorchModule
 from ..core.patterns import Pattern, compile_pattern
+from .layouts import Adapted, Ambiguity, Direction, ModuleKind, Resolved, TypeSpec, container_type, convert_layouts, infer, kind_of, parse_spec
+from .layout_base import build_views
 from .tensors import Entry, cast_array, dtype_name, is_float, parse_dtype
 
 __all__ = [
@@ -47,9 +51,6 @@ __all__ = [
     "parse_adapter",
 ]
 
-LINEAR = "Struct:Linear"
-BATCH_NORM = "Struct:BatchNorm"
-NORMS_RENAMED = frozenset({"Struct:BatchNorm", "Struct:LayerNorm", "Struct:GroupNorm", "Struct:RmsNorm"})
 HALF_PRECISION_DEFAULT = frozenset(
     "Struct:" + name
     for name in (
@@ -58,57 +59,32 @@ HALF_PRECISION_DEFAULT = frozenset(
     )
 )  # fmt: skip
 
-# torch.nn class name → Burn module; anything else keeps its class name ("Struct:ConvBlock").
-_TORCH_CLASSES = {
-    "Linear": "Linear", "LazyLinear": "Linear", "NonDynamicallyQuantizableLinear": "Linear",
-    "Conv1d": "Conv1d", "Conv2d": "Conv2d", "Conv3d": "Conv3d",
-    "LazyConv1d": "Conv1d", "LazyConv2d": "Conv2d", "LazyConv3d": "Conv3d",
-    "ConvTranspose1d": "ConvTranspose1d", "ConvTranspose2d": "ConvTranspose2d", "ConvTranspose3d": "ConvTranspose3d",
-    "Embedding": "Embedding",
-    "BatchNorm1d": "BatchNorm", "BatchNorm2d": "BatchNorm", "BatchNorm3d": "BatchNorm", "SyncBatchNorm": "BatchNorm",
-    "LazyBatchNorm1d": "BatchNorm", "LazyBatchNorm2d": "BatchNorm", "LazyBatchNorm3d": "BatchNorm",
-    "LayerNorm": "LayerNorm", "GroupNorm": "GroupNorm", "RMSNorm": "RmsNorm",
-    "InstanceNorm1d": "InstanceNorm", "InstanceNorm2d": "InstanceNorm", "InstanceNorm3d": "InstanceNorm",
-    "PReLU": "PRelu", "DeformConv2d": "DeformConv2d",
-}  # fmt: skip
-
-
-BURN_MODULE_TYPES = frozenset(_TORCH_CLASSES.values())
-"""Burn's module types that adapters act on, by their short names."""
-
 
 def known_module_type(name: str, option: str = "module type") -> str:
-    """:func:`module_type`, refusing a short name that is neither a Burn module nor a torch class."""
-    text = str(name).strip()
-    if ":" in text:
-        return text
-    if text.rpartition(".")[2] not in _TORCH_CLASSES and text not in BURN_MODULE_TYPES:
-        known = sorted(BURN_MODULE_TYPES)
-        by_lower = {k.lower(): k for k in [*_TORCH_CLASSES, *known]}
-        close = difflib.get_close_matches(text.lower(), list(by_lower), n=1, cutoff=0.6)
-        raise UnknownModuleType(text, option, known, by_lower[close[0]] if close else None)
-    return module_type(text)
+    """:func:`module_type`, refusing a short name that is neither a Burn module nor a torch class;
+    settings (``TransformerEncoderLayer(norm_first=true)``) are checked and kept in the spelling."""
+    return str(parse_spec(name, option))
 
 
 def module_type(name: str) -> str:
     """A Burn container type from a short name: ``Linear`` → ``Struct:Linear``; torch class
-    names map to Burn's (``BatchNorm2d`` → ``Struct:BatchNorm``, ``RMSNorm`` → ``Struct:RmsNorm``);
-    ``Struct:X`` / ``Enum:X`` are kept."""
-    name = str(name).strip()
-    if ":" in name:
-        return name
-    name = name.rpartition(".")[2]  # "nn.Linear", "torch.nn.Linear"
-    return "Struct:" + _TORCH_CLASSES.get(name, name)
+    names map to Burn's (``BatchNorm2d`` → ``Struct:BatchNorm``, ``RMSNorm`` → ``Struct:RmsNorm``,
+    ``LSTM`` → ``Struct:Lstm``); ``Struct:X`` / ``Enum:X`` are kept."""
+    return container_type(name)
 
 
 class ModuleTypes:
     """The Burn module type owning each tensor, from explicit maps, rules, a torch module or
-    inference.
+    inference — with where each came from (:meth:`lookup`).
 
     Lookup for a tensor ``a.b.weight`` uses its module path ``a.b``: an exact ``types`` entry
     first, then the first matching ``rules`` regex (searched in the module path), then types
     taken from a torch module, then inferred ones. Both the tensor's current name and the name
-    it had in the source are tried, so a type map written against either naming works.
+    it had in the source are tried, so a type map written against either naming works. A type may
+    carry settings the weights cannot tell: ``TransformerEncoderLayer(norm_first=true)``.
+
+    ``best_guess``: where names and shapes leave a module's type open (``ambiguous``), take the
+    best guess instead of refusing; the report names every guess.
     """
 
     def __init__(
@@ -118,31 +94,41 @@ class ModuleTypes:
         *,
         torch_types: Mapping[str, str] | None = None,
         infer: bool = False,
+        best_guess: bool = False,
     ) -> None:
-        self.types = {path: known_module_type(t) for path, t in (types or {}).items()}
+        self.specs = {path: parse_spec(t) for path, t in (types or {}).items()}
+        self.types = {path: spec.container for path, spec in self.specs.items()}
         if isinstance(rules, Mapping):
             rules = rules.items()
-        self.rules: list[tuple[Pattern, str]] = []
+        self.rules: list[tuple[Pattern, TypeSpec]] = []
         for pattern, t in rules or ():
-            kind = known_module_type(t, "module type in rule")
+            spec = parse_spec(t, "module type in rule")
             try:
-                self.rules.append((compile_pattern(pattern), kind))
+                self.rules.append((compile_pattern(pattern), spec))
             except InvalidPattern as exc:
                 raise OptionError(f"type_rules={pattern!r}: {exc.reason}") from None
-        self.torch_types = dict(torch_types or {})
+        self.torch_specs = {path: parse_spec(t, known_only=False) for path, t in (torch_types or {}).items()}
+        self.torch_types = {path: spec.container for path, spec in self.torch_specs.items()}
         self.infer = infer
+        self.best_guess = best_guess
         self.inferred: dict[str, str] = {}
-        self.ambiguous: dict[str, str] = {}
+        self.inferred_why: dict[str, str] = {}
+        self.ambiguous: dict[str, Ambiguity] = {}
+        self.guessed: dict[str, str] = {}  # path → the best guess taken, and why
         self._used_types: dict[str, int] = {}  # path → lookups it answered
         self._used_rules: dict[int, int] = {}
 
     @classmethod
     def from_torch_module(cls, module: TorchModule, prefix: str = "") -> dict[str, str]:
-        """``{module path: Burn type}`` for every submodule of a ``torch.nn.Module``."""
+        """``{module path: Burn type}`` for every submodule of a ``torch.nn.Module``; a kind's
+        settings the weights cannot tell (``batch_first``, ``norm_first``...) ride in the spelling."""
         out = {}
         for path, sub in module.named_modules():
             full = f"{prefix}.{path}" if prefix and path else (prefix or path)
-            out[full] = module_type(type(sub).__name__)
+            container = module_type(type(sub).__name__)
+            kind = kind_of(container)
+            settings = tuple(kind.settings_of(sub).items()) if kind is not None else ()
+            out[full] = str(TypeSpec(container, settings))
         return out
 
     def is_empty(self) -> bool:
@@ -154,78 +140,78 @@ class ModuleTypes:
 
     def resolve_path(self, module_path: str, original: str | None = None) -> str | None:
         """The type of the module at ``module_path`` (or, failing that, at ``original``)."""
+        found = self.lookup(module_path, original)
+        return None if found is None else found.spec.container
+
+    def lookup(self, module_path: str, original: str | None = None, *, count: bool = True) -> Resolved | None:
+        """The type of the module at ``module_path`` (or at ``original``) with its settings and
+        where it came from; ``count``: the answer counts as a use of the map entry or rule that
+        gave it (``given``: what each option typed)."""
         paths = [module_path]
         if original is not None and original != module_path:
             paths.append(original)
         for path in paths:
-            if path in self.types:
-                self._used_types[path] = self._used_types.get(path, 0) + 1
-                return self.types[path]
+            if path in self.specs:
+                self._used_types[path] = self._used_types.get(path, 0) + count
+                return Resolved(self.specs[path], "module_types")
         for path in paths:
-            for i, (regex, t) in enumerate(self.rules):
+            for i, (regex, spec) in enumerate(self.rules):
                 if regex.search(path):
-                    self._used_rules[i] = self._used_rules.get(i, 0) + 1
-                    return t
-        for table in (self.torch_types, self.inferred):
+                    self._used_rules[i] = self._used_rules.get(i, 0) + count
+                    return Resolved(spec, "type_rules")
+        for path in paths:
+            if path in self.torch_specs:
+                return Resolved(self.torch_specs[path], "live module")
+        for path in paths:
+            if path in self.inferred:
+                return Resolved(TypeSpec(self.inferred[path]), f"inferred: {self.inferred_why[path]}")
+        if self.best_guess:
             for path in paths:
-                if path in table:
-                    return table[path]
+                if path in self.ambiguous:
+                    a = self.ambiguous[path]
+                    why = f"{a.guess.name} of {' or '.join(a.candidates)}: {a.guess_why}"
+                    self.guessed[path] = why
+                    return Resolved(TypeSpec(a.guess.container), f"best guess: {why}")
         return None
 
     def given(self) -> list[tuple[str, str, int]]:
         """The user's own type sources as ``(option, "KEY=TYPE" or "", lookups answered)`` (torch
         modules are not the user's; inference counts the module types it found)."""
-        out = [("module_types", f"{p}={t.removeprefix('Struct:')}", self._used_types.get(p, 0)) for p, t in self.types.items()]
-        out += [("type_rules", f"{r.pattern}={t.removeprefix('Struct:')}", self._used_rules.get(i, 0)) for i, (r, t) in enumerate(self.rules)]
+        out = [("module_types", f"{p}={str(t).removeprefix('Struct:')}", self._used_types.get(p, 0)) for p, t in self.specs.items()]
+        out += [("type_rules", f"{r.pattern}={str(t).removeprefix('Struct:')}", self._used_rules.get(i, 0)) for i, (r, t) in enumerate(self.rules)]
         return out + ([("infer_types", "", len(self.inferred))] if self.infer else [])
 
-    def run_inference(self, entries: Sequence[Entry]) -> None:
-        """Guess types from parameter names and shapes (only when ``infer=True``).
-
-        * ``running_mean`` + ``running_var`` → BatchNorm;
-        * ``gamma`` (Burn naming) → a norm, taken as LayerNorm (BatchNorm when running stats);
-        * 1-D ``weight`` + 1-D ``bias`` of the same length → LayerNorm;
-        * 2-D ``weight`` + 1-D ``bias`` whose length is one of its dims → Linear;
-        * ``weight`` of rank 3, 4, 5 → Conv1d, Conv2d, Conv3d (transposed convs look the same;
-          no adapter treats them differently).
-
-        A lone 2-D ``weight`` (Linear without bias, or Embedding?) and a lone 1-D ``weight``
-        (RmsNorm, LayerNorm without bias, or PReLU?) stay unknown and are listed in
-        ``ambiguous``; give those a type explicitly.
+    def run_inference(self, entries: Sequence[Entry], side: str = "torch") -> None:
+        """Types from names and shapes (only when ``infer=True``), for the modules no map, rule or
+        torch module types, as each kind recognises itself (``burnpack.interop.layouts``): the
+        tensors are in ``side``'s layout (``"torch"`` or ``"burn"``). Where several kinds fit
+        (a square weight with bias: torch's Linear or Hugging Face's Conv1D; a 2-D weight without
+        bias: Linear or Embedding; a lone 1-D weight: a norm or PReLU) the module is listed in
+        ``ambiguous`` with the candidates and the best guess; give those a type explicitly, or
+        ``best_guess=True``.
         """
         if not self.infer:
             return
-        groups: dict[str, dict[str, Entry]] = {}
-        for entry in entries:
-            groups.setdefault(entry.module_path, {})[entry.param] = entry
-        for path, params in groups.items():
-            guess, why = _guess(params)
-            if guess is not None:
-                self.inferred[path] = guess
-            elif why:
-                self.ambiguous[path] = why
+
+        def given(path: str) -> ModuleKind | None:
+            found = None if path in self.inferred else self.lookup(path, count=False)
+            return None if found is None else found.kind or _OPAQUE
+
+        found, ambiguous = infer(build_views(entries), side, given)
+        for path, recognition in found.items():
+            self.inferred[path] = recognition.kind.container
+            self.inferred_why[path] = recognition.why
+        self.ambiguous.update(ambiguous)
 
 
-def _guess(params: Mapping[str, Entry]) -> tuple[str | None, str | None]:
-    names = set(params)
-    if {"running_mean", "running_var"} <= names:
-        return BATCH_NORM, None
-    if "gamma" in names:
-        return "Struct:LayerNorm", None
-    weight, bias = params.get("weight"), params.get("bias")
-    if weight is None:
-        return None, None
-    if weight.rank == 1:
-        if bias is not None and bias.shape == weight.shape:
-            return "Struct:LayerNorm", None
-        return None, "a lone 1-D weight: RmsNorm, LayerNorm without bias or PReLU"
-    if weight.rank == 2:
-        if bias is not None and bias.rank == 1 and bias.shape[0] in weight.shape:
-            return LINEAR, None
-        return None, "a 2-D weight without bias: Linear without bias or Embedding"
-    if weight.rank in (3, 4, 5):
-        return f"Struct:Conv{weight.rank - 2}d", None
-    return None, None
+class _Opaque(ModuleKind):
+    """A module typed as something the layouts do not know (a user's ``Struct:Block``): not
+    inferred over, but its children still are."""
+
+    name = "Opaque"
+
+
+_OPAQUE = _Opaque()
 
 
 # --------------------------------------------------------------------------------------------
@@ -236,9 +222,14 @@ class ModuleAdapter:
 
     name = "identity"
     uses_module_types = False  # whether adapt() depends on the entry's module type
+    direction: Direction | None = None  # a layout adapter's: its input is torch's layout (TO_BURN) or Burn's
 
     def adapt(self, entry: Entry) -> Entry:
         return entry
+
+    def adapt_all(self, entries: Sequence[Entry], types: ModuleTypes) -> Adapted:
+        """Every entry of a conversion, knowing every module's type: by default each alone."""
+        return Adapted([self.adapt(e) for e in entries])
 
     def parts(self) -> list[ModuleAdapter]:
         """The adapters a chain applies, in order (one for a plain adapter)."""
@@ -274,6 +265,11 @@ class ChainAdapter(ModuleAdapter):
     def parts(self) -> list[ModuleAdapter]:
         return [*self.first.parts(), *self.second.parts()]
 
+    def adapt_all(self, entries: Sequence[Entry], types: ModuleTypes) -> Adapted:
+        first = self.first.adapt_all(entries, types)
+        second = self.second.adapt_all(first.entries, types)
+        return Adapted(second.entries, {**first.modules, **second.modules}, first.guesses + second.guesses, first.warnings + second.warnings)
+
     def alternative_name(self, param: str, module_type: str | None) -> str | None:
         name = self.first.alternative_name(param, module_type)
         if name is not None:
@@ -284,54 +280,41 @@ class ChainAdapter(ModuleAdapter):
         return f"{self.first!r}.chain({self.second!r})"
 
 
-def _transpose(entry: Entry) -> Entry:
-    load = entry.numpy
-
-    def transposed() -> np.ndarray:
-        return np.ascontiguousarray(load().T)
-
-    return entry.replace(shape=entry.shape[::-1], load=transposed, step=f"transposed {list(entry.shape)} -> {list(entry.shape[::-1])}")
-
-
-def _rename_param(entry: Entry, new: str) -> Entry:
-    head, dot, old = entry.name.rpartition(".")
-    return entry.replace(name=f"{head}{dot}{new}", step=f"renamed {old} -> {new}")
-
-
 class _PyTorchAdapter(ModuleAdapter):
-    _renames: dict[str, str] = {}
+    """The layouts' conversion in one direction: each tensor by its module's kind
+    (``burnpack.interop.layouts``); over a whole conversion, structural modules (LSTM, attention,
+    transformer layers) take their subtrees (:meth:`adapt_all`)."""
+
+    direction: Direction
     uses_module_types = True
 
     def adapt(self, entry: Entry) -> Entry:
-        mt = entry.module_type
-        if mt is None:
-            return entry
-        if mt == LINEAR and entry.param == "weight" and entry.rank == 2:
-            return _transpose(entry)
-        if mt in NORMS_RENAMED and entry.param in self._renames:
-            return _rename_param(entry, self._renames[entry.param])
-        return entry
+        kind = kind_of(entry.module_type)
+        return entry if kind is None else kind.convert_entry(entry, self.direction)
+
+    def adapt_all(self, entries: Sequence[Entry], types: ModuleTypes) -> Adapted:
+        return convert_layouts(entries, types, self.direction)
 
     def alternative_name(self, param: str, module_type: str | None) -> str | None:
-        if module_type in NORMS_RENAMED:
-            reverse = {v: k for k, v in self._renames.items()}
-            return reverse.get(param)
-        return None
+        kind = kind_of(module_type)
+        return None if kind is None else kind.alternative_name(param, self.direction)
 
 
 class PyTorchToBurnAdapter(_PyTorchAdapter):
     """PyTorch layout → Burn's: Linear weights transposed, norm ``weight``/``bias`` →
-    ``gamma``/``beta`` (BatchNorm, LayerNorm, GroupNorm, RmsNorm)."""
+    ``gamma``/``beta`` (BatchNorm, LayerNorm, GroupNorm, RmsNorm), Hugging Face ``Conv1D`` kept;
+    over a conversion, LSTM / GRU / RNN, multi-head attention and transformer layers split and
+    renamed into Burn's modules."""
 
     name = "pytorch"
-    _renames = {"weight": "gamma", "bias": "beta"}
+    direction = Direction.TO_BURN
 
 
 class BurnToPyTorchAdapter(_PyTorchAdapter):
     """Burn's layout → PyTorch's: the reverse of :class:`PyTorchToBurnAdapter`."""
 
     name = "to-pytorch"
-    _renames = {"gamma": "weight", "beta": "bias"}
+    direction = Direction.TO_TORCH
 
 
 def _cast(entry: Entry, target: DType) -> Entry:

@@ -14,7 +14,11 @@ indices, then the adapter with module types, then filters):
 4. ``skip_enum_variants`` (drop variant segments, ``conv.DwsConv.w`` → ``conv.w``) and
    ``enum_variants`` (insert them: ``{"conv": "DwsConv"}``).
 5. Module types (:class:`~burnpack.interop.adapters.ModuleTypes`) for every tensor, then the
-   ``adapter`` (``pytorch``, ``to-pytorch``, ``half``, ``cast=bf16``, chained).
+   ``adapter`` (``pytorch``, ``to-pytorch``, ``half``, ``cast=bf16``, chained); with ``pytorch`` /
+   ``to-pytorch`` each module's kind (``burnpack.interop.layouts``) lays its tensors out for the
+   other framework — an LSTM, an attention block, a transformer layer as a whole subtree — and
+   the report gives each module's Burn config and each tensor's rule; what names and shapes
+   cannot decide is refused unless ``best_guess``.
 6. ``expect`` — the names (and shapes) the output must have, e.g. a Burn module's paths: each
    expected name takes the tensor of that name, else the one of its enum-variant-free name,
    else of the adapter's alternative parameter name (``gamma`` ↔ ``weight``), as Burn's
@@ -25,8 +29,9 @@ indices, then the adapter with module types, then filters):
    or those whose name ``quantize_include`` matches) become QFloat tensors as Burn's CPU backend
    quantizes them (``burnpack.interop.quantizing``); their error is in ``report.quantized``.
    ``dequantize=True`` instead turns every QFloat tensor into its F32 values.
-9. ``param_ids`` — ``"keep"`` (default), ``"new"`` (a fresh random u64 per tensor, as a Burn
-   ``ModuleRecord`` carries) or ``"drop"``.
+9. ``param_ids`` — ``"keep"`` (default), ``"new"`` (a u64 per tensor, as a Burn
+   ``ModuleRecord`` carries, derived from its name: :func:`burnpack.records.derive_param_ids`)
+   or ``"drop"``.
 
 Metadata: the source's user metadata is carried across (safetensors ``__metadata__`` ↔ burnpack
 metadata ↔ the ``__metadata__`` member of an ``.npz``). When the container changes and the
@@ -39,9 +44,9 @@ them out; ``metadata={...}`` adds or overrides entries; ``keep_metadata=False`` 
 from __future__ import annotations
 
 import os
-import secrets
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -78,7 +83,15 @@ class ConversionReport:
     shape mismatches against ``expect``. ``options``: each option given → what it changed
     (``"adapter=pytorch": "2 tensors changed"``). ``warnings``: module types that could not be
     inferred, options that changed nothing when ``allow_unmatched``, information the target
-    format cannot hold.
+    format cannot hold (tied weights written as copies among it). ``tied``: groups of output
+    names that are one tensor of the source (tied weights), written once by a target that can
+    alias them.
+    With the ``pytorch`` / ``to-pytorch`` adapters: ``modules``: module path →
+    its ``type``, where the type came from (``type_from``: ``live module``, ``module_types``,
+    ``type_rules``, ``inferred: …``, ``best guess: …``), the Burn ``config`` that rebuilds it and
+    the settings the weights cannot tell (``yours``); ``rules``: output tensor → the rule that
+    produced it (its ``module``, ``type``, ``type_from`` and ``rule``, what was done);
+    ``guesses``: every best guess taken (``best_guess=True``).
     """
 
     source: str = ""
@@ -96,7 +109,11 @@ class ConversionReport:
     errors: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     options: dict[str, str] = field(default_factory=dict)
+    tied: list[list[str]] = field(default_factory=list)
     module_types: dict[str, str] = field(default_factory=dict)
+    modules: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rules: dict[str, dict[str, str]] = field(default_factory=dict)
+    guesses: list[str] = field(default_factory=list)
     metadata: dict[str, str] = field(default_factory=dict)
     scalars: int = 0
     bytes: int = 0
@@ -142,6 +159,13 @@ class ConversionReport:
                 lines.append(f"    ... and {len(items) - detail} more")
 
         section("options", [f"{option}: {what}" for option, what in self.options.items()])
+        configs = []
+        for path, module in self.modules.items():
+            configs.append(f"{path or '<root>'} ({module['type']}, {module['type_from']}): {module['config']}")
+            configs += [f"  yours to set: {what}" for what in module["yours"]]
+        section("burn configs", configs)
+        section("best guesses", self.guesses)
+        section("tied (one tensor under several names, written once)", [" = ".join(group) for group in self.tied])
         section("renamed", [f"{a} -> {b}" for a, b in self.renamed.items()])
         section("transformed", [f"{n}: {', '.join(s)}" for n, s in self.transformed.items()])
         section("quantized (error vs float: max abs, RMSE)",
@@ -299,23 +323,28 @@ def _adapt(
     entries: list[Entry], types: ModuleTypes, adapter: ModuleAdapter | None, log: _OptionLog, report: ConversionReport,
     *, types_read_elsewhere: bool = False,
 ) -> list[Entry]:
-    """Step 5: module types for every tensor, then the adapter's parts in order.
-    ``types_read_elsewhere``: a filter predicate sees the module types, so they matter without an adapter."""
-    types.run_inference(entries)
+    """Step 5: module types for every tensor (inferred in the layout the first layout-changing
+    adapter reads), then the adapter's parts in order, each over the whole set (a structural
+    module's kind takes its subtree). ``types_read_elsewhere``: a filter predicate sees the
+    module types, so they matter without an adapter."""
     parts = adapter.parts() if adapter is not None else []
-    changed = [0] * len(parts)
-    adapted = []
+    side = next((p.direction.source_side for p in parts if p.direction is not None), "torch")
+    types.run_inference(entries, side)
+    current = []
     for e in entries:
         mt = types.resolve(e)
-        if mt is not None:
-            e = e.replace(module_type=mt)
-        for i, part in enumerate(parts):
-            after = part.adapt(e)
-            changed[i] += after is not e
-            e = after
-        adapted.append(e)
-    _check_unique(adapted, "the adapter")
-    typed = any(e.module_type for e in adapted)
+        current.append(e.replace(module_type=mt) if mt is not None else e)
+    typed = any(e.module_type for e in current)
+    changed = [0] * len(parts)
+    for i, part in enumerate(parts):
+        before = {(e.name, e.shape, e.dtype, e.steps) for e in current}
+        adapted = part.adapt_all(current, types)
+        changed[i] = sum(1 for e in adapted.entries if (e.name, e.shape, e.dtype, e.steps) not in before)
+        report.modules.update(adapted.modules)
+        report.guesses += adapted.guesses
+        report.warnings += adapted.warnings
+        current = adapted.entries
+    _check_unique(current, "the adapter")
     for part, count in zip(parts, changed):
         why = "no float tensor to cast" if not part.uses_module_types else (
             "it acts on module types and no tensor has one: give module_types, type_rules or infer_types"
@@ -331,12 +360,13 @@ def _adapt(
                 log.record(option, value, count, "inferred", "could not infer any module type", noun="module type")
             else:
                 log.record(option, value, count, "typed", "matches no tensor's module path")
-    resolved = {e.module_path for e in adapted if e.module_type} | {e.source_name.rpartition(".")[0] for e in adapted if e.module_type}
-    for path, why in sorted(types.ambiguous.items()):
+    resolved = {e.module_path for e in current if e.module_type} | {e.source_name.rpartition(".")[0] for e in current if e.module_type}
+    for path, ambiguity in sorted(types.ambiguous.items()):
         if path not in resolved:
-            report.warnings.append(f"module type of {path or '<root>'!r} not inferred ({why}); give it with module_types")
-    report.module_types = {e.module_path: e.module_type for e in adapted if e.module_type}
-    return adapted
+            report.warnings.append(f"module type of {path or '<root>'!r} not inferred ({ambiguity.why}); give it with module_types")
+    report.module_types = {e.module_path: e.module_type for e in current if e.module_type}
+    report.guesses[:0] = [f"{path or '<root>'}: {why}" for path, why in sorted(types.guessed.items())]
+    return current
 
 
 def _filters(entries: list[Entry], keep_spec: Any, drop_spec: Any, log: _OptionLog, report: ConversionReport) -> list[Entry]:
@@ -388,22 +418,17 @@ def _quantization(
 
 
 def _param_ids(entries: list[Entry], mode: str) -> list[Entry]:
-    """Step 9: keep the ids, give fresh random ones (as a Burn ModuleRecord has), or drop them."""
+    """Step 9: keep the ids, give each tensor one derived from its name (the rule of
+    :func:`~burnpack.records.derive_param_ids`: the same input, the same ids), or drop them."""
     if mode == "keep":
         return entries
     if mode == "drop":
         return [e.replace(param_id=None) if e.param_id is not None else e for e in entries]
     if mode != "new":
         raise ValueError(f"param_ids must be 'keep', 'new' or 'drop', not {mode!r}")
-    taken: set[int] = set()
-    fresh = []
-    for e in entries:
-        pid = secrets.randbits(64)
-        while pid in taken:
-            pid = secrets.randbits(64)
-        taken.add(pid)
-        fresh.append(e.replace(param_id=pid))
-    return fresh
+    from ..records._common import derive_param_ids
+
+    return [e.replace(param_id=pid) for e, pid in zip(entries, derive_param_ids(e.name for e in entries))]
 
 
 def _out_metadata(tset: TensorSet, target_format: str | None, keep: bool, extra: Mapping[str, str] | None, stamp: bool) -> dict[str, str]:
@@ -437,6 +462,7 @@ def transform(
     module_types: Mapping[str, str] | None = None,
     type_rules: Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
     infer_types: bool = False,
+    best_guess: bool = False,
     module: TorchModule | None = None,
     adapter: ModuleAdapter | str | Iterable[Any] | None = None,
     expect: Any = None,
@@ -459,6 +485,10 @@ def transform(
     and the report. Raises :class:`ConversionError` for name collisions, and — with
     ``expect`` — for shape errors unless ``validate=False`` and for missing tensors unless
     ``allow_partial=True`` (the report is attached as ``error.report``).
+
+    ``best_guess``: where names and shapes cannot tell a module's type (a square weight with bias:
+    Linear or Hugging Face's Conv1D) or a setting its layout depends on (a transformer layer's
+    ``norm_first``), take the best guess instead of refusing; ``report.guesses`` names each.
 
     An option that changes nothing (an adapter with nothing to adapt, module types no adapter
     uses or no path matches, a remap rule or filter matching no name...) raises
@@ -483,10 +513,12 @@ def transform(
 
         torch_types.update(module_types_of(module))
     torch_types.update(expected_types)
-    types = ModuleTypes(module_types, type_rules, torch_types=torch_types, infer=infer_types)
+    types = ModuleTypes(module_types, type_rules, torch_types=torch_types, infer=infer_types, best_guess=best_guess)
     adapter = parse_adapter(adapter)
     predicates = any(spec is not None and not _patterns(spec) for spec in (filter, exclude))
     entries = _adapt(entries, types, adapter, log, report, types_read_elsewhere=predicates)
+    if best_guess:
+        log.record("best_guess", "", len(report.guesses), "taken", "names and shapes left nothing to guess", noun="guess")
     if expected is not None:
         entries = _match_expected(entries, expected, types, adapter, report)
     entries = _filters(entries, filter, exclude, log, report)
@@ -494,12 +526,16 @@ def transform(
     entries = _param_ids(entries, param_ids)
     out_meta = _out_metadata(tset, target_format, keep_metadata, metadata, stamp)
     scalars = dict(tset.scalars)
+    typed = adapter is not None and any(p.uses_module_types for p in adapter.parts())
+    made = Counter(e.source_name for e in entries)  # a split source makes several tensors: not a rename
     for e in entries:
         report.applied.append(e.name)
-        if e.name != e.source_name:
+        if e.name != e.source_name and made[e.source_name] == 1:
             report.renamed[e.source_name] = e.name
         if e.steps:
             report.transformed[e.name] = list(e.steps)
+        if typed:
+            report.rules[e.name] = e.rule.to_dict() if e.rule else {"rule": "unchanged: no module type"}
     report.metadata = out_meta
     report.scalars = len(scalars)
     report.bytes = sum(e.byte_len or 0 for e in entries)
@@ -627,6 +663,7 @@ def convert(
         result, report = transform(tset, target_format=target_format, report=report, **options)
         _refuse_quantized(result, target_format)
         _note_losses(result, out_format, report, npz_metadata=npz_metadata)
+        report_ties(tset, result, out_format, report)
         bar = progress_for(progress, result.nbytes, "converting")
         write_tensors(result, out_path, out_format, overwrite=overwrite, progress=bar, compress=compress,
                       max_shard_size=shard_size, npz_metadata=npz_metadata)  # fmt: skip
@@ -683,6 +720,31 @@ def _note_npz(tset: TensorSet, report: ConversionReport, npz_metadata: bool) -> 
             report.warnings.append(f"{e.name}: Flex32 written as F32")
         elif e.dtype.is_bool and e.dtype != NATIVE_BOOL:
             report.warnings.append(f"{e.name}: {dtype_name(e.dtype)} written as numpy bool (--npz-metadata records the store)")
+
+
+def report_ties(source: TensorSet, result: TensorSet, target: Format, report: Any) -> None:
+    """Tied weights of ``source`` (entries of one tensor, ``Entry.tie``) that ``result`` still
+    holds under several names: listed in ``report.tied`` when ``target`` writes them once (it
+    aliases tensors and they are still one tensor), else a warning saying why each name gets its
+    own tensor. ``report``: a conversion's or a checkpoint's report (``warnings``, ``tied``)."""
+    groups: dict[str, list[str]] = {}
+    for e in source.entries:
+        if e.tie is not None:
+            groups.setdefault(e.tie, []).append(e.source_name)
+    by_source = {e.source_name: e for e in result.entries}
+    for names in groups.values():
+        kept = [by_source[n] for n in names if n in by_source]
+        if len(kept) < 2:
+            continue
+        written = [e.name for e in kept]
+        still_one = kept[0].tie is not None and all(e.tie == kept[0].tie for e in kept)
+        if target.aliases_tensors and still_one:
+            report.tied.append(written)
+            continue
+        changes = "; ".join(f"{e.name}: {', '.join(e.steps)}" for e in kept if e.steps)
+        why = f"the conversion changed them apart{f' ({changes})' if changes else ''}" if target.aliases_tensors or not still_one else (
+            f"a {target.label} has no place for one tensor under several names")  # fmt: skip
+        report.warnings.append(f"tied weights {', '.join(written)} (one tensor in the source) written as {len(kept)} tensors: {why}")
 
 
 def _note_losses(tset: TensorSet, target: Format, report: ConversionReport, *, npz_metadata: bool = False) -> None:

@@ -59,9 +59,12 @@ def read_independently(
 
 
 def _refused(path: str | os.PathLike[str], library: str, exc: Exception) -> ConversionError:
-    """The error for a file ``library`` cannot read, with what the library says as an excerpt:
-    it may quote the file (zipfile's member names and header bytes, a JSON parser's strings)."""
-    return ConversionError(f"{os.fspath(path)}: {library} cannot read it: {cause(exc)}")
+    """The error for a file ``library`` cannot read, with what the library says as an excerpt (it
+    may quote the file: zipfile's member names and header bytes, a JSON parser's strings); it names
+    ``path`` as ``blame`` does (the command line shows it once, before the kind)."""
+    error = ConversionError(f"{library} cannot read it: {cause(exc)}")
+    error.burnpack_path = os.fspath(path)  # type: ignore[attr-defined]
+    return error
 
 
 def _safetensors(path: str | os.PathLike[str], bool_store: str | BoolStore) -> tuple[TensorSet, str] | None:

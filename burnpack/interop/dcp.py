@@ -30,9 +30,7 @@ import contextlib
 import math
 import mmap
 import os
-import shutil
 import stat
-import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -43,7 +41,8 @@ import numpy as np
 
 from .._generated.types import BoolStore, DType
 from ..dtypes import dtype_from_torch, numpy_dtype
-from ..errors import BurnpackError, ConversionError, OutputExistsError, PyTorchReadError, ValidationError, excerpt, shown
+from ..core.atomic import atomic_folder
+from ..errors import BurnpackError, ConversionError, DestinationExists, OutputExistsError, PyTorchReadError, ValidationError, excerpt, shown
 from ..core.frameworks import import_torch, numpy_to_torch
 from ..core.sidefile import read_side_file
 from ..core.source import Folder, open_regular
@@ -518,22 +517,23 @@ def write_dcp(tset: TensorSet, folder: Path, *, overwrite: bool = False, progres
 
 
 def write_dcp_state(state: dict[str, Any], folder: str | os.PathLike[str], *, overwrite: bool = False) -> Path:
-    """``dcp.save`` of a (nested) state dict of torch tensors, written to a scratch sibling folder
-    and renamed into place, so a failure leaves no half-written checkpoint. torch's failures
-    (its ``CheckpointException`` is a ``BaseException``) are :class:`ConversionError`\\ s."""
+    """``dcp.save`` of a (nested) state dict of torch tensors, written to a scratch folder beside
+    ``folder`` and put in place as a whole (:func:`~burnpack.core.atomic.atomic_folder`), so a
+    failure or an interrupt leaves no half-written checkpoint; an existing ``folder`` that is not
+    empty is replaced only with ``overwrite``. torch's failures (its ``CheckpointException`` is a
+    ``BaseException``) are :class:`ConversionError`\\ s."""
     folder = Path(folder)
-    if folder.exists() and not overwrite:
+    if folder.exists() and not overwrite and not (folder.is_dir() and not any(folder.iterdir())):
         raise OutputExistsError(folder)
-    scratch = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
     try:
-        with _quiet_dcp() as dcp:
-            dcp.save(state, checkpoint_id=scratch, no_dist=True)
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.rename(scratch, folder)
-    except BaseException as exc:
-        shutil.rmtree(scratch, ignore_errors=True)
-        if isinstance(exc, (BurnpackError, KeyboardInterrupt, SystemExit, GeneratorExit)):
-            raise
-        raise ConversionError(f"{folder}: dcp.save failed: {type(exc).__name__}: {exc}") from exc
+        with atomic_folder(folder, replace=overwrite) as scratch:
+            try:
+                with _quiet_dcp() as dcp:
+                    dcp.save(state, checkpoint_id=scratch, no_dist=True)
+            except BaseException as exc:
+                if isinstance(exc, (BurnpackError, KeyboardInterrupt, SystemExit, GeneratorExit, ImportError)):
+                    raise
+                raise ConversionError(f"{folder}: dcp.save failed: {type(exc).__name__}: {exc}") from exc
+    except DestinationExists:
+        raise OutputExistsError(folder, "appeared while converting; nothing was replaced") from None
     return folder

@@ -33,7 +33,7 @@ from ..core.source import Folder, open_regular
 from ..core.tensor import NUMPY_MAX_DIMS
 from ..core.tensor import FileRange, le_c_bytes
 from ..core.writer import Tensor, Writer
-from ._io import atomic_output, entry_from_array
+from ._io import atomic_output, entries_from_arrays, entry_from_array
 from ..errors import ConversionError, SafetensorsError, cause, excerpt
 from .archive import ZIP_ERRORS, InflateBudget
 from .limits import DEFAULT_LIMITS, ReadLimits
@@ -149,7 +149,7 @@ def read_pytorch_file(
     from .pytorch import read_pytorch_contents
 
     arrays, skipped = read_pytorch_contents(path, top_level_key=top_level_key, limits=limits, folder=folder)
-    entries = [entry_from_array(name, array, bool_store) for name, array in arrays.items()]
+    entries = entries_from_arrays(arrays.items(), bool_store)  # tied weights: one array under several names
     return TensorSet(entries, format="pytorch", top_level_key=top_level_key, skipped=skipped)
 
 

@@ -4,6 +4,7 @@ format, a URL — opened as one pack-like object (:func:`open_input`)."""
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -68,6 +69,15 @@ class FormatTensors:
         return name in self._views
 
 
+def _starts_like_a_pack(path: str) -> bool:
+    """A local regular file that starts with burnpack's magic bytes (the registry's sniff)."""
+    try:
+        with open(path, "rb") as file:
+            return os.path.isfile(path) and file.read(4) == b"NRUB"
+    except OSError:
+        return False
+
+
 @contextlib.contextmanager
 def open_input(
     path: str,
@@ -86,10 +96,18 @@ def open_input(
     where one is installed (``interop.crosscheck``), so that a bug in burnpack's reader of that
     format cannot hide itself in a diff against a file converted with it; without, it is read as
     ``convert`` reads it. ``readers[path]`` says which reader was used."""
-    from .registry import choose, probe_url, read_tensors
     from ..remote import is_url
 
     readers = {} if readers is None else readers
+    if from_format in (None, "burnpack") and not is_url(path) and _starts_like_a_pack(path):
+        from ..core.reader import load  # what the registry would choose, without loading its table
+
+        readers[path] = "burnpack"
+        with blame(path), load(path, legacy_ok=legacy_ok) as pack:
+            yield pack
+        return
+    from .registry import choose, probe_url, read_tensors
+
     with blame(path):
         if is_url(path) and from_format is None:  # the probe's first block opens a .bpk: no second request
             fmt, source = probe_url(path)

@@ -15,13 +15,42 @@ expansion (``archive.DEFLATE_MAX_RATIO``), safetensors' header bound (the safete
 
 from __future__ import annotations
 
+import sys
 from dataclasses import asdict, dataclass
 from typing import Any, TypedDict, cast
 
 from ..core.sidefile import SIDE_FILE_MAX_BYTES
 from ..errors import OptionError
 
-__all__ = ["DCP_LIMITS", "DEFAULT_LIMITS", "PICKLE_LIMITS", "ZIP_LIMITS", "ReadCaps", "ReadLimits", "refuse_unused", "take_caps"]
+__all__ = ["DCP_LIMITS", "DEFAULT_LIMITS", "PICKLE_DEPTH_CEILING", "PICKLE_LIMITS", "ZIP_LIMITS", "ReadCaps", "ReadLimits", "ceiling",
+           "parse_cap", "refuse_unused", "take_caps"]  # fmt: skip
+
+PICKLE_DEPTH_CEILING = 512
+"""The largest ``max_pickle_depth``: the readers walk a pickle's containers one Python frame per
+level, and Python's stack (1,000 frames by default) must hold that many with room for their
+callers (a walk 1,000 deep exhausts it)."""
+
+
+def ceiling(name: str) -> int:
+    """The largest value the cap ``name`` takes: :data:`PICKLE_DEPTH_CEILING` for the depth; for the
+    byte counts and the ratio, the largest size Python indexes (``sys.maxsize``)."""
+    return PICKLE_DEPTH_CEILING if name == "max_pickle_depth" else sys.maxsize
+
+
+def parse_cap(name: str, text: str) -> int:
+    """The value of the cap ``name`` written as ``text`` (``--limit NAME=N``): ASCII digits of a
+    number no larger than :func:`ceiling`; anything else (a sign, spaces, other scripts' digits,
+    thousands of digits) is an ``OptionError`` of one line."""
+    shown = repr(text) if len(text) <= 32 else f"{text[:16]!r}... ({len(text)} characters)"
+    if not (text.isascii() and text.isdigit()):
+        raise OptionError(f"{name}={shown}: the cap is a whole number written with the digits 0-9")
+    top = ceiling(name)
+    if len(text.lstrip("0")) > len(str(top)) or int(text) > top:
+        raise OptionError(f"{name}={shown}: more than the readers can honour (at most {top}{_WHY.get(name, '')})")
+    return int(text)
+
+
+_WHY = {"max_pickle_depth": ": a level is a Python frame, and Python's stack must hold them"}
 
 
 class ReadCaps(TypedDict, total=False):
@@ -59,6 +88,8 @@ class ReadLimits:
         for name, value in asdict(self).items():
             if type(value) is not int or value < 0:
                 raise OptionError(f"{name} must be a non-negative int, not {value!r}")
+            if value > ceiling(name):
+                raise OptionError(f"{name}={value}: more than the readers can honour (at most {ceiling(name)}{_WHY.get(name, '')})")
 
     @classmethod
     def of(cls, caps: ReadCaps, used: tuple[str, ...] | None = None, what: str = "this reader") -> ReadLimits:

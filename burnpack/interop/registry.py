@@ -28,8 +28,6 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
-import tempfile
-import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,6 +150,8 @@ class Probe:
         if self._zip is None:
             self._zip = []
             if self.head[:4] in (b"PK\x03\x04", b"PK\x05\x06") and self.local and not self.is_dir:
+                import zipfile
+
                 from .archive import ZIP_ERRORS
 
                 try:
@@ -199,6 +199,9 @@ class Format:
     """What an output holds besides tensor elements (of ``HOLDABLE``); a conversion reports the rest as dropped."""
     noun: str = ""
     """What a report calls an output of this format ("a state dict"; default: the name)."""
+    aliases_tensors: bool = False
+    """One tensor may stand under several names (tied weights), stored once; elsewhere each name
+    gets its copy, and a conversion reports it."""
     limits: tuple[str, ...] = ()
     """The caps of ``limits.ReadLimits`` its reader uses (a caller may lift only those)."""
 
@@ -362,7 +365,8 @@ BUILTIN = (
            holds=frozenset({"metadata"})),
     Format("pytorch", _read_pytorch, _write_pytorch, ("pt", "pth", "torch"), (".pt", ".pth", ".bin", ".ckpt", ".tar"),
            _sniff_pytorch, "torch.save files, read without torch and without running pickled code",
-           needs_torch=("write",), remote="fetched", rank=1, noun="a state dict", limits=PICKLE_LIMITS),  # its one-byte pickle check yields to safetensors' header
+           needs_torch=("write",), remote="fetched", rank=1, noun="a state dict", limits=PICKLE_LIMITS,
+           aliases_tensors=True),  # its one-byte pickle check yields to safetensors' header
     Format("npz", _read_npz, _write_npz, ("numpy",), (".npz",), _sniff_npz, "numpy.load without pickle",
            remote="fetched", write_options=frozenset({"compress", "npz_metadata"}), limits=ZIP_LIMITS,
            holds=frozenset({"metadata", "Flex32", "Bool stores"})),  # with npz_metadata (converter._note_npz says so)
@@ -509,6 +513,8 @@ def _detect_url(url: str) -> Format:
 def probe_url(url: str) -> tuple[Format, FsspecSource]:
     """A URL's format and its source, left open: the first block the probe fetched stays cached
     in it, so a ``.bpk`` opened from it (``load(source)``) costs no second request."""
+    import tempfile
+
     from ..remote import FsspecSource
 
     source = FsspecSource(url)
@@ -594,6 +600,8 @@ _FETCH_BLOCK = 8 << 20
 @contextlib.contextmanager
 def _fetched(url: str) -> Iterator[Path]:
     """The file at ``url`` in a scratch file (removed on leaving; open readers keep their view)."""
+    import tempfile
+
     from ..remote import FsspecSource
 
     source = FsspecSource(url)

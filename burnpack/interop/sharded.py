@@ -28,7 +28,8 @@ from .._generated.types import BoolStore
 from ..core.sidefile import parse_json, read_side_file
 from ..core.source import Folder
 from ._io import atomic_output
-from ..errors import ConversionError, OptionError, OutputExistsError, SafetensorsError, excerpt, excerpts
+from ..core.atomic import atomic_folder
+from ..errors import ConversionError, DestinationExists, OptionError, OutputExistsError, SafetensorsError, excerpt, excerpts
 from .limits import DEFAULT_LIMITS, ReadLimits
 from .formats import PageReleaser, read_pytorch_file, read_safetensors_file, write_safetensors_file
 from .tensors import Entry, TensorSet
@@ -209,9 +210,12 @@ def write_sharded(
     overwrite: bool = False,
     progress: Callable[[int], None] = lambda n: None,
 ) -> list[Path]:
-    """HF-style shards plus their index in ``folder`` (created if missing): safetensors files, or
-    ``torch.save`` files for ``format="pytorch"``; returns the files written. Each shard is
-    written atomically, the index last."""
+    """HF-style shards plus their index in ``folder`` (created if missing, other files in it
+    kept): safetensors files, or ``torch.save`` files for ``format="pytorch"``; returns the files
+    written. They are built beside the folder's other files and put in place together
+    (:func:`~burnpack.core.atomic.atomic_folder`): an interrupted write leaves nothing. Shards of
+    an earlier save in ``folder`` (the same file names' pattern) are replaced, and those the new
+    save does not have removed, only with ``overwrite``."""
     pattern = SHARD_PATTERNS.get(format)
     if pattern is None:
         raise ConversionError(f"sharded output is safetensors or pytorch, not {format}")
@@ -224,29 +228,38 @@ def write_sharded(
         names = [pattern.format(suffix="")]
     else:
         names = [pattern.format(suffix=f"-{i + 1:05d}-of-{len(groups):05d}") for i in range(len(groups))]
-    index_path = folder / (pattern.format(suffix="") + ".index.json")
-    targets = [folder / n for n in names] + ([index_path] if len(groups) > 1 else [])
-    if not overwrite:
-        existing = [str(t) for t in targets if t.exists()]
-        if existing:
-            raise OutputExistsError(existing[0])
-    folder.mkdir(parents=True, exist_ok=True)
+    index_name = pattern.format(suffix="") + ".index.json"
+    is_shard = _shard_file_pattern(pattern).fullmatch
+    if not overwrite and folder.is_dir():
+        earlier = sorted(n for n in os.listdir(folder) if is_shard(n))
+        if earlier:
+            raise OutputExistsError(folder / earlier[0], "exists (shards of an earlier save); pass overwrite=True to replace them")
     by_name = {e.name: e for e in tset.entries}
     shard_metadata = {**tset.metadata, "format": "pt"}
-    for group, name in zip(groups or [[]], names):
-        shard = TensorSet([by_name[n] for n in group], dict(shard_metadata), format=tset.format)
-        if format == "pytorch":
-            write_pytorch(shard, folder / name, overwrite=overwrite, progress=progress)
-        else:
-            write_safetensors_file(shard, folder / name, overwrite=overwrite, progress=progress)
-    if len(groups) > 1:
-        index = {
-            "metadata": {"total_size": sum(size for _, size in sizes)},
-            "weight_map": {n: names[i] for i, group in enumerate(groups) for n in group},
-        }
-        with atomic_output(index_path, overwrite=overwrite) as stream:
-            stream.write(json.dumps(index, indent=2).encode())
-    return targets
+    try:
+        with atomic_folder(folder, replace=overwrite, merge=True, obsolete=lambda n: is_shard(n) is not None) as scratch:
+            for group, name in zip(groups or [[]], names):  # a tie may span shards: each name its copy, as reported
+                shard = TensorSet([by_name[n].replace(tie=None) for n in group], dict(shard_metadata), format=tset.format)
+                if format == "pytorch":
+                    write_pytorch(shard, scratch / name, progress=progress)
+                else:
+                    write_safetensors_file(shard, scratch / name, progress=progress)
+            if len(groups) > 1:
+                index = {
+                    "metadata": {"total_size": sum(size for _, size in sizes)},
+                    "weight_map": {n: names[i] for i, group in enumerate(groups) for n in group},
+                }
+                with atomic_output(scratch / index_name) as stream:
+                    stream.write(json.dumps(index, indent=2).encode())
+    except DestinationExists as exc:
+        raise OutputExistsError(folder, f"gained shard files while converting ({exc}); nothing was replaced") from None
+    return [folder / n for n in names] + ([folder / index_name] if len(groups) > 1 else [])
+
+
+def _shard_file_pattern(pattern: str) -> re.Pattern[str]:
+    """The names a save with the file name ``pattern`` writes: the single file, numbered shards, the index."""
+    head, _, tail = pattern.partition("{suffix}")
+    return re.compile(re.escape(head) + r"(?:-[0-9]+-of-[0-9]+)?" + re.escape(tail) + r"(?:\.index\.json)?")
 
 
 def _written_size(entry: Entry) -> int:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from .._generated.types import DTYPE_ALIASES, DTYPE_INFO, BoolStore, DType, Scal
 from ..dtypes import NATIVE_BOOL, debug, dtype_from_numpy, element_size, numpy_dtype
 from ..errors import OptionError, ValidationError
 from ..core.tensor import FileRange, Tensor, _blank, _describe, _freeze
+
+if TYPE_CHECKING:
+    from .layout_base import Rule
 
 __all__ = ["Entry", "TensorSet", "cast_array", "dtype_name", "flatten_nested", "is_float", "not_a_tensor", "parse_dtype"]
 
@@ -113,16 +116,22 @@ class Entry(Tensor):
     ``numpy()`` calls the loader each time (nothing is cached, so a writer holding only entries
     holds no tensor data). ``module_type`` is the Burn module type of the module that owns it (when
     known), ``source_name`` the name the tensor had in the input, and ``steps`` lists what was done
-    to it (``"transposed"``, ``"F32 -> F16"``...). ``file_range``: where its bytes are in a file
+    to it (``"transposed"``, ``"F32 -> F16"``...), ``rule`` the module-layout rule that produced it
+    (``burnpack.interop.layout_base.Rule``: which module, its type and where that came from, and what
+    was done), when a module type decided its layout. ``file_range``: where its bytes are in a file
     as they are (a burnpack writer copies them from there in the kernel); a ``replace`` with a new
-    loader or dtype drops it, since the bytes then differ.
+    loader or dtype drops it, since the bytes then differ. ``tie``: the same for entries that are
+    one tensor of the source under several names (tied weights, read from one storage), so that a
+    writer whose format can alias them writes it once; dropped as ``file_range`` is.
     """
 
-    __slots__ = ("module_type", "source_name", "steps", "_file_range")
+    __slots__ = ("module_type", "source_name", "steps", "rule", "tie", "_file_range")
 
     module_type: str | None
     source_name: str
     steps: tuple[str, ...]
+    rule: Rule | None
+    tie: str | None
     _file_range: FileRange | None
 
     def __new__(  # type: ignore[misc]
@@ -136,8 +145,10 @@ class Entry(Tensor):
         module_type: str | None = None,
         source_name: str | None = None,
         steps: Iterable[str] = (),
+        rule: Rule | None = None,
         byte_len: int | None = None,
         file_range: FileRange | None = None,
+        tie: str | None = None,
     ) -> Entry:
         entry = _blank(cls)
         _describe(entry, name, dtype, shape, param_id)
@@ -153,6 +164,8 @@ class Entry(Tensor):
         entry.module_type = module_type
         entry.source_name = name if source_name is None else source_name
         entry.steps = tuple(steps)
+        entry.rule = rule
+        entry.tie = tie
         return _freeze(entry, cls)
 
     @classmethod
@@ -187,14 +200,17 @@ class Entry(Tensor):
             "module_type": self.module_type,
             "source_name": self.source_name,
             "steps": self.steps,
+            "rule": self.rule,
             "byte_len": self.byte_len,
             "file_range": self._file_range,
+            "tie": self.tie,
         }
         unknown = set(changes) - set(fields)
         if unknown:
             raise TypeError(f"Entry has no field(s) {sorted(unknown)}")
-        if "file_range" not in changes and {"load", "dtype", "byte_len"} & set(changes):
-            fields["file_range"] = None  # the bytes change: no longer the file's
+        for kept in ("file_range", "tie"):
+            if kept not in changes and {"load", "dtype", "byte_len"} & set(changes):
+                fields[kept] = None  # the bytes change: no longer the file's, nor the tensor's it shared
         fields.update(changes)
         if step is not None:
             fields["steps"] = (*fields["steps"], step)

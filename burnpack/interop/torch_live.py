@@ -21,12 +21,12 @@ import numpy as np
 
 from .._generated.types import BoolStore
 from ..dtypes import numpy_dtype
-from ..core.frameworks import TorchModule, is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
-from ._io import atomic_output, entry_from_array
-from ..errors import ConversionError
+from ..core.frameworks import TorchModule, import_torch, is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
+from ._io import atomic_output, entries_from_arrays
+from ..errors import ConversionError, interrupt_behind
 from .tensors import TensorSet, dtype_name, flatten_nested
 
-__all__ = ["is_torch_object", "module_types_of", "read_torch", "to_state_dict", "write_pytorch"]
+__all__ = ["is_torch_object", "module_types_of", "read_torch", "to_state_dict", "torch_save", "write_pytorch"]
 
 
 def is_torch_object(value: Any) -> bool:
@@ -72,15 +72,15 @@ def read_torch(obj: Any, *, top_level_key: str | None = None, bool_store: str | 
             if is_torch_module(tree):
                 types = module_types_of(tree)
                 tree = tree.state_dict()
-    entries = []
+    arrays = []
     seen: dict[int, np.ndarray] = {}
     skipped: dict[str, str] = {}
     for name, tensor in flatten_nested(tree, is_torch_tensor, skipped):
         array = seen.get(id(tensor))
         if array is None:
             array = seen[id(tensor)] = torch_to_numpy(tensor)
-        entries.append(entry_from_array(name, array, bool_store))
-    return TensorSet(entries, format="torch", module_types=types, top_level_key=top_level_key, skipped=skipped)
+        arrays.append((name, array))
+    return TensorSet(entries_from_arrays(arrays, bool_store), format="torch", module_types=types, top_level_key=top_level_key, skipped=skipped)
 
 
 def to_state_dict(tset: TensorSet) -> OrderedDict[str, Any]:
@@ -95,22 +95,63 @@ def write_pytorch(
     tset: TensorSet, path: str | os.PathLike[str], *, overwrite: bool = False, progress: Callable[[int], None] | None = None
 ) -> Path:
     """``torch.save`` of the state dict, written atomically. Needs torch; metadata, scalars and
-    param ids have no place in a state dict and are not written."""
-    try:
-        import torch
-    except ImportError as exc:
-        raise ConversionError("writing a .pt file needs torch: pip install 'burnpack[torch]' (reading one does not)") from exc
+    param ids have no place in a state dict and are not written. Tied entries (``Entry.tie``)
+    are one tensor under their names, which torch saves once."""
     for entry in tset.entries:
         if entry.dtype.is_quantized:
             raise ConversionError(f"tensor {entry.name!r}: a .pt file cannot hold {dtype_name(entry.dtype)}")
+    _torch_for_writing()
     state = OrderedDict()
+    made: dict[str, Any] = {}  # tie → its tensor: tied weights stay one tensor, saved once
     for entry in tset.entries:
+        if entry.tie is not None and entry.tie in made:
+            state[entry.name] = made[entry.tie]
+            continue
         array = entry.numpy()
         if array.dtype != numpy_dtype(entry.dtype):
             array = array.astype(numpy_dtype(entry.dtype))
         state[entry.name] = numpy_to_torch(array, entry.dtype, name=entry.name, copy=False)
-        if progress is not None:
-            progress(array.nbytes)
-    with atomic_output(Path(path), overwrite=overwrite) as stream:
-        torch.save(state, stream)
+        if entry.tie is not None:
+            made[entry.tie] = state[entry.name]
+    torch_save(state, Path(path), overwrite=overwrite, progress=progress)
     return Path(path)
+
+
+def torch_save(obj: Any, path: Path, *, overwrite: bool = False, progress: Callable[[int], None] | None = None) -> None:
+    """``torch.save(obj)`` into ``path``, atomically; ``progress`` is fed the bytes as torch
+    writes them. Needs torch (the error names the ``[torch]`` extra).
+
+    Ctrl-C while torch writes stays a ``KeyboardInterrupt``: torch's zip writer, unwinding,
+    raises a ``RuntimeError`` of its own ("unexpected pos") that would hide it.
+    """
+    torch = _torch_for_writing()
+    try:
+        with atomic_output(path, overwrite=overwrite) as stream:
+            torch.save(obj, stream if progress is None else _Counted(stream, progress))
+    except Exception as exc:
+        interrupt = interrupt_behind(exc)
+        if interrupt is None:
+            raise
+        raise interrupt from None
+
+
+def _torch_for_writing() -> Any:
+    try:
+        return import_torch()
+    except ImportError as exc:
+        raise ConversionError("writing a .pt file needs torch: pip install 'burnpack[torch]' (reading one does not)") from exc
+
+
+class _Counted:
+    """A binary stream that tells ``progress`` how many bytes each write took."""
+
+    def __init__(self, stream: Any, progress: Callable[[int], None]) -> None:
+        self._stream, self._progress = stream, progress
+
+    def write(self, data: Any) -> int:
+        written = self._stream.write(data)
+        self._progress(memoryview(data).nbytes)
+        return int(written)
+
+    def flush(self) -> None:
+        self._stream.flush()

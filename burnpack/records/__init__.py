@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         burn_valid_losses,
         default_strategy,
     )
+    from ._common import derive_param_ids
     from .detect import RecordKind, detect_record_kind
     from .module import ApplyError, ApplyReport, DTypePolicy, LoadResult, ModuleRecord, load_record
     from .optimizer import (
@@ -82,6 +83,7 @@ _EXPORTS = {
     ".checkpoint": ("CheckpointingAction", "CheckpointingStrategy", "Checkpoints", "ComposedCheckpointingStrategy",
                     "EpochRecords", "FileCheckpointer", "KeepLastNCheckpoints", "LossHistory", "MetricCheckpointingStrategy",
                     "burn_valid_losses", "default_strategy"),
+    "._common": ("derive_param_ids",),
     ".detect": ("RecordKind", "detect_record_kind"),
     ".module": ("ApplyError", "ApplyReport", "DTypePolicy", "LoadResult", "ModuleRecord", "load_record"),
     ".optimizer": ("AdaGradState", "AdamState", "AdamWState", "AdanState", "ConsistencyReport", "LBFGSState", "MuonState",
@@ -145,6 +147,7 @@ __all__ = [
     "Variant",
     "burn_valid_losses",
     "default_strategy",
+    "derive_param_ids",
     "detect_record_kind",
     "infer_scheduler",
     "io_display",

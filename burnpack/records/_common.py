@@ -46,6 +46,37 @@ def new_param_id(taken: set[int] | None = None) -> int:
             return value
 
 
+PARAM_ID_DOMAIN = b"burnpack param id\x00"
+"""What every derived param id's hash input starts with (:func:`derive_param_ids`)."""
+
+
+def derive_param_ids(names: Iterable[str], *, seed: int | None = None, taken: Iterable[int] = ()) -> list[int]:
+    """The param ids burnpack gives tensors a conversion invents ids for: one u64 per name,
+    the same for the same names every time, so that converting the same input twice gives the
+    same bytes (Burn draws random ones; any u64 is valid to it).
+
+    The rule: the id of the tensor at path ``name`` is the first 8 bytes, read little-endian, of
+    ``BLAKE2b-64(b"burnpack param id\0" + key)``, where ``key`` is the UTF-8 path, or
+    ``str(seed) + "\0" + path`` with a ``seed``. Should an id be taken (by ``taken``, or by an
+    earlier name), ``"\0"`` and a counter from 1 are appended to the key until it is not.
+    """
+    import hashlib  # (paid when ids are derived, not by every reader)
+
+    used = set(taken)
+    out = []
+    prefix = PARAM_ID_DOMAIN + (b"" if seed is None else str(int(seed)).encode() + b"\x00")
+    for name in names:
+        key = prefix + name.encode("utf-8")
+        value = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little")
+        counter = 0
+        while value in used:
+            counter += 1
+            value = int.from_bytes(hashlib.blake2b(key + b"\x00" + str(counter).encode(), digest_size=8).digest(), "little")
+        used.add(value)
+        out.append(value)
+    return out
+
+
 def parse_u64(text: str) -> int | None:
     """Rust's ``text.parse::<u64>()``: optional ``+``, ASCII digits only, no overflow; else None."""
     digits = text[1:] if text.startswith("+") else text

@@ -414,10 +414,23 @@ class Checkpoints:
 
     def _checkpointing(self, epoch: int, valid_loss: float | None, best_epoch: int | None) -> list[CheckpointingAction]:
         """The strategy's actions for ``epoch``, told its loss (one history for all epochs)."""
-        if valid_loss is not None:
-            self._history.record(epoch, valid_loss)
-        self._history.best = best_epoch
-        return self.strategy.checkpointing(epoch, self._history)
+        return _actions(self.strategy, self._history, epoch, valid_loss, best_epoch)
+
+    def strategy_keeps(self) -> list[int] | None:
+        """The epochs this object's strategy (Burn's default unless another was given) keeps after
+        the epochs recorded — in ``retention.json``, else in Burn's validation logs — whatever
+        files are present; None when no epoch is recorded. Burn does not record the strategy a run
+        used: files that differ from this answer were kept by another one (or moved by hand)."""
+        if not self._journal:
+            return None
+        strategy, history, kept = copy.deepcopy(self._fresh_strategy), LossHistory(), set()
+        for entry in self._journal:
+            for action in _actions(strategy, history, entry["epoch"], entry.get("valid_loss"), entry.get("best_epoch")):
+                if action.kind == "save":
+                    kept.add(entry["epoch"])
+                else:
+                    kept.discard(action.epoch)
+        return sorted(kept)
 
     @property
     def valid_losses(self) -> Mapping[int, float]:
@@ -584,6 +597,14 @@ class Checkpoints:
             checkpointer.delete(epoch)
 
 
+def _actions(strategy: CheckpointingStrategy, history: LossHistory, epoch: int, valid_loss: float | None, best_epoch: int | None) -> list[CheckpointingAction]:
+    """``strategy``'s actions for ``epoch``, ``history`` told its loss (or which epoch is best)."""
+    if valid_loss is not None:
+        history.record(epoch, valid_loss)
+    history.best = best_epoch
+    return strategy.checkpointing(epoch, history)
+
+
 def _error(exc: BaseException) -> str:
     from ..errors import BurnpackError
 
@@ -623,9 +644,10 @@ def inspect_epoch(checkpoints: Checkpoints, epoch: int) -> dict[str, Any]:
             record = checkpoints.scheduler(epoch)
             entry = {"scalars": {k: [v.variant, v.value] for k, v in record.scalars.items()}}
             try:
-                entry["state"] = infer_scheduler(record).describe()
+                tree = infer_scheduler(record)
+                entry["state"], entry["meaning"] = tree.describe(), tree.explain()
             except SchedulerLayoutError as exc:
-                entry["state"] = f"unrecognised layout ({exc})"
+                entry["state"] = entry["meaning"] = f"unrecognised layout ({exc})"
             info["scheduler"] = entry
         except (BurnpackError, OSError) as exc:
             info["scheduler"] = {"error": _error(exc)}

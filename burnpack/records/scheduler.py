@@ -36,7 +36,7 @@ from .._generated.types import Scalar
 from .._generated.layout import U64_MAX
 from ..errors import SchedulerLayoutError
 from ..core.source import FileSource
-from ._common import open_pack, scalar_for, scalar_value
+from ._common import INT_RANGES, open_pack, scalar_for, scalar_value
 from .state import join_path
 
 if TYPE_CHECKING:
@@ -188,12 +188,20 @@ class LrScheduler:
             return self.KIND
         return f"{self.KIND} {self.KEY}={getattr(self, self.ATTR)!r}"
 
+    def explain(self) -> str:
+        """The state in words, as burn-optim's ``step()`` reads it: what a value such as
+        ``u64::MAX`` means for this scheduler (``describe`` gives the key and raw value)."""
+        return self.describe()
+
 
 @dataclass
 class ConstantLr(LrScheduler):
     """A constant learning rate (Burn's ``f64`` / ``ConstantLr``): an empty record."""
 
     KIND = "constant"
+
+    def explain(self) -> str:
+        return "constant rate (no state)"
 
 
 @dataclass
@@ -208,6 +216,16 @@ class LinearLrScheduler(LrScheduler):
         """The state ``LinearLrSchedulerConfig::build`` starts from: ``num_iters + 1``."""
         return cls(num_iters + 1)
 
+    def explain(self) -> str:
+        # step() counts remaining_iters down to 0, where it stays; each step's rate is
+        # final_lr - step_size * remaining_iters, so 0 is the final rate.
+        left = self.remaining_iters
+        if left == 0:
+            return "linear: at the final rate"
+        if left == U64_MAX:
+            return "linear: u64::MAX steps to the final rate (num_iters = u64::MAX - 1): never reached"
+        return f"linear: final rate in {left:,} step{'' if left == 1 else 's'}"
+
 
 @dataclass
 class CosineAnnealingLrScheduler(LrScheduler):
@@ -219,6 +237,14 @@ class CosineAnnealingLrScheduler(LrScheduler):
     @classmethod
     def initial(cls) -> CosineAnnealingLrScheduler:
         return cls(U64_MAX)
+
+    def explain(self) -> str:
+        # step() wrapping_adds 1, then takes the rate at current_iter: usize::MAX (u64::MAX in
+        # the record of a 64-bit build) is the state before the first step, which wraps it to 0.
+        if self.current_iter == U64_MAX:
+            return "cosine annealing: not stepped yet (u64::MAX, which the first step wraps to iteration 0)"
+        steps = self.current_iter + 1
+        return f"cosine annealing: {steps:,} step{'' if steps == 1 else 's'} taken (at iteration {self.current_iter:,})"
 
 
 @dataclass
@@ -233,6 +259,9 @@ class ExponentialLrScheduler(LrScheduler):
         """The state ``build`` starts from: ``initial_lr / gamma``."""
         return cls(initial_lr / gamma)
 
+    def explain(self) -> str:
+        return f"exponential: last rate {self.previous_lr:.6g} (the next is it times gamma)"
+
 
 @dataclass
 class StepLrScheduler(LrScheduler):
@@ -245,6 +274,15 @@ class StepLrScheduler(LrScheduler):
     def initial(cls) -> StepLrScheduler:
         return cls(-1)
 
+    def explain(self) -> str:
+        # step() checked_adds 1 to iter_idx (an i32), panicking past i32::MAX.
+        if self.iter_idx == -1:
+            return "step: not stepped yet (-1, which the first step makes 0)"
+        if self.iter_idx == INT_RANGES["i32"][1]:
+            return "step: i32::MAX steps taken: Burn's next step panics (the counter would overflow)"
+        steps = self.iter_idx + 1
+        return f"step: {steps:,} step{'' if steps == 1 else 's'} taken"
+
 
 @dataclass
 class NoamLrScheduler(LrScheduler):
@@ -256,6 +294,9 @@ class NoamLrScheduler(LrScheduler):
     @classmethod
     def initial(cls) -> NoamLrScheduler:
         return cls(0.0)
+
+    def explain(self) -> str:
+        return "noam: not stepped yet" if self.step == 0 else f"noam: {self.step:g} steps taken"
 
 
 @dataclass
@@ -286,6 +327,13 @@ class _Nested(LrScheduler):
         parts = [f"{i}: {child.describe()}" for i, child in enumerate(self.schedulers)]
         return f"{head} [{'; '.join(parts)}]"
 
+    def explain(self) -> str:
+        parts = "; ".join(f"scheduler {i}: {child.explain()}" for i, child in enumerate(self.schedulers))
+        return f"{self._explain_own()} [{parts or 'no schedulers'}]"
+
+    def _explain_own(self) -> str:
+        return self.KIND
+
 
 @dataclass
 class ComposedLrScheduler(_Nested):
@@ -301,6 +349,12 @@ class SequentialLrScheduler(_Nested):
     step: int = 0
     KEY, RUST_TYPE, ATTR, KIND = "step", "usize", "step", "sequential"
 
+    def _explain_own(self) -> str:
+        # step() checked_adds 1 to step (a usize) after each step, panicking on overflow.
+        if self.step == U64_MAX:
+            return "sequential: u64::MAX steps taken: Burn's next step panics (the counter would overflow)"
+        return f"sequential: {self.step:,} step{'' if self.step == 1 else 's'} taken"
+
 
 @dataclass
 class ModuleLrScheduler(_Nested):
@@ -310,6 +364,9 @@ class ModuleLrScheduler(_Nested):
     """
 
     KIND = "module"
+
+    def explain(self) -> str:
+        return "; ".join(f"group {i}: {child.explain()}" for i, child in enumerate(self.schedulers)) or "no groups"
 
     @classmethod
     def of(cls, *groups: LrScheduler) -> ModuleLrScheduler:

@@ -2,8 +2,12 @@
 
 Three kinds of report: one input (a pack or any file ``convert`` reads), two inputs (their diff,
 with the second input's tensors), and a Burn Learner checkpoint directory (its epochs, metric
-curves, retention and weight changes, with the newest model's tensors). Everything comes from the
-public API: ``load``, the interop readers, ``diff_packs``, ``Checkpoints`` and the records.
+curves and weight changes, with the newest model's tensors). Everything comes from the public
+API: ``load``, the interop readers, ``diff_packs``, ``Checkpoints`` and the records.
+
+Change is measured one way on every page: ``‖B − A‖ / ‖A‖`` (:func:`burnpack.core.diff.relative_change`)
+of a tensor, or of a module's tensors together; the reports carry the norms, so that the page adds
+them up over any subtree the same way.
 """
 
 from __future__ import annotations
@@ -13,15 +17,14 @@ import re
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .. import __version__
-from ..core.diff import diff_packs, layout_of
+from ..core.diff import change_sums, diff_packs, layout_of, relative_change, sum_of_squares
 from ..core.dump import scalar_json
-from ..errors import BurnpackError
+from ..errors import BurnpackError, SchedulerLayoutError
 from ..quant import dtype_label
-from ..records.checkpoint import Checkpoints, KeepLastNCheckpoints, LossHistory, burn_valid_losses, inspect_epoch
+from ..records.checkpoint import Checkpoints, LossHistory, burn_valid_losses, inspect_epoch
 from ..records.detect import detect_record_kind
+from ..records.scheduler import LrSchedulerRecord, infer_scheduler
 from .stats import chunks, quantization, value_stats
 
 _LOG = re.compile(r"^(?P<name>[^/\\]+)\.log$")
@@ -37,6 +40,15 @@ def _json_number(value: float | None) -> float | str | None:
 def _record_kind(pack: Any) -> tuple[str, str]:
     kind = detect_record_kind(pack)
     return kind.kind, str(kind)
+
+
+def _scheduler_meaning(pack: Any) -> str | None:
+    """A scheduler record's state in words (what ``u64::MAX`` means, ...); None for a layout no
+    Burn scheduler writes."""
+    try:
+        return infer_scheduler(LrSchedulerRecord(pack.scalars)).explain()
+    except SchedulerLayoutError:
+        return None
 
 
 def _shape_numel(shape: Any) -> int:
@@ -91,6 +103,7 @@ def pack_report(pack: Any, source: str, *, stats: bool = True) -> dict[str, Any]
         "source": source,
         "record_kind": kind,
         "record_detail": detail,
+        "scheduler": _scheduler_meaning(pack) if kind == "scheduler" else None,
         "layout": layout,
         "totals": {
             "tensors": len(rows),
@@ -98,13 +111,21 @@ def pack_report(pack: Any, source: str, *, stats: bool = True) -> dict[str, Any]
             "bytes": sum(t["bytes"] for t in by_dtype.values()),
             "by_dtype": by_dtype,
         },
-        "by_module": sorted(([name, p, b] for name, (p, b) in by_module.items()), key=lambda m: -m[1]),
+        "by_module": _largest(sorted(([name, p, b] for name, (p, b) in by_module.items()), key=lambda m: -m[1])),
         "metadata": sorted([k, v] for k, v in pack.metadata.items()),
         "scalars": [[k, scalar_json(s)["type"], str(scalar_json(s)["value"])] for k, s in sorted(pack.scalars.items())],
         "tensors": rows,
         "stats": value_stats_out if stats else None,
         "quant": quant,
     }
+
+
+def _largest(modules: list[list[Any]], shown: int = 24) -> list[list[Any]]:
+    """The ``shown`` largest modules, and the others summed up as one ``(N more)``."""
+    if len(modules) <= shown:
+        return modules
+    rest = modules[shown:]
+    return [*modules[:shown], [f"({len(rest)} more)", sum(m[1] for m in rest), sum(m[2] for m in rest)]]
 
 
 def _stats_json(stats: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -116,9 +137,34 @@ def _stats_json(stats: dict[str, Any] | None) -> dict[str, Any] | None:
 
 
 def diff_report(a: Any, b: Any, a_name: str, b_name: str) -> dict[str, Any]:
-    """``diff_packs(a, b)`` as ``burnpack diff --json`` gives it, with every name of both sides."""
+    """``diff_packs(a, b)`` as ``burnpack diff --json`` gives it, every name of both sides, and for
+    each name the norms ``[‖B − A‖, ‖A‖]`` of a tensor both have with the same element count
+    (None for the others), unchanged tensors included: a module's change is over all its tensors."""
     result = diff_packs(a, b)
-    return {"a": a_name, "b": b_name, "a_names": list(a.names), "b_names": list(b.names), "result": result.to_json()}
+    names = list(dict.fromkeys([*a.names, *b.names]))
+    changed = {c.name: c for c in result.changed}
+    views_a = {v.name: v for v in a.tensors()}
+    views_b = {v.name: v for v in b.tensors()}
+    norms: list[list[Any] | None] = []
+    for name in names:
+        change = changed.get(name)
+        if change is not None:
+            pair = None if change.a_norm is None else [_json_number(change.delta_norm), _json_number(change.a_norm)]
+        elif name in views_a and name in views_b:  # the same bytes: no change, and A's norm
+            pair = _unchanged_norms(views_a[name])
+        else:
+            pair = None
+        norms.append(pair)
+    return {"a": a_name, "b": b_name, "names": names, "norms": norms, "result": result.to_json()}
+
+
+def _unchanged_norms(view: Any) -> list[Any] | None:
+    """``[0, ‖A‖]`` of a tensor that did not change, streamed; None when its values cannot be read."""
+    try:
+        squares = sum(sum_of_squares(chunk) for chunk in chunks(view))
+    except BurnpackError:  # bytes that do not fit the shape: diff_packs compares them as bytes only
+        return None
+    return [0.0, _json_number(math.sqrt(squares))]
 
 
 def metric_logs(artifact_dir: Path) -> dict[str, dict[str, dict[str, Any]]]:
@@ -137,34 +183,23 @@ def metric_logs(artifact_dir: Path) -> dict[str, dict[str, dict[str, Any]]]:
     return out
 
 
-def _keep_last(strategy: Any) -> int | None:
-    for inner in getattr(strategy, "strategies", [strategy]):
-        if isinstance(inner, KeepLastNCheckpoints):
-            return inner.num_keep
-    return None
-
-
 def module_changes(before: Any, after: Any) -> dict[str, float | str | None]:
-    """Per module (a tensor name without its last part): ``‖after − before‖ / ‖before‖`` over the
-    numeric tensors both have with the same shape, streamed chunk by chunk."""
+    """Per module (a tensor name without its last part): ``‖after − before‖ / ‖before‖``
+    (:func:`~burnpack.core.diff.relative_change`) over the tensors both have with the same
+    element count — as the diff page adds them up — streamed chunk by chunk."""
     sums: dict[str, list[float]] = {}
     for name in after.names:
         if name not in before:
             continue
         x, y = before[name], after[name]
-        if tuple(x.shape) != tuple(y.shape) or x.dtype.is_quantized or y.dtype.is_quantized:
+        if math.prod(x.shape) != math.prod(y.shape):
             continue
         acc = sums.setdefault(name.rpartition(".")[0] or name, [0.0, 0.0])
         for cx, cy in zip(chunks(x), chunks(y)):
-            if cx.dtype.kind == "b":
-                continue
-            fx, fy = cx.astype(np.float64), cy.astype(np.float64)
-            acc[0] += float(np.square(fy - fx).sum())
-            acc[1] += float(np.square(fx).sum())
-    out: dict[str, float | str | None] = {}
-    for module, (diff, base) in sums.items():
-        out[module] = _json_number(math.sqrt(diff) / math.sqrt(base)) if base > 0 else (0.0 if diff == 0 else None)
-    return out
+            delta, base = change_sums(cx, cy)
+            acc[0] += delta
+            acc[1] += base
+    return {module: _json_number(relative_change(delta, base)) for module, (delta, base) in sums.items()}
 
 
 def is_checkpoint_directory(path: str) -> bool:
@@ -174,21 +209,18 @@ def is_checkpoint_directory(path: str) -> bool:
 
 
 def checkpoint_report(path: str, *, stats: bool = True) -> tuple[dict[str, Any], Path | None]:
-    """Epochs with their files, metric curves, retention and weight changes; and the newest model file."""
+    """Epochs with their files, metric curves and weight changes; and the newest model file.
+
+    Burn does not record the retention strategy a run used, so the report does not say why an
+    epoch's files are kept: it says which epochs have files, which have none, and whether the
+    files present are what Burn's default strategy keeps after the epochs recorded."""
     checkpoints = Checkpoints.find(path)
     epochs = checkpoints.epochs()
     artifact_dir = checkpoints.directory.parent if checkpoints.directory.name == "checkpoint" else checkpoints.directory
     details = [inspect_epoch(checkpoints, e) for e in epochs]
-    keep = _keep_last(checkpoints.strategy)
     best = LossHistory(checkpoints.valid_losses).find_epoch() if checkpoints.valid_losses else None
-    last = max(epochs, default=0)
-    for detail in details:
-        reasons = []
-        if keep is not None and detail["epoch"] > last - keep:
-            reasons.append(f"one of the last {keep}")
-        if best == detail["epoch"]:
-            reasons.append("lowest validation loss")
-        detail["kept_because"] = reasons or ["not deleted by the strategy yet"]
+    last = max([*epochs, *checkpoints.valid_losses], default=0)
+    default_keeps = checkpoints.strategy_keeps()
     changes: dict[str, Any] = {"pairs": [], "modules": {}, "errors": {}}
     models = [e for e in epochs if "model" in checkpoints.files(e)]
     if stats:
@@ -213,9 +245,9 @@ def checkpoint_report(path: str, *, stats: bool = True) -> tuple[dict[str, Any],
     report = {
         "directory": str(checkpoints.directory),
         "epochs": details,
-        "deleted": [e for e in range(1, last + 1) if e not in epochs],
-        "keep_last": keep,
+        "without_files": [e for e in range(1, last + 1) if e not in epochs],
         "best_epoch": best,
+        "default_retention": {"keeps": default_keeps, "matches": None if default_keeps is None else default_keeps == epochs},
         "valid_losses": {str(e): _json_number(v) for e, v in checkpoints.valid_losses.items()},
         "metrics": metric_logs(artifact_dir),
         "changes": changes,

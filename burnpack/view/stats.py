@@ -21,6 +21,12 @@ The optional compiled kernel (``_cstats.c``, :data:`KERNEL`) does both passes ov
 in place, for the types :func:`_kernel_kind` names: its chunk moments are merged as numpy's are,
 and its bins are the same (values within the same margin of an edge placed as numpy places them).
 numpy computes what it does not read, and everything when it is not built.
+
+The bytes may change between the passes (a mapped file rewritten by another process, a server
+answering the same range differently): both paths count in the second pass only the values
+inside the first pass's [min, max], as ``numpy.histogram`` does, and a count that differs from the
+first pass's finite values is an ``IoError`` — never a write outside the counts, never numpy's
+own error.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from ..dtypes import is_extension_type, numpy_dtype
+from ..errors import IoError
 from .._kernels import load_kernel, use_kernel
 from ..quant import describe
 from ..core.reader import TensorView
@@ -41,6 +48,10 @@ _cstats: Any = load_kernel("burnpack.view._cstats")  # Any: its functions are un
 
 KERNEL = "numpy" if _cstats is None else "compiled"
 """Which path :func:`value_stats` takes by default: ``"compiled"`` (``_cstats.c``) or ``"numpy"``."""
+
+SIMD = True
+"""Whether the compiled kernel's float32 passes use AVX2 where the processor has it (each call is
+told; False runs its portable C, which the tests compare with numpy too)."""
 
 BINS = 32
 CHUNK_ELEMENTS = 1 << 16
@@ -151,7 +162,7 @@ def value_stats(
             kind = _kernel_kind(chunk.dtype) if kernel else None
         count += chunk.size
         if kind is not None:
-            n, z, c_nan, c_pos, c_neg, lo, hi, total, chunk_m2 = _cstats.moments(np.ascontiguousarray(chunk), *kind)
+            n, z, c_nan, c_pos, c_neg, lo, hi, total, chunk_m2 = _cstats.moments(np.ascontiguousarray(chunk), *kind, SIMD)
             nan, posinf, neginf = nan + c_nan, posinf + c_pos, neginf + c_neg
             chunk_mean = total / n if n else 0.0
         else:
@@ -176,7 +187,9 @@ def value_stats(
     else:  # sums past float64's range
         mean, std = _scaled_moments(tensor, work, special, chunk_elements, finite_n, max(abs(low), abs(high)))
     try:
-        with np.errstate(all="ignore"):  # a range past float64's: numpy then refuses it below
+        if not math.isfinite(high - low):  # numpy's edges would not be finite: it refuses such a range
+            raise ValueError(high - low)
+        with np.errstate(all="ignore"):
             edges = np.histogram_bin_edges(np.empty(0), bins=bins, range=(low, high))
     except ValueError:  # numpy cannot divide this range into bins of finite, nonzero width
         out.update(min=low, max=high, mean=mean, std=std, hist=[], edges=[],
@@ -188,17 +201,23 @@ def value_stats(
         return out
     binning = _Binning(work, edges, low, high)
     counts = np.zeros(bins, dtype=np.int64)
+    counted = 0
     for chunk in chunks(tensor, chunk_elements):
         if kind is not None:  # the kernel places values by the same margin, the rest as numpy does
             margin = binning.margin if binning.fast else math.inf
-            _cstats.histogram(np.ascontiguousarray(chunk), *kind, low, high, binning.scale, margin, edges, counts)
-            continue
-        values = work.convert(chunk)
-        if special:
-            values = values[np.isfinite(values, out=work.mask[: values.size])]
-        counts += binning.count(values)
+            counted += _cstats.histogram(np.ascontiguousarray(chunk), *kind, low, high, binning.scale, margin, edges, counts, SIMD)
+        else:
+            counted += binning.add(work.convert(chunk), counts)
+    if counted != finite_n:
+        raise IoError(f"the values changed while they were read: {finite_n} finite in the first pass, "
+                      f"{counted} inside its range {low!r}..{high!r} in the second", where=_where(tensor))  # fmt: skip
     out.update(min=low, max=high, mean=mean, std=std, hist=counts.tolist(), edges=edges.tolist())
     return out
+
+
+def _where(tensor: Any) -> str:
+    name = getattr(tensor, "name", None)
+    return "the values" if name is None else f"tensor {name!r}"
 
 
 def _numpy_moments(work: _Work, chunk: np.ndarray) -> tuple[int, int, float, float, float, float, tuple[int, int, int]]:
@@ -291,7 +310,19 @@ class _Binning:
         self.top, self.half = dtype(bins - 0.5), dtype(0.5)
         self.margin_w = dtype(self.margin)
 
-    def count(self, values: np.ndarray) -> np.ndarray:
+    def add(self, values: np.ndarray, counts: np.ndarray) -> int:
+        """Add the bins of ``values`` inside [low, high] to ``counts``, and say how many: a value
+        outside (NaN, an infinity, one changed since the first pass) is not counted, as
+        ``numpy.histogram`` does not count it. Checked on the values binned, in float64."""
+        if not values.size:
+            return 0
+        low, high = np.float64(self.low), np.float64(self.high)
+        if not (np.minimum.reduce(values) >= low and np.maximum.reduce(values) <= high):  # False for a NaN
+            values = values[np.logical_and(np.greater_equal(values, low), np.less_equal(values, high))]
+        counts += self._count(values)
+        return int(values.size)
+
+    def _count(self, values: np.ndarray) -> np.ndarray:
         n, bins = values.size, self.bins
         if not self.fast:
             return np.histogram(values.astype(np.float64), bins=bins, range=(self.low, self.high))[0]

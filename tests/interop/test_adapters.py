@@ -167,3 +167,53 @@ def test_module_type_inference_and_its_ambiguities():
     types.run_inference(entries)
     assert types.inferred == {"bn": "Struct:BatchNorm", "fc": "Struct:Linear", "ln": "Struct:LayerNorm", "conv": "Struct:Conv1d"}
     assert set(types.ambiguous) == {"emb", "rms"}
+
+
+def test_module_types_of_every_layout_have_burns_names_and_torchs_classes_map_to_them():
+    assert module_type("LSTM") == "Struct:Lstm" and module_type("nn.GRU") == "Struct:Gru" and module_type("RNN") == "Struct:Rnn"
+    assert module_type("MultiheadAttention") == "Struct:MultiHeadAttention"
+    assert module_type("torch.nn.TransformerEncoderLayer") == "Struct:TransformerEncoderLayer"
+    assert module_type("Conv1D") == "Struct:Conv1D"  # Hugging Face's, not torch's Conv1d
+    assert module_type("Conv1d") == "Struct:Conv1d"
+
+
+def test_a_type_spelling_carries_the_settings_the_weights_cannot_tell():
+    types = ModuleTypes({"enc": "TransformerEncoderLayer(norm_first=true, n_heads=8)"})
+    found = types.lookup("enc")
+    assert found.settings == {"norm_first": True, "n_heads": 8} and found.source == "module_types"
+    assert types.resolve_path("enc") == "Struct:TransformerEncoderLayer"
+
+
+@pytest.mark.parametrize(("spelled", "why"), [
+    ("TransformerEncoderLayer(norm_frist=true)", r"TransformerEncoderLayer has no setting 'norm_frist' \(its settings: norm_first, "),
+    ("Linear(bias=false)", r"Linear has no setting 'bias' \(its settings: none\)"),
+    ("Lstm(batch_first)", r"setting 'batch_first' is not name=value"),
+    ("Lstm(", r"is not NAME or NAME\(setting=value, ...\)"),
+])  # fmt: skip
+def test_a_bad_setting_is_an_option_error_naming_what_the_kind_takes(spelled, why):
+    from burnpack.errors import OptionError
+
+    with pytest.raises(OptionError, match=why):
+        ModuleTypes({"m": spelled})
+
+
+def test_a_type_rule_splits_before_its_types_settings():
+    from burnpack.interop.layouts import split_rule
+
+    assert split_rule(r"layers\.\d+$=TransformerEncoderLayer(norm_first=true)") == (r"layers\.\d+$", "TransformerEncoderLayer(norm_first=true)")
+    assert split_rule("a=b=Linear") == ("a=b", "Linear")
+    assert split_rule("Linear") is None
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64", "bfloat16", "uint8", "bool"])
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5), (17, 2049), (2049, 17), (64, 64)])
+def test_transposed_copy_is_the_transpose_for_every_dtype_and_shape(dtype, shape):
+    import ml_dtypes
+
+    from burnpack.interop.layout_base import transposed_copy
+
+    rng = np.random.default_rng(3)
+    array = (rng.standard_normal((shape[0], shape[1] * 2)) * 100).astype(ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)[:, ::2]
+    turned = transposed_copy(array)  # from a strided view, as a mapped file's rows may be
+    assert turned.flags.c_contiguous and turned.dtype == array.dtype
+    np.testing.assert_array_equal(turned, array.T)

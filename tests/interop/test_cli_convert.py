@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 import json
 from pathlib import Path
 
@@ -185,7 +187,7 @@ def test_an_unknown_module_type_is_a_usage_error_with_the_closest_suggestion(lin
 
     code, out, err = run(capsys, "convert", linear_st, tmp_path / "o.bpk", "--adapter", "pytorch", "--module-type", f"fc1={given}")
     assert code == 2 and out == "" and not (tmp_path / "o.bpk").exists()
-    assert err.startswith(f"burnpack: UnknownModuleType: unknown module type {given!r}") and "Linear, PRelu" in err
+    assert err.startswith(f"burnpack: UnknownModuleType: unknown module type {given!r}") and "Linear, Lstm, MultiHeadAttention, PRelu" in err
     assert (f"did you mean {suggestion!r}" in err) is (suggestion is not None)
     with pytest.raises(UnknownModuleType) as info:
         convert(linear_st, tmp_path / "o.bpk", adapter="pytorch", module_types={"fc1": given})
@@ -425,6 +427,26 @@ def test_convert_refuses_beyond_a_read_cap_naming_it_and_limit_lifts_it(tmp_path
 def test_a_limit_that_is_not_a_read_cap_and_a_whole_number_is_a_usage_error(tmp_path, capsys, limit, why):
     code, _, err = run(capsys, "convert", _repeating_view(tmp_path / "v.pt"), tmp_path / "o.safetensors", "--limit", limit)
     assert code == 2 and why in err
+
+
+@pytest.mark.parametrize("value", ["\u0663", "\u00b2", "\uff11\uff12", "1" * 5000, str(2**63), "513", "-1", "+5", " 5", "5 ", "0x10", "1e3", "",
+                                   "5\n6", "\u202e9"],
+                         ids=["arabic-indic digit", "superscript two", "fullwidth digits", "5000 digits", "2**63", "past the stack",
+                              "negative", "plus sign", "leading space", "trailing space", "hex", "exponent", "empty", "newline",
+                              "bidi override"])  # fmt: skip
+def test_a_limit_that_is_not_a_plain_number_in_range_is_a_one_line_usage_error(tmp_path, capsys, value):
+    source = _repeating_view(tmp_path / "v.pt")
+    name = "max_pickle_depth" if value == "513" else "max_view_expansion"
+    code, _, err = run(capsys, "convert", source, tmp_path / "o.safetensors", "--limit", f"{name}={value}")
+    assert code == 2 and err.startswith(f"burnpack: UsageError: --limit {name}=") and err.count("\n") == 1 and len(err) < 300, err
+    assert not (tmp_path / "o.safetensors").exists()
+
+
+@pytest.mark.parametrize("value, lifted", [("0", 0), ("007", 7), ("512", 512)])
+def test_a_limit_is_plain_digits_up_to_what_the_readers_honour(tmp_path, capsys, value, lifted):
+    from burnpack.cli.interop import _limits
+
+    assert _limits(argparse.Namespace(limit=[f"max_pickle_depth={value}"])) == {"max_pickle_depth": lifted}
 
 
 def test_a_limit_the_inputs_reader_does_not_use_is_a_usage_error(tmp_path, capsys):

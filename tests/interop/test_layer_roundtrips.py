@@ -107,6 +107,8 @@ def test_nested_and_enum_like_model_round_trips(tmp_path):
 
 def test_inferred_types_round_trip_a_model_without_ambiguous_layers(tmp_path):
     sd = {k: v for k, v in nested_enum_model().items() if not k.startswith(("head", "encoder.embed"))}
+    for i in (0, 2):  # a square weight with bias is ambiguous (torch's Linear or Hugging Face's Conv1D): make them [16, 8]
+        sd[f"encoder.layers.{i}.fc.weight"], sd[f"encoder.layers.{i}.fc.bias"] = rand(16, 8), rand(16)
     src = save_st(tmp_path / "torch.safetensors", sd)
     report = convert(src, tmp_path / "burn.bpk", adapter="pytorch", infer_types=True)
     assert not report.warnings

@@ -162,3 +162,16 @@ def test_every_refusal_of_a_zip_member_over_budget_names_both_inflation_keywords
         archive.writestr("archive/data.pkl", b"\x80\x02}q\x00." + bytes(4096))
     with pytest.raises(PyTorchReadError, match="max_inflate_bytes=0.*max_inflate_ratio="):
         read_pytorch(path, max_inflate_bytes=0, max_inflate_ratio=0)
+
+
+def test_a_max_pickle_depth_past_what_the_stack_holds_is_refused_before_reading(tmp_path):
+    """The readers walk a level per Python frame: a depth the stack cannot hold would end in a
+    RecursionError deep inside the walk; it is refused up front, naming the ceiling."""
+    with pytest.raises(OptionError, match="max_pickle_depth=100000: more than the readers can honour \\(at most 512"):
+        read_pytorch_object(_deep_checkpoint(tmp_path), max_pickle_depth=100_000)
+    assert read_pytorch_object(_deep_checkpoint(tmp_path), max_pickle_depth=512) is not None
+
+
+def test_a_byte_cap_past_what_python_indexes_is_refused():
+    with pytest.raises(OptionError, match="max_inflate_bytes=.*at most 9223372036854775807"):
+        ReadLimits(max_inflate_bytes=2**63)

@@ -271,8 +271,9 @@ def test_diff_takes_urls_of_any_format(http_server, tmp_path, capsys):
     burnpack.save(TENSORS, tmp_path / "local.bpk", metadata={"producer": "test"})
     assert main(["diff", _serve(http_server), str(tmp_path / "local.bpk")]) == 0
     st_url = _serve(http_server, _safetensors_bytes(), "/model.safetensors")
-    assert main(["diff", st_url, str(tmp_path / "local.bpk")]) == 1  # only the metadata differs
-    assert "tensor differences" not in capsys.readouterr().out.replace("0 tensor differences", "")
+    assert main(["diff", st_url, str(tmp_path / "local.bpk")]) == 0  # only who wrote them differs
+    assert main(["diff", "--provenance", st_url, str(tmp_path / "local.bpk")]) == 1
+    assert "0 tensor differences, 0 metadata differences, 0 scalar differences, 1 provenance difference" in capsys.readouterr().out
 
 
 def test_diff_names_a_missing_url_as_given(http_server, tmp_path, capsys):

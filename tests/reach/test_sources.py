@@ -80,6 +80,48 @@ def test_a_text_file_object_is_refused(tmp_path):
         burnpack.load(io.StringIO("NRUB" + "x" * 20))
 
 
+class _Overanswering(io.BytesIO):
+    """A file object whose ``read(n)`` answers more than ``n`` bytes (``extra`` of them), and that
+    records what it was asked."""
+
+    def __init__(self, data: bytes, extra: int, claimed: int | None = None) -> None:
+        super().__init__(data)
+        self.extra, self.claimed, self.asked = extra, claimed, []
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        if whence == io.SEEK_END and self.claimed is not None:
+            return super().seek(0, io.SEEK_END) and self.claimed
+        return super().seek(offset, whence)
+
+    def read(self, n: int = -1) -> bytes:
+        self.asked.append(n)
+        return super().read(n) + b"\0" * self.extra
+
+
+@pytest.mark.parametrize("extra", [1, 64 << 20], ids=["one byte", "64 MiB"])
+def test_a_file_object_answering_more_than_asked_is_an_io_error(extra):
+    with pytest.raises(burnpack.IoError, match=r"the file object's read\(\d+\) returned \d+ bytes, more than asked"):
+        burnpack.load(_Overanswering(DATA, extra))
+
+
+def test_a_file_object_claiming_a_huge_size_is_read_a_bounded_piece_at_a_time():
+    """Its size comes from seek(0, 2), a claim: a range is asked for 64 MiB at a time, so what is
+    held is what the object really answers (here: its bytes, far fewer than claimed)."""
+    from burnpack.core.source import FILE_OBJECT_PIECE, FileObjectSource
+
+    file = _Overanswering(DATA, 0, claimed=1 << 40)
+    source = FileObjectSource(file)
+    assert source.size == 1 << 40 and source.read(0, 1 << 34) == DATA
+    assert max(file.asked) <= FILE_OBJECT_PIECE
+
+
+def test_a_side_file_stream_answering_more_than_asked_is_an_io_error():
+    from burnpack.core.sidefile import read_capped
+
+    with pytest.raises(burnpack.IoError, match=r"read\(11\) returned 4098 bytes, more than asked"):
+        read_capped(_Overanswering(b"{}", 4096), max_bytes=10, where="stdin")
+
+
 def test_a_truncated_file_object_fails_like_a_truncated_file():
     with pytest.raises(burnpack.ValidationError, match="truncated"):
         burnpack.load(io.BytesIO(DATA[:-100]))

@@ -119,6 +119,16 @@ def test_a_new_best_epoch_releases_the_old_one(tmp_path):
     assert checkpoints.epochs() == [5, 6]
 
 
+def test_what_the_strategy_keeps_is_told_apart_from_the_files_present(tmp_path):
+    checkpoints = Checkpoints(tmp_path)
+    assert checkpoints.strategy_keeps() is None  # nothing recorded: nothing to tell
+    for epoch, loss in zip(range(1, 7), [0.9, 0.3, 0.5, 0.6, 0.7, 0.8]):
+        checkpoints.save_epoch(epoch, **_records(epoch), valid_loss=loss)
+    checkpoints.delete_epoch(5)  # by hand
+    reopened = Checkpoints(tmp_path)
+    assert reopened.strategy_keeps() == [2, 5, 6] and reopened.epochs() == [2, 6]
+
+
 def test_the_caller_can_name_the_best_epoch(tmp_path):
     checkpoints = Checkpoints(tmp_path)
     for epoch in range(1, 6):

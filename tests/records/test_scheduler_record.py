@@ -171,3 +171,25 @@ def test_from_state_and_into_state_read_one_level_like_burn():
     assert record.into_state(StepLrScheduler) == StepLrScheduler(4)
     assert record.into_state(LinearLrScheduler) is None
     assert LrSchedulerRecord.from_state(SequentialLrScheduler([LinearLrScheduler(1)], step=2)).scalars == {"step": Scalar.UInt(2)}
+
+
+# -- what a state means (burn-optim lr_scheduler/*.rs step()) -----------------------------------
+@pytest.mark.parametrize(
+    "scheduler,meaning",
+    [
+        (CosineAnnealingLrScheduler.initial(), "cosine annealing: not stepped yet (u64::MAX, which the first step wraps to iteration 0)"),
+        (CosineAnnealingLrScheduler(0), "cosine annealing: 1 step taken (at iteration 0)"),
+        (LinearLrScheduler.initial(10), "linear: final rate in 11 steps"),
+        (LinearLrScheduler(0), "linear: at the final rate"),
+        (LinearLrScheduler(U64_MAX), "linear: u64::MAX steps to the final rate (num_iters = u64::MAX - 1): never reached"),
+        (StepLrScheduler.initial(), "step: not stepped yet (-1, which the first step makes 0)"),
+        (StepLrScheduler(2**31 - 1), "step: i32::MAX steps taken: Burn's next step panics (the counter would overflow)"),
+        (SequentialLrScheduler([ConstantLr()], step=U64_MAX),
+         "sequential: u64::MAX steps taken: Burn's next step panics (the counter would overflow) [scheduler 0: constant rate (no state)]"),
+        (NoamLrScheduler.initial(), "noam: not stepped yet"),
+        (ModuleLrScheduler.of(CosineAnnealingLrScheduler(1234567), ConstantLr()),
+         "group 0: cosine annealing: 1,234,568 steps taken (at iteration 1,234,567); group 1: constant rate (no state)"),
+    ],
+)  # fmt: skip
+def test_a_state_is_explained_as_burns_step_reads_it(scheduler, meaning):
+    assert scheduler.explain() == meaning

@@ -17,7 +17,7 @@ from burnpack.cli.main import main
 from burnpack.records import burn_valid_losses
 from burnpack.view import build_page
 from burnpack.view.page import embed_json, render
-from burnpack.view.report import checkpoint_report, metric_logs, pack_report
+from burnpack.view.report import checkpoint_report, metric_logs, module_changes, pack_report
 from burnpack.view.stats import chunks, value_stats
 
 from .runs import HOSTILE, hostile_pack
@@ -139,6 +139,21 @@ def test_the_embedded_report_cannot_end_the_script_element():
     text = embed_json({"</script><!--": "\u2028&\u202e"})
     assert "<" not in text and ">" not in text and "&" not in text and text.isascii()
     assert json.loads(text) == {"</script><!--": "\u2028&\u202e"}
+
+
+def test_integers_beyond_2_53_are_embedded_as_their_digits():
+    data = {"id": 2**64 - 1, "ids": [2**53 - 1, 2**53, -(2**60)], "name": "x,12345678901234567890", "ratio": 1.2345678901234567e30}
+    assert json.loads(embed_json(data)) == {"id": "18446744073709551615", "ids": [2**53 - 1, "9007199254740992", "-1152921504606846976"],
+                                            "name": "x,12345678901234567890", "ratio": 1.2345678901234567e30}  # fmt: skip
+
+
+def test_module_changes_are_the_diffs_relative_change_over_the_modules_tensors(tmp_path):
+    before = {"a.w": np.zeros(3, np.float32), "b.w": np.ones(4, np.float32), "b.bias": np.full(2, 2.0, np.float32), "c.w": np.ones(2, np.float32)}
+    after = {**before, "a.w": np.ones(3, np.float32), "b.w": np.full(4, 2.0, np.float32)}
+    burnpack.save(before, tmp_path / "1.bpk")
+    burnpack.save(after, tmp_path / "2.bpk")
+    with burnpack.load(tmp_path / "1.bpk") as x, burnpack.load(tmp_path / "2.bpk") as y:
+        assert module_changes(x, y) == {"a": "inf", "b": pytest.approx(np.sqrt(4 / (4 + 8))), "c": 0.0}
 
 
 def test_a_page_of_hostile_names_holds_them_only_as_escaped_data(tmp_path):

@@ -14,8 +14,9 @@ What maps, and how exactly
 ====================================  ==========================================  ===========
 PyTorch                               Burn                                         exact?
 ====================================  ==========================================  ===========
-model parameters and buffers          ``ModuleRecord`` tensors, each with a fresh  bit-exact
-                                      ``param_id``; ``Linear`` weights transposed
+model parameters and buffers          ``ModuleRecord`` tensors, each with a        bit-exact
+                                      ``param_id`` derived from its Burn path
+                                      (``derive_param_ids``); ``Linear`` weights transposed
                                       (``[out, in]`` → ``[in, out]``); norm
                                       ``weight``/``bias`` → ``gamma``/``beta``
 BatchNorm ``num_batches_tracked``     (Burn's BatchNorm has no such field)         not mapped
@@ -86,7 +87,9 @@ from ...core.writer import Writer
 from ..adapters import ModuleTypes
 from ...core.frameworks import TorchModule, is_torch_module
 from .._io import atomic_output
-from ...errors import ConversionError, OutputExistsError
+from ...core.atomic import atomic_folder
+from ...core.progress import ProgressSetting, finish, progress_for
+from ...errors import ConversionError, DestinationExists, OutputExistsError
 from ..dcp import write_dcp_state
 from ..formats import burnpack_writer
 from ..limits import take_caps
@@ -142,23 +145,26 @@ def _extras(state: TorchTrainingState, report: CheckpointReport) -> dict[str, An
     return kept
 
 
-def _write_records(paths: Mapping[str, Path], writers: Mapping[str, Writer], overwrite: bool, report: CheckpointReport) -> None:
-    """Plan all three writers first (a refusal writes nothing), then write each atomically."""
+def _write_records(
+    paths: Mapping[str, Path], writers: Mapping[str, Writer], overwrite: bool, report: CheckpointReport, progress: ProgressSetting
+) -> None:
+    """Plan all three writers first (a refusal writes nothing), then write them beside the
+    directory's other files and put them in place together: an epoch is all three new records
+    or none of them (an interrupt too)."""
     for writer in writers.values():
         writer.plan()
-    next(iter(paths.values())).parent.mkdir(parents=True, exist_ok=True)
-    created: list[Path] = []
+    folder = next(iter(paths.values())).parent
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    bar = progress_for(progress, sum(writer.size() for writer in writers.values()), "writing")
     try:
-        for name, writer in writers.items():
-            fresh = not paths[name].exists()
-            with atomic_output(paths[name], overwrite=overwrite) as stream:
-                writer.write_stream(stream)
-            created += [paths[name]] if fresh else []
-            report.files[name] = str(paths[name])
-    except BaseException:  # an epoch is all three records or none of the new ones (Ctrl-C too)
-        for path in created:
-            path.unlink(missing_ok=True)
-        raise
+        with atomic_folder(folder, replace=overwrite, merge=True) as scratch:
+            for name, writer in writers.items():
+                with atomic_output(scratch / paths[name].name) as stream:
+                    writer.write_stream(stream, progress=bar)
+    except DestinationExists as exc:
+        raise OutputExistsError(folder, f"gained checkpoint files while converting ({exc}); nothing was replaced") from None
+    finish(bar)
+    report.files.update({name: str(path) for name, path in paths.items()})
 
 
 def pytorch_to_burn_checkpoint(
@@ -176,6 +182,7 @@ def pytorch_to_burn_checkpoint(
     optimizer_kind: str | None = None,
     seed: int | None = None,
     overwrite: bool = False,
+    progress: ProgressSetting = None,
     **model_options: Any,
 ) -> CheckpointReport:
     """Write ``model-N.bpk``, ``optim-N.bpk`` and ``scheduler-N.bpk`` into ``out_dir`` (a Burn
@@ -187,8 +194,11 @@ def pytorch_to_burn_checkpoint(
     searched in the names after remapping) leaves out tensors the Burn module does not have,
     with their optimizer state; ``module_types`` / ``type_rules`` / ``infer_types`` (default
     True) say which module owns each weight; ``allow_unmatched`` tolerates options that change
-    nothing. ``seed`` makes the param ids reproducible. Existing files are kept unless
-    ``overwrite``; each file is written atomically. The read caps among ``model_options``
+    nothing. The param ids are derived from the Burn paths (:func:`~burnpack.records.derive_param_ids`),
+    so the same input gives the same files; ``seed`` mixes a number into them. Existing files are kept unless
+    ``overwrite``; the three files are put in place together (an interrupted write leaves none of
+    them), ``progress`` shows the bytes written (:func:`~burnpack.core.progress.progress_for`).
+    The read caps among ``model_options``
     (``max_pickle_depth``...: :class:`~burnpack.interop.limits.ReadLimits`) bound reading the
     PyTorch files, as :func:`read_torch_training_state`'s.
     """
@@ -225,7 +235,7 @@ def pytorch_to_burn_checkpoint(
         "optim": Writer(optim_record.tensors, metadata=optim_record.metadata, scalars=optim_record.scalars),
         "scheduler": Writer([], scalars=sched_record.scalars),
     }
-    _write_records(paths, writers, overwrite, report)
+    _write_records(paths, writers, overwrite, report, progress)
     return report
 
 
@@ -243,6 +253,7 @@ def burn_checkpoint_to_pytorch(
     remap: KeyRemapper | Iterable[tuple[str, str]] | Mapping[str, str] | None = None,
     overwrite: bool = False,
     dcp: bool = False,
+    progress: ProgressSetting = None,
 ) -> tuple[TorchTrainingState, CheckpointReport]:
     """Read a Burn Learner checkpoint (the ``checkpoint`` directory or its artifact directory)
     and rebuild the PyTorch state dicts; with ``out``, also ``torch.save`` them (needs torch).
@@ -288,19 +299,27 @@ def burn_checkpoint_to_pytorch(
     scheduler_sd = scheduler_to_pytorch(sched_rec, meta.get("scheduler"), scheduler_config, optimizer_sd, report)
     result = TorchTrainingState(model.state_dict, optimizer_sd, scheduler_sd, dict(meta.get("extra", {})), None,
                                 dict(torch_types), dict(meta.get("keys", {})))  # fmt: skip
-    if out is not None and dcp:
-        write_dcp_state(result.to_torch(), out, overwrite=overwrite)
-        report.files["dcp"] = str(out)
-    elif out is not None:
-        _save_torch(result, Path(out), overwrite, report)
+    if out is not None:
+        _save_torch(result, Path(out), overwrite, report, progress, dcp=dcp)
     return result, report
 
 
-def _save_torch(state: TorchTrainingState, out: Path, overwrite: bool, report: CheckpointReport) -> None:
-    try:
-        import torch
-    except ImportError as exc:
-        raise ConversionError("writing a .pt file needs torch: pip install 'burnpack[torch]'") from exc
-    with atomic_output(out, overwrite=overwrite) as stream:
-        torch.save(state.to_torch(), stream)
-    report.files["pytorch"] = str(out)
+def _save_torch(
+    state: TorchTrainingState, out: Path, overwrite: bool, report: CheckpointReport, progress: ProgressSetting, *, dcp: bool
+) -> None:
+    """``torch.save`` into the file ``out``, or ``dcp.save`` into the folder ``out`` (whose
+    progress shows at its end: torch's DCP writer reports none)."""
+    from ...core.frameworks import is_torch_tensor
+    from ..tensors import flatten_nested
+    from ..torch_live import torch_save
+
+    obj = state.to_torch()
+    total = sum(t.numel() * t.element_size() for _, t in flatten_nested(obj, is_torch_tensor, {}))
+    bar = progress_for(progress, total, "writing")
+    if dcp:
+        write_dcp_state(obj, out, overwrite=overwrite)
+        bar(total)
+    else:
+        torch_save(obj, out, overwrite=overwrite, progress=bar)
+    finish(bar)
+    report.files["dcp" if dcp else "pytorch"] = str(out)

@@ -3,7 +3,7 @@
 PyTorch → Burn: BatchNorm ``num_batches_tracked`` has no Burn field (kept aside), names go
 through the user's remap / enum variants / contiguous indices, then :class:`PyTorchToBurnAdapter`
 transposes Linear weights and renames norm ``weight``/``bias`` to ``gamma``/``beta``; each tensor
-gets a fresh ``param_id``. A 1-D or 2-D ``weight`` whose module type stays unknown is an error,
+gets a ``param_id`` derived from its Burn path (:func:`burnpack.records.derive_param_ids`). A 1-D or 2-D ``weight`` whose module type stays unknown is an error,
 never a guess. Burn → PyTorch reverses it, with names from the stored map when there is one.
 """
 
@@ -15,15 +15,17 @@ from typing import Any
 
 import numpy as np
 
-from ...records import ModuleRecord
+from ...records import ModuleRecord, derive_param_ids
 from ..adapters import BurnToPyTorchAdapter, ModuleTypes, PyTorchToBurnAdapter
-from ..converter import transform
+from ..layouts import kind_of
+from ..converter import report_ties, transform
+from ..registry import get_format
 from ..._generated.types import BoolStore
-from .._io import entry_from_array
+from .._io import entries_from_arrays
 from ...errors import ConversionError
 from ..remap import KeyRemapper
 from ..tensors import Entry, TensorSet
-from .state import CheckpointReport, TorchTrainingState, new_ids, stored_array
+from .state import CheckpointReport, TorchTrainingState, stored_array
 
 BATCHES_TRACKED = "num_batches_tracked"
 
@@ -37,6 +39,17 @@ class BurnModel:
     by_torch: dict[str, Entry]
     excluded: set[str] = field(default_factory=set)
     dropped: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+def structural(name: str) -> bool:
+    """Whether the module type ``name`` (``Lstm``) splits or merges tensors."""
+    kind = kind_of("Struct:" + name)
+    return kind is not None and kind.structural
+
+
+def _owners(name: str) -> list[str]:
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(len(parts))]
 
 
 def check_types(entries: Sequence[Entry]) -> None:
@@ -56,15 +69,23 @@ def check_types(entries: Sequence[Entry]) -> None:
         raise error
 
 
+def refuse_structural(modules: Mapping[str, str]) -> None:
+    """A training state whose model has modules the layouts split or merge (LSTM, attention,
+    transformer layers): their optimizer state would have to be split and merged with them, which
+    a checkpoint conversion does not do yet — refused, naming them, rather than mapped wrong."""
+    if modules:
+        listed = ", ".join(f"{path or '<root>'} ({kind})" for path, kind in sorted(modules.items()))
+        raise ConversionError(
+            f"the model has modules whose tensors Burn lays out as other tensors: {listed}; a training checkpoint's "
+            "optimizer state is not split and merged with them: convert the model alone (burnpack convert --adapter pytorch)"
+        )
+
+
 def model_to_burn(state: TorchTrainingState, report: CheckpointReport, *, seed: int | None, **options: Any) -> BurnModel:
     """The Burn model record's entries; ``options`` are :func:`transform`'s renaming and
     module-type options (and ``allow_unmatched``)."""
-    entries, dropped = [], {}
-    for name, array in state.model.items():
-        if name.rpartition(".")[2] == BATCHES_TRACKED:
-            dropped[name] = array
-        else:
-            entries.append(entry_from_array(name, array, BoolStore.U8))
+    dropped = {name: array for name, array in state.model.items() if name.rpartition(".")[2] == BATCHES_TRACKED}
+    entries = entries_from_arrays(((n, a) for n, a in state.model.items() if n not in dropped), BoolStore.U8)
     report.dropped = list(dropped)
     if dropped:
         report.not_mapped.append(f"{len(dropped)} BatchNorm num_batches_tracked buffer(s): Burn's BatchNorm has none (kept in torch.model metadata)")
@@ -74,8 +95,10 @@ def model_to_burn(state: TorchTrainingState, report: CheckpointReport, *, seed: 
         allow_unmatched=True if allow is True else {"adapter", "infer_types", *(allow or ())}, **options,
     )  # the adapter and type inference are implied here, so a model they leave alone is fine
     report.options, report.warnings = dict(mapped.options), report.warnings + mapped.warnings
+    refuse_structural({path: m["type"] for path, m in mapped.modules.items() if structural(m["type"])})
+    report_ties(TensorSet(entries), adapted, get_format("burnpack"), report)  # a record has a tensor per path
     check_types(adapted.entries)
-    final = [e.replace(param_id=pid) for e, pid in zip(adapted.entries, new_ids(len(adapted.entries), seed))]
+    final = [e.replace(param_id=pid) for e, pid in zip(adapted.entries, derive_param_ids((e.name for e in adapted.entries), seed=seed))]
     excluded = {e.name for e in entries} - {e.source_name for e in final}
     if excluded:
         report.not_mapped.append(f"{len(excluded)} tensor(s) excluded: {sorted(excluded)}")
@@ -111,8 +134,10 @@ def model_to_pytorch(
 ) -> TorchModel:
     """The PyTorch ``state_dict`` of a Burn model record (``meta``: the stored ``torch.model``)."""
     entries = [Entry(t.name, t.dtype, t.shape, t.numpy, param_id=t.param_id) for t in record.tensors]
-    types.run_inference(entries)
+    types.run_inference(entries, "burn")
     typed = [e.replace(module_type=types.resolve(e)) for e in entries]
+    paths = {p for e in typed for p in _owners(e.name)}
+    refuse_structural({p: str(found.spec) for p in paths if (found := types.lookup(p, count=False)) and structural(found.spec.short)})
     check_types(typed)
     adapter = BurnToPyTorchAdapter()
     torch_names = {burn: torch for torch, burn in meta.get("names", {}).items()}

@@ -19,6 +19,7 @@ import numpy as np
 from ...records import AdamState, OptimizerRecord, SgdState
 from ..adapters import BurnToPyTorchAdapter, PyTorchToBurnAdapter
 from ...errors import ConversionError, excerpt, excerpts, shown
+from .._io import view_of
 from .model import BurnModel, TorchModel, layout_adapter
 from .state import CheckpointReport, TorchTrainingState, is_buffer_name
 
@@ -95,8 +96,14 @@ def param_order(state: TorchTrainingState, optimizer_sd: Mapping[str, Any]) -> l
         return listed
     if state.param_names is not None:
         names = state.param_names
-    else:
-        names = [n for n in state.model if not is_buffer_name(n) and state.model[n].dtype.kind in "fc"]
+    else:  # as named_parameters() lists them: a tied parameter once, under its first name
+        views: set[object] = set()
+        names = []
+        for n, array in state.model.items():
+            view = view_of(array)
+            if not is_buffer_name(n) and array.dtype.kind in "fc" and (view is None or view not in views):
+                names.append(n)
+                views.add(view)
     if len(names) != len(listed):
         raise ConversionError(
             f"the optimizer indexes {len(listed)} parameters but the model has {len(names)} float tensors that are not "

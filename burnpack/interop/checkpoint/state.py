@@ -8,8 +8,6 @@ entries are kept as ``extra``. :class:`CheckpointReport` says what a migration d
 from __future__ import annotations
 
 import os
-import random
-import secrets
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -458,16 +456,3 @@ def describe(value: Any) -> str:
     if isinstance(value, (str, os.PathLike)):
         return str(value)
     return f"<{type(value).__name__}>"
-
-
-def new_ids(count: int, seed: int | None) -> list[int]:
-    """``count`` distinct random u64 param ids (reproducible with ``seed``)."""
-    rng = random.Random(seed) if seed is not None else None
-    taken: set[int] = set()
-    out: list[int] = []
-    while len(out) < count:
-        value = rng.getrandbits(64) if rng is not None else secrets.randbits(64)
-        if value not in taken:
-            taken.add(value)
-            out.append(value)
-    return out
