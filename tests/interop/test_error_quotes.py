@@ -59,35 +59,32 @@ def pickle_quoting(text: str) -> bytes:
     return b"\x80\x02S" + text.encode() + b"\n."
 
 
-def test_a_pt_zip_whose_header_names_another_member_quotes_an_excerpt_of_it(tmp_path: Path) -> None:
-    path = tmp_path / "m.pt"
-    path.write_bytes(renamed_local_header(one_member_zip("archive/data.pkl", b"\x80\x02}."), SECRET.encode()))
-    with pytest.raises(BurnpackError) as caught:
-        read_pytorch(path)
-    assert_quoted_as_an_excerpt_at_most(caught.value)
+def read_twice_npz(path: Path) -> object:
+    """``burnpack diff``'s second reading of an ``.npz``: with its format's own library (numpy.load)."""
+    from burnpack.interop.crosscheck import read_independently
+
+    return read_independently(path, "npz")
 
 
-def test_an_npz_whose_header_names_another_member_quotes_an_excerpt_of_it(tmp_path: Path) -> None:
-    path = tmp_path / "a.npz"
-    path.write_bytes(renamed_local_header(one_member_zip("x.npy", b"\x93NUMPY"), SECRET.encode()))
-    with pytest.raises(BurnpackError) as caught:
-        read_npz(path)
-    assert_quoted_as_an_excerpt_at_most(caught.value)
+HOSTILE = {
+    "a .pt whose zip header names another member": (
+        "m.pt", lambda: renamed_local_header(one_member_zip("archive/data.pkl", b"\x80\x02}."), SECRET.encode()), read_pytorch, "BadZipFile"),
+    "an .npz whose zip header names another member": (
+        "a.npz", lambda: renamed_local_header(one_member_zip("x.npy", b"\x93NUMPY"), SECRET.encode()), read_npz, "BadZipFile"),
+    "the same .npz read by numpy.load": (
+        "a.npz", lambda: renamed_local_header(one_member_zip("x.npy", b"\x93NUMPY"), SECRET.encode()), read_twice_npz, "numpy.load cannot read it"),
+    "a .pt zip member of a long name": (
+        "m.pt", lambda: bad_crc(one_member_zip(SECRET + "/data.pkl", b"\x80\x02}.")), read_pytorch, "CRC"),
+    "a .pt of a malformed pickle": (
+        "m.pt", lambda: one_member_zip("archive/data.pkl", pickle_quoting(SECRET)), read_pytorch, "malformed pickle"),
+}  # fmt: skip
 
 
-def test_a_pt_zip_member_of_a_long_name_is_quoted_as_an_excerpt(tmp_path: Path) -> None:
-    path = tmp_path / "m.pt"
-    path.write_bytes(bad_crc(one_member_zip(SECRET + "/data.pkl", b"\x80\x02}.")))
-    with pytest.raises(BurnpackError, match="CRC") as caught:
-        read_pytorch(path)
-    assert_quoted_as_an_excerpt_at_most(caught.value)
-
-
-def test_a_malformed_pickle_is_quoted_as_an_excerpt_in_the_whole_traceback(tmp_path: Path) -> None:
-    path = tmp_path / "m.pt"
-    path.write_bytes(one_member_zip("archive/data.pkl", pickle_quoting(SECRET)))
-    with pytest.raises(BurnpackError, match="malformed pickle") as caught:
-        read_pytorch(path)
+@pytest.mark.parametrize(("name", "content", "read", "match"), HOSTILE.values(), ids=HOSTILE.keys())
+def test_a_hostile_archive_or_pickle_is_quoted_as_an_excerpt_in_the_whole_traceback(tmp_path: Path, name: str, content, read, match: str) -> None:
+    (tmp_path / name).write_bytes(content())
+    with pytest.raises(BurnpackError, match=match) as caught:
+        read(tmp_path / name)
     assert_quoted_as_an_excerpt_at_most(caught.value)
 
 
@@ -108,13 +105,3 @@ def test_an_npz_member_of_a_structured_dtype_is_named_by_an_excerpt_of_its_dtype
         read_npz(tmp_path / "a.npz")
     assert_quoted_as_an_excerpt_at_most(caught.value)
 
-
-def test_a_file_the_formats_own_library_refuses_is_quoted_as_an_excerpt_of_what_it_says(tmp_path: Path) -> None:
-    # `burnpack diff` reads each file a second time with its format's own library (numpy.load here).
-    from burnpack.interop.crosscheck import read_independently
-
-    path = tmp_path / "a.npz"
-    path.write_bytes(renamed_local_header(one_member_zip("x.npy", b"\x93NUMPY"), SECRET.encode()))
-    with pytest.raises(BurnpackError, match="numpy.load cannot read it") as caught:
-        read_independently(path, "npz")
-    assert_quoted_as_an_excerpt_at_most(caught.value)
