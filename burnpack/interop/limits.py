@@ -26,9 +26,10 @@ __all__ = ["DCP_LIMITS", "DEFAULT_LIMITS", "PICKLE_DEPTH_CEILING", "PICKLE_LIMIT
            "parse_cap", "refuse_unused", "take_caps"]  # fmt: skip
 
 PICKLE_DEPTH_CEILING = 512
-"""The largest ``max_pickle_depth``: the readers walk a pickle's containers one Python frame per
-level, and Python's stack (1,000 frames by default) must hold that many with room for their
-callers (a walk 1,000 deep exhausts it)."""
+"""The largest ``max_pickle_depth``. The readers walk a pickle's containers on a stack of their
+own, but what they return goes to callers that recurse a Python frame per level (``repr``, ``==``,
+``copy``, ``json``): Python's stack (1,000 frames by default) must hold that many with room for
+theirs."""
 
 
 def ceiling(name: str) -> int:
@@ -50,7 +51,7 @@ def parse_cap(name: str, text: str) -> int:
     return int(text)
 
 
-_WHY = {"max_pickle_depth": ": a level is a Python frame, and Python's stack must hold them"}
+_WHY = {"max_pickle_depth": ": printing, comparing or copying a result takes a Python frame a level, and Python's stack must hold them"}
 
 
 class ReadCaps(TypedDict, total=False):

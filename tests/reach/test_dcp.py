@@ -216,23 +216,28 @@ def test_a_record_past_the_end_of_its_distcp_file_is_a_conversion_error(tmp_path
         convert(tmp_path / "ck", tmp_path / "m.bpk")
 
 
-def test_read_dcp_object_reads_an_entry_nested_past_pythons_recursion_limit_when_the_cap_is_lifted(tmp_path):
-    # The copy of a record's arrays out of the mapping recursed once a level: a RecursionError.
+def test_read_dcp_object_reads_an_entry_as_deep_as_the_ceiling_without_recursing(tmp_path):
+    # The copy of a record's arrays out of the mapping recursed once a level (and more through a
+    # list): a RecursionError under the ceiling. Read here with room for 250 Python frames in all.
     import sys
 
-    from burnpack.interop.limits import ReadLimits
+    from burnpack.interop.limits import PICKLE_DEPTH_CEILING, ReadLimits
 
-    limit = sys.getrecursionlimit()
-    depth = 3 * limit
+    depth = PICKLE_DEPTH_CEILING - 1
     nested: object = 7
     for _ in range(depth):
         nested = [nested]
+    limit = sys.getrecursionlimit()
     sys.setrecursionlimit(10 * depth)
     try:  # torch.save's pickler recurses
         _save_dcp(tmp_path / "ck", {"w": torch.ones(2), "nested": nested})
     finally:
         sys.setrecursionlimit(limit)
-    got = read_dcp_object(tmp_path / "ck", limits=ReadLimits(max_pickle_depth=depth + 1))["nested"]
+    sys.setrecursionlimit(250)
+    try:
+        got = read_dcp_object(tmp_path / "ck", limits=ReadLimits(max_pickle_depth=PICKLE_DEPTH_CEILING))["nested"]
+    finally:
+        sys.setrecursionlimit(limit)
     for _ in range(depth):
         (got,) = got
     assert got == 7
