@@ -23,7 +23,13 @@ from ._common import RANK_KEY, parse_u64
 
 @dataclass
 class RecordKind:
-    """``kind`` is ``module``, ``optimizer``, ``scheduler``, ``empty`` or ``unknown``."""
+    """What kind of record a pack holds, and why we think so.
+
+    Args:
+        kind: ``module``, ``optimizer``, ``scheduler``, ``empty`` or ``unknown``.
+        summary: One line on what the pack holds.
+        reasons: What decided the kind.
+    """
 
     kind: str
     summary: str
@@ -43,7 +49,14 @@ def _is_lbfgs(pack: Pack) -> bool:
 
 
 def detect_record_kind(pack: Pack) -> RecordKind:
-    """Classify an open pack by the heuristics above (reads only its metadata)."""
+    """Classify an open pack by the heuristics above (reads only its metadata).
+
+    Args:
+        pack: The open pack.
+
+    Returns:
+        The kind, with its summary and reasons.
+    """
     names = pack.names
     scalars = pack.scalars
     rank_keys = [k for k in scalars if k.endswith("." + RANK_KEY) and parse_u64(k[: -len(RANK_KEY) - 1]) is not None]
