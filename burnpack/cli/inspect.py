@@ -29,7 +29,7 @@ from .._generated.types import DTYPE_INFO
 from ..errors import BurnpackError, CommandError, InvalidPattern
 from ..core.patterns import compile_pattern
 from ..core.progress import human_size
-from ..quant import dtype_label
+from ..dtypes import dtype_label
 from ..core.reader import Pack, TensorView
 from .common import print_json
 from ..interop.inputs import EntryView, FormatTensors

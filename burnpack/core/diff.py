@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .display import printable_lines
-from ..quant import dtype_label
+from ..dtypes import dtype_label
 from .dump import scalar_json
 from .reader import Pack
 

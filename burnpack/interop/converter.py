@@ -53,7 +53,7 @@ from typing import Any
 from ..core.display import plural, printable_lines
 from ..dtypes import EXTENSION_DTYPES, NATIVE_BOOL, element_size
 from ..errors import ConversionError, InvalidPattern, OptionError, UnmatchedOptionError
-from ..quant import dtype_label
+from ..dtypes import dtype_label
 from ..core.frameworks import TorchModule, is_torch_module
 from ..core.patterns import compile_pattern
 from ..core.progress import ProgressSetting, finish, human_size, progress_for

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..core.display import plural
-from ..quant import dtype_label
+from ..dtypes import dtype_label
 from ..core.reader import Pack
 from ._common import RANK_KEY, parse_u64
 

@@ -21,7 +21,7 @@ from .. import __version__
 from ..core.diff import change_sums, diff_packs, layout_of, relative_change, sum_of_squares
 from ..core.dump import scalar_json
 from ..errors import BurnpackError, SchedulerLayoutError
-from ..quant import dtype_label
+from ..dtypes import dtype_label
 from ..records.checkpoint import Checkpoints, LossHistory, burn_valid_losses, inspect_epoch
 from ..records.detect import detect_record_kind
 from ..records.scheduler import LrSchedulerRecord, infer_scheduler
