@@ -79,6 +79,41 @@ def test_inspect_of_a_small_pack_imports_only_what_it_uses(small):
     assert NOT_AT_START & loaded == set()
 
 
+# What listing a pack of plain dtypes does not use: the QFloat codec and its compiled kernel,
+# slicing, and dataclasses (a dataclass compiles its methods when its module is imported).
+NOT_FOR_A_PLAIN_PACK = {"burnpack.quant", "burnpack._cquant", "burnpack.core.slices", "dataclasses"}
+
+
+def test_inspect_of_a_pack_without_qfloat_tensors_imports_no_qfloat_codec(small):
+    loaded = _modules_after(
+        f"""
+        import contextlib, io
+        from burnpack.cli.main import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(["inspect", {str(small)!r}]) == 0
+        """
+    )
+    assert NOT_FOR_A_PLAIN_PACK & loaded == set()
+
+
+def test_inspect_of_a_qfloat_pack_imports_the_codec_it_needs(tmp_path):
+    from burnpack.quant import parse_scheme, quantize
+
+    path = tmp_path / "q.bpk"
+    burnpack.save({"w": quantize(np.linspace(-1, 1, 64, dtype=np.float32), parse_scheme("q8s", block=32))}, path)
+    loaded = _modules_after(
+        f"""
+        import contextlib, io
+        from burnpack.cli.main import main
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["inspect", "--stats", {str(path)!r}]) == 0
+        assert "QFloat(Q8S block 32 F32)" in out.getvalue(), out.getvalue()
+        """
+    )
+    assert "burnpack.quant" in loaded
+
+
 def test_version_imports_only_what_it_uses():
     loaded = _modules_after(
         """

@@ -13,21 +13,30 @@ Burn writes no marker saying "module", "optimizer" or "scheduler"; the kinds dif
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from ..core.display import plural
 from ..dtypes import dtype_label
 from ..core.reader import Pack
 from ._common import RANK_KEY, parse_u64
 
 
-@dataclass
 class RecordKind:
-    """``kind`` is ``module``, ``optimizer``, ``scheduler``, ``empty`` or ``unknown``."""
+    """``kind`` is ``module``, ``optimizer``, ``scheduler``, ``empty`` or ``unknown``; ``reasons``
+    say what in the pack decided it. (A plain class, not a dataclass: ``inspect`` of a small file
+    starts without building one.)"""
 
-    kind: str
-    summary: str
-    reasons: list[str] = field(default_factory=list)
+    __slots__ = ("kind", "summary", "reasons")
+
+    def __init__(self, kind: str, summary: str, reasons: list[str] | None = None) -> None:
+        self.kind, self.summary = kind, summary
+        self.reasons = [] if reasons is None else reasons
+
+    def __repr__(self) -> str:
+        return f"RecordKind(kind={self.kind!r}, summary={self.summary!r}, reasons={self.reasons!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RecordKind):
+            return NotImplemented
+        return (self.kind, self.summary, self.reasons) == (other.kind, other.summary, other.reasons)
 
     def __str__(self) -> str:
         return f"{self.kind} record: {self.summary}" if self.kind not in ("empty", "unknown") else self.summary
