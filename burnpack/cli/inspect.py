@@ -19,7 +19,7 @@ import math
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
@@ -33,6 +33,9 @@ from ..dtypes import dtype_label
 from ..core.reader import Pack, TensorView
 from .common import print_json
 from ..interop.inputs import EntryView, FormatTensors
+
+if TYPE_CHECKING:
+    from ..records.detect import RecordKind
 
 View = TensorView | EntryView
 """A listed tensor: a ``.bpk``'s view, or an entry of another format."""
@@ -131,14 +134,17 @@ def totals(views: Iterable[View]) -> dict[str, dict[str, int]]:
     return out
 
 
-def to_json(pack: Pack | FormatTensors, views: Sequence[View], record_kind: str | None) -> dict[str, Any]:
-    """Everything ``inspect`` shows; the ``.bpk`` layout facts (version, sizes, offsets, record
-    kind) only for a ``.bpk``, the entries the reader skipped only for another format."""
+def to_json(pack: Pack | FormatTensors, views: Sequence[View], record_kind: RecordKind | None) -> dict[str, Any]:
+    """Everything ``inspect`` shows; the ``.bpk`` facts (record kind, what a scheduler record's
+    values mean, version, sizes, offsets) only for a ``.bpk``, the entries the reader skipped only
+    for another format."""
     by_dtype = totals(views)
     layout: dict[str, Any] = {}
     if isinstance(pack, Pack):
-        layout = {"record_kind": record_kind, "version": pack.version, "metadata_size": pack.metadata_size,
-                  "data_section_start": pack.data_section_start, "file_size": pack.file_size}  # fmt: skip
+        assert record_kind is not None
+        layout = {"record_kind": str(record_kind), "scheduler": record_kind.meaning, "version": pack.version,
+                  "metadata_size": pack.metadata_size, "data_section_start": pack.data_section_start,
+                  "file_size": pack.file_size}  # fmt: skip
     tensors = []
     for v in views:
         tensor = {"name": v.name, "dtype": v.dtype.to_serde(), "dtype_text": dtype_label(v.dtype), "shape": list(v.shape),
@@ -277,11 +283,17 @@ def inspect(pack: Pack | FormatTensors, args: Any, out: TextIO) -> int:
     from ..records.detect import detect_record_kind
 
     views = select(pack, sort=args.sort, pattern=args.filter)
-    kind = str(detect_record_kind(pack)) if isinstance(pack, Pack) else None
+    kind = detect_record_kind(pack) if isinstance(pack, Pack) else None
     if args.json:
         print_json(to_json(pack, views, kind), out)
     else:
-        print(f"record kind: {printable(kind)}\n" if isinstance(pack, Pack) else f"{format_line(pack)}\n", file=out)
+        if isinstance(pack, FormatTensors):
+            print(format_line(pack), file=out)
+        elif kind is not None:
+            print(f"record kind: {printable(kind)}", file=out)
+            if kind.meaning is not None:  # the raw values (u64::MAX, -1...) in words, as the view page gives them
+                print(f"learning-rate scheduler: {printable(kind.meaning)}", file=out)
+        print(file=out)
         if args.filter and not views:
             print(f"no tensor name matches {args.filter!r}", file=out)
         elif args.tree:

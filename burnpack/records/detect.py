@@ -21,22 +21,25 @@ from ._common import RANK_KEY, parse_u64
 
 class RecordKind:
     """``kind`` is ``module``, ``optimizer``, ``scheduler``, ``empty`` or ``unknown``; ``reasons``
-    say what in the pack decided it. (A plain class, not a dataclass: ``inspect`` of a small file
-    starts without building one.)"""
+    say what in the pack decided it; ``meaning``, for a scheduler record of a layout Burn writes,
+    says what its values mean (:meth:`~burnpack.records.scheduler.LrScheduler.explain`: ``u64::MAX``
+    is "not stepped yet"...), None otherwise. (A plain class, not a dataclass: ``inspect`` of a
+    small file starts without building one.)"""
 
-    __slots__ = ("kind", "summary", "reasons")
+    __slots__ = ("kind", "summary", "reasons", "meaning")
 
-    def __init__(self, kind: str, summary: str, reasons: list[str] | None = None) -> None:
-        self.kind, self.summary = kind, summary
+    def __init__(self, kind: str, summary: str, reasons: list[str] | None = None, meaning: str | None = None) -> None:
+        self.kind, self.summary, self.meaning = kind, summary, meaning
         self.reasons = [] if reasons is None else reasons
 
+    def _fields(self) -> tuple[str, str, list[str], str | None]:
+        return self.kind, self.summary, self.reasons, self.meaning
+
     def __repr__(self) -> str:
-        return f"RecordKind(kind={self.kind!r}, summary={self.summary!r}, reasons={self.reasons!r})"
+        return "RecordKind(kind={!r}, summary={!r}, reasons={!r}, meaning={!r})".format(*self._fields())
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, RecordKind):
-            return NotImplemented
-        return (self.kind, self.summary, self.reasons) == (other.kind, other.summary, other.reasons)
+        return self._fields() == other._fields() if isinstance(other, RecordKind) else NotImplemented
 
     def __str__(self) -> str:
         return f"{self.kind} record: {self.summary}" if self.kind not in ("empty", "unknown") else self.summary
@@ -79,12 +82,12 @@ def detect_record_kind(pack: Pack) -> RecordKind:
         from ..errors import SchedulerLayoutError
         from .scheduler import LrSchedulerRecord, infer_scheduler
 
+        counted = plural(len(scalars), "scalar")
         try:
             tree = infer_scheduler(LrSchedulerRecord(scalars))
-            summary = f"{len(scalars)} scalars; {tree.describe()}"
         except SchedulerLayoutError:
-            summary = f"{len(scalars)} scalars (not a layout Burn's schedulers write)"
-        return RecordKind("scheduler", summary, ["scalars only, no tensors"])
+            return RecordKind("scheduler", f"{counted} (not a layout Burn's schedulers write)", ["scalars only, no tensors"])
+        return RecordKind("scheduler", f"{counted}; {tree.describe()}", ["scalars only, no tensors"], tree.explain())
     if not scalars:
         views = [pack[n] for n in names]
         without_id = sum(1 for v in views if v.param_id is None)

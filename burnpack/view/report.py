@@ -20,11 +20,10 @@ from typing import Any
 from .. import __version__
 from ..core.diff import change_sums, diff_packs, layout_of, relative_change, sum_of_squares
 from ..core.dump import scalar_json
-from ..errors import BurnpackError, SchedulerLayoutError
+from ..errors import BurnpackError
 from ..dtypes import dtype_label
 from ..records.checkpoint import Checkpoints, LossHistory, burn_valid_losses, inspect_epoch
 from ..records.detect import detect_record_kind
-from ..records.scheduler import LrSchedulerRecord, infer_scheduler
 from .stats import chunks, quantization, value_stats
 
 _LOG = re.compile(r"^(?P<name>[^/\\]+)\.log$")
@@ -37,20 +36,6 @@ def _json_number(value: float | None) -> float | str | None:
     return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
 
 
-def _record_kind(pack: Any) -> tuple[str, str]:
-    kind = detect_record_kind(pack)
-    return kind.kind, str(kind)
-
-
-def _scheduler_meaning(pack: Any) -> str | None:
-    """A scheduler record's state in words (what ``u64::MAX`` means, ...); None for a layout no
-    Burn scheduler writes."""
-    try:
-        return infer_scheduler(LrSchedulerRecord(pack.scalars)).explain()
-    except SchedulerLayoutError:
-        return None
-
-
 def _shape_numel(shape: Any) -> int:
     return math.prod(int(d) for d in shape)
 
@@ -58,7 +43,7 @@ def _shape_numel(shape: Any) -> int:
 def pack_report(pack: Any, source: str, *, stats: bool = True) -> dict[str, Any]:
     """Overview, tensors (data order) and, with ``stats``, each tensor's exact statistics."""
     views = pack.tensors()
-    kind, detail = _record_kind(pack)
+    record = detect_record_kind(pack)
     by_dtype: dict[str, dict[str, int]] = {}
     by_module: dict[str, list[int]] = {}
     rows = []
@@ -101,9 +86,9 @@ def pack_report(pack: Any, source: str, *, stats: bool = True) -> dict[str, Any]
         }
     return {
         "source": source,
-        "record_kind": kind,
-        "record_detail": detail,
-        "scheduler": _scheduler_meaning(pack) if kind == "scheduler" else None,
+        "record_kind": record.kind,
+        "record_detail": str(record),
+        "scheduler": record.meaning,  # what a scheduler record's values mean (u64::MAX, ...)
         "layout": layout,
         "totals": {
             "tensors": len(rows),
