@@ -4,10 +4,10 @@ Content: tensors added, removed or changed (dtype, shape, param id, bytes), with
 tensors of the same element count, how many elements differ beyond the tolerances, the largest
 absolute and relative element difference, and the tensor's relative change ``‖B − A‖ / ‖A‖``
 (:func:`relative_change`, the one measure of change ``view`` shows); metadata and scalars added,
-removed or changed. Provenance (:data:`PROVENANCE_KEYS`: who wrote a file, not what it holds) is
-reported apart and is a difference only when asked for. Layout (:func:`layout_of`): header
-version, metadata size and encoding, data section start, tensor offsets and order, padding and
-trailing bytes — how the same content was written. ``diff_packs`` compares anything pack-like
+removed or changed. Provenance (:data:`~burnpack.core.metadata.PROVENANCE_KEYS`, the keys of the
+stamp Burn's stores and ``convert`` write: who wrote a file, not what it holds) is reported apart
+and is a difference only when asked for. Layout (:func:`layout_of`): header version, metadata size
+and encoding, data section start, tensor offsets and order, padding and trailing bytes — how the same content was written. ``diff_packs`` compares anything pack-like
 (``names``, ``tensors()``, ``metadata``, ``scalars``), so the command line can compare a pack with
 a safetensors file.
 """
@@ -24,15 +24,10 @@ import numpy as np
 from .display import printable_lines
 from ..dtypes import dtype_label
 from .dump import scalar_json
+from .metadata import PROVENANCE_KEYS  # who wrote a file: the keys of the stamp convert writes
 from .reader import Pack
 
 _EXACT_INTS = (np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32)
-
-PROVENANCE_KEYS = ("format", "producer", "version")
-"""Metadata keys that say who wrote a file, not what it holds: Burn's ``BurnpackStore`` and
-``SafetensorsStore`` stamp them on every file they write (burn-store ``burnpack.rs``
-``default_metadata``), and ``convert`` stamps them as they do, so a converted file differs from
-its source in them alone. ``diff_packs`` reports them apart from the content."""
 
 
 def sum_of_squares(values: np.ndarray) -> float:
