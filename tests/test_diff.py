@@ -60,6 +60,15 @@ def test_the_stamp_convert_writes_is_the_provenance_diff_sets_apart(tmp_path):
     assert result.identical and set(result.provenance) == set(PROVENANCE_KEYS) and not result.metadata
 
 
+def test_progress_is_fed_the_bytes_of_both_sides_of_every_tensor_both_have(tmp_path):
+    burnpack.save({"w": WEIGHTS, "only_a": np.ones(3, np.float32)}, tmp_path / "a.bpk")
+    burnpack.save({"w": WEIGHTS}, tmp_path / "b.bpk")
+    fed: list[int] = []
+    with burnpack.load(tmp_path / "a.bpk") as a, burnpack.load(tmp_path / "b.bpk") as b:
+        diff_packs(a, b, progress=fed.append)
+    assert fed == [2 * WEIGHTS.nbytes]
+
+
 def test_provenance_differences_count_only_with_the_provenance_option(tmp_path, capsys):
     burnpack.save({"w": WEIGHTS}, tmp_path / "a.bpk", metadata={"producer": "burn", "run": "1"})
     burnpack.save({"w": WEIGHTS}, tmp_path / "b.bpk", metadata={"producer": "burnpack", "run": "1"})

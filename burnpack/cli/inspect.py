@@ -28,7 +28,7 @@ from ..core.dump import scalar_json
 from .._generated.types import DTYPE_INFO
 from ..errors import BurnpackError, CommandError, InvalidPattern
 from ..core.patterns import compile_pattern
-from ..core.progress import human_size
+from ..core.progress import ProgressSetting, finish, human_size, progress_for
 from ..dtypes import dtype_label
 from ..core.reader import Pack, TensorView
 from .common import print_json
@@ -184,14 +184,21 @@ def _shape(view: View) -> str:
     return "[" + ", ".join(map(str, view.shape)) + "]"
 
 
-def print_table(views: Sequence[View], out: TextIO, *, stats: bool = False, ids: bool = True, name_width: int = NAME_WIDTH) -> None:
-    """One row per tensor; a ``param_id`` column when the format holds ids, statistics with ``stats``."""
+def print_table(
+    views: Sequence[View], out: TextIO, *, stats: bool = False, ids: bool = True, name_width: int = NAME_WIDTH,
+    progress: ProgressSetting = None,
+) -> None:  # fmt: skip
+    """One row per tensor; a ``param_id`` column when the format holds ids, statistics with
+    ``stats`` (``progress`` fed the bytes of each tensor read for them: :func:`~burnpack.core.progress.progress_for`)."""
     rows = [("name", "dtype", "shape", "params", "size") + (("param_id",) if ids else ()) + (("min", "max", "mean") if stats else ())]
     notes: list[str] = []
+    bar = progress_for(progress if stats else "never", sum(max(v.byte_len, 0) for v in views), "statistics")
     for v in views:
         pid = ("-" if v.param_id is None else str(v.param_id),) if ids else ()
         row = (shorten(printable(v.name), name_width), dtype_label(v.dtype), _shape(v), f"{math.prod(v.shape):,}", human_size(max(v.byte_len, 0)))
         rows.append(row + pid + (_stats(v, notes) if stats else ()))
+        bar(max(v.byte_len, 0))
+    finish(bar)
     _table(rows, set(range(3, len(rows[0]))), out)
     if notes:
         print("\nno statistics for:", file=out)
@@ -277,9 +284,9 @@ def print_skipped(tensors: FormatTensors, out: TextIO) -> None:
             print(f"  {printable(path)}: {printable(why)}", file=out)
 
 
-def inspect(pack: Pack | FormatTensors, args: Any, out: TextIO) -> int:
+def inspect(pack: Pack | FormatTensors, args: Any, out: TextIO, *, progress: ProgressSetting = None) -> int:
     """Print what ``burnpack inspect`` shows for an open pack or another format's tensors; 1 when
-    ``--filter`` finds nothing."""
+    ``--filter`` finds nothing. ``progress`` shows the reading of ``--stats``."""
     from ..records.detect import detect_record_kind
 
     views = select(pack, sort=args.sort, pattern=args.filter)
@@ -299,7 +306,8 @@ def inspect(pack: Pack | FormatTensors, args: Any, out: TextIO) -> int:
         elif args.tree:
             print_tree(views, out)
         else:
-            print_table(views, out, stats=args.stats, ids=isinstance(pack, Pack) or "param ids" not in pack.format.lacks())
+            ids = isinstance(pack, Pack) or "param ids" not in pack.format.lacks()
+            print_table(views, out, stats=args.stats, ids=ids, progress=progress)
         if isinstance(pack, FormatTensors):
             print_skipped(pack, out)
         print_summary(pack, views, out)

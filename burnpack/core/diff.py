@@ -24,6 +24,7 @@ import numpy as np
 from .display import printable_lines
 from ..dtypes import dtype_label
 from .dump import scalar_json
+from .progress import ProgressSetting, finish, progress_for
 from .metadata import PROVENANCE_KEYS  # who wrote a file: the keys of the stamp convert writes
 from .reader import Pack
 
@@ -247,19 +248,24 @@ def _numeric_diff(change: TensorChange, a: np.ndarray, b: np.ndarray, atol: floa
     return change.elements_differ > 0
 
 
-def diff_packs(a: Any, b: Any, *, atol: float = 0.0, rtol: float = 0.0, provenance: bool = False) -> PackDiff:
-    """Compare two open packs, or pack-like tensor sources (every tensor is read).
+def diff_packs(
+    a: Any, b: Any, *, atol: float = 0.0, rtol: float = 0.0, provenance: bool = False, progress: ProgressSetting = None
+) -> PackDiff:
+    """Compare two open packs, or pack-like tensor sources (every tensor both have is read).
 
     Elements within ``atol + rtol * max(|a|, |b|)`` of each other are equal. Differences in
     :data:`PROVENANCE_KEYS` are listed in ``provenance``, and make the packs differ only with
-    ``provenance=True``."""
+    ``provenance=True``. ``progress`` is fed the bytes of both sides as each tensor both have is
+    compared (a callable, or a setting of :func:`~burnpack.core.progress.progress_for`)."""
     out = PackDiff(provenance_counts=provenance, atol=atol, rtol=rtol)
     names_a, names_b = set(a.names), set(b.names)
     out.added = sorted(names_b - names_a)
     out.removed = sorted(names_a - names_b)
     views_a = {v.name: v for v in a.tensors()}
     views_b = {v.name: v for v in b.tensors()}
-    for name in sorted(names_a & names_b):
+    common = sorted(names_a & names_b)
+    bar = progress_for(progress, sum(_read_bytes(views_a[n]) + _read_bytes(views_b[n]) for n in common), "comparing")
+    for name in common:
         va, vb = views_a[name], views_b[name]
         change = TensorChange(name)
         if va.dtype != vb.dtype:
@@ -284,6 +290,8 @@ def diff_packs(a: Any, b: Any, *, atol: float = 0.0, rtol: float = 0.0, provenan
                 differs = True
         if differs:
             out.changed.append(change)
+        bar(_read_bytes(va) + _read_bytes(vb))
+    finish(bar)
     for key in sorted(set(a.metadata) | set(b.metadata)):
         if a.metadata.get(key) != b.metadata.get(key):
             where = out.provenance if key in PROVENANCE_KEYS else out.metadata
@@ -295,6 +303,11 @@ def diff_packs(a: Any, b: Any, *, atol: float = 0.0, rtol: float = 0.0, provenan
     if sorted(views_a, key=lambda n: views_a[n].data_offsets) != sorted(views_b, key=lambda n: views_b[n].data_offsets):
         out.layout_differs = True
     return out
+
+
+def _read_bytes(view: Any) -> int:
+    """The bytes of a tensor a comparison reads, as its progress counts them."""
+    return max(int(view.byte_len or 0), 0)
 
 
 def layout_of(pack: Pack) -> dict[str, Any]:
