@@ -10,7 +10,6 @@ made or met.
 from __future__ import annotations
 
 import functools
-import math
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar

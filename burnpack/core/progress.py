@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TextIO
 
 THRESHOLD = 64 << 20
 SETTINGS = ("auto", "always", "never")
