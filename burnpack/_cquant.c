@@ -95,11 +95,14 @@ static void run(const Job *job) {
     }
 }
 
+/* a * b of two sizes checked non-negative above, refused where it overflows (portable C: MSVC has no
+ * __builtin_mul_overflow). */
 static int product(Py_ssize_t a, Py_ssize_t b, Py_ssize_t *out) {
-    if (__builtin_mul_overflow(a, b, out)) {
+    if (a < 0 || b < 0 || (a != 0 && b > PY_SSIZE_T_MAX / a)) {
         PyErr_SetString(PyExc_ValueError, "dequantize: the sizes overflow");
         return -1;
     }
+    *out = a * b;
     return 0;
 }
 

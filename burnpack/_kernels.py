@@ -1,8 +1,8 @@
 """The optional compiled kernels: which there are, and the one rule for choosing one.
 
-Each is a C extension listed in ``pyproject.toml`` (``ext-modules``, optional: a failed build
-leaves the Python or numpy path, which computes the same; ``setup.py`` says how the
-``BURNPACK_BUILD_KERNELS`` switch changes that). A kernel is used only when it is built from the
+Each is a C extension built from the C file of its module's path by ``setup.py``, which reads
+:data:`KERNELS` (optional: a failed build leaves the Python or numpy path, which computes the
+same; ``setup.py`` says how the ``BURNPACK_BUILD_KERNELS`` switch changes that). A kernel is used only when it is built from the
 sources of this version: its ``INTERFACE`` must be the one :data:`KERNELS` names (an in-place
 build not redone since its C changed would answer in a shape its caller no longer unpacks, or
 without the checks its caller relies on). ``burnpack --version`` reports each kernel by that same

@@ -23,8 +23,16 @@ _BIG_ENDIAN_HOST = sys.byteorder == "big"
 
 @functools.cache
 def numpy_dtype_named(name: str) -> np.dtype:
-    """The numpy dtype of a table's numpy name (``<f4``, ``bfloat16``); imports ``ml_dtypes``
-    only for the names numpy itself lacks (the generated ``NUMPY_EXTENSION_TYPES``)."""
+    """The numpy dtype of a table's numpy name (``<f4``, ``bfloat16``).
+
+    Imports ``ml_dtypes`` only for the names numpy itself lacks (the generated ``NUMPY_EXTENSION_TYPES``).
+
+    Args:
+        name: The numpy name, as the dtype tables give it.
+
+    Returns:
+        The numpy dtype.
+    """
     if name in NUMPY_EXTENSION_TYPES:
         import ml_dtypes
 
@@ -34,12 +42,26 @@ def numpy_dtype_named(name: str) -> np.dtype:
 
 def is_extension_type(dt: np.dtype) -> bool:
     """Whether ``dt`` is one of the tables' ml_dtypes types (bf16): native-endian only, and no type
-    torch hands to numpy directly (without importing ml_dtypes: no such array can exist before)."""
+    torch hands to numpy directly (without importing ml_dtypes: no such array can exist before).
+
+    Args:
+        dt: A numpy dtype.
+
+    Returns:
+        True for an ml_dtypes type of the tables.
+    """
     return "ml_dtypes" in sys.modules and dt.name in NUMPY_EXTENSION_TYPES and dt == numpy_dtype_named(dt.name)
 
 
 def is_float_array(array: np.ndarray) -> bool:
-    """Whether ``array`` holds floats: numpy's own or an ml_dtypes float type (bf16)."""
+    """Whether ``array`` holds floats: numpy's own or an ml_dtypes float type (bf16).
+
+    Args:
+        array: A numpy array.
+
+    Returns:
+        True for a float array.
+    """
     return array.dtype.kind == "f" or is_extension_type(array.dtype)  # the tables' ml_dtypes types are floats
 
 
@@ -48,7 +70,12 @@ _V = TypeVar("_V")
 
 
 class ResolvedTable(Mapping[_K, _V]):
-    """A table whose values are computed from their description on first access."""
+    """A read-only mapping whose values are computed from their description on first access.
+
+    Args:
+        described: Each key's description.
+        resolve: Computes a value from its description (once per key).
+    """
 
     def __init__(self, described: dict[_K, Any], resolve: Callable[[Any], _V]) -> None:
         self._described, self._resolve = described, resolve
@@ -79,7 +106,14 @@ NATIVE_BOOL = DType.Bool(BoolStore.Native)
 
 
 def element_size(dtype: DType) -> int | None:
-    """Bytes per element, or None for QFloat (bit-packed values plus inline scales)."""
+    """Bytes per element.
+
+    Args:
+        dtype: A Burn dtype.
+
+    Returns:
+        The element size, or None for QFloat (bit-packed values plus inline scales).
+    """
     size = UNIT_SIZES[dtype.variant]
     if size is None and isinstance(dtype.value, BoolStore):
         return _BOOL_SIZES[dtype.value.value]
@@ -87,10 +121,16 @@ def element_size(dtype: DType) -> int | None:
 
 
 def unconstructible(dtype: DType) -> str | None:
-    """Why no Burn writer can construct ``dtype`` though Burn's reader decodes it, or None.
+    """Why no Burn writer can construct ``dtype`` though Burn's reader decodes it.
 
     A QFloat block size comes only from cubecl's ``BlockSize::new``: leading 1s stripped, at
     most 5 dims kept, unused storage slots 1 (format.md §3.1); deserialization keeps any value.
+
+    Args:
+        dtype: A Burn dtype.
+
+    Returns:
+        The reason, or None when a Burn writer can construct it.
     """
     block = getattr(dtype.value, "block", None) if dtype.is_quantized else None
     if block is None:
@@ -114,6 +154,12 @@ def numpy_dtype(dtype: DType) -> np.dtype:
     """The numpy dtype a tensor's bytes are viewed as (QFloat: raw ``uint8``; Flex32: float32).
 
     Multi-byte types are explicitly little-endian, so views are right on big-endian hosts too.
+
+    Args:
+        dtype: A Burn dtype.
+
+    Returns:
+        The numpy dtype.
     """
     if dtype.value is None:
         return _UNIT_NUMPY[dtype.variant]
@@ -145,7 +191,17 @@ _FROM_TORCH_NAME = {**_first_by("torch"), DTYPE_INFO[NATIVE_BOOL.variant].torch:
 
 
 def dtype_from_numpy(dt: np.dtype) -> DType:
-    """The Burn dtype for a numpy dtype of either byte order; raises ValueError if none fits."""
+    """The Burn dtype for a numpy dtype of either byte order.
+
+    Args:
+        dt: A numpy dtype.
+
+    Returns:
+        The Burn dtype.
+
+    Raises:
+        ValueError: No Burn dtype fits.
+    """
     little = dt.newbyteorder("<") if dt.byteorder == ">" else dt
     try:
         return _FROM_NUMPY[little]
@@ -156,12 +212,29 @@ def dtype_from_numpy(dt: np.dtype) -> DType:
 
 
 def safetensors_code(dtype: DType) -> str | None:
-    """The safetensors dtype code a tensor of ``dtype`` is written as (None: safetensors has none)."""
+    """The safetensors dtype code a tensor of ``dtype`` is written as.
+
+    Args:
+        dtype: A Burn dtype.
+
+    Returns:
+        The code (``F32``, ``BF16``, …), or None when safetensors has none.
+    """
     return DTYPE_INFO[dtype.variant].safetensors
 
 
 def dtype_from_safetensors(code: str) -> DType:
-    """The Burn dtype for a safetensors dtype code; raises ValueError if none fits."""
+    """The Burn dtype for a safetensors dtype code.
+
+    Args:
+        code: A safetensors dtype code (``F32``, ``BF16``, …).
+
+    Returns:
+        The Burn dtype.
+
+    Raises:
+        ValueError: No Burn dtype fits.
+    """
     try:
         return _FROM_SAFETENSORS[code]
     except KeyError:
@@ -171,7 +244,14 @@ def dtype_from_safetensors(code: str) -> DType:
 def torch_dtype(dtype: DType) -> Any:
     """The torch dtype a tensor of ``dtype`` becomes (any Bool store: ``torch.bool``).
 
-    Raises ValueError for QFloat and for dtypes the installed torch lacks (old torch: uint16-64).
+    Args:
+        dtype: A Burn dtype.
+
+    Returns:
+        The torch dtype.
+
+    Raises:
+        ValueError: The dtype is QFloat, or the installed torch lacks it (old torch: uint16-64).
     """
     import torch
 
@@ -182,7 +262,17 @@ def torch_dtype(dtype: DType) -> Any:
 
 
 def dtype_from_torch(dtype: Any) -> DType:
-    """The Burn dtype for a torch dtype; raises ValueError if none fits."""
+    """The Burn dtype for a torch dtype.
+
+    Args:
+        dtype: A torch dtype.
+
+    Returns:
+        The Burn dtype.
+
+    Raises:
+        ValueError: No Burn dtype fits.
+    """
     name = str(dtype).removeprefix("torch.")
     try:
         return _FROM_TORCH_NAME[name]
@@ -207,14 +297,33 @@ UNIT_VIEW_SPECS: Mapping[str, tuple[int, np.dtype]] = ResolvedTable(
 
 def view_bytes_as(buffer: Any, offset: int, count: int, dtype: np.dtype) -> np.ndarray:
     """A zero-copy 1-D view of ``count`` elements at ``offset`` (ml_dtypes types such as bf16 are
-    byte-swapped on BE hosts)."""
+    byte-swapped on big-endian hosts).
+
+    Args:
+        buffer: Any buffer.
+        offset: The first element's byte offset.
+        count: How many elements.
+        dtype: Their numpy dtype.
+
+    Returns:
+        The 1-D array.
+    """
     if _BIG_ENDIAN_HOST and dtype.itemsize > 1 and is_extension_type(dtype):
         return np.frombuffer(buffer, f"<u{dtype.itemsize}", count, offset).astype(f"=u{dtype.itemsize}").view(dtype)
     return np.frombuffer(buffer, dtype, count, offset)
 
 
 def describe(scheme: QuantScheme) -> str:
-    """A QFloat scheme's short human form (re-exported by ``burnpack.quant``): ``Q8S block 32 F16``, ``Q4S packed u32 block 4x32 UE4M3 + tensor F32``."""
+    """A short human form of a scheme: ``Q8S block 32 F16``, ``Q4S packed u32 block 4x32 UE4M3 + tensor F32``.
+
+    Also exported by ``burnpack.quant``, where QFloat users look for it.
+
+    Args:
+        scheme: The quantization scheme.
+
+    Returns:
+        The description.
+    """
     parts = [scheme.value.name]
     store = scheme.store
     if store.is_packed_u32:
@@ -235,7 +344,16 @@ def describe(scheme: QuantScheme) -> str:
 
 
 def dtype_label(dtype: DType) -> str:
-    """A dtype's short human name: ``F32``, ``Bool(U8)`` (its ``debug``), ``QFloat(Q8S block 32 F16)``."""
+    """A dtype's short human name: ``F32``, ``Bool(U8)`` (its ``debug``), ``QFloat(Q8S block 32 F16)``.
+
+    Also exported by ``burnpack.quant``.
+
+    Args:
+        dtype: The dtype.
+
+    Returns:
+        The name.
+    """
     if isinstance(dtype.value, QuantScheme):
         return f"QFloat({describe(dtype.value)})"
     return debug(dtype)

@@ -5,8 +5,8 @@ tell exactly which check a file failed, as Burn would report it. ``payload`` is 
 message text where Burn has one; ``str(error)`` adds where the problem is (tensor, byte offset).
 Below them come the other layers' errors — the record layer (Burn's ``RecordError``), the foreign
 formats and conversions — all ``BurnpackError``s too, and the two that are not: the CBOR decoder's
-:class:`CborError` (turned into a burnpack error before a caller sees it) and the command line's
-:class:`CommandError`. The command line reports ``BurnpackError``, ``OSError`` and
+``CborError`` (turned into a burnpack error before a caller sees it) and the command line's
+``CommandError``. The command line reports ``BurnpackError``, ``OSError`` and
 ``CommandError`` as one line; any other exception is a bug and keeps its traceback.
 """
 
@@ -104,8 +104,14 @@ class IoError(BurnpackError, OSError):
     def from_os_error(cls, exc: OSError, *, where: str | None = None, context: str | None = None) -> IoError:
         """Burn's ``Io`` error for ``exc`` (``"<strerror> (os error <errno>)"``), typed like it.
 
-        ``context`` is Burn's prefix naming the operation and path (``"cannot create '<path>'"``);
-        with it the message is ``"<context>: <strerror> (os error <errno>)"`` and names no other place.
+        Args:
+            exc: The operating system's error.
+            where: The place the message names (a path), if any.
+            context: Burn's prefix naming the operation and path (``"cannot create '<path>'"``); with
+                it the message is ``"<context>: <strerror> (os error <errno>)"`` and names no other place.
+
+        Returns:
+            The error: a ``FileNotFoundError``, ``PermissionError``, … as ``exc`` was.
         """
         if exc.errno is None:
             error = cls(str(exc) if context is None else f"{context}: {exc}", where=where)
@@ -232,10 +238,18 @@ EXCERPT_CHARS = 64
 
 
 def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
-    """Text a file holds (a tensor name, a key, a shard file name), as an error message quotes it:
-    ``repr``-quoted, so controls, bidi overrides and lone surrogates are escaped, and cut to
-    ``limit`` characters, with the full length said when longer. Only text the format itself
-    defines as text is quoted, never other bytes of a file."""
+    """Text a file holds (a tensor name, a key, a shard file name), as an error message quotes it.
+
+    Only text the format itself defines as text is quoted, never other bytes of a file.
+
+    Args:
+        text: The text.
+        limit: The most characters quoted.
+
+    Returns:
+        The text ``repr``-quoted (controls, bidi overrides and lone surrogates escaped), cut to
+        ``limit`` characters with the full length said when longer.
+    """
     if len(text) <= limit:
         return repr(text)
     return f"{text[:limit]!r}... ({len(text):,} characters)"
@@ -281,10 +295,10 @@ class InvalidPattern(BurnpackError, ValueError):
 # Burn's ``RecordError`` has two variants (burn-core ``store/mod.rs``): ``Io(String)`` wraps a
 # ``burn_pack::Error`` and ``Validation(String)`` reports a load that did not fit the module. Here
 # an ``Io`` error *is* the format-layer exception (``InvalidMagicNumber``, ``IoError``, ...), raised
-# unchanged, and ``Validation`` is :class:`RecordValidationError`. Burn panics in a few places where
+# unchanged, and ``Validation`` is ``RecordValidationError``. Burn panics in a few places where
 # a Python caller deserves an exception (an optimizer tensor without ``param_id``, a cast a value
 # does not survive, a state tensor whose rank contradicts ``__rank``); those are the other
-# :class:`RecordError` subclasses.
+# ``RecordError`` subclasses.
 class RecordError(BurnpackError):
     """Base class of every record-layer error (a ``BurnpackError``)."""
 
@@ -318,6 +332,7 @@ class RecordValidationError(RecordError):
 
     @property
     def display(self) -> str:
+        """The error as Burn displays it: ``"Record validation error: <payload>"``."""
         return f"Record validation error: {self.payload}"
 
 
@@ -352,7 +367,14 @@ class CheckpointRetentionError(IoError):
 
 
 def io_display(error: BaseException) -> str:
-    """How Burn would show ``error`` as a ``RecordError``: ``"Record I/O error: ..."`` for format errors."""
+    """How Burn would show ``error`` as a ``RecordError``: ``"Record I/O error: ..."`` for format errors.
+
+    Args:
+        error: The error.
+
+    Returns:
+        The display line.
+    """
     if isinstance(error, RecordError):
         return error.display
     if isinstance(error, BurnpackError):
@@ -399,8 +421,15 @@ class Terminated(KeyboardInterrupt):
 
 
 def interrupt_behind(exc: BaseException) -> KeyboardInterrupt | None:
-    """The interrupt (Ctrl-C, :class:`Terminated`) during whose unwinding ``exc`` was raised, if
-    any: a library's cleanup that fails then (torch's zip writer: "unexpected pos") hides it."""
+    """The interrupt (Ctrl-C, ``Terminated``) during whose unwinding ``exc`` was raised, if any: a
+    library's cleanup that fails then (torch's zip writer: "unexpected pos") hides it.
+
+    Args:
+        exc: The exception raised.
+
+    Returns:
+        The interrupt, or None.
+    """
     seen: set[int] = set()
     context = exc.__context__
     while context is not None and id(context) not in seen:
@@ -447,7 +476,14 @@ ERROR_CLASSES: dict[str, type[BurnpackError]] = {
 
 @contextlib.contextmanager
 def blame(path: str | os.PathLike[str]) -> Iterator[None]:
-    """Failures inside the block are about ``path`` unless they already name a file."""
+    """A context in which failures are about ``path`` unless they already name a file.
+
+    Args:
+        path: The file the block works on.
+
+    Returns:
+        The context manager.
+    """
     try:
         yield
     except Exception as exc:

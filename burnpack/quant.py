@@ -11,8 +11,8 @@ grid first (quant.md §3.2).
 
 What cannot be dequantized from a file alone — Lookup mode (the table is not in the bytes), UE8M0
 scales (Burn has no codec for them), fp8/fp4 values (what Burn's writers store for them is not
-determinable at the pinned revision, quant.md §3.5) — raises :class:`UnsupportedQuantization`;
-bytes that do not fit the scheme raise :class:`InvalidQuantizedData` naming both lengths.
+determinable at the pinned revision, quant.md §3.5) — raises ``UnsupportedQuantization``;
+bytes that do not fit the scheme raise ``InvalidQuantizedData`` naming both lengths.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ _cquant: Any = load_kernel("burnpack._cquant")  # Any: its functions are untyped
 """The optional compiled kernel; None when not built: numpy unpacks and scales."""
 
 KERNEL = "numpy" if _cquant is None else "compiled"
-"""Which path :func:`dequantize` takes by default for the schemes the kernel covers (:func:`kernel_covers`):
+"""Which path ``dequantize`` takes by default for the schemes the kernel covers (``kernel_covers``):
 ``"compiled"`` (``_cquant.c``) or ``"numpy"``."""
 
 __all__ = [
@@ -179,7 +179,15 @@ def _layout(scheme: QuantScheme, shape: tuple[int, ...]) -> _Layout:
 
 
 def quantized_data_len(scheme: QuantScheme, shape: tuple[int, ...] | list[int]) -> int:
-    """Bytes a tensor of ``shape`` takes under ``scheme`` (burn-std ``quantized_data_len``)."""
+    """Bytes a tensor of ``shape`` takes under ``scheme`` (burn-std ``quantized_data_len``).
+
+    Args:
+        scheme: The quantization scheme.
+        shape: The tensor's logical shape.
+
+    Returns:
+        The payload's length in bytes.
+    """
     return _layout(scheme, tuple(shape)).total
 
 
@@ -194,8 +202,21 @@ def parse_scheme(
     """A ``QuantScheme`` from short names, built as Burn's ``per_tensor`` / ``per_block`` builders do.
 
     ``parse_scheme("q8s", block=32, scale_dtype="f16")`` is ``Q8S``, Native, one F16 scale per
-    32 values along the last axis; ``global_scale=True`` adds Burn's F32 per-tensor level over
-    the block scales (a two-level scheme).
+    32 values along the last axis.
+
+    Args:
+        value: The value type, by name (``"q8s"``, ``"q4f"``, ``"e4m3"``, …) or as a ``QuantValue``.
+        block: The block size (an int along the last axis, or one extent per axis); None is one
+            scale per tensor.
+        scale_dtype: The scales' dtype, by name or as a ``ScaleDtype``.
+        global_scale: Add Burn's F32 per-tensor level over the block scales (a two-level scheme).
+        store: The store; None takes Burn's builder default for the value type.
+
+    Returns:
+        The scheme.
+
+    Raises:
+        QuantizationError: A name is unknown or the combination is one Burn cannot build.
     """
     try:
         value = value if isinstance(value, QuantValue) else QuantValue[str(value).upper()]
@@ -225,7 +246,17 @@ def round_up_scale(scales: Any, dtype: ScaleDtype) -> np.ndarray:
     """``ScaleDtype::round_up``: each f32 scale moved up to the smallest ``dtype`` value not below it.
 
     Burn stores (and quantizes with) this rather than the nearest value, so the largest
-    magnitude of a block never clips. F32 is the identity; NaN is kept; UE8M0 is unsupported.
+    magnitude of a block never clips. F32 is the identity; NaN is kept.
+
+    Args:
+        scales: The f32 scales.
+        dtype: The scale dtype to round onto.
+
+    Returns:
+        The rounded scales, as float32.
+
+    Raises:
+        UnsupportedQuantization: The scale dtype is UE8M0.
     """
     s = np.array(scales, dtype=np.float32)
     if dtype not in _GRID:
@@ -339,6 +370,12 @@ class QuantizedTensor:
 
     ``view.quantized()`` returns one; ``burnpack.quantize`` makes one. ``save({"w": q}, path)``
     and ``Writer`` accept it (``to_bytes()`` is the tensor's QFloat payload).
+
+    Args:
+        scheme: The quantization scheme.
+        values: The integer values, in the tensor's logical shape.
+        scales: The scales, one per block of the block grid.
+        global_scale: The F32 per-tensor scale of a two-level scheme, else None.
     """
 
     scheme: QuantScheme
@@ -348,22 +385,35 @@ class QuantizedTensor:
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """The tensor's logical shape (that of ``values``)."""
         return tuple(self.values.shape)
 
     @property
     def dtype(self) -> DType:
+        """The tensor's Burn dtype: ``QFloat`` of its scheme."""
         return DType.QFloat(self.scheme)
 
     def effective_scales(self) -> np.ndarray:
-        """The scale each block's values are multiplied by: ``fl32(g·s_b)``, or ``s_b``."""
+        """The scale each block's values are multiplied by: ``fl32(g·s_b)``, or ``s_b``.
+
+        Returns:
+            The float32 scales over the block grid.
+        """
         if self.global_scale is None:
             return self.scales
         with np.errstate(over="ignore", invalid="ignore"):  # fl32(g·s_b) may overflow to infinity, as in Burn
             return np.float32(self.global_scale) * self.scales
 
     def dequantize(self) -> np.ndarray:
-        """float32 values, ``fl32(S·q)`` per element: bit-exact with Burn's CPU backends (numpy:
-        the values are int8 already, the compiled kernel only unpacks packed payloads)."""
+        """The float32 values, ``fl32(S·q)`` per element: bit-exact with Burn's CPU backends (int8
+        values in C order through the compiled kernel where it covers the scheme, numpy otherwise).
+
+        Returns:
+            The float32 array, of the tensor's shape.
+
+        Raises:
+            InvalidQuantizedData: The parts do not fit the scheme.
+        """
         try:
             out = np.empty(self.values.shape, np.float32)
         except ValueError as exc:  # a zero-element shape whose dims overflow numpy's size
@@ -379,11 +429,23 @@ class QuantizedTensor:
         return out
 
     def to_tensor(self, name: str, *, param_id: int | None = None) -> Tensor:
-        """This QFloat tensor as a ``burnpack.Tensor``: its payload in its logical shape."""
+        """This QFloat tensor as a ``burnpack.Tensor``: its payload in its logical shape.
+
+        Args:
+            name: The tensor's name.
+            param_id: Burn's parameter id, if any.
+
+        Returns:
+            The tensor, ready to write.
+        """
         return Tensor(name, self.dtype, self.shape, self.tobytes(), param_id=param_id)
 
     def tobytes(self) -> bytes:
-        """The QFloat payload: values ‖ scales ‖ [global], as Burn's ``QuantizedBytes`` lays it out."""
+        """The QFloat payload: values ‖ scales ‖ [global], as Burn's ``QuantizedBytes`` lays it out.
+
+        Returns:
+            The payload's bytes.
+        """
         scheme, values = self.scheme, self.values
         bits = VALUE_BITS[scheme.value]
         if scheme.store.is_packed_u32:
@@ -429,7 +491,7 @@ def _apply_per_block(x: np.ndarray, scales: np.ndarray, block: tuple[int, ...] |
 
 
 def check_decodable(scheme: QuantScheme) -> None:
-    """Raise :class:`UnsupportedQuantization` for a scheme whose values the bytes alone cannot give."""
+    """Raise ``UnsupportedQuantization`` for a scheme whose values the bytes alone cannot give."""
     if scheme.mode is QuantMode.Lookup:
         raise UnsupportedQuantization(
             "Lookup mode: each field indexes a 2^bits-entry table that travels beside the tensor, not in its "
@@ -455,6 +517,18 @@ def decode(data: Any, scheme: QuantScheme, shape: tuple[int, ...] | list[int], *
     """Split a QFloat payload into its parts, checking its length against the scheme and shape.
 
     Native values are a zero-copy view of ``data``; packed fields are unpacked to int8.
+
+    Args:
+        data: The payload's bytes (any bytes-like object).
+        scheme: The quantization scheme.
+        shape: The tensor's logical shape.
+        name: The tensor's name, for errors.
+
+    Returns:
+        The tensor in parts.
+
+    Raises:
+        InvalidQuantizedData: The payload's length does not fit the scheme and shape.
     """
     shape = tuple(int(d) for d in shape)
     layout, region, scales, global_scale = _split(data, scheme, shape, name)
@@ -470,11 +544,24 @@ def dequantize(
 ) -> np.ndarray:
     """A QFloat payload's float32 values, bit-identical with ``decode(...).dequantize()``.
 
-    ``compiled``: the compiled kernel (:data:`KERNEL`) unpacks and scales in one pass (True: an
-    error when it is not built or does not cover the scheme, see :func:`kernel_covers`), numpy
-    does (False), or the kernel where it covers the scheme (None). On the numpy path, packed
-    sub-byte values of a large tensor are unpacked and scaled a band of rows at a time, so their
-    int8 form stays in cache.
+    On the numpy path, packed sub-byte values of a large tensor are unpacked and scaled a band
+    of rows at a time, so their int8 form stays in cache.
+
+    Args:
+        data: The payload's bytes (any bytes-like object).
+        scheme: The quantization scheme.
+        shape: The tensor's logical shape.
+        name: The tensor's name, for errors.
+        compiled: True runs the compiled kernel (an error when it is not built or does not cover
+            the scheme, see ``kernel_covers``), False numpy, None the kernel where it covers the
+            scheme.
+
+    Returns:
+        The float32 array, of ``shape``.
+
+    Raises:
+        InvalidQuantizedData: The payload's length does not fit the scheme and shape.
+        OptionError: ``compiled=True`` and the kernel is not built or does not cover the scheme.
     """
     shape = tuple(int(d) for d in shape)
     kernel = use_kernel(_cquant, "burnpack._cquant", compiled)
@@ -505,10 +592,18 @@ def dequantize(
 
 
 def kernel_covers(scheme: QuantScheme, shape: tuple[int, ...] | list[int]) -> bool:
-    """Whether the compiled kernel dequantizes ``scheme`` on ``shape`` (when it is built): 4- and
-    2-bit integer values packed in a ``PackedU32(0)`` store, one scale per tensor or per block of
-    extent 1 on every axis but the last two, a non-empty shape. numpy takes 8-bit values (one
-    multiply, which meets the target without the kernel: docs/kernels.md) and everything else."""
+    """Whether the compiled kernel dequantizes ``scheme`` on ``shape`` (when it is built).
+
+    It covers integer values in a Native or ``PackedU32(0)`` store, one scale per tensor or per
+    block of extent 1 on every axis but the last two, a non-empty shape.
+
+    Args:
+        scheme: The quantization scheme.
+        shape: The tensor's logical shape.
+
+    Returns:
+        True when the kernel covers them.
+    """
     shape = tuple(int(d) for d in shape)
     try:
         check_decodable(scheme)
@@ -699,9 +794,20 @@ def quantize(array: Any, scheme: QuantScheme, *, backend: str = "ndarray") -> Qu
     ``backend="ndarray"`` (the reference): ``q = clamp(round(x / S))`` rounding half away from
     zero; an all-zero block stores scale 0. ``backend="flex"`` (Burn's default CPU device):
     ``q = clamp(round(x · fl32(1/S)))``; a zero scale is replaced by the dtype's rounding of
-    ``f32::MIN_POSITIVE``. Scales are ``fl32(2·max|x| / (b−a))`` per tensor or per rectangular block,
-    rounded up onto the scale dtype (two levels: normalized by an F32 per-tensor scale first).
-    The input is converted to float32 first, as Burn quantizes f32 data.
+    ``f32::MIN_POSITIVE``. Scales are ``fl32(2·max|x| / (b−a))`` per tensor or per rectangular
+    block, rounded up onto the scale dtype (two levels: normalized by an F32 per-tensor scale
+    first). The input is converted to float32 first, as Burn quantizes f32 data.
+
+    Args:
+        array: The values (anything ``numpy.asarray`` takes, or a torch tensor).
+        scheme: The quantization scheme.
+        backend: ``"ndarray"`` or ``"flex"``: whose rounding to reproduce.
+
+    Returns:
+        The tensor in parts.
+
+    Raises:
+        QuantizationError: The backend is unknown, or the scheme or shape is one Burn cannot quantize.
     """
     if backend not in ("ndarray", "flex"):
         raise QuantizationError(f"backend must be 'ndarray' or 'flex', got {backend!r}")

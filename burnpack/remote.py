@@ -24,10 +24,12 @@ from .errors import BurnpackError, IoError
 from .core.source import BULK_BLOCK, BULK_GAP, coalesce
 
 REMOTE_EXTRA_HINT = "reading URLs needs fsspec: pip install 'burnpack[remote]'"
+"""What to install when fsspec is missing, as the error says it."""
 NO_RANGES = (
     "the server does not answer range requests (it sends the whole file each time), so its tensors cannot be "
     "read one by one; download the file (e.g. curl -O URL) and read the local copy"
 )
+"""The refusal of a server that ignores range requests, and what to do instead."""
 HEAD_BLOCK = 64 << 10
 """Bytes fetched by the first request: the header plus metadata of up to 64 KiB - 10."""
 IDLE_TIMEOUT = 60.0
@@ -44,18 +46,29 @@ _READ_CHUNK = 1 << 20
 
 
 def is_url(value: object) -> TypeGuard[str]:
-    """``scheme://…`` (a Windows drive path like ``C:\\x`` is not one)."""
+    r"""Whether ``value`` is a URL: ``scheme://…`` (a Windows drive path like ``C:\x`` is not one).
+
+    Args:
+        value: Anything ``load`` was given.
+
+    Returns:
+        True for a URL string.
+    """
     return isinstance(value, str) and "://" in value and _URL.match(value) is not None  # the test first: a path is the usual answer
 
 
 class FsspecSource:
-    """A remote file served as byte ranges.
+    """A remote file served as byte ranges, through fsspec.
 
-    ``storage_options`` go to fsspec's filesystem. ``idle_timeout`` (seconds without a byte on an
-    HTTP connection; :data:`IDLE_TIMEOUT` by default, unless ``storage_options`` give aiohttp's
-    ``client_kwargs`` themselves) and ``deadline`` (seconds for one whole request, every backend;
-    :data:`DEADLINE` by default) bound each request; pass a source made with other limits to
-    ``burnpack.load`` in place of the URL.
+    Pass a source made with other limits to ``burnpack.load`` in place of the URL.
+
+    Args:
+        url: The file's URL (``https://``, ``s3://``, ``gs://``, ``hf://``, …).
+        storage_options: Options of fsspec's filesystem for the URL.
+        idle_timeout: Seconds without a byte on an HTTP connection before a request fails
+            (``IDLE_TIMEOUT`` by default, unless ``storage_options`` give aiohttp's
+            ``client_kwargs`` themselves).
+        deadline: Seconds for one whole request, on every backend (``DEADLINE`` by default).
     """
 
     def __init__(
@@ -100,6 +113,7 @@ class FsspecSource:
 
     @property
     def size(self) -> int:
+        """The file's size in bytes, as the server reports it."""
         return self._size
 
     def buffer(self) -> None:
@@ -107,6 +121,18 @@ class FsspecSource:
         return None
 
     def read(self, offset: int, length: int) -> bytes:
+        """``length`` bytes at ``offset``: one range request (the first block, with the header, is kept).
+
+        Args:
+            offset: The first byte.
+            length: How many bytes.
+
+        Returns:
+            The bytes.
+
+        Raises:
+            IoError: The request fails, times out, or the server answers another length.
+        """
         if offset + length <= len(self._head):
             return self._head[offset : offset + length]
         if offset == 0 and not self._head:
@@ -115,8 +141,18 @@ class FsspecSource:
         return self._fetch(offset, length)
 
     def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[memoryview]:
-        """Every range, fetched in blocks of neighbouring ranges (one request per block; over
-        HTTP and asynchronous backends up to :data:`PARALLEL_REQUESTS` blocks at a time)."""
+        """Every range, fetched in blocks of neighbouring ranges (one request per block; over HTTP and
+        asynchronous backends up to ``PARALLEL_REQUESTS`` blocks at a time).
+
+        Args:
+            ranges: ``(offset, length)`` pairs.
+
+        Returns:
+            Each range's bytes, in the order asked.
+
+        Raises:
+            IoError: A request fails, times out, or the server answers another length.
+        """
         out: list[memoryview] = [memoryview(b"")] * len(ranges)
         cancellable = self._http or self._async
         blocks = coalesce(ranges, max_gap=BULK_GAP, max_block=PARALLEL_BLOCK if cancellable else BULK_BLOCK)
@@ -246,6 +282,7 @@ class FsspecSource:
             raise IoError(f"{what} failed: {type(exc).__name__}: {exc}", where=self.url) from exc
 
     def close(self) -> None:
+        """Close the remote file; reading afterwards raises ``IoError``."""
         self._closed = True
         self._file, file = None, self._file
         if file is not None:

@@ -26,7 +26,19 @@ PathLike = str | os.PathLike[str]
 
 
 def load_file(path: PathLike, device: str = "cpu") -> dict[str, Any]:
-    """Every tensor of a ``.bpk`` file as torch tensors, keyed by name (zero-copy on the CPU)."""
+    """Every tensor of a ``.bpk`` file as torch tensors, keyed by name, as ``safetensors.torch.load_file``.
+
+    Args:
+        path: The file.
+        device: Where the tensors go; on ``"cpu"`` they share the file's mapped memory (copy-on-write).
+
+    Returns:
+        The torch tensors by name.
+
+    Raises:
+        BurnpackError: The file is not a valid burnpack, or holds a tensor torch cannot (QFloat).
+        ImportError: torch is not installed (``burnpack[torch]``).
+    """
     torch = import_torch()
     with load(path, framework="pt") as pack:
         tensors = pack.torch()
@@ -36,7 +48,20 @@ def load_file(path: PathLike, device: str = "cpu") -> dict[str, Any]:
 
 
 def save_file(tensors: Mapping[str, Any], path: PathLike, metadata: Mapping[str, str] | None = None) -> Path:
-    """Write ``{name: torch tensor}`` atomically, in the dict's order; tensors sharing memory are refused."""
+    """Write ``{name: torch tensor}`` atomically, in the dict's order, as ``safetensors.torch.save_file``.
+
+    Args:
+        tensors: The torch tensors by name.
+        path: Where to write.
+        metadata: User metadata, string to string.
+
+    Returns:
+        The path written.
+
+    Raises:
+        ValidationError: Tensors share memory (``save_model`` keeps one of each tied group), or
+            a tensor's dtype has no Burn dtype.
+    """
     import_torch()
     groups = shared_tensors(tensors)
     if groups:
@@ -49,7 +74,19 @@ def save_file(tensors: Mapping[str, Any], path: PathLike, metadata: Mapping[str,
 
 
 def save_model(model: Any, path: PathLike, metadata: Mapping[str, str] | None = None) -> Path:
-    """Write a module's ``state_dict``, keeping one name per group of tied tensors (the first by name)."""
+    """Write a module's ``state_dict``, keeping one name per group of tied tensors (the first by name).
+
+    Args:
+        model: A ``torch.nn.Module``.
+        path: Where to write.
+        metadata: User metadata, string to string.
+
+    Returns:
+        The path written.
+
+    Raises:
+        ValidationError: A tensor's dtype has no Burn dtype.
+    """
     import_torch()
     state = model.state_dict()
     dropped = _aliases(state)
@@ -60,7 +97,19 @@ def load_model(model: Any, path: PathLike, strict: bool = True, device: str = "c
     """Load a file written by ``save_model`` into ``model`` (copying into its parameters).
 
     Names ``save_model`` dropped as aliases of a tied tensor are not missing: the module's own
-    tying fills them. Returns ``(missing, unexpected)``; with ``strict`` either one raises.
+    tying fills them.
+
+    Args:
+        model: A ``torch.nn.Module``.
+        path: The file.
+        strict: Raise when a name is missing or unexpected, as ``load_state_dict(strict=True)``.
+        device: Where the file's tensors are loaded before copying.
+
+    Returns:
+        The missing names and the unexpected names.
+
+    Raises:
+        ValidationError: ``strict`` and a name is missing or unexpected.
     """
     state = load_file(path, device=device)
     result = model.load_state_dict(state, strict=False)
@@ -73,7 +122,14 @@ def load_model(model: Any, path: PathLike, strict: bool = True, device: str = "c
 
 
 def shared_tensors(tensors: Mapping[str, Any]) -> list[list[str]]:
-    """Groups of names (sorted) whose tensors overlap in memory, as ``safetensors`` detects them."""
+    """Groups of names whose tensors overlap in memory, as ``safetensors`` detects them.
+
+    Args:
+        tensors: The torch tensors by name.
+
+    Returns:
+        Each group of two or more names, sorted.
+    """
     by_storage: dict[tuple[Any, int], list[str]] = defaultdict(list)
     for name, tensor in tensors.items():
         if tensor.device.type == "meta" or tensor.untyped_storage().nbytes() == 0:

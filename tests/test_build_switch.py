@@ -1,9 +1,10 @@
 """``BURNPACK_BUILD_KERNELS`` (setup.py): what a build does with the optional compiled kernels.
 
-Unset: each kernel that compiles is built, one that fails is skipped; ``1``: a kernel that does
-not compile fails the build (CI sets it); ``0``: no kernel is built; anything else is refused.
-Each case builds a copy of the build files with a compiler that always fails (``CC=false``), so
-that nothing is compiled and only the switch decides.
+Unset: every kernel is tried, and one that fails leaves none built; ``1``: a kernel that does not
+compile fails the build (CI sets it); ``0``: no kernel is built; anything else is refused. Each
+case builds a copy of the build files with a compiler that always fails (``CC=false``), so that
+nothing is compiled and only the switch decides. (A tree in which only one kernel fails, and the
+wheel it makes: tests/test_packaging.py.)
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ def build_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tree = tmp_path_factory.mktemp("build")
     for name in ("setup.py", "pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, tree / name)
-    for module in KERNELS:
-        source = Path(*module.split(".")).with_suffix(".c")
-        (tree / source).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(ROOT / source, tree / source)
+    # the packages: setup.py reads the kernels from burnpack/_kernels.py, the version from burnpack/
+    for package in ("burnpack", "conformance"):
+        shutil.copytree(ROOT / package, tree / package, ignore=shutil.ignore_patterns("*.so", "*.pyd", "__pycache__"))
+    assert all((tree / Path(*module.split("."))).with_suffix(".c").is_file() for module in KERNELS)
     return tree
 
 

@@ -210,7 +210,7 @@ def test_quiet_prints_nothing_and_json_one_object_in_every_command(files, capsys
 
 def test_convert_checkpoint_quiet_json_and_progress(tmp_path, capsys):
     torch = pytest.importorskip("torch")
-    model = torch.nn.Linear(2, 3)  # not square: a Linear, not a Conv1D, without --module-type
+    model = torch.nn.Linear(2, 3)  # not square: a square weight's type is not inferred (docs/modules.md)
     state = tmp_path / "state.pt"
     torch.save({"model": model.state_dict(), "epoch": 2}, state)
     assert main(["convert-checkpoint", "-q", str(state), str(tmp_path / "a")]) == 0

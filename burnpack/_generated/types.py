@@ -74,12 +74,26 @@ class Metadata(NamedTuple):
     scalars: dict[str, Scalar] = {}  # a shared default: decoders always pass their own
 
     def to_serde(self) -> Any:
-        """Burn's serde form of this value, as plain data (what serde_json would write)."""
+        """Burn's serde form of this value, as plain data (what serde_json would write).
+
+        Returns:
+            Dicts, lists, strings and numbers, ready for ``json.dumps``.
+        """
         return SERDE["to_serde"](self)
 
     @classmethod
     def from_serde(cls, data: Any) -> Metadata:
-        """Parse Burn's serde form; raises ValueError for anything else."""
+        """Parse Burn's serde form.
+
+        Args:
+            data: Plain data, as ``to_serde`` gives it (or ``json.loads`` of serde_json's output).
+
+        Returns:
+            The value.
+
+        Raises:
+            ValueError: ``data`` is not a serde form of this type.
+        """
         return SERDE["from_serde_Metadata"](data)
 
 
@@ -92,12 +106,26 @@ class TensorDescriptor(NamedTuple):
     param_id: int | None = None
 
     def to_serde(self) -> Any:
-        """Burn's serde form of this value, as plain data (what serde_json would write)."""
+        """Burn's serde form of this value, as plain data (what serde_json would write).
+
+        Returns:
+            Dicts, lists, strings and numbers, ready for ``json.dumps``.
+        """
         return SERDE["to_serde"](self)
 
     @classmethod
     def from_serde(cls, data: Any) -> TensorDescriptor:
-        """Parse Burn's serde form; raises ValueError for anything else."""
+        """Parse Burn's serde form.
+
+        Args:
+            data: Plain data, as ``to_serde`` gives it (or ``json.loads`` of serde_json's output).
+
+        Returns:
+            The value.
+
+        Raises:
+            ValueError: ``data`` is not a serde form of this type.
+        """
         return SERDE["from_serde_TensorDescriptor"](data)
 
 
@@ -111,12 +139,26 @@ class QuantScheme(NamedTuple):
     block: BlockScale | None = None
 
     def to_serde(self) -> Any:
-        """Burn's serde form of this value, as plain data (what serde_json would write)."""
+        """Burn's serde form of this value, as plain data (what serde_json would write).
+
+        Returns:
+            Dicts, lists, strings and numbers, ready for ``json.dumps``.
+        """
         return SERDE["to_serde"](self)
 
     @classmethod
     def from_serde(cls, data: Any) -> QuantScheme:
-        """Parse Burn's serde form; raises ValueError for anything else."""
+        """Parse Burn's serde form.
+
+        Args:
+            data: Plain data, as ``to_serde`` gives it (or ``json.loads`` of serde_json's output).
+
+        Returns:
+            The value.
+
+        Raises:
+            ValueError: ``data`` is not a serde form of this type.
+        """
         return SERDE["from_serde_QuantScheme"](data)
 
 
@@ -127,12 +169,26 @@ class BlockScale(NamedTuple):
     dtype: ScaleDtype
 
     def to_serde(self) -> Any:
-        """Burn's serde form of this value, as plain data (what serde_json would write)."""
+        """Burn's serde form of this value, as plain data (what serde_json would write).
+
+        Returns:
+            Dicts, lists, strings and numbers, ready for ``json.dumps``.
+        """
         return SERDE["to_serde"](self)
 
     @classmethod
     def from_serde(cls, data: Any) -> BlockScale:
-        """Parse Burn's serde form; raises ValueError for anything else."""
+        """Parse Burn's serde form.
+
+        Args:
+            data: Plain data, as ``to_serde`` gives it (or ``json.loads`` of serde_json's output).
+
+        Returns:
+            The value.
+
+        Raises:
+            ValueError: ``data`` is not a serde form of this type.
+        """
         return SERDE["from_serde_BlockScale"](data)
 
 
@@ -143,12 +199,26 @@ class BlockSize(NamedTuple):
     len: int
 
     def to_serde(self) -> Any:
-        """Burn's serde form of this value, as plain data (what serde_json would write)."""
+        """Burn's serde form of this value, as plain data (what serde_json would write).
+
+        Returns:
+            Dicts, lists, strings and numbers, ready for ``json.dumps``.
+        """
         return SERDE["to_serde"](self)
 
     @classmethod
     def from_serde(cls, data: Any) -> BlockSize:
-        """Parse Burn's serde form; raises ValueError for anything else."""
+        """Parse Burn's serde form.
+
+        Args:
+            data: Plain data, as ``to_serde`` gives it (or ``json.loads`` of serde_json's output).
+
+        Returns:
+            The value.
+
+        Raises:
+            ValueError: ``data`` is not a serde form of this type.
+        """
         return SERDE["from_serde_BlockSize"](data)
 
 
@@ -157,6 +227,13 @@ class DType:
 
     Unit variants are constants (``DType.F64``, ``DType.F32``, ``DType.Flex32``, ``DType.F16``, ``DType.BF16``, ``DType.I64``, ``DType.I32``, ``DType.I16``, ``DType.I8``, ``DType.U64``, ``DType.U32``, ``DType.U16``, ``DType.U8``); newtype
     variants are built by calling them (``DType.Bool(x)``, ``DType.QFloat(x)``).
+
+    Args:
+        variant: The variant's name, one of ``DType.VARIANTS``.
+        value: The newtype variant's value; None for a unit variant.
+
+    Raises:
+        ValueError: The variant is unknown, or takes a value and got none (or the reverse).
     """
 
     __slots__ = ("variant", "value")
@@ -206,12 +283,26 @@ class DType:
         return (DType, (self.variant, self.value))
 
     def to_serde(self) -> Any:
-        """Burn's serde form of this value, as plain data (what serde_json would write)."""
+        """Burn's serde form of this value, as plain data (what serde_json would write).
+
+        Returns:
+            Dicts, lists, strings and numbers, ready for ``json.dumps``.
+        """
         return SERDE["to_serde"](self)
 
     @classmethod
     def from_serde(cls, data: Any) -> DType:
-        """Parse Burn's serde form; raises ValueError for anything else."""
+        """Parse Burn's serde form.
+
+        Args:
+            data: Plain data, as ``to_serde`` gives it (or ``json.loads`` of serde_json's output).
+
+        Returns:
+            The value.
+
+        Raises:
+            ValueError: ``data`` is not a serde form of this type.
+        """
         return SERDE["from_serde_DType"](data)
 
     @property
@@ -241,12 +332,26 @@ class DType:
 
     @classmethod
     def Bool(cls, value: BoolStore) -> DType:
-        """The ``Bool`` variant."""
+        """The ``Bool`` variant.
+
+        Args:
+            value: Its value.
+
+        Returns:
+            The variant.
+        """
         return cls('Bool', value)
 
     @classmethod
     def QFloat(cls, value: QuantScheme) -> DType:
-        """The ``QFloat`` variant."""
+        """The ``QFloat`` variant.
+
+        Args:
+            value: Its value.
+
+        Returns:
+            The variant.
+        """
         return cls('QFloat', value)
 
 DType.F64 = DType('F64')
@@ -269,6 +374,13 @@ class QuantStore:
 
     Unit variants are constants (``QuantStore.Native``); newtype
     variants are built by calling them (``QuantStore.PackedNative(x)``, ``QuantStore.PackedU32(x)``).
+
+    Args:
+        variant: The variant's name, one of ``QuantStore.VARIANTS``.
+        value: The newtype variant's value; None for a unit variant.
+
+    Raises:
+        ValueError: The variant is unknown, or takes a value and got none (or the reverse).
     """
 
     __slots__ = ("variant", "value")
@@ -306,12 +418,26 @@ class QuantStore:
         return (QuantStore, (self.variant, self.value))
 
     def to_serde(self) -> Any:
-        """Burn's serde form of this value, as plain data (what serde_json would write)."""
+        """Burn's serde form of this value, as plain data (what serde_json would write).
+
+        Returns:
+            Dicts, lists, strings and numbers, ready for ``json.dumps``.
+        """
         return SERDE["to_serde"](self)
 
     @classmethod
     def from_serde(cls, data: Any) -> QuantStore:
-        """Parse Burn's serde form; raises ValueError for anything else."""
+        """Parse Burn's serde form.
+
+        Args:
+            data: Plain data, as ``to_serde`` gives it (or ``json.loads`` of serde_json's output).
+
+        Returns:
+            The value.
+
+        Raises:
+            ValueError: ``data`` is not a serde form of this type.
+        """
         return SERDE["from_serde_QuantStore"](data)
 
     @property
@@ -330,7 +456,11 @@ class QuantStore:
         return self.variant == 'PackedU32'
 
     def payload_fits(self) -> bool:
-        """Whether the value fits the variant's type (e.g. ``Int``: an int in the i64 range)."""
+        """Whether the value fits the variant's type (e.g. ``Int``: an int in the i64 range).
+
+        Returns:
+            True when it fits.
+        """
         if self.variant == 'PackedNative':
             return type(self.value) is int and 0 <= self.value <= 18446744073709551615
         if self.variant == 'PackedU32':
@@ -339,12 +469,26 @@ class QuantStore:
 
     @classmethod
     def PackedNative(cls, value: int) -> QuantStore:
-        """The ``PackedNative`` variant."""
+        """The ``PackedNative`` variant.
+
+        Args:
+            value: Its value.
+
+        Returns:
+            The variant.
+        """
         return cls('PackedNative', value)
 
     @classmethod
     def PackedU32(cls, value: int) -> QuantStore:
-        """The ``PackedU32`` variant."""
+        """The ``PackedU32`` variant.
+
+        Args:
+            value: Its value.
+
+        Returns:
+            The variant.
+        """
         return cls('PackedU32', value)
 
 QuantStore.Native = QuantStore('Native')
@@ -355,6 +499,13 @@ class Scalar:
 
     Unit variants are constants (none); newtype
     variants are built by calling them (``Scalar.Int(x)``, ``Scalar.UInt(x)``, ``Scalar.Float(x)``, ``Scalar.Bool(x)``).
+
+    Args:
+        variant: The variant's name, one of ``Scalar.VARIANTS``.
+        value: The newtype variant's value; None for a unit variant.
+
+    Raises:
+        ValueError: The variant is unknown, or takes a value and got none (or the reverse).
     """
 
     __slots__ = ("variant", "value")
@@ -393,12 +544,26 @@ class Scalar:
         return (Scalar, (self.variant, self.value))
 
     def to_serde(self) -> Any:
-        """Burn's serde form of this value, as plain data (what serde_json would write)."""
+        """Burn's serde form of this value, as plain data (what serde_json would write).
+
+        Returns:
+            Dicts, lists, strings and numbers, ready for ``json.dumps``.
+        """
         return SERDE["to_serde"](self)
 
     @classmethod
     def from_serde(cls, data: Any) -> Scalar:
-        """Parse Burn's serde form; raises ValueError for anything else."""
+        """Parse Burn's serde form.
+
+        Args:
+            data: Plain data, as ``to_serde`` gives it (or ``json.loads`` of serde_json's output).
+
+        Returns:
+            The value.
+
+        Raises:
+            ValueError: ``data`` is not a serde form of this type.
+        """
         return SERDE["from_serde_Scalar"](data)
 
     @property
@@ -422,7 +587,11 @@ class Scalar:
         return self.variant == 'Bool'
 
     def payload_fits(self) -> bool:
-        """Whether the value fits the variant's type (e.g. ``Int``: an int in the i64 range)."""
+        """Whether the value fits the variant's type (e.g. ``Int``: an int in the i64 range).
+
+        Returns:
+            True when it fits.
+        """
         if self.variant == 'Int':
             return type(self.value) is int and -9223372036854775808 <= self.value <= 9223372036854775807
         if self.variant == 'UInt':
@@ -435,22 +604,50 @@ class Scalar:
 
     @classmethod
     def Int(cls, value: int) -> Scalar:
-        """The ``Int`` variant."""
+        """The ``Int`` variant.
+
+        Args:
+            value: Its value.
+
+        Returns:
+            The variant.
+        """
         return cls('Int', value)
 
     @classmethod
     def UInt(cls, value: int) -> Scalar:
-        """The ``UInt`` variant."""
+        """The ``UInt`` variant.
+
+        Args:
+            value: Its value.
+
+        Returns:
+            The variant.
+        """
         return cls('UInt', value)
 
     @classmethod
     def Float(cls, value: float) -> Scalar:
-        """The ``Float`` variant."""
+        """The ``Float`` variant.
+
+        Args:
+            value: Its value.
+
+        Returns:
+            The variant.
+        """
         return cls('Float', value)
 
     @classmethod
     def Bool(cls, value: bool) -> Scalar:
-        """The ``Bool`` variant."""
+        """The ``Bool`` variant.
+
+        Args:
+            value: Its value.
+
+        Returns:
+            The variant.
+        """
         return cls('Bool', value)
 
 

@@ -65,7 +65,13 @@ class TensorView(Tensor):
     """One tensor of an open pack: a ``Tensor`` whose bytes are read from the pack on demand.
 
     ``memoryview()`` and ``numpy()`` are zero-copy windows on memory-mapped files; each access
-    runs Burn's checks for that tensor (``tensor_data``).
+    runs Burn's checks for that tensor (``tensor_data``). Made by the pack (``pack[name]``), not
+    constructed directly.
+
+    Args:
+        pack: The open pack the tensor is in.
+        name: The tensor's name.
+        descriptor: Its descriptor from the metadata.
     """
 
     __slots__ = ("_pack", "data_offsets")
@@ -89,7 +95,14 @@ class TensorView(Tensor):
         return f"TensorView({self.name!r}, dtype={self.dtype!r}, shape={list(self.shape)}, param_id={self.param_id})"
 
     def memoryview(self) -> memoryview:
-        """The tensor's bytes without copying (read-only for files)."""
+        """The tensor's bytes without copying.
+
+        Returns:
+            A memoryview of the bytes, read-only for files.
+
+        Raises:
+            BurnpackError: The bytes do not fit the descriptor (Burn's error for it), or the pack is closed.
+        """
         return self._pack._tensor_bytes(self)
 
     @property
@@ -114,7 +127,19 @@ class TensorView(Tensor):
         return TensorSlice(self)
 
     def read(self, offset: int = 0, length: int | None = None) -> bytes:
-        """A slice of the tensor's bytes, reading only that range from the source."""
+        """A slice of the tensor's bytes, reading only that range from the source.
+
+        Args:
+            offset: The first byte, from the tensor's start.
+            length: How many bytes; None reads to the tensor's end.
+
+        Returns:
+            The bytes (fewer than ``length`` at the tensor's end).
+
+        Raises:
+            ValueError: ``offset`` is outside the tensor or ``length`` is negative.
+            IoError: The source gave fewer bytes than asked for (it shrank since it was opened).
+        """
         start, end = self._pack._tensor_range(self)
         if type(offset) is not int or offset < 0 or offset > end - start:
             raise ValueError(f"offset {offset!r} is outside tensor {self.name!r} of {end - start} bytes")
@@ -129,10 +154,18 @@ class TensorView(Tensor):
     def numpy(self, *, dequantize: bool = False) -> np.ndarray:
         """The tensor as a numpy array viewing the pack's bytes (no copy).
 
-        QFloat tensors are their raw ``uint8`` bytes (values and inline scales, see ``dtype``),
-        or with ``dequantize=True`` their float32 values (see :meth:`dequantize`); Flex32 is
-        float32; Bool stores are ``bool``, ``uint8`` or ``uint32``. Arrays viewing a file are
-        read-only (numpy refuses writes).
+        QFloat tensors are their raw ``uint8`` bytes (values and inline scales, see ``dtype``);
+        Flex32 is float32; Bool stores are ``bool``, ``uint8`` or ``uint32``. Arrays viewing a file
+        are read-only (numpy refuses writes).
+
+        Args:
+            dequantize: Give a QFloat tensor as its float32 values (see ``dequantize``).
+
+        Returns:
+            The array, of the tensor's shape.
+
+        Raises:
+            BurnpackError: The bytes do not fit the descriptor (Burn's error for it).
         """
         if dequantize and self.dtype.is_quantized:
             return self.dequantize()
@@ -145,10 +178,17 @@ class TensorView(Tensor):
         """The tensor as a torch tensor sharing the pack's memory (no copy); needs ``burnpack[torch]``.
 
         bf16, f16, every int torch has (uint16/32/64 included) and Flex32 (float32) map directly;
-        Bool stores become ``torch.bool``; QFloat raises TypeError. Torch has no read-only
-        tensors, so a file is viewed through a copy-on-write mapping: writing into the tensor
-        changes this process's copy only, never the file. A writable ``bytearray`` source is
-        shared; ``bytes`` and remote sources give tensors over a private copy.
+        Bool stores become ``torch.bool``. Torch has no read-only tensors, so a file is viewed
+        through a copy-on-write mapping: writing into the tensor changes this process's copy only,
+        never the file. A writable ``bytearray`` source is shared; ``bytes`` and remote sources give
+        tensors over a private copy.
+
+        Returns:
+            The torch tensor, of the tensor's shape.
+
+        Raises:
+            ImportError: torch is not installed.
+            TypeError: The tensor is QFloat, which torch cannot hold.
         """
         torch_view_dtype(self.dtype, name=self.name)  # QFloat / a dtype this torch lacks: fail before reading
         start, end = self._pack._tensor_range(self)
@@ -172,8 +212,15 @@ class TensorView(Tensor):
 
     def quantized(self) -> quant.QuantizedTensor:
         """A QFloat tensor in parts: int8 ``values`` (logical shape), ``scales`` (block grid),
-        ``global_scale`` and ``scheme``; raises ``QuantizationError`` for other dtypes, schemes
-        the bytes alone cannot give, and payloads whose length does not fit the scheme."""
+        ``global_scale`` and ``scheme``.
+
+        Returns:
+            The tensor's parts.
+
+        Raises:
+            QuantizationError: The tensor is not QFloat, or its payload's length does not fit the scheme.
+            UnsupportedQuantization: The scheme is one the bytes alone cannot give (an older scheme shape).
+        """
         if not self.dtype.is_quantized:
             raise QuantizationError(f"tensor '{self.name}' is {self.dtype.variant}, not a quantized (QFloat) tensor")
         from .. import quant
@@ -186,7 +233,14 @@ class TensorView(Tensor):
         return quant.decode_legacy(self.memoryview(), old, self.dtype.value, self.shape, name=self.name)
 
     def dequantize(self) -> np.ndarray:
-        """A QFloat tensor's float32 values, ``fl32(S·q)`` bit for bit as Burn's CPU backends compute."""
+        """A QFloat tensor's float32 values, ``fl32(S·q)`` bit for bit as Burn's CPU backends compute.
+
+        Returns:
+            The float32 array, of the tensor's shape.
+
+        Raises:
+            QuantizationError: The tensor is not QFloat, or its bytes do not fit its scheme.
+        """
         if self.dtype.is_quantized and self.name not in self._pack._old_schemes:
             from .. import quant
 
@@ -195,7 +249,22 @@ class TensorView(Tensor):
 
 
 class Pack(Mapping[str, TensorView]):
-    """An open burnpack file: a read-only mapping of tensor name → ``TensorView``, sorted by name."""
+    """An open burnpack file: a read-only mapping of tensor name → ``TensorView``, sorted by name.
+
+    Made by ``load``, not constructed directly; its arguments are what opening found.
+
+    Args:
+        source: Where the bytes are read from.
+        version: The header's format version.
+        metadata_size: The metadata section's length in bytes.
+        meta: The decoded metadata: tensors, metadata strings and scalars.
+        data_section_start: The byte offset of the data section.
+        legacy_layout: Whether the file has the pre-2025-12-02 layout (data right after the metadata).
+        legacy_ok: Whether the file is read as its older writer meant it.
+        from_file: Whether the bytes come from a file (mapped or ranged) rather than memory.
+        old_schemes: QFloat schemes in a pre-2026-08-19 shape, as written, by tensor name.
+        limits: The reader's limits, checked when tensors are read.
+    """
 
     def __init__(
         self,
@@ -281,19 +350,35 @@ class Pack(Mapping[str, TensorView]):
 
     @property
     def file_size(self) -> int:
+        """The source's size in bytes."""
         return self._source.size
 
     def tensors(self) -> list[TensorView]:
-        """Every tensor in name order, each checked as Burn's ``into_tensors`` checks it."""
+        """Every tensor in name order, each checked as Burn's ``into_tensors`` checks it.
+
+        Returns:
+            A ``TensorView`` per tensor, sorted by name.
+
+        Raises:
+            BurnpackError: A tensor's bytes do not fit its descriptor (Burn's error for it).
+        """
         self._live()
         self._plan.ranges()
         return [self[name] for name in self._names]
 
     def numpy(self, *, dequantize: bool = False) -> dict[str, np.ndarray]:
-        """Every tensor as a zero-copy numpy array, keyed by name in sorted order.
+        """Every tensor as a zero-copy numpy array: the bulk path, without a ``TensorView`` per tensor.
 
-        Checked as ``tensors()`` is; this is the bulk path, without a ``TensorView`` per tensor.
-        ``dequantize=True`` gives QFloat tensors as their float32 values instead of raw bytes.
+        Checked as ``tensors()`` is.
+
+        Args:
+            dequantize: Give QFloat tensors as their float32 values instead of their raw bytes.
+
+        Returns:
+            The arrays by name, in sorted order; arrays viewing a file are read-only.
+
+        Raises:
+            BurnpackError: A tensor's bytes do not fit its descriptor (Burn's error for it).
         """
         if dequantize:
             arrays = self.numpy()
@@ -312,7 +397,15 @@ class Pack(Mapping[str, TensorView]):
         return self._bulk(lambda dtype, np_dtype, count: np.frombuffer(buffer, np_dtype, count, base), TensorView.numpy)
 
     def torch(self) -> dict[str, Any]:
-        """Every tensor as a torch tensor sharing the pack's memory (see ``TensorView.torch``)."""
+        """Every tensor as a torch tensor sharing the pack's memory (see ``TensorView.torch``).
+
+        Returns:
+            The torch tensors by name, in sorted order.
+
+        Raises:
+            ImportError: torch is not installed (``burnpack[torch]``).
+            TypeError: A tensor is QFloat, which torch cannot hold.
+        """
         self._live()
         buffer = self._writable_buffer()
         if self.legacy_layout:
@@ -332,12 +425,32 @@ class Pack(Mapping[str, TensorView]):
         return {name: take(self[name], piece) for name, piece in zip(self._names, pieces)}
 
     def get_tensor(self, name: str) -> Any:
-        """One tensor in this pack's ``framework``: a numpy array (``"np"``) or torch tensor (``"pt"``)."""
+        """One tensor in this pack's ``framework``, as safetensors' ``get_tensor``.
+
+        Args:
+            name: The tensor's name.
+
+        Returns:
+            A numpy array (``"np"``) or a torch tensor (``"pt"``).
+
+        Raises:
+            TensorNotFound: No tensor has that name (a ``KeyError``).
+        """
         view = self[name]
         return view.torch() if self.framework == "pt" else view.numpy()
 
     def get_slice(self, name: str) -> TensorSlice:
-        """safetensors' ``get_slice``: ``pack.get_slice(name)[i:j]``."""
+        """A part of one tensor, read on indexing, as safetensors' ``get_slice``: ``pack.get_slice(name)[i:j]``.
+
+        Args:
+            name: The tensor's name.
+
+        Returns:
+            The tensor's slicer; indexing it reads only the bytes the slice needs.
+
+        Raises:
+            TensorNotFound: No tensor has that name (a ``KeyError``).
+        """
         return self[name].slice
 
     def _bulk(self, section_of: Callable[[DType, np.dtype, int], Any], one: Callable[[TensorView], Any]) -> dict[str, Any]:
@@ -364,7 +477,14 @@ class Pack(Mapping[str, TensorView]):
         return out
 
     def dequantize(self) -> dict[str, np.ndarray]:
-        """Every QFloat tensor's float32 values, by name (other tensors are left out)."""
+        """Every QFloat tensor's float32 values (other tensors are left out).
+
+        Returns:
+            The float32 arrays by name.
+
+        Raises:
+            QuantizationError: A tensor's quantized bytes do not fit its scheme.
+        """
         return {name: self[name].dequantize() for name in self._names if self._descriptors[name].dtype.is_quantized}
 
     @property
@@ -431,30 +551,41 @@ def load(
     max_tensors: int = MAX_TENSOR_COUNT,
     max_tensor_size: int = MAX_TENSOR_SIZE,
 ) -> Pack:
-    """Open a burnpack from a path (memory-mapped, lazy), a URL, a binary file object, bytes in
-    memory, or any ``Source``.
+    """Open a burnpack: lazily, reading only the header and metadata until a tensor is asked for.
 
-    A URL (``https://``, ``s3://``, ``gs://``, ``hf://``, … with ``storage_options`` for its
-    fsspec filesystem; needs ``burnpack[remote]``) is read with range requests, see
-    ``burnpack.remote``. A binary file object is read from its current position (as
-    ``torch.load`` does): a plain file at position 0 is memory-mapped, any other seekable one
-    (``io.BytesIO``, an offset file) is read range by range; gzip/bz2/lzma streams are refused.
+    A path is memory-mapped (Rust's rule appends ``.bpk`` when a path without an extension does not
+    exist). A URL (``https://``, ``s3://``, ``gs://``, ``hf://``, …; needs ``burnpack[remote]``) is
+    read with range requests, see ``burnpack.remote``. A binary file object is read from its
+    current position (as ``torch.load`` does): a plain file at position 0 is memory-mapped, any
+    other seekable one (``io.BytesIO``, an offset file) range by range; gzip/bz2/lzma streams are
+    refused. A ``Source`` (an object with ``size`` and ``read(offset, length)``) is read like bytes.
 
-    A ``Source`` (an object with ``size`` and ``read(offset, length)``, e.g. one serving HTTP range
-    requests) is read like bytes: opening reads the header and the metadata, and each tensor's
-    range only when it is accessed.
+    Args:
+        source: A path, a URL, bytes in memory, a binary file object or a ``Source``.
+        strict: Also reject files no Burn writer could have produced (see Reading levels).
+        legacy_ok: Read files from older Burn versions the way their writer meant them, instead of
+            the way current Burn (mis)reads them.
+        framework: What ``get_tensor`` and ``view.slice[...]`` return: ``"np"`` (numpy) or
+            ``"pt"`` (torch, needs ``burnpack[torch]``), as in safetensors' ``safe_open``.
+        storage_options: Options of the URL's fsspec filesystem (credentials, endpoints); only
+            for URLs.
+        decoder: ``"exact"`` decodes the metadata with the token-by-token ciborium emulation
+            only; ``"auto"`` uses the faster tiers that fall back to it. Both give the same pack.
+        max_metadata_size: The largest metadata section accepted, in bytes (Burn's limit by default).
+        max_tensors: The most tensors accepted (Burn's limit by default).
+        max_tensor_size: The largest tensor accepted, in bytes (Burn's limit by default).
 
-    ``strict=True`` also rejects files no Burn writer could have produced (see ``burnpack.core.strict``).
-    ``legacy_ok=True`` reads files from older Burn versions the way their writer meant them
-    instead of the way current Burn (mis)reads them.
+    Returns:
+        The open pack; use it as a context manager to release the file when done.
 
-    ``framework`` ("np" or "pt", as in safetensors' ``safe_open``) chooses what ``get_tensor``
-    and ``view.slice[...]`` return; ``"pt"`` needs torch (``pip install 'burnpack[torch]'``).
-
-    ``decoder="exact"`` decodes the metadata with the token-by-token ciborium emulation only,
-    instead of the faster tiers that fall back to it (``"auto"``); every tier gives the same
-    ``Pack``. ``max_metadata_size``, ``max_tensors`` and ``max_tensor_size`` (bytes, one
-    tensor) are Burn's limits by default; a refusal names the parameter that raises it.
+    Raises:
+        BurnpackError: The file is not a valid burnpack at the chosen level: its subclass is
+            Burn's error variant (``InvalidHeader``, ``MetadataDeserializationError``, …), and a
+            refusal by a limit names the parameter that raises it.
+        IoError: The file cannot be read (a ``FileNotFoundError`` when it does not exist).
+        ValueError: An option is unknown or does not apply (``storage_options`` without a URL,
+            ``decoder`` with ``legacy_ok``).
+        TypeError: ``source`` is none of the accepted kinds.
     """
     if decoder not in DECODERS:
         raise ValueError(f"decoder must be one of {sorted(DECODERS)}, not {decoder!r}")

@@ -44,9 +44,14 @@ class FileRange:
 
     As a deferred tensor's provider (``Tensor.deferred(..., FileRange(file, offset, length))``)
     it reads them when called; a ``Writer`` writing to a regular file copies them in the kernel
-    (``os.copy_file_range``) instead. ``file`` is a path, opened at each use, or an open binary
-    file, whose descriptor is used as it is (keep it open until the tensor is written). A file
-    that has become shorter gives fewer bytes, which the writer refuses.
+    (``os.copy_file_range``) instead. A file that has become shorter gives fewer bytes, which the
+    writer refuses.
+
+    Args:
+        file: A path, opened at each use, or an open binary file, whose descriptor is used as it
+            is (keep it open until the tensor is written).
+        offset: The first byte's offset in the file.
+        length: How many bytes.
     """
 
     __slots__ = ("file", "offset", "length")
@@ -76,7 +81,11 @@ class FileRange:
 
     @contextlib.contextmanager
     def descriptor(self) -> Iterator[int]:
-        """A descriptor to read the file by offset (opened here for a path, closed after)."""
+        """A descriptor to read the file by offset (opened here for a path, closed after).
+
+        Returns:
+            A context manager giving the descriptor.
+        """
         if not isinstance(self.file, str):
             yield self.file.fileno()
             return
@@ -132,6 +141,13 @@ class Tensor(_Fields):
     order; stored C-order little-endian), ``Tensor(name, dtype, shape, data)`` for raw
     little-endian bytes, or ``Tensor.deferred`` for a callable that produces the bytes only when
     they are needed (a writer calls it once, while it writes this tensor).
+
+    Args:
+        name: The tensor's name.
+        dtype: Its Burn dtype.
+        shape: Its shape.
+        data: Its little-endian bytes (any bytes-like object, or a C-contiguous array viewed as bytes).
+        param_id: Burn's parameter id, if any.
     """
 
     __slots__ = ()
@@ -153,11 +169,23 @@ class Tensor(_Fields):
 
     @classmethod
     def from_numpy(cls, name: str, array: Any, *, param_id: int | None = None, dtype: DType | None = None) -> Tensor:
-        """A tensor from an array-like or a torch tensor; the dtype follows the array unless given.
+        """A tensor from an array-like or a torch tensor, in any layout or byte order (written C-order
+        little-endian).
 
-        A given dtype (``F16``, ``Flex32``, ``Bool(U8)``...) converts the elements when they
-        differ. QFloat data is not an array of its shape: give it as ``Tensor(name, dtype, shape,
-        raw_bytes)``.
+        QFloat data is not an array of its shape: give it as ``Tensor(name, dtype, shape, raw_bytes)``.
+
+        Args:
+            name: The tensor's name.
+            array: A numpy array, a torch tensor or anything ``numpy.asarray`` takes.
+            param_id: Burn's parameter id, if any.
+            dtype: The dtype to write (``F16``, ``Flex32``, ``Bool(U8)``, …), converting the elements
+                when they differ; by default the array's own.
+
+        Returns:
+            The tensor, holding the array's bytes.
+
+        Raises:
+            ValidationError: The array's dtype has no Burn dtype, or cannot become the one given.
         """
         if type(array) is not np.ndarray:
             try:
@@ -196,9 +224,23 @@ class Tensor(_Fields):
         *,
         param_id: int | None = None,
     ) -> Tensor:
-        """A tensor whose bytes come from ``provider()``, called each time they are asked for.
+        """A tensor whose bytes come from ``provider()``, called each time they are asked for (while
+        written, one tensor at a time).
 
-        A ``FileRange`` provider is a byte range of a file holding the tensor's bytes as they are.
+        Args:
+            name: The tensor's name.
+            dtype: Its dtype.
+            shape: Its shape.
+            byte_len: How many bytes the provider gives; the writer refuses any other count.
+            provider: A callable returning the bytes, or a ``FileRange`` (a byte range of a file
+                holding them as they are).
+            param_id: Burn's parameter id, if any.
+
+        Returns:
+            The deferred tensor.
+
+        Raises:
+            ValidationError: ``byte_len`` or the shape is not a valid size.
         """
         tensor = _blank(Tensor)
         _describe(tensor, name, dtype, shape, param_id)
@@ -222,7 +264,19 @@ class Tensor(_Fields):
         return (_rebuild, (self.name, self.dtype, self.shape, self.tobytes(), self.param_id))
 
     def replace(self, *, name: str | None = None, param_id: int | None = None, shape: Iterable[int] | None = None) -> Tensor:
-        """A copy with a new name, param id or (same-size) shape; the bytes are shared, not copied."""
+        """A copy with a new name, param id or (same-size) shape; the bytes are shared, not copied.
+
+        Args:
+            name: The new name; None keeps it.
+            param_id: The new param id; None keeps it.
+            shape: The new shape, of the same element count; None keeps it.
+
+        Returns:
+            The changed copy.
+
+        Raises:
+            ValidationError: The new shape has another element count.
+        """
         twin = _blank(Tensor)
         _describe(
             twin,
@@ -244,7 +298,15 @@ class Tensor(_Fields):
         return _freeze(twin, Tensor)
 
     def with_name(self, name: str, *, param_id: int | None = None) -> Tensor:
-        """The same data under another name (and param id, when given)."""
+        """The same data under another name (and param id, when given).
+
+        Args:
+            name: The new name.
+            param_id: The new param id; None keeps this one's.
+
+        Returns:
+            The renamed copy, sharing the bytes.
+        """
         return self.replace(name=name, param_id=param_id)
 
     # -- content -----------------------------------------------------------------------------
@@ -269,7 +331,11 @@ class Tensor(_Fields):
         return math.prod(self.shape)
 
     def memoryview(self) -> memoryview:
-        """The tensor's little-endian bytes without copying (a deferred tensor runs its provider)."""
+        """The tensor's little-endian bytes without copying (a deferred tensor runs its provider).
+
+        Returns:
+            A memoryview of the bytes.
+        """
         if self._provider is None:
             assert self._data is not None
             return self._data
@@ -277,7 +343,11 @@ class Tensor(_Fields):
         return le_c_bytes(data) if isinstance(data, np.ndarray) else memoryview(data).cast("B")
 
     def tobytes(self) -> bytes:
-        """The tensor's bytes as a copy."""
+        """The tensor's bytes as a copy.
+
+        Returns:
+            The bytes.
+        """
         return bytes(self.memoryview())
 
     def numpy(self) -> np.ndarray:
@@ -285,6 +355,9 @@ class Tensor(_Fields):
 
         QFloat tensors are their raw ``uint8`` bytes (values and inline scales, see ``dtype``);
         Flex32 is float32; Bool stores are ``bool``, ``uint8`` or ``uint32``.
+
+        Returns:
+            The array.
         """
         return _as_array(self, self.memoryview())
 
@@ -293,7 +366,14 @@ class Tensor(_Fields):
         return array if dtype is None else array.astype(dtype)
 
     def same_content(self, other: Tensor) -> bool:
-        """Equal name, param id, dtype, shape and bytes."""
+        """Whether two tensors are equal in name, param id, dtype, shape and bytes.
+
+        Args:
+            other: The tensor to compare with.
+
+        Returns:
+            True when all five are equal.
+        """
         return (
             self.name == other.name
             and self.param_id == other.param_id

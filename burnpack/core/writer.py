@@ -100,6 +100,11 @@ class Writer:
     ``write_atomic`` all produce the same bytes. What a writer writes changes only through
     ``with_metadata`` / ``with_scalar``, which re-plan: its tensors are an immutable tuple of
     immutable ``Tensor``s, ``metadata`` and ``scalars`` read-only views.
+
+    Args:
+        tensors: The tensors, in the order their data is written.
+        metadata: User metadata, string to string.
+        scalars: Typed scalars (``int``, ``float``, ``bool``, ``str`` or ``Scalar`` values).
     """
 
     def __init__(
@@ -155,7 +160,18 @@ class Writer:
         return MappingProxyType(self._scalars)
 
     def with_metadata(self, key: str, value: str) -> Writer:
-        """Add one metadata entry (a later value for the same key wins, as in Burn)."""
+        """A writer with one more metadata entry (a later value for the same key wins, as in Burn).
+
+        Args:
+            key: The entry's key.
+            value: Its string value.
+
+        Returns:
+            The new, re-planned writer; this one is unchanged.
+
+        Raises:
+            ValidationError: The key or value is not a string.
+        """
         if type(key) is not str or type(value) is not str:
             raise ValidationError(f"metadata entries must be str → str, got {key!r}: {value!r}")
         self._metadata[key] = value
@@ -163,7 +179,18 @@ class Writer:
         return self
 
     def with_scalar(self, key: str, value: Any) -> Writer:
-        """Add one typed scalar (a later value for the same key wins, as in Burn)."""
+        """A writer with one more typed scalar (a later value for the same key wins, as in Burn).
+
+        Args:
+            key: The scalar's name.
+            value: An ``int``, ``float``, ``bool``, ``str`` or ``Scalar``.
+
+        Returns:
+            The new, re-planned writer; this one is unchanged.
+
+        Raises:
+            ValidationError: The key is not a string or the value has no scalar type.
+        """
         if type(key) is not str:
             raise ValidationError(f"scalar names must be str, got {key!r}")
         self._scalars[key] = as_scalar(key, value)
@@ -172,7 +199,8 @@ class Writer:
 
     # -- planning ----------------------------------------------------------------------------
     def plan(self) -> Plan:
-        """(metadata bytes, data-section start of each tensor, data-section size); raises before I/O.
+        """The layout, worked out before any I/O: metadata bytes, each tensor's data-section start, and
+        the data section's size.
 
         Errors come in the order Burn's writer reports them (per tensor: byte length, offset
         overflow, duplicate name; then the metadata's size). What Burn's writer writes but its
@@ -181,6 +209,12 @@ class Writer:
         errors applies. An element count of 2^64 or more is counted modulo 2^64, as Burn's release
         build does: Burn writes such a file and reads it back, so it is written (strict mode
         rejects it).
+
+        Returns:
+            The plan (computed once, then kept).
+
+        Raises:
+            BurnpackError: Burn's writer, or its reader, would refuse the pack.
         """
         if self._plan is None:
             with gc_paused():  # the columns are many small acyclic objects
@@ -274,7 +308,14 @@ class Writer:
         raise AssertionError("a column check failed but no tensor breaks it")
 
     def size(self) -> int:
-        """Total file size in bytes, without producing any deferred tensor."""
+        """The file's size, without producing any deferred tensor.
+
+        Returns:
+            The total size in bytes.
+
+        Raises:
+            BurnpackError: The pack cannot be planned (see ``plan``).
+        """
         plan = self.plan()
         return data_section_start(len(plan.metadata)) + plan.data_size
 
@@ -331,13 +372,31 @@ class Writer:
         yield batch
 
     def to_bytes(self) -> bytes:
-        """The whole file in memory."""
+        """The whole file in memory.
+
+        Returns:
+            The file's bytes.
+
+        Raises:
+            BurnpackError: The pack cannot be planned, or a deferred tensor gave the wrong byte count.
+        """
         out = bytearray(self.size())
         self.write_into(out)
         return bytes(out)
 
     def write_into(self, buffer: bytearray | memoryview) -> int:
-        """Write into a caller's buffer of at least ``size()`` bytes; returns the bytes written."""
+        """Write into a caller's buffer.
+
+        Args:
+            buffer: A writable buffer of at least ``size()`` bytes.
+
+        Returns:
+            The bytes written.
+
+        Raises:
+            IoError: The buffer is smaller than the file.
+            BurnpackError: The pack cannot be planned, or a deferred tensor gave the wrong byte count.
+        """
         need = self.size()
         view = memoryview(buffer).cast("B")
         if view.readonly:
@@ -354,11 +413,21 @@ class Writer:
         return position
 
     def write_stream(self, stream: BinaryIO, *, progress: Callable[[int], None] | None = None) -> int:
-        """Write to an open binary stream; returns the bytes written. ``progress`` is told the
-        bytes of each tensor once written.
+        """Write to an open binary stream.
 
         Into a regular file, tensors backed by a ``FileRange`` are copied in the kernel, at the
         stream's position (which then moves past them, as a write would).
+
+        Args:
+            stream: A binary stream open for writing.
+            progress: Told the bytes of each tensor once written.
+
+        Returns:
+            The bytes written.
+
+        Raises:
+            BurnpackError: The pack cannot be planned, or a deferred tensor gave the wrong byte count.
+            OSError: The stream refuses the write.
         """
         size = self.size()
         fd = _regular_file(stream)
@@ -376,17 +445,38 @@ class Writer:
         return size
 
     def write(self, path: PathLike) -> Path:
-        """Write to ``path`` (``.bpk`` appended when it has no extension), replacing the file.
+        """Write to a path, replacing the file.
 
         The bytes go to a scratch file that then replaces ``path`` (a new inode): a reader with
         the old file mapped keeps its bytes, and a failure leaves the old file. Burn's
         ``write_to_file`` truncates in place instead. Unlike ``write_atomic`` nothing is fsynced:
         after a power cut the path holds what a plain rename gives (on ext4 the old or the new file).
+
+        Args:
+            path: Where to write; ``.bpk`` is appended when it has no extension.
+
+        Returns:
+            The path written.
+
+        Raises:
+            BurnpackError: The pack cannot be planned, or a deferred tensor gave the wrong byte count.
+            IoError: The file cannot be written; the scratch file is removed.
         """
         return self._replace(path, durable=False)
 
     def write_atomic(self, path: PathLike) -> Path:
-        """``write``, with the file and its directory fsynced before returning (survives power loss)."""
+        """``write``, with the file and its directory fsynced before returning (survives power loss).
+
+        Args:
+            path: Where to write; ``.bpk`` is appended when it has no extension.
+
+        Returns:
+            The path written.
+
+        Raises:
+            BurnpackError: The pack cannot be planned, or a deferred tensor gave the wrong byte count.
+            IoError: The file cannot be written; the scratch file is removed.
+        """
         return self._replace(path, durable=True)
 
     def _replace(self, path: PathLike, *, durable: bool) -> Path:
@@ -553,7 +643,23 @@ def save(
     metadata: Mapping[str, str] | None = None,
     scalars: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Save tensors (a name → array mapping in data order, or ``Tensor`` objects) atomically."""
+    """Save tensors to a file atomically: planned first, written to a scratch file, fsynced and renamed.
+
+    Args:
+        tensors: A name → array mapping (numpy, torch or array-like; data in this order), or
+            ``Tensor`` objects.
+        path: Where to write; ``.bpk`` is appended when it has no extension, as Burn does.
+        metadata: User metadata, string to string.
+        scalars: Typed scalars (``int``, ``float``, ``bool``, ``str`` or ``Scalar`` values).
+
+    Returns:
+        The path written.
+
+    Raises:
+        BurnpackError: Burn's writer would refuse the pack (a byte-length mismatch, a duplicate
+            name, a limit), raised before any I/O.
+        IoError: The file cannot be written; nothing is left half-written.
+    """
     return _planned(tensors, metadata, scalars).write_atomic(path)
 
 
@@ -563,7 +669,19 @@ def save_bytes(
     metadata: Mapping[str, str] | None = None,
     scalars: Mapping[str, Any] | None = None,
 ) -> bytes:
-    """The file ``save`` would write, as bytes."""
+    """The file ``save`` would write, as bytes.
+
+    Args:
+        tensors: A name → array mapping (data in this order), or ``Tensor`` objects.
+        metadata: User metadata, string to string.
+        scalars: Typed scalars (``int``, ``float``, ``bool``, ``str`` or ``Scalar`` values).
+
+    Returns:
+        The whole file.
+
+    Raises:
+        BurnpackError: Burn's writer would refuse the pack.
+    """
     return _planned(tensors, metadata, scalars).to_bytes()
 
 

@@ -14,10 +14,10 @@ layers included.
 
 Entry points:
 
-* :func:`convert` — one file (or object) to another, returning a :class:`ConversionReport`;
-* :func:`transform`, :func:`read_tensors`, :func:`write_tensors` — the same in steps;
-* :func:`load_record` / :func:`load_into` — the transformations as options of the record loader;
-* :func:`pytorch_to_burn_checkpoint` / :func:`burn_checkpoint_to_pytorch` — whole training
+* ``convert`` — one file (or object) to another, returning a ``ConversionReport``;
+* ``transform``, ``read_tensors``, ``write_tensors`` — the same in steps;
+* ``load_record`` / ``load_into`` — the transformations as options of the record loader;
+* ``pytorch_to_burn_checkpoint`` / ``burn_checkpoint_to_pytorch`` — whole training
   checkpoints (model + optimizer + LR scheduler) ↔ a Burn Learner checkpoint directory.
 
 The ``burnpack convert`` and ``burnpack convert-checkpoint`` commands wrap them. Everything is

@@ -2,24 +2,24 @@
 
 Burn decides what to do with a tensor from the *type of the module that owns it* (the last
 ``Struct:``/``Enum:`` entry of its container stack), which it knows because it walks a Burn
-module. A file has no such stack, so :class:`ModuleTypes` supplies it — from a
+module. A file has no such stack, so ``ModuleTypes`` supplies it — from a
 ``torch.nn.Module`` (``named_modules``), a user type map (module path → type), name rules
 (regex → type) or, when asked, inference from the tensors themselves.
 
 Adapters, as in Burn:
 
-* :class:`PyTorchToBurnAdapter` — 2-D ``weight`` of a ``Linear`` transposed (``[out, in]`` →
+* ``PyTorchToBurnAdapter`` — 2-D ``weight`` of a ``Linear`` transposed (``[out, in]`` →
   ``[in, out]``); ``weight``/``bias`` → ``gamma``/``beta`` for ``BatchNorm``, ``LayerNorm``,
   ``GroupNorm``, ``RmsNorm`` (not ``InstanceNorm``), as Burn's; beyond Burn's, every module whose
   layout PyTorch fuses or orders differently — LSTM, GRU, RNN, multi-head attention, transformer
   layers — becomes Burn's module, and Hugging Face's ``Conv1D`` is kept ``[in, out]``
-  (``burnpack.interop.layouts``: one registry of module kinds). :class:`BurnToPyTorchAdapter`
+  (``burnpack.interop.layouts``: one registry of module kinds). ``BurnToPyTorchAdapter``
   reverses it.
-* :class:`HalfPrecisionAdapter` — F32 → F16 and F16 → F32 for the module types Burn lists
+* ``HalfPrecisionAdapter`` — F32 → F16 and F16 → F32 for the module types Burn lists
   (``BatchNorm`` excluded: its ``running_var`` underflows in F16); ``with_module`` /
   ``without_module`` adjust the set.
-* :class:`FloatCastAdapter` — every float tensor to one dtype.
-* :class:`ChainAdapter` / ``a.chain(b)`` — ``b`` sees what ``a`` produced.
+* ``FloatCastAdapter`` — every float tensor to one dtype.
+* ``ChainAdapter`` / ``a.chain(b)`` — ``b`` sees what ``a`` produced.
 """
 
 from __future__ import annotations
@@ -61,8 +61,9 @@ HALF_PRECISION_DEFAULT = frozenset(
 
 
 def known_module_type(name: str, option: str = "module type") -> str:
-    """:func:`module_type`, refusing a short name that is neither a Burn module nor a torch class;
-    settings (``TransformerEncoderLayer(norm_first=true)``) are checked and kept in the spelling."""
+    """``module_type``, refusing a short name that is neither a Burn module nor a torch class;
+    settings (``TransformerEncoderLayer(norm_first=true)``) are checked and kept in the spelling.
+    """
     return str(parse_spec(name, option))
 
 
@@ -75,7 +76,7 @@ def module_type(name: str) -> str:
 
 class ModuleTypes:
     """The Burn module type owning each tensor, from explicit maps, rules, a torch module or
-    inference — with where each came from (:meth:`lookup`).
+    inference — with where each came from (``lookup``).
 
     Lookup for a tensor ``a.b.weight`` uses its module path ``a.b``: an exact ``types`` entry
     first, then the first matching ``rules`` regex (searched in the module path), then types
@@ -83,8 +84,16 @@ class ModuleTypes:
     it had in the source are tried, so a type map written against either naming works. A type may
     carry settings the weights cannot tell: ``TransformerEncoderLayer(norm_first=true)``.
 
-    ``best_guess``: where names and shapes leave a module's type open (``ambiguous``), take the
-    best guess instead of refusing; the report names every guess.
+    Args:
+        types: Module path → type.
+        rules: ``(regex, type)`` pairs, tried in order.
+        torch_types: Module path → type, taken from a torch module (see ``from_torch_module``).
+        infer: Guess the types left from parameter names and shapes (see ``run_inference``).
+        best_guess: Where names and shapes leave a module's type open (``ambiguous``), take the
+            best guess instead of refusing; the report names every guess.
+
+    Raises:
+        OptionError: A type rule's regex is not one Burn's regex syntax accepts.
     """
 
     def __init__(
@@ -120,8 +129,16 @@ class ModuleTypes:
 
     @classmethod
     def from_torch_module(cls, module: TorchModule, prefix: str = "") -> dict[str, str]:
-        """``{module path: Burn type}`` for every submodule of a ``torch.nn.Module``; a kind's
-        settings the weights cannot tell (``batch_first``, ``norm_first``...) ride in the spelling."""
+        """The Burn type of every submodule of a ``torch.nn.Module``; a kind's settings the weights
+        cannot tell (``batch_first``, ``norm_first``...) ride in the spelling.
+
+        Args:
+            module: The torch module.
+            prefix: The module's own path.
+
+        Returns:
+            ``{module path: Burn type}``.
+        """
         out = {}
         for path, sub in module.named_modules():
             full = f"{prefix}.{path}" if prefix and path else (prefix or path)
@@ -132,21 +149,50 @@ class ModuleTypes:
         return out
 
     def is_empty(self) -> bool:
+        """Whether no source of types is given.
+
+        Returns:
+            True when empty.
+        """
         return not (self.types or self.rules or self.torch_types or self.infer)
 
     def resolve(self, entry: Entry) -> str | None:
-        """The type of the module owning ``entry`` (by its current and its source name)."""
+        """The type of the module owning ``entry`` (by its current and its source name).
+
+        Args:
+            entry: The tensor entry.
+
+        Returns:
+            The type, or None when unknown.
+        """
         return self.resolve_path(entry.module_path, entry.source_name.rpartition(".")[0])
 
     def resolve_path(self, module_path: str, original: str | None = None) -> str | None:
-        """The type of the module at ``module_path`` (or, failing that, at ``original``)."""
+        """The type of the module at ``module_path`` (or, failing that, at ``original``).
+
+        Args:
+            module_path: The module's current path.
+            original: Its path in the source.
+
+        Returns:
+            The type, or None when unknown.
+        """
         found = self.lookup(module_path, original)
         return None if found is None else found.spec.container
 
     def lookup(self, module_path: str, original: str | None = None, *, count: bool = True) -> Resolved | None:
-        """The type of the module at ``module_path`` (or at ``original``) with its settings and
-        where it came from; ``count``: the answer counts as a use of the map entry or rule that
-        gave it (``given``: what each option typed)."""
+        """The type of the module at ``module_path`` (or at ``original``) with its settings and where it
+        came from.
+
+        Args:
+            module_path: The module's current path.
+            original: Its path in the source.
+            count: Count the answer as a use of the map entry or rule that gave it (``given``: what
+                each option typed).
+
+        Returns:
+            The resolved type, or None when unknown.
+        """
         paths = [module_path]
         if original is not None and original != module_path:
             paths.append(original)
@@ -175,20 +221,28 @@ class ModuleTypes:
         return None
 
     def given(self) -> list[tuple[str, str, int]]:
-        """The user's own type sources as ``(option, "KEY=TYPE" or "", lookups answered)`` (torch
-        modules are not the user's; inference counts the module types it found)."""
+        """The user's own type sources (torch modules are not the user's; inference counts the module
+        types it found).
+
+        Returns:
+            ``(option, "KEY=TYPE" or "", lookups answered)`` per source.
+        """
         out = [("module_types", f"{p}={str(t).removeprefix('Struct:')}", self._used_types.get(p, 0)) for p, t in self.specs.items()]
         out += [("type_rules", f"{r.pattern}={str(t).removeprefix('Struct:')}", self._used_rules.get(i, 0)) for i, (r, t) in enumerate(self.rules)]
         return out + ([("infer_types", "", len(self.inferred))] if self.infer else [])
 
     def run_inference(self, entries: Sequence[Entry], side: str = "torch") -> None:
-        """Types from names and shapes (only when ``infer=True``), for the modules no map, rule or
-        torch module types, as each kind recognises itself (``burnpack.interop.layouts``): the
-        tensors are in ``side``'s layout (``"torch"`` or ``"burn"``). Where several kinds fit
-        (a square weight with bias: torch's Linear or Hugging Face's Conv1D; a 2-D weight without
-        bias: Linear or Embedding; a lone 1-D weight: a norm or PReLU) the module is listed in
-        ``ambiguous`` with the candidates and the best guess; give those a type explicitly, or
-        ``best_guess=True``.
+        """Types from names and shapes (only when ``infer=True``), for the modules no map, rule or torch
+        module types, as each kind recognises itself (``burnpack.interop.layouts``).
+
+        Where several kinds fit (a square weight with bias: torch's Linear or Hugging Face's Conv1D;
+        a 2-D weight without bias: Linear or Embedding; a lone 1-D weight: a norm or PReLU) the module
+        is listed in ``ambiguous`` with the candidates and the best guess; give those a type
+        explicitly, or ``best_guess=True``.
+
+        Args:
+            entries: Every tensor entry of the conversion.
+            side: The layout the tensors are in: ``"torch"`` or ``"burn"``.
         """
         if not self.infer:
             return
@@ -225,21 +279,58 @@ class ModuleAdapter:
     direction: Direction | None = None  # a layout adapter's: its input is torch's layout (TO_BURN) or Burn's
 
     def adapt(self, entry: Entry) -> Entry:
+        """The entry as this adapter changes it (Burn's ``ModuleAdapter::adapt``).
+
+        Args:
+            entry: The tensor entry, with its module type when known.
+
+        Returns:
+            The adapted entry (the same one when unchanged).
+        """
         return entry
 
     def adapt_all(self, entries: Sequence[Entry], types: ModuleTypes) -> Adapted:
-        """Every entry of a conversion, knowing every module's type: by default each alone."""
+        """Every entry of a conversion, knowing every module's type: by default each alone (``adapt``).
+
+        Args:
+            entries: Every tensor entry of the conversion.
+            types: The module types.
+
+        Returns:
+            The adapted entries, each converted module's type, source and Burn config, the guesses
+            taken and the warnings.
+        """
         return Adapted([self.adapt(e) for e in entries])
 
     def parts(self) -> list[ModuleAdapter]:
-        """The adapters a chain applies, in order (one for a plain adapter)."""
+        """The adapters a chain applies, in order (one for a plain adapter).
+
+        Returns:
+            The adapters.
+        """
         return [self]
 
     def alternative_name(self, param: str, module_type: str | None) -> str | None:
-        """Another parameter name to look for when loading (Burn's ``get_alternative_param_name``)."""
+        """Another parameter name to look for when loading (Burn's ``get_alternative_param_name``).
+
+        Args:
+            param: The parameter's name.
+            module_type: The owning module's Burn type, if known.
+
+        Returns:
+            The other name, or None.
+        """
         return None
 
     def chain(self, next_adapter: ModuleAdapter) -> ChainAdapter:
+        """This adapter, then ``next_adapter`` (Burn's ``chain``).
+
+        Args:
+            next_adapter: The adapter applied after this one.
+
+        Returns:
+            The chain.
+        """
         return ChainAdapter(self, next_adapter)
 
     def __repr__(self) -> str:
@@ -251,7 +342,12 @@ class IdentityAdapter(ModuleAdapter):
 
 
 class ChainAdapter(ModuleAdapter):
-    """``first`` then ``second``."""
+    """Two adapters applied in turn: ``first`` then ``second``.
+
+    Args:
+        first: The adapter applied first.
+        second: The adapter applied to its result.
+    """
 
     def __init__(self, first: ModuleAdapter, second: ModuleAdapter) -> None:
         self.first = first
@@ -260,17 +356,48 @@ class ChainAdapter(ModuleAdapter):
         self.uses_module_types = first.uses_module_types or second.uses_module_types
 
     def adapt(self, entry: Entry) -> Entry:
+        """``second``'s adaptation of ``first``'s.
+
+        Args:
+            entry: The tensor entry.
+
+        Returns:
+            The adapted entry.
+        """
         return self.second.adapt(self.first.adapt(entry))
 
     def parts(self) -> list[ModuleAdapter]:
+        """The adapters this chain applies, in order (nested chains flattened).
+
+        Returns:
+            The adapters.
+        """
         return [*self.first.parts(), *self.second.parts()]
 
     def adapt_all(self, entries: Sequence[Entry], types: ModuleTypes) -> Adapted:
+        """``second``'s adaptation of ``first``'s, over the whole conversion.
+
+        Args:
+            entries: Every tensor entry of the conversion.
+            types: The module types.
+
+        Returns:
+            The adapted entries, with both adapters' modules, guesses and warnings.
+        """
         first = self.first.adapt_all(entries, types)
         second = self.second.adapt_all(first.entries, types)
         return Adapted(second.entries, {**first.modules, **second.modules}, first.guesses + second.guesses, first.warnings + second.warnings)
 
     def alternative_name(self, param: str, module_type: str | None) -> str | None:
+        """The first alternative name either adapter gives.
+
+        Args:
+            param: The parameter's name.
+            module_type: The owning module's Burn type, if known.
+
+        Returns:
+            The other name, or None.
+        """
         name = self.first.alternative_name(param, module_type)
         if name is not None:
             return self.second.alternative_name(name, module_type) or name
@@ -283,7 +410,7 @@ class ChainAdapter(ModuleAdapter):
 class _PyTorchAdapter(ModuleAdapter):
     """The layouts' conversion in one direction: each tensor by its module's kind
     (``burnpack.interop.layouts``); over a whole conversion, structural modules (LSTM, attention,
-    transformer layers) take their subtrees (:meth:`adapt_all`)."""
+    transformer layers) take their subtrees (``adapt_all``)."""
 
     direction: Direction
     uses_module_types = True
@@ -311,7 +438,7 @@ class PyTorchToBurnAdapter(_PyTorchAdapter):
 
 
 class BurnToPyTorchAdapter(_PyTorchAdapter):
-    """Burn's layout → PyTorch's: the reverse of :class:`PyTorchToBurnAdapter`."""
+    """Burn's layout → PyTorch's: the reverse of ``PyTorchToBurnAdapter``."""
 
     name = "to-pytorch"
     direction = Direction.TO_TORCH
@@ -328,9 +455,13 @@ def _cast(entry: Entry, target: DType) -> Entry:
 
 
 class HalfPrecisionAdapter(ModuleAdapter):
-    """F32 ↔ F16 for the module types in ``modules`` (Burn's default set: Linear, Embedding,
-    Conv1d/2d/3d, ConvTranspose1d/2d/3d, DeformConv2d, LayerNorm, GroupNorm, InstanceNorm,
-    RmsNorm, PRelu — not BatchNorm). Tensors of other or unknown modules pass unchanged."""
+    """F32 ↔ F16 for the module types in ``modules``; tensors of other or unknown modules pass unchanged.
+
+    Args:
+        modules: The module types converted; Burn's default set when None (Linear, Embedding,
+            Conv1d/2d/3d, ConvTranspose1d/2d/3d, DeformConv2d, LayerNorm, GroupNorm,
+            InstanceNorm, RmsNorm, PRelu — not BatchNorm).
+    """
 
     name = "half"
     uses_module_types = True
@@ -339,15 +470,42 @@ class HalfPrecisionAdapter(ModuleAdapter):
         self.modules = set(HALF_PRECISION_DEFAULT if modules is None else (module_type(m) for m in modules))
 
     def with_module(self, name: str) -> HalfPrecisionAdapter:
+        """An adapter that also converts the module type ``name``.
+
+        Args:
+            name: A Burn or torch module type name.
+
+        Returns:
+            The new adapter.
+        """
         return HalfPrecisionAdapter(self.modules | {module_type(name)})
 
     def without_module(self, name: str) -> HalfPrecisionAdapter:
+        """An adapter that no longer converts the module type ``name``.
+
+        Args:
+            name: A Burn or torch module type name.
+
+        Returns:
+            The new adapter.
+
+        Raises:
+            ValueError: ``name`` is not in the module set.
+        """
         key = module_type(name)
         if key not in self.modules:
             raise ValueError(f"without_module called with {key!r} which is not in the module set")
         return HalfPrecisionAdapter(self.modules - {key})
 
     def adapt(self, entry: Entry) -> Entry:
+        """The entry as F16 (from F32) or F32 (from F16) when its module type is in the set.
+
+        Args:
+            entry: The tensor entry.
+
+        Returns:
+            The adapted entry (the same one when unchanged).
+        """
         if entry.dtype == DType.F32:
             target = DType.F16
         elif entry.dtype == DType.F16:
@@ -364,7 +522,11 @@ class HalfPrecisionAdapter(ModuleAdapter):
 
 
 class FloatCastAdapter(ModuleAdapter):
-    """Every float tensor (F64, F32, Flex32, F16, BF16) to ``target``; others unchanged."""
+    """Every float tensor (F64, F32, Flex32, F16, BF16) to ``target``; others unchanged.
+
+    Args:
+        target: The float dtype, as a ``DType`` or by name (``f16``, ``bf16``, ``f32``, ``f64``).
+    """
 
     def __init__(self, target: DType | str) -> None:
         target = parse_dtype(target)
@@ -374,6 +536,14 @@ class FloatCastAdapter(ModuleAdapter):
         self.name = f"cast={dtype_name(target)}"
 
     def adapt(self, entry: Entry) -> Entry:
+        """The entry cast to ``target`` when it is a float tensor.
+
+        Args:
+            entry: The tensor entry.
+
+        Returns:
+            The adapted entry (the same one when unchanged).
+        """
         if not is_float(entry.dtype) or entry.dtype == self.target:
             return entry
         return _cast(entry, self.target)
@@ -399,9 +569,19 @@ _FLOAT_NAMES = frozenset(
 
 
 def parse_adapter(spec: str | ModuleAdapter | Iterable[str | ModuleAdapter] | None) -> ModuleAdapter | None:
-    """An adapter from its CLI spelling, chained left to right: ``pytorch``, ``to-pytorch``,
-    ``half``, ``cast=bf16`` (or ``f16``, ``bf16``, ``f32``, ``f64`` alone), ``identity``; several
-    separated by ``,`` or ``+``, or given as a list."""
+    """An adapter from its CLI spelling, chained left to right.
+
+    Args:
+        spec: ``pytorch``, ``to-pytorch``, ``half``, ``cast=bf16`` (or ``f16``, ``bf16``, ``f32``,
+            ``f64`` alone), ``identity``; several separated by ``,`` or ``+``, or given as a list;
+            an adapter passes through.
+
+    Returns:
+        The adapter, or None for no spec.
+
+    Raises:
+        OptionError: A name is unknown.
+    """
     if spec is None or isinstance(spec, ModuleAdapter):
         return spec
     items: list[str | ModuleAdapter] = []

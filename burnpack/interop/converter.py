@@ -2,18 +2,18 @@
 
 ``convert(src, dst)`` reads any supported source, applies the transformations asked for and
 writes the result atomically; by default nothing but the container changes (same names, dtypes,
-shapes and bytes). Every conversion returns a :class:`ConversionReport`.
+shapes and bytes). Every conversion returns a ``ConversionReport``.
 
 The transformations run in burn-store's order (``PytorchStore``: remap, then contiguous
 indices, then the adapter with module types, then filters):
 
 1. ``top_level_key`` — take one entry of a PyTorch checkpoint dict (``"state_dict"``); for
    other formats, the tensors under ``"<key>."`` with that prefix removed.
-2. ``remap`` — :class:`~burnpack.interop.remap.KeyRemapper` rules, in order.
+2. ``remap`` — ``KeyRemapper`` rules, in order.
 3. ``map_indices_contiguous`` — ``fc.0, fc.2, fc.4`` → ``fc.0, fc.1, fc.2``.
 4. ``skip_enum_variants`` (drop variant segments, ``conv.DwsConv.w`` → ``conv.w``) and
    ``enum_variants`` (insert them: ``{"conv": "DwsConv"}``).
-5. Module types (:class:`~burnpack.interop.adapters.ModuleTypes`) for every tensor, then the
+5. Module types (``ModuleTypes``) for every tensor, then the
    ``adapter`` (``pytorch``, ``to-pytorch``, ``half``, ``cast=bf16``, chained); with ``pytorch`` /
    ``to-pytorch`` each module's kind (``burnpack.interop.layouts``) lays its tensors out for the
    other framework — an LSTM, an attention block, a transformer layer as a whole subtree — and
@@ -30,7 +30,7 @@ indices, then the adapter with module types, then filters):
    quantizes them (``burnpack.interop.quantizing``); their error is in ``report.quantized``.
    ``dequantize=True`` instead turns every QFloat tensor into its F32 values.
 9. ``param_ids`` — ``"keep"`` (default), ``"new"`` (a u64 per tensor, as a Burn
-   ``ModuleRecord`` carries, derived from its name: :func:`burnpack.records.derive_param_ids`)
+   ``ModuleRecord`` carries, derived from its name: ``burnpack.records.derive_param_ids``)
    or ``"drop"``.
 
 Metadata: the source's user metadata is carried across (safetensors ``__metadata__`` ↔ burnpack
@@ -76,24 +76,40 @@ _CONTAINER_NAMES = {"burnpack", "safetensors"}
 class ConversionReport:
     """What a conversion did.
 
-    ``applied``: output tensor names in data order. ``skipped``: tensors the filters removed
-    (output names). ``skipped_entries``: entries of the source that are not tensors the reader
-    can map (a number, a config object, a tensor of a dtype Burn lacks): source path → why. ``renamed``: source name → output name where they differ. ``missing``:
-    names that were asked for (``expect``, exact ``filter`` paths) and not found. ``unused``:
-    source tensors that ``expect`` did not take. ``transformed``: output name → what was done
-    (``transposed [3, 2] -> [2, 3]``, ``F32 -> F16``, ``renamed weight -> gamma``). ``errors``:
-    shape mismatches against ``expect``. ``options``: each option given → what it changed
-    (``"adapter=pytorch": "2 tensors changed"``). ``warnings``: module types that could not be
-    inferred, options that changed nothing when ``allow_unmatched``, information the target
-    format cannot hold (tied weights written as copies among it). ``tied``: groups of output
-    names that are one tensor of the source (tied weights), written once by a target that can
-    alias them.
-    With the ``pytorch`` / ``to-pytorch`` adapters: ``modules``: module path →
-    its ``type``, where the type came from (``type_from``: ``live module``, ``module_types``,
-    ``type_rules``, ``inferred: …``, ``best guess: …``), the Burn ``config`` that rebuilds it and
-    the settings the weights cannot tell (``yours``); ``rules``: output tensor → the rule that
-    produced it (its ``module``, ``type``, ``type_from`` and ``rule``, what was done);
-    ``guesses``: every best guess taken (``best_guess=True``).
+    Attributes:
+        source: The source, as named in messages.
+        target: The output path, when written.
+        source_format: The source's format.
+        target_format: The output's format.
+        applied: Output tensor names in data order.
+        skipped: Tensors the filters removed (output names).
+        skipped_entries: Entries of the source that are not tensors the reader can map (a number, a
+            config object, a tensor of a dtype Burn lacks): source path → why.
+        renamed: Source name → output name where they differ.
+        missing: Names that were asked for (``expect``, exact ``filter`` paths) and not found.
+        unused: Source tensors that ``expect`` did not take.
+        transformed: Output name → what was done (``transposed [3, 2] -> [2, 3]``, ``F32 -> F16``,
+            ``renamed weight -> gamma``).
+        quantized: Output name → the quantization's scheme and error.
+        errors: Shape mismatches against ``expect``.
+        warnings: Module types that could not be inferred, options that changed nothing when
+            ``allow_unmatched``, information the target format cannot hold (tied weights written
+            as copies among it).
+        tied: Groups of output names that are one tensor of the source (tied weights), written
+            once by a target that can alias them.
+        options: Each option given → what it changed (``"adapter=pytorch": "2 tensors changed"``).
+        module_types: Module path → the Burn type used.
+        metadata: The output's metadata.
+        scalars: How many scalars the output holds.
+        bytes: The output's tensor bytes.
+        seconds: How long the conversion took.
+        modules: With the ``pytorch`` / ``to-pytorch`` adapters: module path → its ``type``,
+            where the type came from (``type_from``: ``live module``, ``module_types``,
+            ``type_rules``, ``inferred: …``, ``best guess: …``), the Burn ``config`` that rebuilds
+            it and the settings the weights cannot tell (``yours``).
+        rules: Output tensor → the rule that produced it (its ``module``, ``type``,
+            ``type_from`` and ``rule``, what was done).
+        guesses: Every best guess taken (``best_guess=True``).
     """
 
     source: str = ""
@@ -122,12 +138,28 @@ class ConversionReport:
     seconds: float = 0.0
 
     def is_success(self) -> bool:
+        """Whether the conversion had no errors.
+
+        Returns:
+            True without errors.
+        """
         return not self.errors
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as plain data (for JSON).
+
+        Returns:
+            Every field by name.
+        """
         return asdict(self)
 
     def counts(self) -> dict[str, int]:
+        """How many names each category holds.
+
+        Returns:
+            ``{category: count}`` for applied, skipped, skipped_entries, renamed, missing, unused,
+            transformed and errors.
+        """
         return {
             "applied": len(self.applied),
             "skipped": len(self.skipped),
@@ -140,7 +172,14 @@ class ConversionReport:
         }
 
     def summary(self, *, detail: int = 20) -> str:
-        """A human summary: one headline, then up to ``detail`` lines per non-empty category."""
+        """A human summary: one headline, then the lines of each non-empty category.
+
+        Args:
+            detail: The most lines shown per category.
+
+        Returns:
+            The summary, terminal-safe.
+        """
         arrow = f" -> {self.target} ({self.target_format})" if self.target else ""
         c = self.counts()
         lines = [
@@ -257,7 +296,7 @@ def _check_unique(entries: Iterable[Entry], stage: str) -> None:
 
 
 class _OptionLog:
-    """What each option given to :func:`transform` changed, and which changed nothing."""
+    """What each option given to ``transform`` changed, and which changed nothing."""
 
     def __init__(self, allow: bool | Iterable[str]) -> None:
         self.allow = allow if isinstance(allow, bool) else frozenset(allow)
@@ -421,7 +460,7 @@ def _quantization(
 
 def _param_ids(entries: list[Entry], mode: str) -> list[Entry]:
     """Step 9: keep the ids, give each tensor one derived from its name (the rule of
-    :func:`~burnpack.records.derive_param_ids`: the same input, the same ids), or drop them."""
+    ``derive_param_ids``: the same input, the same ids), or drop them."""
     if mode == "keep":
         return entries
     if mode == "drop":
@@ -483,18 +522,54 @@ def transform(
     target_format: str | None = None,
     report: ConversionReport | None = None,
 ) -> tuple[TensorSet, ConversionReport]:
-    """Apply the transformations (see the module docstring) to ``tset``; returns the result
-    and the report. Raises :class:`ConversionError` for name collisions, and — with
-    ``expect`` — for shape errors unless ``validate=False`` and for missing tensors unless
-    ``allow_partial=True`` (the report is attached as ``error.report``).
+    """Apply the transformations (see the module docstring) to ``tset``, in burn-store's order.
 
-    ``best_guess``: where names and shapes cannot tell a module's type (a square weight with bias:
-    Linear or Hugging Face's Conv1D) or a setting its layout depends on (a transformer layer's
-    ``norm_first``), take the best guess instead of refusing; ``report.guesses`` names each.
+    Args:
+        tset: The tensors.
+        top_level_key: Take one entry of a PyTorch checkpoint dict (``"state_dict"``); for other
+            formats, the tensors under ``"<key>."`` with that prefix removed.
+        remap: ``KeyRemapper`` rules, applied in order.
+        map_indices_contiguous: Renumber indices: ``fc.0, fc.2, fc.4`` → ``fc.0, fc.1, fc.2``.
+        skip_enum_variants: Drop variant segments (``conv.DwsConv.w`` → ``conv.w``); a mapping
+            names them.
+        enum_variants: Insert variant segments: ``{"conv": "DwsConv"}``.
+        module_types: Module path → Burn module type.
+        type_rules: ``(regex, type)`` rules for module types.
+        infer_types: Guess the module types left from names and shapes.
+        module: A ``torch.nn.Module`` giving exact module types.
+        adapter: ``pytorch``, ``to-pytorch``, ``half``, ``cast=bf16``, chained, or an adapter.
+        expect: The names (and shapes) the output must have, e.g. a Burn module's paths, looked
+            up as Burn's ``Applier`` does.
+        allow_partial: Do not fail on expected names without a tensor.
+        validate: Fail on shape mismatches against ``expect``.
+        filter: Keep only the output names that match (regexes, predicates, a ``PathFilter``).
+        exclude: Drop the output names that match.
+        param_ids: ``"keep"``, ``"new"`` (a fresh random u64 per tensor) or ``"drop"``.
+        keep_metadata: Carry the source's metadata across.
+        metadata: Entries to add or override.
+        stamp: Set the keys Burn's stores write (``format``, ``producer``, ``version``).
+        quantize: Quantize the weights to this scheme, as Burn's CPU backend does.
+        quantize_include: A regex choosing the tensors to quantize instead of the weights.
+        dequantize: Turn every QFloat tensor into its F32 values.
+        best_guess: Where names and shapes cannot tell a module's type (a square weight with
+            bias: Linear or Hugging Face's Conv1D) or a setting its layout depends on (a
+            transformer layer's ``norm_first``), take the best guess instead of refusing;
+            ``report.guesses`` names each.
+        allow_unmatched: Tolerate options that change nothing (True), or the options named.
+        target_format: The output's format, for the metadata stamp and what it can hold.
+        report: A report to fill (a new one by default).
 
-    An option that changes nothing (an adapter with nothing to adapt, module types no adapter
-    uses or no path matches, a remap rule or filter matching no name...) raises
-    :class:`UnmatchedOptionError` unless ``allow_unmatched`` is True or names that option."""
+    Returns:
+        The transformed tensors and the report.
+
+    Raises:
+        ConversionError: Names collide, or — with ``expect`` — shapes mismatch (unless
+            ``validate=False``) or tensors are missing (unless ``allow_partial``); the report is
+            attached as ``error.report``.
+        UnmatchedOptionError: An option changes nothing (an adapter with nothing to adapt, module
+            types no adapter uses or no path matches, a remap rule or filter matching no name...)
+            and ``allow_unmatched`` does not name it.
+    """
     report = report or ConversionReport(source_format=tset.format, target_format=target_format)
     report.source_format = report.source_format or tset.format
     if top_level_key is not None and tset.top_level_key != top_level_key:
@@ -628,19 +703,37 @@ def convert(
     npz_metadata: bool = False,
     **options: Any,
 ) -> ConversionReport:
-    """Convert ``source`` (a path, bytes, a ``TensorSet``, a torch ``state_dict`` or
-    ``nn.Module``) to the file ``target``; formats come from ``from_format`` / ``to_format``,
-    else from the content / the extension. ``options`` are :func:`transform`'s, and the caps
-    :func:`~burnpack.interop.registry.read_tensors` reads the source within (``max_pickle_depth``,
-    ``max_view_expansion``, ``max_inflate_bytes``, ``max_inflate_ratio``, ``max_index_bytes``,
-    ``max_metadata_bytes``: :class:`~burnpack.interop.limits.ReadLimits`). Nothing is
-    written when anything fails; an existing ``target`` is kept unless ``overwrite``; ``legacy_ok``
-    reads a .bpk from an older Burn as its writer meant it; ``npz_metadata``: a ``.npz`` target
-    also gets a ``__metadata__`` member with the metadata and the dtypes numpy cannot name.
+    """Convert ``source`` to the file ``target``, with Burn's transformations as options.
 
-    ``progress``: a callable fed the bytes written, or a setting of
-    :func:`burnpack.core.progress.progress_for` (``"auto"``: a bar on a terminal for 64 MiB or more;
-    ``"always"``: a bar on a terminal, lines otherwise)."""
+    Nothing is written when anything fails; each output file is replaced atomically.
+
+    Args:
+        source: A path or URL, bytes, a ``TensorSet``, a torch ``state_dict`` or ``nn.Module``.
+        target: The output path.
+        from_format: The source's format; by default from its content.
+        to_format: The output's format; by default from ``target``'s extension.
+        overwrite: Replace an existing ``target`` (it is kept otherwise).
+        bool_store: How Bool tensors are stored in a burnpack output (Burn's ``BoolStore``).
+        compress: Compress an ``.npz`` output (refused for other formats).
+        progress: A callable fed the bytes written, or a setting of
+            ``burnpack.core.progress.progress_for`` (``"auto"``: a bar on a terminal for 64 MiB or
+            more; ``"always"``: a bar on a terminal, lines otherwise).
+        legacy_ok: Read a .bpk from an older Burn as its writer meant it.
+        npz_metadata: Give an ``.npz`` output a ``__metadata__`` member with the metadata and the
+            dtypes numpy cannot name.
+        **options: ``transform``'s options, and the caps ``read_tensors`` reads the source within
+            (``max_pickle_depth``, ``max_view_expansion``, ``max_inflate_bytes``,
+            ``max_inflate_ratio``, ``max_index_bytes``, ``max_metadata_bytes``).
+
+    Returns:
+        What the conversion did.
+
+    Raises:
+        OutputExistsError: ``target`` exists and ``overwrite`` is False.
+        OptionError: An option is unknown, or does not apply to the formats.
+        UnmatchedOptionError: An option changed nothing (see ``transform``).
+        ConversionError: The source cannot be read or mapped, or the output cannot hold it.
+    """
     started = time.monotonic()
     max_shard_size = options.pop("max_shard_size", None)
     shard_size = None if max_shard_size is None else parse_size(max_shard_size)

@@ -44,10 +44,24 @@ def load_record(
     param_ids: str = "keep",
     **options: Any,
 ) -> tuple[ModuleRecord, ConversionReport]:
-    """A ``ModuleRecord`` from ``source`` after :func:`~burnpack.interop.converter.transform`'s
-    ``options`` (adapter, remap, filters, ``expect``...) and the caps the source is read within
-    (``max_pickle_depth``...: :class:`~burnpack.interop.limits.ReadLimits`). Tensors without a
-    ``param_id`` get a fresh one, as Burn's ``ModuleRecord::load`` gives them."""
+    """A ``ModuleRecord`` from any source after ``transform``'s options.
+
+    Tensors without a ``param_id`` get a fresh one, as Burn's ``ModuleRecord::load`` gives them.
+
+    Args:
+        source: A path, URL, bytes or in-memory source (see ``read_tensors``).
+        from_format: The source's format; by default from its content.
+        bool_store: How Bool tensors of the source are typed when it does not say.
+        param_ids: ``"keep"``, ``"new"`` or ``"drop"`` (see ``transform``).
+        **options: ``transform``'s options (adapter, remap, filters, ``expect``...) and the caps
+            the source is read within (``max_pickle_depth``...).
+
+    Returns:
+        The record and the conversion report.
+
+    Raises:
+        ConversionError: The source cannot be read or mapped.
+    """
     if options.get("allow_unmatched", False) is not True:
         options["allow_unmatched"] = STORE_RECIPE_OPTIONS | set(options.get("allow_unmatched") or ())
     caps = take_caps(options)
@@ -72,12 +86,27 @@ def load_into(
     bool_store: str | BoolStore = BoolStore.U8,
     **options: Any,
 ) -> tuple[LoadResult, ConversionReport]:
-    """Load ``source`` into ``target`` with Burn's transformations; returns the record layer's
-    ``LoadResult`` (the loaded module, its params and ids) and the conversion report.
+    """Load ``source`` into ``target`` with Burn's transformations.
 
-    ``options`` are :func:`~burnpack.interop.converter.transform`'s (``adapter="pytorch"``,
-    ``remap=...``, ``map_indices_contiguous=True``, ``filter=...``, ``module_types=...``).
-    ``dtype_policy="CastToModule"`` casts the data to each target parameter's dtype.
+    Args:
+        target: A mapping, nested structure or ``torch.nn.Module`` (see ``ModuleRecord.apply``).
+        source: A path, URL, bytes or in-memory source.
+        allow_partial: Allow target parameters absent from the source.
+        validate: Refuse shape mismatches.
+        dtype_policy: ``"FromRecord"``, or ``"CastToModule"`` to cast the data to each target
+            parameter's dtype.
+        from_format: The source's format; by default from its content.
+        bool_store: How Bool tensors of the source are typed when it does not say.
+        **options: ``transform``'s options (``adapter="pytorch"``, ``remap=...``,
+            ``map_indices_contiguous=True``, ``filter=...``, ``module_types=...``).
+
+    Returns:
+        The record layer's ``LoadResult`` (the loaded module, its params and ids) and the
+        conversion report.
+
+    Raises:
+        ConversionError: The source cannot be read or mapped.
+        RecordValidationError: The record does not fit the target (Burn's message).
     """
 
     if is_torch_module(target):

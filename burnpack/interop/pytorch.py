@@ -1141,18 +1141,23 @@ def read_pytorch(
     Nothing in the file is executed, so untrusted checkpoints are safe to read. Nested dicts
     flatten to names like ``"encoder.layer.weight"``, tensors in lists and tuples to indexed
     names (``"layers.0.weight"``, as a Burn ``Vec`` of modules is named); non-tensor leaves
-    (epochs, configs) are left out — :func:`read_pytorch_contents` lists them.
-    ``top_level_key`` first selects
-    one entry of the root dict (e.g. ``"state_dict"`` or ``"model"``), so checkpoints that wrap
-    the state dict yield the module's own names. Arrays are read-only; tensors that share a
-    storage come back as views of the same buffer.
+    (epochs, configs) are left out. Arrays are read-only; tensors that share a storage come back
+    as views of the same buffer.
 
-    ``caps`` lift the reader's bounds (``max_pickle_depth``, ``max_view_expansion``,
-    ``max_inflate_bytes``, ``max_inflate_ratio``: see :class:`~burnpack.interop.limits.ReadLimits`).
+    Args:
+        path: The ``.pt`` / ``.pth`` file.
+        top_level_key: One entry of the root dict to read (e.g. ``"state_dict"`` or ``"model"``),
+            so checkpoints that wrap the state dict yield the module's own names.
+        **caps: Lift the reader's bounds (``max_pickle_depth``, ``max_view_expansion``,
+            ``max_inflate_bytes``, ``max_inflate_ratio``).
 
-    Raises :class:`PyTorchReadError` (or its subclass :class:`UnsafePickleError`) when the file is
-    not a readable checkpoint or ``top_level_key`` is absent, and ``OSError`` when it cannot be
-    opened.
+    Returns:
+        The arrays by path.
+
+    Raises:
+        PyTorchReadError: The file is not a readable checkpoint, or ``top_level_key`` is absent.
+        UnsafePickleError: The pickle asks for something outside the allowlist.
+        OSError: The file cannot be opened.
     """
     limits = ReadLimits.of(caps, PICKLE_LIMITS, "a PyTorch checkpoint")
     return read_pytorch_contents(path, top_level_key=top_level_key, limits=limits)[0]
@@ -1197,11 +1202,23 @@ def read_pytorch_contents(
 def read_pytorch_object(path: str | os.PathLike[str], **caps: Unpack[ReadCaps]) -> object:
     """The whole object a checkpoint holds, with every tensor as a read-only numpy array.
 
-    Unlike :func:`read_pytorch`, nothing is flattened or skipped: dicts (keys as pickled, so an
+    Unlike ``read_pytorch``, nothing is flattened or skipped: dicts (keys as pickled, so an
     optimizer's integer state keys stay ints), lists, tuples, numbers, strings, ``None`` and
     tensors come back as they were saved — what an optimizer's or LR scheduler's
     ``state_dict()`` needs. The same allowlist applies: nothing in the file is executed. Shared
-    tensors come back as the same array object. ``caps``: as :func:`read_pytorch`'s.
+    tensors come back as the same array object.
+
+    Args:
+        path: The ``.pt`` / ``.pth`` file.
+        **caps: As ``read_pytorch``'s.
+
+    Returns:
+        The object.
+
+    Raises:
+        PyTorchReadError: The file is not a readable checkpoint.
+        UnsafePickleError: The pickle asks for something outside the allowlist.
+        OSError: The file cannot be opened.
     """
     limits = ReadLimits.of(caps, PICKLE_LIMITS, "a PyTorch checkpoint")
     try:

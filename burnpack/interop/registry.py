@@ -168,7 +168,29 @@ Writer = Callable[["TensorSet", Path, WriteOptions], Path]
 
 @dataclass(frozen=True)
 class Format:
-    """One format: names, recognition, reader, writer and capabilities."""
+    """One format: names, recognition, reader, writer and capabilities.
+
+    Args:
+        name: The format's name (``--from``/``--to``).
+        read: Its reader.
+        write: Its writer, if it can be written.
+        aliases: Other names it answers to.
+        extensions: Lower-case name endings (``.safetensors``; ``.safetensors.index.json``).
+        sniff: Whether a probe of the content is this format.
+        description: One line for the format table.
+        directory: Read from (and written to) a folder.
+        sharded: A folder of shards.
+        family: For a folder of shards, the file format the shards are.
+        needs_torch: ``"read"`` and/or ``"write"``: what needs the ``[torch]`` extra.
+        executes_code: Reading runs code from the file: convert only trusted files.
+        remote: How a URL is read: ``"ranges"``, ``"fetched"``, or ``""`` (not at all).
+        alone: Detected only when no other format matches.
+        rank: Between several formats that match, the lowest rank wins.
+        write_options: The ``WriteOptions`` beyond overwrite and progress its writer uses.
+        holds: What an output holds besides tensor elements (of ``HOLDABLE``).
+        noun: What a report calls an output of this format.
+        limits: The caps of ``ReadLimits`` its reader uses.
+    """
 
     name: str
     read: Reader
@@ -207,6 +229,7 @@ class Format:
 
     @property
     def names(self) -> tuple[str, ...]:
+        """The format's name and its aliases."""
         return (self.name, *self.aliases)
 
     @property
@@ -215,11 +238,19 @@ class Format:
         return f"{self.name} {'folder' if self.directory else 'file'}"
 
     def lacks(self) -> list[str]:
-        """What of ``HOLDABLE`` this format has no place for (param ids and scalars first)."""
+        """What of ``HOLDABLE`` this format has no place for (param ids and scalars first).
+
+        Returns:
+            The kinds of information an output of this format drops.
+        """
         return [kind for kind in _HOLDABLE if kind not in self.holds]
 
     def capabilities(self) -> list[str]:
-        """The capabilities as the documented format table lists them."""
+        """The capabilities as the documented format table lists them.
+
+        Returns:
+            One phrase per capability.
+        """
         caps = ["folder"] if self.directory else []
         caps += ["sharded"] if self.sharded else []
         caps += [f"torch to {' and '.join(self.needs_torch)}"] if self.needs_torch else []
@@ -476,7 +507,17 @@ def detect(source: str | os.PathLike[str], *, probe: Probe | None = None) -> For
 
 
 def detect_format(source: str | os.PathLike[str]) -> str:
-    """The name of :func:`detect`'s format."""
+    """The format a file or folder is, from its content (then its name).
+
+    Args:
+        source: A path.
+
+    Returns:
+        The format's name.
+
+    Raises:
+        ConversionError: No format, or more than one, fits.
+    """
     return detect(source).name
 
 
@@ -536,14 +577,27 @@ def read_tensors(
     legacy_ok: bool = False,
     **caps: Unpack[ReadCaps],
 ) -> TensorSet:
-    """Read any supported source: a path or URL of any format in the table (format from content
-    unless given; see :func:`choose`), bytes (burnpack or safetensors), a ``{name: array}``
-    mapping, a torch ``state_dict`` or ``nn.Module``, or a :class:`TensorSet` (returned as is).
+    """Read any supported source into a ``TensorSet``.
 
-    ``caps`` lift the bounds the source's reader keeps (``max_pickle_depth``,
-    ``max_view_expansion``, ``max_inflate_bytes``, ``max_inflate_ratio``, ``max_index_bytes``,
-    ``max_metadata_bytes``: see :class:`~burnpack.interop.limits.ReadLimits`); one the format's
-    reader does not use is refused (``OptionError``)."""
+    Args:
+        source: A path or URL of any format in the table, bytes (burnpack or safetensors), a
+            ``{name: array}`` mapping, a torch ``state_dict`` or ``nn.Module``, or a ``TensorSet``
+            (returned as is).
+        format: The format; by default from the content.
+        top_level_key: The entry of a PyTorch checkpoint dict to read (``"state_dict"``).
+        bool_store: How Bool tensors of the source are typed when it does not say.
+        legacy_ok: Read a .bpk from an older Burn as its writer meant it.
+        **caps: Lift the bounds the source's reader keeps (``max_pickle_depth``,
+            ``max_view_expansion``, ``max_inflate_bytes``, ``max_inflate_ratio``,
+            ``max_index_bytes``, ``max_metadata_bytes``).
+
+    Returns:
+        The tensors, lazily loaded, with the source's metadata and scalars.
+
+    Raises:
+        OptionError: A cap the format's reader does not use, or an option that does not apply.
+        ConversionError: The source cannot be read (its format's error).
+    """
     from .tensors import TensorSet
 
     limits = ReadLimits.of(caps)
@@ -663,9 +717,25 @@ def write_tensors(
     max_shard_size: int | None = None,
     npz_metadata: bool = False,
 ) -> Path:
-    """Write ``tset`` to ``path`` in ``format`` (see :func:`resolve_output`). ``compress``
-    (npz), ``npz_metadata`` (npz: also a ``__metadata__`` member, see :func:`formats.write_npz`)
-    and ``max_shard_size`` (shard folders) are refused by a format they would not change."""
+    """Write ``tset`` to ``path`` in ``format``, replacing the file atomically.
+
+    Args:
+        tset: The tensors.
+        path: The output path.
+        format: The format; by default from the extension.
+        overwrite: Replace an existing output.
+        progress: Fed the bytes written.
+        compress: Compress an ``.npz`` output.
+        max_shard_size: The largest shard of a shard folder, in bytes.
+        npz_metadata: Give an ``.npz`` output a ``__metadata__`` member.
+
+    Returns:
+        The path written.
+
+    Raises:
+        ConversionError: The format cannot be written, or an option would not change it.
+        OutputExistsError: The output exists and ``overwrite`` is False.
+    """
     path, fmt = resolve_output(path, format, max_shard_size=max_shard_size)
     options = (("compress", compress), ("max_shard_size", max_shard_size), ("npz_metadata", npz_metadata))
     given = {name for name, value in options if value}

@@ -177,7 +177,11 @@ def parse_rule(text: str) -> tuple[str, str]:
 
 
 class KeyRemapper:
-    """Burn's ``KeyRemapper``: rules applied in order, each to the previous one's result."""
+    """Burn's ``KeyRemapper``: rules applied in order, each to the previous one's result.
+
+    Args:
+        rules: ``(pattern, replacement)`` pairs (Rust regex syntax, ``$1`` groups), or a mapping of them.
+    """
 
     def __init__(self, rules: Iterable[tuple[str, str] | RemapRule] | Mapping[str, str] = ()) -> None:
         if isinstance(rules, Mapping):
@@ -187,7 +191,18 @@ class KeyRemapper:
         ]
 
     def add_pattern(self, pattern: str, replacement: str) -> KeyRemapper:
-        """A copy with one more rule (Burn's ``add_pattern``)."""
+        """A copy with one more rule (Burn's ``add_pattern``).
+
+        Args:
+            pattern: The regular expression (Rust's syntax).
+            replacement: Its replacement (``$1``, ``${name}`` groups).
+
+        Returns:
+            The new remapper.
+
+        Raises:
+            InvalidPattern: The pattern is not one Burn's regex syntax accepts.
+        """
         return KeyRemapper([*self.rules, RemapRule.compile(pattern, replacement)])
 
     def __bool__(self) -> bool:
@@ -200,12 +215,27 @@ class KeyRemapper:
         return f"KeyRemapper([{', '.join(map(str, self.rules))}])"
 
     def remap(self, name: str) -> str:
+        """``name`` after every rule.
+
+        Args:
+            name: A tensor name.
+
+        Returns:
+            The new name.
+        """
         for rule in self.rules:
             name = rule.apply(name)
         return name
 
     def remap_all(self, names: Iterable[str]) -> tuple[dict[str, str], list[RemapRule]]:
-        """``({old: new}, rules that matched no name)``."""
+        """Every name after every rule, and the rules that changed nothing.
+
+        Args:
+            names: The tensor names.
+
+        Returns:
+            ``({old: new}, rules that matched no name)``.
+        """
         used = [False] * len(self.rules)
         out = {}
         for old in names:
@@ -226,9 +256,14 @@ FilterSpec: TypeAlias = "PathFilter | str | Predicate | Iterable[str | Predicate
 class PathFilter:
     """Burn's ``PathFilter``: a tensor passes when any exact path, regex or predicate matches.
 
-    Regexes are searched (unanchored, as Rust's ``is_match``); a predicate is called with the
-    tensor's path and its module type (``"Struct:Linear"`` or ``""`` when unknown). A filter
-    with no criteria matches nothing, :meth:`all` everything.
+    A filter with no criteria matches nothing, ``all()`` everything.
+
+    Args:
+        paths: Exact paths.
+        regexes: Regular expressions, searched (unanchored, as Rust's ``is_match``).
+        predicates: Called with the tensor's path and its module type (``"Struct:Linear"`` or
+            ``""`` when unknown).
+        match_all: Match every path.
     """
 
     def __init__(
@@ -249,18 +284,55 @@ class PathFilter:
 
     @classmethod
     def all(cls) -> PathFilter:
+        """Burn's ``PathFilter::all``: a filter every path passes.
+
+        Returns:
+            The filter.
+        """
         return cls(match_all=True)
 
     def with_full_path(self, path: str) -> PathFilter:
+        """A copy that also passes ``path``.
+
+        Args:
+            path: An exact path.
+
+        Returns:
+            The new filter.
+        """
         return PathFilter([*self.paths, path], [r.pattern for r in self.regexes], self.predicates, match_all=self.match_all)
 
     def with_regex(self, pattern: str) -> PathFilter:
+        """A copy that also passes paths matching ``pattern``.
+
+        Args:
+            pattern: A regular expression (Rust's syntax), searched.
+
+        Returns:
+            The new filter.
+
+        Raises:
+            InvalidPattern: The pattern is not one Burn's regex syntax accepts.
+        """
         return PathFilter(self.paths, [*(r.pattern for r in self.regexes), pattern], self.predicates, match_all=self.match_all)
 
     def with_predicate(self, predicate: Predicate) -> PathFilter:
+        """A copy that also passes the paths ``predicate`` accepts.
+
+        Args:
+            predicate: Called with the path and the module type.
+
+        Returns:
+            The new filter.
+        """
         return PathFilter(self.paths, [r.pattern for r in self.regexes], [*self.predicates, predicate], match_all=self.match_all)
 
     def is_empty(self) -> bool:
+        """Whether the filter has no criteria (and so matches nothing).
+
+        Returns:
+            True when empty.
+        """
         return not (self.paths or self.regexes or self.predicates or self.match_all)
 
     def __repr__(self) -> str:
@@ -274,6 +346,15 @@ class PathFilter:
         return f"PathFilter({', '.join(parts)})"
 
     def matches(self, path: str, module_type: str | None = None) -> bool:
+        """Whether a tensor passes.
+
+        Args:
+            path: The tensor's path.
+            module_type: Its module's type, for predicates.
+
+        Returns:
+            True when any criterion matches.
+        """
         if self.match_all or path in self._path_set:
             return True
         if any(r.search(path) for r in self.regexes):
@@ -282,8 +363,18 @@ class PathFilter:
 
     @classmethod
     def coerce(cls, value: FilterSpec) -> PathFilter | None:
-        """``None``, a ``PathFilter``, a regex string, a predicate, or a list mixing regexes and
-        predicates, as the converters accept them."""
+        """A filter from what the converters accept.
+
+        Args:
+            value: ``None``, a ``PathFilter``, a regex string, a predicate, or a list mixing regexes
+                and predicates.
+
+        Returns:
+            The filter, or None for None.
+
+        Raises:
+            InvalidPattern: A regex is not one Burn's regex syntax accepts.
+        """
         if value is None or isinstance(value, PathFilter):
             return value
         if isinstance(value, str):
@@ -310,11 +401,17 @@ def _rust_usize(segment: str) -> int | None:
 
 
 def map_indices_contiguous(names: Sequence[str]) -> dict[str, str]:
-    """Burn's ``map_indices_contiguous``: ``{old: new}`` for every name.
+    """Burn's ``map_indices_contiguous``: every numeric segment renumbered among the indices seen
+    after the same *original* prefix, in increasing order.
 
-    Every numeric segment is renumbered among the indices seen after the same *original* prefix,
-    in increasing order: ``fc.0, fc.2, fc.4`` → ``fc.0, fc.1, fc.2``; ``a.1.b.3`` and ``a.1.b.7``
-    → ``a.0.b.0`` and ``a.0.b.1``.
+    ``fc.0, fc.2, fc.4`` → ``fc.0, fc.1, fc.2``; ``a.1.b.3`` and ``a.1.b.7`` → ``a.0.b.0`` and
+    ``a.0.b.1``.
+
+    Args:
+        names: Every tensor name.
+
+    Returns:
+        ``{old: new}`` for every name.
     """
     index_maps: dict[str, set[int]] = {}
     split = [name.split(".") for name in names]
@@ -348,10 +445,15 @@ def strip_enum_variants(name: str, variants: Mapping[str, str] | None = None) ->
     """``name`` without its enum-variant segments (``conv.DwsConv.dconv.weight`` →
     ``conv.dconv.weight``), as Burn builds paths with ``skip_enum_variants``.
 
-    ``variants`` maps the module path of an enum field to its variant (``{"conv": "DwsConv"}``);
-    without it a segment is taken as a variant when it starts with an uppercase letter, which
-    is how Rust names variants and how neither Rust fields nor PyTorch attributes are named.
-    The last segment (the parameter itself) is never dropped.
+    Args:
+        name: A tensor name.
+        variants: The module path of each enum field → its variant (``{"conv": "DwsConv"}``);
+            without it a segment is taken as a variant when it starts with an uppercase letter,
+            which is how Rust names variants and how neither Rust fields nor PyTorch attributes
+            are named. The last segment (the parameter itself) is never dropped.
+
+    Returns:
+        The name without variants.
     """
     parts = name.split(".")
     kept: list[str] = []
@@ -371,9 +473,16 @@ def strip_enum_variants(name: str, variants: Mapping[str, str] | None = None) ->
 
 
 def insert_enum_variants(name: str, variants: Mapping[str, str]) -> str:
-    """The reverse of :func:`strip_enum_variants`: ``{"conv": "DwsConv"}`` turns
-    ``conv.dconv.weight`` into ``conv.DwsConv.dconv.weight``. Keys are paths *without* variants;
-    nested enums are matched outermost first."""
+    """The reverse of ``strip_enum_variants``: ``{"conv": "DwsConv"}`` turns ``conv.dconv.weight``
+    into ``conv.DwsConv.dconv.weight``.
+
+    Args:
+        name: A tensor name without variants.
+        variants: Module path (without variants) → variant; nested enums are matched outermost first.
+
+    Returns:
+        The name with its variant segments.
+    """
     if not variants:
         return name
     parts = name.split(".")

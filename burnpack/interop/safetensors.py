@@ -51,12 +51,20 @@ _ALIGNMENT_RANK = {code: rank for rank, code in enumerate(_DTYPES)}
 
 
 def read_safetensors(path: str | os.PathLike[str]) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """Read a ``.safetensors`` file into ``(tensors, metadata)`` without copying tensor data.
+    """Read a ``.safetensors`` file without copying tensor data.
 
     The file is memory-mapped and every array is a read-only view of the mapping, so a
-    multi-gigabyte file costs no memory until its pages are touched. Tensors come back in file
-    order. Raises :class:`SafetensorsError` for an invalid file, ``OSError`` if it cannot be
-    opened.
+    multi-gigabyte file costs no memory until its pages are touched.
+
+    Args:
+        path: The file.
+
+    Returns:
+        ``(tensors, metadata)``: the arrays by name in file order, and the ``__metadata__`` strings.
+
+    Raises:
+        SafetensorsError: The file is not a valid safetensors file.
+        OSError: The file cannot be opened.
     """
     with open_regular(path) as file:
         _, tensors, metadata = map_safetensors(file)
@@ -82,10 +90,18 @@ def map_safetensors(file: BinaryIO) -> tuple[mmap.mmap, dict[str, np.ndarray], d
 def parse_safetensors(
     data: bytes | bytearray | memoryview,
 ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """Parse safetensors bytes already in memory into ``(tensors, metadata)``.
+    """Parse safetensors bytes already in memory (downloads, archive members).
 
-    For payloads that never touch a file (downloads, archive members). Arrays are read-only
-    views of ``data``, which must stay unmodified while they are in use.
+    Arrays are read-only views of ``data``, which must stay unmodified while they are in use.
+
+    Args:
+        data: The file's bytes.
+
+    Returns:
+        ``(tensors, metadata)``: the arrays by name in file order, and the ``__metadata__`` strings.
+
+    Raises:
+        SafetensorsError: The bytes are not a valid safetensors file.
     """
     return _parse(memoryview(data).cast("B"))
 
@@ -231,6 +247,16 @@ def serialize_safetensors(
     Arrays may be strided, Fortran-ordered or big-endian: the file always holds C-order
     little-endian data. With more than one metadata entry, the keys are written sorted, where
     the library writes them in hash order.
+
+    Args:
+        tensors: The arrays by name.
+        metadata: The ``__metadata__`` strings.
+
+    Returns:
+        The file's bytes.
+
+    Raises:
+        SafetensorsError: An array's dtype has no safetensors code.
     """
     header, arrays = _prepare(tensors, metadata)
     return header + b"".join(_little_endian_bytes(array) for array in arrays)
@@ -241,9 +267,20 @@ def write_safetensors(
     path: str | os.PathLike[str],
     metadata: Mapping[str, str] | None = None,
 ) -> None:
-    """Write ``tensors`` (and string ``metadata``) to ``path`` as :func:`serialize_safetensors`
-    lays them out, streaming one tensor at a time rather than building the file in memory. The
-    file is replaced, never truncated in place (``burnpack.core.atomic``: readers may have it mapped)."""
+    """Write ``tensors`` to ``path`` as ``serialize_safetensors`` lays them out, streaming one tensor
+    at a time rather than building the file in memory.
+
+    The file is replaced, never truncated in place (readers may have it mapped).
+
+    Args:
+        tensors: The arrays by name.
+        path: The output path.
+        metadata: The ``__metadata__`` strings.
+
+    Raises:
+        SafetensorsError: An array's dtype has no safetensors code.
+        OSError: The file cannot be written.
+    """
     header, arrays = _prepare(tensors, metadata)
     with atomic_file(Path(path), durable=False) as file:
         file.write(header)

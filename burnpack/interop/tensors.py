@@ -1,11 +1,11 @@
 """What every converter passes around: lazily loaded tensors with Burn dtypes, in data order.
 
-An :class:`Entry` is one tensor: its name, Burn ``DType``, shape, optional ``param_id``, the Burn
+An ``Entry`` is one tensor: its name, Burn ``DType``, shape, optional ``param_id``, the Burn
 module type of the module that owns it (when known) and a loader that produces its elements as
 a numpy array only when asked — so a conversion that changes nothing but names or the container
 never copies data, and one that transposes or casts works one tensor at a time while writing.
 
-A :class:`TensorSet` is a whole file's worth: the entries in data order plus the user metadata
+A ``TensorSet`` is a whole file's worth: the entries in data order plus the user metadata
 and scalars the source carried.
 """
 
@@ -114,15 +114,26 @@ class Entry(Tensor):
 
     Its bytes come from a loader that produces its elements as a numpy array only when asked;
     ``numpy()`` calls the loader each time (nothing is cached, so a writer holding only entries
-    holds no tensor data). ``module_type`` is the Burn module type of the module that owns it (when
-    known), ``source_name`` the name the tensor had in the input, and ``steps`` lists what was done
-    to it (``"transposed"``, ``"F32 -> F16"``...), ``rule`` the module-layout rule that produced it
-    (``burnpack.interop.layout_base.Rule``: which module, its type and where that came from, and what
-    was done), when a module type decided its layout. ``file_range``: where its bytes are in a file
-    as they are (a burnpack writer copies them from there in the kernel); a ``replace`` with a new
-    loader or dtype drops it, since the bytes then differ. ``tie``: the same for entries that are
-    one tensor of the source under several names (tied weights, read from one storage), so that a
-    writer whose format can alias them writes it once; dropped as ``file_range`` is.
+    holds no tensor data).
+
+    Args:
+        name: The tensor's name.
+        dtype: Its Burn dtype.
+        shape: Its shape.
+        load: Produces its elements as a numpy array.
+        param_id: Burn's parameter id, if any.
+        module_type: The Burn module type of the module that owns it (when known).
+        source_name: The name the tensor had in the input (by default ``name``).
+        steps: What was done to it (``"transposed"``, ``"F32 -> F16"``...).
+        rule: The module-layout rule that produced it (``burnpack.interop.layout_base.Rule``:
+            which module, its type and where that came from, and what was done), when a module
+            type decided its layout.
+        byte_len: Its length in bytes, for QFloat (whose elements do not tell it).
+        file_range: Where its bytes are in a file as they are (a burnpack writer copies them from
+            there in the kernel); a ``replace`` with a new loader or dtype drops it.
+        tie: The same for entries that are one tensor of the source under several names (tied
+            weights, read from one storage), so that a writer whose format can alias them writes
+            it once; dropped as ``file_range`` is.
     """
 
     __slots__ = ("module_type", "source_name", "steps", "rule", "tie", "_file_range")
@@ -178,18 +189,44 @@ class Entry(Tensor):
         dtype: DType | None = None,
         source_name: str | None = None,
     ) -> Entry:
-        """An entry holding an array already in memory (its dtype from numpy unless given)."""
+        """An entry holding an array already in memory.
+
+        Args:
+            name: The tensor's name.
+            array: The array.
+            param_id: Burn's parameter id, if any.
+            dtype: The Burn dtype; by default the array's.
+            source_name: The name it had in the input.
+
+        Returns:
+            The entry.
+        """
         if dtype is None:
             dtype = dtype_from_numpy(array.dtype)
         return cls(name, dtype, array.shape, lambda: array, param_id=param_id, source_name=source_name, byte_len=array.nbytes)
 
     def numpy(self) -> np.ndarray:
-        """The elements (numpy dtype per ``burnpack.dtypes.numpy_dtype``), shaped."""
+        """The elements (numpy dtype per ``burnpack.dtypes.numpy_dtype``), shaped; the loader runs each time.
+
+        Returns:
+            The array.
+        """
         assert self._provider is not None
         return self._provider()  # type: ignore[return-value]
 
     def replace(self, **changes: Any) -> Entry:  # type: ignore[override]
-        """A copy with some fields changed (``load=`` for a new loader; ``step=`` appends one)."""
+        """A copy with some fields changed.
+
+        Args:
+            **changes: Fields of the constructor (``load=`` for a new loader), and ``step=`` to append
+                one step.
+
+        Returns:
+            The changed copy.
+
+        Raises:
+            TypeError: A field is unknown.
+        """
         step = changes.pop("step", None)
         fields: dict[str, Any] = {
             "name": self.name,
@@ -239,7 +276,18 @@ class Entry(Tensor):
 
 @dataclass
 class TensorSet:
-    """Tensors in data order plus the metadata and scalars of their file."""
+    """Tensors in data order plus the metadata and scalars of their file.
+
+    Args:
+        entries: The tensors, in data order.
+        metadata: The file's metadata.
+        scalars: The file's scalars.
+        format: The container they came from: ``burnpack``, ``safetensors``, ``pytorch``, ``npz``, ``torch``.
+        module_types: Module types the source itself names (module path → type).
+        top_level_key: The root-dict entry a PyTorch checkpoint was read from, if any.
+        skipped: Entries of the source the reader did not take as tensors: source path → why.
+        closers: What to call to release the source (``close()`` calls them).
+    """
 
     entries: list[Entry] = field(default_factory=list)
     metadata: dict[str, str] = field(default_factory=dict)
@@ -272,14 +320,20 @@ class TensorSet:
 
     @property
     def names(self) -> list[str]:
+        """The tensor names, in data order."""
         return [e.name for e in self.entries]
 
     @property
     def nbytes(self) -> int:
+        """The tensors' bytes in all."""
         return sum(e.byte_len or 0 for e in self.entries)
 
     def numpy(self) -> dict[str, np.ndarray]:
-        """``{name: array}`` in data order (loads every tensor)."""
+        """Every tensor as an array (loads every tensor).
+
+        Returns:
+            ``{name: array}`` in data order.
+        """
         return {e.name: e.numpy() for e in self.entries}
 
     def close(self) -> None:
@@ -306,7 +360,17 @@ class TensorSet:
         dtypes: Mapping[str, DType] | None = None,
         format: str = "memory",
     ) -> TensorSet:
-        """From ``{name: array}``; ``dtypes`` pins Burn dtypes numpy cannot express."""
+        """A set from ``{name: array}``.
+
+        Args:
+            arrays: The arrays by name, in data order.
+            metadata: User metadata.
+            dtypes: Burn dtypes numpy cannot express, pinned by name.
+            format: The container named as their source.
+
+        Returns:
+            The set.
+        """
         entries = []
         for name, array in arrays.items():
             array = np.asarray(array)

@@ -84,7 +84,17 @@ def read_torch(obj: Any, *, top_level_key: str | None = None, bool_store: str | 
 
 
 def to_state_dict(tset: TensorSet) -> OrderedDict[str, Any]:
-    """The tensors as an ``OrderedDict[str, torch.Tensor]`` in data order (copies)."""
+    """The tensors as torch tensors in data order (copies).
+
+    Args:
+        tset: The tensors.
+
+    Returns:
+        An ``OrderedDict[str, torch.Tensor]``.
+
+    Raises:
+        ImportError: torch is not installed.
+    """
     out: OrderedDict[str, Any] = OrderedDict()
     for entry in tset.entries:
         out[entry.name] = numpy_to_torch(entry.numpy(), entry.dtype, name=entry.name)

@@ -1,13 +1,13 @@
 """Burn's training-state records over burnpack: modules, optimizers, LR schedulers, checkpoints.
 
-* :class:`ModuleRecord` — a module's parameters by dotted path, each with its ``param_id``
+* ``ModuleRecord`` — a module's parameters by dotted path, each with its ``param_id``
   (burn-core ``store``); apply one to a mapping, a nested structure or a ``torch.nn.Module`` with
   Burn's ``allow_partial`` / ``allow_unused`` / ``validate`` / dtype-policy semantics.
-* :class:`OptimizerRecord` — per-parameter optimizer state keyed by param id, read and built
-  through typed states (:class:`AdamState`, :class:`SgdState`, ...).
-* :class:`LrSchedulerRecord` — scheduler state as typed scalars, with typed helpers for every
-  scheduler kind (:class:`CosineAnnealingLrScheduler`, :class:`ModuleLrScheduler`, ...).
-* :class:`Checkpoints` — a learner's ``checkpoint/{model,optim,scheduler}-N.bpk`` directory with
+* ``OptimizerRecord`` — per-parameter optimizer state keyed by param id, read and built
+  through typed states (``AdamState``, ``SgdState``, ...).
+* ``LrSchedulerRecord`` — scheduler state as typed scalars, with typed helpers for every
+  scheduler kind (``CosineAnnealingLrScheduler``, ``ModuleLrScheduler``, ...).
+* ``Checkpoints`` — a learner's ``checkpoint/{model,optim,scheduler}-N.bpk`` directory with
   Burn's default retention.
 
 This layer sits above the format layer (``burnpack.core.reader`` / ``burnpack.core.writer``) and only uses

@@ -47,18 +47,26 @@ def new_param_id(taken: set[int] | None = None) -> int:
 
 
 PARAM_ID_DOMAIN = b"burnpack param id\x00"
-"""What every derived param id's hash input starts with (:func:`derive_param_ids`)."""
+"""What every derived param id's hash input starts with (``derive_param_ids``)."""
 
 
 def derive_param_ids(names: Iterable[str], *, seed: int | None = None, taken: Iterable[int] = ()) -> list[int]:
-    """The param ids burnpack gives tensors a conversion invents ids for: one u64 per name,
-    the same for the same names every time, so that converting the same input twice gives the
-    same bytes (Burn draws random ones; any u64 is valid to it).
+    r"""The param ids burnpack gives tensors a conversion invents ids for: one u64 per name, the same
+    for the same names every time, so that converting the same input twice gives the same bytes
+    (Burn draws random ones; any u64 is valid to it).
 
     The rule: the id of the tensor at path ``name`` is the first 8 bytes, read little-endian, of
     ``BLAKE2b-64(b"burnpack param id\0" + key)``, where ``key`` is the UTF-8 path, or
     ``str(seed) + "\0" + path`` with a ``seed``. Should an id be taken (by ``taken``, or by an
     earlier name), ``"\0"`` and a counter from 1 are appended to the key until it is not.
+
+    Args:
+        names: The tensor paths, in order.
+        seed: A number mixed into every key.
+        taken: Ids already in use.
+
+    Returns:
+        One id per name, in order.
     """
     import hashlib  # (paid when ids are derived, not by every reader)
 

@@ -10,15 +10,15 @@ Retention: the default strategy composes ``KeepLastNCheckpoints(2)`` with a
 ``MetricCheckpointingStrategy`` keeping the epoch of lowest mean validation loss; an epoch's files
 are deleted only once *every* strategy has dropped it — the last two epochs plus the best one
 stay. Both strategies and their composition are ported as they are (they are stateful, like the
-learner's), and :class:`Checkpoints` applies them on every :meth:`Checkpoints.save_epoch`.
+learner's), and ``Checkpoints`` applies them on every ``Checkpoints.save_epoch``.
 
 Restarts: the strategies' state depends on every epoch seen so far (Burn rebuilds it from the
-metric logs it wrote). :class:`Checkpoints` records what each ``save_epoch`` was told in
+metric logs it wrote). ``Checkpoints`` records what each ``save_epoch`` was told in
 ``retention.json`` beside the checkpoints, *before* it saves or deletes anything, and a fresh
 object replays that record through its strategy, so a resumed run keeps exactly the epochs an
 uninterrupted run keeps. Saving an epoch already recorded (resuming from an earlier checkpoint)
 forgets the record from that epoch on, as the learner re-runs those epochs. Without that file, the
-record comes from Burn's own validation logs (:func:`burn_valid_losses`), when there are any.
+record comes from Burn's own validation logs (``burn_valid_losses``), when there are any.
 """
 
 from __future__ import annotations
@@ -61,17 +61,35 @@ _RETENTION_FORMAT = "burnpack-checkpoint-retention/1"
 # --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class CheckpointingAction:
-    """``Save`` (the current epoch) or ``Delete(epoch)``."""
+    """What a checkpointing strategy asks for: ``Save`` (the current epoch) or ``Delete(epoch)``.
+
+    Args:
+        kind: ``"save"`` or ``"delete"``.
+        epoch: The epoch to delete; None for a save.
+    """
 
     kind: str
     epoch: int | None = None
 
     @classmethod
     def save(cls) -> CheckpointingAction:
+        """Burn's ``CheckpointingAction::Save``.
+
+        Returns:
+            The action.
+        """
         return cls("save")
 
     @classmethod
     def delete(cls, epoch: int) -> CheckpointingAction:
+        """Burn's ``CheckpointingAction::Delete(epoch)``.
+
+        Args:
+            epoch: The epoch to delete.
+
+        Returns:
+            The action.
+        """
         return cls("delete", epoch)
 
     def __repr__(self) -> str:
@@ -85,11 +103,20 @@ class MetricHistory(Protocol):
 
 class CheckpointingStrategy(Protocol):
     """Burn's ``CheckpointingStrategy``: after each epoch, which checkpoints to save and delete
-    (:class:`KeepLastNCheckpoints`, :class:`MetricCheckpointingStrategy`, their composition, or
-    a caller's own)."""
+    (``KeepLastNCheckpoints``, ``MetricCheckpointingStrategy``, their composition, or
+    a caller's own).
+    """
 
     def checkpointing(self, epoch: int, history: MetricHistory) -> list[CheckpointingAction]:
-        """The actions after ``epoch``, given the metric ``history`` so far."""
+        """The actions after ``epoch``, given the metric ``history`` so far.
+
+        Args:
+            epoch: The epoch just finished.
+            history: The metric history so far.
+
+        Returns:
+            The checkpoints to save and delete.
+        """
         ...
 
 
@@ -97,9 +124,13 @@ class LossHistory:
     """Mean validation loss per epoch, and Burn's ``find_epoch`` over it (``Direction::Lowest``).
 
     Like Burn's event store, it scans epochs 1, 2, ... until the first epoch without a value and
-    returns the first strict minimum. ``best`` overrides the answer (the caller says which epoch).
-    The scan resumes where the last one stopped, so asking after each of ``n`` epochs added with
-    :meth:`record` costs ``O(n)`` in all (a changed epoch already scanned starts the scan over).
+    returns the first strict minimum. The scan resumes where the last one stopped, so asking
+    after each of ``n`` epochs added with ``record`` costs ``O(n)`` in all (a changed epoch
+    already scanned starts the scan over).
+
+    Args:
+        losses: The losses by epoch so far.
+        best: Overrides the answer (the caller says which epoch is best).
     """
 
     def __init__(self, losses: Mapping[int, float] | None = None, best: int | None = None) -> None:
@@ -109,11 +140,16 @@ class LossHistory:
 
     @property
     def losses(self) -> Mapping[int, float]:
-        """Epoch → loss (read-only: add with :meth:`record`)."""
+        """Epoch → loss (read-only: add with ``record``)."""
         return MappingProxyType(self._losses)
 
     def record(self, epoch: int, loss: float) -> None:
-        """Set the loss of ``epoch``."""
+        """Set the loss of ``epoch``.
+
+        Args:
+            epoch: The epoch.
+            loss: Its mean validation loss.
+        """
         if epoch <= self._scanned:
             self._restart()
         self._losses[epoch] = loss
@@ -124,6 +160,11 @@ class LossHistory:
         self._found: int | None = None
 
     def find_epoch(self) -> int | None:
+        """Burn's ``find_epoch``: the epoch of lowest loss (the first strict minimum).
+
+        Returns:
+            The epoch, or None without losses.
+        """
         if self.best is not None:
             return self.best
         while self._scanned + 1 in self._losses:
@@ -140,16 +181,28 @@ class LossHistory:
 def burn_valid_losses(
     artifact_dir: PathLike, metric: str = "Loss", *, split: str = "valid", max_bytes: int = SIDE_FILE_MAX_BYTES
 ) -> dict[int, float]:
-    """The per-epoch validation value of ``metric`` a Burn learner's ``FileMetricLogger`` wrote
-    (``split="train"``: the training value).
+    """The per-epoch value of ``metric`` a Burn learner's ``FileMetricLogger`` wrote.
 
     ``<artifact_dir>/<split>/epoch-N/<metric>.log`` holds one ``NumericEntry`` per line (``v``,
     ``v,count`` or ``v,final``); the epoch's value is the last line when it is ``final``, else
     the count-weighted mean, as burn-train's ``NumericMetricsAggregate`` computes it. Epochs are
-    read from 1 up to the first without values. A line Burn cannot parse (Burn panics) raises
-    ``CheckpointRetentionError``, naming the line but quoting none of it (the log is a file the
-    caller did not name); so does a log that is not a regular file inside ``artifact_dir``
-    (:class:`~burnpack.core.source.Folder`) or holds more than ``max_bytes`` (64 MiB by default).
+    read from 1 up to the first without values.
+
+    Args:
+        artifact_dir: The learner's artifact directory; the logs are read only from inside it
+            (``burnpack.core.source.Folder``).
+        metric: The metric's name (``Loss``).
+        split: ``"valid"``, ``"train"`` or ``"test"``.
+        max_bytes: The largest log read (64 MiB by default).
+
+    Returns:
+        The values by epoch.
+
+    Raises:
+        ValueError: ``split`` is not one of Burn's splits.
+        CheckpointRetentionError: A line Burn cannot parse (Burn panics), named but not quoted (the
+            log is a file the caller did not name); a log that is not UTF-8, not a regular file
+            inside ``artifact_dir``, or holds more than ``max_bytes``.
     """
     if split not in ("train", "valid", "test"):
         raise ValueError(f"split must be 'train', 'valid' or 'test' (Burn's splits), not {split!r}")
@@ -215,12 +268,25 @@ def _numeric_entry(line: str) -> tuple[float, int | None]:
 
 
 class KeepLastNCheckpoints:
-    """Save every epoch; delete ``epoch - num_keep`` when that is > 0."""
+    """Save every epoch; delete ``epoch - num_keep`` when that is > 0.
+
+    Args:
+        num_keep: How many epochs to keep.
+    """
 
     def __init__(self, num_keep: int) -> None:
         self.num_keep = num_keep
 
     def checkpointing(self, epoch: int, history: MetricHistory) -> list[CheckpointingAction]:
+        """Burn's ``checkpointing``: save this epoch, delete the one ``num_keep`` back.
+
+        Args:
+            epoch: The epoch just finished.
+            history: The metric history (unused by this strategy).
+
+        Returns:
+            The actions.
+        """
         actions = [CheckpointingAction.save()]
         old = epoch - self.num_keep
         if old > 0:
@@ -235,6 +301,15 @@ class MetricCheckpointingStrategy:
         self.current: int | None = None
 
     def checkpointing(self, epoch: int, history: MetricHistory) -> list[CheckpointingAction]:
+        """Burn's ``checkpointing``: save this epoch, delete the previous one unless it is the best.
+
+        Args:
+            epoch: The epoch just finished.
+            history: The metric history.
+
+        Returns:
+            The actions.
+        """
         best = history.find_epoch()
         if best is None:
             best = epoch
@@ -248,13 +323,26 @@ class MetricCheckpointingStrategy:
 
 
 class ComposedCheckpointingStrategy:
-    """Save when any strategy saves; delete an epoch only once every strategy has deleted it."""
+    """Save when any strategy saves; delete an epoch only once every strategy has deleted it.
+
+    Args:
+        strategies: The strategies composed.
+    """
 
     def __init__(self, strategies: Sequence[CheckpointingStrategy]) -> None:
         self.strategies = list(strategies)
         self.deleted: list[set[int]] = [set() for _ in self.strategies]
 
     def checkpointing(self, epoch: int, history: MetricHistory) -> list[CheckpointingAction]:
+        """Burn's ``checkpointing``: the actions at the end of ``epoch``.
+
+        Args:
+            epoch: The epoch just finished.
+            history: The metric history so far.
+
+        Returns:
+            The actions.
+        """
         saved = False
         to_check: list[int] = []
         for i, strategy in enumerate(self.strategies):
@@ -277,7 +365,11 @@ class ComposedCheckpointingStrategy:
 
 
 def default_strategy() -> ComposedCheckpointingStrategy:
-    """Burn's default: ``KeepLastNCheckpoints(2)`` + lowest mean validation loss."""
+    """Burn's default: ``KeepLastNCheckpoints(2)`` + lowest mean validation loss.
+
+    Returns:
+        The composed strategy.
+    """
     return ComposedCheckpointingStrategy([KeepLastNCheckpoints(2), MetricCheckpointingStrategy()])
 
 
@@ -285,8 +377,14 @@ def default_strategy() -> ComposedCheckpointingStrategy:
 # Files
 # --------------------------------------------------------------------------------------------
 class FileCheckpointer:
-    """Burn's ``FileCheckpointer``: ``<directory>/<name>-<epoch>.bpk``; with ``folder``, the files
-    are read only from inside it (:class:`~burnpack.core.source.Folder`)."""
+    """Burn's ``FileCheckpointer``: ``<directory>/<name>-<epoch>.bpk``.
+
+    Args:
+        directory: The checkpoint directory.
+        name: The file name's stem (``model``, ``optim``, ``scheduler``).
+        record_type: The record class ``restore`` reads; by name when None.
+        folder: When given, the files are read only from inside it (``burnpack.core.source.Folder``).
+    """
 
     def __init__(self, directory: PathLike, name: str, record_type: type[Record] | None = None, *, folder: Folder | None = None) -> None:
         self.directory = Path(directory)
@@ -295,10 +393,26 @@ class FileCheckpointer:
         self.folder = folder
 
     def path_for_epoch(self, epoch: int) -> Path:
+        """The file of ``epoch``.
+
+        Args:
+            epoch: The epoch.
+
+        Returns:
+            ``<directory>/<name>-<epoch>.bpk``.
+        """
         return self.directory / f"{self.name}-{epoch}.bpk"
 
     def save(self, epoch: int, record: Record) -> Path:
-        """Write atomically (scratch file + rename; Burn writes in place from a background thread)."""
+        """Write atomically (scratch file + rename; Burn writes in place from a background thread).
+
+        Args:
+            epoch: The epoch.
+            record: The record.
+
+        Returns:
+            The path written.
+        """
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -306,17 +420,49 @@ class FileCheckpointer:
         return record.save(self.path_for_epoch(epoch))
 
     def restore(self, epoch: int) -> Record:
+        """The record of ``epoch``.
+
+        Args:
+            epoch: The epoch.
+
+        Returns:
+            The record.
+
+        Raises:
+            IoError: The file cannot be opened (or is outside ``folder``).
+            BurnpackError: The file is not a valid pack.
+        """
         return self.record_type.load(self.source(epoch))
 
     def pack(self, epoch: int) -> Pack:
-        """The file of ``epoch``, opened as a pack (the caller closes it)."""
+        """The file of ``epoch``, opened as a pack (the caller closes it).
+
+        Args:
+            epoch: The epoch.
+
+        Returns:
+            The open pack.
+
+        Raises:
+            IoError: The file cannot be opened (or is outside ``folder``).
+            BurnpackError: The file is not a valid pack.
+        """
         from ..core.reader import load
 
         return load(self.source(epoch))
 
     def source(self, epoch: int) -> FileSource:
-        """The file of ``epoch``, opened (inside ``folder``, when given); an ``IoError`` when it
-        cannot be."""
+        """The file of ``epoch``, opened (inside ``folder``, when given).
+
+        Args:
+            epoch: The epoch.
+
+        Returns:
+            The open file.
+
+        Raises:
+            IoError: The file cannot be opened (or is outside ``folder``).
+        """
         path = self.path_for_epoch(epoch)
         try:
             return FileSource(path, folder=self.folder)
@@ -326,7 +472,14 @@ class FileCheckpointer:
             raise IoError.from_os_error(exc) from None
 
     def delete(self, epoch: int) -> bool:
-        """Remove the file if it exists; True when something was removed."""
+        """Remove the file of ``epoch`` if it exists.
+
+        Args:
+            epoch: The epoch.
+
+        Returns:
+            True when something was removed.
+        """
         path = self.path_for_epoch(epoch)
         try:
             path.unlink()
@@ -337,6 +490,11 @@ class FileCheckpointer:
             raise IoError.from_os_error(exc, where=str(path)) from None
 
     def epochs(self) -> list[int]:
+        """The epochs with a file.
+
+        Returns:
+            The epochs, sorted.
+        """
         found = set()
         if self.directory.is_dir():
             for entry in self.directory.iterdir():
@@ -359,10 +517,14 @@ class Checkpoints:
 
     ``Checkpoints(artifact_dir)`` works on ``<artifact_dir>/checkpoint`` (Burn's
     ``with_default_checkpointers``); ``Checkpoints.at(path)`` on a checkpoint directory itself.
-    ``retention.json`` and Burn's ``Loss.log`` files are read as side files: regular files of at
-    most ``max_side_file_bytes`` each (64 MiB by default). The directory given is closed
-    (:class:`~burnpack.core.source.Folder`): the checkpoint files, ``retention.json`` and the logs
-    are read only from inside it.
+    ``retention.json`` and Burn's ``Loss.log`` files are read as side files. The directory given
+    is closed (``burnpack.core.source.Folder``): the checkpoint files, ``retention.json`` and the
+    logs are read only from inside it.
+
+    Args:
+        artifact_dir: The learner's artifact directory.
+        strategy: Which epochs to keep; Burn's default (``default_strategy``) when None.
+        max_side_file_bytes: The largest side file read (a regular file; 64 MiB by default).
     """
 
     def __init__(self, artifact_dir: PathLike, *, strategy: CheckpointingStrategy | None = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> None:
@@ -370,13 +532,32 @@ class Checkpoints:
 
     @classmethod
     def at(cls, checkpoint_dir: PathLike, *, strategy: CheckpointingStrategy | None = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> Checkpoints:
+        """The checkpoints of a checkpoint directory itself (not an artifact directory).
+
+        Args:
+            checkpoint_dir: The directory holding ``model-N.bpk``, ``optim-N.bpk``, ``scheduler-N.bpk``.
+            strategy: Which epochs to keep; Burn's default when None.
+            max_side_file_bytes: The largest side file read.
+
+        Returns:
+            The checkpoints.
+        """
         self = cls.__new__(cls)
         self._init(Path(checkpoint_dir), strategy, max_side_file_bytes, Folder(checkpoint_dir))
         return self
 
     @classmethod
     def find(cls, path: PathLike, *, strategy: CheckpointingStrategy | None = None, max_side_file_bytes: int = SIDE_FILE_MAX_BYTES) -> Checkpoints:
-        """``path/checkpoint`` when it is a directory, else ``path`` itself."""
+        """The checkpoints of ``path/checkpoint`` when it is a directory, else of ``path`` itself.
+
+        Args:
+            path: An artifact directory or a checkpoint directory.
+            strategy: Which epochs to keep; Burn's default when None.
+            max_side_file_bytes: The largest side file read.
+
+        Returns:
+            The checkpoints.
+        """
         path = Path(path)
         if (path / "checkpoint").is_dir():
             return cls(path, strategy=strategy, max_side_file_bytes=max_side_file_bytes)
@@ -414,10 +595,16 @@ class Checkpoints:
         return _actions(self.strategy, self._history, epoch, valid_loss, best_epoch)
 
     def strategy_keeps(self) -> list[int] | None:
-        """The epochs this object's strategy (Burn's default unless another was given) keeps after
-        the epochs recorded — in ``retention.json``, else in Burn's validation logs — whatever
-        files are present; None when no epoch is recorded. Burn does not record the strategy a run
-        used: files that differ from this answer were kept by another one (or moved by hand)."""
+        """The epochs this object's strategy (Burn's default unless another was given) keeps after the
+        epochs recorded — in ``retention.json``, else in Burn's validation logs — whatever files are
+        present.
+
+        Burn does not record the strategy a run used: files that differ from this answer were kept by
+        another one (or moved by hand).
+
+        Returns:
+            The epochs kept, or None when no epoch is recorded.
+        """
         if not self._journal:
             return None
         strategy, history, kept = copy.deepcopy(self._fresh_strategy), LossHistory(), set()
@@ -436,6 +623,7 @@ class Checkpoints:
 
     @property
     def retention_file(self) -> Path:
+        """The path of ``retention.json``, the journal of what the strategy kept and deleted."""
         return self.directory / RETENTION_FILE
 
     def _read_journal(self) -> list[dict[str, Any]]:
@@ -486,23 +674,42 @@ class Checkpoints:
 
     # -- listing -------------------------------------------------------------------------------
     def epochs(self) -> list[int]:
-        """Every epoch with at least one of the three files, sorted."""
+        """Every epoch with at least one of the three files.
+
+        Returns:
+            The epochs, sorted.
+        """
         return sorted({e for c in self.checkpointers.values() for e in c.epochs()})
 
     def complete_epochs(self) -> list[int]:
-        """Epochs a learner can resume from: all three files present, each opens and holds its
-        whole data section (a file cut short by a crash does not count)."""
+        """Epochs a learner can resume from: all three files present, each opens and holds its whole
+        data section (a file cut short by a crash does not count).
+
+        Returns:
+            The epochs, sorted.
+        """
         return [e for e in self._epochs_with_all_files() if self.is_complete(e)]
 
     def latest(self) -> int | None:
-        """The newest complete epoch (checked newest first, so older epochs are not opened)."""
+        """The newest complete epoch (checked newest first, so older epochs are not opened).
+
+        Returns:
+            The epoch, or None when none is complete.
+        """
         for epoch in reversed(self._epochs_with_all_files()):
             if self.is_complete(epoch):
                 return epoch
         return None
 
     def is_complete(self, epoch: int) -> bool:
-        """Whether each of the three files of ``epoch`` opens and its data section is whole."""
+        """Whether each of the three files of ``epoch`` opens and its data section is whole.
+
+        Args:
+            epoch: The epoch.
+
+        Returns:
+            True when complete.
+        """
         for checkpointer in self.checkpointers.values():
             try:
                 with checkpointer.pack(epoch) as pack:
@@ -519,7 +726,14 @@ class Checkpoints:
         return sorted(set.intersection(*per))
 
     def files(self, epoch: int) -> dict[str, Path]:
-        """``{"model" | "optim" | "scheduler": path}`` of the files present for ``epoch``."""
+        """The files present for ``epoch``.
+
+        Args:
+            epoch: The epoch.
+
+        Returns:
+            ``{"model" | "optim" | "scheduler": path}``.
+        """
         out = {}
         for name, checkpointer in self.checkpointers.items():
             path = checkpointer.path_for_epoch(epoch)
@@ -529,23 +743,77 @@ class Checkpoints:
 
     # -- reading -------------------------------------------------------------------------------
     def open(self, epoch: int, name: str) -> Record:
-        """One record of ``epoch``: ``name`` is ``model``, ``optim`` or ``scheduler``."""
+        """One record of ``epoch``.
+
+        Args:
+            epoch: The epoch.
+            name: ``model``, ``optim`` or ``scheduler``.
+
+        Returns:
+            The record.
+
+        Raises:
+            ValueError: ``name`` is none of the three.
+            BurnpackError: The file is missing or not a valid pack.
+        """
         if name not in self.checkpointers:
             raise ValueError(f"no checkpoint record named {name!r} (expected one of {RECORD_NAMES})")
         return self.checkpointers[name].restore(epoch)
 
     def model(self, epoch: int) -> ModuleRecord:
+        """The model record of ``epoch``.
+
+        Args:
+            epoch: The epoch.
+
+        Returns:
+            The record.
+
+        Raises:
+            BurnpackError: The file is missing or not a valid pack.
+        """
         return ModuleRecord.load(self.checkpointers["model"].source(epoch))
 
     def optim(self, epoch: int) -> OptimizerRecord:
+        """The optimizer record of ``epoch``.
+
+        Args:
+            epoch: The epoch.
+
+        Returns:
+            The record.
+
+        Raises:
+            BurnpackError: The file is missing or not a valid pack.
+        """
         return OptimizerRecord.load(self.checkpointers["optim"].source(epoch))
 
     def scheduler(self, epoch: int) -> LrSchedulerRecord:
+        """The learning-rate-scheduler record of ``epoch``.
+
+        Args:
+            epoch: The epoch.
+
+        Returns:
+            The record.
+
+        Raises:
+            BurnpackError: The file is missing or not a valid pack.
+        """
         return LrSchedulerRecord.load(self.checkpointers["scheduler"].source(epoch))
 
     def restore(self, epoch: int) -> EpochRecords:
-        """The three records of ``epoch``, as ``learner.checkpoint(epoch)`` restores them (a
-        missing file raises, as Burn's restore fails)."""
+        """The three records of ``epoch``, as ``learner.checkpoint(epoch)`` restores them.
+
+        Args:
+            epoch: The epoch.
+
+        Returns:
+            The model, optimizer and scheduler records.
+
+        Raises:
+            BurnpackError: A file is missing (as Burn's restore fails) or not a valid pack.
+        """
         return EpochRecords(self.model(epoch), self.optim(epoch), self.scheduler(epoch))
 
     # -- writing -------------------------------------------------------------------------------
@@ -561,10 +829,23 @@ class Checkpoints:
     ) -> list[CheckpointingAction]:
         """What the learner does at the end of ``epoch``: ask the strategy, then save / delete.
 
-        ``valid_loss`` is the epoch's mean validation loss (remembered for the metric
-        strategy); ``best_epoch`` instead says directly which epoch is best. Each file is written
-        atomically (model, optim, scheduler, in Burn's order); the records not given are not
-        written. Returns the actions taken.
+        Each file is written atomically (model, optim, scheduler, in Burn's order); the records not
+        given are not written.
+
+        Args:
+            epoch: The epoch (1-based).
+            model: The model record.
+            optim: The optimizer record.
+            scheduler: The scheduler record.
+            valid_loss: The epoch's mean validation loss (remembered for the metric strategy).
+            best_epoch: Which epoch is best, said directly instead.
+
+        Returns:
+            The actions taken.
+
+        Raises:
+            ValueError: ``epoch`` is below 1.
+            BurnpackError: A record cannot be written.
         """
         if epoch < 1:
             raise ValueError(f"epochs are 1-based, got {epoch}")
@@ -590,6 +871,11 @@ class Checkpoints:
         return actions
 
     def delete_epoch(self, epoch: int) -> None:
+        """Remove the three files of ``epoch`` (those present).
+
+        Args:
+            epoch: The epoch.
+        """
         for checkpointer in self.checkpointers.values():
             checkpointer.delete(epoch)
 

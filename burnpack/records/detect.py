@@ -20,11 +20,18 @@ from ._common import RANK_KEY, parse_u64
 
 
 class RecordKind:
-    """``kind`` is ``module``, ``optimizer``, ``scheduler``, ``empty`` or ``unknown``; ``reasons``
-    say what in the pack decided it; ``meaning``, for a scheduler record of a layout Burn writes,
-    says what its values mean (:meth:`~burnpack.records.scheduler.LrScheduler.explain`: ``u64::MAX``
-    is "not stepped yet"...), None otherwise. (A plain class, not a dataclass: ``inspect`` of a
-    small file starts without building one.)"""
+    """What kind of record a pack holds, and why we think so.
+
+    A plain class, not a dataclass: ``inspect`` of a small file starts without building one.
+
+    Args:
+        kind: ``module``, ``optimizer``, ``scheduler``, ``empty`` or ``unknown``.
+        summary: One line on what the pack holds.
+        reasons: What decided the kind.
+        meaning: For a scheduler record of a layout Burn writes, what its values mean as
+            burn-optim's ``step()`` reads them (``LrScheduler.explain()``: ``u64::MAX`` is a cosine
+            scheduler not stepped yet...); None otherwise.
+    """
 
     __slots__ = ("kind", "summary", "reasons", "meaning")
 
@@ -55,7 +62,14 @@ def _is_lbfgs(pack: Pack) -> bool:
 
 
 def detect_record_kind(pack: Pack) -> RecordKind:
-    """Classify an open pack by the heuristics above (reads only its metadata)."""
+    """Classify an open pack by the heuristics above (reads only its metadata).
+
+    Args:
+        pack: The open pack.
+
+    Returns:
+        The kind, with its summary and reasons.
+    """
     names = pack.names
     scalars = pack.scalars
     rank_keys = [k for k in scalars if k.endswith("." + RANK_KEY) and parse_u64(k[: -len(RANK_KEY) - 1]) is not None]

@@ -55,7 +55,14 @@ class DTypePolicy(enum.Enum):
 
 @dataclass(frozen=True)
 class ApplyError:
-    """One parameter a load could not apply (Burn's ``ApplyError``; only shape mismatches here)."""
+    """One parameter a load could not apply (Burn's ``ApplyError``; only shape mismatches here).
+
+    Args:
+        path: The parameter's path.
+        expected: The target parameter's shape.
+        found: The record entry's shape.
+        kind: What went wrong (``"shape"``).
+    """
 
     path: str
     expected: tuple[int, ...]
@@ -72,10 +79,13 @@ class ApplyError:
 class ApplyReport:
     """What a load did, like burn-store's ``ApplyResult``.
 
-    ``applied``: parameters that took the record's value; ``skipped``: parameters with an entry that
-    was not applied (shape mismatch); ``missing``: parameters without an entry; ``unused``: entries
-    no parameter took (sorted); ``errors``: the apply errors; ``suggestions``: for each missing
-    path, the closest unused entry ("did you mean ...").
+    Args:
+        applied: Parameters that took the record's value.
+        skipped: Parameters with an entry that was not applied (shape mismatch).
+        missing: Parameters without an entry.
+        unused: Entries no parameter took (sorted).
+        errors: The apply errors.
+        suggestions: For each missing path, the closest unused entry ("did you mean ...").
     """
 
     applied: list[str] = field(default_factory=list)
@@ -86,10 +96,19 @@ class ApplyReport:
     suggestions: dict[str, str] = field(default_factory=dict)
 
     def is_success(self) -> bool:
-        """No apply errors (Burn's ``ApplyResult::is_success``)."""
+        """Whether the load had no apply errors (Burn's ``ApplyResult::is_success``).
+
+        Returns:
+            True without apply errors.
+        """
         return not self.errors
 
     def hint_lines(self) -> list[str]:
+        """The "did you mean" lines for the missing paths, as error messages show them.
+
+        Returns:
+            One indented line per suggestion.
+        """
         return [f"  {path}: did you mean {other!r}?" for path, other in self.suggestions.items()]
 
     def __str__(self) -> str:
@@ -111,10 +130,12 @@ class ApplyReport:
 class LoadResult:
     """The outcome of ``ModuleRecord.apply``.
 
-    ``module`` is the loaded target: for a mapping or nested structure, a copy whose every
-    parameter is a :class:`Param` (value, ``param_id``, dtype); for a ``torch.nn.Module``, the same
-    module, updated in place. ``params`` is the flat ``{path: Param}`` view and ``report`` what
-    happened.
+    Args:
+        module: The loaded target: for a mapping or nested structure, a copy whose every parameter
+            is a ``Param`` (value, ``param_id``, dtype); for a ``torch.nn.Module``, the same module,
+            updated in place.
+        params: The flat ``{path: Param}`` view.
+        report: What happened.
     """
 
     module: Any
@@ -123,21 +144,33 @@ class LoadResult:
 
     @property
     def param_ids(self) -> dict[str, int | None]:
+        """``{path: param_id}`` of every parameter after the load."""
         return {path: p.param_id for path, p in self.params.items()}
 
     def numpy(self) -> dict[str, np.ndarray]:
-        """``{path: array}`` of every parameter after the load."""
+        """Every parameter after the load, as arrays.
+
+        Returns:
+            ``{path: array}``.
+        """
         return {path: as_numpy(p.value) for path, p in self.params.items()}
 
 
 class ModuleRecord:
     """A module's parameters: path → (``param_id``, dtype, shape, data), in data order.
 
-    Make one with :meth:`from_module` (Burn's ``module.into_record()``) or :meth:`from_tensors`,
-    read one with :meth:`load` / :meth:`from_bytes`, write with :meth:`save` / :meth:`into_bytes`,
-    and apply it with :meth:`apply` (Burn's ``try_load_record``). The builder methods
-    (:meth:`allow_partial`, :meth:`allow_unused`, :meth:`validate`, :meth:`with_dtype_policy`,
-    :meth:`cast_to_module_dtype`) return a configured copy; they only affect loading.
+    Make one with ``from_module`` (Burn's ``module.into_record()``) or ``from_tensors``, read one
+    with ``load`` / ``from_bytes``, write with ``save`` / ``into_bytes``, and apply it with
+    ``apply`` (Burn's ``try_load_record``). The builder methods (``allow_partial``,
+    ``allow_unused``, ``validate``, ``with_dtype_policy``, ``cast_to_module_dtype``) return a
+    configured copy; they only affect loading.
+
+    Args:
+        tensors: The parameters as tensors named by path, in data order.
+        dtype_policy: How a loaded entry's dtype meets the parameter's.
+        allow_partial: Allow target parameters absent from the record.
+        allow_unused: Allow record entries no target parameter takes.
+        validate: Refuse shape mismatches (False: the parameter keeps its value).
     """
 
     def __init__(
@@ -165,7 +198,17 @@ class ModuleRecord:
         """Burn's ``module.into_record()`` for a Python structure or a ``torch.nn.Module``.
 
         Paths follow Burn's rules (``burnpack.records.tree``); ids come from ``Param`` leaves or
-        ``param_ids`` (path → u64), else fresh random ones; dtypes from ``Param.dtype`` or the data.
+        ``param_ids``, else fresh random ones; dtypes from ``Param.dtype`` or the data.
+
+        Args:
+            module: A nested structure (dicts, lists, dataclasses, ``Variant``, …) or a ``torch.nn.Module``.
+            param_ids: Ids by path (u64), for leaves that carry none.
+
+        Returns:
+            The record.
+
+        Raises:
+            RecordError: A leaf is not a tensor Burn can hold, or a path is not one Burn can name.
         """
         tensors = []
         for path, leaf in iter_params(module):
@@ -188,7 +231,18 @@ class ModuleRecord:
     def from_tensors(
         cls, tensors: Mapping[str, Any] | Iterable[Tensor], *, param_ids: Mapping[str, int] | None = None
     ) -> ModuleRecord:
-        """A record from ``{path: array or Param}`` (in data order) or ``Tensor`` objects."""
+        """A record from ``{path: array or Param}`` (in data order) or ``Tensor`` objects.
+
+        Args:
+            tensors: The parameters.
+            param_ids: Ids by path (u64), for entries that carry none.
+
+        Returns:
+            The record.
+
+        Raises:
+            RecordError: An entry is not a tensor Burn can hold.
+        """
         if isinstance(tensors, Mapping):
             return cls.from_module(dict(tensors), param_ids=param_ids)
         items = list(tensors)
@@ -198,13 +252,32 @@ class ModuleRecord:
 
     @classmethod
     def from_bytes(cls, data: bytes | bytearray | memoryview) -> ModuleRecord:
-        """Burn's ``ModuleRecord::from_bytes``: the tensors of a pack; metadata and scalars ignored."""
+        """Burn's ``ModuleRecord::from_bytes``: the tensors of a pack; metadata and scalars ignored.
+
+        Args:
+            data: The pack's bytes.
+
+        Returns:
+            The record.
+
+        Raises:
+            BurnpackError: The bytes are not a valid pack.
+        """
         return cls(pack_tensors_in_data_order(open_pack(data)))
 
     @classmethod
     def load(cls, path: PathLike | FileSource) -> ModuleRecord:
-        """Burn's ``ModuleRecord::load`` (``.bpk`` appended when the extensionless path is absent), or
-        of a file opened already (a ``FileSource``)."""
+        """Burn's ``ModuleRecord::load`` (``.bpk`` appended when the extensionless path is absent).
+
+        Args:
+            path: The file, or a file opened already (a ``FileSource``).
+
+        Returns:
+            The record, viewing the mapped file.
+
+        Raises:
+            BurnpackError: The file is not a valid pack, or cannot be read.
+        """
         return cls(pack_tensors_in_data_order(open_pack(path)))
 
     # -- output ------------------------------------------------------------------------------
@@ -212,11 +285,25 @@ class ModuleRecord:
         return Writer(self.tensors)
 
     def into_bytes(self) -> bytes:
-        """The burnpack bytes Burn's ``into_bytes`` writes: tensors with ids, nothing else."""
+        """The burnpack bytes Burn's ``into_bytes`` writes: tensors with ids, nothing else.
+
+        Returns:
+            The pack's bytes.
+        """
         return self._writer().to_bytes()
 
     def save(self, path: PathLike) -> Path:
-        """Write the record (``.bpk`` appended when the path has no extension); returns the path."""
+        """Write the record, atomically.
+
+        Args:
+            path: Where to write (``.bpk`` appended when the path has no extension).
+
+        Returns:
+            The path written.
+
+        Raises:
+            BurnpackError: The record cannot be written (Burn's writer error, or I/O).
+        """
         return self._writer().write_atomic(path)
 
     # -- options (builder, like Burn's by-value methods) ------------------------------------
@@ -229,30 +316,69 @@ class ModuleRecord:
         return twin
 
     def with_dtype_policy(self, policy: DTypePolicy | str) -> ModuleRecord:
+        """A copy that loads with another dtype policy.
+
+        Args:
+            policy: A ``DTypePolicy`` or its value.
+
+        Returns:
+            The configured copy.
+
+        Raises:
+            ValueError: The policy is unknown.
+        """
         return self._with(dtype_policy=DTypePolicy(policy))
 
     def cast_to_module_dtype(self) -> ModuleRecord:
-        """Sugar for ``with_dtype_policy(DTypePolicy.CastToModule)``."""
+        """Sugar for ``with_dtype_policy(DTypePolicy.CastToModule)``.
+
+        Returns:
+            The configured copy.
+        """
         return self.with_dtype_policy(DTypePolicy.CastToModule)
 
     def allow_partial(self, allow: bool = True) -> ModuleRecord:
-        """Allow target parameters absent from the record (they keep their value)."""
+        """A copy that allows target parameters absent from the record (they keep their value).
+
+        Args:
+            allow: Whether to allow them.
+
+        Returns:
+            The configured copy.
+        """
         return self._with(allow_partial=bool(allow))
 
     def allow_unused(self, allow: bool = True) -> ModuleRecord:
-        """Allow record entries no target parameter takes (refused by default since Burn 44415923)."""
+        """A copy that allows record entries no target parameter takes (refused by default since Burn 44415923).
+
+        Args:
+            allow: Whether to allow them.
+
+        Returns:
+            The configured copy.
+        """
         return self._with(allow_unused=bool(allow))
 
     def validate(self, validate: bool = True) -> ModuleRecord:
-        """``validate(False)`` silences shape mismatches only (the parameter keeps its value)."""
+        """A copy that refuses shape mismatches, or (``validate(False)``) silences them only: the
+        parameter keeps its value.
+
+        Args:
+            validate: Whether to refuse them.
+
+        Returns:
+            The configured copy.
+        """
         return self._with(validate=bool(validate))
 
     @property
     def dtype_policy(self) -> DTypePolicy:
+        """How a loaded entry's dtype meets the parameter's."""
         return self._dtype_policy
 
     @property
     def options(self) -> dict[str, Any]:
+        """The loading options: ``dtype_policy``, ``allow_partial``, ``allow_unused``, ``validate``."""
         return {
             "dtype_policy": self._dtype_policy,
             "allow_partial": self._allow_partial,
@@ -265,6 +391,11 @@ class ModuleRecord:
         return len(self.tensors)
 
     def is_empty(self) -> bool:
+        """Whether the record has no parameter.
+
+        Returns:
+            True when empty.
+        """
         return not self.tensors
 
     def __iter__(self) -> Iterator[str]:
@@ -295,16 +426,27 @@ class ModuleRecord:
 
     @property
     def num_elements(self) -> int:
+        """The number of elements over every parameter."""
         return sum(t.numel for t in self.tensors)
 
     def numpy(self, *, dequantize: bool = False) -> dict[str, np.ndarray]:
-        """``{path: array}`` (zero-copy for loaded records); ``dequantize=True`` gives QFloat
-        tensors as their float32 values instead of their raw bytes."""
+        """Every parameter as an array (zero-copy for loaded records).
+
+        Args:
+            dequantize: Give QFloat tensors as their float32 values instead of their raw bytes.
+
+        Returns:
+            ``{path: array}``.
+        """
         return {t.name: dequantized(t) if dequantize and _is_quantized(t.dtype) else t.numpy() for t in self.tensors}
 
     def params(self) -> dict[str, Param]:
-        """``{path: Param(array, param_id, dtype)}``: a structure ``from_module`` turns back into
-        this very record (QFloat data stays a ``Tensor``: its bytes are not its shape)."""
+        """``{path: Param(array, param_id, dtype)}``: a structure ``from_module`` turns back into this
+        very record (QFloat data stays a ``Tensor``: its bytes are not its shape).
+
+        Returns:
+            The parameters by path.
+        """
         return {t.name: Param(t if _is_quantized(t.dtype) else t.numpy(), t.param_id, t.dtype) for t in self.tensors}
 
     def into_record_group(
@@ -315,9 +457,22 @@ class ModuleRecord:
         regex: str | None = None,
         predicate: Callable[[str, int | None], bool] | None = None,
     ) -> ModuleRecord:
-        """The record of a parameter group (Burn's ``into_record_group``): entries matching any
-        of ``paths`` (exact), ``ids``, ``regex`` (searched, like Rust's ``is_match``) or
-        ``predicate(path, id)``. Load it with ``allow_partial(True)``."""
+        """The record of a parameter group (Burn's ``into_record_group``); load it with ``allow_partial(True)``.
+
+        An entry is in the group when it matches any of the selectors given.
+
+        Args:
+            paths: Exact paths.
+            ids: Param ids.
+            regex: A regular expression searched in each path (like Rust's ``is_match``).
+            predicate: ``predicate(path, id)``.
+
+        Returns:
+            The group's record.
+
+        Raises:
+            InvalidPattern: ``regex`` is not one Burn's regex syntax accepts.
+        """
         path_set = set(paths or ())
         id_set = set(ids or ())
         pattern = compile_pattern(regex) if regex is not None else None
@@ -335,26 +490,47 @@ class ModuleRecord:
         return twin
 
     def same_content(self, other: ModuleRecord) -> bool:
-        """Same tensors (names, ids, dtypes, shapes, bytes) in the same order."""
+        """Whether two records hold the same tensors (names, ids, dtypes, shapes, bytes) in the same order.
+
+        Args:
+            other: The record to compare with.
+
+        Returns:
+            True when they do.
+        """
         return len(self) == len(other) and all(a.same_content(b) for a, b in zip(self.tensors, other.tensors))
 
     # -- loading into a target ---------------------------------------------------------------
     def report(self, target: Any) -> ApplyReport:
-        """What :meth:`apply` would find, without applying or raising."""
+        """What ``apply`` would find, without applying or raising.
+
+        Args:
+            target: What ``apply`` would load into.
+
+        Returns:
+            The report.
+        """
         return self._apply(target, dry_run=True)[2]
 
     def apply(self, target: Any, *, dequantize: bool = False) -> LoadResult:
         """Load into ``target`` (Burn's ``module.try_load_record(record)``), raising on failure.
 
-        ``target``: a mapping ``{path: array or Param}``, a nested structure (dicts, lists,
-        dataclasses, ``Variant``...; see ``burnpack.records.tree``) or a ``torch.nn.Module``
-        (updated in place). Raises :class:`RecordValidationError` with Burn's message —
-        ``Apply errors: [...]``, ``Missing tensors: [...]`` or ``Unused tensors: [...]``, checked
-        in that order — and the full report.
+        Quantized (QFloat) entries stay quantized, unless ``dequantize``.
 
-        Quantized (QFloat) entries stay quantized. ``dequantize=True`` loads them into float
-        parameters as their dequantized values, cast to the parameter's float dtype (F32 when
-        the parameter has none); a parameter that is itself QFloat still takes the quantized data.
+        Args:
+            target: A mapping ``{path: array or Param}``, a nested structure (dicts, lists,
+                dataclasses, ``Variant``...; see ``burnpack.records.tree``) or a ``torch.nn.Module``
+                (updated in place).
+            dequantize: Load QFloat entries into float parameters as their dequantized values, cast
+                to the parameter's float dtype (F32 when it has none); a parameter that is itself
+                QFloat still takes the quantized data.
+
+        Returns:
+            The loaded target, its parameters and the report.
+
+        Raises:
+            RecordValidationError: Burn's message — ``Apply errors: [...]``, ``Missing tensors:
+                [...]`` or ``Unused tensors: [...]``, checked in that order — with the full report.
         """
         module, params, report = self._apply(target, dry_run=False, dequantize=dequantize)
         if self._validate and report.errors:
@@ -454,7 +630,18 @@ class ModuleRecord:
 
 def load_record(target: Any, record: ModuleRecord) -> LoadResult:
     """Burn's ``module.try_load_record(record)`` (and ``load_record``, which panics where this
-    raises): ``record.apply(target)``."""
+    raises): ``record.apply(target)``.
+
+    Args:
+        target: What to load into (see ``ModuleRecord.apply``).
+        record: The record.
+
+    Returns:
+        The loaded target, its parameters and the report.
+
+    Raises:
+        RecordValidationError: The record does not fit the target (Burn's message).
+    """
     return record.apply(target)
 
 

@@ -66,11 +66,28 @@ class OptimizerState:
     """Which Burn optimizer(s) write this layout."""
 
     def flatten(self, prefix: str) -> tuple[list[tuple[str, Any]], list[tuple[str, Scalar]]]:
-        """``(tensors, scalars)`` named under ``prefix``, in Burn's field order."""
+        """The state as Burn's record holds it, in Burn's field order.
+
+        Args:
+            prefix: The name prefix (``"<param id>."``).
+
+        Returns:
+            ``(tensors, scalars)``, each a list of ``(name, value)``.
+        """
         return flatten(self.SCHEMA, {f.name: getattr(self, f.name) for f in dc_fields(self)}, prefix)  # type: ignore[arg-type]  # every state is a dataclass
 
     @classmethod
     def unflatten(cls, prefix: str, source: StateSource, missing: list[str] | None = None) -> OptimizerState | None:
+        """The state read back from the names below ``prefix``, or None where Burn would drop it.
+
+        Args:
+            prefix: The name prefix (``"<param id>."``).
+            source: Where the tensors and scalars are looked up.
+            missing: Filled with the leaves that are missing or ill-typed.
+
+        Returns:
+            The state, or None.
+        """
         values = unflatten(cls.SCHEMA, prefix, source, missing)
         if values is None:
             return None
@@ -85,12 +102,23 @@ class OptimizerState:
 
     @classmethod
     def leaves(cls) -> tuple[set[str], set[str], set[str]]:
-        """``(required, optional, vec prefixes)`` leaf names below the id prefix."""
+        """The leaf names this layout has below the id prefix.
+
+        Returns:
+            ``(required, optional, vec prefixes)``.
+        """
         return leaf_names(cls.SCHEMA)
 
     @classmethod
     def matches(cls, names: set[str]) -> bool:
-        """True when ``names`` (leaf names below one prefix, ``__rank`` excluded) fit this layout."""
+        """Whether leaf names (below one prefix, ``__rank`` excluded) fit this layout.
+
+        Args:
+            names: The leaf names.
+
+        Returns:
+            True when they fit.
+        """
         required, optional, vec = cls.leaves()
         if not required <= names:
             return False
@@ -101,7 +129,11 @@ class OptimizerState:
         return True
 
     def tensors(self) -> dict[str, np.ndarray]:
-        """The state tensors by leaf name (``momentum.moment_1``...)."""
+        """The state tensors by leaf name (``momentum.moment_1``...).
+
+        Returns:
+            The arrays by leaf name.
+        """
         return {name: as_numpy(value) for name, value in self.flatten("")[0]}
 
 
@@ -109,7 +141,11 @@ class OptimizerState:
 class AdamState(OptimizerState):
     """``AdamState { momentum: AdaptiveMomentumState { time, moment_1, moment_2, max_moment_2 } }``.
 
-    ``max_moment_2`` is present only with ``amsgrad``. ``time`` is the step count (UInt).
+    Args:
+        time: The step count (UInt).
+        moment_1: The first moment.
+        moment_2: The second moment.
+        max_moment_2: The largest second moment, present only with ``amsgrad``.
     """
 
     time: int
@@ -131,12 +167,23 @@ class AdamState(OptimizerState):
 
 @dataclass
 class AdamWState(AdamState):
-    """AdamW's state: the same ``AdaptiveMomentumState`` as Adam, so the same layout."""
+    """AdamW's state: the same ``AdaptiveMomentumState`` as Adam, so the same layout.
+
+    Args:
+        time: The step count (UInt).
+        moment_1: The first moment.
+        moment_2: The second moment.
+        max_moment_2: The largest second moment, present only with ``amsgrad``.
+    """
 
 
 @dataclass
 class SgdState(OptimizerState):
-    """``SgdState { momentum: Option<MomentumState { velocity }> }``: only ``__rank`` without momentum."""
+    """``SgdState { momentum: Option<MomentumState { velocity }> }``: only ``__rank`` without momentum.
+
+    Args:
+        velocity: The momentum buffer, or None without momentum.
+    """
 
     velocity: Any = None
 
@@ -147,7 +194,11 @@ class SgdState(OptimizerState):
 @dataclass
 class MuonState(OptimizerState):
     """``MuonState { momentum: MomentumState { velocity } }`` (weight matrices; other parameters go to
-    an AdamW group, so a Muon record usually mixes both layouts)."""
+    an AdamW group, so a Muon record usually mixes both layouts).
+
+    Args:
+        velocity: The momentum buffer.
+    """
 
     velocity: Any
 
@@ -159,7 +210,11 @@ class MuonState(OptimizerState):
 class RmsPropState(OptimizerState):
     """``RmsPropState { square_avg: { square_avg }, centered: { grad_avg?, avg }, momentum: Option<{ buf }> }``.
 
-    ``grad_avg`` exists when ``centered``; ``momentum_buf`` when momentum > 0 (Burn's default 0.9).
+    Args:
+        square_avg: The squared gradients' average.
+        avg: The centered average.
+        grad_avg: The gradients' average, when ``centered``.
+        momentum_buf: The momentum buffer, when momentum > 0 (Burn's default 0.9).
     """
 
     square_avg: Any
@@ -177,7 +232,12 @@ class RmsPropState(OptimizerState):
 
 @dataclass
 class AdaGradState(OptimizerState):
-    """``AdaGradState { lr_decay: LrDecayState { time, sum } }``."""
+    """``AdaGradState { lr_decay: LrDecayState { time, sum } }``.
+
+    Args:
+        time: The step count.
+        sum: The running sum of squared gradients.
+    """
 
     time: int
     sum: Any
@@ -188,7 +248,15 @@ class AdaGradState(OptimizerState):
 
 @dataclass
 class AdanState(OptimizerState):
-    """``AdanState { momentum: AdaptiveNesterovMomentumState { time, exp_avg, exp_avg_sq, exp_avg_diff, neg_pre_grad } }``."""
+    """``AdanState { momentum: AdaptiveNesterovMomentumState { time, exp_avg, exp_avg_sq, exp_avg_diff, neg_pre_grad } }``.
+
+    Args:
+        time: The step count.
+        exp_avg: The gradients' moving average.
+        exp_avg_sq: The squared gradients' moving average.
+        exp_avg_diff: The gradient differences' moving average.
+        neg_pre_grad: The previous gradient, negated.
+    """
 
     time: int
     exp_avg: Any
@@ -214,6 +282,15 @@ class LBFGSState(OptimizerState):
     """L-BFGS's single global state (1-D tensors; no id prefix, no ``param_id``).
 
     Burn's default state has ``t = 1.0`` and everything else empty.
+
+    Args:
+        history_s: The parameter differences of the history.
+        history_y: The gradient differences of the history.
+        d: The last search direction.
+        t: The last step length.
+        prev_flat_grad: The previous flat gradient.
+        prev_loss: The previous loss.
+        g_iter: The global iteration count.
     """
 
     history_s: list = field(default_factory=list)
@@ -270,7 +347,15 @@ def state_kind(names: set[str]) -> str:
 # --------------------------------------------------------------------------------------------
 @dataclass
 class ParamEntries:
-    """Everything an optimizer record holds for one parameter id, generically."""
+    """Everything an optimizer record holds for one parameter id, generically.
+
+    Args:
+        param_id: The parameter's id.
+        path: Its path, from the metadata.
+        rank: Its ``__rank`` scalar.
+        tensors: Its tensors, by name relative to the id prefix.
+        scalars: Its scalars, by name relative to the id prefix.
+    """
 
     param_id: int
     path: str | None
@@ -280,16 +365,27 @@ class ParamEntries:
 
     @property
     def leaf_names(self) -> set[str]:
+        """Every tensor and scalar name."""
         return set(self.tensors) | set(self.scalars)
 
     @property
     def kind(self) -> str:
+        """The optimizer layout the leaf names match (``"adam"``, ``"sgd"``, …)."""
         return state_kind(self.leaf_names)
 
 
 @dataclass
 class ConsistencyReport:
-    """How a model record and an optimizer record line up (they meet only through param ids)."""
+    """How a model record and an optimizer record line up (they meet only through param ids).
+
+    Args:
+        only_in_model: ``(id, path)`` of parameters with no optimizer state (normal for frozen or
+            stateless parameters).
+        only_in_optimizer: ``(id, optimizer metadata path)`` of states no model parameter has.
+        rank_mismatches: ``(id, path, model rank, optimizer rank)``.
+        shape_mismatches: ``(id, path, model shape, state shape)``.
+        path_mismatches: ``(id, model path, optimizer metadata path)``.
+    """
 
     only_in_model: list[tuple[int | None, str]] = field(default_factory=list)
     """Model parameters without optimizer state: normal for running stats, frozen parameters, or
@@ -305,6 +401,7 @@ class ConsistencyReport:
 
     @property
     def ok(self) -> bool:
+        """Whether the records fit: no state without a parameter and no rank, shape or path mismatch."""
         return not (self.only_in_optimizer or self.rank_mismatches or self.shape_mismatches or self.path_mismatches)
 
     def __str__(self) -> str:
@@ -330,11 +427,15 @@ class ConsistencyReport:
 class OptimizerRecord:
     """Optimizer state as Burn stores it: tensors, typed scalars and the id → path metadata.
 
-    Build one from typed states (:meth:`from_states`, :meth:`set_state`, :meth:`from_lbfgs`), read
-    one with :meth:`load` / :meth:`from_bytes`, inspect it through :meth:`state` / :meth:`states`
-    (typed) or :meth:`entries` (generic), and write with :meth:`save` / :meth:`into_bytes`.
-    Loading keeps the tensors' data order, every scalar and all metadata, so a record re-saves
-    byte for byte.
+    Build one from typed states (``from_states``, ``set_state``, ``from_lbfgs``), read one with
+    ``load`` / ``from_bytes``, inspect it through ``state`` / ``states`` (typed) or ``entries``
+    (generic), and write with ``save`` / ``into_bytes``. Loading keeps the tensors' data order,
+    every scalar and all metadata, so a record re-saves byte for byte.
+
+    Args:
+        tensors: The state tensors, in data order.
+        scalars: The typed scalars (``"<id>.__rank"``, step counts, …).
+        metadata: The metadata (``"<id>"`` → parameter path).
     """
 
     def __init__(
@@ -350,12 +451,32 @@ class OptimizerRecord:
     # -- I/O ---------------------------------------------------------------------------------
     @classmethod
     def from_bytes(cls, data: bytes | bytearray | memoryview) -> OptimizerRecord:
+        """Burn's ``OptimizerRecord::from_bytes``: a record from a pack's bytes.
+
+        Args:
+            data: The pack's bytes.
+
+        Returns:
+            The record.
+
+        Raises:
+            BurnpackError: The bytes are not a valid pack.
+        """
         return cls._from_pack(open_pack(data))
 
     @classmethod
     def load(cls, path: PathLike | FileSource) -> OptimizerRecord:
-        """Burn's ``OptimizerRecord::load`` (``.bpk`` appended when the extensionless path is absent), or
-        of a file opened already (a ``FileSource``)."""
+        """Burn's ``OptimizerRecord::load`` (``.bpk`` appended when the extensionless path is absent).
+
+        Args:
+            path: The file, or a file opened already (a ``FileSource``).
+
+        Returns:
+            The record.
+
+        Raises:
+            BurnpackError: The file is not a valid pack, or cannot be read.
+        """
         return cls._from_pack(open_pack(path))
 
     @classmethod
@@ -368,10 +489,25 @@ class OptimizerRecord:
         return Writer(self.tensors, metadata=self.metadata, scalars=self.scalars)
 
     def into_bytes(self) -> bytes:
+        """The pack Burn's ``into_bytes`` writes: tensors, scalars and metadata.
+
+        Returns:
+            The pack's bytes.
+        """
         return self._writer().to_bytes()
 
     def save(self, path: PathLike) -> Path:
-        """Write the record (``.bpk`` appended when the path has no extension); returns the path."""
+        """Write the record, atomically.
+
+        Args:
+            path: Where to write (``.bpk`` appended when the path has no extension).
+
+        Returns:
+            The path written.
+
+        Raises:
+            BurnpackError: The record cannot be written (Burn's writer error, or I/O).
+        """
         return self._writer().write_atomic(path)
 
     # -- basics ------------------------------------------------------------------------------
@@ -380,13 +516,26 @@ class OptimizerRecord:
         return len(self.tensors)
 
     def is_empty(self) -> bool:
-        """No tensors (Burn's ``is_empty``; a record of stateless SGD parameters is "empty" too)."""
+        """Whether the record has no tensors (Burn's ``is_empty``; a record of stateless SGD parameters
+        is "empty" too).
+
+        Returns:
+            True without tensors.
+        """
         return not self.tensors
 
     def __repr__(self) -> str:
         return f"<OptimizerRecord: {self.kind}, {len(self.tensors)} tensors, {len(self.scalars)} scalars>"
 
     def same_content(self, other: OptimizerRecord) -> bool:
+        """Whether two records hold the same tensors (in order), scalars and metadata.
+
+        Args:
+            other: The record to compare with.
+
+        Returns:
+            True when they do.
+        """
         return (
             len(self.tensors) == len(other.tensors)
             and all(a.same_content(b) for a, b in zip(self.tensors, other.tensors))
@@ -399,7 +548,8 @@ class OptimizerRecord:
     def ranks(self) -> dict[int, int]:
         """``{param id: rank}`` exactly as ``load_record`` derives it: ``"<u64>.__rank"`` scalars
         that convert to ``usize``, then each tensor's rank for ids without one. Raises
-        :class:`MissingParamIdError` for a tensor without ``param_id``, where Burn panics."""
+        ``MissingParamIdError`` for a tensor without ``param_id``, where Burn panics.
+        """
         ranks: dict[int, int] = {}
         suffix = "." + RANK_KEY
         for name, value in self.scalars.items():
@@ -430,13 +580,24 @@ class OptimizerRecord:
         return out
 
     def entries(self, param_id: int) -> ParamEntries:
-        """Every tensor and scalar under ``"{param_id}."`` (keys relative to it), generically."""
+        """Every tensor and scalar under ``"{param_id}."`` (keys relative to it), generically.
+
+        Args:
+            param_id: The parameter's id.
+
+        Returns:
+            Its entries.
+        """
         return self.all_entries().get(int(param_id)) or ParamEntries(
             int(param_id), self.paths.get(int(param_id)), self.ranks.get(int(param_id)), {}, {}
         )
 
     def all_entries(self) -> dict[int, ParamEntries]:
-        """``entries`` of every parameter id Burn visits, in one pass over the record."""
+        """``entries`` of every parameter id Burn visits, in one pass over the record.
+
+        Returns:
+            The entries by param id.
+        """
         ranks, paths = self.ranks, self.paths
         out = {pid: ParamEntries(pid, paths.get(pid), rank, {}, {}) for pid, rank in ranks.items()}
         for t in self.tensors:
@@ -459,8 +620,15 @@ class OptimizerRecord:
     def state(self, param_id: int, cls: type[OptimizerState] | None = None) -> OptimizerState | None:
         """The typed state of one parameter, or None where Burn would drop it.
 
-        ``cls`` defaults to the layout the entries match. Raises :class:`StateRankError` when a
-        tensor's rank differs from ``__rank`` (Burn's tensor creation panics there).
+        Args:
+            param_id: The parameter's id.
+            cls: The state class to read (``AdamState``, …); by default the layout the entries match.
+
+        Returns:
+            The state, or None.
+
+        Raises:
+            StateRankError: A tensor's rank differs from ``__rank`` (Burn's tensor creation panics there).
         """
         entries = self.all_entries()
         if param_id not in entries:
@@ -486,13 +654,31 @@ class OptimizerRecord:
                 )
 
     def missing_leaves(self, param_id: int, cls: type[OptimizerState]) -> list[str]:
-        """Why ``state(param_id, cls)`` is None: the leaves that are missing or ill-typed."""
+        """Why ``state(param_id, cls)`` is None: the leaves that are missing or ill-typed.
+
+        Args:
+            param_id: The parameter's id.
+            cls: The state class.
+
+        Returns:
+            The leaf names.
+        """
         missing: list[str] = []
         unflatten(cls.SCHEMA, str(param_id), self._source(), missing)
         return missing
 
     def states(self, cls: type[OptimizerState] | None = None) -> dict[int, OptimizerState]:
-        """Every parameter's typed state Burn would rebuild (dropped ones left out)."""
+        """Every parameter's typed state Burn would rebuild (dropped ones left out).
+
+        Args:
+            cls: The state class to read; by default each parameter's matching layout.
+
+        Returns:
+            The states by param id.
+
+        Raises:
+            StateRankError: A tensor's rank differs from its ``__rank``.
+        """
         out = {}
         source = self._source()
         for pid, entry in self.all_entries().items():
@@ -541,8 +727,20 @@ class OptimizerRecord:
         paths: Mapping[int, str] | None = None,
         ranks: Mapping[int, int] | None = None,
     ) -> OptimizerRecord:
-        """A record of per-parameter states, keyed by param id or — with ``module`` (a
-        ``ModuleRecord``) — by module path; ids, paths and ranks then come from the module."""
+        """A record of per-parameter states.
+
+        Args:
+            states: The states, keyed by param id or — with ``module`` — by module path.
+            module: A ``ModuleRecord`` giving ids, paths and ranks for paths.
+            paths: Parameter paths by id (the metadata), without ``module``.
+            ranks: Ranks by id, for states without tensors.
+
+        Returns:
+            The record.
+
+        Raises:
+            KeyError: A state's path is not in ``module``.
+        """
         record = cls()
         added: set[int] = set()
         by_path = module.param_ids if module is not None else {}
@@ -572,10 +770,17 @@ class OptimizerRecord:
         return record
 
     def set_state(self, param_id: int, state: OptimizerState, *, path: str | None = None, rank: int | None = None) -> OptimizerRecord:
-        """Replace the state of ``param_id`` (tensors, scalars, ``__rank``, path); returns self.
+        """Replace the state of ``param_id`` (tensors, scalars, ``__rank``, path).
 
-        ``rank`` defaults to the existing ``__rank``, else the state tensors' rank; a state
-        without tensors (SGD without momentum) needs it. ``path`` defaults to the existing one.
+        Args:
+            param_id: The parameter's id.
+            state: Its new state.
+            path: Its path; by default the existing one.
+            rank: Its rank; by default the existing ``__rank``, else the state tensors' rank (a state
+                without tensors, SGD without momentum, needs it).
+
+        Returns:
+            This record, changed.
         """
         param_id = _check_id(param_id)
         if rank is None:
@@ -619,7 +824,14 @@ class OptimizerRecord:
             self.metadata[prefix] = path
 
     def remove_state(self, param_id: int) -> OptimizerRecord:
-        """Drop every tensor, scalar and the metadata of ``param_id``; returns self."""
+        """Drop every tensor, scalar and the metadata of ``param_id``.
+
+        Args:
+            param_id: The parameter's id.
+
+        Returns:
+            This record, changed.
+        """
         head = f"{int(param_id)}."
         self.tensors = [t for t in self.tensors if not t.name.startswith(head)]
         self.scalars = {k: v for k, v in self.scalars.items() if not k.startswith(head)}
@@ -628,24 +840,46 @@ class OptimizerRecord:
 
     # -- LBFGS -------------------------------------------------------------------------------
     def is_lbfgs(self) -> bool:
-        """True for LBFGS's global layout (``g_iter`` and the history lengths, no id prefixes)."""
+        """Whether this is LBFGS's global layout (``g_iter`` and the history lengths, no id prefixes).
+
+        Returns:
+            True for LBFGS.
+        """
         return "g_iter" in self.scalars and "history_s.len" in self.scalars
 
     @classmethod
     def from_lbfgs(cls, state: LBFGSState) -> OptimizerRecord:
-        """``LBFGS::to_record``: the state flattened without prefix, tensors without ``param_id``."""
+        """``LBFGS::to_record``: the state flattened without prefix, tensors without ``param_id``.
+
+        Args:
+            state: The L-BFGS state.
+
+        Returns:
+            The record.
+        """
         tensors, scalars = state.flatten("")
         return cls([_record_tensor(name, value, None) for name, value in tensors], dict(scalars))
 
     def lbfgs(self) -> LBFGSState | None:
-        """``LBFGS::load_record``'s view: the global state, or None where Burn keeps its own."""
+        """``LBFGS::load_record``'s view: the global state, or None where Burn keeps its own.
+
+        Returns:
+            The state, or None.
+        """
         state = LBFGSState.unflatten("", self._source())
         assert state is None or isinstance(state, LBFGSState)
         return state
 
     # -- consistency with a model record -------------------------------------------------------
     def check(self, model: ModuleRecord) -> ConsistencyReport:
-        """Compare with a ``ModuleRecord``: ids only on one side, rank, shape and path mismatches."""
+        """Compare with a ``ModuleRecord``: ids only on one side, rank, shape and path mismatches.
+
+        Args:
+            model: The model's record.
+
+        Returns:
+            The report.
+        """
         report = ConsistencyReport()
         model_by_id = {t.param_id: t for t in model.tensors}
         entries = self.all_entries()

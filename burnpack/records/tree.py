@@ -47,9 +47,10 @@ _PRIMITIVES = (bool, int, float, complex, str, bytes, bytearray, np.generic)
 class Param:
     """A parameter: its value, its Burn ``ParamId`` and, when it matters, its exact dtype.
 
-    ``value`` is an array-like (numpy array, torch tensor, ...); ``dtype`` pins a Burn dtype numpy
-    cannot express (``Flex32``, ``Bool(U8)``); ``param_id`` is a u64 (a fresh random one is drawn
-    when a record is made from a ``Param`` without one).
+    Args:
+        value: An array-like (numpy array, torch tensor, ...).
+        param_id: A u64; a fresh random one is drawn when a record is made from a ``Param`` without one.
+        dtype: A Burn dtype numpy cannot express (``Flex32``, ``Bool(U8)``), pinned.
     """
 
     __slots__ = ("value", "param_id", "dtype")
@@ -69,10 +70,16 @@ class Param:
         return array if dtype is None else array.astype(dtype)
 
     def numpy(self) -> np.ndarray:
+        """The value as a numpy array.
+
+        Returns:
+            The array (no copy when the value is one).
+        """
         return np.asarray(self.value)
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """The value's shape."""
         return tuple(int(d) for d in (self.value.shape if is_torch_tensor(self.value) else np.shape(self.value)))
 
 
@@ -90,7 +97,12 @@ class RunningState(Param):
 
 
 class Variant:
-    """An enum module's active variant: its name becomes a path segment (``feature.Base.weight``)."""
+    """An enum module's active variant: its name becomes a path segment (``feature.Base.weight``).
+
+    Args:
+        name: The variant's name.
+        value: The variant's module.
+    """
 
     __slots__ = ("name", "value")
 
@@ -103,7 +115,11 @@ class Variant:
 
 
 class Ignored:
-    """A value Burn does not record: ``Ignored<T>``, a ``#[module(skip)]`` field, a constant tensor."""
+    """A value Burn does not record: ``Ignored<T>``, a ``#[module(skip)]`` field, a constant tensor.
+
+    Args:
+        value: The value, kept in the structure but given no path.
+    """
 
     __slots__ = ("value",)
 
@@ -117,9 +133,13 @@ class Ignored:
 class Reparameterized:
     """A reparameterized parameter (LoRA): ``base`` at the path, ``module`` below ``<path>.<name>``.
 
-    Burn visits the base tensor, then enters ``name`` (``"lora"`` for LoRA, whose fields are ``a``
-    and ``b``): ``Reparameterized(w, "lora", {"a": a, "b": b})`` at ``fc.weight`` gives
-    ``fc.weight``, ``fc.weight.lora.a`` and ``fc.weight.lora.b``.
+    Burn visits the base tensor, then enters ``name``: ``Reparameterized(w, "lora", {"a": a,
+    "b": b})`` at ``fc.weight`` gives ``fc.weight``, ``fc.weight.lora.a`` and ``fc.weight.lora.b``.
+
+    Args:
+        base: The base tensor.
+        name: The path segment of the reparameterization (``"lora"`` for LoRA).
+        module: Its own parameters (for LoRA, ``a`` and ``b``).
     """
 
     __slots__ = ("base", "name", "module")
@@ -155,7 +175,18 @@ def _dataclass_fields(value: Any) -> list[dataclasses.Field]:
 
 
 def iter_params(tree: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
-    """Every parameter of ``tree`` as ``(burn path, leaf)``, in traversal (= Burn's data) order."""
+    """Every parameter of ``tree`` as ``(burn path, leaf)``, in traversal (= Burn's data) order.
+
+    Args:
+        tree: A module structure (see the table in this module's docstring).
+        prefix: The path of ``tree`` itself.
+
+    Returns:
+        An iterator of ``(path, leaf)`` pairs.
+
+    Raises:
+        TypeError: A value cannot be mapped to Burn module paths.
+    """
     if is_leaf(tree):
         yield prefix, tree
     elif tree is None or isinstance(tree, (_PRIMITIVES, Ignored)):
@@ -186,7 +217,18 @@ def iter_params(tree: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
 
 
 def module_paths(tree: Any) -> dict[str, Any]:
-    """``{burn path: leaf}`` for a module structure (see the table in this module's docstring)."""
+    """``{burn path: leaf}`` for a module structure (see the table in this module's docstring).
+
+    Args:
+        tree: A module structure.
+
+    Returns:
+        The leaves by path, in data order.
+
+    Raises:
+        ValueError: Two parameters map to the same path.
+        TypeError: A value cannot be mapped to Burn module paths.
+    """
     out: dict[str, Any] = {}
     for path, leaf in iter_params(tree):
         if path in out:
@@ -196,7 +238,19 @@ def module_paths(tree: Any) -> dict[str, Any]:
 
 
 def map_params(tree: Any, fn: Callable[[str, Any], Any], prefix: str = "") -> Any:
-    """A copy of ``tree`` with every parameter replaced by ``fn(path, leaf)`` (containers rebuilt)."""
+    """A copy of ``tree`` with every parameter replaced by ``fn(path, leaf)`` (containers rebuilt).
+
+    Args:
+        tree: A module structure.
+        fn: The replacement of each leaf, given its path.
+        prefix: The path of ``tree`` itself.
+
+    Returns:
+        The rebuilt structure.
+
+    Raises:
+        TypeError: A value cannot be mapped to Burn module paths.
+    """
     if is_leaf(tree):
         return fn(prefix, tree)
     if tree is None or isinstance(tree, (_PRIMITIVES, Ignored)):

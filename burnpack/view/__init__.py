@@ -1,7 +1,7 @@
 """``burnpack view``: a model, a checkpoint directory or a change as one self-contained HTML page.
 
-:func:`build_page` gathers the report (:mod:`burnpack.view.report`) and renders it
-(:mod:`burnpack.view.page`); :mod:`burnpack.view.stats` streams exact statistics over a tensor.
+``build_page`` gathers the report (``burnpack.view.report``) and renders it
+(``burnpack.view.page``); ``burnpack.view.stats`` streams exact statistics over a tensor.
 """
 
 from __future__ import annotations
@@ -23,12 +23,24 @@ def _title(source: str) -> str:
 
 
 def build_page(first: str, second: str | None = None, *, stats: bool = True, progress: ProgressSetting = None) -> str:
-    """The HTML page for one input (a pack, any format ``convert`` reads, a URL, or a Burn
-    checkpoint directory) or, with ``second``, the diff of two inputs (tensors of the second).
+    """The self-contained HTML page ``burnpack view`` writes.
 
-    ``stats=False``: from the metadata alone (no tensor bytes read for one input). ``progress``
-    shows each pass over tensor bytes — comparing, the norms of unchanged tensors, the epochs'
-    changes, the statistics — as :func:`~burnpack.core.progress.progress_for` does."""
+    Args:
+        first: One input: a pack, any format ``convert`` reads, a URL, or a Burn checkpoint directory.
+        second: A second input: the page is then the diff of the two (tensors of the second).
+        stats: Compute each tensor's statistics; False builds the page from the metadata alone (no
+            tensor bytes read for one input).
+        progress: Shows each pass over tensor bytes (comparing, the norms of unchanged tensors,
+            the epochs' changes, the statistics): a callable fed the bytes read, or a setting of
+            ``burnpack.core.progress.progress_for``.
+
+    Returns:
+        The page's HTML.
+
+    Raises:
+        BurnpackError: An input cannot be read (its format's error).
+        OSError: An input does not exist or cannot be opened.
+    """
     if second is None and is_checkpoint_directory(first):
         report, newest = checkpoint_report(first, stats=stats, progress=progress)
         pack = None

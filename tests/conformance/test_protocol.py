@@ -140,7 +140,7 @@ def test_a_crash_carries_its_stderr_into_the_json_report_and_junit(vectors):
 
 def test_a_lone_surrogate_in_the_output_fails_and_every_report_still_writes(vectors, tmp_path):
     script = tmp_path / "surrogate.py"
-    script.write_text("import json, sys\nfrom conformance.reference import dump\nout = dump(sys.argv[1])\n"
+    script.write_text("import json, sys\nfrom burnpack_conformance.reference import dump\nout = dump(sys.argv[1])\n"
                       "out['tensors'][0]['name'] = '\\ud800'\nprint(json.dumps(out))\n")  # fmt: skip
     report = run_readers(vectors.select(["dtype/f32"]), ExternalReader(f"{sys.executable} {script} {{path}}"))
     (result,) = report.results
@@ -151,7 +151,7 @@ def test_a_lone_surrogate_in_the_output_fails_and_every_report_still_writes(vect
 
 
 def test_batch_answers_are_split_on_newlines_only(vectors, tmp_path):
-    body = ("import sys, json\nfrom conformance.reference import dump\n"
+    body = ("import sys, json\nfrom burnpack_conformance.reference import dump\n"
             "for line in sys.stdin:\n    req = json.loads(line)\n"
             "    sys.stdout.write(json.dumps(dump(req['path'], req['level']), ensure_ascii=False) + '\\n')\n"
             "    sys.stdout.flush()\n")  # fmt: skip
@@ -163,7 +163,7 @@ def test_batch_answers_are_split_on_newlines_only(vectors, tmp_path):
 
 
 def test_a_batch_answer_on_several_lines_is_a_crash_naming_the_batch_rule(vectors, tmp_path):
-    body = ("import sys, json\nfrom conformance.reference import dump\n"
+    body = ("import sys, json\nfrom burnpack_conformance.reference import dump\n"
             "for line in sys.stdin:\n    req = json.loads(line)\n"
             "    print(json.dumps(dump(req['path'], req['level']), indent=1), flush=True)\n")  # fmt: skip
     script = tmp_path / "pretty.py"

@@ -106,7 +106,7 @@ def test_a_reader_printing_a_traceback_is_a_crash(vectors, tmp_path):
 
 
 def test_batch_reader_survives_a_crash_and_serves_the_next_vector(vectors, tmp_path):
-    body = ("import sys, json, os\nfrom conformance.reference import dump\n"
+    body = ("import sys, json, os\nfrom burnpack_conformance.reference import dump\n"
             "for line in sys.stdin:\n    req = json.loads(line)\n"
             "    if 'empty_pack' in req['path']: os._exit(3)\n"
             "    print(json.dumps(dump(req['path'], req['level'])), flush=True)\n")
@@ -118,7 +118,7 @@ def test_batch_reader_survives_a_crash_and_serves_the_next_vector(vectors, tmp_p
 
 
 def test_batch_reader_that_hangs_is_killed_and_replaced(vectors, tmp_path):
-    body = ("import sys, json, time\nfrom conformance.reference import dump\n"
+    body = ("import sys, json, time\nfrom burnpack_conformance.reference import dump\n"
             "for line in sys.stdin:\n    req = json.loads(line)\n"
             "    if 'empty_pack' in req['path']: time.sleep(60)\n"
             "    print(json.dumps(dump(req['path'], req['level'])), flush=True)\n")
@@ -255,7 +255,7 @@ def test_reader_command_needs_a_path_placeholder():
 
 
 def test_level_placeholder_is_substituted(vectors, tmp_path):
-    body = ("import sys, json\nfrom conformance.reference import dump\nout = dump(sys.argv[1], sys.argv[2])\n"
+    body = ("import sys, json\nfrom burnpack_conformance.reference import dump\nout = dump(sys.argv[1], sys.argv[2])\n"
             "print(json.dumps(out))\nsys.exit(0 if out['ok'] else 1)\n")
     cmd = _script(tmp_path, "lvl", body) + " {path} {level}"
     report = run_readers(vectors.select(["header/version_0"]), ExternalReader(cmd), levels=("compatible", "strict"))

@@ -1,10 +1,10 @@
 """Whole training checkpoints: PyTorch (model + optimizer + LR scheduler) ↔ a Burn Learner
 checkpoint directory (``model-N.bpk``, ``optim-N.bpk``, ``scheduler-N.bpk``).
 
-:func:`pytorch_to_burn_checkpoint` reads a ``torch.save``'d training state — a file (without
+``pytorch_to_burn_checkpoint`` reads a ``torch.save``'d training state — a file (without
 torch and without running pickled code), a dict, or live ``nn.Module`` / ``Optimizer`` /
 ``LRScheduler`` objects — and writes the three records a Burn learner resumes from.
-:func:`burn_checkpoint_to_pytorch` does the reverse. Supported: ``Adam``, ``AdamW``, ``SGD``
+``burn_checkpoint_to_pytorch`` does the reverse. Supported: ``Adam``, ``AdamW``, ``SGD``
 (with or without momentum); ``CosineAnnealingLR``, ``LinearLR``, ``StepLR``, ``ExponentialLR``
 (or none: a constant learning rate).
 
@@ -60,8 +60,8 @@ recipe nests the parts in ``{"app": AppState}``); ``burn_checkpoint_to_pytorch(.
 writes a DCP folder keyed by name, laid out as the source was, which a ``get_state_dict``
 template, ``dcp.load`` and ``set_state_dict`` restore.
 
-The work is split by part: :mod:`.model`, :mod:`.optimizer` and :mod:`.scheduler` map one record
-each, both ways; :mod:`.state` reads the PyTorch side and holds the report. Checkpoint entries
+The work is split by part: ``.model``, ``.optimizer`` and ``.scheduler`` map one record
+each, both ways; ``.state`` reads the PyTorch side and holds the report. Checkpoint entries
 that are neither state dicts nor plain data (an ``argparse.Namespace``) are skipped and listed in
 ``CheckpointReport.skipped_entries``; numbers (numpy scalars too) are kept as metadata.
 
@@ -185,22 +185,43 @@ def pytorch_to_burn_checkpoint(
     progress: ProgressSetting = None,
     **model_options: Any,
 ) -> CheckpointReport:
-    """Write ``model-N.bpk``, ``optim-N.bpk`` and ``scheduler-N.bpk`` into ``out_dir`` (a Burn
-    ``<artifact_dir>/checkpoint`` directory) from a PyTorch training state.
+    """Write ``model-N.bpk``, ``optim-N.bpk`` and ``scheduler-N.bpk`` into a Burn checkpoint
+    directory from a PyTorch training state.
 
-    ``epoch`` defaults to the checkpoint's ``epoch`` entry when it is an int ≥ 1, else 1.
-    ``model_options`` are the model mapping's: ``remap`` / ``enum_variants`` /
-    ``map_indices_contiguous`` rename PyTorch paths to the Burn module's; ``exclude`` (regexes,
-    searched in the names after remapping) leaves out tensors the Burn module does not have,
-    with their optimizer state; ``module_types`` / ``type_rules`` / ``infer_types`` (default
-    True) say which module owns each weight; ``allow_unmatched`` tolerates options that change
-    nothing. The param ids are derived from the Burn paths (:func:`~burnpack.records.derive_param_ids`),
-    so the same input gives the same files; ``seed`` mixes a number into them. Existing files are kept unless
-    ``overwrite``; the three files are put in place together (an interrupted write leaves none of
-    them), ``progress`` shows the bytes written (:func:`~burnpack.core.progress.progress_for`).
-    The read caps among ``model_options``
-    (``max_pickle_depth``...: :class:`~burnpack.interop.limits.ReadLimits`) bound reading the
-    PyTorch files, as :func:`read_torch_training_state`'s.
+    The three files are put in place together (an interrupted write leaves none of them);
+    existing files are kept unless ``overwrite``.
+
+    Args:
+        source: A checkpoint file, DCP folder or dict (see ``read_torch_training_state``).
+        out_dir: The Burn ``<artifact_dir>/checkpoint`` directory.
+        epoch: The Burn epoch; by default the checkpoint's ``epoch`` entry when it is an int ≥ 1, else 1.
+        model: The model part, given separately (a path, a ``state_dict`` or a live module).
+        optimizer: The optimizer part, given separately.
+        scheduler: The scheduler part, given separately.
+        module: An ``nn.Module`` giving exact module types and the parameter order.
+        model_key: The checkpoint key of the model part.
+        optimizer_key: The checkpoint key of the optimizer part.
+        scheduler_key: The checkpoint key of the scheduler part.
+        optimizer_kind: The optimizer (``"adam"``, ``"sgd"``, …) when the state cannot tell.
+        seed: A number mixed into the param ids, which are derived from the Burn paths
+            (``burnpack.records.derive_param_ids``), so the same input gives the same files.
+        overwrite: Replace existing files.
+        progress: Shows the bytes written (a setting of ``burnpack.core.progress.progress_for``).
+        **model_options: The model mapping's options: ``remap`` / ``enum_variants`` /
+            ``map_indices_contiguous`` rename PyTorch paths to the Burn module's; ``exclude``
+            (regexes, searched in the names after remapping) leaves out tensors the Burn module
+            does not have, with their optimizer state; ``module_types`` / ``type_rules`` /
+            ``infer_types`` (default True) say which module owns each weight;
+            ``allow_unmatched`` tolerates options that change nothing; the read caps
+            (``max_pickle_depth``...) bound reading the PyTorch files.
+
+    Returns:
+        What the migration did.
+
+    Raises:
+        OutputExistsError: A file exists and ``overwrite`` is False.
+        ConversionError: The state cannot be read or mapped.
+        TypeError: An option has the wrong type.
     """
     if out_dir is None:
         raise TypeError("out_dir is required")
@@ -255,23 +276,40 @@ def burn_checkpoint_to_pytorch(
     dcp: bool = False,
     progress: ProgressSetting = None,
 ) -> tuple[TorchTrainingState, CheckpointReport]:
-    """Read a Burn Learner checkpoint (the ``checkpoint`` directory or its artifact directory)
-    and rebuild the PyTorch state dicts; with ``out``, also ``torch.save`` them (needs torch).
-
-    ``dcp``: the optimizer state is keyed by parameter name, as ``get_state_dict`` gives it, and
-    ``out`` is written as a ``torch.distributed.checkpoint`` folder that ``dcp.load`` into a
-    ``get_state_dict`` template, then ``set_state_dict``, restores. Otherwise the optimizer state
-    is keyed as the PyTorch source was (by index, as ``optimizer.state_dict()``, unless the
-    source listed names).
+    """Read a Burn Learner checkpoint and rebuild the PyTorch state dicts; with ``out``, also save them.
 
     Everything Burn holds comes from Burn's records. What Burn does not hold — parameter
     groups' hyperparameters, the scheduler configuration, the PyTorch parameter order and
     names, ``num_batches_tracked`` — comes from the ``torch.*`` metadata a previous
-    :func:`pytorch_to_burn_checkpoint` stored, else from ``module`` (an ``nn.Module``),
-    ``optimizer_config`` (``{"kind": "adam", "lr": ..., ...}``, over torch's defaults) and
-    ``scheduler_config`` (``{"kind": "cosine", "T_max": ..., "base_lrs": [...], ...}``).
-    ``remap`` rules turn Burn paths (after the adapter's renames) into PyTorch names when no
-    stored name map says otherwise.
+    ``pytorch_to_burn_checkpoint`` stored, else from ``module``, ``optimizer_config`` and
+    ``scheduler_config``.
+
+    Args:
+        checkpoint_dir: The ``checkpoint`` directory or its artifact directory.
+        out: Where to ``torch.save`` the checkpoint (needs torch); None only returns it.
+        epoch: The epoch to read; by default the newest complete one.
+        module: An ``nn.Module`` giving module types, parameter order and names.
+        module_types: Module path → Burn type.
+        type_rules: ``(regex, type)`` rules for module types.
+        infer_types: Guess the module types left from names and shapes.
+        optimizer_config: ``{"kind": "adam", "lr": ..., ...}``, over torch's defaults.
+        scheduler_config: ``{"kind": "cosine", "T_max": ..., "base_lrs": [...], ...}``.
+        remap: Rules turning Burn paths (after the adapter's renames) into PyTorch names when no
+            stored name map says otherwise.
+        overwrite: Replace an existing ``out``.
+        progress: Shows the bytes written (a setting of ``burnpack.core.progress.progress_for``).
+        dcp: Key the optimizer state by parameter name, as ``get_state_dict`` gives it, and write
+            ``out`` as a ``torch.distributed.checkpoint`` folder (``dcp.load`` into a
+            ``get_state_dict`` template, then ``set_state_dict``, restores it). Otherwise the
+            optimizer state is keyed as the PyTorch source was (by index, unless it listed names).
+
+    Returns:
+        The training state and the report.
+
+    Raises:
+        ConversionError: The checkpoint cannot be read or mapped.
+        OutputExistsError: ``out`` exists and ``overwrite`` is False.
+        TypeError: An option has the wrong type.
     """
     from ..torch_live import module_types_of
 

@@ -32,13 +32,17 @@ _SCHED_KEYS = ("scheduler", "lr_scheduler", "scheduler_state_dict", "sched", "lr
 class TorchTrainingState:
     """A PyTorch training state as plain data: arrays for tensors, dicts/lists for the rest.
 
-    ``model`` is the ordered ``state_dict``; ``optimizer`` / ``scheduler`` their
-    ``state_dict()``s (or None); ``extra`` the checkpoint's other entries (``epoch``...);
-    ``param_names`` the parameter names in the order the optimizer indexes them, when known;
-    ``module_types`` module path → Burn type, when a module was given; ``keys`` where the three
-    parts came from: ``keys[part]`` their checkpoint key, ``keys[part + ".within"]`` the entry
-    holding them (torch's DCP recipe saves ``{"app": AppState}``), ``keys["optimizer.layout"] ==
-    "flat"`` for ``get_state_dict``'s ``flatten_optimizer_state_dict`` form.
+    Args:
+        model: The ordered ``state_dict``.
+        optimizer: The optimizer's ``state_dict()``, or None.
+        scheduler: The scheduler's ``state_dict()``, or None.
+        extra: The checkpoint's other entries (``epoch``...).
+        param_names: The parameter names in the order the optimizer indexes them, when known.
+        module_types: Module path → Burn type, when a module was given.
+        keys: Where the three parts came from: ``keys[part]`` their checkpoint key,
+            ``keys[part + ".within"]`` the entry holding them (torch's DCP recipe saves
+            ``{"app": AppState}``), ``keys["optimizer.layout"] == "flat"`` for
+            ``get_state_dict``'s ``flatten_optimizer_state_dict`` form.
     """
 
     model: dict[str, np.ndarray]
@@ -50,7 +54,11 @@ class TorchTrainingState:
     keys: dict[str, str] = field(default_factory=dict)
 
     def to_torch(self) -> dict[str, Any]:
-        """The checkpoint dict with torch tensors, ready for ``torch.save`` / ``load_state_dict``."""
+        """The checkpoint dict with torch tensors, ready for ``torch.save`` / ``load_state_dict``.
+
+        Returns:
+            The dict (needs torch).
+        """
         def conv(value: Any) -> Any:
             if isinstance(value, np.ndarray):
                 return numpy_to_torch(value)
@@ -89,9 +97,28 @@ class TorchTrainingState:
 class CheckpointReport:
     """What a checkpoint migration did: files, kinds, per-part counts and what could not map.
 
-    ``options``: what each model option (remap, exclude, module types...) changed.
-    ``skipped_entries``: checkpoint entries that are neither a state dict nor storable as JSON
-    (an ``argparse.Namespace``...), with their type; they are left out of the Burn records."""
+    Attributes:
+        direction: ``"pytorch-to-burn"`` or ``"burn-to-pytorch"``.
+        source: The source, as named in messages.
+        target: The output.
+        epoch: The Burn epoch.
+        files: Part → file written.
+        model_tensors: How many model tensors.
+        renamed: Source name → output name where they differ.
+        transposed: The tensors transposed.
+        dropped: The tensors left out.
+        optimizer: The optimizer's kind.
+        params_with_state: How many parameters have optimizer state.
+        step: The optimizer's step count.
+        scheduler: The scheduler's kind.
+        scheduler_position: The scheduler's step.
+        burn_configs: The Burn configs that rebuild the optimizer and scheduler.
+        options: What each model option (remap, exclude, module types...) changed.
+        not_mapped: What could not be mapped.
+        skipped_entries: Checkpoint entries that are neither a state dict nor storable as JSON
+            (an ``argparse.Namespace``...), with their type; left out of the Burn records.
+        warnings: Everything else worth knowing.
+    """
 
     direction: str = ""
     source: str = ""
@@ -114,6 +141,11 @@ class CheckpointReport:
     warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
+        """A human summary: the files, then each part's counts and what could not map.
+
+        Returns:
+            The summary, terminal-safe.
+        """
         lines = [f"{self.source} -> {self.target} (epoch {self.epoch})"]
         for name, path in self.files.items():
             lines.append(f"  {name}: {path}")
@@ -339,17 +371,31 @@ def read_torch_training_state(
     scheduler_key: str | None = None,
     **caps: Unpack[ReadCaps],
 ) -> TorchTrainingState:
-    """Collect a training state from a checkpoint file, DCP folder or dict (``source``) and/or separate
-    parts (each a file path, a ``state_dict`` or a live torch object); files are read within
-    ``caps`` (``max_pickle_depth``...: :class:`~burnpack.interop.limits.ReadLimits`).
+    """Collect a training state from a checkpoint and/or separate parts.
 
     In a checkpoint dict the parts are found by key (``model`` / ``model_state_dict`` /
     ``state_dict``..., ``optimizer`` / ``optimizer_state_dict``..., ``scheduler`` /
     ``lr_scheduler``...) or, failing that, by shape (a dict of tensors; a dict with ``state``
     and ``param_groups``; a dict with ``last_epoch`` and ``base_lrs``). Other entries (an epoch,
-    numpy scalars, an ``argparse.Namespace``...) become ``extra``. ``module`` (an
-    ``nn.Module``) supplies exact module types and the parameter order; a live optimizer with a
-    live module gives the exact index → parameter mapping even for custom parameter groups.
+    numpy scalars, an ``argparse.Namespace``...) become ``extra``.
+
+    Args:
+        source: A checkpoint file, DCP folder or dict.
+        model: The model part (a file path, a ``state_dict`` or a live module).
+        optimizer: The optimizer part (a file path, a ``state_dict`` or a live optimizer; with a
+            live module, the exact index → parameter mapping, even for custom groups).
+        scheduler: The scheduler part.
+        module: An ``nn.Module`` supplying exact module types and the parameter order.
+        model_key: The checkpoint key of the model part.
+        optimizer_key: The checkpoint key of the optimizer part.
+        scheduler_key: The checkpoint key of the scheduler part.
+        **caps: The bounds files are read within (``max_pickle_depth``...).
+
+    Returns:
+        The training state.
+
+    Raises:
+        ConversionError: A part is missing or cannot be read.
     """
     from ..torch_live import module_types_of
 
