@@ -17,7 +17,7 @@ import math
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, BinaryIO, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .converter import convert
+    from .converter import convert  # noqa: F401 - its type for checkers; exported lazily (in __all__ through _EXPORTS)
 
 _EXPORTS = {
     "..errors": ("ConversionError", "OutputExistsError", "UnmatchedOptionError", "UnknownModuleType", "PyTorchReadError",

@@ -4,7 +4,6 @@ foreign arrays as entries (numpy ``bool`` becomes a Burn ``Bool`` of the chosen 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path

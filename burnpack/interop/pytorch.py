@@ -54,7 +54,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from .._generated.types import BOOL_STORE_INFO, DTYPE_INFO
 from ..dtypes import NATIVE_BOOL, dtype_from_torch, numpy_dtype, numpy_dtype_named
-from ..errors import BurnpackError, PyTorchReadError, UnsafePickleError, cause, excerpt, excerpts
+from ..errors import PyTorchReadError, UnsafePickleError, cause, excerpt, excerpts
 from ..core.sidefile import MAX_INT_DIGITS, is_bounded_int
 from ..core.source import Folder, open_regular
 from ..core.tensor import NUMPY_MAX_DIMS

@@ -554,8 +554,6 @@ def _detect_url(url: str) -> Format:
 def probe_url(url: str) -> tuple[Format, FsspecSource]:
     """A URL's format and its source, left open: the first block the probe fetched stays cached
     in it, so a ``.bpk`` opened from it (``load(source)``) costs no second request."""
-    import tempfile
-
     from ..remote import FsspecSource
 
     source = FsspecSource(url)

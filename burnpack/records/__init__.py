@@ -104,6 +104,7 @@ __all__ = [
     "ApplyReport",
     "CheckpointingAction",
     "CheckpointRetentionError",
+    "CheckpointingStrategy",
     "Checkpoints",
     "ComposedCheckpointingStrategy",
     "ComposedLrScheduler",

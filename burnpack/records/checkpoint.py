@@ -108,7 +108,15 @@ class CheckpointingStrategy(Protocol):
     """
 
     def checkpointing(self, epoch: int, history: MetricHistory) -> list[CheckpointingAction]:
-        """The actions after ``epoch``, given the metric ``history`` so far."""
+        """The actions after ``epoch``, given the metric ``history`` so far.
+
+        Args:
+            epoch: The epoch just finished.
+            history: The metric history so far.
+
+        Returns:
+            The checkpoints to save and delete.
+        """
         ...
 
 

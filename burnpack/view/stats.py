@@ -40,7 +40,7 @@ import numpy as np
 from ..dtypes import is_extension_type, numpy_dtype
 from ..errors import IoError
 from .._kernels import load_kernel, use_kernel
-from ..quant import describe
+from ..dtypes import describe
 from ..core.reader import TensorView
 
 _cstats: Any = load_kernel("burnpack.view._cstats")  # Any: its functions are untyped C

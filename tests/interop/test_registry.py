@@ -20,7 +20,6 @@ from burnpack.interop.registry import (
     detect_format,
     format_table,
     formats,
-    read_tensors,
     register,
     unregister,
 )
