@@ -369,15 +369,19 @@ def kernels(path: str) -> str:
 # -- benchmarks/startup_bench.py ----------------------------------------------------------------
 def startup(path: str) -> str:
     """Each command's ratio of medians to ``import numpy`` (CPU time, the target's measure, and
-    wall time), with the target, and ``import numpy``'s own medians."""
+    wall time; instructions, when the run counted them), with the target, and ``import numpy``'s
+    own medians."""
     record = _load(path)
     ratios, medians, targets = record["ratios"], record["medians"], record["targets"]
+    counted = "instructions" in ratios
     rows = [[f"`{name}`" + (" (small pack)" if name == "burnpack inspect" else ""), _num(ratios["cpu"][name]), _num(ratios["wall"][name]),
-             f"≤ {target}×"] for name, target in targets.items()]  # fmt: skip
+             *([f"{ratios['instructions'][name]:.3f}"] if counted else []), f"≤ {target}×"] for name, target in targets.items()]  # fmt: skip
     base = "import numpy"
-    rows.append([f"`{base}` itself ({record['repeat']} runs)", _ms(medians["cpu"][base]), _ms(medians["wall"][base]), "—"])
-    return "\n".join([caption(path, record), "", *_table(["ratio of medians to `python -c \"import numpy\"`", "CPU time", "wall time",
-                                                         "target (CPU time)"], rows)])  # fmt: skip
+    rows.append([f"`{base}` itself ({record['repeat']} runs)", _ms(medians["cpu"][base]), _ms(medians["wall"][base]),
+                 *([f"{record['instructions'][base]:,}"] if counted else []), "—"])  # fmt: skip
+    header = ["ratio of medians to `python -c \"import numpy\"`", "CPU time", "wall time", *(["instructions (one run)"] if counted else []),
+              "target (CPU time)"]  # fmt: skip
+    return "\n".join([caption(path, record), "", *_table(header, rows)])
 
 
 # -- the README's headline table ------------------------------------------------------------------

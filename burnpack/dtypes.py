@@ -1,4 +1,5 @@
-"""Element types: Burn's ``DType`` ↔ numpy / torch / safetensors, element sizes, Debug rendering.
+"""Element types: Burn's ``DType`` ↔ numpy / torch / safetensors, element sizes, Debug rendering and the
+short names people read (``F32``, ``QFloat(Q8S block 32 F16)``).
 
 The public path of ``burnpack.core.dtypes``, where the container layer keeps it."""
 

@@ -258,6 +258,52 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     return f"{text[:limit]!r}... ({len(text):,} characters)"
 
 
+def excerpts(texts: Sequence[str], count: int = 10) -> str:
+    """The first ``count`` of several texts a file holds (names, keys), each an ``excerpt``,
+    and how many more there are.
+
+    Args:
+        texts: The texts, in the order a message lists them.
+        count: The most texts quoted.
+
+    Returns:
+        The quoted texts joined by commas, with ``and N more`` when some were left out.
+    """
+    more = f" and {len(texts) - count:,} more" if len(texts) > count else ""
+    return ", ".join(map(excerpt, texts[:count])) + more
+
+
+def shown(value: object) -> str:
+    """A value read from a file, as an error names it: never a container's whole content.
+
+    Args:
+        value: The value (decoded JSON, a pickle's object, ...).
+
+    Returns:
+        Text as an ``excerpt``; a bool, a number or None as itself (every integer a reader
+        takes from a file has at most 309 digits); anything else by its type (``a dict``).
+    """
+    if isinstance(value, str):
+        return excerpt(value)
+    if value is None or type(value) in (bool, int, float):
+        return repr(value)
+    return f"a {type(value).__name__}"
+
+
+def cause(exc: BaseException) -> str:
+    """What another library's exception says, as a message quotes it: zipfile quotes member names
+    and header bytes, pickletools an opcode's whole argument, so only an excerpt is kept. Raise
+    the message's error ``from None``: a chained cause would show all of it in the traceback.
+
+    Args:
+        exc: The other library's exception.
+
+    Returns:
+        Its type's name and an ``excerpt`` of its message (``BadZipFile: 'Bad CRC-32 ...'``).
+    """
+    return f"{type(exc).__name__}: {excerpt(str(exc), 2 * EXCERPT_CHARS)}"
+
+
 class PyTorchReadError(BurnpackError, ValueError):
     """The file is not a checkpoint this reader can load: truncated, corrupt or unsupported."""
 

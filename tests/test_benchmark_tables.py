@@ -227,3 +227,16 @@ def test_another_checkout_is_imported_under_its_own_name_and_loads_its_own_kerne
     (other / "burnpack" / "__init__.py").write_text('import importlib\nKERNEL = "burnpack.codec._cskip"\nNAME = __name__\n')
     package = import_checkout(other, "burnpack_other_checkout", tmp_path / "scratch")
     assert package.NAME == "burnpack_other_checkout" and package.KERNEL == "burnpack_other_checkout.codec._cskip"
+
+
+def test_the_startup_table_shows_instruction_ratios_when_the_run_counted_them(tmp_path):
+    spec = next(s for s in TABLE_SPECS if s.startswith("startup "))
+    record = json.loads((REPO / spec.split()[1]).read_text())
+    assert "instructions" not in tables.startup(str(REPO / spec.split()[1]))  # a run without them: no column
+    record["instructions"] = {"import numpy": 400_000_000, "burnpack --version": 190_000_000, "burnpack inspect": 480_000_000}
+    record["ratios"]["instructions"] = {"burnpack --version": 0.475, "burnpack inspect": 1.2}
+    path = tmp_path / "startup.json"
+    path.write_text(json.dumps(record))
+    lines = tables.startup(str(path)).splitlines()
+    assert lines[2].split(" | ")[3] == "instructions (one run)"
+    assert [line.split(" | ")[3] for line in lines[4:]] == ["0.475", "1.200", "400,000,000"]

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 from ..codec._generated.metadata import QUANTIZABLE_SCALES, QUANTIZABLE_VALUES, BoolStore
-from .common import add_output_options, check_output, print_json
+from .common import add_output_options, check_output, print_json, progress_setting
 from ..errors import CommandError, InvalidPattern, OptionError, blame
 
 if TYPE_CHECKING:
@@ -349,7 +349,7 @@ def _convert(args: argparse.Namespace) -> int:
     with blame(args.input):
         report = convert(
             args.input, out_path, from_format=args.from_format, to_format=args.to_format, overwrite=args.overwrite,
-            bool_store=args.bool_store, compress=args.compress, progress=args.progress, legacy_ok=args.legacy_ok,
+            bool_store=args.bool_store, compress=args.compress, progress=progress_setting(args), legacy_ok=args.legacy_ok,
             npz_metadata=args.npz_metadata, **options,
         )  # fmt: skip
     if args.json:
@@ -405,7 +405,7 @@ def _convert_checkpoint(args: argparse.Namespace) -> int:
         if not to_burn:
             _, report = burn_checkpoint_to_pytorch(
                 args.input, args.output, epoch=args.epoch, module_types=types, type_rules=rules,
-                infer_types=True, overwrite=args.overwrite, remap=remap, dcp=args.dcp, progress=args.progress,
+                infer_types=True, overwrite=args.overwrite, remap=remap, dcp=args.dcp, progress=progress_setting(args),
                 optimizer_config=_json_option("--optimizer-config", args.optimizer_config),
                 scheduler_config=_json_option("--scheduler-config", args.scheduler_config),
             )  # fmt: skip
@@ -416,7 +416,7 @@ def _convert_checkpoint(args: argparse.Namespace) -> int:
                 optimizer_kind=args.optimizer_kind, module_types=types, type_rules=rules, infer_types=True,
                 remap=remap, enum_variants=_pairs(args.enum_variant, "--enum-variant") or None,
                 map_indices_contiguous=args.map_indices_contiguous, exclude=args.exclude, seed=args.seed,
-                overwrite=args.overwrite, allow_unmatched=args.allow_unmatched, progress=args.progress, **limits,
+                overwrite=args.overwrite, allow_unmatched=args.allow_unmatched, progress=progress_setting(args), **limits,
             )  # fmt: skip
     if args.json:
         from dataclasses import asdict

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..core.display import plural
 from ..errors import CommandError, blame
-from .common import add_output_options, check_output, describe_error, wrote
+from .common import add_output_options, check_output, describe_error, progress_setting, wrote
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,7 +41,7 @@ def _build(args: argparse.Namespace) -> tuple[Path, int]:
         writer = writer_from_spec(spec)
         writer.plan()  # a refusal is about the spec, before any output exists
     target = check_output(args.output, resolve_write_path(args.output), overwrite=args.overwrite)
-    bar = progress_for(args.progress, writer.size(), "writing")
+    bar = progress_for(progress_setting(args), writer.size(), "writing")
     with blame(target), atomic_file(target, replace=args.overwrite) as stream:
         writer.write_stream(stream, progress=bar)
     finish(bar)

@@ -82,6 +82,8 @@ def checkpoint_inspect(directory: str, out: TextIO, *, as_json: bool = False) ->
                 print(f"  {name:<10} {file}: {entry['kind']}{states}{step}", file=out)
             else:
                 print(f"  {name:<10} {file}: {printable(entry['state'])}", file=out)
+                if entry["meaning"] != entry["state"]:  # the values in words (u64::MAX: not stepped yet...)
+                    print(f"  {'':<10} {printable(entry['meaning'])}", file=out)
         if "ids" in detail:
             print(f"  {'ids':<10} " + printable_lines(detail["ids"]["text"]).replace("\n", "\n" + " " * 13), file=out)
     return 1 if failed else 0

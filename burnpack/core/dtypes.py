@@ -1,4 +1,5 @@
-"""Element types: Burn's ``DType`` ↔ numpy / torch / safetensors, element sizes, Debug rendering.
+"""Element types: Burn's ``DType`` ↔ numpy / torch / safetensors, element sizes, Debug rendering and the
+short names people read (``F32``, ``QFloat(Q8S block 32 F16)``).
 
 Every table here is derived from the generated ``DTYPE_INFO`` / ``BOOL_STORE_INFO``
 (``schema/metadata.toml``); torch is imported only by the torch functions, and ``ml_dtypes``
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 import numpy as np
 
-from ..codec._generated.metadata import BOOL_STORE_INFO, DTYPE_INFO, NUMPY_EXTENSION_TYPES, BoolStore, DType, debug_DType
+from ..codec._generated.metadata import BOOL_STORE_INFO, DTYPE_INFO, NUMPY_EXTENSION_TYPES, BoolStore, DType, QuantMode, QuantScheme, ScaleDtype, debug_DType
 
 if TYPE_CHECKING:  # torch is an extra: its types name what goes in and out; its module is imported when used
     import torch
@@ -35,6 +36,8 @@ __all__ = [
     "UNIT_VIEW_SPECS",
     "ResolvedTable",
     "debug",
+    "describe",
+    "dtype_label",
     "dtype_from_numpy",
     "dtype_from_safetensors",
     "dtype_from_torch",
@@ -344,3 +347,48 @@ def view_bytes_as(buffer: memoryview | bytes | bytearray | np.ndarray, offset: i
         return np.frombuffer(buffer, f"<u{dtype.itemsize}", count, offset).astype(f"=u{dtype.itemsize}").view(dtype)
     return np.frombuffer(buffer, dtype, count, offset)
 
+
+def describe(scheme: QuantScheme) -> str:
+    """A short human form of a scheme: ``Q8S block 32 F16``, ``Q4S packed u32 block 4x32 UE4M3 + tensor F32``.
+
+    Also exported by ``burnpack.quant``, where QFloat users look for it.
+
+    Args:
+        scheme: The quantization scheme.
+
+    Returns:
+        The description.
+    """
+    parts = [scheme.value.name]
+    store = scheme.store
+    if store.is_packed_u32:
+        parts.append("packed u32" + (f" dim {store.value}" if store.value else ""))
+    elif store.is_packed_native:
+        parts.append("packed native" + (f" dim {store.value}" if store.value else ""))
+    if scheme.mode is QuantMode.Lookup:
+        parts.append("lookup")
+    if scheme.block is not None:
+        size = scheme.block.size
+        dims = list(size.storage[: size.len]) if size.len <= len(size.storage) else list(size.storage)
+        parts.append(f"block {'x'.join(map(str, dims))} {scheme.block.dtype.name}")
+        if scheme.tensor is not None:
+            parts.append(f"+ tensor {scheme.tensor.name}")
+    else:
+        parts.append(f"tensor {(scheme.tensor or ScaleDtype.F32).name}")
+    return " ".join(parts)
+
+
+def dtype_label(dtype: DType) -> str:
+    """A dtype's short human name: ``F32``, ``Bool(U8)`` (its ``debug``), ``QFloat(Q8S block 32 F16)``.
+
+    Also exported by ``burnpack.quant``.
+
+    Args:
+        dtype: The dtype.
+
+    Returns:
+        The name.
+    """
+    if isinstance(dtype.value, QuantScheme):
+        return f"QFloat({describe(dtype.value)})"
+    return debug(dtype)

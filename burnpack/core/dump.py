@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..codec._cbor import float_to_bits
 from ..codec._generated.metadata import Scalar
 from ..errors import BurnpackError
+from .progress import ProgressSetting, finish, progress_for
 from .reader import Pack, PathLike, load
 
 if TYPE_CHECKING:  # a type alias only: the JSON side-file reader is not imported for it
@@ -35,12 +36,15 @@ def scalar_json(scalar: Scalar) -> JSONObject:
     return {"type": scalar.variant, "value": shown, "f64_bits": f"0x{float_to_bits(value):016x}"}
 
 
-def pack_json(pack: Pack) -> JSONObject:
-    """Everything a reader reports about an open pack; reads every tensor (to hash it)."""
+def pack_json(pack: Pack, *, progress: ProgressSetting = None) -> JSONObject:
+    """Everything a reader reports about an open pack; reads every tensor (to hash it), feeding
+    ``progress`` the bytes of each (a callable, or a setting of :func:`~burnpack.core.progress.progress_for`)."""
     import hashlib  # (paid by a dump, not by every command that shows a scalar)
 
+    views = pack.tensors()
+    bar = progress_for(progress, sum(max(view.byte_len, 0) for view in views), "hashing")
     tensors = []
-    for view in pack.tensors():
+    for view in views:
         data = view.memoryview()
         tensors.append(
             {
@@ -53,6 +57,8 @@ def pack_json(pack: Pack) -> JSONObject:
                 "sha256": hashlib.sha256(data).hexdigest(),
             }
         )
+        bar(data.nbytes)
+    finish(bar)
     return {
         "ok": True,
         "header": {"version": pack.version, "metadata_size": pack.metadata_size},
@@ -67,14 +73,15 @@ def error_json(error: BurnpackError, stage: str) -> JSONObject:
     return {"ok": False, "error": {"variant": error.variant, "stage": stage, "message": str(error)}}
 
 
-def dump(source: PathLike | bytes, *, strict: bool = False, legacy_ok: bool = False) -> JSONObject:
-    """The ``dump --json`` object for a file or bytes; never raises a BurnpackError."""
+def dump(source: PathLike | bytes, *, strict: bool = False, legacy_ok: bool = False, progress: ProgressSetting = None) -> JSONObject:
+    """The ``dump --json`` object for a file or bytes; never raises a BurnpackError. ``progress``
+    shows the bytes hashed (:func:`pack_json`)."""
     try:
         pack = load(source, strict=strict, legacy_ok=legacy_ok)
     except BurnpackError as exc:
         return error_json(exc, "open")
     with pack:
         try:
-            return pack_json(pack)
+            return pack_json(pack, progress=progress)
         except BurnpackError as exc:
             return error_json(exc, "tensor_access")

@@ -7,14 +7,16 @@ any other bound a caller may lift (``infer_scheduler(max_children=)``). Each is 
 does not have, one it does not use, or one above what the reader can honour (its ``CEILINGS``)
 is an :class:`~burnpack.errors.OptionError`; and every refusal names the keyword that lifts it
 in one wording, :func:`lift`.
+
+A :class:`Limits` is a frozen record as a frozen dataclass is, built without ``dataclasses``:
+``load``'s imports stay what listing a pack needs (``dataclasses`` brings ``inspect``).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import Mapping
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, dataclass_transform
 
 from ..codec._generated.layout import MAX_METADATA_SIZE, MAX_TENSOR_COUNT, MAX_TENSOR_SIZE
 from ..errors import OptionError
@@ -29,22 +31,58 @@ def lift(name: str, value: int) -> str:
     return f"the limit {name}={value}; a larger {name}= lifts it"
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclass_transform(frozen_default=True)
 class Limits:
     """Base of every reader's limits: each field a non-negative int, named as the keyword that
-    lifts it."""
+    lifts it. A subclass declares its limits as annotated class attributes with their defaults,
+    as a frozen dataclass does, and is one: made by position or keyword, compared and hashed by
+    value, never changed."""
 
     CEILINGS: ClassVar[Mapping[str, tuple[int, str]]] = {}
     """A limit's largest value, where the reader cannot honour more than that (name → the value
     and why); any other limit goes up to the largest size Python indexes (``sys.maxsize``)."""
+    _NAMES: ClassVar[tuple[str, ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        declared = vars(cls).get("__annotations__", {})
+        cls._NAMES = cls._NAMES + tuple(name for name, kind in declared.items() if "ClassVar" not in str(kind))
+
+    def __init__(self, *values: int, **given: int) -> None:
+        names = self.names()
+        if len(values) > len(names):
+            raise TypeError(f"{type(self).__name__} takes at most {len(names)} limits, not {len(values)}")
+        chosen = dict(zip(names, values))
+        for name, value in given.items():
+            if name not in names or name in chosen:
+                raise TypeError(f"{type(self).__name__} got {'an unknown' if name not in names else 'a second'} limit {name!r}")
+            chosen[name] = value
+        for name in names:
+            object.__setattr__(self, name, chosen.get(name, getattr(type(self), name)))
+        self.__post_init__()
+
+    def _values(self) -> tuple[int, ...]:
+        return tuple(getattr(self, name) for name in self.names())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"cannot assign to limit {name!r}: limits are frozen")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete limit {name!r}: limits are frozen")
+
+    def __eq__(self, other: object) -> bool:
+        return self._values() == other._values() if type(other) is type(self) else NotImplemented  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._values()))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(f'{name}={value!r}' for name, value in zip(self.names(), self._values()))})"
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
         """The limits, in declaration order."""
-        names = _NAMES.get(cls)
-        if names is None:
-            names = _NAMES[cls] = tuple(field.name for field in dataclasses.fields(cls))  # type: ignore[arg-type]
-        return names
+        return cls._NAMES
 
     @classmethod
     def ceiling(cls, name: str) -> int:
@@ -93,9 +131,6 @@ class Limits:
         return lift(name, getattr(self, name))
 
 
-_NAMES: dict[type, tuple[str, ...]] = {}
-
-
 def refuse_unused(lifted: frozenset[str], used: tuple[str, ...], what: str) -> None:
     """An ``OptionError`` when a limit in ``lifted`` is not one of the ``used`` limits of ``what``:
     lifting it would change nothing."""
@@ -105,7 +140,6 @@ def refuse_unused(lifted: frozenset[str], used: tuple[str, ...], what: str) -> N
         raise OptionError(f"{unused[0]} changes nothing for {what} (the limits it takes: {takes})")
 
 
-@dataclasses.dataclass(frozen=True)
 class LoadLimits(Limits):
     """What ``load`` refuses beyond, each a keyword of ``load``; the defaults are Burn's."""
 

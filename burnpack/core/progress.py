@@ -1,6 +1,6 @@
-"""Progress on stderr for long writes: a redrawn bar on a terminal, plain lines elsewhere.
+"""Progress on stderr for long reads and writes: a redrawn bar on a terminal, plain lines elsewhere.
 
-``progress_for(setting, total)`` turns a ``--progress`` setting into a callable fed byte counts:
+``progress_for(setting, total, label)`` turns a ``--progress`` setting into a callable fed byte counts:
 ``"never"`` (or None/False) shows nothing; ``"auto"`` shows a bar only on a terminal and only
 for at least :data:`THRESHOLD` bytes; ``"always"`` (or True) shows a bar on a terminal and, when
 stderr is a file or a pipe (CI logs), a line at every tenth of the work. A callable is used as is.

@@ -38,7 +38,9 @@ from ..codec._generated.metadata import (
     QuantValue,
     ScaleDtype,
 )
-from .dtypes import ArrayData, ResolvedTable, debug, is_float_array, numpy_dtype_named, view_bytes_as
+# describe and dtype_label name schemes and dtypes for people: defined beside the other dtype names
+# (listing a pack needs them, not this codec) and exported here too, where QFloat users look
+from .dtypes import ArrayData, ResolvedTable, describe, dtype_label, is_float_array, numpy_dtype_named, view_bytes_as
 from ..codec._kernels import load_kernel, use_kernel
 from ..errors import InvalidQuantizedData, OptionError, QuantizationError, UnsupportedQuantization
 from .tensor import BytesLike, Tensor
@@ -191,48 +193,6 @@ def quantized_data_len(scheme: QuantScheme, shape: tuple[int, ...] | list[int]) 
         The payload's length in bytes.
     """
     return _layout(scheme, tuple(shape)).total
-
-
-def describe(scheme: QuantScheme) -> str:
-    """A short human form of a scheme: ``Q8S block 32 F16``, ``Q4S packed u32 block 4x32 UE4M3 + tensor F32``.
-
-    Args:
-        scheme: The quantization scheme.
-
-    Returns:
-        The description.
-    """
-    parts = [scheme.value.name]
-    store = scheme.store
-    if store.is_packed_u32:
-        parts.append("packed u32" + (f" dim {store.value}" if store.value else ""))
-    elif store.is_packed_native:
-        parts.append("packed native" + (f" dim {store.value}" if store.value else ""))
-    if scheme.mode is QuantMode.Lookup:
-        parts.append("lookup")
-    if scheme.block is not None:
-        size = scheme.block.size
-        dims = list(size.storage[: size.len]) if size.len <= len(size.storage) else list(size.storage)
-        parts.append(f"block {'x'.join(map(str, dims))} {scheme.block.dtype.name}")
-        if scheme.tensor is not None:
-            parts.append(f"+ tensor {scheme.tensor.name}")
-    else:
-        parts.append(f"tensor {(scheme.tensor or ScaleDtype.F32).name}")
-    return " ".join(parts)
-
-
-def dtype_label(dtype: DType) -> str:
-    """A dtype's short human name: ``F32``, ``Bool(U8)`` (its ``debug``), ``QFloat(Q8S block 32 F16)``.
-
-    Args:
-        dtype: The dtype.
-
-    Returns:
-        The name.
-    """
-    if isinstance(dtype.value, QuantScheme):
-        return f"QFloat({describe(dtype.value)})"
-    return debug(dtype)
 
 
 def parse_scheme(

@@ -15,12 +15,11 @@ import stat
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 import numpy as np
 
 from . import legacy
-from . import quant
 from ..codec._cbor import U64_MAX
 from ..codec._generated.layout import (
     FORMAT_VERSION,
@@ -50,10 +49,13 @@ from .plan import ReadPlan
 from .frameworks import import_torch, torch_from_buffer, torch_view_dtype
 from .paths import PathLike, resolve_read_path
 from .remote import FsspecSource, is_url
-from .slices import TensorSlice
 from .source import BufferSource, FileObjectSource, FileSource, Source, read_coalesced
 from .table import TensorTable, scan_table
 from .tensor import FileRange, Tensor, _as_array, _blank, _freeze, gc_paused
+
+if TYPE_CHECKING:  # imported where used: opening and listing a pack need neither the QFloat codec nor slicing
+    from . import quant
+    from .slices import TensorSlice
 
 __all__ = ["Pack", "PathLike", "TensorView", "load"]
 
@@ -119,6 +121,8 @@ class TensorView(Tensor):
     def slice(self) -> TensorSlice:
         """``view.slice[i:j]``, ``view.slice[:, 3]``: that part only, reading only its byte ranges."""
         self._pack._live(self.name)
+        from .slices import TensorSlice
+
         return TensorSlice(self)
 
     def read(self, offset: int = 0, length: int | None = None) -> bytes:
@@ -218,6 +222,8 @@ class TensorView(Tensor):
         """
         if not self.dtype.is_quantized:
             raise QuantizationError(f"tensor '{self.name}' is {self.dtype.variant}, not a quantized (QFloat) tensor")
+        from . import quant
+
         old = self._pack._old_schemes.get(self.name)
         if old is None:
             return quant.decode(self.memoryview(), self.dtype.value, self.shape, name=self.name)
@@ -235,6 +241,8 @@ class TensorView(Tensor):
             QuantizationError: The tensor is not QFloat, or its bytes do not fit its scheme.
         """
         if self.dtype.is_quantized and self.name not in self._pack._old_schemes:
+            from . import quant
+
             return quant.dequantize(self.memoryview(), self.dtype.value, self.shape, name=self.name)
         return self.quantized().dequantize()
 

@@ -35,7 +35,8 @@ indices, then the adapter with module types, then filters):
 
 Metadata: the source's user metadata is carried across (safetensors ``__metadata__`` ↔ burnpack
 metadata ↔ the ``__metadata__`` member of an ``.npz``). When the container changes and the
-target is burnpack or safetensors, the keys Burn's stores write are set as they write them:
+target is burnpack or safetensors, the keys Burn's stores write are set as they write them
+(:func:`~burnpack.core.metadata.provenance_stamp`, the keys ``diff`` reports apart as provenance):
 ``format`` = ``"burnpack"`` / ``"safetensors"``, and ``producer`` / ``version`` unless the source
 already names them (then they still say who produced the weights). ``stamp=False`` leaves
 them out; ``metadata={...}`` adds or overrides entries; ``keep_metadata=False`` starts empty.
@@ -52,8 +53,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.display import plural, printable_lines
 from ..errors import ConversionError, InvalidPattern, OptionError, UnmatchedOptionError
-from ..core.quant import dtype_label
+from ..core.dtypes import dtype_label
 from ..core.frameworks import TorchModule, is_torch_module
+from ..core.metadata import provenance_stamp
 from ..core.patterns import compile_pattern
 from ..core.progress import ProgressSetting, finish, human_size, progress_for
 from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
@@ -482,11 +484,11 @@ def _out_metadata(tset: TensorSet, target: Format | None, keep: bool, extra: Map
         if stamp and target.stamped:
             from .. import __version__
 
-            if out_meta.get("format") in (None, *file_formats):
-                out_meta["format"] = target_format
-            # else e.g. Hugging Face's "format": "pt", which transformers checks when loading: kept as is
-            out_meta.setdefault("producer", "burnpack")
-            out_meta.setdefault("version", __version__)
+            written = provenance_stamp(target_format, __version__)
+            if out_meta.get("format") in file_formats:  # ours to update; not e.g. Hugging Face's "format": "pt",
+                out_meta["format"] = written["format"]  # which transformers checks when loading
+            for key, value in written.items():  # what is absent is added; a source's producer and version stay
+                out_meta.setdefault(key, value)  # (they say who produced the weights)
     out_meta.update(extra or {})
     return out_meta
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..codec._generated.metadata import BoolStore
-from ..errors import ConversionError
+from ..errors import ConversionError, cause
 from ..core.frameworks import torch_available
 from ._io import entry_from_array
 from .formats import _npz_tensor_set
@@ -56,10 +56,10 @@ def with_torch_load(path: str | os.PathLike[str], bool_store: str | BoolStore = 
 
 
 def _refused(path: str | os.PathLike[str], library: str, exc: Exception) -> ConversionError:
-    """The error for a file ``library`` cannot read, with the library's own message; it names
+    """The error for a file ``library`` cannot read, with what the library says as an excerpt (it
+    may quote the file: zipfile's member names and header bytes, a JSON parser's strings); it names
     ``path`` as ``blame`` does (the command line shows it once, before the kind)."""
-    message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    error = ConversionError(f"{library} cannot read it: {message}")
+    error = ConversionError(f"{library} cannot read it: {cause(exc)}")
     error.burnpack_path = os.fspath(path)  # type: ignore[attr-defined]
     return error
 

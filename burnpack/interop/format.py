@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from ..codec._generated.metadata import BoolStore
 from ..core.source import open_regular
-from ..errors import ConversionError
+from ..errors import ConversionError, cause
 from .limits import DEFAULT_LIMITS, ReadLimits
 
 if TYPE_CHECKING:  # types only: the command line imports this table without numpy
@@ -123,7 +123,7 @@ class Probe:
                     with zipfile.ZipFile(self.path) as archive:
                         self._zip = archive.namelist()
                 except ZIP_ERRORS as exc:
-                    raise ConversionError(f"{self.path}: broken zip archive: {exc}") from None
+                    raise ConversionError(f"{self.path}: broken zip archive: {cause(exc)}") from None
         return self._zip
 
 

@@ -34,7 +34,7 @@ from ..core.tensor import NUMPY_MAX_DIMS
 from ..core.tensor import FileRange, le_c_bytes
 from ..core.writer import Tensor, Writer
 from ._io import PageReleaser, atomic_output, entries_from_arrays, entry_from_array
-from ..errors import EXCERPT_CHARS, ConversionError, SafetensorsError, excerpt
+from ..errors import ConversionError, SafetensorsError, cause, excerpt
 from .archive import ZIP_ERRORS, InflateBudget
 from .limits import DEFAULT_LIMITS, ReadLimits
 from .safetensors import build_header, map_safetensors
@@ -158,7 +158,7 @@ def read_npz(path: str | os.PathLike[str], *, bool_store: str | BoolStore = Bool
         except (*ZIP_ERRORS, MemoryError, RecursionError, SyntaxError, tokenize.TokenError) as exc:
             # numpy's header parser tokenizes and literal-evals the header; zipfile seeks where
             # the directory says: corrupt archives surface as any of these
-            raise ConversionError(f"{path}: not a readable .npz archive: {type(exc).__name__}: {exc}") from None
+            raise ConversionError(f"{path}: not a readable .npz archive: {cause(exc)}") from None
     return _npz_tensor_set(path, arrays, bool_store)
 
 
@@ -182,7 +182,7 @@ def _read_npy(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: InflateBu
             shape, fortran_order, dtype = _NPY_HEADER_READERS[version](member)
         except (ValueError, TypeError, SyntaxError, RecursionError, tokenize.TokenError) as exc:
             # numpy tokenizes, literal-evals and sorts the header dict: a crafted one fails anywhere
-            raise ConversionError(f"member {excerpt(info.filename)} has an unreadable .npy header: {type(exc).__name__}: {excerpt(str(exc), 2 * EXCERPT_CHARS)}") from None
+            raise ConversionError(f"member {excerpt(info.filename)} has an unreadable .npy header: {cause(exc)}") from None
         if dtype.hasobject:
             raise ConversionError(f"member {excerpt(info.filename)} holds Python objects, which need pickle")
         if len(shape) > NUMPY_MAX_DIMS or any(dim < 0 for dim in shape) or dtype.itemsize == 0:
@@ -242,7 +242,7 @@ def _npz_entry(name: str, array: np.ndarray, hint: Any, bool_store: str | BoolSt
     if raw is not None:  # numpy saves ml_dtypes' types (bfloat16) as raw items of their size
         return Entry.from_numpy(name, array.view(numpy_dtype(raw)), dtype=raw)
     if array.dtype.kind == "V":
-        raise ValueError(f"raw dtype {array.dtype} and no dtype hint")
+        raise ValueError(f"raw dtype {excerpt(str(array.dtype))} and no dtype hint")  # a structured one names its fields
     return entry_from_array(name, array, bool_store)
 
 

@@ -16,7 +16,6 @@ expansion (``archive.DEFLATE_MAX_RATIO``), safetensors' header bound (the safete
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, TypedDict, cast
 
 from ..core.limits import Limits, refuse_unused
@@ -26,9 +25,10 @@ __all__ = ["DCP_LIMITS", "DEFAULT_LIMITS", "PICKLE_DEPTH_CEILING", "PICKLE_LIMIT
            "parse_cap", "refuse_unused", "take_caps"]  # fmt: skip
 
 PICKLE_DEPTH_CEILING = 512
-"""The largest ``max_pickle_depth``: the readers walk a pickle's containers one Python frame per
-level, and Python's stack (1,000 frames by default) must hold that many with room for their
-callers (a walk 1,000 deep exhausts it)."""
+"""The largest ``max_pickle_depth``. The readers walk a pickle's containers on a stack of their
+own, but what they return goes to callers that recurse a Python frame per level (``repr``, ``==``,
+``copy``, ``json``): Python's stack (1,000 frames by default) must hold that many with room for
+theirs."""
 
 
 def ceiling(name: str) -> int:
@@ -52,11 +52,11 @@ class ReadCaps(TypedDict, total=False):
     max_metadata_bytes: int
 
 
-@dataclass(frozen=True)
 class ReadLimits(Limits):
     """What the foreign-format readers refuse beyond; each field is the keyword that lifts it."""
 
-    CEILINGS = {"max_pickle_depth": (PICKLE_DEPTH_CEILING, ": a level is a Python frame, and Python's stack must hold them")}
+    CEILINGS = {"max_pickle_depth": (PICKLE_DEPTH_CEILING, ": printing, comparing or copying a result takes a Python frame a "
+                                                           "level, and Python's stack must hold them")}  # fmt: skip
 
     max_pickle_depth: int = 128
     """Containers nested in a pickle (``.pt``, DCP): deeper is refused as a likely cycle."""

@@ -30,7 +30,7 @@ from ..core.sidefile import parse_json, read_side_file
 from ..core.source import Folder
 from ._io import PageReleaser, atomic_output
 from ..core.atomic import atomic_folder
-from ..errors import ConversionError, DestinationExists, OptionError, OutputExistsError, SafetensorsError, excerpt
+from ..errors import ConversionError, DestinationExists, OptionError, OutputExistsError, SafetensorsError, excerpt, excerpts
 from .format import Format, ReadOptions, WriteOptions
 from .tensors import Entry, TensorSet
 
@@ -131,7 +131,7 @@ def read_sharded(path: str | os.PathLike[str], family: Format, families: Sequenc
             try:
                 tset = family.read(shard_path, shard_options)
             except SafetensorsError as exc:  # its message names no file
-                raise ConversionError(f"{shard_path}: {exc}") from None
+                raise ConversionError(f"{found.parent}: shard {excerpt(shard)}: {exc}") from None
             metadata = metadata or tset.metadata
             shard_entries = tset.entries
             skipped.update(tset.skipped)
@@ -139,21 +139,16 @@ def read_sharded(path: str | os.PathLike[str], family: Format, families: Sequenc
             held = {e.name for e in shard_entries}
             absent = [name for name in listed if name not in held]
             if absent:
-                raise ConversionError(f"{found}: shard {excerpt(shard)} does not hold {len(absent)} tensor(s) the index lists there: {_names(absent)}")
+                raise ConversionError(f"{found}: shard {excerpt(shard)} does not hold {len(absent)} tensor(s) the index lists there: {excerpts(absent)}")
             unlisted = sorted(held - set(listed))
             if unlisted:
-                raise ConversionError(f"{found}: shard {excerpt(shard)} holds {len(unlisted)} tensor(s) the index does not list there: {_names(unlisted)}")
+                raise ConversionError(f"{found}: shard {excerpt(shard)} holds {len(unlisted)} tensor(s) the index does not list there: {excerpts(unlisted)}")
             entries.extend(shard_entries)
     except BaseException:
         for close in closers:
             close()
         raise
     return TensorSet(entries, metadata, format=family.name, top_level_key=options.top_level_key, closers=closers, skipped=skipped)
-
-
-def _names(names: list[str]) -> str:
-    """The first tensor names of a list, as an error quotes them."""
-    return ", ".join(map(excerpt, names[:10])) + (", ..." if len(names) > 10 else "")
 
 
 def _weight_map(index: Path, max_bytes: int, folder: Folder | None) -> dict[str, str]:

@@ -246,7 +246,10 @@ def burn_valid_losses(
         epoch += 1
 
 
-_RUST_F64 = re.compile(r"^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)$", re.IGNORECASE)
+# Rust's f64 syntax. Each text matches one way only (digits, then an optional fraction): with
+# [0-9]+\.?[0-9]* a run of digits could split anywhere, and refusing n digits and a stray byte
+# took n * n steps (200,000 digits, minutes).
+_RUST_F64 = re.compile(r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.IGNORECASE)
 
 
 def _numeric_entry(line: str) -> tuple[float, int | None]:
@@ -255,7 +258,7 @@ def _numeric_entry(line: str) -> tuple[float, int | None]:
     parts = line.split(",")
     if len(parts) > 2:
         raise ValueError(f"{len(parts)} comma-separated fields, at most 2")
-    if not _RUST_F64.match(parts[0]):
+    if not _RUST_F64.fullmatch(parts[0]):
         raise ValueError("its value is not an f64")
     value = float(parts[0])
     if len(parts) == 1:

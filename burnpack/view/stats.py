@@ -37,12 +37,10 @@ from typing import Any
 
 import numpy as np
 
-from ..core.dtypes import is_extension_type, numpy_dtype
-from ..errors import IoError
+from ..core.dtypes import describe, is_extension_type, numpy_dtype
+from ..errors import IoError, OptionError
 from ..codec._kernels import load_kernel, use_kernel
-from ..core.quant import describe
 from ..core.reader import TensorView
-from ..errors import OptionError
 
 _cstats: Any = load_kernel("burnpack.view._cstats")  # Any: its functions are untyped C
 """The optional compiled kernel; None when not built: numpy computes everything."""

@@ -92,12 +92,75 @@ def test_quiet_and_json_are_in_every_command_with_one_meaning(command, capsys):
     assert "not allowed with argument" in err
 
 
-def test_progress_is_in_every_command_that_writes_tensors_with_one_meaning():
+READING = ("inspect", "dump", "validate", "diff", "view")
+"""The commands that read tensor bytes in bulk (inspect --stats, validate --deep, view without --no-stats)."""
+
+
+def test_progress_is_in_every_command_that_reads_or_writes_tensors_with_one_meaning():
     progress = {}
-    for command in WRITING:
+    for command in (*WRITING, *READING):
         action = next(a for a in COMMANDS[command]._actions if "--progress" in a.option_strings)
         progress[command] = (action.help, tuple(action.choices), action.default)
     assert len(set(progress.values())) == 1, progress
+
+
+def test_the_commands_without_progress_read_no_tensor_bytes_and_the_docs_say_so():
+    assert {c for c, p in COMMANDS.items() if "--progress" not in _long_options(p)} == {"checkpoint inspect"}
+    docs = " ".join((Path(__file__).parents[2] / "docs" / "cli.md").read_text().split())
+    assert "`checkpoint inspect` has no `--progress`" in docs
+
+
+@pytest.fixture
+def big_enough(tmp_path, monkeypatch) -> dict[str, str]:
+    """Two packs of 4 KiB of tensor data each, one value apart, and a checkpoint directory of two epochs."""
+    monkeypatch.chdir(tmp_path)
+    weights = np.arange(1024, dtype=np.float32)
+    burnpack.save({"w": weights}, "a.bpk")
+    burnpack.save({"w": weights + (weights == 7)}, "b.bpk")
+    from burnpack.records import Checkpoints, ModuleRecord
+
+    for epoch in (1, 2):
+        Checkpoints.at("run").save_epoch(epoch, model=ModuleRecord.from_module({"w": weights * epoch}))
+    return {"a": "a.bpk", "b": "b.bpk", "run": "run"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "lines"),
+    [
+        (["inspect", "--stats", "a.bpk"], ["statistics: done (4.0 KiB)"]),
+        (["dump", "a.bpk"], ["hashing: done (4.0 KiB)"]),
+        (["validate", "--deep", "a.bpk"], ["checking: done (4.0 KiB)"]),
+        (["diff", "a.bpk", "b.bpk"], ["comparing: done (8.0 KiB)"]),
+        (["view", "a.bpk", "-o", "a.html"], ["statistics: done (4.0 KiB)"]),
+        (["view", "a.bpk", "b.bpk", "-o", "ab.html"], ["comparing: done (8.0 KiB)", "norms: done (0 B)", "statistics: done (4.0 KiB)"]),
+        (["view", "run", "-o", "run.html"], ["comparing epochs: done (8.0 KiB)", "statistics: done (4.0 KiB)"]),
+    ],
+)
+def test_progress_always_shows_the_bytes_a_reading_command_reads(big_enough, capsys, argv, lines):
+    assert main([argv[0], "--progress", "always", *argv[1:]]) in (0, 1)  # diff: 1, the packs differ
+    shown = [line for line in capsys.readouterr().err.splitlines() if ": done (" in line]
+    assert shown == lines
+
+
+@pytest.mark.parametrize(
+    ("argv", "why"),
+    [
+        (["inspect", "a.bpk"], "--progress changes nothing here: inspect reads tensor bytes only with --stats"),
+        (["validate", "a.bpk"], "--progress changes nothing here: validate reads tensor bytes only with --deep"),
+        (["view", "--no-stats", "a.bpk", "-o", "x.html"], "--progress changes nothing here: view --no-stats reads no tensor bytes"),
+        (["dump", "--batch"], "--progress changes nothing here: dump --batch answers a program, one JSON line per request, and shows no progress"),
+    ],
+)
+def test_progress_where_nothing_is_read_is_a_usage_error(big_enough, capsys, argv, why):
+    for setting in ("auto", "always", "never"):
+        assert main([argv[0], "--progress", setting, *argv[1:]]) == 2
+        assert capsys.readouterr().err == f"burnpack: UsageError: {why}\n"
+
+
+@pytest.mark.parametrize("option", ["--tree", "--json"])
+def test_inspect_stats_with_a_view_that_shows_none_is_a_usage_error(big_enough, capsys, option):
+    assert main(["inspect", "--stats", option, "a.bpk"]) == 2
+    assert "--stats adds min/max/mean columns to the table" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))

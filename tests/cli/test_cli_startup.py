@@ -22,6 +22,18 @@ def _modules_after(code: str) -> set[str]:
     return set(json.loads(result.stdout.splitlines()[-1]))
 
 
+def _modules_after_inspect(path) -> set[str]:
+    """The modules a fresh interpreter holds after ``burnpack inspect PATH``."""
+    return _modules_after(
+        f"""
+        import contextlib, io
+        from burnpack.cli.main import main
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(["inspect", {str(path)!r}]) == 0
+        """
+    )
+
+
 @pytest.fixture
 def small(tmp_path):
     path = tmp_path / "small.bpk"
@@ -48,14 +60,7 @@ def test_version_imports_no_numpy():
 
 
 def test_inspect_of_a_float32_pack_imports_neither_ml_dtypes_nor_the_writer(small):
-    loaded = _modules_after(
-        f"""
-        import contextlib, io
-        from burnpack.cli.main import main
-        with contextlib.redirect_stdout(io.StringIO()):
-            assert main(["inspect", {str(small)!r}]) == 0
-        """
-    )
+    loaded = _modules_after_inspect(small)
     assert "numpy" in loaded
     assert not {"ml_dtypes", "torch", "burnpack.core.writer", "burnpack.core.atomic", "burnpack.interop.converter"} & loaded
 
@@ -68,15 +73,36 @@ NOT_AT_START = {"asyncio", "ssl", "socket", "json", "zipfile", "tempfile", "webb
 
 
 def test_inspect_of_a_small_pack_imports_only_what_it_uses(small):
+    loaded = _modules_after_inspect(small)
+    assert NOT_AT_START & loaded == set()
+
+
+# What listing a pack of plain dtypes does not use: the QFloat codec and its compiled kernel,
+# slicing, and dataclasses (a dataclass compiles its methods when its module is imported).
+NOT_FOR_A_PLAIN_PACK = {"burnpack.quant", "burnpack.core.quant", "burnpack.core._cquant", "burnpack.core.slices", "dataclasses"}
+
+
+def test_inspect_of_a_pack_without_qfloat_tensors_imports_no_qfloat_codec(small):
+    loaded = _modules_after_inspect(small)
+    assert NOT_FOR_A_PLAIN_PACK & loaded == set()
+
+
+def test_inspect_of_a_qfloat_pack_imports_the_codec_it_needs(tmp_path):
+    from burnpack.quant import parse_scheme, quantize
+
+    path = tmp_path / "q.bpk"
+    burnpack.save({"w": quantize(np.linspace(-1, 1, 64, dtype=np.float32), parse_scheme("q8s", block=32))}, path)
     loaded = _modules_after(
         f"""
         import contextlib, io
         from burnpack.cli.main import main
-        with contextlib.redirect_stdout(io.StringIO()):
-            assert main(["inspect", {str(small)!r}]) == 0
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert main(["inspect", "--stats", {str(path)!r}]) == 0
+        assert "QFloat(Q8S block 32 F32)" in out.getvalue(), out.getvalue()
         """
     )
-    assert NOT_AT_START & loaded == set()
+    assert "burnpack.core.quant" in loaded
 
 
 def test_version_imports_only_what_it_uses():

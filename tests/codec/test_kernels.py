@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from burnpack.codec._kernels import KERNELS, Kernel, kernel_states, load_kernel
+from burnpack.codec._kernels import KERNELS, kernel_states, load_kernel
 
 ROOT = Path(__file__).resolve().parents[2]
 

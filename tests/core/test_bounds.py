@@ -138,6 +138,34 @@ def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path):
     assert isinstance(outcome[0], burnpack.IoError) and "FIFO" in str(outcome[0])
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this platform")
+def test_a_fifo_swapped_in_after_the_kind_check_is_refused_without_waiting_for_a_writer(tmp_path, monkeypatch):
+    # The check before opening sees a regular file (the path is swapped between the check and the
+    # open); the open must not wait for a writer, and the descriptor's check refuses the FIFO.
+    import stat
+
+    fifo = tmp_path / "pipe.bpk"
+    os.mkfifo(fifo)
+    real_stat = os.stat
+
+    def regular_at_first(path, *args, **kwargs):
+        found = real_stat(path, *args, **kwargs)
+        if os.fspath(path) != os.fspath(fifo):
+            return found
+        return os.stat_result((stat.S_IFREG | 0o644, *tuple(found)[1:]))
+
+    monkeypatch.setattr(os, "stat", regular_at_first)
+    outcome: list[BaseException] = []
+    reader = threading.Thread(target=lambda: _capture(outcome, lambda: burnpack.load(fifo)), daemon=True)
+    reader.start()
+    reader.join(timeout=30)
+    if reader.is_alive():
+        with open(fifo, "wb"):
+            pass
+        pytest.fail("load() blocked on a FIFO swapped in after the check")
+    assert isinstance(outcome[0], burnpack.IoError) and "FIFO" in str(outcome[0])
+
+
 def _capture(out: list, func) -> None:
     try:
         func()

@@ -14,6 +14,7 @@ import burnpack
 from burnpack.cli.main import main
 from burnpack.core.diff import PROVENANCE_KEYS, change_sums, diff_packs, relative_change
 from burnpack.interop import write_safetensors
+from burnpack.interop.inputs import open_input
 
 WEIGHTS = np.random.default_rng(3).standard_normal((64, 64)).astype(np.float32)
 
@@ -39,6 +40,33 @@ def test_a_conversion_has_the_same_content_as_its_source_and_exit_status_0(tmp_p
     assert code == 0 and out.splitlines()[0] == "same content"
     assert "+ metadata 'producer' = 'burnpack' (provenance, not counted)" in out
     assert out.splitlines()[-1].startswith("3 provenance differences not counted")
+
+
+def test_the_stamp_convert_writes_is_the_provenance_diff_sets_apart(tmp_path):
+    from burnpack import __version__
+    from burnpack.core.metadata import PROVENANCE_KEYS as STAMP_KEYS, provenance_stamp
+    from burnpack.interop import convert
+
+    np.savez(tmp_path / "a.npz", w=WEIGHTS)
+    convert(tmp_path / "a.npz", tmp_path / "b.bpk")
+    convert(tmp_path / "a.npz", tmp_path / "b.safetensors")
+    assert provenance_stamp("burnpack", __version__) == {"format": "burnpack", "producer": "burnpack", "version": __version__}
+    assert PROVENANCE_KEYS is STAMP_KEYS and tuple(provenance_stamp("safetensors", __version__)) == PROVENANCE_KEYS
+    with burnpack.load(tmp_path / "b.bpk") as b:
+        assert dict(b.metadata) == provenance_stamp("burnpack", __version__)
+    with open_input(str(tmp_path / "a.npz")) as a, open_input(str(tmp_path / "b.safetensors")) as b:
+        result = diff_packs(a, b)
+        assert b.metadata == provenance_stamp("safetensors", __version__)
+    assert result.identical and set(result.provenance) == set(PROVENANCE_KEYS) and not result.metadata
+
+
+def test_progress_is_fed_the_bytes_of_both_sides_of_every_tensor_both_have(tmp_path):
+    burnpack.save({"w": WEIGHTS, "only_a": np.ones(3, np.float32)}, tmp_path / "a.bpk")
+    burnpack.save({"w": WEIGHTS}, tmp_path / "b.bpk")
+    fed: list[int] = []
+    with burnpack.load(tmp_path / "a.bpk") as a, burnpack.load(tmp_path / "b.bpk") as b:
+        diff_packs(a, b, progress=fed.append)
+    assert fed == [2 * WEIGHTS.nbytes]
 
 
 def test_provenance_differences_count_only_with_the_provenance_option(tmp_path, capsys):

@@ -43,3 +43,13 @@ def test_every_refusal_names_the_keyword_that_lifts_it_in_one_wording(tmp_path):
     assert ReadLimits(max_pickle_depth=5).lift("max_pickle_depth") == lift("max_pickle_depth", 5) == (
         "the limit max_pickle_depth=5; a larger max_pickle_depth= lifts it"
     )
+
+
+def test_limits_are_frozen_values_made_by_position_or_keyword():
+    assert LoadLimits(1, 2, 3) == LoadLimits(max_metadata_size=1, max_tensors=2, max_tensor_size=3) != LoadLimits()
+    assert hash(ReadLimits(max_pickle_depth=5)) == hash(ReadLimits(max_pickle_depth=5)) and LoadLimits() != ReadLimits()
+    assert repr(LoadLimits(1, 2, 3)) == "LoadLimits(max_metadata_size=1, max_tensors=2, max_tensor_size=3)"
+    with pytest.raises(AttributeError, match="frozen"):
+        LoadLimits().max_tensors = 1  # type: ignore[misc]
+    with pytest.raises(TypeError, match="unknown limit 'max_pickle_depth'"):
+        LoadLimits(max_pickle_depth=3)  # type: ignore[call-arg]

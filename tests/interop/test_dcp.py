@@ -67,9 +67,9 @@ def test_dcp_tensors_are_read_only_when_asked_for_one_at_a_time(tmp_path, monkey
     records = []
     original = dcp_reader.read_pytorch_buffer
 
-    def counting(buffer, *limits):
+    def counting(buffer, *limits, **copy):
         records.append(len(buffer))
-        return original(buffer, *limits)
+        return original(buffer, *limits, **copy)
 
     monkeypatch.setattr(dcp_reader, "read_pytorch_buffer", counting)
     tset = dcp_reader.read_dcp(tmp_path / "ck")
@@ -216,6 +216,33 @@ def test_a_record_past_the_end_of_its_distcp_file_is_a_conversion_error(tmp_path
         convert(tmp_path / "ck", tmp_path / "m.bpk")
 
 
+def test_read_dcp_object_reads_an_entry_as_deep_as_the_ceiling_without_recursing(tmp_path):
+    # The copy of a record's arrays out of the mapping recursed once a level (and more through a
+    # list): a RecursionError under the ceiling. Read here with room for 250 Python frames in all.
+    import sys
+
+    from burnpack.interop.limits import PICKLE_DEPTH_CEILING, ReadLimits
+
+    depth = PICKLE_DEPTH_CEILING - 1
+    nested: object = 7
+    for _ in range(depth):
+        nested = [nested]
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(10 * depth)
+    try:  # torch.save's pickler recurses
+        _save_dcp(tmp_path / "ck", {"w": torch.ones(2), "nested": nested})
+    finally:
+        sys.setrecursionlimit(limit)
+    sys.setrecursionlimit(250)
+    try:
+        got = read_dcp_object(tmp_path / "ck", limits=ReadLimits(max_pickle_depth=PICKLE_DEPTH_CEILING))["nested"]
+    finally:
+        sys.setrecursionlimit(limit)
+    for _ in range(depth):
+        (got,) = got
+    assert got == 7
+
+
 def _rewrite_metadata(folder, change) -> None:
     """Let ``change`` alter the metadata torch wrote (test-side, with torch's own classes)."""
     import pickle
@@ -326,6 +353,37 @@ def test_read_dcp_object_refuses_an_entry_whose_key_path_would_replace_another(t
     _rewrite_metadata(tmp_path / "ck", collide)
     with pytest.raises(ConversionError, match="'b' and 'w' are both at key path|key path of 'w' runs through 'b'"):
         read_dcp_object(tmp_path / "ck")
+
+
+def test_read_dcp_object_refuses_list_indices_that_would_grow_lists_past_what_the_key_paths_name(tmp_path):
+    # n empty tensors (no chunks, no record: a few bytes of metadata each) and one key path of n
+    # list indices, each n - 1: every list grew to n slots, n * n together (from 250 KB of
+    # metadata, 128 MB here; 3.2 GB and a MemoryError from 0.5 MB).
+    n = 4000
+    _save_dcp(tmp_path / "ck", {"w": torch.ones(0)})
+
+    def grow(metadata) -> None:
+        item = metadata.state_dict_metadata["w"]
+        item.chunks = []
+        metadata.storage_data = {}
+        metadata.state_dict_metadata = {f"e{i}": item for i in range(n)}
+        metadata.planner_data = {f"e{i}": (f"e{i}",) for i in range(n)}
+        metadata.planner_data["e0"] = ("lists",) + (n - 1,) * n
+
+    _rewrite_metadata(tmp_path / "ck", grow)
+    with pytest.raises(ConversionError, match="list slots"):
+        read_dcp_object(tmp_path / "ck")
+
+
+def test_read_dcp_object_fills_the_holes_dcp_leaves_in_a_list_with_none(tmp_path):
+    _save_dcp(tmp_path / "ck", {"w": torch.ones(2), "b": torch.zeros(3), "c": torch.zeros(1)})
+
+    def holes(metadata) -> None:
+        metadata.planner_data = {"w": ("l", 2), "b": ("l", 0, "x"), "c": ("c",)}
+
+    _rewrite_metadata(tmp_path / "ck", holes)
+    state = read_dcp_object(tmp_path / "ck")
+    assert [type(v).__name__ for v in state["l"]] == ["dict", "NoneType", "ndarray"]
 
 
 def test_dcp_non_tensor_entries_are_reported_as_skipped(tmp_path):

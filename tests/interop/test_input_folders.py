@@ -201,6 +201,16 @@ def test_index_errors_quote_names_as_short_escaped_excerpts(tmp_path: Path) -> N
     assert "\x1b" not in str(caught.value) and len(str(caught.value)) < 500
 
 
+def test_a_broken_shard_is_named_by_an_escaped_excerpt(tmp_path: Path) -> None:
+    folder = shard_folder(tmp_path)
+    shard = "\x1b]0;title\x07" + "s" * 200 + ".safetensors"  # a file name of the folder, as the index names it
+    (folder / shard).write_bytes(b"not safetensors")
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"a": shard}}))
+    with pytest.raises(ConversionError) as caught:
+        read_tensors(folder, "safetensors-shards")
+    assert "\x1b" not in str(caught.value) and len(str(caught.value)) < 500
+
+
 def test_a_json_integer_of_more_than_309_digits_is_refused_before_it_is_converted(tmp_path: Path) -> None:
     with pytest.raises(ConversionError, match="5,001 digits"):
         parse_json('{"total_size": ' + "9" * 5001 + "}", ConversionError, "the index")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np

@@ -25,7 +25,7 @@ from .._io import entries_from_arrays
 from ...errors import ConversionError
 from ..remap import KeyRemapper
 from ..tensors import Entry, TensorSet
-from .state import CheckpointReport, TorchTrainingState
+from .state import CheckpointReport, TorchTrainingState, stored_array
 
 BATCHES_TRACKED = "num_batches_tracked"
 
@@ -170,7 +170,7 @@ def _restore_batches_tracked(
     """BatchNorm's ``num_batches_tracked``: as stored, else 0 (Burn does not track it)."""
     if dropped is not None:
         for name, info in dropped.items():
-            model_sd[name] = np.array(info["value"], dtype=info["dtype"])
+            model_sd[name] = stored_array(info["value"], info["dtype"])  # checked by torch_meta
         return
     want = list(module.state_dict()) if module is not None else None
     for e in typed:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ...core.display import printable_lines
 from ...core.frameworks import TorchModule, is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
-from ...errors import ConversionError
+from ...errors import ConversionError, excerpt, excerpts, shown
 from ..limits import DCP_LIMITS, ReadCaps, ReadLimits, refuse_unused
 
 if TYPE_CHECKING:  # a type alias only: the JSON side-file reader is not imported for it
@@ -233,7 +233,7 @@ def unflatten_optimizer_sd(flat: dict[str, Any]) -> dict[str, Any]:
         section, _, rest = key.partition(".")
         name, _, leaf = rest.rpartition(".")
         if not name or not leaf:
-            raise ConversionError(f"flattened optimizer state key {key!r} is not '{section}.<parameter name>.<key>'")
+            raise ConversionError(f"flattened optimizer state key {excerpt(key)} is not '{section}.<parameter name>.<key>'")
         (state if section == "state" else settings).setdefault(name, {})[leaf] = value
     groups: list[dict[str, Any]] = []
     for name, group in settings.items():
@@ -262,7 +262,7 @@ def _take(root: dict[Any, Any], explicit: str | None, names: Sequence[str], test
     only item of a list (Lightning: ``"optimizer_states": [sd]``). Returns ``(key, value)``."""
     if explicit is not None:
         if explicit not in root:
-            raise ConversionError(f"no {explicit!r} in the checkpoint; keys: {sorted(map(str, root))}")
+            raise ConversionError(f"no {explicit!r} in the checkpoint; keys: {excerpts(sorted(map(str, root)))}")
         return explicit, root.pop(explicit)
     for name in names:
         if name in root and (test(_to_plain(root[name])) or is_torch_module(root[name]) or hasattr(root[name], "state_dict")):
@@ -346,7 +346,7 @@ def _model_arrays(model: Any) -> dict[str, np.ndarray]:
             raise ConversionError("the model part is not a state_dict of tensors")
     odd = [k for k in arrays if not isinstance(k, str)]
     if odd:
-        raise ConversionError(f"the model state_dict has {len(odd)} key(s) that are not parameter names (strings): {odd[:5]!r}")
+        raise ConversionError(f"the model state_dict has {len(odd)} key(s) that are not parameter names (strings): [{', '.join(map(shown, odd[:5]))}]")
     return arrays
 
 
@@ -469,11 +469,48 @@ def from_json(value: JSON) -> JSON:
         if set(value) == {"__tuple__"}:
             return tuple(from_json(v) for v in value["__tuple__"])
         if set(value) == {"__ndarray__", "dtype"}:
-            return np.array(value["__ndarray__"], dtype=value["dtype"])
+            return stored_array(value["__ndarray__"], value["dtype"])
         return {k: from_json(v) for k, v in value.items()}
     if isinstance(value, list):
         return [from_json(v) for v in value]
     return value
+
+
+_NUMBER_DTYPES = frozenset(np.dtype(code).name for code in "?bhilqpBHILQPefdgFDG")
+"""numpy's names of its bool, integer, float and complex types (``"int64"``, ``"float32"``)."""
+
+
+def stored_array(value: JSON, dtype: JSON) -> np.ndarray:
+    """An array kept in metadata JSON (a 0-d optimizer value, a dropped buffer).
+
+    Both parts come from a file: the name must be one of ``_NUMBER_DTYPES`` and the value
+    numbers or lists of them, so no dtype allocates what the file does not hold (``"S100000000"``,
+    ``"(5000,5000)f4"``), holds objects (``"O"``) or quotes the file in numpy's errors.
+
+    Args:
+        value: The stored value: a number or nested lists of numbers.
+        dtype: The stored numpy dtype name (``"int64"``, ``"float32"``).
+
+    Returns:
+        The array.
+
+    Raises:
+        ValueError: The dtype is not a number type's name, the value holds anything but
+            numbers, or numpy cannot make the array (ragged lists, an int beyond the dtype).
+    """
+    if not isinstance(dtype, str) or dtype not in _NUMBER_DTYPES:
+        raise ValueError(f"dtype {shown(dtype)} is not the name of a numpy bool, integer, float or complex type")
+    items = [value]
+    while items:
+        item = items.pop()
+        if isinstance(item, list):
+            items.extend(item)
+        elif type(item) not in (bool, int, float):
+            raise ValueError(f"its value holds {shown(item)}, not only numbers")
+    try:
+        return np.array(value, dtype=dtype)
+    except OverflowError as exc:  # an int beyond the dtype; ragged lists are numpy's ValueError
+        raise ValueError(str(exc)) from None
 
 
 def describe(value: object) -> str:
