@@ -160,14 +160,17 @@ class Writer:
         return MappingProxyType(self._scalars)
 
     def with_metadata(self, key: str, value: str) -> Writer:
-        """A writer with one more metadata entry (a later value for the same key wins, as in Burn).
+        """Adds a metadata entry to this writer (a later value for the same key wins, as in Burn).
+
+        The writer changes in place: its plan is dropped and worked out again when next asked
+        for (``plan()``, ``size()``, any write). A ``Plan`` returned before stays what it was.
 
         Args:
             key: The entry's key.
             value: Its string value.
 
         Returns:
-            The new, re-planned writer; this one is unchanged.
+            This writer, so that calls chain (``Writer(t).with_metadata(k, v).write(path)``).
 
         Raises:
             ValidationError: The key or value is not a string.
@@ -179,14 +182,17 @@ class Writer:
         return self
 
     def with_scalar(self, key: str, value: ScalarLike) -> Writer:
-        """A writer with one more typed scalar (a later value for the same key wins, as in Burn).
+        """Adds a typed scalar to this writer (a later value for the same key wins, as in Burn).
+
+        The writer changes in place: its plan is dropped and worked out again when next asked
+        for (``plan()``, ``size()``, any write). A ``Plan`` returned before stays what it was.
 
         Args:
             key: The scalar's name.
             value: An ``int``, ``float``, ``bool``, ``str`` or ``Scalar``.
 
         Returns:
-            The new, re-planned writer; this one is unchanged.
+            This writer, so that calls chain (``Writer(t).with_scalar(k, v).write(path)``).
 
         Raises:
             ValidationError: The key is not a string or the value has no scalar type.
