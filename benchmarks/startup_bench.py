@@ -20,7 +20,7 @@ the interpreter), but it tells on a busy machine whether a change made start-up 
 
 Targets (issue 29): ``inspect`` at most 1.3x and ``--version`` at most 1.2x the CPU time of
 ``import numpy``. The results file (``benchmarks/_results.py``: commit, load, whether the machine
-was quiet) goes to ``benchmarks/results/startup-<UTC time>.json`` or ``--json``;
+was quiet) goes to ``benchmarks/results/startup.json`` (the one current file) or ``--json``;
 ``benchmarks/tables.py`` shows it in docs/benchmarks.md.
 """
 
@@ -106,7 +106,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=41)
     parser.add_argument("--instructions", action="store_true", help="also count each command's instructions under callgrind")
-    parser.add_argument("--json", type=Path, help="the results file (default: benchmarks/results/startup-<UTC time>.json)")
+    parser.add_argument("--json", type=Path, help="the results file (default: benchmarks/results/startup.json)")
     args = parser.parse_args()
     import burnpack
 
