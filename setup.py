@@ -1,6 +1,6 @@
 """Builds the optional compiled kernels; everything else is declared in ``pyproject.toml``.
 
-The kernels are the modules listed in ``burnpack/_kernels.py`` (``KERNELS``, the one list: each is
+The kernels are the modules listed in ``burnpack/codec/_kernels.py`` (``KERNELS``, the one list: each is
 built from the C file of the same path). ``BURNPACK_BUILD_KERNELS`` decides what a build does with
 them, as ``CBOR2_BUILD_C_EXTENSION`` does for cbor2:
 
@@ -31,14 +31,14 @@ SWITCH = "BURNPACK_BUILD_KERNELS"
 
 
 def kernel_modules() -> list[str]:
-    """The kernels' module names: the keys of ``KERNELS`` in ``burnpack/_kernels.py``, read
+    """The kernels' module names: the keys of ``KERNELS`` in ``burnpack/codec/_kernels.py``, read
     without importing burnpack (its dependencies are not in the build environment)."""
-    tree = ast.parse((ROOT / "burnpack" / "_kernels.py").read_text(encoding="utf-8"))
+    tree = ast.parse((ROOT / "burnpack" / "codec" / "_kernels.py").read_text(encoding="utf-8"))
     for node in tree.body:
         target = node.target if isinstance(node, ast.AnnAssign) else node.targets[0] if isinstance(node, ast.Assign) else None
         if isinstance(target, ast.Name) and target.id == "KERNELS" and isinstance(node.value, ast.Dict):
             return [ast.literal_eval(key) for key in node.value.keys if key is not None]
-    raise SystemExit("setup.py: burnpack/_kernels.py defines no KERNELS")
+    raise SystemExit("setup.py: burnpack/codec/_kernels.py defines no KERNELS")
 
 
 def kernels_mode() -> str:

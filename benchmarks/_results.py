@@ -119,11 +119,12 @@ def finish(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def save(record: dict[str, Any], name: str, path: Path | None = None) -> Path:
-    """Write ``record`` to ``path``, or to ``results/<name>-<UTC start time>.json``; say where and how loaded."""
+    """Write ``record`` to ``path``, or to ``results/<name>.json`` (the benchmark's one current
+    results file, which a new run replaces: earlier runs live in git and in the history table of
+    docs/benchmarks.md); say where and how loaded."""
     print(f"load average before {record['loadavg_before']}, after {record['loadavg_after']}; other processes kept "
           f"{record['other_processes']['cpus_busy']} CPUs busy (quiet: {record['quiet']})")
-    started = datetime.fromisoformat(record["started"])
-    out = path or HERE / "results" / f"{name}-{started.strftime('%Y%m%dT%H%M%SZ')}.json"
+    out = path or HERE / "results" / f"{name}.json"
     out.write_text(json.dumps(record, indent=1) + "\n")
     print(f"raw results: {out}")
     return out

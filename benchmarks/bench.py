@@ -15,7 +15,7 @@ showing every ratio in ``RATIOS``.
     python benchmarks/bench.py [--repeat 7] [--big-mib 512] [--tiny 20000] [--many 100000]
 
 Every sample, the commit, the load average before and after, package versions and the file
-system go to ``benchmarks/results/bench-<UTC time>.json`` (or ``--json``).
+system go to ``benchmarks/results/bench.json`` (or ``--json``).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ paths refuse (a tag, an indefinite length, a duplicate key anywhere), so hostile
 metadata up to the 100 MiB limit goes through it. Each workload is a metadata item that forces
 it; the peer is ``cbor2.loads`` of the same bytes, the two called in turn. Reported: MB/s of each
 (best of ``--repeat``) and the ratio exact / cbor2 (the machine-independent figure); every sample
-goes to ``benchmarks/results/cbor_decoder-<UTC time>.json`` (or ``--json``).
+goes to ``benchmarks/results/cbor_decoder.json`` (or ``--json``).
 
     python benchmarks/cbor_decoder_bench.py
     python benchmarks/cbor_decoder_bench.py --tree /path/to/other/checkout   # measure another version
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,6 +29,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
+from benchmarks._checkout import import_checkout  # noqa: E402
 from benchmarks._results import environment, finish, save  # noqa: E402
 
 
@@ -95,9 +95,9 @@ def main() -> None:
 
 
 def base_decoder(checkout: Path, tmp: Path) -> Callable[[bytes], Any]:
-    """The exact decoder of another checkout, imported under another name (its layout then or now)."""
-    shutil.copytree(checkout / "burnpack", tmp / "burnpack_base")  # relative imports: any name works
-    sys.path.insert(0, str(tmp))
+    """The exact decoder of another checkout, imported under another name with its own kernels
+    (``_checkout``), wherever its layout keeps it."""
+    import_checkout(checkout, "burnpack_base", tmp)
     for module in ("burnpack_base.core.metadata", "burnpack_base.metadata"):
         try:
             return importlib.import_module(module).decode_metadata_exact

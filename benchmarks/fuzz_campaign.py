@@ -79,7 +79,6 @@ from burnpack.interop.formats import read_npz  # noqa: E402
 from burnpack.interop.registry import read_tensors  # noqa: E402
 from burnpack.interop.pytorch import read_pytorch, read_pytorch_object  # noqa: E402
 from burnpack.interop.safetensors import parse_safetensors, read_safetensors, serialize_safetensors  # noqa: E402
-from burnpack.interop.sharded import read_sharded  # noqa: E402
 from burnpack.records import Checkpoints, burn_valid_losses  # noqa: E402
 from burnpack.core.spec import load_spec, spec_from_pack, writer_from_spec  # noqa: E402
 
@@ -585,7 +584,7 @@ def _read_sidefile(data: bytes, path: Path, rng: random.Random) -> None:
     if surface == 0:
         (folder / "a.safetensors").write_bytes(serialize_safetensors({"w": np.zeros(1, np.float32), "b": np.ones(1, np.float32)}))
         (folder / "model.safetensors.index.json").write_bytes(data)
-        read_sharded(folder).close()
+        read_tensors(folder, "safetensors-shards").close()
     elif surface == 1:
         (folder / "checkpoint").mkdir()
         (folder / "checkpoint" / "retention.json").write_bytes(data)

@@ -58,14 +58,14 @@ import cbor2
 import numpy as np
 
 import burnpack
-from burnpack import _cbor, quant
-from burnpack._generated.codec import TensorDescriptor_layout
-from burnpack._generated.types import BoolStore, DType
-from burnpack._kernels import KERNELS, load_kernel
+from burnpack.codec import _cbor
+from burnpack.codec._generated.metadata import BoolStore, DType, TensorDescriptor_layout
+from burnpack.codec._kernels import KERNELS, load_kernel
+from burnpack.core import metadata, quant, table
 from burnpack.dtypes import numpy_dtype
-from burnpack.core import metadata, table
 from burnpack.errors import BurnpackError, IoError
-from burnpack.quant import QuantStore, QuantValue, ScaleDtype, parse_scheme
+from burnpack import QuantStore, QuantValue, ScaleDtype
+from burnpack.quant import parse_scheme
 from burnpack.view import stats
 
 TARGETS = ("skip", "table", "encode", "quant", "stats")
@@ -212,7 +212,7 @@ def _skip_input(rng: random.Random) -> tuple[bytes, int, int, int, list[int]]:
 
 
 def check_skip(rng: random.Random, changing: bool) -> None:
-    kernel = load_kernel("burnpack._cskip")
+    kernel = load_kernel("burnpack.codec._cskip")
     buf, end, depth, scratch, stack = _skip_input(rng)
     if not changing:
         expected = _outcome(lambda: (_cbor.python_skip_plain(buf, 0, end, depth, scratch, twin := list(stack)), twin))

@@ -59,11 +59,12 @@ from benchmarks.skip_bench import MIXES, ignored, pack_with  # noqa: E402
 from benchmarks.view_stats import read_once, stats_all  # noqa: E402
 
 import burnpack  # noqa: E402
-from burnpack import _cbor, quant  # noqa: E402
-from burnpack._generated.codec import TensorDescriptor_layout  # noqa: E402
-from burnpack._kernels import KERNELS, load_kernel  # noqa: E402
+from burnpack.codec import _cbor  # noqa: E402
+from burnpack.core import quant  # noqa: E402
+from burnpack.codec._generated.metadata import TensorDescriptor_layout  # noqa: E402
+from burnpack.codec._kernels import KERNELS, load_kernel  # noqa: E402
 from burnpack.core import metadata  # noqa: E402
-from burnpack.errors import Fallback  # noqa: E402
+from burnpack.codec._cbor import Fallback  # noqa: E402
 from burnpack.quant import parse_scheme  # noqa: E402
 
 Op = Callable[[], object]
@@ -270,10 +271,10 @@ def stats_rows(tmp: Path, mib: int, repeat_: int) -> list[dict[str, Any]]:
 
 
 LIBRARIES = {
-    "burnpack._cskip": "cbor2.loads (cbor2's C decoder)",
+    "burnpack.codec._cskip": "cbor2.loads (cbor2's C decoder)",
     "burnpack.core._ctable": "cbor2's C decoder + the generated validators",
     "burnpack.core._cencode": "cbor2.dumps (cbor2's C encoder)",
-    "burnpack._cquant": "numpy",
+    "burnpack.core._cquant": "numpy",
     "burnpack.view._cstats": "numpy",
 }
 """The maintained library that could do each kernel's job."""
@@ -305,10 +306,10 @@ def main(argv: list[str] | None = None) -> int:
         record: dict[str, Any] = environment(tmp, "cbor2", "safetensors")
         record["smoke"] = args.smoke
         rows = {
-            "burnpack._cskip": skip_rows(1 if args.smoke else 20, repeat_),
+            "burnpack.codec._cskip": skip_rows(1 if args.smoke else 20, repeat_),
             "burnpack.core._ctable": table_rows(tmp, repeat_, 10_000 if args.smoke else 100_000, 2_000 if args.smoke else 20_000),
             "burnpack.core._cencode": encode_rows(tmp, repeat_, 2_000 if args.smoke else 20_000),
-            "burnpack._cquant": quant_rows(512 if args.smoke else 4096, repeat_),
+            "burnpack.core._cquant": quant_rows(512 if args.smoke else 4096, repeat_),
             "burnpack.view._cstats": stats_rows(tmp, 32 if args.smoke else 1024, repeat_),
         }
         record["kernels"] = {

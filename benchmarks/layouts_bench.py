@@ -122,7 +122,7 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=8)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--dir", type=Path, help="where the files go (default: a temporary directory)")
-    parser.add_argument("--json", type=Path, help="the results file (default: benchmarks/results/layouts-<UTC start>.json)")
+    parser.add_argument("--json", type=Path, help="the results file (default: benchmarks/results/layouts.json, the one current file)")
     args = parser.parse_args()
     from burnpack.interop import write_safetensors
 

@@ -13,8 +13,6 @@ Without ``--base`` only this checkout and the peers are measured.
 from __future__ import annotations
 
 import argparse
-import importlib
-import shutil
 import statistics
 import sys
 import tempfile
@@ -29,6 +27,7 @@ import numpy as np
 from safetensors.numpy import save_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _checkout import import_checkout, kernels  # noqa: E402
 from _results import environment, finish, save  # noqa: E402
 from bench import read_ops, turned  # noqa: E402
 
@@ -139,10 +138,9 @@ def main() -> None:
         record: dict[str, Any] = environment(tmp, "safetensors", "cbor2")
         packages = {"this": burnpack}
         if args.base:
-            shutil.copytree(args.base / "burnpack", tmp / "burnpack_base")  # relative imports: any name works
-            sys.path.insert(0, str(tmp))
-            packages["base"] = importlib.import_module("burnpack_base")
+            packages["base"] = import_checkout(args.base, "burnpack_base", tmp)
             record["base_checkout"] = args.base_label or str(args.base)
+            record["kernels"] = {"this": kernels(burnpack), "base": kernels(packages["base"])}
             if args.base_label:
                 record["base_checkout_path"] = str(args.base)
         workloads = {

@@ -64,8 +64,8 @@ if sys.argv[3] == "convert":  # the command: durable
     tensors = len(convert(sys.argv[1], sys.argv[2], overwrite=True).applied)
 else:  # the same reading and writing engine, without fsync: Writer.write of the shards' tensors
     import burnpack
-    from burnpack.interop.sharded import read_sharded
-    tset = read_sharded(sys.argv[1])
+    from burnpack.interop.registry import read_tensors
+    tset = read_tensors(sys.argv[1], "safetensors-shards")
     try:
         burnpack.Writer(tset.entries).write(sys.argv[2])
         tensors = len(tset.entries)
@@ -151,7 +151,7 @@ def sharded(tmp: Path, gib: float, repeat: int) -> dict:
         "ratio_vs_cp": seconds / cp,
         "ratio_vs_cp_fsync": seconds / cp_fsync,
         "write_seconds": plain,
-        "write_what": "read_sharded + Writer.write: the conversion's reading and writing without fsync, against cp",
+        "write_what": "read_tensors of the shard folder + Writer.write: the conversion's reading and writing without fsync, against cp",
         "ratio_write_vs_cp": plain / cp,
         "peak_rss_mib": max(r["peak_mib"] for r in runs),
         "extra_rss_mib": max(r["extra_mib"] for r in runs),
@@ -306,7 +306,7 @@ def sum_by_page_offset(bpk: Path, repeat: int) -> dict[str, list[float]]:
 
 def remote(tmp: Path, repeat: int) -> dict:
     import burnpack
-    from tests.reach.servers import RangeServer
+    from tests.servers import RangeServer
 
     rng = np.random.default_rng(2)
     tensors = [burnpack.Tensor.deferred(f"t{i:03d}", burnpack.DType.F32, (1 << 20,), 4 << 20,

@@ -11,7 +11,7 @@ and directory fsynced), each against writing the same bytes in the same chunks t
     python benchmarks/replace_bench.py [--mib 256] [--repeat 9] [--json out.json]
 
 Every sample, the commit, load average before and after, versions and the file system go to
-``benchmarks/results/replace-<UTC time>.json`` (or ``--json``); ``benchmarks/tables.py`` makes
+``benchmarks/results/replace.json`` (or ``--json``); ``benchmarks/tables.py`` makes
 the table in docs/writes.md from it.
 """
 

@@ -33,11 +33,11 @@ SANITIZERS = "address,undefined,float-cast-overflow"
 """ASan, UBSan, and the float-to-integer overflow check, which UBSan's group leaves out."""
 FLAGS = f"-fsanitize={SANITIZERS} -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1"
 AGREEMENT_TESTS = [
-    "tests/test_kernels.py",
-    "tests/test_skip_kernel.py",
-    "tests/test_table_kernel.py",
-    "tests/test_encode_kernel.py",
-    "tests/test_quant_kernel.py",
+    "tests/codec/test_kernels.py",
+    "tests/codec/test_skip_kernel.py",
+    "tests/core/test_table_kernel.py",
+    "tests/core/test_encode_kernel.py",
+    "tests/core/test_quant_kernel.py",
     "tests/view/test_view_stats_kernel.py",
 ]
 """Each kernel against its twin, and the rule that loads them."""
@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
                    ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:halt_on_error=1",
                    UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1", PYTHONDONTWRITEBYTECODE="1")  # fmt: skip
         run.pop("PYTHONPATH", None)
-        check = "from burnpack._kernels import kernel_states; s = kernel_states(); assert set(s.values()) == {'built'}, s"
+        check = "from burnpack.codec._kernels import kernel_states; s = kernel_states(); assert set(s.values()) == {'built'}, s"
         steps = [
             ("the sanitized kernels load", [sys.executable, "-c", check]),
             ("the kernels' agreement tests", [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *AGREEMENT_TESTS]),

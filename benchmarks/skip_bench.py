@@ -1,7 +1,7 @@
 """Skipping ignored metadata: ``burnpack.load`` of a pack whose metadata holds ~20 MB of varied,
 non-repeating CBOR under an unknown top-level key (issue 17 §0.3), against ``cbor2.loads`` of the
 same metadata bytes and against plain scans of them (``bytes.count``, one regex pass), with the compiled skip
-kernel and with the Python walk (``burnpack._cbor.python_skip_plain``).
+kernel and with the Python walk (``burnpack.codec._cbor.python_skip_plain``).
 
 Mixes (every item drawn at random, so no run repeats one shape):
 
@@ -11,7 +11,7 @@ Mixes (every item drawn at random, so no run repeats one shape):
 * ``strings``: text (ASCII and not) and byte strings of 0-300 bytes.
 
 Reported: seconds (best of ``--repeat``) and MB/s of each; raw samples go to
-``benchmarks/results/skip-<UTC time>.json`` (or ``--json``).
+``benchmarks/results/skip.json`` (or ``--json``).
 
     python benchmarks/skip_bench.py
     python benchmarks/skip_bench.py --mb 2 --repeat 1     # a quick look
@@ -120,7 +120,7 @@ def main() -> None:
     import cbor2
 
     import burnpack
-    from burnpack import _cbor
+    from burnpack.codec import _cbor
 
     record.update(tool="benchmarks/skip_bench.py", mb=args.mb, repeat=args.repeat, kernel=_cbor.SKIP_KERNEL)
     results = record["mixes"] = {}

@@ -1,7 +1,7 @@
 """Command-line start-up: ``burnpack --version`` and ``burnpack inspect SMALL.bpk`` against
 ``python -c "import numpy"``, each a fresh process, interleaved, ratios of medians.
 
-    python benchmarks/startup_bench.py [--repeat 41] [--json FILE]
+    python benchmarks/startup_bench.py [--repeat 41] [--instructions] [--json FILE]
 
 The commands are run as a user types them: the ``burnpack`` script installed beside the Python
 running this (``.venv/bin/burnpack``; ``python -m burnpack`` where there is none). Every repeat
@@ -12,9 +12,15 @@ cached as an installed package has it (in a scratch ``PYTHONPYCACHEPREFIX``, war
 runs), whatever ``PYTHONDONTWRITEBYTECODE`` says. The small pack holds two float32 tensors, one
 metadata entry and one scalar.
 
+``--instructions`` also counts each command's instructions, once, under valgrind's callgrind: a
+figure the rest of the machine does not disturb (OpenBLAS's threads kept to one, whose spinning
+would otherwise change the count; hash seed fixed; address randomization off where ``setarch``
+can). It is not the target's measure (an instruction of the dynamic loader costs more than one of
+the interpreter), but it tells on a busy machine whether a change made start-up cheaper.
+
 Targets (issue 29): ``inspect`` at most 1.3x and ``--version`` at most 1.2x the CPU time of
 ``import numpy``. The results file (``benchmarks/_results.py``: commit, load, whether the machine
-was quiet) goes to ``benchmarks/results/startup-<UTC time>.json`` or ``--json``;
+was quiet) goes to ``benchmarks/results/startup.json`` (the one current file) or ``--json``;
 ``benchmarks/tables.py`` shows it in docs/benchmarks.md.
 """
 
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -67,6 +74,22 @@ def run_once(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return wall, usage.ru_utime + usage.ru_stime
 
 
+def instructions(argv: list[str], env: dict[str, str]) -> int:
+    """The instructions one run of ``argv`` executes, counted by callgrind (all its threads)."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise SystemExit("--instructions needs valgrind (Debian: apt-get install valgrind)")
+    setarch = shutil.which("setarch")
+    prefix = [setarch, os.uname().machine, "-R"] if setarch else []
+    counted = {**env, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
+    result = subprocess.run([*prefix, valgrind, "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=counted)  # fmt: skip
+    found = re.search(r"Collected : (\d+)", result.stderr)
+    if result.returncode != 0 or found is None:
+        raise SystemExit(f"{argv} under callgrind failed with exit status {result.returncode}:\n{result.stderr[-2000:]}")
+    return int(found[1])
+
+
 def measure(runs: dict[str, list[str]], repeat: int, env: dict[str, str]) -> dict[str, dict[str, list[float]]]:
     """``repeat`` rounds of every command once, the order rotated each round."""
     names = list(runs)
@@ -82,7 +105,8 @@ def measure(runs: dict[str, list[str]], repeat: int, env: dict[str, str]) -> dic
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=41)
-    parser.add_argument("--json", type=Path, help="the results file (default: benchmarks/results/startup-<UTC time>.json)")
+    parser.add_argument("--instructions", action="store_true", help="also count each command's instructions under callgrind")
+    parser.add_argument("--json", type=Path, help="the results file (default: benchmarks/results/startup.json)")
     args = parser.parse_args()
     import burnpack
 
@@ -97,17 +121,23 @@ def main() -> None:
         record["commands"] = {name: [shutil.which(a) or a if i == 0 else a for i, a in enumerate(argv)] for name, argv in runs.items()}
         measure(runs, 2, env)  # untimed: bytecode written, page cache warm
         samples = measure(runs, args.repeat, env)
+        if args.instructions:
+            record["instructions"] = {name: instructions(argv, env) for name, argv in runs.items()}
     record["samples"] = samples
     record["medians"] = {kind: {name: statistics.median(v) for name, v in by_name.items()} for kind, by_name in samples.items()}
     record["ratios"] = {
         kind: {name: median / medians["import numpy"] for name, median in medians.items() if name != "import numpy"}
         for kind, medians in record["medians"].items()
     }
+    if args.instructions:
+        counts = record["instructions"]
+        record["ratios"]["instructions"] = {name: n / counts["import numpy"] for name, n in counts.items() if name != "import numpy"}
     record["targets"] = TARGETS
     finish(record)
     for name, target in TARGETS.items():
         cpu, wall = record["ratios"]["cpu"][name], record["ratios"]["wall"][name]
-        print(f"{name}: {cpu:.2f}x CPU time, {wall:.2f}x wall time of import numpy (target <= {target}x CPU time)")
+        counted = f", {record['ratios']['instructions'][name]:.3f}x its instructions" if args.instructions else ""
+        print(f"{name}: {cpu:.2f}x CPU time, {wall:.2f}x wall time{counted} of import numpy (target <= {target}x CPU time)")
     base = record["medians"]
     print(f"import numpy itself: {base['cpu']['import numpy'] * 1000:.0f} ms CPU, {base['wall']['import numpy'] * 1000:.0f} ms wall")
     save(record, "startup", args.json)

@@ -136,15 +136,6 @@ def replace(path: str) -> str:
 
 
 # -- runs side by side ------------------------------------------------------------------------
-def _runs(paths: tuple[str, ...], section: str, first: str, column: str, cell: Callable[[dict[str, Any]], str]) -> str:
-    """One row per entry of ``record[section]``, one column per run (``cell`` of the entry), captions per run."""
-    records = [_load(p) for p in paths]
-    header = [first] + [f"run {i + 1}: {column}" for i in range(len(records))]
-    rows = [[name] + [cell(r[section][name]) if name in r[section] else "not measured" for r in records] for name in records[0][section]]
-    captions = [f"Run {i + 1}: {caption(p, r)}" for i, (p, r) in enumerate(zip(paths, records))]
-    return "\n".join([*captions, "", *_table(header, rows)])
-
-
 # -- benchmarks/cbor_decoder_bench.py -----------------------------------------------------------
 def cbor_decoder_ab(path: str) -> str:
     """One run with ``--base``: this checkout's exact decoder, the other's and cbor2, interleaved."""
@@ -157,9 +148,20 @@ def cbor_decoder_ab(path: str) -> str:
 
 
 # -- benchmarks/quant_bench.py ------------------------------------------------------------------
-def quant(*paths: str) -> str:
-    return _runs(paths, "results", "scheme (dequantize / `astype(float32) * scale`)", "medians (minimums)",
-                 lambda res: f"{_num(res['ratio'])} ({_num(res['ratio_of_minimums'])})")
+def quant(path: str) -> str:
+    """One row per scheme: the default path (the compiled kernel where it covers the scheme) and,
+    in runs that measured it beside, numpy's path, each against the peer."""
+    record = _load(path)
+    both = all("numpy_ratio" in res for res in record["results"].values())
+    header = ["scheme (dequantize / `astype(float32) * scale`)", "kernel where built: medians (minimums)"]
+    header += ["numpy's path: medians (minimums)"] if both else []
+    rows = []
+    for name, res in record["results"].items():
+        row = [name, f"{_num(res['ratio'])} ({_num(res['ratio_of_minimums'])}) [{res.get('path', record.get('kernel', 'numpy'))}]"]
+        if both:
+            row.append(f"{_num(res['numpy_ratio'])} ({_num(res['numpy_ratio_of_minimums'])})")
+        rows.append(row)
+    return "\n".join([caption(path, record), "", *_table(header, rows)])
 
 
 # -- benchmarks/ab_tiny.py ----------------------------------------------------------------------
@@ -210,7 +212,7 @@ def reach(path: str) -> str:
          f"{extra:.2f} MiB (largest tensor {s['largest_tensor_mib']:.0f} MiB)", "≤ largest tensor + 128 MiB", "—"],
         ["… `convert` / `cp -r` of the shards + fsync of each copy", f"{_num(convert / cp_fsync)}× ({convert:.2f} s vs {cp_fsync:.2f} s, medians of {n})",
          "≤ 1.3×", "durable vs durable"],
-        ["… `read_sharded` + `Writer.write` / plain `cp -r`", f"{_num(write / cp)}× ({write:.2f} s vs {cp:.2f} s)", "≤ 1.3×",
+        ["… `read_tensors` of the shard folder + `Writer.write` / plain `cp -r`", f"{_num(write / cp)}× ({write:.2f} s vs {cp:.2f} s)", "≤ 1.3×",
          "neither fsyncs; not the same file operations: cp creates each file in place, the conversion renames a scratch file into place"],
         ["… `convert` / plain `cp -r`", f"{_num(convert / cp)}×", "—",
          "no fair peer: durable against a copy that returns before its bytes reach the disk"],
@@ -273,20 +275,20 @@ def _remote_rows(remote: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 
 # -- benchmarks/view_stats.py ------------------------------------------------------------------
-def view_stats(*paths: str) -> str:
-    """One row per cache state and file; a file says which statistics ran (``kernel``, numpy before it did)."""
-    records = [(path, _load(path)) for path in paths]
+def view_stats(path: str) -> str:
+    """One row per statistics path the run measured (the kernel, and numpy's beside it) and cache state."""
+    r = _load(path)
+    runs, model = r["runs"], r["model"]
+    values = model["size_mib"] * (1 << 20) // 4
+    paths = {"": r.get("kernel", "numpy")} | ({"_numpy": "numpy"} if "value_stats_numpy_warm" in runs else {})
     rows = []
-    for path, r in records:
-        runs, model, kernel = r["runs"], r["model"], r.get("kernel", "numpy")
-        values = model["size_mib"] * (1 << 20) // 4
+    for suffix, kernel in paths.items():
         for cache, clock, note in (("warm", "cpu", "page cache warm: reading is a memory copy (CPU time)"),
                                    ("cold", "wall", "file evicted from the page cache before each run (wall time)")):
-            ours, peer = runs[f"value_stats_{cache}"][f"min_{clock}_s"], runs[f"read_once_{cache}"][f"min_{clock}_s"]
+            ours, peer = runs[f"value_stats{suffix}_{cache}"][f"min_{clock}_s"], runs[f"read_once_{cache}"][f"min_{clock}_s"]
             rows.append([f"statistics ({kernel}) / read once + sum, {cache}", f"{_num(ours / peer)}× ({_ms(ours)} vs {_ms(peer)})",
                          f"{ours / values * 1e9:.1f} ns", "≤ 2×", note])
-    model = records[0][1]["model"]
-    return "\n".join(["\n\n".join(caption(path, r) for path, r in records), "", *_table(
+    return "\n".join([caption(path, r), "", *_table(
         [f"{model['size_mib']} MiB {model['dtype']}, {model['tensors']} tensors", "result (minimum of runs)",
          "statistics per value (same clock)", "target", "like for like"], rows)])
 
@@ -367,26 +369,30 @@ def kernels(path: str) -> str:
 # -- benchmarks/startup_bench.py ----------------------------------------------------------------
 def startup(path: str) -> str:
     """Each command's ratio of medians to ``import numpy`` (CPU time, the target's measure, and
-    wall time), with the target, and ``import numpy``'s own medians."""
+    wall time; instructions, when the run counted them), with the target, and ``import numpy``'s
+    own medians."""
     record = _load(path)
     ratios, medians, targets = record["ratios"], record["medians"], record["targets"]
+    counted = "instructions" in ratios
     rows = [[f"`{name}`" + (" (small pack)" if name == "burnpack inspect" else ""), _num(ratios["cpu"][name]), _num(ratios["wall"][name]),
-             f"≤ {target}×"] for name, target in targets.items()]  # fmt: skip
+             *([f"{ratios['instructions'][name]:.3f}"] if counted else []), f"≤ {target}×"] for name, target in targets.items()]  # fmt: skip
     base = "import numpy"
-    rows.append([f"`{base}` itself ({record['repeat']} runs)", _ms(medians["cpu"][base]), _ms(medians["wall"][base]), "—"])
-    return "\n".join([caption(path, record), "", *_table(["ratio of medians to `python -c \"import numpy\"`", "CPU time", "wall time",
-                                                         "target (CPU time)"], rows)])  # fmt: skip
+    rows.append([f"`{base}` itself ({record['repeat']} runs)", _ms(medians["cpu"][base]), _ms(medians["wall"][base]),
+                 *([f"{record['instructions'][base]:,}"] if counted else []), "—"])  # fmt: skip
+    header = ["ratio of medians to `python -c \"import numpy\"`", "CPU time", "wall time", *(["instructions (one run)"] if counted else []),
+              "target (CPU time)"]  # fmt: skip
+    return "\n".join([caption(path, record), "", *_table(header, rows)])
 
 
 # -- the README's headline table ------------------------------------------------------------------
 def headline(bench_path: str, open_path: str, reach_path: str, quant_path: str) -> str:
-    """Issue 19's rows, each with its peer and target, taken from the runs of bench.py,
-    open_bench.py, reach_bench.py and quant_bench.py (the pages under docs/ show every row of each)."""
+    """The README's speed table: a few rows of bench.py, open_bench.py, reach_bench.py and
+    quant_bench.py, each against its peer in the same run; no captions (the pages under docs/ show
+    every row of each run, with its commit and machine)."""
     sys.path.insert(0, str(ROOT))
     from benchmarks.bench import RATIOS
 
-    runs = {path: _load(path) for path in (bench_path, open_path, reach_path, quant_path)}
-    b, o, r, q = (runs[path] for path in (bench_path, open_path, reach_path, quant_path))
+    b, o, r, q = (_load(path) for path in (bench_path, open_path, reach_path, quant_path))
     med = statistics.median
 
     def workload(prefix: str) -> tuple[str, dict[str, float]]:
@@ -394,49 +400,33 @@ def headline(bench_path: str, open_path: str, reach_path: str, quant_path: str) 
         return name[len(prefix) + 1 :], {op: med(s) for op, s in b["workloads"][name]["samples_s"].items()}
 
     def from_bench(prefix: str, label: str) -> str:
-        _, m = workload(prefix)
-        ours, peer = m[RATIOS[label].ours], m[RATIOS[label].peer]
-        return f"{_num(ours / peer)}× ({_ms(ours)} vs {_ms(peer)})"
+        m = workload(prefix)[1]
+        return f"{_num(m[RATIOS[label].ours] / m[RATIOS[label].peer])}×"
 
     def from_reach(key: str) -> str:
-        ours, peer = med(r["torch"][key]["burnpack_runs"]), med(r["torch"][key]["safetensors_runs"])
-        return f"{_num(ours / peer)}× ({_ms(ours)} vs {_ms(peer)})"
+        return f"{_num(med(r['torch'][key]['burnpack_runs']) / med(r['torch'][key]['safetensors_runs']))}×"
 
-    big, tiny, many = workload("(a)")[0], workload("(b)")[0], workload("(c)")[0]
+    tiny = workload("(b)")[0]
     small = next(w for w in o["workloads"] if w.startswith("64-tensor"))
     q4 = next(v for k, v in q["results"].items() if k.startswith("q4s block 32"))
     get = r["remote"]["numpy_vs_get"]
-    get_ours, get_peer = med(get["burnpack_runs"]), med(get["get_runs"])
-    page = r["torch"]["page_offset"]
     names, numpy_each = "open + names / `safe_open` + `keys()`", "open + `numpy()` of each / `safe_open` + `get_tensor` of each"
     rows = [
-        [f"{tiny}: open + names", "`safe_open` + `keys()`: lazy vs lazy", from_bench("(b)", names), "≤ 1.0×"],
-        [f"{big}: open + names, one call, caches flushed before it (wall time)", "`safe_open` + `keys()`: lazy vs lazy", from_bench("(a)", names), "≤ 1.5×"],
-        [f"{small}: open + names, {o['workloads'][small].get('calls_per_sample', 1)} calls a sample (CPU time)", "`safe_open` + `keys()`: lazy vs lazy",
-         f"{_num(o['workloads'][small]['ratios']['this / safe_open']['open+names'])}×", "≤ 1.5×"],
-        [f"{tiny}: open + `numpy()` of each", "`safe_open` + `get_tensor` of each: lazy vs lazy", from_bench("(b)", numpy_each), "≤ 0.5×"],
-        ["… the same", "`load_file`: no fair peer, lazy views against eager copies", from_bench("(b)", "open + `numpy()` (zero-copy) / `load_file`"), "≤ 0.4×"],
-        [f"{tiny}: durable save", "`save_file` + the same fsyncs and rename: durable vs durable",
-         from_bench("(b)", "save, durable: `burnpack.save` / `save_file` + same steps"), "≤ 0.6×"],
-        [f"{many}: open", "`cbor2.loads` of the metadata: no fair peer, it only decodes",
-         from_bench("(c)", "open (`load`) / bare `cbor2.loads` of the same metadata"), "≤ 0.5×"],
-        [f"{big}: `Writer.write` of built tensors", "a raw write of the same bytes from the same memory, the same file operations",
-         from_bench("(a)", "`Writer.write` of built tensors / raw write of its bytes"), "≤ 1.1×"],
-        [f"{r['torch']['mib']} MiB: `burnpack.torch.load_file` + sum of every tensor",
-         f"`safetensors.torch.load_file` + sum: torch vs torch, the data at byte {page['burnpack']} of a page in both files",
-         from_reach("load_file_sum"), "≤ 1.0×"],
-        ["… the same", "the same, both files padded to put their data at byte 0 of a page", from_reach("load_file_sum_page_start"), "≤ 1.0×"],
-        ["… the same", f"the same, each file as its writer lays it out (safetensors' data at byte {page['safetensors_as_written']})",
-         from_reach("load_file_sum_as_written"), "—"],
-        [f"{r['torch']['tiny_tensors']:,} tiny tensors: `burnpack.torch.load_file` + sum", "`safetensors.torch.load_file` + sum: torch vs torch",
-         from_reach("tiny_load_file_sum"), "≤ 0.7×"],
-        ["dequantize Q4 packed, blocks of 32", "`astype(float32) * scale`", f"{_num(q4['ratio'])}× ({_ms(q4['ours_median'])} vs {_ms(q4['peer_median'])})",
-         "≤ 1.3×"],
-        [f"every tensor of a {get['file_bytes'] / (1 << 20):.0f} MiB pack over HTTP on 127.0.0.1", "one plain GET of the file, the same client",
-         f"{_num(get_ours / get_peer)}× ({_ms(get_ours)} vs {_ms(get_peer)})", "≤ 1.2×"],
+        [f"open {tiny}, list names", "`safe_open` + `keys()`", from_bench("(b)", names)],
+        ["… and read each as numpy", "`safe_open` + `get_tensor`", from_bench("(b)", numpy_each)],
+        [f"save {tiny}, durably", "`save_file` + the same fsyncs", from_bench("(b)", "save, durable: `burnpack.save` / `save_file` + same steps")],
+        ["open a 1 MiB file, list names (CPU time, 200 calls)", "`safe_open` + `keys()`",
+         f"{_num(o['workloads'][small]['ratios']['this / safe_open']['open+names'])}×"],
+        [f"open a {workload('(a)')[0].split(' in ')[0]} file, list names (one cold call)", "`safe_open` + `keys()`", from_bench("(a)", names)],
+        [f"write {workload('(a)')[0].split(' in ')[0]}", "a raw write of the same bytes", from_bench("(a)", "`Writer.write` of built tensors / raw write of its bytes")],
+        [f"torch: `load_file` + sum, {r['torch']['mib']} MiB", "`safetensors.torch`, data at the same page offset", from_reach("load_file_sum")],
+        ["… each file as its writer lays it out", "`safetensors.torch`", from_reach("load_file_sum_as_written")],
+        [f"torch: `load_file` + sum, {r['torch']['tiny_tensors']:,} tiny tensors", "`safetensors.torch`", from_reach("tiny_load_file_sum")],
+        ["dequantize packed Q4, blocks of 32", "`astype(float32) * scale`", f"{_num(q4['ratio'])}×"],
+        [f"read every tensor of a {get['file_bytes'] / (1 << 20):.0f} MiB pack over HTTP", "one plain GET of the file",
+         f"{_num(med(get['burnpack_runs']) / med(get['get_runs']))}×"],
     ]
-    captions = [f"- {caption(path, record)}" for path, record in runs.items()]
-    return "\n".join([*captions, "", *_table(["measure (ratio of medians, < 1: burnpack faster)", "peer", "result", "target"], rows)])
+    return "\n".join(_table(["burnpack", "against", "time ratio"], rows))
 
 
 # -- benchmarks/layouts_bench.py ----------------------------------------------------------------

@@ -9,100 +9,20 @@ command line start without loading what a run does not need.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from . import _generated  # noqa: F401 - first: the generated codec and burnpack._cbor import each other
-from ._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from ._generated.types import (
-        BlockScale,
-        BlockSize,
-        BoolStore,
-        DType,
-        QuantMode,
-        QuantScheme,
-        QuantStore,
-        QuantValue,
-        Scalar,
-        ScaleDtype,
-        TensorDescriptor,
-    )
-    from .errors import (
-        BurnpackError,
-        InvalidHeader,
-        InvalidMagicNumber,
-        InvalidVersion,
-        InvalidQuantizedData,
-        IoError,
-        LegacyFormatError,
-        LegacyFormatWarning,
-        MetadataDeserializationError,
-        MetadataSerializationError,
-        QuantizationError,
-        TensorBytesSizeMismatch,
-        TensorNotFound,
-        UnsupportedQuantization,
-        ValidationError,
-    )
-    from .quant import QuantizedTensor, quantize
-    from .core.reader import Pack, TensorView, load
-    from .core.writer import FileRange, Tensor, Writer, save, save_bytes
-    from .records import LrSchedulerRecord, ModuleRecord, OptimizerRecord
+from .core._lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "BlockScale",
-    "BlockSize",
-    "BoolStore",
-    "BurnpackError",
-    "DType",
-    "FileRange",
-    "InvalidHeader",
-    "InvalidMagicNumber",
-    "InvalidQuantizedData",
-    "InvalidVersion",
-    "IoError",
-    "LegacyFormatError",
-    "LegacyFormatWarning",
-    "LrSchedulerRecord",
-    "MetadataDeserializationError",
-    "MetadataSerializationError",
-    "ModuleRecord",
-    "OptimizerRecord",
-    "Pack",
-    "QuantMode",
-    "QuantScheme",
-    "QuantStore",
-    "QuantValue",
-    "QuantizationError",
-    "QuantizedTensor",
-    "Scalar",
-    "ScaleDtype",
-    "Tensor",
-    "TensorBytesSizeMismatch",
-    "TensorDescriptor",
-    "TensorNotFound",
-    "UnsupportedQuantization",
-    "TensorView",
-    "ValidationError",
-    "Writer",
-    "load",
-    "quantize",
-    "save",
-    "save_bytes",
-]
-
 _EXPORTS = {
-    "._generated.types": ("BlockScale", "BlockSize", "BoolStore", "DType", "QuantMode", "QuantScheme", "QuantStore", "QuantValue",
+    ".codec._generated.metadata": ("BlockScale", "BlockSize", "BoolStore", "DType", "QuantMode", "QuantScheme", "QuantStore", "QuantValue",
                           "Scalar", "ScaleDtype", "TensorDescriptor"),
     ".errors": ("BurnpackError", "InvalidHeader", "InvalidMagicNumber", "InvalidVersion", "InvalidQuantizedData", "IoError",
                 "LegacyFormatError", "LegacyFormatWarning", "MetadataDeserializationError", "MetadataSerializationError",
                 "QuantizationError", "TensorBytesSizeMismatch", "TensorNotFound", "UnsupportedQuantization", "ValidationError"),
-    ".quant": ("QuantizedTensor", "quantize"),
+    ".core.quant": ("QuantizedTensor", "quantize"),
     ".core.reader": ("Pack", "TensorView", "load"),
     ".core.writer": ("FileRange", "Tensor", "Writer", "save", "save_bytes"),
     ".records": ("LrSchedulerRecord", "ModuleRecord", "OptimizerRecord"),
 }  # fmt: skip
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, submodules=True)
+"""Each public name once, by the module that defines it (``__init__.pyi`` gives their types)."""
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS, submodules=True)

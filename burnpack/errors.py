@@ -16,11 +16,11 @@ import builtins
 import contextlib
 import os
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import Generic, TypeVar
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .interop.converter import ConversionReport
-    from .records.module import ApplyReport
+Report = TypeVar("Report")
+"""The report an error carries (a conversion's, a record load's): its type is the raising layer's,
+which this module, below every layer, does not name."""
 
 
 class BurnpackError(Exception):
@@ -178,9 +178,11 @@ class ConversionError(BurnpackError):
     """A conversion cannot be done as asked (unsupported dtype, unknown format, ...)."""
 
 
-class OptionError(ConversionError, ValueError):
-    """An option is malformed (a regex that does not compile, an unknown adapter or module type):
-    a usage error, exit status 2 on the command line."""
+class OptionError(BurnpackError, ValueError):
+    """An option is malformed or misused, whichever function takes it (``load``'s ``decoder=``, a
+    limit that is not a non-negative int, ``compiled=True`` without the kernel, a regex that does
+    not compile, an unknown adapter or module type): a usage error, exit status 2 on the command
+    line."""
 
     exit_code = 2
 
@@ -196,14 +198,15 @@ class OutputExistsError(ConversionError, FileExistsError):
         return str(self.args[0])
 
 
-class UnmatchedOptionError(ConversionError, ValueError):
+class UnmatchedOptionError(ConversionError, ValueError, Generic[Report]):
     """Options that changed nothing — a silent no-op would produce a wrong model without a hint.
 
     ``unmatched`` lists ``(option, value, why)`` with Python option names (``adapter``,
-    ``type_rules``...); ``report`` is the conversion report so far. Pass
-    ``allow_unmatched=True`` (``--allow-unmatched``) to convert anyway."""
+    ``type_rules``...); ``report`` is the conversion report so far
+    (``burnpack.interop.ConversionReport``). Pass ``allow_unmatched=True``
+    (``--allow-unmatched``) to convert anyway."""
 
-    def __init__(self, unmatched: Sequence[tuple[str, str, str]], report: ConversionReport) -> None:
+    def __init__(self, unmatched: Sequence[tuple[str, str, str]], report: Report) -> None:
         self.unmatched = list(unmatched)
         self.report = report
         lines = [f"{option}={value!r}: {why}" if value else f"{option}: {why}" for option, value, why in self.unmatched]
@@ -253,6 +256,52 @@ def excerpt(text: str, limit: int = EXCERPT_CHARS) -> str:
     if len(text) <= limit:
         return repr(text)
     return f"{text[:limit]!r}... ({len(text):,} characters)"
+
+
+def excerpts(texts: Sequence[str], count: int = 10) -> str:
+    """The first ``count`` of several texts a file holds (names, keys), each an ``excerpt``,
+    and how many more there are.
+
+    Args:
+        texts: The texts, in the order a message lists them.
+        count: The most texts quoted.
+
+    Returns:
+        The quoted texts joined by commas, with ``and N more`` when some were left out.
+    """
+    more = f" and {len(texts) - count:,} more" if len(texts) > count else ""
+    return ", ".join(map(excerpt, texts[:count])) + more
+
+
+def shown(value: object) -> str:
+    """A value read from a file, as an error names it: never a container's whole content.
+
+    Args:
+        value: The value (decoded JSON, a pickle's object, ...).
+
+    Returns:
+        Text as an ``excerpt``; a bool, a number or None as itself (every integer a reader
+        takes from a file has at most 309 digits); anything else by its type (``a dict``).
+    """
+    if isinstance(value, str):
+        return excerpt(value)
+    if value is None or type(value) in (bool, int, float):
+        return repr(value)
+    return f"a {type(value).__name__}"
+
+
+def cause(exc: BaseException) -> str:
+    """What another library's exception says, as a message quotes it: zipfile quotes member names
+    and header bytes, pickletools an opcode's whole argument, so only an excerpt is kept. Raise
+    the message's error ``from None``: a chained cause would show all of it in the traceback.
+
+    Args:
+        exc: The other library's exception.
+
+    Returns:
+        Its type's name and an ``excerpt`` of its message (``BadZipFile: 'Bad CRC-32 ...'``).
+    """
+    return f"{type(exc).__name__}: {excerpt(str(exc), 2 * EXCERPT_CHARS)}"
 
 
 class PyTorchReadError(BurnpackError, ValueError):
@@ -311,22 +360,22 @@ class RecordError(BurnpackError):
         return self.payload if self.payload is not None else self.default_message
 
 
-class RecordValidationError(RecordError):
+class RecordValidationError(RecordError, Generic[Report]):
     """Burn's ``RecordError::Validation``: a record did not fit its target.
 
     ``payload`` is Burn's exact text (``"Missing tensors: [\\"fc.bias\\"]"``, ``"Unused tensors:
     [...]"`` or ``"Apply errors: [...]"``), ``kind`` says which check failed (``"apply"``,
-    ``"missing"``, ``"unused"``) and ``report`` holds everything the load found, with
-    "did you mean" suggestions for missing paths.
+    ``"missing"``, ``"unused"``) and ``report`` holds everything the load found
+    (``burnpack.records.ApplyReport``); ``hints`` ("did you mean" lines for missing paths, which
+    the record layer composes from it) follow the payload in ``str(error)``.
     """
 
     variant = "Validation"
 
-    def __init__(self, payload: str, *, kind: str, report: ApplyReport | None = None) -> None:
+    def __init__(self, payload: str, *, kind: str, report: Report | None = None, hints: Sequence[str] = ()) -> None:
         self.kind = kind
         self.report = report
         super().__init__(payload)
-        hints = report.hint_lines() if report is not None and kind == "missing" else []
         if hints:
             self.args = (payload + "\n" + "\n".join(hints),)
 
@@ -396,11 +445,6 @@ class CborError(Exception):
     def __init__(self, text: str, offset: int | None = None) -> None:
         super().__init__(text)
         self.offset = offset
-
-
-class Fallback(Exception):
-    """The fast metadata decoder met something it cannot prove it reads as Burn does: the exact
-    decoder takes over. Never leaves the container."""
 
 
 class CommandError(Exception):

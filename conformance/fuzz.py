@@ -104,7 +104,7 @@ def _beyond_burns_api(data: bytes) -> bool:
     outside ``BlockSize::new``'s form, a count of 2^64 or more) though Burn reads and writes it."""
     import math
 
-    from burnpack._generated.layout import U64_MAX
+    from burnpack.codec._cbor import U64_MAX
     from burnpack.dtypes import element_size, unconstructible
 
     with burnpack.load(data) as pack:

@@ -78,9 +78,10 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Any) -> str:
 
 # ------------------------------------------------------------------------------ lazy exports
 class LazyExports(griffe.Extension):
-    """Lets griffe see the names a package exports through ``burnpack._lazy.lazy_exports``: its
+    """Lets griffe see the names a package exports through ``burnpack.core._lazy.lazy_exports``: its
     ``_EXPORTS`` table (module → names) becomes aliases and, when ``__all__`` is not a literal,
-    the exports. The table stays the one list of what a package exports."""
+    the exports. The table stays the one list of what a package exports. A public path that
+    re-exports a module (``burnpack.quant`` of ``burnpack.core.quant``) exports what it does."""
 
     def on_module_members(self, *, mod: griffe.Module, **kwargs: Any) -> None:
         table = mod.members.get("_EXPORTS")
@@ -97,6 +98,22 @@ class LazyExports(griffe.Extension):
                     mod.set_member(name, griffe.Alias(name, f"{target}.{name}", parent=mod))
         if not mod.exports:
             mod.exports = sorted(exports)
+
+    def on_package(self, *, pkg: griffe.Module, **kwargs: Any) -> None:
+        """A public path that re-exports a module (``burnpack.quant``: ``from .core.quant import *``
+        and its ``__all__``) exports what that module does."""
+        for mod in _modules(pkg):
+            names = mod.members.get("__all__")
+            if mod.exports is None and isinstance(names, griffe.Alias):
+                source = pkg.modules_collection.get_member(names.target_path.rsplit(".", 1)[0])
+                mod.exports = list(source.exports or [])
+
+
+def _modules(mod: griffe.Module) -> Iterator[griffe.Module]:
+    yield mod
+    for member in mod.members.values():
+        if isinstance(member, griffe.Module):
+            yield from _modules(member)
 
 
 def load_package() -> griffe.Module:

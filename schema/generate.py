@@ -3,11 +3,13 @@
 Reads ``schema/layout.py`` (the file layout as ``construct`` structs) and ``schema/metadata.toml``
 (the CBOR metadata as data) and writes:
 
-* ``burnpack/_generated/layout.py`` — header format, layout constants and limits;
-* ``burnpack/_generated/types.py`` — the metadata types (structs, enums, the dtype table);
-* ``burnpack/_generated/codec.py`` — per type: a writer encoder, a fast validator over cbor2's
-  output and an exact ciborium-equivalent decoder;
-* ``schema/burnpack.cddl`` — the metadata as CDDL (RFC 8610).
+* ``burnpack/codec/_generated/layout.py`` — header format, layout constants and limits;
+* ``burnpack/codec/_generated/metadata.py`` — the metadata types (structs, enums, the dtype table)
+  and, per type, a writer encoder, a fast validator over cbor2's output, an exact
+  ciborium-equivalent decoder and Burn's serde form both ways;
+* ``schema/burnpack.cddl`` — the metadata as CDDL (RFC 8610);
+* ``__init__.pyi`` beside each lazy package facade (``FACADES``) — the types of the names its
+  ``_EXPORTS`` table lists once and imports on first use.
 
 Run ``python -m schema.generate`` after changing the schema; ``--check`` exits 1 when the checked-in
 files are stale (the test suite runs it).
@@ -16,6 +18,7 @@ files are stale (the test suite runs it).
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.util
 import re
 import struct
@@ -30,8 +33,10 @@ import construct
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_TOML = ROOT / "schema" / "metadata.toml"
-GENERATED = ROOT / "burnpack" / "_generated"
+GENERATED = ROOT / "burnpack" / "codec" / "_generated"
 CDDL = ROOT / "schema" / "burnpack.cddl"
+FACADES = ("burnpack/__init__.py", "burnpack/records/__init__.py", "burnpack/interop/__init__.py")
+"""The lazy package facades: each lists its public names once, in ``_EXPORTS``."""
 
 BANNER = "# generated from schema/metadata.toml and schema/layout.py by schema/generate.py — do not edit\n"
 PRIMITIVES = {"u8", "u64", "i64", "f64", "bool", "str"}
@@ -208,11 +213,6 @@ def gen_layout(schema: Schema, layout: ModuleType) -> str:
     ]
     for key, value in schema.limits.items():
         lines.append(f"{key.upper()} = {value}")
-    lines.append("")
-    for kind, (lo, hi) in INT_RANGES.items():
-        if lo:
-            lines.append(f"{kind.upper()}_MIN = {lo}")
-        lines.append(f"{kind.upper()}_MAX = {hi}")
     lines += [
         "",
         "",
@@ -230,7 +230,7 @@ def gen_layout(schema: Schema, layout: ModuleType) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# types.py
+# metadata.py: the types
 # ---------------------------------------------------------------------------------------------
 def py_annotation(t: Type, schema: Schema) -> str:
     if t.kind in ("u8", "u64", "i64"):
@@ -256,23 +256,9 @@ def default_for(f: Field) -> str | None:
     return None
 
 
-def gen_types(schema: Schema) -> str:
-    out = [
-        BANNER,
-        '"""The burnpack metadata types, as declared in schema/metadata.toml."""',
-        "",
-        "from __future__ import annotations",
-        "",
-        "import enum",
-        "import struct",
-        "from collections.abc import Callable",
-        "from typing import Any, ClassVar, NamedTuple",
-        "",
-        "SERDE: dict[str, Callable[[Any], Any]] = {}",
-        '"""Burn\'s serde form, both ways: filled in by ``codec`` (which this package imports first),',
-        'so that these types need not import the codec that is written in terms of them."""',
-        "",
-    ]
+def gen_types(schema: Schema) -> list[str]:
+    """The types: enums, structs, tagged enums and the dtype tables."""
+    out: list[str] = []
     for e in schema.enums.values():
         if e.unit_only:
             out += gen_unit_enum(e)
@@ -282,7 +268,7 @@ def gen_types(schema: Schema) -> str:
         if not e.unit_only:
             out += gen_tagged_enum(e, schema)
     out += gen_dtype_table(schema)
-    return "\n".join(out)
+    return out
 
 
 def gen_unit_enum(e: Enum) -> list[str]:
@@ -303,7 +289,7 @@ def gen_struct(s: Struct, schema: Schema) -> list[str]:
 
 
 def serde_methods(name: str) -> list[str]:
-    """``to_serde`` / ``from_serde``: Burn's serde data model (JSON-ready), via the codec."""
+    """``to_serde`` / ``from_serde``: Burn's serde data model (JSON-ready), via the codec below."""
     return [
         "",
         "    def to_serde(self) -> Any:",
@@ -312,7 +298,7 @@ def serde_methods(name: str) -> list[str]:
         "        Returns:",
         "            Dicts, lists, strings and numbers, ready for ``json.dumps``.",
         '        """',
-        '        return SERDE["to_serde"](self)',
+        "        return serde(self)",
         "",
         "    @classmethod",
         f"    def from_serde(cls, data: Any) -> {name}:",
@@ -327,7 +313,7 @@ def serde_methods(name: str) -> list[str]:
         "        Raises:",
         "            ValueError: ``data`` is not a serde form of this type.",
         '        """',
-        f'        return SERDE["from_serde_{name}"](data)',
+        f"        return from_serde_{name}(data)",
     ]
 
 
@@ -627,7 +613,7 @@ def gen_debug(schema: Schema) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# codec.py
+# metadata.py: the codec
 # ---------------------------------------------------------------------------------------------
 def is_struct(t: Type, schema: Schema) -> bool:
     return t.kind in schema.structs
@@ -1134,24 +1120,28 @@ def gen_serde(schema: Schema) -> list[str]:
             "    except Exception:",
             f'        raise ValueError(f"not Burn\'s serde form of {k}: {{data!r}}") from None',
         ]
-    lines += ["", "", 'SERDE["to_serde"] = serde']
-    lines += [f'SERDE["from_serde_{k}"] = from_serde_{k}' for k in kinds]
     return lines
 
 
-def gen_codec(schema: Schema) -> str:
-    types = [*schema.structs, *schema.enums]
+def gen_metadata(schema: Schema) -> str:
+    """The metadata module: the types, then their codec (which their serde methods call)."""
     out = [
         BANNER,
-        '"""Encoders, fast validators and exact (ciborium-equivalent) decoders for every metadata type."""',
+        '"""The burnpack metadata types, as declared in schema/metadata.toml, and their codec: per type an',
+        "encoder, a fast validator, an exact (ciborium-equivalent) decoder and Burn's serde form both ways.",
+        '"""',
         "",
         "from __future__ import annotations",
         "",
+        "import enum",
         "import re",
-        "from typing import Any, Callable",
+        "import struct",
+        "from collections.abc import Callable",
+        "from typing import Any, ClassVar, NamedTuple",
         "",
         "from .._cbor import (",
         "    I64_MAX,",
+        "    I64_MIN,",
         "    encode,",
         "    map_head,",
         "    text_bytes,",
@@ -1170,9 +1160,14 @@ def gen_codec(schema: Schema) -> str:
         "    uints,",
         ")",
         "from .layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH",
-        f"from .types import SERDE, {', '.join(types)}",
+    ]
+    out += gen_types(schema)
+    out += [
         "",
-        "I64_MIN = -I64_MAX - 1",
+        "",
+        "# " + "-" * 95,
+        "# The codec",
+        "# " + "-" * 95,
         "_ABSENT = object()",
         "",
         "",
@@ -1262,18 +1257,46 @@ def gen_cddl(schema: Schema) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
+# The facades' stubs
+# ---------------------------------------------------------------------------------------------
+def gen_facade_stub(facade: Path, relative: str) -> str:
+    """The ``.pyi`` of a lazy facade: its ``_EXPORTS`` table as explicit re-exports (``X as X``,
+    which strict type checkers take as public), ``__all__``, and ``__version__`` where it has one."""
+    tree = ast.parse(facade.read_text(encoding="utf-8"))
+    exports: dict[str, tuple[str, ...]] | None = None
+    version = False
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["_EXPORTS"]:
+            exports = ast.literal_eval(node.value)
+        version = version or (isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["__version__"])
+    if exports is None:
+        raise ValueError(f"{relative}: no _EXPORTS table")
+    lines = [
+        f"# generated from the _EXPORTS table of {relative} by schema/generate.py — do not edit",
+        f'"""The types of the names {relative} imports on first use."""',
+        "",
+    ]
+    for module, names in exports.items():
+        lines.append(f"from {module} import {', '.join(f'{name} as {name}' for name in names)}")
+    lines.append("")
+    if version:
+        lines.append("__version__: str")
+    everything = sorted(name for names in exports.values() for name in names)
+    lines.append(f"__all__ = {everything!r}")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
 def outputs(root: Path = ROOT) -> dict[Path, str]:
     """Every generated file of the tree at ``root`` (this checkout by default) → its text."""
     schema = load_schema(root)
     generated = root / GENERATED.relative_to(ROOT)
     return {
-        generated / "__init__.py": BANNER
-        + '"""Code generated from schema/ — see schema/generate.py."""\n\n'
-        + "from . import codec  # noqa: F401 - gives the types their serde form (types.SERDE)\n",
+        generated / "__init__.py": BANNER + '"""Code generated from schema/ — see schema/generate.py."""\n',
         generated / "layout.py": gen_layout(schema, load_layout(root)),
-        generated / "types.py": gen_types(schema),
-        generated / "codec.py": gen_codec(schema),
+        generated / "metadata.py": gen_metadata(schema),
         root / CDDL.relative_to(ROOT): gen_cddl(schema),
+        **{(root / facade).with_suffix(".pyi"): gen_facade_stub(root / facade, facade) for facade in FACADES},
     }
 
 

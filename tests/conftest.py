@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.servers import RangeServer
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_DIR = Path(os.environ.get("BURNPACK_SHARED", REPO_ROOT.parent / "shared"))
 BURN_PACK_FIXTURES = SHARED_DIR / "fixtures" / "burn-pack"
@@ -78,3 +80,22 @@ def python_calls(func: Callable[[], object]) -> int:
     finally:
         sys.setprofile(None)
     return count
+
+
+# -- servers for the remote-source tests, started on 127.0.0.1 and stopped by the tests --------------
+@pytest.fixture
+def http_server():
+    server = RangeServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint():
+    """moto's S3 server on a free port; yields its URL (dummy credentials are set by the caller)."""
+    moto_server = pytest.importorskip("moto.server")
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()

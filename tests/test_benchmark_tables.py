@@ -178,3 +178,65 @@ def test_a_base_label_without_a_base_checkout_is_refused(script):
     result = subprocess.run([sys.executable, str(tables.ROOT / "benchmarks" / script), "--base-label", "abc1234"],
                             capture_output=True, text=True)  # fmt: skip
     assert result.returncode == 2 and "--base-label names the checkout given by --base" in result.stderr
+
+
+def test_a_results_file_goes_to_the_benchmarks_one_current_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(_results, "HERE", tmp_path)
+    (tmp_path / "results").mkdir()
+    record = _results.finish(_results.environment(tmp_path))
+    assert _results.save(record, "bench") == tmp_path / "results" / "bench.json"
+    assert _results.save(record, "bench") == tmp_path / "results" / "bench.json"  # a new run replaces it
+
+
+def test_the_results_folder_holds_one_current_file_per_benchmark_each_cited():
+    files = {path.name for path in (REPO / "benchmarks" / "results").glob("*.json")}
+    cited = {Path(name).name for spec in TABLE_SPECS for name in spec.split()[1:]}
+    pages = "".join(page.read_text() for page in tables.PAGES) + (REPO / "docs" / "benchmarks.md").read_text()
+    assert all(file in cited or f"benchmarks/results/{file}" in pages for file in files), files - cited
+    assert all("-" not in file and "_vs_" not in file and "issue" not in file for file in files)  # named by benchmark
+
+
+def _record(results: dict) -> dict:
+    return {"started": "2026-01-01T00:00:00+00:00", "commit": "0" * 40, "dirty": False, "loadavg_before": [0.1] * 3,
+            "loadavg_after": [0.1] * 3, "other_processes": {"cpus_busy": 0.01}, "quiet": True, "packages": {}, **results}
+
+
+def test_the_quant_table_shows_numpys_path_where_the_run_measured_it_beside(tmp_path, monkeypatch):
+    monkeypatch.setattr(tables, "ROOT", tmp_path)
+    entry = {"ratio": 0.9, "ratio_of_minimums": 0.8, "path": "compiled", "numpy_ratio": 2.0, "numpy_ratio_of_minimums": 1.9}
+    (tmp_path / "q.json").write_text(json.dumps(_record({"results": {"q4s block 32": entry}})))
+    assert "| q4s block 32 | 0.90 (0.80) [compiled] | 2.00 (1.90) |" in tables.quant("q.json")
+
+
+def test_the_view_stats_table_has_a_row_per_statistics_path_the_run_measured(tmp_path, monkeypatch):
+    monkeypatch.setattr(tables, "ROOT", tmp_path)
+    run = {"min_cpu_s": 1.0, "min_wall_s": 2.0}
+    runs = {f"{what}_{cache}": run for what in ("read_once", "value_stats", "value_stats_numpy") for cache in ("warm", "cold")}
+    model = {"size_mib": 1, "tensors": 1, "dtype": "F32"}
+    (tmp_path / "v.json").write_text(json.dumps(_record({"runs": runs, "model": model, "kernel": "compiled"})))
+    rendered = tables.view_stats("v.json")
+    assert "statistics (compiled) / read once + sum, warm" in rendered and "statistics (numpy) / read once + sum, cold" in rendered
+
+
+def test_another_checkout_is_imported_under_its_own_name_and_loads_its_own_kernels(tmp_path):
+    from benchmarks._checkout import import_checkout
+
+    other = tmp_path / "other"
+    (other / "burnpack").mkdir(parents=True)
+    (other / "pyproject.toml").write_text('[project]\nname = "other"\nversion = "0"\n[tool.setuptools]\npackages = ["burnpack"]\n')
+    (other / "burnpack" / "__init__.py").write_text('import importlib\nKERNEL = "burnpack.codec._cskip"\nNAME = __name__\n')
+    package = import_checkout(other, "burnpack_other_checkout", tmp_path / "scratch")
+    assert package.NAME == "burnpack_other_checkout" and package.KERNEL == "burnpack_other_checkout.codec._cskip"
+
+
+def test_the_startup_table_shows_instruction_ratios_when_the_run_counted_them(tmp_path):
+    spec = next(s for s in TABLE_SPECS if s.startswith("startup "))
+    record = json.loads((REPO / spec.split()[1]).read_text())
+    assert "instructions" not in tables.startup(str(REPO / spec.split()[1]))  # a run without them: no column
+    record["instructions"] = {"import numpy": 400_000_000, "burnpack --version": 190_000_000, "burnpack inspect": 480_000_000}
+    record["ratios"]["instructions"] = {"burnpack --version": 0.475, "burnpack inspect": 1.2}
+    path = tmp_path / "startup.json"
+    path.write_text(json.dumps(record))
+    lines = tables.startup(str(path)).splitlines()
+    assert lines[2].split(" | ")[3] == "instructions (one run)"
+    assert [line.split(" | ")[3] for line in lines[4:]] == ["0.475", "1.200", "400,000,000"]

@@ -51,6 +51,13 @@ def test_the_reference_documents_every_keyword_of_load(site: Path) -> None:
     assert "Returns:" in text_of(site / "reference" / "reading" / "index.html") and "Raises:" in load
 
 
+@pytest.mark.parametrize("module", ["quant", "dtypes", "remote", "torch"])
+def test_a_public_path_that_re_exports_a_module_documents_each_of_its_names(site: Path, module: str) -> None:
+    raw = (site / "reference" / module / "index.html").read_text(encoding="utf-8")
+    for name in getattr(burnpack, module).__all__:  # ``burnpack.torch.load_file``, not the module it lives in
+        assert f'id="burnpack.{module}.{name}"' in raw, name
+
+
 def test_the_home_page_is_the_readme_with_the_site_s_links(site: Path) -> None:
     home = (site / "index.html").read_text(encoding="utf-8")
     assert "The Python reference implementation of" in html.unescape(home)

@@ -8,7 +8,7 @@ import sys
 
 from tests.conftest import REPO_ROOT
 
-SELECTION = ["tests/test_schema.py::test_every_valid_burn_fixture_validates_against_the_cddl", "tests/test_burn_fixtures.py::test_every_fixture_case_is_covered"]
+SELECTION = ["tests/codec/test_schema.py::test_every_valid_burn_fixture_validates_against_the_cddl", "tests/core/test_burn_fixtures.py::test_every_fixture_case_is_covered"]
 
 
 def _pytest_without_fixtures(ci: str) -> subprocess.CompletedProcess:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from benchmarks import kernel_fuzz
-from burnpack._kernels import KERNELS, load_kernel
+from burnpack.codec._kernels import KERNELS, load_kernel
 
 needs_kernels = pytest.mark.skipif(any(load_kernel(m) is None for m in KERNELS), reason="the compiled kernels are not all built")
 
@@ -36,7 +36,8 @@ def test_a_changing_file_changes_while_it_is_read():
 @needs_kernels
 @pytest.mark.parametrize("target", kernel_fuzz.TARGETS)
 def test_the_oracle_fails_when_a_kernel_disagrees_with_its_twin(monkeypatch, target):
-    from burnpack import _cbor, quant
+    from burnpack.codec import _cbor
+    from burnpack.core import quant
     from burnpack.core import metadata, table
     from burnpack.view import stats
 

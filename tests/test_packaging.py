@@ -1,5 +1,5 @@
 """The release's sources: one version, its changelog entry, and the wheel of a tree in which one
-kernel fails to compile (the build switch's other cases: tests/test_build_switch.py).
+kernel fails to compile (the build switch's other cases: tests/codec/test_build_switch.py).
 
 The built wheels themselves are checked by ``.ci/wheels`` and ``tests/installed``.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import burnpack
-from burnpack._kernels import KERNELS
+from burnpack.codec._kernels import KERNELS
 
 ROOT = Path(__file__).resolve().parent.parent
 

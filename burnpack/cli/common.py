@@ -9,16 +9,21 @@ the command-line spelling.
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..core.display import printable, printable_lines
+from ..core.progress import SETTINGS
 from ..errors import CommandError, OutputExistsError
 
-__all__ = ["add_output_options", "check_output", "describe_error", "missing_extra", "print_json", "wrote"]
+if TYPE_CHECKING:  # a type alias: the side-file reader (json, mmap) is not imported at start
+    from ..core.sidefile import JSON
+
+__all__ = ["add_output_options", "check_output", "describe_error", "missing_extra", "print_json", "progress_setting", "wrote"]
 
 # Scratch siblings written by burnpack.core.atomic: "<name>.<pid>-<n>.tmp".
 _SCRATCH = re.compile(r"^(?P<name>.+)\.\d+-\d+\.tmp$")
@@ -145,7 +150,7 @@ def describe_error(exc: BaseException, default_path: str | None, *, verbose: boo
     return line, code
 
 
-def first_path(args: Any, *names: str) -> str | None:
+def first_path(args: argparse.Namespace, *names: str) -> str | None:
     """The first of ``names`` that ``args`` holds a value for (the path errors are about)."""
     for name in names:
         value = getattr(args, name, None)
@@ -154,9 +159,12 @@ def first_path(args: Any, *names: str) -> str | None:
     return None
 
 
-def add_output_options(p: Any, *, progress: bool = False, json_help: str = "print the result as one JSON object instead of text") -> None:
+def add_output_options(
+    p: argparse.ArgumentParser, *, progress: bool = False, json_help: str = "print the result as one JSON object instead of text"
+) -> None:
     """``-q/--quiet`` and ``--json``, which mean the same in every command (and exclude each
-    other); with ``progress``, ``--progress`` too (the commands that write tensors).
+    other); with ``progress``, ``--progress`` too (the commands that read or write tensor bytes in
+    bulk; the command turns it into a setting with :func:`progress_setting`).
 
     ``-q`` is carried out by ``burnpack.cli.main`` for every command alike: nothing on stdout.
     """
@@ -165,12 +173,32 @@ def add_output_options(p: Any, *, progress: bool = False, json_help: str = "prin
     group.add_argument("-q", "--quiet", action="store_true",
                        help="print nothing on stdout: the exit status says how it went, and errors still go to stderr")  # fmt: skip
     if progress:
-        p.add_argument("--progress", choices=("auto", "always", "never"), default="auto",
-                       help="progress on stderr: auto = a bar for 64 MiB or more on a terminal; always = also as lines "
-                            "when stderr is not a terminal; never")  # fmt: skip
+        p.add_argument("--progress", choices=SETTINGS,
+                       help="progress on stderr of the tensor bytes read or written: auto (the default) = a bar for "
+                            "64 MiB or more on a terminal; always = also as lines when stderr is not a terminal; never")  # fmt: skip
 
 
-def print_json(value: Any, out: TextIO | None = None) -> None:
+def progress_setting(args: argparse.Namespace, *, idle: str | None = None) -> str:
+    """The ``--progress`` setting a command was given.
+
+    Args:
+        args: The parsed command line (``add_output_options(progress=True)``).
+        idle: Why the command, as called, reads and writes no tensor bytes (None when it does):
+            then ``--progress`` would change nothing.
+
+    Returns:
+        ``auto``, ``always`` or ``never`` (``auto`` when not given).
+
+    Raises:
+        CommandError: ``--progress`` was given where ``idle`` says it changes nothing (a usage
+            error, exit status 2).
+    """
+    if idle is not None and args.progress is not None:
+        raise CommandError(None, "UsageError", f"--progress changes nothing here: {idle}", code=2)
+    return str(args.progress or "auto")
+
+
+def print_json(value: JSON, out: TextIO | None = None) -> None:
     """What ``--json`` prints, in every command: one JSON object (indented, text as it is)."""
     import json  # (paid by --json, not by every start)
 

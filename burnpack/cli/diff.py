@@ -5,14 +5,14 @@ reported apart)."""
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
-from typing import Any
 
 from ..errors import BurnpackError, CommandError
-from .common import add_output_options, describe_error, print_json
+from .common import add_output_options, describe_error, print_json, progress_setting
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``diff`` subcommand to ``burnpack``'s argument parser."""
     p = sub.add_parser(
         "diff",
@@ -21,7 +21,7 @@ def register(sub: Any) -> None:
     )
     p.add_argument("a", help="the first input")
     p.add_argument("b", help="the second input")
-    add_output_options(p, json_help="print the differences as one JSON object")
+    add_output_options(p, progress=True, json_help="print the differences as one JSON object")
     p.add_argument("--layout", action="store_true",
                    help="also compare how two .bpk files are written: header version, metadata size and encoding, "
                         "offsets, data order, padding, trailing bytes")  # fmt: skip
@@ -34,7 +34,7 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=run_diff)
 
 
-def run_diff(args: Any) -> int:
+def run_diff(args: argparse.Namespace) -> int:
     """Exit 0 when identical, 1 when different; unreadable files are errors (exit 2)."""
     from ..core.diff import PackDiff, compare_layout, diff_packs
     from ..core.reader import Pack
@@ -50,7 +50,7 @@ def run_diff(args: Any) -> int:
             if args.layout and not (isinstance(a, Pack) and isinstance(b, Pack)):
                 raise CommandError(args.a if not isinstance(a, Pack) else args.b, "UsageError",
                                    "--layout compares two .bpk files; this one is not one", code=2)  # fmt: skip
-            result = diff_packs(a, b, atol=args.atol, rtol=args.rtol, provenance=args.provenance)
+            result = diff_packs(a, b, atol=args.atol, rtol=args.rtol, provenance=args.provenance, progress=progress_setting(args))
             result.layout_differs = False  # across formats there is no shared layout
             if isinstance(a, Pack) and isinstance(b, Pack):
                 layout = compare_layout(PackDiff(), a, b).layout

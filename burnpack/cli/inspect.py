@@ -15,24 +15,29 @@ the middle so that columns stay readable, and East-Asian wide characters count d
 
 from __future__ import annotations
 
+import argparse
 import math
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 
 from ..core.display import plural, printable
 from ..core.dump import scalar_json
-from .._generated.types import DTYPE_INFO
+from ..codec._generated.metadata import DTYPE_INFO
 from ..errors import BurnpackError, CommandError, InvalidPattern
 from ..core.patterns import compile_pattern
-from ..core.progress import human_size
-from ..quant import dtype_label
+from ..core.dtypes import dtype_label
+from ..core.progress import ProgressSetting, finish, human_size, progress_for
 from ..core.reader import Pack, TensorView
 from .common import print_json
 from ..interop.inputs import EntryView, FormatTensors
+
+if TYPE_CHECKING:  # types only: the JSON side-file reader and record detection are imported where used
+    from ..core.sidefile import JSONObject
+    from ..records.detect import RecordKind
 
 View = TensorView | EntryView
 """A listed tensor: a ``.bpk``'s view, or an entry of another format."""
@@ -131,14 +136,17 @@ def totals(views: Iterable[View]) -> dict[str, dict[str, int]]:
     return out
 
 
-def to_json(pack: Pack | FormatTensors, views: Sequence[View], record_kind: str | None) -> dict[str, Any]:
-    """Everything ``inspect`` shows; the ``.bpk`` layout facts (version, sizes, offsets, record
-    kind) only for a ``.bpk``, the entries the reader skipped only for another format."""
+def to_json(pack: Pack | FormatTensors, views: Sequence[View], record_kind: RecordKind | None) -> JSONObject:
+    """Everything ``inspect`` shows; the ``.bpk`` facts (record kind, what a scheduler record's
+    values mean, version, sizes, offsets) only for a ``.bpk``, the entries the reader skipped only
+    for another format."""
     by_dtype = totals(views)
     layout: dict[str, Any] = {}
     if isinstance(pack, Pack):
-        layout = {"record_kind": record_kind, "version": pack.version, "metadata_size": pack.metadata_size,
-                  "data_section_start": pack.data_section_start, "file_size": pack.file_size}  # fmt: skip
+        assert record_kind is not None
+        layout = {"record_kind": str(record_kind), "scheduler": record_kind.meaning, "version": pack.version,
+                  "metadata_size": pack.metadata_size, "data_section_start": pack.data_section_start,
+                  "file_size": pack.file_size}  # fmt: skip
     tensors = []
     for v in views:
         tensor = {"name": v.name, "dtype": v.dtype.to_serde(), "dtype_text": dtype_label(v.dtype), "shape": list(v.shape),
@@ -178,14 +186,21 @@ def _shape(view: View) -> str:
     return "[" + ", ".join(map(str, view.shape)) + "]"
 
 
-def print_table(views: Sequence[View], out: TextIO, *, stats: bool = False, ids: bool = True, name_width: int = NAME_WIDTH) -> None:
-    """One row per tensor; a ``param_id`` column when the format holds ids, statistics with ``stats``."""
+def print_table(
+    views: Sequence[View], out: TextIO, *, stats: bool = False, ids: bool = True, name_width: int = NAME_WIDTH,
+    progress: ProgressSetting = None,
+) -> None:  # fmt: skip
+    """One row per tensor; a ``param_id`` column when the format holds ids, statistics with
+    ``stats`` (``progress`` fed the bytes of each tensor read for them: :func:`~burnpack.core.progress.progress_for`)."""
     rows = [("name", "dtype", "shape", "params", "size") + (("param_id",) if ids else ()) + (("min", "max", "mean") if stats else ())]
     notes: list[str] = []
+    bar = progress_for(progress if stats else "never", sum(max(v.byte_len, 0) for v in views), "statistics")
     for v in views:
         pid = ("-" if v.param_id is None else str(v.param_id),) if ids else ()
         row = (shorten(printable(v.name), name_width), dtype_label(v.dtype), _shape(v), f"{math.prod(v.shape):,}", human_size(max(v.byte_len, 0)))
         rows.append(row + pid + (_stats(v, notes) if stats else ()))
+        bar(max(v.byte_len, 0))
+    finish(bar)
     _table(rows, set(range(3, len(rows[0]))), out)
     if notes:
         print("\nno statistics for:", file=out)
@@ -271,23 +286,30 @@ def print_skipped(tensors: FormatTensors, out: TextIO) -> None:
             print(f"  {printable(path)}: {printable(why)}", file=out)
 
 
-def inspect(pack: Pack | FormatTensors, args: Any, out: TextIO) -> int:
+def inspect(pack: Pack | FormatTensors, args: argparse.Namespace, out: TextIO, *, progress: ProgressSetting = None) -> int:
     """Print what ``burnpack inspect`` shows for an open pack or another format's tensors; 1 when
-    ``--filter`` finds nothing."""
+    ``--filter`` finds nothing. ``progress`` shows the reading of ``--stats``."""
     from ..records.detect import detect_record_kind
 
     views = select(pack, sort=args.sort, pattern=args.filter)
-    kind = str(detect_record_kind(pack)) if isinstance(pack, Pack) else None
+    kind = detect_record_kind(pack) if isinstance(pack, Pack) else None
     if args.json:
         print_json(to_json(pack, views, kind), out)
     else:
-        print(f"record kind: {printable(kind)}\n" if isinstance(pack, Pack) else f"{format_line(pack)}\n", file=out)
+        if isinstance(pack, FormatTensors):
+            print(format_line(pack), file=out)
+        elif kind is not None:
+            print(f"record kind: {printable(kind)}", file=out)
+            if kind.meaning is not None:  # the raw values (u64::MAX, -1...) in words, as the view page gives them
+                print(f"learning-rate scheduler: {printable(kind.meaning)}", file=out)
+        print(file=out)
         if args.filter and not views:
             print(f"no tensor name matches {args.filter!r}", file=out)
         elif args.tree:
             print_tree(views, out)
         else:
-            print_table(views, out, stats=args.stats, ids=isinstance(pack, Pack) or "param ids" not in pack.format.lacks())
+            ids = isinstance(pack, Pack) or "param ids" not in pack.format.lacks()
+            print_table(views, out, stats=args.stats, ids=ids, progress=progress)
         if isinstance(pack, FormatTensors):
             print_skipped(pack, out)
         print_summary(pack, views, out)

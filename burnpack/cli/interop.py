@@ -14,8 +14,8 @@ from pathlib import Path
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, cast
 
-from .._generated.types import QUANTIZABLE_SCALES, QUANTIZABLE_VALUES, BoolStore
-from .common import add_output_options, check_output, print_json
+from ..codec._generated.metadata import QUANTIZABLE_SCALES, QUANTIZABLE_VALUES, BoolStore
+from .common import add_output_options, check_output, print_json, progress_setting
 from ..errors import CommandError, InvalidPattern, OptionError, blame
 
 if TYPE_CHECKING:
@@ -144,13 +144,13 @@ def add_from_option(p: argparse.ArgumentParser) -> None:
                    help="the input's format (default: from its content): %(choices)s")
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``convert`` and ``convert-checkpoint`` to the ``burnpack`` subparsers."""
     _register_convert(sub)
     _register_convert_checkpoint(sub)
 
 
-def _register_convert(sub: Any) -> None:
+def _register_convert(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "convert",
         help="convert between .bpk, safetensors, .pt/.pth, .npz, shard folders and DCP folders, optionally applying Burn's adapters",
@@ -213,7 +213,7 @@ def _register_convert(sub: Any) -> None:
     p.set_defaults(handler=_convert)
 
 
-def _add_quantization_options(p: Any) -> None:
+def _add_quantization_options(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("quantization (output .bpk; Burn's CPU backend arithmetic)")
     values = [value.name.lower() for value in QUANTIZABLE_VALUES]
     g.add_argument("--quantize", metavar="VALUE", choices=values,
@@ -227,7 +227,7 @@ def _add_quantization_options(p: Any) -> None:
                    help="write every quantized (QFloat) tensor as its F32 values, as Burn dequantizes them")
 
 
-def _register_convert_checkpoint(sub: Any) -> None:
+def _register_convert_checkpoint(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "convert-checkpoint",
         help="migrate a training checkpoint: PyTorch (model + optimizer + scheduler) <-> Burn Learner checkpoint dir",
@@ -317,7 +317,7 @@ def _quantize_options(args: argparse.Namespace) -> dict[str, Any]:
         return {"dequantize": True} if args.dequantize else {}
     if args.dequantize:
         raise CommandError(None, "UsageError", "--quantize and --dequantize exclude each other", code=2)
-    from ..quant import parse_scheme
+    from ..core.quant import parse_scheme
 
     block = None
     if args.block is not None:
@@ -349,7 +349,7 @@ def _convert(args: argparse.Namespace) -> int:
     with blame(args.input):
         report = convert(
             args.input, out_path, from_format=args.from_format, to_format=args.to_format, overwrite=args.overwrite,
-            bool_store=args.bool_store, compress=args.compress, progress=args.progress, legacy_ok=args.legacy_ok,
+            bool_store=args.bool_store, compress=args.compress, progress=progress_setting(args), legacy_ok=args.legacy_ok,
             npz_metadata=args.npz_metadata, **options,
         )  # fmt: skip
     if args.json:
@@ -405,7 +405,7 @@ def _convert_checkpoint(args: argparse.Namespace) -> int:
         if not to_burn:
             _, report = burn_checkpoint_to_pytorch(
                 args.input, args.output, epoch=args.epoch, module_types=types, type_rules=rules,
-                infer_types=True, overwrite=args.overwrite, remap=remap, dcp=args.dcp, progress=args.progress,
+                infer_types=True, overwrite=args.overwrite, remap=remap, dcp=args.dcp, progress=progress_setting(args),
                 optimizer_config=_json_option("--optimizer-config", args.optimizer_config),
                 scheduler_config=_json_option("--scheduler-config", args.scheduler_config),
             )  # fmt: skip
@@ -416,7 +416,7 @@ def _convert_checkpoint(args: argparse.Namespace) -> int:
                 optimizer_kind=args.optimizer_kind, module_types=types, type_rules=rules, infer_types=True,
                 remap=remap, enum_variants=_pairs(args.enum_variant, "--enum-variant") or None,
                 map_indices_contiguous=args.map_indices_contiguous, exclude=args.exclude, seed=args.seed,
-                overwrite=args.overwrite, allow_unmatched=args.allow_unmatched, progress=args.progress, **limits,
+                overwrite=args.overwrite, allow_unmatched=args.allow_unmatched, progress=progress_setting(args), **limits,
             )  # fmt: skip
     if args.json:
         from dataclasses import asdict

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, NoReturn, cast
 
 from .. import __version__
-from .._kernels import KERNELS, kernel_states
+from ..codec._kernels import KERNELS, kernel_states
 from . import diff as diff_cmd
 from . import files as files_cmd
 from . import pack as pack_cmd

@@ -7,16 +7,16 @@ in the usual style. Exit 2 for a malformed spec, 1 when the writer refuses it.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from ..core.display import plural
 from ..errors import CommandError, blame
-from .common import add_output_options, check_output, describe_error, wrote
+from .common import add_output_options, check_output, describe_error, progress_setting, wrote
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``pack`` subcommand to ``burnpack``'s argument parser."""
     p = sub.add_parser("pack", help="build a .bpk file from a writer spec (JSON: tensors in write order, metadata, scalars)")
     p.add_argument("spec", help="the spec file (see burnpack.core.spec), or - for standard input")
@@ -26,7 +26,7 @@ def register(sub: Any) -> None:
     p.set_defaults(handler=run_pack)
 
 
-def _build(args: Any) -> tuple[Path, int]:
+def _build(args: argparse.Namespace) -> tuple[Path, int]:
     from ..core.atomic import atomic_file
     from ..core.progress import finish, progress_for
     from ..core.sidefile import read_capped
@@ -41,14 +41,14 @@ def _build(args: Any) -> tuple[Path, int]:
         writer = writer_from_spec(spec)
         writer.plan()  # a refusal is about the spec, before any output exists
     target = check_output(args.output, resolve_write_path(args.output), overwrite=args.overwrite)
-    bar = progress_for(args.progress, writer.size(), "writing")
+    bar = progress_for(progress_setting(args), writer.size(), "writing")
     with blame(target), atomic_file(target, replace=args.overwrite) as stream:
         writer.write_stream(stream, progress=bar)
     finish(bar)
     return target, len(writer.tensors)
 
 
-def run_pack(args: Any) -> int:
+def run_pack(args: argparse.Namespace) -> int:
     import json  # the writer protocol's one-line objects (conformance/PROTOCOL.md), not print_json's
 
     from ..errors import BurnpackError, SpecError

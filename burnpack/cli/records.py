@@ -13,7 +13,7 @@ from ..core.display import printable, printable_lines
 from .common import add_output_options, print_json
 
 
-def register(subparsers: Any) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``checkpoint inspect DIR`` to the ``burnpack`` command."""
     parser = subparsers.add_parser("checkpoint", help="inspect a Burn learner's checkpoint directory")
     commands = parser.add_subparsers(dest="checkpoint_command", required=True)
@@ -82,6 +82,8 @@ def checkpoint_inspect(directory: str, out: TextIO, *, as_json: bool = False) ->
                 print(f"  {name:<10} {file}: {entry['kind']}{states}{step}", file=out)
             else:
                 print(f"  {name:<10} {file}: {printable(entry['state'])}", file=out)
+                if entry["meaning"] != entry["state"]:  # the values in words (u64::MAX: not stepped yet...)
+                    print(f"  {'':<10} {printable(entry['meaning'])}", file=out)
         if "ids" in detail:
             print(f"  {'ids':<10} " + printable_lines(detail["ids"]["text"]).replace("\n", "\n" + " " * 13), file=out)
     return 1 if failed else 0

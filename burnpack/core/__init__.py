@@ -3,14 +3,17 @@
 From the bottom up (``tests/test_layers.py`` holds the same ranks and checks them):
 
 1. support — bytes in and out and the helpers every layer uses: ``paths``, ``source`` (local
-   byte sources), ``burnpack.remote`` (URLs; public beside the facade), ``sidefile`` (bounded JSON side files), ``atomic``
-   (atomic replacement), ``patterns``, ``display``, ``progress``;
-2. model — what a file holds: ``burnpack.dtypes`` (public beside the facade), ``frameworks``, ``metadata``, ``legacy``, ``table``,
-   ``tensor``, ``slices``, ``strict``, and ``burnpack.quant`` (public beside the facade);
+   byte sources), ``remote`` (URLs), ``sidefile`` (bounded JSON side files), ``atomic``
+   (atomic replacement), ``patterns``, ``display``, ``progress``, ``limits`` (what every reader
+   refuses beyond, and the one wording that lifts it);
+2. model — what a file holds: ``dtypes``, ``frameworks``, ``metadata``, ``legacy``, ``table``,
+   ``tensor``, ``slices``, ``strict``, and ``quant``;
 3. ``plan`` — the one read plan;
 4. ``reader`` and ``writer`` (neither imports the other);
-5. tools over whole packs: ``dump``, ``diff``, ``spec``, and ``burnpack.torch``.
+5. tools over whole packs: ``dump``, ``diff``, ``spec``, and ``torch`` (the PyTorch bridge).
 
-The CBOR codec below it (``burnpack._cbor``, ``burnpack._generated``) and the exceptions
-(``burnpack.errors``) stay beside the package facade.
+``_lazy`` gives every package facade its on-first-use attributes. Users reach ``quant``,
+``dtypes``, ``remote`` and ``torch`` as ``burnpack.quant`` and so on: thin modules beside the
+facade re-export them. Below this layer: the codec (``burnpack.codec``) and the exceptions
+(``burnpack.errors``).
 """

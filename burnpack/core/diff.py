@@ -4,10 +4,10 @@ Content: tensors added, removed or changed (dtype, shape, param id, bytes), with
 tensors of the same element count, how many elements differ beyond the tolerances, the largest
 absolute and relative element difference, and the tensor's relative change ``‖B − A‖ / ‖A‖``
 (:func:`relative_change`, the one measure of change ``view`` shows); metadata and scalars added,
-removed or changed. Provenance (:data:`PROVENANCE_KEYS`: who wrote a file, not what it holds) is
-reported apart and is a difference only when asked for. Layout (:func:`layout_of`): header
-version, metadata size and encoding, data section start, tensor offsets and order, padding and
-trailing bytes — how the same content was written. ``diff_packs`` compares anything pack-like
+removed or changed. Provenance (:data:`~burnpack.core.metadata.PROVENANCE_KEYS`, the keys of the
+stamp Burn's stores and ``convert`` write: who wrote a file, not what it holds) is reported apart
+and is a difference only when asked for. Layout (:func:`layout_of`): header version, metadata size
+and encoding, data section start, tensor offsets and order, padding and trailing bytes — how the same content was written. ``diff_packs`` compares anything pack-like
 (``names``, ``tensors()``, ``metadata``, ``scalars``), so the command line can compare a pack with
 a safetensors file.
 """
@@ -17,22 +17,21 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .display import printable_lines
-from ..quant import dtype_label
+from .dtypes import dtype_label
 from .dump import scalar_json
+from .progress import ProgressSetting, finish, progress_for
+from .metadata import PROVENANCE_KEYS  # who wrote a file: the keys of the stamp convert writes
 from .reader import Pack
 
-_EXACT_INTS = (np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32)
+if TYPE_CHECKING:  # a type alias only: the JSON side-file reader is not imported for it
+    from .sidefile import JSONObject
 
-PROVENANCE_KEYS = ("format", "producer", "version")
-"""Metadata keys that say who wrote a file, not what it holds: Burn's ``BurnpackStore`` and
-``SafetensorsStore`` stamp them on every file they write (burn-store ``burnpack.rs``
-``default_metadata``), and ``convert`` stamps them as they do, so a converted file differs from
-its source in them alone. ``diff_packs`` reports them apart from the content."""
+_EXACT_INTS = (np.int8, np.int16, np.int32, np.uint8, np.uint16, np.uint32)
 
 
 def sum_of_squares(values: np.ndarray) -> float:
@@ -252,19 +251,24 @@ def _numeric_diff(change: TensorChange, a: np.ndarray, b: np.ndarray, atol: floa
     return change.elements_differ > 0
 
 
-def diff_packs(a: Any, b: Any, *, atol: float = 0.0, rtol: float = 0.0, provenance: bool = False) -> PackDiff:
-    """Compare two open packs, or pack-like tensor sources (every tensor is read).
+def diff_packs(
+    a: Any, b: Any, *, atol: float = 0.0, rtol: float = 0.0, provenance: bool = False, progress: ProgressSetting = None
+) -> PackDiff:
+    """Compare two open packs, or pack-like tensor sources (every tensor both have is read).
 
     Elements within ``atol + rtol * max(|a|, |b|)`` of each other are equal. Differences in
     :data:`PROVENANCE_KEYS` are listed in ``provenance``, and make the packs differ only with
-    ``provenance=True``."""
+    ``provenance=True``. ``progress`` is fed the bytes of both sides as each tensor both have is
+    compared (a callable, or a setting of :func:`~burnpack.core.progress.progress_for`)."""
     out = PackDiff(provenance_counts=provenance, atol=atol, rtol=rtol)
     names_a, names_b = set(a.names), set(b.names)
     out.added = sorted(names_b - names_a)
     out.removed = sorted(names_a - names_b)
     views_a = {v.name: v for v in a.tensors()}
     views_b = {v.name: v for v in b.tensors()}
-    for name in sorted(names_a & names_b):
+    common = sorted(names_a & names_b)
+    bar = progress_for(progress, sum(_read_bytes(views_a[n]) + _read_bytes(views_b[n]) for n in common), "comparing")
+    for name in common:
         va, vb = views_a[name], views_b[name]
         change = TensorChange(name)
         if va.dtype != vb.dtype:
@@ -289,6 +293,8 @@ def diff_packs(a: Any, b: Any, *, atol: float = 0.0, rtol: float = 0.0, provenan
                 differs = True
         if differs:
             out.changed.append(change)
+        bar(_read_bytes(va) + _read_bytes(vb))
+    finish(bar)
     for key in sorted(set(a.metadata) | set(b.metadata)):
         if a.metadata.get(key) != b.metadata.get(key):
             where = out.provenance if key in PROVENANCE_KEYS else out.metadata
@@ -302,7 +308,12 @@ def diff_packs(a: Any, b: Any, *, atol: float = 0.0, rtol: float = 0.0, provenan
     return out
 
 
-def layout_of(pack: Pack) -> dict[str, Any]:
+def _read_bytes(view: Any) -> int:
+    """The bytes of a tensor a comparison reads, as its progress counts them."""
+    return max(int(view.byte_len or 0), 0)
+
+
+def layout_of(pack: Pack) -> JSONObject:
     """How a pack's content is laid out: what ``--layout`` compares. Reads only the metadata and
     the bytes between tensors (padding), all present in the file."""
     source = pack._source

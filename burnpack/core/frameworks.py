@@ -8,16 +8,18 @@ Flex32 ``float32``; a type numpy has only from ml_dtypes (bfloat16) travels thro
 
 from __future__ import annotations
 
+import importlib
 import math
 import sys
 import warnings
 from collections.abc import Iterator, Mapping
-from typing import Any, Protocol
+from types import ModuleType
+from typing import Any, Protocol, TypeGuard
 
 import numpy as np
 
-from .._generated.types import DTYPE_INFO, NUMPY_EXTENSION_TYPES, DType
-from ..dtypes import debug, dtype_from_numpy, dtype_from_torch, element_size, is_extension_type, numpy_dtype, torch_dtype
+from ..codec._generated.metadata import DTYPE_INFO, NUMPY_EXTENSION_TYPES, DType
+from .dtypes import TorchDType, TorchTensor, debug, dtype_from_numpy, dtype_from_torch, element_size, is_extension_type, numpy_dtype, torch_dtype
 from ..errors import ValidationError
 
 
@@ -29,16 +31,16 @@ class TorchModule(Protocol):
 
     def named_modules(self) -> Iterator[tuple[str, Any]]: ...
 
-    def named_parameters(self) -> Iterator[tuple[str, Any]]: ...
+    def named_parameters(self) -> Iterator[tuple[str, TorchTensor]]: ...
 
 
-def is_torch_tensor(value: Any) -> bool:
+def is_torch_tensor(value: object) -> TypeGuard[TorchTensor]:
     """True for a ``torch.Tensor`` (or ``Parameter``), without importing torch."""
     module = type(value).__module__ or ""
     return module.startswith("torch") and hasattr(value, "detach") and hasattr(value, "dtype")
 
 
-def is_torch_module(value: Any) -> bool:
+def is_torch_module(value: object) -> bool:
     """True for a ``torch.nn.Module``, without importing torch."""
     return any((cls.__module__ or "").startswith("torch.nn") and cls.__name__ == "Module" for cls in type(value).__mro__)
 
@@ -46,20 +48,20 @@ def is_torch_module(value: Any) -> bool:
 def torch_available() -> bool:
     """Whether torch can be imported."""
     try:
-        import torch  # noqa: F401
+        importlib.import_module("torch")
     except ImportError:
         return False
     return True
 
 
-def as_numpy(value: Any) -> np.ndarray:
+def as_numpy(value: TorchTensor | np.typing.ArrayLike) -> np.ndarray:
     """An array from numpy data, a torch tensor (bf16 included) or anything ``np.asarray`` takes."""
     if is_torch_tensor(value):
         return torch_to_numpy(value)
     return np.asarray(value)
 
 
-def torch_to_numpy(tensor: Any) -> np.ndarray:
+def torch_to_numpy(tensor: TorchTensor) -> np.ndarray:
     """A CPU numpy view-or-copy of a torch tensor of any layout or device."""
     import torch  # only reached when the caller handed us a torch object
 
@@ -80,7 +82,9 @@ def torch_to_numpy(tensor: Any) -> np.ndarray:
     return tensor.numpy()  # type: ignore[no-any-return]
 
 
-def numpy_to_torch(array: np.ndarray, dtype: DType | None = None, *, name: str = "tensor", copy: bool = True, device: Any = None) -> Any:
+def numpy_to_torch(
+    array: np.ndarray, dtype: DType | None = None, *, name: str = "tensor", copy: bool = True, device: str | None = None
+) -> TorchTensor:
     """A torch tensor of ``array``, typed per its Burn ``dtype`` (from the array when None).
 
     ``copy=False`` shares the array's memory where the layout allows; only for tensors that are
@@ -113,7 +117,7 @@ def numpy_to_torch(array: np.ndarray, dtype: DType | None = None, *, name: str =
 TORCH_EXTRA_HINT = "torch tensors need PyTorch: pip install 'burnpack[torch]'"
 
 
-def import_torch() -> Any:
+def import_torch() -> ModuleType:
     """The ``torch`` module, or an ImportError naming the ``[torch]`` extra."""
     try:
         import torch
@@ -122,7 +126,7 @@ def import_torch() -> Any:
     return torch
 
 
-def torch_view_dtype(dtype: DType, *, name: str = "tensor") -> Any:
+def torch_view_dtype(dtype: DType, *, name: str = "tensor") -> TorchDType:
     """The torch dtype a tensor's bytes are viewed as in place: ``torch_dtype``, except that a
     Bool store is viewed as its own integer type (``uint8``, ``uint32``) and checked before it
     becomes ``torch.bool``. QFloat has none: a TypeError says so (its raw bytes stay in numpy)."""
@@ -137,7 +141,7 @@ def torch_view_dtype(dtype: DType, *, name: str = "tensor") -> Any:
         raise TypeError(f"tensor {name!r}: {exc}") from None
 
 
-def torch_from_buffer(buffer: Any, offset: int, shape: tuple[int, ...], dtype: DType, *, name: str = "tensor") -> Any:
+def torch_from_buffer(buffer: memoryview | bytearray, offset: int, shape: tuple[int, ...], dtype: DType, *, name: str = "tensor") -> TorchTensor:
     """A torch tensor viewing ``buffer`` at ``offset`` (no copy), typed and shaped as a Burn tensor.
 
     ``buffer`` must be writable memory the tensor may own a view of (torch has no read-only

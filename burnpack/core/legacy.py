@@ -18,10 +18,10 @@ from __future__ import annotations
 import warnings
 from typing import NamedTuple
 
-from .._cbor import MAP, TAG, Decoder, encode, plain_item
-from ..errors import BurnpackError, CborError, Fallback, LegacyFormatWarning, MetadataDeserializationError
-from .._generated.layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH, TENSOR_ALIGNMENT
-from .._generated.types import Metadata
+from ..codec._cbor import MAP, TAG, Decoder, Fallback, encode, plain_item
+from ..errors import BurnpackError, CborError, LegacyFormatWarning, MetadataDeserializationError
+from ..codec._generated.layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH, TENSOR_ALIGNMENT
+from ..codec._generated.metadata import Metadata
 from .metadata import decode_metadata
 
 # Each diagnosis is a one-line summary (what the file is, what to do) plus the details (which

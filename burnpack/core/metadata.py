@@ -7,12 +7,20 @@ from itertools import repeat
 
 import numpy as np
 
-from .._cbor import Decoder, fast_loads
-from ..errors import CborError, Fallback, MetadataDeserializationError, MetadataSerializationError
-from .._generated.codec import encode_TensorDescriptor_entry_with, encode_Metadata_bytes, encode_Metadata_entries, encode_Metadata_map, exact_Metadata, fast_Metadata, scan_Metadata
-from .._generated.layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH
-from .._generated.types import Metadata
-from .._kernels import load_kernel
+from ..codec._cbor import Decoder, fast_loads
+from ..errors import CborError, MetadataDeserializationError, MetadataSerializationError
+from ..codec._generated.metadata import (
+    Metadata,
+    encode_Metadata_bytes,
+    encode_Metadata_entries,
+    encode_Metadata_map,
+    encode_TensorDescriptor_entry_with,
+    exact_Metadata,
+    fast_Metadata,
+    scan_Metadata,
+)
+from ..codec._generated.layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH
+from ..codec._kernels import load_kernel
 
 
 def encode_metadata(metadata: Metadata) -> bytes:
@@ -111,4 +119,26 @@ def decode_metadata_exact(blob: bytes) -> Metadata:
         raise MetadataDeserializationError("RecursionLimitExceeded", where="metadata nesting") from None
 
 
-__all__ = ["decode_metadata", "decode_metadata_exact", "encode_metadata", "encode_metadata_columns", "encode_metadata_entries", "python_encode_entries"]
+PROVENANCE_KEYS = ("format", "producer", "version")
+"""The metadata keys that say who wrote a file, not what it holds: Burn's ``BurnpackStore`` and
+``SafetensorsStore`` put them on every file they write (burn-store ``burnpack.rs``
+``default_metadata``), ``convert`` writes them as :func:`provenance_stamp` gives them, and
+``diff`` reports them apart from the content."""
+
+
+def provenance_stamp(format_name: str, version: str) -> dict[str, str]:
+    """The ``PROVENANCE_KEYS`` as burnpack writes them on a file it converts.
+
+    Args:
+        format_name: The written file's format (``burnpack``, ``safetensors``).
+        version: burnpack's version (``burnpack.__version__``: the package this layer lies
+            beneath, and does not import).
+
+    Returns:
+        ``format``, ``producer`` (``burnpack``) and ``version``, in that order.
+    """
+    return dict(zip(PROVENANCE_KEYS, (format_name, "burnpack", version)))
+
+
+__all__ = ["PROVENANCE_KEYS", "decode_metadata", "decode_metadata_exact", "encode_metadata", "encode_metadata_columns",
+           "encode_metadata_entries", "provenance_stamp", "python_encode_entries"]  # fmt: skip

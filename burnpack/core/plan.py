@@ -15,37 +15,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import NamedTuple
 
 import numpy as np
 
 from . import legacy
-from .._generated.layout import MAX_METADATA_SIZE, MAX_TENSOR_COUNT, MAX_TENSOR_SIZE, U64_MAX
-from .._generated.types import TensorDescriptor
-from ..dtypes import UNIT_VIEW_SPECS
+from ..codec._cbor import U64_MAX
+from ..codec._generated.metadata import TensorDescriptor
+from .dtypes import UNIT_VIEW_SPECS
 from ..errors import LegacyFormatError, ValidationError
+from .limits import LoadLimits
 from .table import TensorTable
 from .tensor import NUMPY_MAX_DIMS
 
-__all__ = ["Limits", "ReadPlan"]
-
-
-class Limits(NamedTuple):
-    """What ``load`` refuses beyond, each a keyword of ``load``; the defaults are Burn's."""
-
-    max_metadata_size: int = MAX_METADATA_SIZE
-    max_tensors: int = MAX_TENSOR_COUNT
-    max_tensor_size: int = MAX_TENSOR_SIZE
-
-    def checked(self) -> Limits:
-        for name, value in zip(self._fields, self):
-            if type(value) is not int or value < 0:
-                raise ValueError(f"{name} must be a non-negative int, not {value!r}")
-        return self
-
-    def lift(self, name: str) -> str:
-        """Where a refusal says which parameter lifts it."""
-        return f"load(..., {name}=...) raises this limit of {getattr(self, name)}"
+__all__ = ["ReadPlan"]
 
 
 _NO_VIEW: tuple[int, np.dtype] = (0, np.dtype("V1"))
@@ -63,7 +45,7 @@ class ReadPlan:
         *,
         base: int,
         size: int,
-        limits: Limits,
+        limits: LoadLimits,
         from_file: bool,
         diagnose_legacy: bool,
     ) -> None:

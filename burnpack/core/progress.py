@@ -1,6 +1,6 @@
-"""Progress on stderr for long writes: a redrawn bar on a terminal, plain lines elsewhere.
+"""Progress on stderr for long reads and writes: a redrawn bar on a terminal, plain lines elsewhere.
 
-``progress_for(setting, total)`` turns a ``--progress`` setting into a callable fed byte counts:
+``progress_for(setting, total, label)`` turns a ``--progress`` setting into a callable fed byte counts:
 ``"never"`` (or None/False) shows nothing; ``"auto"`` shows a bar only on a terminal and only
 for at least :data:`THRESHOLD` bytes; ``"always"`` (or True) shows a bar on a terminal and, when
 stderr is a file or a pipe (CI logs), a line at every tenth of the work. A callable is used as is.
@@ -11,7 +11,9 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, TextIO
+from typing import TextIO
+
+from ..errors import OptionError
 
 THRESHOLD = 64 << 20
 SETTINGS = ("auto", "always", "never")
@@ -117,7 +119,7 @@ def progress_for(
         return (ProgressBar if terminal else ProgressLines)(total, stream, label, show)
     if setting == "auto":
         return (ProgressBar if terminal and total >= threshold else Progress)(total, stream, label, show)
-    raise ValueError(f"progress is one of {', '.join(SETTINGS)}, True, False, None or a callable; got {setting!r}")
+    raise OptionError(f"progress is one of {', '.join(SETTINGS)}, True, False, None or a callable; got {setting!r}")
 
 
 def finish(progress: Callable[[int], None]) -> None:

@@ -15,26 +15,22 @@ import stat
 import sys
 import warnings
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, BinaryIO, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
 import numpy as np
 
 from . import legacy
-from .. import quant
-from .._generated.layout import (
+from ..codec._cbor import U64_MAX
+from ..codec._generated.layout import (
     FORMAT_VERSION,
     HEADER,
     HEADER_SIZE,
     MAGIC,
     MAX_FILE_SIZE,
-    MAX_METADATA_SIZE,
-    MAX_TENSOR_COUNT,
-    MAX_TENSOR_SIZE,
-    U64_MAX,
     data_section_start,
 )
-from .._generated.types import DType, Metadata, Scalar, TensorDescriptor
-from ..dtypes import element_size
+from ..codec._generated.metadata import DType, Metadata, Scalar, TensorDescriptor
+from .dtypes import TorchTensor, element_size
 from ..errors import (
     BurnpackError,
     InvalidHeader,
@@ -42,19 +38,24 @@ from ..errors import (
     InvalidVersion,
     IoError,
     MetadataDeserializationError,
+    OptionError,
     QuantizationError,
     TensorNotFound,
     ValidationError,
 )
 from .metadata import decode_metadata, decode_metadata_exact
-from .plan import Limits, ReadPlan
+from .limits import LoadLimits
+from .plan import ReadPlan
 from .frameworks import import_torch, torch_from_buffer, torch_view_dtype
 from .paths import PathLike, resolve_read_path
-from ..remote import FsspecSource, is_url
-from .slices import TensorSlice
+from .remote import FsspecSource, is_url
 from .source import BufferSource, FileObjectSource, FileSource, Source, read_coalesced
 from .table import TensorTable, scan_table
 from .tensor import FileRange, Tensor, _as_array, _blank, _freeze, gc_paused
+
+if TYPE_CHECKING:  # imported where used: opening and listing a pack need neither the QFloat codec nor slicing
+    from . import quant
+    from .slices import TensorSlice
 
 __all__ = ["Pack", "PathLike", "TensorView", "load"]
 
@@ -120,6 +121,8 @@ class TensorView(Tensor):
     def slice(self) -> TensorSlice:
         """``view.slice[i:j]``, ``view.slice[:, 3]``: that part only, reading only its byte ranges."""
         self._pack._live(self.name)
+        from .slices import TensorSlice
+
         return TensorSlice(self)
 
     def read(self, offset: int = 0, length: int | None = None) -> bytes:
@@ -170,7 +173,7 @@ class TensorView(Tensor):
     def _numpy_of(self, view: builtins.memoryview) -> np.ndarray:
         return _as_array(self, view, where=f"data_offsets {list(self.data_offsets)}")
 
-    def torch(self) -> Any:
+    def torch(self) -> TorchTensor:
         """The tensor as a torch tensor sharing the pack's memory (no copy); needs ``burnpack[torch]``.
 
         bf16, f16, every int torch has (uint16/32/64 included) and Flex32 (float32) map directly;
@@ -219,6 +222,8 @@ class TensorView(Tensor):
         """
         if not self.dtype.is_quantized:
             raise QuantizationError(f"tensor '{self.name}' is {self.dtype.variant}, not a quantized (QFloat) tensor")
+        from . import quant
+
         old = self._pack._old_schemes.get(self.name)
         if old is None:
             return quant.decode(self.memoryview(), self.dtype.value, self.shape, name=self.name)
@@ -236,6 +241,8 @@ class TensorView(Tensor):
             QuantizationError: The tensor is not QFloat, or its bytes do not fit its scheme.
         """
         if self.dtype.is_quantized and self.name not in self._pack._old_schemes:
+            from . import quant
+
             return quant.dequantize(self.memoryview(), self.dtype.value, self.shape, name=self.name)
         return self.quantized().dequantize()
 
@@ -270,7 +277,7 @@ class Pack(Mapping[str, TensorView]):
         legacy_ok: bool,
         from_file: bool,
         old_schemes: dict[str, dict] | None = None,
-        limits: Limits = Limits(),
+        limits: LoadLimits = LoadLimits(),
     ) -> None:
         self._source = source
         self._closed = False
@@ -388,7 +395,7 @@ class Pack(Mapping[str, TensorView]):
                 return dict(zip(self._names, bulk))
         return self._bulk(lambda dtype, np_dtype, count: np.frombuffer(buffer, np_dtype, count, base), TensorView.numpy)
 
-    def torch(self) -> dict[str, Any]:
+    def torch(self) -> dict[str, TorchTensor]:
         """Every tensor as a torch tensor sharing the pack's memory (see ``TensorView.torch``).
 
         Returns:
@@ -416,7 +423,7 @@ class Pack(Mapping[str, TensorView]):
         pieces = read_coalesced(self._source, ranges)
         return {name: take(self[name], piece) for name, piece in zip(self._names, pieces)}
 
-    def get_tensor(self, name: str) -> Any:
+    def get_tensor(self, name: str) -> np.ndarray | TorchTensor:
         """One tensor in this pack's ``framework``, as safetensors' ``get_tensor``.
 
         Args:
@@ -539,9 +546,9 @@ def load(
     framework: str = "np",
     storage_options: Mapping[str, Any] | None = None,
     decoder: str = "auto",
-    max_metadata_size: int = MAX_METADATA_SIZE,
-    max_tensors: int = MAX_TENSOR_COUNT,
-    max_tensor_size: int = MAX_TENSOR_SIZE,
+    max_metadata_size: int = LoadLimits.max_metadata_size,
+    max_tensors: int = LoadLimits.max_tensors,
+    max_tensor_size: int = LoadLimits.max_tensor_size,
 ) -> Pack:
     """Open a burnpack: lazily, reading only the header and metadata until a tensor is asked for.
 
@@ -563,7 +570,8 @@ def load(
             for URLs.
         decoder: ``"exact"`` decodes the metadata with the token-by-token ciborium emulation
             only; ``"auto"`` uses the faster tiers that fall back to it. Both give the same pack.
-        max_metadata_size: The largest metadata section accepted, in bytes (Burn's limit by default).
+        max_metadata_size: The largest metadata section accepted, in bytes (Burn's limit by
+            default, ``burnpack.core.limits.LoadLimits``).
         max_tensors: The most tensors accepted (Burn's limit by default).
         max_tensor_size: The largest tensor accepted, in bytes (Burn's limit by default).
 
@@ -573,23 +581,23 @@ def load(
     Raises:
         BurnpackError: The file is not a valid burnpack at the chosen level: its subclass is
             Burn's error variant (``InvalidHeader``, ``MetadataDeserializationError``, …), and a
-            refusal by a limit names the parameter that raises it.
+            refusal by a limit names the keyword that lifts it.
         IoError: The file cannot be read (a ``FileNotFoundError`` when it does not exist).
-        ValueError: An option is unknown or does not apply (``storage_options`` without a URL,
-            ``decoder`` with ``legacy_ok``).
+        OptionError: An option is unknown or does not apply (``storage_options`` without a URL,
+            ``decoder`` with ``legacy_ok``), or a limit is not a non-negative int (a ``ValueError``).
         TypeError: ``source`` is none of the accepted kinds.
     """
     if decoder not in DECODERS:
-        raise ValueError(f"decoder must be one of {sorted(DECODERS)}, not {decoder!r}")
+        raise OptionError(f"decoder must be one of {sorted(DECODERS)}, not {decoder!r}")
     if decoder != "auto" and legacy_ok:
-        raise ValueError("decoder only applies without legacy_ok (legacy_ok rewrites old descriptors before decoding)")
-    limits = Limits(max_metadata_size, max_tensors, max_tensor_size).checked()
+        raise OptionError("decoder only applies without legacy_ok (legacy_ok rewrites old descriptors before decoding)")
+    limits = LoadLimits(max_metadata_size, max_tensors, max_tensor_size)
     if framework not in FRAMEWORKS:
-        raise ValueError(f"framework must be one of {sorted(FRAMEWORKS)}, not {framework!r}")
+        raise OptionError(f"framework must be one of {sorted(FRAMEWORKS)}, not {framework!r}")
     if FRAMEWORKS[framework] == "pt":
         import_torch()
     if storage_options is not None and not is_url(source):
-        raise ValueError("storage_options only applies to URLs")
+        raise OptionError("storage_options only applies to URLs")
     if is_url(source):
         data: Source = FsspecSource(source, storage_options)
         from_file = True
@@ -623,7 +631,7 @@ def load(
         if strict:
             from .strict import check_strict
 
-            check_strict(pack)
+            check_strict(pack, pack._source)
         return pack
     except BaseException:
         close = getattr(data, "close", None)
@@ -665,7 +673,7 @@ _COMPRESSED_STREAMS = (("gzip", "GzipFile"), ("bz2", "BZ2File"), ("lzma", "LZMAF
 module is loaded: a caller holding one has imported it)."""
 
 
-def _open(source: Source, *, from_file: bool, legacy_ok: bool, decoder: str = "auto", limits: Limits = Limits()) -> Pack:
+def _open(source: Source, *, from_file: bool, legacy_ok: bool, decoder: str = "auto", limits: LoadLimits = LoadLimits()) -> Pack:
     size = source.size
     if from_file and size > MAX_FILE_SIZE:
         raise ValidationError(f"File size {size} bytes exceeds maximum allowed size of {MAX_FILE_SIZE} bytes")

@@ -16,14 +16,21 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, TypeAlias
 
 from ..errors import BurnpackError, IoError
 from .source import Folder, open_regular
 
 __all__ = [
-    "JSON_MAX_DEPTH", "MAX_INT_DIGITS", "SIDE_FILE_MAX_BYTES", "is_bounded_int", "parse_json", "read_capped", "read_side_file",
+    "JSON", "JSONObject", "JSON_MAX_DEPTH", "MAX_INT_DIGITS", "SIDE_FILE_MAX_BYTES", "is_bounded_int", "parse_json", "read_capped",
+    "read_side_file",
 ]  # fmt: skip
+
+JSON: TypeAlias = Any
+"""A JSON value (what ``json.loads`` returns and ``json.dumps`` takes): the one kind of value a
+public signature leaves untyped, as its shape is the data's."""
+JSONObject: TypeAlias = dict[str, Any]
+"""A JSON object."""
 
 SIDE_FILE_MAX_BYTES = 64 << 20
 """Default cap on a side file's size: an index of tensor names or a record of epochs is far smaller."""
@@ -127,9 +134,9 @@ def parse_json(
     what: str,
     *,
     max_depth: int = JSON_MAX_DEPTH,
-    object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None,
-    parse_constant: Callable[[str], Any] | None = None,
-) -> Any:
+    object_pairs_hook: Callable[[list[tuple[str, JSON]]], JSON] | None = None,
+    parse_constant: Callable[[str], JSON] | None = None,
+) -> JSON:
     """Parse JSON text (UTF-8 bytes or str) after the density and depth checks.
 
     Every failure is ``error(message)`` with ``what`` named in the message: bytes that are not

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import element_size, numpy_dtype
+from .dtypes import element_size, numpy_dtype
 from .frameworks import torch_from_buffer
 from ..errors import IoError
 

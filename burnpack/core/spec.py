@@ -26,13 +26,16 @@ from __future__ import annotations
 import math
 import os
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._generated.types import DType, Scalar
+from ..codec._generated.metadata import DType, Scalar
 from .dump import scalar_json
-from ..errors import SpecError, ValidationError
-from .sidefile import parse_json, read_side_file
+from ..errors import OptionError, SpecError, ValidationError
+from .sidefile import JSON, JSONObject, parse_json, read_side_file
 from .writer import Tensor, Writer
+
+if TYPE_CHECKING:  # the pack a spec is taken from; reading a pack needs no spec
+    from .reader import Pack
 
 
 def _need(obj: dict, key: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -44,7 +47,7 @@ def _need(obj: dict, key: str, kind: type | tuple[type, ...], where: str) -> Any
     return value
 
 
-def scalar_from_json(name: str, obj: Any) -> Scalar:
+def scalar_from_json(name: str, obj: JSON) -> Scalar:
     """A scalar in the dump form ``{"type", "value", "f64_bits"?}`` → ``Scalar``."""
     where = f"scalar '{name}'"
     if not isinstance(obj, dict):
@@ -78,7 +81,7 @@ def scalar_from_json(name: str, obj: Any) -> Scalar:
     return Scalar(kind, value)  # range checks (i64 / u64) are the writer's: it refuses
 
 
-def tensor_from_json(obj: Any, index: int) -> Tensor:
+def tensor_from_json(obj: JSON, index: int) -> Tensor:
     where = f"tensor #{index}"
     if not isinstance(obj, dict):
         raise SpecError(f"{where}: must be an object")
@@ -108,7 +111,7 @@ def tensor_from_json(obj: Any, index: int) -> Tensor:
     return Tensor(name, dtype, shape, data, param_id=param_id)
 
 
-def writer_from_spec(spec: Any) -> Writer:
+def writer_from_spec(spec: JSON) -> Writer:
     """The ``Writer`` a spec describes (planning, and so any refusal, happens on first use)."""
     if not isinstance(spec, dict):
         raise SpecError("a writer spec is a JSON object with 'tensors', 'metadata' and 'scalars'")
@@ -128,29 +131,29 @@ SPEC_MAX_BYTES = 256 << 20
 """Default cap on a spec's size: tensor bytes are hex in a spec, so 128 MiB of tensors."""
 
 
-def load_spec(path: str | os.PathLike[str], *, max_bytes: int = SPEC_MAX_BYTES) -> Any:
+def load_spec(path: str | os.PathLike[str], *, max_bytes: int = SPEC_MAX_BYTES) -> JSON:
     """The JSON of a spec file: a regular file of at most ``max_bytes``, parsed with the JSON
     checks of :func:`burnpack.core.sidefile.parse_json` (``SpecError`` when it is not JSON)."""
     return parse_spec(read_side_file(path, max_bytes=max_bytes))
 
 
-def parse_spec(text: str | bytes) -> Any:
+def parse_spec(text: str | bytes) -> JSON:
     """The JSON of a spec's text (``SpecError`` when it is not JSON, too dense or too deep)."""
     return parse_json(text, SpecError, "spec")
 
 
-def bytes_from_spec(spec: Any) -> bytes:
+def bytes_from_spec(spec: JSON) -> bytes:
     """The file a spec describes, in memory."""
     return writer_from_spec(spec).to_bytes()
 
 
-def spec_from_pack(pack: Any, *, order: str = "data") -> dict:
+def spec_from_pack(pack: Pack, *, order: str = "data") -> JSONObject:
     """The spec that re-writes an open pack: tensors in data order (or ``order="name"``)."""
     views = pack.tensors()
     if order == "data":
         views.sort(key=lambda v: (v.data_offsets, v.name))
     elif order != "name":
-        raise ValueError("order is 'data' or 'name'")
+        raise OptionError("order is 'data' or 'name'")
     for view in views:
         if view.byte_len < 0:
             raise ValidationError(f"tensor '{view.name}' has end < start")

@@ -14,35 +14,55 @@ conformance protocol (conformance/PROTOCOL.md §2), which fixes the error kind w
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import Protocol
 
-from .._generated.layout import FORMAT_VERSION, HEADER_SIZE, U64_MAX, align
-from ..dtypes import element_size, unconstructible
+from ..codec._cbor import U64_MAX
+from ..codec._generated.layout import FORMAT_VERSION, HEADER_SIZE, align
+from ..codec._generated.metadata import TensorDescriptor
+from .dtypes import element_size, unconstructible
 from ..errors import InvalidVersion, MetadataDeserializationError, ValidationError
 from .metadata import decode_metadata, encode_metadata
-
-if TYPE_CHECKING:  # the reader calls this module; it needs the Pack only as a type
-    from .reader import Pack
+from .source import Source
 
 
-def check_strict(pack: Pack) -> None:
-    """Raise the first way ``pack`` differs from what Burn's writer would produce."""
+class Opened(Protocol):
+    """What the check reads of an opened pack: the reader's ``Pack``, which calls this module
+    (so this module does not name it)."""
+
+    @property
+    def version(self) -> int: ...
+    @property
+    def legacy_layout(self) -> bool: ...
+    @property
+    def metadata_size(self) -> int: ...
+    @property
+    def data_section_start(self) -> int: ...
+    @property
+    def file_size(self) -> int: ...
+    @property
+    def descriptors(self) -> Mapping[str, TensorDescriptor]: ...
+
+
+def check_strict(pack: Opened, source: Source) -> None:
+    """Raise the first way ``pack`` (whose bytes ``source`` holds) differs from what Burn's
+    writer would produce."""
     if pack.version != FORMAT_VERSION:
         raise InvalidVersion(where=f"strict: version {pack.version}, Burn always writes {FORMAT_VERSION}")
     if pack.legacy_layout:
         raise ValidationError("strict: pre-alignment (legacy) layout")
-    _check_metadata_encoding(pack)
+    _check_metadata_encoding(pack, source)
     _check_constructible(pack)
-    data_size = _check_layout(pack)
+    data_size = _check_layout(pack, source)
     expected_size = pack.data_section_start + data_size
     if pack.file_size != expected_size:
         what = "trailing bytes after the last tensor" if pack.file_size > expected_size else "file truncated"
         raise ValidationError(f"strict: {what}: file is {pack.file_size} bytes, its content needs exactly {expected_size}")
-    _check_zero(pack, HEADER_SIZE + pack.metadata_size, pack.data_section_start, "padding before the data section")
+    _check_zero(source, HEADER_SIZE + pack.metadata_size, pack.data_section_start, "padding before the data section")
 
 
-def _check_metadata_encoding(pack: Pack) -> None:
-    blob = pack._source.read(HEADER_SIZE, pack.metadata_size)
+def _check_metadata_encoding(pack: Opened, source: Source) -> None:
+    blob = source.read(HEADER_SIZE, pack.metadata_size)
     canonical = encode_metadata(decode_metadata(blob))
     if blob == canonical:
         return
@@ -59,7 +79,7 @@ def _check_metadata_encoding(pack: Pack) -> None:
     )
 
 
-def _check_constructible(pack: Pack) -> None:
+def _check_constructible(pack: Opened) -> None:
     """Values that decode and re-encode identically but that no Burn writer can construct."""
     for name, d in pack.descriptors.items():
         why = unconstructible(d.dtype)
@@ -67,7 +87,7 @@ def _check_constructible(pack: Pack) -> None:
             raise ValidationError(f"strict: tensor '{name}': {why}; no Burn writer can construct it")
 
 
-def _check_layout(pack: Pack) -> int:
+def _check_layout(pack: Opened, source: Source) -> int:
     """Check offsets against a re-plan in data order; returns the data-section size."""
     descriptors = pack.descriptors
     order = sorted(descriptors, key=lambda name: (descriptors[name].data_offsets, name))
@@ -95,13 +115,13 @@ def _check_layout(pack: Pack) -> int:
                 f"{d.dtype.variant} need {math.prod(d.shape) * size}"
             )
         if start > position:
-            _check_zero(pack, pack.data_section_start + position, pack.data_section_start + start, f"padding before '{name}'")
+            _check_zero(source, pack.data_section_start + position, pack.data_section_start + start, f"padding before '{name}'")
         position = end
     return position
 
 
-def _check_zero(pack: Pack, start: int, end: int, what: str) -> None:
-    data = pack._source.read(start, end - start)
+def _check_zero(source: Source, start: int, end: int, what: str) -> None:
+    data = source.read(start, end - start)
     if data.strip(b"\x00"):
         at = start + next(i for i, b in enumerate(data) if b)
         raise ValidationError(f"strict: non-zero byte in the {what}", where=f"byte {at}")

@@ -18,9 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from .._cbor import fast_loads, map_header, uints
-from .._generated.codec import (
+from ..codec._cbor import fast_loads, map_header, uints
+from ..codec._generated.metadata import (
     METADATA_FIRST_KEY,
+    DType,
+    Metadata,
+    TensorDescriptor,
     DType_SCAN,
     TensorDescriptor_HEAD,
     TensorDescriptor_LITERAL_BYTES,
@@ -28,8 +31,7 @@ from .._generated.codec import (
     TensorDescriptor_RE,
     fast_Metadata,
 )
-from .._generated.types import DType, Metadata, TensorDescriptor
-from .._kernels import load_kernel, use_kernel
+from ..codec._kernels import load_kernel, use_kernel
 
 __all__ = ["KERNEL", "TensorTable", "python_columns", "scan_table"]
 

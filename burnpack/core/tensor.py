@@ -17,13 +17,13 @@ import math
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, BinaryIO, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
-from .._generated.layout import U64_MAX
-from .._generated.types import DType
-from ..dtypes import dtype_from_numpy, element_size, numpy_dtype, view_bytes_as
+from ..codec._cbor import U64_MAX
+from ..codec._generated.metadata import DType
+from .dtypes import ArrayData, dtype_from_numpy, element_size, numpy_dtype, view_bytes_as
 from ..errors import ValidationError
 from .frameworks import as_numpy
 
@@ -233,7 +233,7 @@ class Tensor(_Fields):
         return _freeze(tensor, cls)
 
     @classmethod
-    def from_numpy(cls, name: str, array: Any, *, param_id: int | None = None, dtype: DType | None = None) -> Tensor:
+    def from_numpy(cls, name: str, array: ArrayData, *, param_id: int | None = None, dtype: DType | None = None) -> Tensor:
         """A tensor from an array-like or a torch tensor, in any layout or byte order (written C-order
         little-endian).
 

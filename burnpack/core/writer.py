@@ -28,31 +28,31 @@ from typing import Any, BinaryIO, NamedTuple
 
 import numpy as np
 
-from .._generated.codec import TensorDescriptor_layout
-from .._generated.layout import (
+from ..codec._cbor import I64_MAX, I64_MIN, U64_MAX
+from ..codec._generated.layout import (
     FORMAT_VERSION,
     HEADER,
-    I64_MAX,
-    I64_MIN,
     MAGIC,
     MAX_METADATA_SIZE,
     MAX_TENSOR_COUNT,
     MAX_TENSOR_SIZE,
     METADATA_SIZE_FIELD_MAX,
     TENSOR_ALIGNMENT,
-    U64_MAX,
     data_section_start,
 )
-from .._generated.types import DType, Scalar
+from ..codec._generated.metadata import DType, Scalar, TensorDescriptor_layout
 from .atomic import atomic_file
-from ..dtypes import UNIT_SIZES, debug, dtype_from_numpy, element_size
+from .dtypes import UNIT_SIZES, ArrayData, debug, dtype_from_numpy, element_size
 from ..errors import BurnpackError, IoError, MetadataSerializationError, TensorBytesSizeMismatch, ValidationError
 from .metadata import encode_metadata_columns
 from .paths import PathLike, resolve_write_path
-from ..quant import QuantizedTensor
+from .quant import QuantizedTensor
 from .tensor import Bands, BytesLike, FileRange, Tensor, gc_paused, read_at
 
-__all__ = ["Bands", "FileRange", "Plan", "Tensor", "Writer", "as_scalar", "resolve_write_path", "save", "save_bytes"]
+__all__ = ["Bands", "FileRange", "Plan", "ScalarLike", "Tensor", "Writer", "as_scalar", "resolve_write_path", "save", "save_bytes"]
+
+ScalarLike = Scalar | bool | int | float
+"""A scalar as a caller gives it: a typed ``Scalar``, or a plain bool, float or i64 int."""
 
 _COLUMNS = attrgetter("name", "byte_len", "param_id", "dtype", "shape")
 """The tensor fields a plan reads, as columns."""
@@ -77,7 +77,7 @@ _NO_KERNEL_COPY = frozenset(
 )
 
 
-def as_scalar(name: str, value: Any) -> Scalar:
+def as_scalar(name: str, value: ScalarLike) -> Scalar:
     """A Scalar from a Scalar or a plain bool / float / i64 int, checked to fit its kind."""
     if isinstance(value, Scalar):
         _check_scalar(name, value)
@@ -126,7 +126,7 @@ class Writer:
         tensors: Iterable[Tensor] = (),
         *,
         metadata: Mapping[str, str] | None = None,
-        scalars: Mapping[str, Any] | None = None,
+        scalars: Mapping[str, ScalarLike] | None = None,
     ) -> None:
         self._tensors: tuple[Tensor, ...] | None = tuple(tensors)
         for tensor in self._tensors:
@@ -138,13 +138,13 @@ class Writer:
         self._metadata: dict[str, str] = {}
         self._scalars: dict[str, Scalar] = {}
         self._plan: Plan | None = None
-        for key, value in (metadata or {}).items():
-            self.with_metadata(key, value)
+        for key, text in (metadata or {}).items():
+            self.with_metadata(key, text)
         for key, value in (scalars or {}).items():
             self.with_scalar(key, value)
 
     @classmethod
-    def _of_arrays(cls, arrays: Mapping[str, Any], *, metadata: Mapping[str, str] | None, scalars: Mapping[str, Any] | None) -> Writer | None:
+    def _of_arrays(cls, arrays: Mapping[str, Any], *, metadata: Mapping[str, str] | None, scalars: Mapping[str, ScalarLike] | None) -> Writer | None:
         """A writer of a name → numpy array mapping that reads its tensors' fields as columns;
         None when some array needs what ``Tensor.from_numpy`` does beyond viewing its bytes."""
         columns = _array_columns(arrays)
@@ -174,14 +174,17 @@ class Writer:
         return MappingProxyType(self._scalars)
 
     def with_metadata(self, key: str, value: str) -> Writer:
-        """A writer with one more metadata entry (a later value for the same key wins, as in Burn).
+        """Adds a metadata entry to this writer (a later value for the same key wins, as in Burn).
+
+        The writer changes in place: its plan is dropped and worked out again when next asked
+        for (``plan()``, ``size()``, any write). A ``Plan`` returned before stays what it was.
 
         Args:
             key: The entry's key.
             value: Its string value.
 
         Returns:
-            The new, re-planned writer; this one is unchanged.
+            This writer, so that calls chain (``Writer(t).with_metadata(k, v).write(path)``).
 
         Raises:
             ValidationError: The key or value is not a string.
@@ -192,15 +195,18 @@ class Writer:
         self._plan = None
         return self
 
-    def with_scalar(self, key: str, value: Any) -> Writer:
-        """A writer with one more typed scalar (a later value for the same key wins, as in Burn).
+    def with_scalar(self, key: str, value: ScalarLike) -> Writer:
+        """Adds a typed scalar to this writer (a later value for the same key wins, as in Burn).
+
+        The writer changes in place: its plan is dropped and worked out again when next asked
+        for (``plan()``, ``size()``, any write). A ``Plan`` returned before stays what it was.
 
         Args:
             key: The scalar's name.
             value: An ``int``, ``float``, ``bool``, ``str`` or ``Scalar``.
 
         Returns:
-            The new, re-planned writer; this one is unchanged.
+            This writer, so that calls chain (``Writer(t).with_scalar(k, v).write(path)``).
 
         Raises:
             ValidationError: The key is not a string or the value has no scalar type.
@@ -774,11 +780,11 @@ class _BandWriter:
 
 
 def save(
-    tensors: Mapping[str, Any] | Iterable[Tensor],
+    tensors: Mapping[str, ArrayData | QuantizedTensor] | Iterable[Tensor],
     path: PathLike,
     *,
     metadata: Mapping[str, str] | None = None,
-    scalars: Mapping[str, Any] | None = None,
+    scalars: Mapping[str, ScalarLike] | None = None,
 ) -> Path:
     """Save tensors to a file atomically: planned first, written to a scratch file, fsynced and renamed.
 
@@ -801,10 +807,10 @@ def save(
 
 
 def save_bytes(
-    tensors: Mapping[str, Any] | Iterable[Tensor],
+    tensors: Mapping[str, ArrayData | QuantizedTensor] | Iterable[Tensor],
     *,
     metadata: Mapping[str, str] | None = None,
-    scalars: Mapping[str, Any] | None = None,
+    scalars: Mapping[str, ScalarLike] | None = None,
 ) -> bytes:
     """The file ``save`` would write, as bytes.
 
@@ -822,7 +828,7 @@ def save_bytes(
     return _planned(tensors, metadata, scalars).to_bytes()
 
 
-def _planned(tensors: Mapping[str, Any] | Iterable[Tensor], metadata: Mapping[str, str] | None, scalars: Mapping[str, Any] | None) -> Writer:
+def _planned(tensors: Mapping[str, ArrayData | QuantizedTensor] | Iterable[Tensor], metadata: Mapping[str, str] | None, scalars: Mapping[str, ScalarLike] | None) -> Writer:
     """A planned ``Writer`` of ``tensors``, the garbage collector paused once for all the small
     objects building the tensors and planning them makes."""
     with gc_paused():
@@ -846,7 +852,7 @@ def _mapping_tensor(name: str, value: Any) -> Tensor:
     return Tensor.from_numpy(name, value)
 
 
-def _as_tensors(tensors: Mapping[str, Any] | Iterable[Tensor]) -> list[Tensor]:
+def _as_tensors(tensors: Mapping[str, ArrayData | QuantizedTensor] | Iterable[Tensor]) -> list[Tensor]:
     """Tensors from a name → array (or Tensor, or QuantizedTensor) mapping, or from ``Tensor``s."""
     if isinstance(tensors, Mapping):
         with gc_paused():

@@ -26,18 +26,14 @@ imported on first use.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from .._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from .converter import convert
+from ..core._lazy import lazy_exports
 
 _EXPORTS = {
     "..errors": ("ConversionError", "OutputExistsError", "UnmatchedOptionError", "UnknownModuleType", "PyTorchReadError",
                  "UnsafePickleError", "SafetensorsError"),
     ".converter": ("convert", "transform", "ConversionReport"),
-    ".registry": ("read_tensors", "write_tensors", "detect_format", "Format"),
+    ".format": ("Format",),
+    ".registry": ("read_tensors", "write_tensors", "detect_format"),
     ".tensors": ("Entry", "TensorSet"),
     ".remap": ("KeyRemapper", "PathFilter", "map_indices_contiguous", "strip_enum_variants",
                "insert_enum_variants"),
@@ -51,6 +47,5 @@ _EXPORTS = {
     ".safetensors": ("read_safetensors", "parse_safetensors", "write_safetensors", "serialize_safetensors"),
     ".torch_live": ("to_state_dict",),
 }  # fmt: skip
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = sorted(name for names in _EXPORTS.values() for name in names)
+"""Each public name once, by the module that defines it (``__init__.pyi`` gives their types)."""
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

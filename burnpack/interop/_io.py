@@ -1,10 +1,11 @@
-"""What every interop reader and writer shares: the conversion errors, atomic output files, and
-foreign arrays as entries (numpy ``bool`` becomes a Burn ``Bool`` of the chosen store)."""
+"""What every interop reader and writer shares: the conversion errors, atomic output files,
+foreign arrays as entries (numpy ``bool`` becomes a Burn ``Bool`` of the chosen store), and the
+page releaser of memory-mapped files read tensor by tensor."""
 
 from __future__ import annotations
 
 import contextlib
-import os
+import mmap
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -12,13 +13,13 @@ from typing import BinaryIO
 
 import numpy as np
 
-from .._generated.types import BoolStore, DType
+from ..codec._generated.metadata import BoolStore, DType
 from ..core.atomic import atomic_file
 from ..errors import ConversionError, DestinationExists, OutputExistsError
-from ..dtypes import numpy_dtype
+from ..core.dtypes import numpy_dtype
 from .tensors import Entry
 
-__all__ = ["atomic_output", "bool_dtype", "entries_from_arrays", "entry_from_array", "view_of"]
+__all__ = ["PageReleaser", "atomic_output", "bool_dtype", "entries_from_arrays", "entry_from_array", "view_of"]
 
 
 _BOOL_STORES = {store.name.lower(): store for store in BoolStore}
@@ -86,3 +87,20 @@ def atomic_output(path: Path, *, overwrite: bool = False) -> Iterator[BinaryIO]:
             yield stream
     except DestinationExists:
         raise OutputExistsError(path, "appeared while converting; nothing was replaced") from None
+
+
+class PageReleaser:
+    """Gives back the pages of the tensor taken before (in whichever mapping it was), so reading
+    a large file (or a model's shards) tensor by tensor keeps about one tensor resident."""
+
+    def __init__(self) -> None:
+        self._last: tuple[mmap.mmap, int, int] | None = None
+
+    def take(self, mapping: mmap.mmap, start: int, end: int) -> None:
+        if self._last is not None:
+            previous, first, last = self._last
+            first -= first % mmap.PAGESIZE
+            if last > first:
+                with contextlib.suppress(ValueError):  # its file is already closed
+                    previous.madvise(mmap.MADV_DONTNEED, first, last - first)
+        self._last = (mapping, start, end)

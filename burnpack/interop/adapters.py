@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .._generated.types import DTYPE_INFO, DType
+from ..codec._generated.metadata import DTYPE_INFO, DType
 from ..errors import InvalidPattern, OptionError
 from ..core.frameworks import TorchModule
 from ..core.patterns import Pattern, compile_pattern

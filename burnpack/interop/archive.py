@@ -14,6 +14,7 @@ from __future__ import annotations
 import zipfile
 import zlib
 
+from ..errors import cause, excerpt
 from .limits import DEFAULT_LIMITS, ReadLimits
 
 __all__ = ["DEFLATE_MAX_RATIO", "InflateBudget", "ZIP_ERRORS"]
@@ -49,24 +50,24 @@ class InflateBudget:
         """Refuse a member whose declared size its compressed bytes cannot hold or the budget cannot pay."""
         if info.compress_size > self.archive_size:  # a read of that many bytes would allocate them first
             raise self._error(
-                f"zip record {info.filename!r} declares {info.compress_size} bytes, more than the "
+                f"zip record {excerpt(info.filename)} declares {info.compress_size} bytes, more than the "
                 f"archive's {self.archive_size}"
             )
         if info.compress_type == zipfile.ZIP_STORED:
             if info.file_size != info.compress_size:
                 raise self._error(
-                    f"zip record {info.filename!r} is stored but declares {info.file_size} bytes "
+                    f"zip record {excerpt(info.filename)} is stored but declares {info.file_size} bytes "
                     f"for {info.compress_size} stored"
                 )
             return
         if info.file_size > DEFLATE_MAX_RATIO * info.compress_size + 64:
             raise self._error(
-                f"zip record {info.filename!r} declares {info.file_size} bytes, more than its "
+                f"zip record {excerpt(info.filename)} declares {info.file_size} bytes, more than its "
                 f"{info.compress_size} compressed bytes can hold"
             )
         if info.file_size > self.left:
             raise self._error(
-                f"zip record {info.filename!r} would inflate to {info.file_size} bytes, over the "
+                f"zip record {excerpt(info.filename)} would inflate to {info.file_size} bytes, over the "
                 f"archive's inflation limit ({self.limits.max_inflate_bytes} + {self.limits.max_inflate_ratio} x its "
                 f"size in total: {self.limits.lift('max_inflate_bytes')}, as does max_inflate_ratio=); "
                 "store large tensors uncompressed"
@@ -82,7 +83,7 @@ class InflateBudget:
         except self._error:
             raise
         except ZIP_ERRORS as exc:
-            raise self._error(f"cannot read zip record {info.filename!r}: {exc}") from None
+            raise self._error(f"cannot read zip record {excerpt(info.filename)}: {cause(exc)}") from None
         if len(data) != info.file_size:
-            raise self._error(f"zip record {info.filename!r} holds {len(data)} bytes, declares {info.file_size}")
+            raise self._error(f"zip record {excerpt(info.filename)} holds {len(data)} bytes, declares {info.file_size}")
         return data

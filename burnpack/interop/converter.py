@@ -35,7 +35,8 @@ indices, then the adapter with module types, then filters):
 
 Metadata: the source's user metadata is carried across (safetensors ``__metadata__`` ↔ burnpack
 metadata ↔ the ``__metadata__`` member of an ``.npz``). When the container changes and the
-target is burnpack or safetensors, the keys Burn's stores write are set as they write them:
+target is burnpack or safetensors, the keys Burn's stores write are set as they write them
+(:func:`~burnpack.core.metadata.provenance_stamp`, the keys ``diff`` reports apart as provenance):
 ``format`` = ``"burnpack"`` / ``"safetensors"``, and ``producer`` / ``version`` unless the source
 already names them (then they still say who produced the weights). ``stamp=False`` leaves
 them out; ``metadata={...}`` adds or overrides entries; ``keep_metadata=False`` starts empty.
@@ -48,27 +49,28 @@ import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core.display import plural, printable_lines
-from ..dtypes import EXTENSION_DTYPES, NATIVE_BOOL, element_size
 from ..errors import ConversionError, InvalidPattern, OptionError, UnmatchedOptionError
-from ..quant import dtype_label
+from ..core.dtypes import dtype_label
 from ..core.frameworks import TorchModule, is_torch_module
+from ..core.metadata import provenance_stamp
 from ..core.patterns import compile_pattern
 from ..core.progress import ProgressSetting, finish, human_size, progress_for
 from .adapters import ModuleAdapter, ModuleTypes, parse_adapter
 from .limits import take_caps
-from .registry import Format, formats, read_tensors, resolve_output, write_tensors
+from .format import Format, WriteOptions
+from .registry import formats, get_format, read_tensors, resolve_output, write_tensors
 from .sharded import parse_size
 from .remap import FilterSpec, KeyRemapper, PathFilter, insert_enum_variants, map_indices_contiguous as _contiguous, strip_enum_variants
-from .._generated.types import DTYPE_INFO, BoolStore, DType, QuantScheme
+from ..codec._generated.metadata import BoolStore, DType, QuantScheme
 from .tensors import Entry, TensorSet, dtype_name
 
+if TYPE_CHECKING:  # a type alias only: the JSON side-file reader is not imported for it
+    from ..core.sidefile import JSONObject
+
 __all__ = ["ConversionReport", "convert", "transform"]
-
-_CONTAINER_NAMES = {"burnpack", "safetensors"}
-
 
 @dataclass
 class ConversionReport:
@@ -143,7 +145,7 @@ class ConversionReport:
         """
         return not self.errors
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         """The report as plain data (for JSON).
 
         Returns:
@@ -434,7 +436,7 @@ def _filters(entries: list[Entry], keep_spec: Any, drop_spec: Any, log: _OptionL
 
 
 def _quantization(
-    entries: list[Entry], quantize: QuantScheme | None, include: str | None, dequantize: bool, target_format: str | None,
+    entries: list[Entry], quantize: QuantScheme | None, include: str | None, dequantize: bool, target: Format | None,
     report: ConversionReport,
 ) -> list[Entry]:  # fmt: skip
     """Step 8: quantize the selected weights, or dequantize every QFloat tensor (each raises when
@@ -443,16 +445,16 @@ def _quantization(
         from .quantizing import dequantize_entries
 
         if quantize is not None:
-            raise ConversionError("quantize and dequantize exclude each other")
+            raise OptionError("quantize and dequantize exclude each other")
         entries = dequantize_entries(entries)
     if quantize is not None:
         from .quantizing import quantize_entries
 
-        if target_format not in (None, "burnpack"):
-            raise ConversionError(f"quantize: {target_format} cannot hold quantized (QFloat) tensors; write a .bpk")
+        if target is not None and not target.quantized:
+            raise ConversionError(f"quantize: {target.name} cannot hold quantized (QFloat) tensors; write a .bpk")
         entries = quantize_entries(entries, quantize, include, report.quantized, report.warnings)
     elif include is not None:
-        raise ConversionError("quantize_include (--include) selects tensors to quantize: it needs quantize (--quantize)")
+        raise OptionError("quantize_include (--include) selects tensors to quantize: it needs quantize (--quantize)")
     return entries
 
 
@@ -464,28 +466,29 @@ def _param_ids(entries: list[Entry], mode: str) -> list[Entry]:
     if mode == "drop":
         return [e.replace(param_id=None) if e.param_id is not None else e for e in entries]
     if mode != "new":
-        raise ValueError(f"param_ids must be 'keep', 'new' or 'drop', not {mode!r}")
+        raise OptionError(f"param_ids must be 'keep', 'new' or 'drop', not {mode!r}")
     from ..records._common import derive_param_ids
 
     return [e.replace(param_id=pid) for e, pid in zip(entries, derive_param_ids(e.name for e in entries))]
 
 
-def _out_metadata(tset: TensorSet, target_format: str | None, keep: bool, extra: Mapping[str, str] | None, stamp: bool) -> dict[str, str]:
+def _out_metadata(tset: TensorSet, target: Format | None, keep: bool, extra: Mapping[str, str] | None, stamp: bool) -> dict[str, str]:
     """The output's metadata: the source's (unless not ``keep``), Burn's stamp, then ``extra``."""
     out_meta = dict(tset.metadata) if keep else {}
     source_fmt = tset.format
     file_formats = {f.name for f in formats() if not f.directory}  # a "format" value naming one is ours to update
-    if target_format is not None and target_format != source_fmt:
+    if target is not None and target.name != source_fmt:
+        target_format = target.name
         if out_meta.get("format") == source_fmt and source_fmt in file_formats:
             out_meta["format"] = target_format
-        if stamp and target_format in _CONTAINER_NAMES:
+        if stamp and target.stamped:
             from .. import __version__
 
-            if out_meta.get("format") in (None, *file_formats):
-                out_meta["format"] = target_format
-            # else e.g. Hugging Face's "format": "pt", which transformers checks when loading: kept as is
-            out_meta.setdefault("producer", "burnpack")
-            out_meta.setdefault("version", __version__)
+            written = provenance_stamp(target_format, __version__)
+            if out_meta.get("format") in file_formats:  # ours to update; not e.g. Hugging Face's "format": "pt",
+                out_meta["format"] = written["format"]  # which transformers checks when loading
+            for key, value in written.items():  # what is absent is added; a source's producer and version stay
+                out_meta.setdefault(key, value)  # (they say who produced the weights)
     out_meta.update(extra or {})
     return out_meta
 
@@ -517,7 +520,7 @@ def transform(
     quantize_include: str | None = None,
     dequantize: bool = False,
     allow_unmatched: bool | Iterable[str] = False,
-    target_format: str | None = None,
+    target_format: str | Format | None = None,
     report: ConversionReport | None = None,
 ) -> tuple[TensorSet, ConversionReport]:
     """Apply the transformations (see the module docstring) to ``tset``, in burn-store's order.
@@ -554,21 +557,27 @@ def transform(
             transformer layer's ``norm_first``), take the best guess instead of refusing;
             ``report.guesses`` names each.
         allow_unmatched: Tolerate options that change nothing (True), or the options named.
-        target_format: The output's format, for the metadata stamp and what it can hold.
+        target_format: The format the result is written as (a name or a ``Format``): what it can
+            hold decides whether ``quantize`` applies and whether the metadata gets the producer's
+            stamp; None: not known.
         report: A report to fill (a new one by default).
 
     Returns:
         The transformed tensors and the report.
 
     Raises:
-        ConversionError: Names collide, or — with ``expect`` — shapes mismatch (unless
+        ConversionError: ``target_format`` is no known format, names collide, the target format
+            cannot hold quantized tensors and ``quantize`` is given, or — with ``expect`` — shapes mismatch (unless
             ``validate=False``) or tensors are missing (unless ``allow_partial``); the report is
             attached as ``error.report``.
         UnmatchedOptionError: An option changes nothing (an adapter with nothing to adapt, module
             types no adapter uses or no path matches, a remap rule or filter matching no name...)
             and ``allow_unmatched`` does not name it.
+        OptionError: An option is malformed or misused (``quantize`` with ``dequantize``,
+            ``quantize_include`` without ``quantize``, an unknown ``param_ids`` mode).
     """
-    report = report or ConversionReport(source_format=tset.format, target_format=target_format)
+    target = None if target_format is None else get_format(target_format)
+    report = report or ConversionReport(source_format=tset.format, target_format=None if target is None else target.name)
     report.source_format = report.source_format or tset.format
     if top_level_key is not None and tset.top_level_key != top_level_key:
         tset = _select_top_level(tset, top_level_key, report)
@@ -597,9 +606,9 @@ def transform(
     if expected is not None:
         entries = _match_expected(entries, expected, types, adapter, report)
     entries = _filters(entries, filter, exclude, log, report)
-    entries = _quantization(entries, quantize, quantize_include, dequantize, target_format, report)
+    entries = _quantization(entries, quantize, quantize_include, dequantize, target, report)
     entries = _param_ids(entries, param_ids)
-    out_meta = _out_metadata(tset, target_format, keep_metadata, metadata, stamp)
+    out_meta = _out_metadata(tset, target, keep_metadata, metadata, stamp)
     scalars = dict(tset.scalars)
     typed = adapter is not None and any(p.uses_module_types for p in adapter.parts())
     made = Counter(e.source_name for e in entries)  # a split source makes several tensors: not a rename
@@ -736,7 +745,7 @@ def convert(
     max_shard_size = options.pop("max_shard_size", None)
     shard_size = None if max_shard_size is None else parse_size(max_shard_size)
     out_path, out_format = resolve_output(target, to_format, max_shard_size=shard_size)
-    if npz_metadata and out_format.name != "npz":
+    if npz_metadata and "npz_metadata" not in out_format.write_options:
         raise OptionError(f"npz_metadata=True applies to .npz output, not {out_format.name}")
     if not out_format.directory:
         if os.path.isdir(target) or out_path.is_dir():
@@ -749,13 +758,13 @@ def convert(
     caps = take_caps(options)
     tset = read_tensors(source, from_format, top_level_key=top_level_key, bool_store=bool_store, legacy_ok=legacy_ok, **caps)
     try:
-        target_format = out_format.family or out_format.name  # what the tensors are written as
+        written_as = get_format(out_format.family) if out_format.family else out_format  # what the tensors are written as
         report = ConversionReport(
-            source=_describe(source), target=str(out_path), source_format=tset.format, target_format=target_format
+            source=_describe(source), target=str(out_path), source_format=tset.format, target_format=written_as.name
         )
-        result, report = transform(tset, target_format=target_format, report=report, **options)
-        _refuse_quantized(result, target_format)
-        _note_losses(result, out_format, report, npz_metadata=npz_metadata)
+        result, report = transform(tset, target_format=written_as, report=report, **options)
+        _refuse_quantized(result, written_as)
+        _note_losses(result, out_format, report, WriteOptions(npz_metadata=npz_metadata))
         report_ties(tset, result, out_format, report)
         bar = progress_for(progress, result.nbytes, "converting")
         write_tensors(result, out_path, out_format, overwrite=overwrite, progress=bar, compress=compress,
@@ -775,44 +784,19 @@ def _describe(source: Any) -> str:
     return f"<{type(source).__name__}>"
 
 
-def _refuse_quantized(tset: TensorSet, target_format: str) -> None:
-    """Only a .bpk holds QFloat tensors: one line naming the first, its scheme and the way out."""
-    if target_format == "burnpack":
+def _refuse_quantized(tset: TensorSet, target: Format) -> None:
+    """A format that holds no QFloat tensors (all but .bpk): one line naming the first, its scheme
+    and the way out."""
+    if target.quantized:
         return
     quantized = [e for e in tset.entries if e.dtype.is_quantized]
     if quantized:
         first, more = quantized[0], len(quantized) - 1
         others = f" (and {plural(more, 'other QFloat tensor')})" if more else ""
         raise ConversionError(
-            f"tensor {first.name!r}{others}: {target_format} cannot hold {dtype_label(first.dtype)}; "
+            f"tensor {first.name!r}{others}: {target.name} cannot hold {dtype_label(first.dtype)}; "
             "pass dequantize=True to write the F32 values"
         )
-
-
-def _note_npz(tset: TensorSet, report: ConversionReport, npz_metadata: bool) -> None:
-    """A .npz holds tensors only unless ``npz_metadata``: say what was left out, or where it went."""
-    if npz_metadata:
-        if tset.metadata:
-            report.warnings.append(f"{plural(len(tset.metadata), 'metadata entry', 'metadata entries')} written to the __metadata__ member")
-        return
-    if tset.metadata:
-        report.warnings.append(
-            f"{plural(len(tset.metadata), 'metadata entry', 'metadata entries')} not written: the .npz holds tensors only "
-            "(--npz-metadata keeps them in a __metadata__ member)"
-        )
-    for raw in EXTENSION_DTYPES:
-        count = sum(1 for e in tset.entries if e.dtype == raw)
-        if count:
-            name = dtype_name(raw)
-            report.warnings.append(
-                f"{plural(count, f'{name} tensor')} written as raw {element_size(raw)}-byte items, as numpy saves ml_dtypes' "
-                f"{DTYPE_INFO[raw.variant].numpy} (burnpack reads them back as {name})"
-            )
-    for e in tset.entries:
-        if e.dtype == DType.Flex32:
-            report.warnings.append(f"{e.name}: Flex32 written as F32")
-        elif e.dtype.is_bool and e.dtype != NATIVE_BOOL:
-            report.warnings.append(f"{e.name}: {dtype_name(e.dtype)} written as numpy bool (--npz-metadata records the store)")
 
 
 def report_ties(source: TensorSet, result: TensorSet, target: Format, report: Any) -> None:
@@ -840,9 +824,10 @@ def report_ties(source: TensorSet, result: TensorSet, target: Format, report: An
         report.warnings.append(f"tied weights {', '.join(written)} (one tensor in the source) written as {len(kept)} tensors: {why}")
 
 
-def _note_losses(tset: TensorSet, target: Format, report: ConversionReport, *, npz_metadata: bool = False) -> None:
+def _note_losses(tset: TensorSet, target: Format, report: ConversionReport, options: WriteOptions) -> None:
     """Report, in ``warnings`` (which ``--json`` lists), what the target container cannot hold:
-    one rule for every format (``Format.holds``), and where a .npz's metadata went."""
+    one rule for every format (``Format.holds``), then the format's own notes on how it stores
+    elements (``Format.notes``; by default Flex32 and Bool stores by ``holds``)."""
     what = target.noun or target.family or target.name
     ids = sum(1 for e in tset.entries if e.param_id is not None)
     for kind, count, one, many in (("param ids", ids, "param id", "param ids"),
@@ -850,11 +835,15 @@ def _note_losses(tset: TensorSet, target: Format, report: ConversionReport, *, n
                                    ("metadata", len(tset.metadata), "metadata entry", "metadata entries")):  # fmt: skip
         if count and kind not in target.holds:
             report.warnings.append(f"{plural(count, one, many)} dropped: {what} has no place for them")
-    if target.name == "npz":
-        _note_npz(tset, report, npz_metadata)
-        return
+    report.warnings += target.notes(tset, options) if target.notes is not None else _element_notes(tset, target)
+
+
+def _element_notes(tset: TensorSet, target: Format) -> list[str]:
+    """Flex32 and Bool stores, where ``target`` holds no place for them."""
+    notes = []
     for e in tset.entries:
         if e.dtype == DType.Flex32 and "Flex32" not in target.holds:
-            report.warnings.append(f"{e.name}: Flex32 written as F32")
+            notes.append(f"{e.name}: Flex32 written as F32")
         elif e.dtype == DType.Bool(BoolStore.U32) and "Bool stores" not in target.holds:
-            report.warnings.append(f"{e.name}: {dtype_name(e.dtype)} written as 1-byte bool")
+            notes.append(f"{e.name}: {dtype_name(e.dtype)} written as 1-byte bool")
+    return notes

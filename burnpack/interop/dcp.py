@@ -39,10 +39,10 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from .._generated.types import BoolStore, DType
-from ..dtypes import dtype_from_torch, numpy_dtype
+from ..codec._generated.metadata import BoolStore, DType
+from ..core.dtypes import dtype_from_torch, numpy_dtype
 from ..core.atomic import atomic_folder
-from ..errors import BurnpackError, ConversionError, DestinationExists, OutputExistsError, PyTorchReadError, ValidationError, excerpt
+from ..errors import BurnpackError, ConversionError, DestinationExists, OutputExistsError, PyTorchReadError, ValidationError, excerpt, shown
 from ..core.frameworks import import_torch, numpy_to_torch
 from ..core.sidefile import read_side_file
 from ..core.source import Folder, open_regular
@@ -135,14 +135,6 @@ class DcpMetadata:
     limits: ReadLimits = DEFAULT_LIMITS
 
 
-def _shown(value: object) -> str:
-    """A value of the metadata as an error names it: text as a short escaped excerpt, an int as
-    itself (bounded: every pickle int has at most 309 digits), anything else by its type."""
-    if isinstance(value, str):
-        return excerpt(value)
-    return str(value) if type(value) is int else f"a {type(value).__name__}"
-
-
 def _shown_path(path: tuple[str | int, ...]) -> str:
     return excerpt(".".join(map(str, path)))
 
@@ -185,7 +177,7 @@ def _dtype(folder: Path, fqn: str, properties: object) -> DType:
     if not isinstance(dtype, str):
         raise _bad(folder, f"{excerpt(fqn)} has no dtype")
     if layout != "torch.strided":
-        raise ConversionError(f"{folder}: tensor {excerpt(fqn)}: unsupported layout {_shown(layout)}: only dense strided tensors can be read")
+        raise ConversionError(f"{folder}: tensor {excerpt(fqn)}: unsupported layout {shown(layout)}: only dense strided tensors can be read")
     try:
         return dtype_from_torch(dtype)
     except ValueError:
@@ -196,7 +188,7 @@ def _relative_file(folder: Path, name: object) -> Path:
     """A record's file: a plain file name in the folder (DCP writes ``__0_0.distcp``), never a
     path that leaves it."""
     if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
-        raise ConversionError(f"{folder}: DCP metadata names the file {_shown(name)}, which is not a file in the checkpoint folder")
+        raise ConversionError(f"{folder}: DCP metadata names the file {shown(name)}, which is not a file in the checkpoint folder")
     return folder / name
 
 
@@ -331,9 +323,9 @@ def _tensor_info(folder: Path, fqn: str, fields: dict[str, Any], records: Mappin
 # --------------------------------------------------------------------------------------------
 # The records
 # --------------------------------------------------------------------------------------------
-def _with_record(meta: DcpMetadata, fqn: str, record: _Record, use: Callable[[object], _T]) -> _T:
+def _with_record(meta: DcpMetadata, fqn: str, record: _Record, use: Callable[[object], _T], *, copy: bool = False) -> _T:
     """``use`` of what the ``torch.save`` record holds (read with the ``.pt`` allowlist), while
-    the file is mapped; ``use`` copies what it keeps."""
+    the file is mapped; ``use`` copies what it keeps, unless the arrays are copies (``copy``)."""
     folder = meta.folder
     try:
         with open_regular(record.file, folder=meta.closed) as handle, contextlib.ExitStack() as stack:
@@ -343,7 +335,7 @@ def _with_record(meta: DcpMetadata, fqn: str, record: _Record, use: Callable[[ob
             stack.callback(_close, mapped)
             window = memoryview(mapped)[record.offset : record.offset + record.length]
             try:
-                return use(read_pytorch_buffer(window, meta.limits))
+                return use(read_pytorch_buffer(window, meta.limits, copy=copy))
             finally:
                 window.release()
     except PyTorchReadError as exc:
@@ -380,18 +372,8 @@ def _load_tensor(meta: DcpMetadata, fqn: str) -> np.ndarray:
 
 
 def _load_object(meta: DcpMetadata, fqn: str) -> Any:
-    return _with_record(meta, fqn, meta.objects[fqn], _owned)
-
-
-def _owned(value: Any) -> Any:
-    """Arrays copied out of a mapping, so the file can go."""
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    if isinstance(value, dict):
-        return type(value)((k, _owned(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return type(value)(_owned(v) for v in value)
-    return value
+    """A non-tensor entry, its arrays copied out of the mapping so that the file can go."""
+    return _with_record(meta, fqn, meta.objects[fqn], lambda value: value, copy=True)
 
 
 def read_dcp(
@@ -445,8 +427,9 @@ def read_dcp_object(path: str | os.PathLike[str], *, limits: ReadLimits = DEFAUL
     values.update((fqn, _load_object(meta, fqn)) for fqn in meta.objects)
     state: dict[Any, Any] = {}
     limit = len(values)
+    room = limit + sum(map(len, meta.paths.values()))
     for fqn, value in values.items():
-        _set_element(meta.folder, state, meta.paths[fqn], value, limit)
+        room -= _set_element(meta.folder, state, meta.paths[fqn], value, limit, room)
     return state
 
 
@@ -471,14 +454,24 @@ def _check_distinct_paths(folder: Path, paths: Mapping[str, tuple[str | int, ...
         node[_LEAF] = fqn
 
 
-def _set_element(folder: Path, root: dict[Any, Any], path: tuple[str | int, ...], value: Any, limit: int) -> None:
+def _set_element(folder: Path, root: dict[Any, Any], path: tuple[str | int, ...], value: Any, limit: int, room: int) -> int:
     """Put ``value`` at ``path`` as DCP's ``unflatten_state_dict`` does: a dict under a name, a list
-    under an index (grown with None up to it; an index beyond the entry count is refused)."""
+    under an index (grown with None up to it); the list slots added are returned.
+
+    An index beyond the entry count ``limit`` is refused, and so is growing lists by more than
+    ``room`` slots: the caller grants all lists together the key paths' length (every slot DCP
+    fills holds an entry or a container on an entry's path) plus the entry count (for holes: the
+    empty containers DCP records nothing for). Without that bound one key path of n indices n - 1
+    grew n lists to n slots each: n * n from metadata of size n."""
     container: Any = root
+    added = 0
     for key, following in zip(path, (*path[1:], None)):
         if isinstance(container, list):
             if type(key) is not int or key >= limit:
-                raise _bad(folder, f"key path {_shown_path(path)} indexes a list with {_shown(key)}")
+                raise _bad(folder, f"key path {_shown_path(path)} indexes a list with {shown(key)}")
+            added += max(key + 1 - len(container), 0)
+            if added > room:
+                raise _bad(folder, f"key path {_shown_path(path)} grows its lists by more list slots than the entries' key paths name")
             container.extend([None] * (key + 1 - len(container)))
         elif not isinstance(container, dict):
             raise _bad(folder, f"key path {_shown_path(path)} goes through a {type(container).__name__}")
@@ -490,6 +483,7 @@ def _set_element(folder: Path, root: dict[Any, Any], path: tuple[str | int, ...]
                 current = {} if type(following) is str else []
                 container[key] = current
             container = current
+    return added
 
 
 # --------------------------------------------------------------------------------------------

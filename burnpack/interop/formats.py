@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import mmap
 import os
 import tokenize
 import zipfile
@@ -25,16 +24,17 @@ from typing import Any
 
 import numpy as np
 
-from .._generated.types import BoolStore, DType
-from ..dtypes import EXTENSION_DTYPES, dtype_from_numpy, dtype_from_safetensors, element_size, is_extension_type, numpy_dtype, safetensors_code
+from ..codec._generated.metadata import DTYPE_INFO, BoolStore, DType
+from ..core.display import plural
+from ..core.dtypes import EXTENSION_DTYPES, NATIVE_BOOL, dtype_from_numpy, dtype_from_safetensors, element_size, is_extension_type, numpy_dtype, safetensors_code
 from ..core.reader import TensorView, load
 from ..core.sidefile import parse_json
 from ..core.source import Folder, open_regular
 from ..core.tensor import NUMPY_MAX_DIMS
 from ..core.tensor import FileRange, le_c_bytes
 from ..core.writer import Tensor, Writer
-from ._io import atomic_output, entries_from_arrays, entry_from_array
-from ..errors import EXCERPT_CHARS, ConversionError, SafetensorsError, excerpt
+from ._io import PageReleaser, atomic_output, entries_from_arrays, entry_from_array
+from ..errors import ConversionError, SafetensorsError, cause, excerpt
 from .archive import ZIP_ERRORS, InflateBudget
 from .limits import DEFAULT_LIMITS, ReadLimits
 from .safetensors import build_header, map_safetensors
@@ -46,6 +46,8 @@ __all__ = [
     "read_in_memory",
     "read_npz",
     "read_pytorch_file",
+    "npz_notes",
+    "read_safetensors_buffer",
     "read_safetensors_file",
     "write_burnpack",
     "write_npz",
@@ -58,7 +60,7 @@ _METADATA_KEY = "__metadata__"
 # --------------------------------------------------------------------------------------------
 # Reading
 # --------------------------------------------------------------------------------------------
-def read_burnpack(source: Any, *, legacy_ok: bool = False) -> TensorSet:
+def read_burnpack(source: str | os.PathLike[str] | bytes | bytearray | memoryview, *, legacy_ok: bool = False) -> TensorSet:
     """A ``.bpk`` path or bytes: entries in data order, ids, metadata and scalars kept.
 
     An entry of a pack opened from a path names its ``file_range`` (the pack stays open until the
@@ -79,7 +81,8 @@ def read_burnpack(source: Any, *, legacy_ok: bool = False) -> TensorSet:
 
 
 def read_safetensors_file(
-    path: Any, *, bool_store: str | BoolStore = BoolStore.U8, pages: PageReleaser | None = None, folder: Folder | None = None
+    path: str | os.PathLike[str], *, bool_store: str | BoolStore = BoolStore.U8, pages: PageReleaser | None = None,
+    folder: Folder | None = None,
 ) -> TensorSet:
     """A ``.safetensors`` file (validated, memory-mapped); ``__metadata__`` becomes metadata.
 
@@ -119,23 +122,6 @@ def read_safetensors_file(
     return TensorSet(entries, dict(metadata), format="safetensors", closers=[close])
 
 
-class PageReleaser:
-    """Gives back the pages of the tensor taken before (in whichever mapping it was), so reading
-    a large file (or a model's shards) tensor by tensor keeps about one tensor resident."""
-
-    def __init__(self) -> None:
-        self._last: tuple[mmap.mmap, int, int] | None = None
-
-    def take(self, mapping: mmap.mmap, start: int, end: int) -> None:
-        if self._last is not None:
-            previous, first, last = self._last
-            first -= first % mmap.PAGESIZE
-            if last > first:
-                with contextlib.suppress(ValueError):  # its file is already closed
-                    previous.madvise(mmap.MADV_DONTNEED, first, last - first)
-        self._last = (mapping, start, end)
-
-
 def read_pytorch_file(
     path: Any,
     *,
@@ -153,7 +139,7 @@ def read_pytorch_file(
     return TensorSet(entries, format="pytorch", top_level_key=top_level_key, skipped=skipped)
 
 
-def read_npz(path: Any, *, bool_store: str | BoolStore = BoolStore.U8, limits: ReadLimits = DEFAULT_LIMITS) -> TensorSet:
+def read_npz(path: str | os.PathLike[str], *, bool_store: str | BoolStore = BoolStore.U8, limits: ReadLimits = DEFAULT_LIMITS) -> TensorSet:
     """A ``.npz`` archive of ``.npy`` members (no pickle). A 0-d string ``__metadata__`` member
     holding JSON ``{"metadata": {...}, "dtypes": {...}}`` (what :func:`write_npz` adds with
     ``metadata=True``) restores the metadata and the Burn dtypes numpy cannot express (BF16, Bool
@@ -172,7 +158,7 @@ def read_npz(path: Any, *, bool_store: str | BoolStore = BoolStore.U8, limits: R
         except (*ZIP_ERRORS, MemoryError, RecursionError, SyntaxError, tokenize.TokenError) as exc:
             # numpy's header parser tokenizes and literal-evals the header; zipfile seeks where
             # the directory says: corrupt archives surface as any of these
-            raise ConversionError(f"{path}: not a readable .npz archive: {type(exc).__name__}: {exc}") from None
+            raise ConversionError(f"{path}: not a readable .npz archive: {cause(exc)}") from None
     return _npz_tensor_set(path, arrays, bool_store)
 
 
@@ -196,7 +182,7 @@ def _read_npy(archive: zipfile.ZipFile, info: zipfile.ZipInfo, budget: InflateBu
             shape, fortran_order, dtype = _NPY_HEADER_READERS[version](member)
         except (ValueError, TypeError, SyntaxError, RecursionError, tokenize.TokenError) as exc:
             # numpy tokenizes, literal-evals and sorts the header dict: a crafted one fails anywhere
-            raise ConversionError(f"member {excerpt(info.filename)} has an unreadable .npy header: {type(exc).__name__}: {excerpt(str(exc), 2 * EXCERPT_CHARS)}") from None
+            raise ConversionError(f"member {excerpt(info.filename)} has an unreadable .npy header: {cause(exc)}") from None
         if dtype.hasobject:
             raise ConversionError(f"member {excerpt(info.filename)} holds Python objects, which need pickle")
         if len(shape) > NUMPY_MAX_DIMS or any(dim < 0 for dim in shape) or dtype.itemsize == 0:
@@ -256,7 +242,7 @@ def _npz_entry(name: str, array: np.ndarray, hint: Any, bool_store: str | BoolSt
     if raw is not None:  # numpy saves ml_dtypes' types (bfloat16) as raw items of their size
         return Entry.from_numpy(name, array.view(numpy_dtype(raw)), dtype=raw)
     if array.dtype.kind == "V":
-        raise ValueError(f"raw dtype {array.dtype} and no dtype hint")
+        raise ValueError(f"raw dtype {excerpt(str(array.dtype))} and no dtype hint")  # a structured one names its fields
     return entry_from_array(name, array, bool_store)
 
 
@@ -266,24 +252,18 @@ for _dtype in EXTENSION_DTYPES:
     _RAW_ITEMS.setdefault(np.dtype(f"V{element_size(_dtype)}"), _dtype)
 
 
-def read_in_memory(
-    source: Any,
-    format: str | None = None,
-    *,
-    top_level_key: str | None = None,
-    bool_store: str | BoolStore = BoolStore.U8,
-    legacy_ok: bool = False,
-) -> TensorSet:
-    """Tensors held in memory: bytes (burnpack or safetensors), a ``{name: array}`` mapping, or a
-    torch ``state_dict`` or ``nn.Module`` (files and URLs are the format registry's)."""
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        if bytes(source[:4]) == b"NRUB" or format == "burnpack":
-            return read_burnpack(source, legacy_ok=legacy_ok)
-        from .safetensors import parse_safetensors
+def read_safetensors_buffer(buffer: memoryview, *, bool_store: str | BoolStore = BoolStore.U8) -> TensorSet:
+    """A safetensors file held in memory (validated as a file is)."""
+    from .safetensors import parse_safetensors
 
-        arrays, metadata = parse_safetensors(source)
-        entries = [entry_from_array(n, a, bool_store) for n, a in arrays.items()]
-        return TensorSet(entries, dict(metadata), format="safetensors")
+    arrays, metadata = parse_safetensors(buffer)
+    entries = [entry_from_array(n, a, bool_store) for n, a in arrays.items()]
+    return TensorSet(entries, dict(metadata), format="safetensors")
+
+
+def read_in_memory(source: Any, *, top_level_key: str | None = None, bool_store: str | BoolStore = BoolStore.U8) -> TensorSet:
+    """Tensors held in Python objects: a ``{name: array}`` mapping, or a torch ``state_dict`` or
+    ``nn.Module`` (files, URLs and bytes are the format registry's)."""
     from .torch_live import is_torch_object, read_torch
 
     if is_torch_object(source):
@@ -395,6 +375,35 @@ def write_safetensors_file(tset: TensorSet, path: Path, *, overwrite: bool = Fal
             progress(data.nbytes)
             del array, data
     return path
+
+
+def npz_notes(tset: TensorSet, npz_metadata: bool) -> list[str]:
+    """What a conversion to a .npz reports: it holds tensors only unless ``npz_metadata``, so say
+    what was left out, or where it went, and how the dtypes numpy has no name for were stored."""
+    notes: list[str] = []
+    if npz_metadata:
+        if tset.metadata:
+            notes.append(f"{plural(len(tset.metadata), 'metadata entry', 'metadata entries')} written to the __metadata__ member")
+        return notes
+    if tset.metadata:
+        notes.append(
+            f"{plural(len(tset.metadata), 'metadata entry', 'metadata entries')} not written: the .npz holds tensors only "
+            "(--npz-metadata keeps them in a __metadata__ member)"
+        )
+    for raw in EXTENSION_DTYPES:
+        count = sum(1 for e in tset.entries if e.dtype == raw)
+        if count:
+            name = dtype_name(raw)
+            notes.append(
+                f"{plural(count, f'{name} tensor')} written as raw {element_size(raw)}-byte items, as numpy saves ml_dtypes' "
+                f"{DTYPE_INFO[raw.variant].numpy} (burnpack reads them back as {name})"
+            )
+    for e in tset.entries:
+        if e.dtype == DType.Flex32:
+            notes.append(f"{e.name}: Flex32 written as F32")
+        elif e.dtype.is_bool and e.dtype != NATIVE_BOOL:
+            notes.append(f"{e.name}: {dtype_name(e.dtype)} written as numpy bool (--npz-metadata records the store)")
+    return notes
 
 
 def write_npz(

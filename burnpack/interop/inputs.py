@@ -9,13 +9,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..codec._generated.layout import MAGIC_BYTES
 from ..errors import blame
 
 if TYPE_CHECKING:
     import numpy as np
 
     from ..core.reader import Pack
-    from .registry import Format
+    from .format import Format
     from .tensors import Entry, TensorSet
 
 
@@ -70,10 +71,11 @@ class FormatTensors:
 
 
 def _starts_like_a_pack(path: str) -> bool:
-    """A local regular file that starts with burnpack's magic bytes (the registry's sniff)."""
+    """A local regular file that starts with burnpack's magic bytes: the native format's sniff
+    (the same generated constant), asked before the format table is loaded."""
     try:
         with open(path, "rb") as file:
-            return os.path.isfile(path) and file.read(4) == b"NRUB"
+            return os.path.isfile(path) and file.read(len(MAGIC_BYTES)) == MAGIC_BYTES
     except OSError:
         return False
 
@@ -96,26 +98,27 @@ def open_input(
     where one is installed (``interop.crosscheck``), so that a bug in burnpack's reader of that
     format cannot hide itself in a diff against a file converted with it; without, it is read as
     ``convert`` reads it. ``readers[path]`` says which reader was used."""
-    from ..remote import is_url
+    from ..core.remote import is_url
 
     readers = {} if readers is None else readers
-    if from_format in (None, "burnpack") and not is_url(path) and _starts_like_a_pack(path):
+    if from_format is None and not is_url(path) and _starts_like_a_pack(path):
         from ..core.reader import load  # what the registry would choose, without loading its table
 
         readers[path] = "burnpack"
         with blame(path), load(path, legacy_ok=legacy_ok) as pack:
             yield pack
         return
+    from .format import ReadOptions
     from .registry import choose, probe_url, read_tensors
 
     with blame(path):
         if is_url(path) and from_format is None:  # the probe's first block opens a .bpk: no second request
             fmt, source = probe_url(path)
-            if fmt.name != "burnpack":
+            if not fmt.native:
                 source.close()
         else:
             fmt, source = choose(path, from_format), None
-        if fmt.name == "burnpack":
+        if fmt.native:
             from ..core.reader import load
 
             readers[path] = "burnpack"
@@ -123,10 +126,8 @@ def open_input(
                 yield pack
             return
         independent = None
-        if crosscheck and not is_url(path) and Path(path).is_file():
-            from .crosscheck import read_independently
-
-            independent = read_independently(path, fmt.name)
+        if crosscheck and fmt.crosscheck is not None and not is_url(path) and Path(path).is_file():
+            independent = fmt.crosscheck(Path(path), ReadOptions())
         if independent is not None:
             tset, readers[path] = independent
         else:

@@ -24,9 +24,9 @@ import numpy as np
 
 from ..core.source import prefault
 from ..core.tensor import Bands
-from ..dtypes import numpy_dtype
+from ..core.dtypes import numpy_dtype
 from ..errors import ConversionError, OptionError
-from .tensors import Entry, dtype_name
+from .tensors import Entry, Rule, dtype_name
 
 __all__ = [
     "BurnConfig", "Direction", "Group", "ModuleKind", "Recognition", "Rule", "TypeSpec", "View",
@@ -44,21 +44,6 @@ class Direction(enum.Enum):
     def source_side(self) -> str:
         """Whose layout the input tensors are in: ``"torch"`` or ``"burn"``."""
         return "torch" if self is Direction.TO_BURN else "burn"
-
-
-@dataclass(frozen=True)
-class Rule:
-    """The layout rule that produced a tensor: the module it belongs to, that module's type, where
-    the type came from (``"live module"``, ``"module_types"``, ``"type_rules"``, ``"inferred: …"``,
-    ``"best guess: …"``) and what was done to the tensor."""
-
-    module: str
-    kind: str
-    type_from: str
-    what: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"module": self.module, "type": self.kind, "type_from": self.type_from, "rule": self.what}
 
 
 # --------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._generated.types import BoolStore
+from ..codec._generated.metadata import BoolStore
 from ..core.frameworks import is_torch_module
 from ..records import LoadResult, ModuleRecord
 from ..core.tensor import Tensor

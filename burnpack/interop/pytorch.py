@@ -45,16 +45,16 @@ import tarfile
 import types
 import zipfile
 import zlib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, Unpack, cast
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from .._generated.types import BOOL_STORE_INFO, DTYPE_INFO
-from ..dtypes import NATIVE_BOOL, dtype_from_torch, numpy_dtype, numpy_dtype_named
-from ..errors import EXCERPT_CHARS, BurnpackError, PyTorchReadError, UnsafePickleError, excerpt
+from ..codec._generated.metadata import BOOL_STORE_INFO, DTYPE_INFO
+from ..core.dtypes import NATIVE_BOOL, dtype_from_torch, numpy_dtype, numpy_dtype_named
+from ..errors import PyTorchReadError, UnsafePickleError, cause, excerpt, excerpts
 from ..core.sidefile import MAX_INT_DIGITS, is_bounded_int
 from ..core.source import Folder, open_regular
 from ..core.tensor import NUMPY_MAX_DIMS
@@ -371,7 +371,7 @@ def _tensor_dtype(name: object) -> np.dtype:
     if not isinstance(name, str) or name not in TORCH_DTYPES:
         raise PyTorchReadError("a tensor's dtype is not one of torch's dtypes")
     try:
-        return numpy_dtype(dtype_from_torch(name))
+        return numpy_dtype(dtype_from_torch(str(name)))
     except (ValueError, KeyError):
         raise PyTorchReadError(f"unsupported dtype {name}: Burn has no such dtype") from None
 
@@ -519,6 +519,79 @@ _BUILDS_OBJECT = frozenset({
     "LONG", "LONG1", "LONG4", "BININT", "INT", "REDUCE", "NEWOBJ", "NEWOBJ_EX", "OBJ", "INST",
 })  # fmt: skip
 _OBJECT_SLACK = 1 << 20
+_BUILDS_TUPLE = frozenset({"EMPTY_TUPLE", "TUPLE", "TUPLE1", "TUPLE2", "TUPLE3"})
+_MAX_TUPLE_DEPTH = 1000
+"""How deeply a pickle's tuples may nest. Hashing a tuple (a dict key, a set item) recurses in C
+through its items with no recursion limit, about 64 bytes of stack a level: a 200 KB pickle of a
+tuple nested 200,000 deep used as a dict key overflowed the stack (a segfault). 1000 levels take
+64 KiB, well within the smallest thread stacks; no checkpoint nests tuples more than a few deep."""
+_MARK = -1
+_PUSH, _POP, _POP_TO_MARK, _MARK_OP, _GET, _PUT, _MEMOIZE = range(7)
+
+
+def _stack_effects() -> dict[str, tuple[int, int, int, int]]:
+    """Opcode name → (what it does to the stack, items it pops (beneath the mark, for
+    ``_POP_TO_MARK``), items it pushes, 1 if it builds a tuple), from ``pickletools``' tables."""
+    effects = {}
+    for op in pickletools.opcodes:
+        before, pushes, builds = op.stack_before, len(op.stack_after), int(op.name in _BUILDS_TUPLE)
+        if op.name == "MARK":
+            effect = (_MARK_OP, 0, 0, 0)
+        elif op.name in ("GET", "BINGET", "LONG_BINGET"):
+            effect = (_GET, 0, 1, 0)
+        elif op.name in _MEMO_PUTS:
+            effect = (_PUT, 0, 0, 0)
+        elif op.name == "MEMOIZE":
+            effect = (_MEMOIZE, 0, 0, 0)
+        elif pickletools.markobject in before:
+            effect = (_POP_TO_MARK, before.index(pickletools.markobject), pushes, builds)
+        elif before or builds or pushes != 1:  # PROTO and FRAME push nothing
+            effect = (_POP, len(before), pushes, builds)
+        else:
+            effect = (_PUSH, 0, 1, 0)
+        effects[op.name] = effect
+    return effects
+
+
+_STACK_EFFECTS = _stack_effects()
+
+
+class _TupleNesting:
+    """The nesting of the tuples a pickle builds, followed opcode by opcode on a stack of depths,
+    before anything is built. Exact for tuples (immutable, built only by the tuple opcodes);
+    anything else an opcode makes from stack items (a call's result, a container) is taken to
+    nest as deeply as they do, which errs only on the safe side."""
+
+    def __init__(self) -> None:
+        self.stack: list[int] = []
+        self.memo: dict[object, int] = {}
+
+    def step(self, name: str, arg: object) -> int:
+        """Follow one opcode; the depth of the tuple it builds (0 when it builds none)."""
+        effect, pops, pushes, builds = _STACK_EFFECTS[name]
+        stack = self.stack
+        if effect == _PUSH:  # one item: an atom, a global, an empty container
+            stack.append(0)
+            return 0
+        if effect == _MARK_OP:
+            stack.append(_MARK)
+            return 0
+        if effect == _GET:
+            stack.append(self.memo.get(arg, 0))
+            return 0
+        if effect == _PUT or effect == _MEMOIZE:
+            self.memo[len(self.memo) if effect == _MEMOIZE else arg] = max(stack[-1], 0) if stack else 0
+            return 0
+        depth = 0
+        if effect == _POP_TO_MARK:
+            while stack and (item := stack.pop()) != _MARK:
+                depth = max(depth, item)
+        for _ in range(pops):  # a malformed pickle may pop more than it pushed: it fails when unpickled
+            if stack:
+                depth = max(depth, stack.pop())
+        depth += builds
+        stack.extend((depth,) * pushes)
+        return depth if builds else 0
 
 
 def _check_opcodes(file: BinaryIO | mmap.mmap) -> None:
@@ -528,11 +601,13 @@ def _check_opcodes(file: BinaryIO | mmap.mmap) -> None:
     index, so one opcode could claim gigabytes), the EXT opcodes, which resolve through
     ``copyreg``'s extension registry and cache instead of the allowlist, more new objects than
     bytes can pay for (``_BUILDS_OBJECT``), and an integer of more than :data:`MAX_INT_DIGITS`
-    digits (no checkpoint value is one; formatting or multiplying it would cost). Linear in the
-    pickle.
+    digits (no checkpoint value is one; formatting or multiplying it would cost), and tuples
+    nested more than :data:`_MAX_TUPLE_DEPTH` deep (hashing one would overflow the C stack).
+    Linear in the pickle.
     """
     start = file.tell()
     objects = 0
+    nesting = _TupleNesting()
     try:
         for opcode, arg, at in pickletools.genops(cast(BinaryIO, file)):
             position = at if at is not None else start  # positions come from file.tell()
@@ -549,14 +624,19 @@ def _check_opcodes(file: BinaryIO | mmap.mmap) -> None:
                 raise PyTorchReadError(f"pickle memo index {arg} lies beyond the pickle")
             if type(arg) is int and not is_bounded_int(arg):
                 raise _long_int()
+            if nesting.step(opcode.name, arg) > _MAX_TUPLE_DEPTH:
+                raise PyTorchReadError(
+                    f"the pickle nests tuples more than {_MAX_TUPLE_DEPTH} deep (hashing one would overflow "
+                    "the C stack): refused before unpickling"
+                )
     except PyTorchReadError:
         raise
     except ValueError as exc:
         if "integer string conversion" in str(exc):  # a text int Python refuses to parse: longer still
             raise _long_int() from None
-        raise _malformed(exc) from exc
+        raise _malformed(exc) from None
     except Exception as exc:  # genops meets the same malformations the unpickler would
-        raise _malformed(exc) from exc
+        raise _malformed(exc) from None
     file.seek(start)
 
 
@@ -566,8 +646,8 @@ def _long_int() -> PyTorchReadError:
 
 def _malformed(exc: Exception) -> PyTorchReadError:
     """A malformation Python's pickle machinery found; what it says may quote the file, so only
-    an excerpt of it is shown."""
-    return PyTorchReadError(f"malformed pickle ({type(exc).__name__}: {excerpt(str(exc), 2 * EXCERPT_CHARS)})")
+    an excerpt of it is shown (and the caller raises it ``from None``)."""
+    return PyTorchReadError(f"malformed pickle ({cause(exc)})")
 
 
 def _allowlist(
@@ -635,7 +715,7 @@ def _unpickle(
     except PyTorchReadError:
         raise
     except Exception as exc:  # malformed pickles surface as nearly any builtin exception type
-        raise _malformed(exc) from exc
+        raise _malformed(exc) from None
     _check_result(result)
     return result
 
@@ -777,7 +857,7 @@ def _load_zip(
     try:
         archive = zipfile.ZipFile(file)
     except ZIP_ERRORS as exc:
-        raise PyTorchReadError(f"broken zip archive: {exc}") from exc
+        raise PyTorchReadError(f"broken zip archive: {cause(exc)}") from None
     budget = InflateBudget(len(mapped) if mapped is not None else os.fstat(file.fileno()).st_size, PyTorchReadError, limits)
     with archive:
         names = set(archive.namelist())
@@ -901,7 +981,7 @@ def _load_tar(file: BinaryIO) -> tuple[object, dict[_Storage, np.ndarray]]:
                 if name in members
             }
     except (tarfile.TarError, EOFError, OSError, ValueError, OverflowError) as exc:
-        raise PyTorchReadError(f"broken tar archive: {exc}") from exc
+        raise PyTorchReadError(f"broken tar archive: {cause(exc)}") from None
     for required in ("storages", "pickle"):
         if required not in contents:
             raise PyTorchReadError(f"tar checkpoint has no {required!r} member")
@@ -1038,47 +1118,56 @@ def _flatten(
 
     Items are read with ``dict.items`` because a pickle can set an instance attribute called
     ``items`` on an ``OrderedDict``. Entries walked and name characters built are bounded by the
-    file's size (see ``_ENTRY_SLACK``).
+    file's size (see ``_ENTRY_SLACK``). The walk keeps its own stack: ``max_pickle_depth`` may be
+    lifted past Python's recursion limit.
     """
     found: dict[str, _TensorRef] = {}
     skipped: dict[str, str] = {}
     limit = file_size + _ENTRY_SLACK
     entries = 0
     characters = 0
-
-    def walk(items: Iterable[tuple[object, object]], prefix: str, depth: int) -> None:
-        nonlocal entries, characters
-        if depth > limits.max_pickle_depth:
-            raise _too_deep(limits)
-        for key, value in items:
-            entries += 1
-            if entries > limit:
-                raise _shared_containers(limit)
-            try:
-                part = _key(key)
-            except PyTorchReadError:
-                if isinstance(value, (_TensorRef, dict, list, tuple)):
-                    raise
-                part = f"<{type(key).__name__} key>"  # a leaf skipped anyway: named as best it can be
-            characters += len(prefix) + len(part)
-            if characters > 8 * limit:
-                raise _shared_containers(8 * limit)
-            name = prefix + part
-            if isinstance(value, _TensorRef):
-                if name in found:
-                    raise PyTorchReadError(f"two tensors flatten to the same name {excerpt(name)}")
-                found[name] = value
-            elif isinstance(value, dict):
-                walk(dict.items(value), name + ".", depth + 1)
-            elif isinstance(value, list):
-                walk(enumerate(list.__iter__(value)), name + ".", depth + 1)
-            elif isinstance(value, tuple):
-                walk(enumerate(tuple.__iter__(value)), name + ".", depth + 1)
-            else:
-                skipped[name] = describe_leaf(value)
-
-    walk(dict.items(tree), "", 0)
+    stack: list[tuple[Iterator[tuple[object, object]], str, int]] = [(iter(dict.items(tree)), "", 0)]
+    while stack:
+        items, prefix, depth = stack[-1]
+        pair = next(items, None)
+        if pair is None:
+            stack.pop()
+            continue
+        key, value = pair
+        entries += 1
+        if entries > limit:
+            raise _shared_containers(limit)
+        try:
+            part = _key(key)
+        except PyTorchReadError:
+            if isinstance(value, (_TensorRef, dict, list, tuple)):
+                raise
+            part = f"<{type(key).__name__} key>"  # a leaf skipped anyway: named as best it can be
+        characters += len(prefix) + len(part)
+        if characters > 8 * limit:
+            raise _shared_containers(8 * limit)
+        name = prefix + part
+        if isinstance(value, _TensorRef):
+            if name in found:
+                raise PyTorchReadError(f"two tensors flatten to the same name {excerpt(name)}")
+            found[name] = value
+        elif isinstance(value, (dict, list, tuple)):
+            if depth + 1 > limits.max_pickle_depth:
+                raise _too_deep(limits)
+            stack.append((_items(value), name + ".", depth + 1))
+        else:
+            skipped[name] = describe_leaf(value)
     return found, skipped
+
+
+def _items(container: dict[object, object] | list[object] | tuple[object, ...]) -> Iterator[tuple[object, object]]:
+    """A container's (key, item) pairs, list and tuple items keyed by index; read with the built-in
+    types' own methods, whatever attributes a pickle gave the object."""
+    if isinstance(container, dict):
+        return iter(dict.items(container))
+    if isinstance(container, list):
+        return enumerate(list.__iter__(container))
+    return enumerate(tuple.__iter__(container))
 
 
 class _CopyBudget:
@@ -1177,8 +1266,7 @@ def read_pytorch_contents(
             selected = dict.get(root, top_level_key)
             if not isinstance(selected, dict):
                 available = sorted(key for key in dict.keys(root) if type(key) is str)
-                shown = ", ".join(map(excerpt, available[:10])) + (f" and {len(available) - 10:,} more" if len(available) > 10 else "")
-                raise PyTorchReadError(f"no dict under top-level key {top_level_key!r}; keys: {shown or 'none'}")
+                raise PyTorchReadError(f"no dict under top-level key {top_level_key!r}; keys: {excerpts(available) or 'none'}")
             root = selected
         tensors: dict[str, np.ndarray] = {}
         done: dict[_TensorRef, np.ndarray] = {}
@@ -1229,11 +1317,11 @@ def read_pytorch_object(path: str | os.PathLike[str], **caps: Unpack[ReadCaps]) 
         raise
 
 
-def read_pytorch_buffer(buffer: memoryview, limits: ReadLimits = DEFAULT_LIMITS) -> object:
+def read_pytorch_buffer(buffer: memoryview, limits: ReadLimits = DEFAULT_LIMITS, *, copy: bool = False) -> object:
     """:func:`read_pytorch_object` of a ``torch.save`` zip held in memory (a record of a DCP
-    ``.distcp`` file): arrays of stored records view ``buffer``."""
+    ``.distcp`` file): arrays of stored records view ``buffer``, or are copies with ``copy``."""
     root, arrays = _load_zip(cast(BinaryIO, io.BufferedReader(_BufferFile(buffer))), buffer, limits)
-    return _plain(root, arrays, len(buffer), "<tensor in a torch.save record>", limits)
+    return _plain(root, arrays, len(buffer), "<tensor in a torch.save record>", limits, copy)
 
 
 def unpickle_allowing(data: bytes, extra: Mapping[tuple[str, str], object]) -> object:
@@ -1272,39 +1360,65 @@ class _BufferFile(io.RawIOBase):
         return self._at
 
 
-def _plain(root: object, arrays: Mapping[_Storage, np.ndarray], file_size: int, where: str, limits: ReadLimits) -> object:
+def _plain(
+    root: object, arrays: Mapping[_Storage, np.ndarray], file_size: int, where: str, limits: ReadLimits, copy: bool = False
+) -> object:
     """``root`` with every tensor materialised and every container as a plain one (see
-    :func:`read_pytorch_object`); entries walked are bounded by the file's size."""
+    :func:`read_pytorch_object`); ``copy``: arrays own their memory rather than view the file's.
+    Entries walked are bounded by the file's size; the walk keeps its own stack, as ``_flatten``'s."""
     done: dict[_TensorRef, np.ndarray] = {}
     budget = _CopyBudget(arrays, limits)
     limit = file_size + _ENTRY_SLACK
     entries = 0
 
-    def convert(value: object, depth: int) -> object:
+    def start(value: object, depth: int) -> tuple[object, Iterator[tuple[object, object]] | None]:
+        """A leaf as it is returned, or a container's empty plain copy (a list for a tuple, made
+        one once filled) and its items."""
         nonlocal entries
         entries += 1
         if entries > limit:
             raise _shared_containers(limit)
         if depth > limits.max_pickle_depth:
             raise _too_deep(limits)
+        if isinstance(value, dict):
+            return (collections.OrderedDict() if isinstance(value, collections.OrderedDict) else {}), _items(value)
+        if isinstance(value, (list, tuple)):
+            return [], _items(value)
         if isinstance(value, _TensorRef):
             if value not in done:
                 elements = arrays.get(value.storage)
                 if elements is None:
                     raise PyTorchReadError(f"storage {excerpt(value.storage.key)} has no data")
-                done[value] = _materialize(value, elements, where, budget)
-            return done[value]
-        if isinstance(value, dict):
-            out = collections.OrderedDict() if isinstance(value, collections.OrderedDict) else {}
-            for key, item in dict.items(value):
-                out[key] = convert(item, depth + 1)
-            return out
-        if isinstance(value, list):
-            return [convert(item, depth + 1) for item in list.__iter__(value)]
-        if isinstance(value, tuple):
-            return tuple(convert(item, depth + 1) for item in tuple.__iter__(value))
+                array = _materialize(value, elements, where, budget)
+                done[value] = array.copy() if copy else array
+            return done[value], None
         if isinstance(value, _Storage):
             raise PyTorchReadError("a bare storage outside any tensor is not supported")
-        return value
+        return value, None
 
-    return convert(root, 0)
+    def put(container: dict[object, object] | list[object], key: object, value: object) -> None:
+        if isinstance(container, dict):
+            container[key] = value
+        else:
+            container.append(value)
+
+    out, items = start(root, 0)
+    if items is None:
+        return out
+    # (the copy being filled, the original's remaining items, its depth, whether it was a tuple, its key)
+    stack: list[tuple[Any, Iterator[tuple[object, object]], int, bool, object]] = [(out, items, 0, isinstance(root, tuple), None)]
+    while True:
+        out, items, depth, was_tuple, key = stack[-1]
+        pair = next(items, None)
+        if pair is not None:
+            made, inner = start(pair[1], depth + 1)
+            if inner is None:
+                put(out, pair[0], made)
+            else:
+                stack.append((made, inner, depth + 1, isinstance(pair[1], tuple), pair[0]))
+            continue
+        stack.pop()
+        finished = tuple(out) if was_tuple else out
+        if not stack:
+            return finished
+        put(stack[-1][0], key, finished)

@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from .._generated.types import DType, QuantScheme
+from ..codec._generated.metadata import DType, QuantScheme
 from ..errors import ConversionError, QuantizationError
 from ..core.patterns import compile_pattern
-from ..quant import check_decodable, check_quantizable, describe, dequantize, quantize, quantized_data_len
+from ..core.quant import check_decodable, check_quantizable, describe, dequantize, quantize, quantized_data_len
 from .tensors import Entry, is_float
 
 __all__ = ["default_selection", "dequantize_entries", "quantize_entries"]

@@ -2,11 +2,13 @@
 
 Every command and function that reads or writes a format (``convert``, ``diff``, ``inspect``'s
 advice, ``--from``/``--to``, shard folders, URLs, the documented format list) asks this table. A
-format is a :class:`Format` entry: its name and aliases, its file extensions, a ``sniff`` that
-recognizes it from a :class:`Probe` (a file's first bytes, a folder's file names), a ``read`` and
-a ``write``, and its capabilities (a folder, sharded, needs torch, runs pickled code, readable
-from a URL). Adding a format is one module (its reader and writer) plus one entry:
-:func:`register` at run time, or a line in ``BUILTIN``.
+format is a :class:`~burnpack.interop.format.Format`, an object that carries its behaviour: its
+name and aliases, its file extensions, a ``sniff`` that recognizes it from a ``Probe`` (a file's
+first bytes, a folder's file names), a ``read`` and a ``write``, its independent reader for
+``diff``, its shard name, and its capabilities (what it holds, a folder, sharded, needs torch,
+runs pickled code, readable from a URL). Nothing outside the table branches on a format's name.
+Adding a format is one module (its reader and writer) plus one entry: :func:`register` at run
+time, or a line in ``BUILTIN``.
 
 How a source's format is chosen (:func:`choose`):
 
@@ -29,19 +31,19 @@ import contextlib
 import os
 import struct
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
-from .._generated.types import BoolStore
+from ..codec._generated.layout import MAGIC_BYTES
+from ..codec._generated.metadata import BoolStore
 from ..core.paths import has_extension, resolve_read_path
-from ..remote import is_url
-from ..core.source import open_regular
+from ..core.remote import is_url
 from ..errors import AmbiguousFormatError, ConversionError
-from .limits import DCP_LIMITS, DEFAULT_LIMITS, PICKLE_LIMITS, ZIP_LIMITS, ReadCaps, ReadLimits, refuse_unused
+from .format import HOLDABLE, Format, Probe, Progress, Reader, ReadOptions, Writer, WriteOptions, _noop
+from .limits import DCP_LIMITS, PICKLE_LIMITS, ZIP_LIMITS, ReadCaps, ReadLimits, refuse_unused
 
 if TYPE_CHECKING:
-    from ..remote import FsspecSource
+    from ..core.remote import FsspecSource
     from .tensors import TensorSet
 
 __all__ = [
@@ -57,6 +59,7 @@ __all__ = [
     "formats",
     "from_extension",
     "get_format",
+    "native_format",
     "read_tensors",
     "register",
     "resolve_output",
@@ -64,207 +67,13 @@ __all__ = [
     "write_tensors",
 ]
 
-Progress = Callable[[int], None]
-
-
-_HOLDABLE = ("param ids", "scalars", "metadata", "Flex32", "Bool stores")
-HOLDABLE = frozenset(_HOLDABLE)
-"""What a container may hold besides tensor elements (``Format.holds``)."""
-
-
-def _noop(_: int) -> None:
-    pass
-
-
-@dataclass(frozen=True)
-class ReadOptions:
-    """What a reader may be asked: the Burn bool store for foreign bools, a top-level key,
-    whether a ``.bpk`` from an older Burn is read as its writer meant it, and the caps it reads
-    within (``limits``; ``lifted``: the caps the caller gave, each refused by a format that does
-    not use it)."""
-
-    bool_store: str | BoolStore = BoolStore.U8
-    top_level_key: str | None = None
-    legacy_ok: bool = False
-    limits: ReadLimits = DEFAULT_LIMITS
-    lifted: frozenset[str] = frozenset()
-
-
-@dataclass(frozen=True)
-class WriteOptions:
-    """What a writer may be asked; a format lists the ones it uses in ``Format.write_options``
-    (any other one given is refused: it would change nothing)."""
-
-    overwrite: bool = False
-    progress: Progress = _noop
-    compress: bool = False
-    max_shard_size: int | None = None
-    npz_metadata: bool = False
-
-
-class Probe:
-    """What sniffing may look at: a file's first bytes and size (a zip's member names on request),
-    or a folder's file names. Everything is read once, and only when a sniff asks."""
-
-    HEAD = 512
-
-    def __init__(self, path: Path, head: bytes | None = None, size: int | None = None) -> None:
-        self.path = path
-        self.local = head is None  # else the head of a remote file: no zip listing
-        self.is_dir = self.local and path.is_dir()
-        self._head, self._size = head, size
-        self._names: frozenset[str] | None = None
-        self._zip: list[str] | None = None
-
-    def _read_head(self) -> tuple[bytes, int]:
-        if self._head is None or self._size is None:
-            if self.is_dir:
-                self._head, self._size = b"", 0
-            else:
-                with open_regular(self.path) as f:
-                    self._head = f.read(self.HEAD)
-                    self._size = os.fstat(f.fileno()).st_size
-        return self._head, self._size
-
-    @property
-    def head(self) -> bytes:
-        return self._read_head()[0]
-
-    @property
-    def size(self) -> int:
-        return self._read_head()[1]
-
-    @property
-    def names(self) -> frozenset[str]:
-        """The names of the regular files in a folder (empty for a file)."""
-        if self._names is None:
-            if not self.is_dir:
-                self._names = frozenset()
-            else:
-                with os.scandir(self.path) as entries:
-                    self._names = frozenset(e.name for e in entries if e.is_file())
-        return self._names
-
-    def zip_names(self) -> list[str]:
-        """A zip archive's member names ([] when the file is not a local zip)."""
-        if self._zip is None:
-            self._zip = []
-            if self.head[:4] in (b"PK\x03\x04", b"PK\x05\x06") and self.local and not self.is_dir:
-                import zipfile
-
-                from .archive import ZIP_ERRORS
-
-                try:
-                    with zipfile.ZipFile(self.path) as archive:
-                        self._zip = archive.namelist()
-                except ZIP_ERRORS as exc:
-                    raise ConversionError(f"{self.path}: broken zip archive: {exc}") from None
-        return self._zip
-
-
-Reader = Callable[[Path, ReadOptions], "TensorSet"]
-Writer = Callable[["TensorSet", Path, WriteOptions], Path]
-
-
-@dataclass(frozen=True)
-class Format:
-    """One format: names, recognition, reader, writer and capabilities.
-
-    Args:
-        name: The format's name (``--from``/``--to``).
-        read: Its reader.
-        write: Its writer, if it can be written.
-        aliases: Other names it answers to.
-        extensions: Lower-case name endings (``.safetensors``; ``.safetensors.index.json``).
-        sniff: Whether a probe of the content is this format.
-        description: One line for the format table.
-        directory: Read from (and written to) a folder.
-        sharded: A folder of shards.
-        family: For a folder of shards, the file format the shards are.
-        needs_torch: ``"read"`` and/or ``"write"``: what needs the ``[torch]`` extra.
-        executes_code: Reading runs code from the file: convert only trusted files.
-        remote: How a URL is read: ``"ranges"``, ``"fetched"``, or ``""`` (not at all).
-        alone: Detected only when no other format matches.
-        rank: Between several formats that match, the lowest rank wins.
-        write_options: The ``WriteOptions`` beyond overwrite and progress its writer uses.
-        holds: What an output holds besides tensor elements (of ``HOLDABLE``).
-        noun: What a report calls an output of this format.
-        limits: The caps of ``ReadLimits`` its reader uses.
-    """
-
-    name: str
-    read: Reader
-    write: Writer | None = None
-    aliases: tuple[str, ...] = ()
-    extensions: tuple[str, ...] = ()
-    """Lower-case name endings (``.safetensors``; ``.safetensors.index.json`` for an index file)."""
-    sniff: Callable[[Probe], bool] | None = None
-    description: str = ""
-    directory: bool = False
-    """Read from (and written to) a folder."""
-    sharded: bool = False
-    family: str | None = None
-    """A folder of shards: the file format the shards are (``--from``/``--to`` of it on a folder)."""
-    needs_torch: tuple[str, ...] = ()
-    """``"read"`` and/or ``"write"``: what needs the ``[torch]`` extra."""
-    executes_code: bool = False
-    """Reading runs code from the file (a pickle read by torch): convert only trusted files."""
-    remote: str = ""
-    """How a URL is read: ``"ranges"`` (range requests), ``"fetched"`` (to a scratch file first), or not at all."""
-    alone: bool = False
-    """Detected only when no other format matches (otherwise only when asked for by name)."""
-    rank: int = 0
-    """Between several formats that match, the lowest rank wins; a tie is ambiguous."""
-    write_options: frozenset[str] = field(default_factory=frozenset)
-    """The ``WriteOptions`` beyond overwrite and progress this writer uses."""
-    holds: frozenset[str] = field(default_factory=frozenset)
-    """What an output holds besides tensor elements (of ``HOLDABLE``); a conversion reports the rest as dropped."""
-    noun: str = ""
-    """What a report calls an output of this format ("a state dict"; default: the name)."""
-    aliases_tensors: bool = False
-    """One tensor may stand under several names (tied weights), stored once; elsewhere each name
-    gets its copy, and a conversion reports it."""
-    limits: tuple[str, ...] = ()
-    """The caps of ``limits.ReadLimits`` its reader uses (a caller may lift only those)."""
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """The format's name and its aliases."""
-        return (self.name, *self.aliases)
-
-    @property
-    def label(self) -> str:
-        """``safetensors file``, ``dcp folder``: what the format is called in a message."""
-        return f"{self.name} {'folder' if self.directory else 'file'}"
-
-    def lacks(self) -> list[str]:
-        """What of ``HOLDABLE`` this format has no place for (param ids and scalars first).
-
-        Returns:
-            The kinds of information an output of this format drops.
-        """
-        return [kind for kind in _HOLDABLE if kind not in self.holds]
-
-    def capabilities(self) -> list[str]:
-        """The capabilities as the documented format table lists them.
-
-        Returns:
-            One phrase per capability.
-        """
-        caps = ["folder"] if self.directory else []
-        caps += ["sharded"] if self.sharded else []
-        caps += [f"torch to {' and '.join(self.needs_torch)}"] if self.needs_torch else []
-        caps += ["runs pickled code"] if self.executes_code else []
-        caps += [f"URL ({self.remote})"] if self.remote else []
-        caps += ["detected only alone"] if self.alone else []
-        return caps
 
 
 # --------------------------------------------------------------------------------------------
 # The built-in formats: sniffs, readers and writers (imported when used)
 # --------------------------------------------------------------------------------------------
 def _sniff_burnpack(probe: Probe) -> bool:
-    return probe.head[:4] == b"NRUB"
+    return probe.head[: len(MAGIC_BYTES)] == MAGIC_BYTES
 
 
 def _sniff_safetensors(probe: Probe) -> bool:
@@ -287,15 +96,21 @@ def _sniff_npz(probe: Probe) -> bool:
     return bool(names) and all(n.endswith(".npy") for n in names)
 
 
+def _shard_families() -> list[Format]:
+    """The file formats whose shards a folder may hold (those with a shard name)."""
+    return [f for f in _TABLE.values() if f.shard_name is not None]
+
+
 def _shard_sniff(family: str, generic: bool) -> Callable[[Probe], bool]:
     """A model folder holding this family's index or single weights file (or such an index file)."""
 
     def sniff(probe: Probe) -> bool:
         if not probe.is_dir and not probe.path.name.endswith(".index.json"):
             return False  # a file that is no index: no need to import the shard reader to say so
-        from .sharded import shard_families
+        from .sharded import holds_shards
 
-        return family in shard_families(probe.path, probe.names if probe.is_dir else None, generic=generic)
+        names = probe.names if probe.is_dir else None
+        return holds_shards(probe.path, names, get_format(family), _shard_families(), generic=generic)
 
     return sniff
 
@@ -308,7 +123,7 @@ def _sniff_dcp(probe: Probe) -> bool:
     return is_dcp(probe.path)
 
 
-def _read_burnpack(path: Path, o: ReadOptions) -> TensorSet:
+def _read_burnpack(path: Path | memoryview, o: ReadOptions) -> TensorSet:
     from .formats import read_burnpack
 
     return read_burnpack(path, legacy_ok=o.legacy_ok)
@@ -317,13 +132,19 @@ def _read_burnpack(path: Path, o: ReadOptions) -> TensorSet:
 def _read_safetensors(path: Path, o: ReadOptions) -> TensorSet:
     from .formats import read_safetensors_file
 
-    return read_safetensors_file(path, bool_store=o.bool_store)
+    return read_safetensors_file(path, bool_store=o.bool_store, pages=o.pages, folder=o.folder)
+
+
+def _read_safetensors_buffer(buffer: memoryview, o: ReadOptions) -> TensorSet:
+    from .formats import read_safetensors_buffer
+
+    return read_safetensors_buffer(buffer, bool_store=o.bool_store)
 
 
 def _read_pytorch(path: Path, o: ReadOptions) -> TensorSet:
     from .formats import read_pytorch_file
 
-    return read_pytorch_file(path, top_level_key=o.top_level_key, bool_store=o.bool_store, limits=o.limits)
+    return read_pytorch_file(path, top_level_key=o.top_level_key, bool_store=o.bool_store, limits=o.limits, folder=o.folder)
 
 
 def _read_npz(path: Path, o: ReadOptions) -> TensorSet:
@@ -336,7 +157,7 @@ def _shard_reader(family: str) -> Reader:
     def read(path: Path, o: ReadOptions) -> TensorSet:
         from .sharded import read_sharded
 
-        return read_sharded(path, bool_store=o.bool_store, top_level_key=o.top_level_key, family=family, limits=o.limits)
+        return read_sharded(path, get_format(family), _shard_families(), o)
 
     return read
 
@@ -371,12 +192,18 @@ def _write_npz(tset: TensorSet, path: Path, o: WriteOptions) -> Path:
     return write_npz(tset, path, overwrite=o.overwrite, compress=o.compress, progress=o.progress, metadata=o.npz_metadata)
 
 
+def _notes_npz(tset: TensorSet, o: WriteOptions) -> list[str]:
+    from .formats import npz_notes
+
+    return npz_notes(tset, o.npz_metadata)
+
+
 def _shard_writer(family: str) -> Writer:
     def write(tset: TensorSet, path: Path, o: WriteOptions) -> Path:
         from .sharded import write_sharded
 
         assert o.max_shard_size is not None  # resolve_output asks for it
-        write_sharded(tset, path, o.max_shard_size, format=family, overwrite=o.overwrite, progress=o.progress)
+        write_sharded(tset, path, o.max_shard_size, get_format(family), o)
         return path
 
     return write
@@ -388,19 +215,33 @@ def _write_dcp(tset: TensorSet, path: Path, o: WriteOptions) -> Path:
     return write_dcp(tset, path, overwrite=o.overwrite, progress=o.progress)
 
 
+def _independently(reader: str) -> Callable[[Path, ReadOptions], tuple[TensorSet, str] | None]:
+    """``crosscheck``'s reader of that name: the format's own library (imported when used)."""
+
+    def read(path: Path, o: ReadOptions) -> tuple[TensorSet, str] | None:
+        from . import crosscheck
+
+        return getattr(crosscheck, reader)(path, o.bool_store)  # type: ignore[no-any-return]
+
+    return read
+
+
 BUILTIN = (
     Format("burnpack", _read_burnpack, _write_burnpack, ("bpk", "burn"), (".bpk",), _sniff_burnpack,
-           "Burn's container: zero-copy, ids, metadata and scalars kept", remote="ranges", holds=HOLDABLE),
+           "Burn's container: zero-copy, ids, metadata and scalars kept", remote="ranges", holds=HOLDABLE,
+           quantized=True, stamped=True, native=True, read_buffer=_read_burnpack),
     Format("safetensors", _read_safetensors, _write_safetensors, ("st",), (".safetensors", ".sft"), _sniff_safetensors,
            "validated and memory-mapped; the safetensors library's exact layout", remote="fetched",
-           holds=frozenset({"metadata"})),
+           holds=frozenset({"metadata"}), stamped=True, shard_name="model{suffix}.safetensors",
+           read_buffer=_read_safetensors_buffer, crosscheck=_independently("with_safetensors")),
     Format("pytorch", _read_pytorch, _write_pytorch, ("pt", "pth", "torch"), (".pt", ".pth", ".bin", ".ckpt", ".tar"),
            _sniff_pytorch, "torch.save files, read without torch and without running pickled code",
            needs_torch=("write",), remote="fetched", rank=1, noun="a state dict", limits=PICKLE_LIMITS,
-           aliases_tensors=True),  # its one-byte pickle check yields to safetensors' header
+           shard_name="pytorch_model{suffix}.bin", crosscheck=_independently("with_torch_load"), aliases_tensors=True),  # its one-byte pickle check yields to safetensors' header
     Format("npz", _read_npz, _write_npz, ("numpy",), (".npz",), _sniff_npz, "numpy.load without pickle",
            remote="fetched", write_options=frozenset({"compress", "npz_metadata"}), limits=ZIP_LIMITS,
-           holds=frozenset({"metadata", "Flex32", "Bool stores"})),  # with npz_metadata (converter._note_npz says so)
+           holds=frozenset({"metadata", "Flex32", "Bool stores"}),  # with npz_metadata (its notes say what went where)
+           notes=_notes_npz, crosscheck=_independently("with_numpy_load")),
     Format("safetensors-shards", _shard_reader("safetensors"), _shard_writer("safetensors"), ("hf",),
            (".safetensors.index.json",), _shard_sniff("safetensors", generic=True),
            "a Hugging Face model folder: model.safetensors.index.json and its shards, or model.safetensors",
@@ -415,6 +256,7 @@ BUILTIN = (
            directory=True, needs_torch=("write",), alone=True, rank=2, noun="a DCP checkpoint",
            limits=DCP_LIMITS),
 )  # fmt: skip
+"""The built-in formats, in the order ``formats()`` lists them."""
 
 _TABLE: dict[str, Format] = {f.name: f for f in BUILTIN}
 
@@ -535,6 +377,12 @@ def choose(source: str | os.PathLike[str], explicit: str | Format | None = None)
     return fmt
 
 
+def native_format() -> Format:
+    """Burn's own container (the format ``load`` opens): the format of an output path without an
+    extension, and of Burn's records."""
+    return next(f for f in _TABLE.values() if f.native)
+
+
 def _shards_of(family: str) -> Format | None:
     """The folder format of shards of the file format ``family``."""
     return next((f for f in _TABLE.values() if f.sharded and f.family == family), None)
@@ -554,9 +402,7 @@ def _detect_url(url: str) -> Format:
 def probe_url(url: str) -> tuple[Format, FsspecSource]:
     """A URL's format and its source, left open: the first block the probe fetched stays cached
     in it, so a ``.bpk`` opened from it (``load(source)``) costs no second request."""
-    import tempfile
-
-    from ..remote import FsspecSource
+    from ..core.remote import FsspecSource
 
     source = FsspecSource(url)
     try:
@@ -612,14 +458,30 @@ def read_tensors(
         return _read_url(source, None if format is None else get_format(format), options)
     if isinstance(source, (str, os.PathLike)):
         asked = None if format is None else get_format(format)
-        path = Path(resolve_read_path(source) if asked is None or asked.name == "burnpack" else source)
+        path = Path(resolve_read_path(source) if asked is None or asked.native else source)
         return _read(choose(path, asked), path, options)
+    refuse_unused(frozenset(caps), (), "tensors in memory")
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        buffer = memoryview(source)
+        fmt = _detect_buffer(buffer) if format is None else get_format(format)
+        if fmt.read_buffer is None:
+            raise ConversionError(f"{fmt.name} is not read from bytes (formats read from bytes: {', '.join(_buffer_formats())})")
+        return fmt.read_buffer(buffer, options)
     from .formats import read_in_memory
 
-    refuse_unused(frozenset(caps), (), "tensors in memory")
+    return read_in_memory(source, top_level_key=top_level_key, bool_store=bool_store)
 
-    fmt = None if format is None else get_format(format).name
-    return read_in_memory(source, fmt, top_level_key=top_level_key, bool_store=bool_store, legacy_ok=legacy_ok)
+
+def _buffer_formats() -> list[str]:
+    return [f.name for f in _TABLE.values() if f.read_buffer is not None]
+
+
+def _detect_buffer(buffer: memoryview) -> Format:
+    """The format of bytes in memory, by the sniffs of the formats read from bytes; bytes none
+    of them recognizes are read as the last of those (safetensors), whose reader says why not."""
+    readable = [f for f in _TABLE.values() if f.read_buffer is not None]
+    probe = Probe(Path("<bytes>"), bytes(buffer[: Probe.HEAD]), len(buffer))
+    return _pick([f for f in readable if f.sniff is not None and f.sniff(probe)], f"<{len(buffer)} bytes>") or readable[-1]
 
 
 def _read(fmt: Format, path: Path, options: ReadOptions) -> TensorSet:
@@ -656,7 +518,7 @@ def _fetched(url: str) -> Iterator[Path]:
     """The file at ``url`` in a scratch file (removed on leaving; open readers keep their view)."""
     import tempfile
 
-    from ..remote import FsspecSource
+    from ..core.remote import FsspecSource
 
     source = FsspecSource(url)
     suffix = "".join(Path(_url_name(url)).suffixes[-3:])
@@ -678,11 +540,12 @@ def resolve_output(
 ) -> tuple[Path, Format]:
     """The path and format an output is written as: ``format``, else the extension's, else
     burnpack with ``.bpk`` appended when the path has none (Burn's writer rule). With
-    ``max_shard_size``, the folder of shards of that file format (safetensors by default)."""
+    ``max_shard_size``, the folder of shards of that file format (of the first format with shards,
+    safetensors, by default)."""
     path = Path(path)
     asked = None if format is None else get_format(format)
     if max_shard_size is not None:
-        family = asked.family if asked is not None and asked.sharded else (asked or get_format("safetensors")).name
+        family = asked.family if asked is not None and asked.sharded else (asked or _shard_families()[0]).name
         shards = _shards_of(family or "")
         if shards is None:
             raise ConversionError(f"--max-shard-size writes {' or '.join(f.family or '' for f in _TABLE.values() if f.sharded)} shards, not {family}")
@@ -700,9 +563,9 @@ def resolve_output(
     if fmt is None:
         if has_extension(path):
             raise ConversionError(f"{path}: cannot tell the output format from {path.suffix!r}; pass the format")
-        fmt = get_format("burnpack")
-    if fmt.name == "burnpack" and not has_extension(path):
-        path = path.with_name(path.name + ".bpk")
+        fmt = native_format()
+    if fmt.native and not has_extension(path):
+        path = path.with_name(path.name + fmt.extensions[0])
     if fmt.write is None:
         raise ConversionError(f"{path}: {fmt.name} is read, not written")
     return path, fmt

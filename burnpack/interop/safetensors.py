@@ -26,12 +26,13 @@ from typing import BinaryIO
 
 import numpy as np
 
-from .._generated.types import SAFETENSORS_CODE_ORDER
+from ..codec._generated.metadata import SAFETENSORS_CODE_ORDER
 from ..core.atomic import atomic_file
-from ..dtypes import ResolvedTable, dtype_from_numpy, dtype_from_safetensors, numpy_dtype, safetensors_code
+from ..core.dtypes import ResolvedTable, dtype_from_numpy, dtype_from_safetensors, numpy_dtype, safetensors_code
 from ..errors import SafetensorsError, excerpt
 from ..core.sidefile import parse_json
 from ..core.source import open_regular
+from ..core.tensor import NUMPY_MAX_DIMS
 
 __all__ = [
     "build_header",
@@ -44,7 +45,6 @@ __all__ = [
 
 # safetensors' own bound (MAX_HEADER_SIZE): a larger header is refused before it is read.
 _MAX_HEADER = 100_000_000
-_MAX_DIMS = 64  # numpy's limit on array rank
 # The writer lays tensors out from the end of safetensors' code order (by increasing alignment).
 _DTYPES: Mapping[str, np.dtype] = ResolvedTable({code: dtype_from_safetensors(code) for code in SAFETENSORS_CODE_ORDER}, numpy_dtype)
 _ALIGNMENT_RANK = {code: rank for rank, code in enumerate(_DTYPES)}
@@ -197,9 +197,9 @@ def _entry(
         raise SafetensorsError(
             f"tensor {excerpt(name)} has unsupported dtype {excerpt(code) if isinstance(code, str) else type(code).__name__}; supported: {', '.join(_DTYPES)}"
         )
-    if not _ints(shape) or len(shape) > _MAX_DIMS:
+    if not _ints(shape) or len(shape) > NUMPY_MAX_DIMS:
         raise SafetensorsError(
-            f"tensor {excerpt(name)} shape must be a list of at most {_MAX_DIMS} non-negative ints"
+            f"tensor {excerpt(name)} shape must be a list of at most {NUMPY_MAX_DIMS} non-negative ints"
         )
     if not (_ints(offsets) and len(offsets) == 2 and offsets[0] <= offsets[1]):
         raise SafetensorsError(

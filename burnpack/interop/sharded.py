@@ -12,8 +12,9 @@ Writing (``max_shard_size``) splits as ``huggingface_hub.split_torch_state_dict_
 does: greedy filling in data order, a tensor larger than the limit in a shard of its own,
 ``model-00001-of-0000N.safetensors`` names, and ``model.safetensors.index.json`` with
 ``{"metadata": {"total_size": ...}, "weight_map": {...}}``; one shard is plain ``model.safetensors``.
-``format="pytorch"`` writes ``torch.save`` shards named as the hub's ``pytorch_model{suffix}.bin``
-pattern names them (``pytorch_model-00001-of-0000N.bin``, ``pytorch_model.bin.index.json``).
+Which files the shards are (read and written by that file format, named by its ``shard_name``:
+``model{suffix}.safetensors``, ``pytorch_model{suffix}.bin``) is the shard folder format's
+``family`` in the format table (:mod:`burnpack.interop.registry`).
 """
 
 from __future__ import annotations
@@ -21,143 +22,133 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 
-from .._generated.types import BoolStore
 from ..core.sidefile import parse_json, read_side_file
 from ..core.source import Folder
-from ._io import atomic_output
+from ._io import PageReleaser, atomic_output
 from ..core.atomic import atomic_folder
-from ..errors import ConversionError, DestinationExists, OptionError, OutputExistsError, SafetensorsError, excerpt
-from .limits import DEFAULT_LIMITS, ReadLimits
-from .formats import PageReleaser, read_pytorch_file, read_safetensors_file, write_safetensors_file
+from ..errors import ConversionError, DestinationExists, OptionError, OutputExistsError, SafetensorsError, excerpt, excerpts
+from .format import Format, ReadOptions, WriteOptions
 from .tensors import Entry, TensorSet
-from .torch_live import write_pytorch
 
-__all__ = ["find_sharded", "parse_size", "read_sharded", "shard_families", "split_into_shards", "write_sharded"]
+__all__ = ["find_sharded", "holds_shards", "parse_size", "read_sharded", "split_into_shards", "write_sharded"]
 
-SHARD_PATTERNS = {"safetensors": "model{suffix}.safetensors", "pytorch": "pytorch_model{suffix}.bin"}
-"""huggingface_hub's ``filename_pattern``s: ``{suffix}`` is ``-00001-of-00003``, or empty for one file."""
-SINGLE_NAMES = tuple(pattern.format(suffix="") for pattern in SHARD_PATTERNS.values())
 _SIZE_UNITS = {"TB": 10**12, "GB": 10**9, "MB": 10**6, "KB": 10**3}  # huggingface_hub's (decimal)
 
 
-def shard_families(path: Path, names: frozenset[str] | None = None, *, generic: bool = False) -> list[str]:
-    """The shard formats (``SHARD_PATTERNS`` keys) a model folder holds the index or single
-    weights file of, or that an ``*.index.json`` path is the index of; ``names``: the folder's
-    file names when known. ``generic``: an index named after neither counts as safetensors."""
+def _pattern(family: Format) -> str:
+    if family.shard_name is None:
+        raise ConversionError(f"{family.name} has no shards (sharded formats: a file format with a shard name)")
+    return family.shard_name
+
+
+def _single(family: Format) -> str:
+    """The name of one file holding every tensor (``model.safetensors``)."""
+    return _pattern(family).format(suffix="")
+
+
+def _index_end(family: Format) -> str:
+    """How the index of this family's shards ends (``.safetensors.index.json``)."""
+    return Path(_pattern(family)).suffix + ".index.json"
+
+
+def holds_shards(path: Path, names: frozenset[str] | None, family: Format, families: Sequence[Format], *, generic: bool = False) -> bool:
+    """Whether a model folder holds the index or single weights file of ``family`` (one of the
+    shard ``families``), or an ``*.index.json`` path is its index; ``names``: the folder's file
+    names when known. ``generic``: an index named after no family counts as this one's."""
     folder = names is not None
     if names is None:
         if not path.is_file():
-            return []
+            return False
         names = frozenset({path.name})
-    found = []
-    for family, pattern in SHARD_PATTERNS.items():
-        index_end = Path(pattern).suffix + ".index.json"
-        if (folder and pattern.format(suffix="") in names) or any(n.endswith(index_end) for n in names):
-            found.append(family)
-    known = tuple(Path(pattern).suffix + ".index.json" for pattern in SHARD_PATTERNS.values())
-    if generic and not found and any(n.endswith(".index.json") and not n.endswith(known) for n in names):
-        found.append("safetensors")
-    return found
+
+    def holds(f: Format) -> bool:
+        return (folder and _single(f) in names) or any(n.endswith(_index_end(f)) for n in names)
+
+    if holds(family):
+        return True
+    known = tuple(_index_end(f) for f in families)
+    return generic and not any(holds(f) for f in families) and any(n.endswith(".index.json") and not n.endswith(known) for n in names)
 
 
-def find_sharded(path: str | os.PathLike[str], family: str | None = None) -> Path | None:
-    """The index (or single weights file) a model folder or ``*.index.json`` path stands for
-    (of the ``family`` shard format when given); None when ``path`` is neither."""
+def find_sharded(path: str | os.PathLike[str], family: Format, families: Sequence[Format]) -> Path | None:
+    """The index (or single weights file) of ``family``'s shards a model folder or ``*.index.json``
+    path stands for (an index of another of the ``families`` does not count); None when ``path``
+    is neither."""
     p = Path(path)
     if p.is_file() and p.name.endswith(".index.json"):
         return p
     if not p.is_dir():
         return None
-    patterns = [SHARD_PATTERNS[family]] if family is not None else list(SHARD_PATTERNS.values())
-    singles = [pattern.format(suffix="") for pattern in patterns]
-    for name in (*(single + ".index.json" for single in singles), *singles):
+    single = _single(family)
+    for name in (single + ".index.json", single):
         if (p / name).is_file():
             return p / name
-    indexes = sorted(p.glob("*.index.json"))
-    if family is not None:
-        other = tuple(Path(q).suffix + ".index.json" for f, q in SHARD_PATTERNS.items() if f != family)
-        indexes = [i for i in indexes if not i.name.endswith(other)]
+    other = tuple(_index_end(f) for f in families if f != family)
+    indexes = [i for i in sorted(p.glob("*.index.json")) if not i.name.endswith(other)]
     if len(indexes) == 1:
         return indexes[0]
     raise ConversionError(
-        f"{p}: no {' / '.join(s + '.index.json' for s in singles)} or single {' / '.join(singles)} here"
+        f"{p}: no {single}.index.json or single {single} here"
         + (f" (several indexes: {[i.name for i in indexes]}; pass one)" if indexes else "")
     )
 
 
-def read_sharded(
-    path: str | os.PathLike[str],
-    *,
-    bool_store: str | BoolStore = "U8",
-    top_level_key: str | None = None,
-    family: str | None = None,
-    limits: ReadLimits = DEFAULT_LIMITS,
-) -> TensorSet:
-    """The tensors of a sharded checkpoint (of the ``family`` shard format when given), shard by
-    shard in file order, checked against its index.
+def read_sharded(path: str | os.PathLike[str], family: Format, families: Sequence[Format], options: ReadOptions) -> TensorSet:
+    """The tensors of a sharded checkpoint of ``family`` (read by its reader), shard by shard in
+    file order, checked against its index.
 
     The index is read as a side file: a regular file of at most ``limits.max_index_bytes`` (64 MiB
     by default; an index lists names, far less for any real model), parsed with the JSON checks;
-    ``.bin`` shards within the pickle caps of ``limits``. The folder is closed
+    each shard within the caps of ``options.limits``. The folder is closed
     (:class:`~burnpack.core.source.Folder`): every shard, and the index or single file found in a
     folder, must lie inside it (in a Hugging Face cache, inside the snapshot's repository).
     """
-    found = find_sharded(path, family)
+    found = find_sharded(path, family, families)
     if found is None:
         raise ConversionError(f"{path}: not a model folder or an *.index.json file")
     folder = Folder(found.parent)
     found_in = None if found == Path(path) else folder  # an index named by the caller is theirs to name
-    if found.name == SINGLE_NAMES[0]:
-        return read_safetensors_file(found, bool_store=bool_store, folder=found_in)
     if not found.name.endswith(".index.json"):
-        return read_pytorch_file(found, top_level_key=top_level_key, bool_store=bool_store, limits=limits, folder=found_in)
-    weight_map = _weight_map(found, limits.max_index_bytes, found_in)
+        return family.read(found, replace(options, folder=found_in))
+    weight_map = _weight_map(found, options.limits.max_index_bytes, found_in)
     shards: dict[str, list[str]] = {}
     for name, shard in weight_map.items():
         shards.setdefault(shard, []).append(name)
     entries: list[Entry] = []
     closers: list[Callable[[], None]] = []
     metadata: dict[str, str] = {}
-    skipped: dict[str, str] = {}  # what .bin shards hold besides tensors
-    pages = PageReleaser()
+    skipped: dict[str, str] = {}  # what shards hold besides tensors
+    shard_options = replace(options, pages=PageReleaser(), folder=folder)
     try:
         for shard, listed in shards.items():
             shard_path = found.parent / shard
             if not shard_path.is_file():
                 raise ConversionError(f"{found}: shard {excerpt(shard)} is listed but does not exist")
-            if shard.endswith(".safetensors"):
-                try:
-                    tset = read_safetensors_file(shard_path, bool_store=bool_store, pages=pages, folder=folder)
-                except SafetensorsError as exc:
-                    raise ConversionError(f"{shard_path}: {exc}") from None
-                metadata = metadata or tset.metadata
-            else:
-                tset = read_pytorch_file(shard_path, top_level_key=top_level_key, bool_store=bool_store, limits=limits, folder=folder)
+            try:
+                tset = family.read(shard_path, shard_options)
+            except SafetensorsError as exc:  # its message names no file
+                raise ConversionError(f"{found.parent}: shard {excerpt(shard)}: {exc}") from None
+            metadata = metadata or tset.metadata
             shard_entries = tset.entries
             skipped.update(tset.skipped)
             closers.append(tset.close)
             held = {e.name for e in shard_entries}
             absent = [name for name in listed if name not in held]
             if absent:
-                raise ConversionError(f"{found}: shard {excerpt(shard)} does not hold {len(absent)} tensor(s) the index lists there: {_names(absent)}")
+                raise ConversionError(f"{found}: shard {excerpt(shard)} does not hold {len(absent)} tensor(s) the index lists there: {excerpts(absent)}")
             unlisted = sorted(held - set(listed))
             if unlisted:
-                raise ConversionError(f"{found}: shard {excerpt(shard)} holds {len(unlisted)} tensor(s) the index does not list there: {_names(unlisted)}")
+                raise ConversionError(f"{found}: shard {excerpt(shard)} holds {len(unlisted)} tensor(s) the index does not list there: {excerpts(unlisted)}")
             entries.extend(shard_entries)
     except BaseException:
         for close in closers:
             close()
         raise
-    fmt = "safetensors" if found.name.endswith(".safetensors.index.json") else "pytorch"
-    return TensorSet(entries, metadata, format=fmt, top_level_key=top_level_key, closers=closers, skipped=skipped)
-
-
-def _names(names: list[str]) -> str:
-    """The first tensor names of a list, as an error quotes them."""
-    return ", ".join(map(excerpt, names[:10])) + (", ..." if len(names) > 10 else "")
+    return TensorSet(entries, metadata, format=family.name, top_level_key=options.top_level_key, closers=closers, skipped=skipped)
 
 
 def _weight_map(index: Path, max_bytes: int, folder: Folder | None) -> dict[str, str]:
@@ -206,24 +197,16 @@ def split_into_shards(sizes: list[tuple[str, int]], max_shard_size: int) -> list
     return shards
 
 
-def write_sharded(
-    tset: TensorSet,
-    folder: Path,
-    max_shard_size: int,
-    *,
-    format: str = "safetensors",
-    overwrite: bool = False,
-    progress: Callable[[int], None] = lambda n: None,
-) -> list[Path]:
-    """HF-style shards plus their index in ``folder`` (created if missing, other files in it
-    kept): safetensors files, or ``torch.save`` files for ``format="pytorch"``; returns the files
-    written. They are built beside the folder's other files and put in place together
+def write_sharded(tset: TensorSet, folder: Path, max_shard_size: int, family: Format, options: WriteOptions = WriteOptions()) -> list[Path]:
+    """HF-style shards of ``family`` (written by its writer, named by its ``shard_name``) plus their
+    index in ``folder`` (created if missing, other files in it kept); returns the files written.
+    They are built beside the folder's other files and put in place together
     (:func:`~burnpack.core.atomic.atomic_folder`): an interrupted write leaves nothing. Shards of
     an earlier save in ``folder`` (the same file names' pattern) are replaced, and those the new
     save does not have removed, only with ``overwrite``."""
-    pattern = SHARD_PATTERNS.get(format)
-    if pattern is None:
-        raise ConversionError(f"sharded output is safetensors or pytorch, not {format}")
+    pattern = _pattern(family)
+    if family.write is None:
+        raise ConversionError(f"{family.name} is read, not written")
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise ConversionError(f"{folder}: sharded output goes to a folder, and this is a file")
@@ -235,20 +218,18 @@ def write_sharded(
         names = [pattern.format(suffix=f"-{i + 1:05d}-of-{len(groups):05d}") for i in range(len(groups))]
     index_name = pattern.format(suffix="") + ".index.json"
     is_shard = _shard_file_pattern(pattern).fullmatch
-    if not overwrite and folder.is_dir():
+    if not options.overwrite and folder.is_dir():
         earlier = sorted(n for n in os.listdir(folder) if is_shard(n))
         if earlier:
             raise OutputExistsError(folder / earlier[0], "exists (shards of an earlier save); pass overwrite=True to replace them")
     by_name = {e.name: e for e in tset.entries}
     shard_metadata = {**tset.metadata, "format": "pt"}
+    shard_options = WriteOptions(progress=options.progress)
     try:
-        with atomic_folder(folder, replace=overwrite, merge=True, obsolete=lambda n: is_shard(n) is not None) as scratch:
+        with atomic_folder(folder, replace=options.overwrite, merge=True, obsolete=lambda n: is_shard(n) is not None) as scratch:
             for group, name in zip(groups or [[]], names):  # a tie may span shards: each name its copy, as reported
                 shard = TensorSet([by_name[n].replace(tie=None) for n in group], dict(shard_metadata), format=tset.format)
-                if format == "pytorch":
-                    write_pytorch(shard, scratch / name, progress=progress)
-                else:
-                    write_safetensors_file(shard, scratch / name, progress=progress)
+                family.write(shard, scratch / name, shard_options)
             if len(groups) > 1:
                 index = {
                     "metadata": {"total_size": sum(size for _, size in sizes)},

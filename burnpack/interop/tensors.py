@@ -14,19 +14,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from .._generated.types import DTYPE_ALIASES, DTYPE_INFO, BoolStore, DType, Scalar
-from ..dtypes import NATIVE_BOOL, debug, dtype_from_numpy, element_size, numpy_dtype
+from ..codec._generated.metadata import DTYPE_ALIASES, DTYPE_INFO, BoolStore, DType, Scalar
+from ..core.dtypes import NATIVE_BOOL, debug, dtype_from_numpy, element_size, numpy_dtype
 from ..errors import OptionError, ValidationError
 from ..core.tensor import FileRange, Tensor, _blank, _describe, _freeze
 
-if TYPE_CHECKING:
-    from .layout_base import Rule
-
-__all__ = ["Entry", "TensorSet", "cast_array", "dtype_name", "flatten_nested", "is_float", "not_a_tensor", "parse_dtype"]
+__all__ = ["Entry", "Rule", "TensorSet", "cast_array", "dtype_name", "flatten_nested", "is_float", "not_a_tensor", "parse_dtype"]
 
 def _dtype_names() -> dict[str, DType]:
     """Every spelling ``parse_dtype`` takes: Burn's names, torch's, C's, and the Bool stores."""
@@ -109,6 +106,22 @@ def cast_array(array: np.ndarray, target: DType) -> np.ndarray:
     return array.astype(want)
 
 
+@dataclass(frozen=True)
+class Rule:
+    """The layout rule that produced a tensor: the module it belongs to, that module's type, where
+    the type came from (``"live module"``, ``"module_types"``, ``"type_rules"``, ``"inferred: …"``,
+    ``"best guess: …"``) and what was done to the tensor."""
+
+    module: str
+    kind: str
+    type_from: str
+    what: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"module": self.module, "type": self.kind, "type_from": self.type_from, "rule": self.what}
+
+
+
 class Entry(Tensor):
     """One tensor on its way through a conversion: a deferred ``Tensor`` plus where it came from.
 
@@ -125,9 +138,8 @@ class Entry(Tensor):
         module_type: The Burn module type of the module that owns it (when known).
         source_name: The name the tensor had in the input (by default ``name``).
         steps: What was done to it (``"transposed"``, ``"F32 -> F16"``...).
-        rule: The module-layout rule that produced it (``burnpack.interop.layout_base.Rule``:
-            which module, its type and where that came from, and what was done), when a module
-            type decided its layout.
+        rule: The module-layout rule that produced it (``Rule``: which module, its type and
+            where that came from, and what was done), when a module type decided its layout.
         byte_len: Its length in bytes, for QFloat (whose elements do not tell it).
         file_range: Where its bytes are in a file as they are (a burnpack writer copies them from
             there in the kernel); a ``replace`` with a new loader or dtype drops it.

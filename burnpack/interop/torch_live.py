@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._generated.types import BoolStore
-from ..dtypes import numpy_dtype
+from ..codec._generated.metadata import BoolStore
+from ..core.dtypes import numpy_dtype
 from ..core.frameworks import TorchModule, import_torch, is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
 from ._io import atomic_output, entries_from_arrays
 from ..errors import ConversionError, interrupt_behind
@@ -29,7 +29,7 @@ from .tensors import TensorSet, dtype_name, flatten_nested
 __all__ = ["is_torch_object", "module_types_of", "read_torch", "to_state_dict", "torch_save", "write_pytorch"]
 
 
-def is_torch_object(value: Any) -> bool:
+def is_torch_object(value: object) -> bool:
     """A ``torch.nn.Module``, a torch tensor, or a mapping holding torch tensors somewhere (in
     nested mappings, lists or tuples)."""
     if is_torch_module(value) or is_torch_tensor(value):

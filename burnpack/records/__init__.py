@@ -16,66 +16,7 @@ numpy; torch is imported only when a caller passes torch objects.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from .._lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from ..errors import (
-        CheckpointRetentionError,
-        MissingParamIdError,
-        RecordCastError,
-        RecordError,
-        RecordValidationError,
-        SchedulerLayoutError,
-        StateRankError,
-        io_display,
-    )
-    from .checkpoint import (
-        CheckpointingAction,
-        CheckpointingStrategy,
-        Checkpoints,
-        ComposedCheckpointingStrategy,
-        EpochRecords,
-        FileCheckpointer,
-        KeepLastNCheckpoints,
-        LossHistory,
-        MetricCheckpointingStrategy,
-        burn_valid_losses,
-        default_strategy,
-    )
-    from ._common import derive_param_ids
-    from .detect import RecordKind, detect_record_kind
-    from .module import ApplyError, ApplyReport, DTypePolicy, LoadResult, ModuleRecord, load_record
-    from .optimizer import (
-        AdaGradState,
-        AdamState,
-        AdamWState,
-        AdanState,
-        ConsistencyReport,
-        LBFGSState,
-        MuonState,
-        OptimizerRecord,
-        OptimizerState,
-        ParamEntries,
-        RmsPropState,
-        SgdState,
-    )
-    from .scheduler import (
-        ComposedLrScheduler,
-        ConstantLr,
-        CosineAnnealingLrScheduler,
-        ExponentialLrScheduler,
-        LinearLrScheduler,
-        LrScheduler,
-        LrSchedulerRecord,
-        ModuleLrScheduler,
-        NoamLrScheduler,
-        SequentialLrScheduler,
-        StepLrScheduler,
-        infer_scheduler,
-    )
-    from .tree import Ignored, Param, Reparameterized, RunningState, Variant, iter_params, map_params, module_paths
+from ..core._lazy import lazy_exports
 
 _EXPORTS = {
     "..errors": ("CheckpointRetentionError", "MissingParamIdError", "RecordCastError", "RecordError",
@@ -93,66 +34,5 @@ _EXPORTS = {
                    "SequentialLrScheduler", "StepLrScheduler", "infer_scheduler"),
     ".tree": ("Ignored", "Param", "Reparameterized", "RunningState", "Variant", "iter_params", "map_params", "module_paths"),
 }  # fmt: skip
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = [
-    "AdaGradState",
-    "AdamState",
-    "AdamWState",
-    "AdanState",
-    "ApplyError",
-    "ApplyReport",
-    "CheckpointingAction",
-    "CheckpointRetentionError",
-    "Checkpoints",
-    "ComposedCheckpointingStrategy",
-    "ComposedLrScheduler",
-    "ConsistencyReport",
-    "ConstantLr",
-    "CosineAnnealingLrScheduler",
-    "DTypePolicy",
-    "EpochRecords",
-    "ExponentialLrScheduler",
-    "FileCheckpointer",
-    "Ignored",
-    "KeepLastNCheckpoints",
-    "LBFGSState",
-    "LinearLrScheduler",
-    "LoadResult",
-    "LossHistory",
-    "LrScheduler",
-    "LrSchedulerRecord",
-    "MetricCheckpointingStrategy",
-    "MissingParamIdError",
-    "ModuleLrScheduler",
-    "ModuleRecord",
-    "MuonState",
-    "NoamLrScheduler",
-    "OptimizerRecord",
-    "OptimizerState",
-    "Param",
-    "ParamEntries",
-    "RecordCastError",
-    "RecordError",
-    "RecordKind",
-    "RecordValidationError",
-    "SchedulerLayoutError",
-    "Reparameterized",
-    "RmsPropState",
-    "RunningState",
-    "SequentialLrScheduler",
-    "SgdState",
-    "StateRankError",
-    "StepLrScheduler",
-    "Variant",
-    "burn_valid_losses",
-    "default_strategy",
-    "derive_param_ids",
-    "detect_record_kind",
-    "infer_scheduler",
-    "io_display",
-    "iter_params",
-    "load_record",
-    "map_params",
-    "module_paths",
-]
+"""Each public name once, by the module that defines it (``__init__.pyi`` gives their types)."""
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._generated.types import BoolStore, DType
-from ..dtypes import debug, numpy_dtype
+from ..codec._generated.metadata import BoolStore, DType
+from ..core.dtypes import debug, numpy_dtype
 from ..errors import RecordCastError
 
 def _kind(dtype: DType) -> str:

@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from .._cbor import rust_debug_str
-from .._generated.layout import I64_MAX, I64_MIN, U64_MAX
-from .._generated.types import Scalar
+from ..codec._cbor import rust_debug_str
+from ..codec._cbor import I64_MAX, I64_MIN, U64_MAX
+from ..codec._generated.metadata import Scalar
 from ..errors import ValidationError
 from ..core.reader import Pack, PathLike, load
 from ..core.source import FileSource

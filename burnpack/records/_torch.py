@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..dtypes import dtype_from_torch
+from ..core.dtypes import dtype_from_torch
 from ..core.frameworks import numpy_to_torch
 from ._common import new_param_id
 from .tree import Param, RunningState

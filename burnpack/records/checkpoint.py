@@ -35,7 +35,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from ..core.atomic import atomic_file
-from ..errors import BurnpackError, CheckpointRetentionError, IoError
+from ..errors import BurnpackError, CheckpointRetentionError, IoError, OptionError
 from ..core.sidefile import SIDE_FILE_MAX_BYTES, parse_json, read_side_file
 from ..core.source import FileSource, Folder
 from .module import ModuleRecord
@@ -108,7 +108,15 @@ class CheckpointingStrategy(Protocol):
     """
 
     def checkpointing(self, epoch: int, history: MetricHistory) -> list[CheckpointingAction]:
-        """The actions after ``epoch``, given the metric ``history`` so far."""
+        """The actions after ``epoch``, given the metric ``history`` so far.
+
+        Args:
+            epoch: The epoch just finished.
+            history: The metric history so far.
+
+        Returns:
+            The checkpoints to save and delete, in order.
+        """
         ...
 
 
@@ -197,7 +205,7 @@ def burn_valid_losses(
             inside ``artifact_dir``, or holds more than ``max_bytes``.
     """
     if split not in ("train", "valid", "test"):
-        raise ValueError(f"split must be 'train', 'valid' or 'test' (Burn's splits), not {split!r}")
+        raise OptionError(f"split must be 'train', 'valid' or 'test' (Burn's splits), not {split!r}")
     out: dict[int, float] = {}
     folder = Folder(artifact_dir)
     epoch = 1
@@ -238,7 +246,10 @@ def burn_valid_losses(
         epoch += 1
 
 
-_RUST_F64 = re.compile(r"^[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)$", re.IGNORECASE)
+# Rust's f64 syntax. Each text matches one way only (digits, then an optional fraction): with
+# [0-9]+\.?[0-9]* a run of digits could split anywhere, and refusing n digits and a stray byte
+# took n * n steps (200,000 digits, minutes).
+_RUST_F64 = re.compile(r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.IGNORECASE)
 
 
 def _numeric_entry(line: str) -> tuple[float, int | None]:
@@ -247,7 +258,7 @@ def _numeric_entry(line: str) -> tuple[float, int | None]:
     parts = line.split(",")
     if len(parts) > 2:
         raise ValueError(f"{len(parts)} comma-separated fields, at most 2")
-    if not _RUST_F64.match(parts[0]):
+    if not _RUST_F64.fullmatch(parts[0]):
         raise ValueError("its value is not an f64")
     value = float(parts[0])
     if len(parts) == 1:
@@ -890,7 +901,7 @@ def _error(exc: BaseException) -> str:
 
 def inspect_epoch(checkpoints: Checkpoints, epoch: int) -> dict[str, Any]:
     """What ``checkpoint inspect`` reports for one epoch, as JSON-ready data."""
-    from ..dtypes import debug
+    from ..core.dtypes import debug
     from ..errors import BurnpackError, RecordError, SchedulerLayoutError
     from .scheduler import infer_scheduler
 

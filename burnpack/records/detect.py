@@ -13,27 +13,40 @@ Burn writes no marker saying "module", "optimizer" or "scheduler"; the kinds dif
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from ..core.display import plural
-from ..quant import dtype_label
+from ..core.dtypes import dtype_label
 from ..core.reader import Pack
 from ._common import RANK_KEY, parse_u64
 
 
-@dataclass
 class RecordKind:
     """What kind of record a pack holds, and why we think so.
+
+    A plain class, not a dataclass: ``inspect`` of a small file starts without building one.
 
     Args:
         kind: ``module``, ``optimizer``, ``scheduler``, ``empty`` or ``unknown``.
         summary: One line on what the pack holds.
         reasons: What decided the kind.
+        meaning: For a scheduler record of a layout Burn writes, what its values mean as
+            burn-optim's ``step()`` reads them (``LrScheduler.explain()``: ``u64::MAX`` is a cosine
+            scheduler not stepped yet...); None otherwise.
     """
 
-    kind: str
-    summary: str
-    reasons: list[str] = field(default_factory=list)
+    __slots__ = ("kind", "summary", "reasons", "meaning")
+
+    def __init__(self, kind: str, summary: str, reasons: list[str] | None = None, meaning: str | None = None) -> None:
+        self.kind, self.summary, self.meaning = kind, summary, meaning
+        self.reasons = [] if reasons is None else reasons
+
+    def _fields(self) -> tuple[str, str, list[str], str | None]:
+        return self.kind, self.summary, self.reasons, self.meaning
+
+    def __repr__(self) -> str:
+        return "RecordKind(kind={!r}, summary={!r}, reasons={!r}, meaning={!r})".format(*self._fields())
+
+    def __eq__(self, other: object) -> bool:
+        return self._fields() == other._fields() if isinstance(other, RecordKind) else NotImplemented
 
     def __str__(self) -> str:
         return f"{self.kind} record: {self.summary}" if self.kind not in ("empty", "unknown") else self.summary
@@ -83,12 +96,12 @@ def detect_record_kind(pack: Pack) -> RecordKind:
         from ..errors import SchedulerLayoutError
         from .scheduler import LrSchedulerRecord, infer_scheduler
 
+        counted = plural(len(scalars), "scalar")
         try:
             tree = infer_scheduler(LrSchedulerRecord(scalars))
-            summary = f"{len(scalars)} scalars; {tree.describe()}"
         except SchedulerLayoutError:
-            summary = f"{len(scalars)} scalars (not a layout Burn's schedulers write)"
-        return RecordKind("scheduler", summary, ["scalars only, no tensors"])
+            return RecordKind("scheduler", f"{counted} (not a layout Burn's schedulers write)", ["scalars only, no tensors"])
+        return RecordKind("scheduler", f"{counted}; {tree.describe()}", ["scalars only, no tensors"], tree.explain())
     if not scalars:
         views = [pack[n] for n in names]
         without_id = sum(1 for v in views if v.param_id is None)

@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from .._generated.types import DType
-from ..dtypes import dtype_from_numpy
+from ..codec._generated.metadata import DType
+from ..core.dtypes import dtype_from_numpy
 from ..errors import QuantizationError, RecordValidationError, ValidationError
-from ..quant import QuantizedTensor, decode
+from ..core.quant import QuantizedTensor, decode
 from ..core.writer import Writer
 from ..core.frameworks import as_numpy, is_torch_module
 from ..core.patterns import compile_pattern
@@ -539,7 +539,7 @@ class ModuleRecord:
             )
         if not self._allow_partial and report.missing:
             raise RecordValidationError(
-                f"Missing tensors: {rust_debug_list(report.missing)}", kind="missing", report=report
+                f"Missing tensors: {rust_debug_list(report.missing)}", kind="missing", report=report, hints=report.hint_lines()
             )
         if not self._allow_unused and report.unused:
             raise RecordValidationError(

@@ -23,27 +23,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from .._generated.types import Scalar
+from ..codec._generated.metadata import Scalar
 from ..core.display import plural, printable_lines
 from ..core.frameworks import as_numpy
 from ..core.tensor import Tensor
 from ..core.source import FileSource
 from ._common import RANK_KEY, open_pack, pack_tensors_in_data_order, parse_u64, scalar_value
 from ..errors import MissingParamIdError, StateRankError
-from .state import (
-    Field,
-    StateSource,
-    flatten,
-    leaf_names,
-    nested,
-    opt_nested,
-    opt_scalar,
-    opt_tensor,
-    scalar,
-    tensor,
-    unflatten,
-    vec_tensor,
-)
+from .state import Field, StateSource, burn_field, flatten, layout, leaf_names, unflatten
 
 PathLike = str | os.PathLike[str]
 
@@ -56,14 +43,27 @@ if TYPE_CHECKING:
 # Typed states
 # --------------------------------------------------------------------------------------------
 class OptimizerState:
-    """Base of the typed optimizer states: a dataclass plus Burn's field layout (``SCHEMA``).
+    """Base of the typed optimizer states: a dataclass whose fields (``burn_field`` of
+    ``burnpack.records.state``) say where Burn's struct keeps each one; ``schema()`` is that layout.
 
     Tensor attributes hold numpy arrays (zero-copy views when read from a file).
     """
 
-    SCHEMA: ClassVar[tuple[Field, ...]] = ()
     KIND: ClassVar[str] = "unknown"
     """Which Burn optimizer(s) write this layout."""
+
+    @classmethod
+    def schema(cls) -> tuple[Field, ...]:
+        """Burn's layout of this state, from its fields.
+
+        Returns:
+            The fields as Burn's record nests them (built once per class).
+        """
+        cached: tuple[Field, ...] | None = cls.__dict__.get("_schema")
+        if cached is None:
+            cached = layout(cls)
+            cls._schema = cached  # type: ignore[attr-defined]
+        return cached
 
     def flatten(self, prefix: str) -> tuple[list[tuple[str, Any]], list[tuple[str, Scalar]]]:
         """The state as Burn's record holds it, in Burn's field order.
@@ -74,7 +74,7 @@ class OptimizerState:
         Returns:
             ``(tensors, scalars)``, each a list of ``(name, value)``.
         """
-        return flatten(self.SCHEMA, {f.name: getattr(self, f.name) for f in dc_fields(self)}, prefix)  # type: ignore[arg-type]  # every state is a dataclass
+        return flatten(self.schema(), {f.name: getattr(self, f.name) for f in dc_fields(self)}, prefix)  # type: ignore[arg-type]  # every state is a dataclass
 
     @classmethod
     def unflatten(cls, prefix: str, source: StateSource, missing: list[str] | None = None) -> OptimizerState | None:
@@ -88,7 +88,7 @@ class OptimizerState:
         Returns:
             The state, or None.
         """
-        values = unflatten(cls.SCHEMA, prefix, source, missing)
+        values = unflatten(cls.schema(), prefix, source, missing)
         if values is None:
             return None
         converted = {}
@@ -107,7 +107,7 @@ class OptimizerState:
         Returns:
             ``(required, optional, vec prefixes)``.
         """
-        return leaf_names(cls.SCHEMA)
+        return leaf_names(cls.schema())
 
     @classmethod
     def matches(cls, names: set[str]) -> bool:
@@ -148,20 +148,11 @@ class AdamState(OptimizerState):
         max_moment_2: The largest second moment, present only with ``amsgrad``.
     """
 
-    time: int
-    moment_1: Any
-    moment_2: Any
-    max_moment_2: Any = None
+    time: int = burn_field("momentum.time", "scalar", "usize")
+    moment_1: Any = burn_field("momentum.moment_1")
+    moment_2: Any = burn_field("momentum.moment_2")
+    max_moment_2: Any = burn_field("momentum.max_moment_2", "opt_tensor")
 
-    SCHEMA = (
-        nested(
-            "momentum",
-            scalar("time", "usize"),
-            tensor("moment_1"),
-            tensor("moment_2"),
-            opt_tensor("max_moment_2"),
-        ),
-    )
     KIND = "Adam/AdamW"
 
 
@@ -185,9 +176,8 @@ class SgdState(OptimizerState):
         velocity: The momentum buffer, or None without momentum.
     """
 
-    velocity: Any = None
+    velocity: Any = burn_field("momentum?.velocity", default=None)
 
-    SCHEMA = (opt_nested("momentum", tensor("velocity")),)
     KIND = "SGD"
 
 
@@ -200,9 +190,8 @@ class MuonState(OptimizerState):
         velocity: The momentum buffer.
     """
 
-    velocity: Any
+    velocity: Any = burn_field("momentum.velocity")
 
-    SCHEMA = (nested("momentum", tensor("velocity")),)
     KIND = "Muon"
 
 
@@ -217,16 +206,11 @@ class RmsPropState(OptimizerState):
         momentum_buf: The momentum buffer, when momentum > 0 (Burn's default 0.9).
     """
 
-    square_avg: Any
-    avg: Any
-    grad_avg: Any = None
-    momentum_buf: Any = None
+    square_avg: Any = burn_field("square_avg.square_avg")
+    grad_avg: Any = burn_field("centered.grad_avg", "opt_tensor", kw_only=True)
+    avg: Any = burn_field("centered.avg")
+    momentum_buf: Any = burn_field("momentum?.buf", default=None, kw_only=True)
 
-    SCHEMA = (
-        nested("square_avg", tensor("square_avg")),
-        nested("centered", opt_tensor("grad_avg"), tensor("avg")),
-        opt_nested("momentum", tensor("buf", "momentum_buf")),
-    )
     KIND = "RMSProp"
 
 
@@ -239,10 +223,9 @@ class AdaGradState(OptimizerState):
         sum: The running sum of squared gradients.
     """
 
-    time: int
-    sum: Any
+    time: int = burn_field("lr_decay.time", "scalar", "usize")
+    sum: Any = burn_field("lr_decay.sum")
 
-    SCHEMA = (nested("lr_decay", scalar("time", "usize"), tensor("sum")),)
     KIND = "AdaGrad"
 
 
@@ -258,22 +241,12 @@ class AdanState(OptimizerState):
         neg_pre_grad: The previous gradient, negated.
     """
 
-    time: int
-    exp_avg: Any
-    exp_avg_sq: Any
-    exp_avg_diff: Any
-    neg_pre_grad: Any
+    time: int = burn_field("momentum.time", "scalar", "usize")
+    exp_avg: Any = burn_field("momentum.exp_avg")
+    exp_avg_sq: Any = burn_field("momentum.exp_avg_sq")
+    exp_avg_diff: Any = burn_field("momentum.exp_avg_diff")
+    neg_pre_grad: Any = burn_field("momentum.neg_pre_grad")
 
-    SCHEMA = (
-        nested(
-            "momentum",
-            scalar("time", "usize"),
-            tensor("exp_avg"),
-            tensor("exp_avg_sq"),
-            tensor("exp_avg_diff"),
-            tensor("neg_pre_grad"),
-        ),
-    )
     KIND = "Adan"
 
 
@@ -293,23 +266,14 @@ class LBFGSState(OptimizerState):
         g_iter: The global iteration count.
     """
 
-    history_s: list = field(default_factory=list)
-    history_y: list = field(default_factory=list)
-    d: Any = None
-    t: float | None = 1.0
-    prev_flat_grad: Any = None
-    prev_loss: float | None = None
-    g_iter: int = 0
+    history_s: list = burn_field("history_s", "vec_tensor", default_factory=list)
+    history_y: list = burn_field("history_y", "vec_tensor", default_factory=list)
+    d: Any = burn_field("d", "opt_tensor")
+    t: float | None = burn_field("t", "opt_scalar", "f64", default=1.0)
+    prev_flat_grad: Any = burn_field("prev_flat_grad", "opt_tensor")
+    prev_loss: float | None = burn_field("prev_loss", "opt_scalar", "f64")
+    g_iter: int = burn_field("g_iter", "scalar", "usize", default=0)
 
-    SCHEMA = (
-        vec_tensor("history_s"),
-        vec_tensor("history_y"),
-        opt_tensor("d"),
-        opt_scalar("t", "f64"),
-        opt_tensor("prev_flat_grad"),
-        opt_scalar("prev_loss", "f64"),
-        scalar("g_iter", "usize"),
-    )
     KIND = "LBFGS"
 
 
@@ -664,7 +628,7 @@ class OptimizerRecord:
             The leaf names.
         """
         missing: list[str] = []
-        unflatten(cls.SCHEMA, str(param_id), self._source(), missing)
+        unflatten(cls.schema(), str(param_id), self._source(), missing)
         return missing
 
     def states(self, cls: type[OptimizerState] | None = None) -> dict[int, OptimizerState]:

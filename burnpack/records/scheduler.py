@@ -32,8 +32,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from .._generated.types import Scalar
-from .._generated.layout import U64_MAX
+from ..codec._generated.metadata import Scalar
+from ..codec._cbor import U64_MAX
+from ..core.limits import lift
 from ..errors import SchedulerLayoutError
 from ..core.source import FileSource
 from ._common import INT_RANGES, open_pack, scalar_for, scalar_value
@@ -683,8 +684,7 @@ def _infer(scalars: Mapping[str, Scalar], module: bool, budget: list[int], max_c
     budget[0] -= count
     if budget[0] < 0:
         raise SchedulerLayoutError(
-            f"more than {max_children} child schedulers (a key names child {count - 1}); "
-            "infer_scheduler(..., max_children=...) raises this limit"
+            f"more than {max_children} child schedulers (a key names child {count - 1}): {lift('max_children', max_children)}"
         )
     children = [_infer(below[i], False, budget, max_children) if i in below else ConstantLr() for i in range(count)]
     if module:

@@ -21,11 +21,12 @@ Burn then silently drops the state. Tensors are written in field order.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .._generated.types import Scalar
+from ..codec._generated.metadata import Scalar
 from ..core.tensor import Tensor
 from ._common import scalar_for, scalar_value
 
@@ -53,32 +54,38 @@ class Field:
     children: tuple[Field, ...] = ()
 
 
-def tensor(key: str, attr: str | None = None) -> Field:
-    return Field("tensor", key, attr or key)
+def burn_field(path: str, kind: str = "tensor", rust_type: str = "", **options: Any) -> Any:
+    """A dataclass field of a state, declared once: its attribute is the dataclass field, its place
+    in Burn's struct is ``path`` (``"momentum.time"``; a container written ``"momentum?"`` is an
+    ``Option`` of a nested state) and its ``kind`` (``tensor``, ``opt_tensor``, ``vec_tensor``,
+    ``scalar``, ``opt_scalar``; ``rust_type`` for scalars). ``options`` are the dataclass
+    field's (``default``, ``default_factory``, ``kw_only``); an optional kind defaults to None."""
+    if kind in ("opt_tensor", "opt_scalar") and "default" not in options and "default_factory" not in options:
+        options["default"] = None
+    return dataclasses.field(metadata={_PLACE: (path, kind, rust_type)}, **options)
 
 
-def opt_tensor(key: str, attr: str | None = None) -> Field:
-    return Field("opt_tensor", key, attr or key)
+_PLACE = "burn"
 
 
-def vec_tensor(key: str, attr: str | None = None) -> Field:
-    return Field("vec_tensor", key, attr or key)
+def layout(state_class: type) -> tuple[Field, ...]:
+    """A state dataclass's Burn struct, built from its :func:`burn_field` fields in declaration
+    order (which is Burn's field order: tensors are written in it)."""
+    root: dict[str, Any] = {}
+    for f in dataclasses.fields(state_class):
+        path, kind, rust_type = f.metadata[_PLACE]
+        *groups, key = path.split(".")
+        level = root
+        for group in groups:
+            name, optional = group.removesuffix("?"), group.endswith("?")
+            node = level.setdefault(name, ("opt_nested" if optional else "nested", {}))
+            level = node[1]
+        level[key] = Field(kind, key, f.name, rust_type)
 
+    def build(level: dict[str, Any]) -> tuple[Field, ...]:
+        return tuple(node if isinstance(node, Field) else Field(node[0], key, children=build(node[1])) for key, node in level.items())
 
-def scalar(key: str, rust_type: str, attr: str | None = None) -> Field:
-    return Field("scalar", key, attr or key, rust_type)
-
-
-def opt_scalar(key: str, rust_type: str, attr: str | None = None) -> Field:
-    return Field("opt_scalar", key, attr or key, rust_type)
-
-
-def nested(key: str, *children: Field) -> Field:
-    return Field("nested", key, children=children)
-
-
-def opt_nested(key: str, *children: Field) -> Field:
-    return Field("opt_nested", key, children=children)
+    return build(root)
 
 
 def _attrs(fields: tuple[Field, ...]) -> list[str]:

@@ -36,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from .._generated.types import DType
+from ..codec._generated.metadata import DType
 from ..core.frameworks import is_torch_module, is_torch_tensor
-from ..quant import QuantizedTensor
+from ..core.quant import QuantizedTensor
 from ..core.tensor import Tensor
 
 _PRIMITIVES = (bool, int, float, complex, str, bytes, bytearray, np.generic)
@@ -153,7 +153,7 @@ class Reparameterized:
         return f"Reparameterized({self.base!r}, {self.name!r}, {self.module!r})"
 
 
-def is_leaf(value: Any) -> bool:
+def is_leaf(value: object) -> bool:
     """A parameter value: a ``Param``, an ndarray (any rank), a quantized tensor, a torch tensor or another array type."""
     if isinstance(value, (Param, np.ndarray, Tensor, QuantizedTensor)) or is_torch_tensor(value):
         return True

@@ -14,7 +14,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # a type alias only: the JSON side-file reader is not imported for it
+    from ..core.sidefile import JSON, JSONObject
+
 
 PAGE_ROWS = 200
 """Rows a tree node, a search or a table shows before a 'show more' button."""
@@ -27,7 +31,7 @@ _LONG_INTEGER = re.compile(r"(?<=[:,\[])-?\d{16,}(?![.eE\d])")  # an integer tok
 _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|' + _LONG_INTEGER.pattern)  # a string, or such an integer
 
 
-def embed_json(data: Any) -> str:
+def embed_json(data: JSON) -> str:
     """``data`` as JSON safe inside ``<script type="application/json">`` (and anywhere in HTML),
     every integer beyond :data:`MAX_EXACT` as a string of its digits."""
     text = json.dumps(data, ensure_ascii=True, allow_nan=False, separators=(",", ":"))
@@ -36,7 +40,7 @@ def embed_json(data: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def render(data: dict[str, Any]) -> str:
+def render(data: JSONObject) -> str:
     """The whole page for a report from :mod:`burnpack.view.report`."""
     title = str(data.get("title", "burnpack view"))
     safe_title = "".join(c if c.isalnum() or c in " ._-/" else "?" for c in title)[:200]

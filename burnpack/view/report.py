@@ -14,18 +14,22 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..core.diff import change_sums, diff_packs, layout_of, relative_change, sum_of_squares
 from ..core.dump import scalar_json
-from ..errors import BurnpackError, SchedulerLayoutError
-from ..quant import dtype_label
+from ..errors import BurnpackError
+from ..core.dtypes import dtype_label
 from ..records.checkpoint import Checkpoints, LossHistory, burn_valid_losses, inspect_epoch
 from ..records.detect import detect_record_kind
-from ..records.scheduler import LrSchedulerRecord, infer_scheduler
+from ..core.progress import ProgressSetting, finish, progress_for
 from .stats import chunks, quantization, value_stats
+
+if TYPE_CHECKING:  # a type alias only: the JSON side-file reader is not imported for it
+    from ..core.sidefile import JSON, JSONObject
 
 _LOG = re.compile(r"^(?P<name>[^/\\]+)\.log$")
 
@@ -37,28 +41,21 @@ def _json_number(value: float | None) -> float | str | None:
     return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
 
 
-def _record_kind(pack: Any) -> tuple[str, str]:
-    kind = detect_record_kind(pack)
-    return kind.kind, str(kind)
-
-
-def _scheduler_meaning(pack: Any) -> str | None:
-    """A scheduler record's state in words (what ``u64::MAX`` means, ...); None for a layout no
-    Burn scheduler writes."""
-    try:
-        return infer_scheduler(LrSchedulerRecord(pack.scalars)).explain()
-    except SchedulerLayoutError:
-        return None
+def _nbytes(view: Any) -> int:
+    """A tensor's bytes as the page and the progress count them (a range a file claims backwards: 0)."""
+    return max(int(view.byte_len or 0), 0)
 
 
 def _shape_numel(shape: Any) -> int:
     return math.prod(int(d) for d in shape)
 
 
-def pack_report(pack: Any, source: str, *, stats: bool = True) -> dict[str, Any]:
-    """Overview, tensors (data order) and, with ``stats``, each tensor's exact statistics."""
+def pack_report(pack: Any, source: str, *, stats: bool = True, progress: ProgressSetting = None) -> JSONObject:
+    """Overview, tensors (data order) and, with ``stats``, each tensor's exact statistics
+    (``progress`` fed the bytes of each tensor read: :func:`~burnpack.core.progress.progress_for`)."""
     views = pack.tensors()
-    kind, detail = _record_kind(pack)
+    bar = progress_for(progress if stats else "never", sum(_nbytes(v) for v in views), "statistics")
+    record = detect_record_kind(pack)
     by_dtype: dict[str, dict[str, int]] = {}
     by_module: dict[str, list[int]] = {}
     rows = []
@@ -67,7 +64,7 @@ def pack_report(pack: Any, source: str, *, stats: bool = True) -> dict[str, Any]
     for index, view in enumerate(views):
         label = "QFloat" if view.dtype.is_quantized else dtype_label(view.dtype)
         numel = _shape_numel(view.shape)
-        nbytes = max(int(view.byte_len or 0), 0)
+        nbytes = _nbytes(view)
         entry = by_dtype.setdefault(label, {"tensors": 0, "elements": 0, "bytes": 0})
         entry["tensors"] += 1
         entry["elements"] += numel
@@ -84,6 +81,8 @@ def pack_report(pack: Any, source: str, *, stats: bool = True) -> dict[str, Any]
                 q = quantization(view)
                 q["scales"] = _stats_json(q["scales"])
                 quant[str(index)] = q
+            bar(nbytes)
+    finish(bar)
     layout = None
     if hasattr(pack, "data_section_start"):
         data_end = pack.data_section_start + max((r[6][1] for r in rows), default=0)
@@ -101,9 +100,9 @@ def pack_report(pack: Any, source: str, *, stats: bool = True) -> dict[str, Any]
         }
     return {
         "source": source,
-        "record_kind": kind,
-        "record_detail": detail,
-        "scheduler": _scheduler_meaning(pack) if kind == "scheduler" else None,
+        "record_kind": record.kind,
+        "record_detail": str(record),
+        "scheduler": record.meaning,  # what a scheduler record's values mean (u64::MAX, ...)
         "layout": layout,
         "totals": {
             "tensors": len(rows),
@@ -136,25 +135,30 @@ def _stats_json(stats: dict[str, Any] | None) -> dict[str, Any] | None:
     return {k: _json_number(v) if isinstance(v, float) else v for k, v in stats.items() if k != "edges"}
 
 
-def diff_report(a: Any, b: Any, a_name: str, b_name: str) -> dict[str, Any]:
+def diff_report(a: Any, b: Any, a_name: str, b_name: str, *, progress: ProgressSetting = None) -> JSONObject:
     """``diff_packs(a, b)`` as ``burnpack diff --json`` gives it, every name of both sides, and for
     each name the norms ``[‖B − A‖, ‖A‖]`` of a tensor both have with the same element count
-    (None for the others), unchanged tensors included: a module's change is over all its tensors."""
-    result = diff_packs(a, b)
+    (None for the others), unchanged tensors included: a module's change is over all its tensors.
+    ``progress`` shows the comparison, then the reading of the unchanged tensors for their norms."""
+    result = diff_packs(a, b, progress=progress)
     names = list(dict.fromkeys([*a.names, *b.names]))
     changed = {c.name: c for c in result.changed}
     views_a = {v.name: v for v in a.tensors()}
     views_b = {v.name: v for v in b.tensors()}
+    unchanged = [views_a[n] for n in names if n not in changed and n in views_a and n in views_b]  # the same bytes
+    bar = progress_for(progress, sum(_nbytes(v) for v in unchanged), "norms")
+    norms_of_unchanged = {}
+    for view in unchanged:  # no change, and A's norm
+        norms_of_unchanged[view.name] = _unchanged_norms(view)
+        bar(_nbytes(view))
+    finish(bar)
     norms: list[list[Any] | None] = []
     for name in names:
         change = changed.get(name)
         if change is not None:
-            pair = None if change.a_norm is None else [_json_number(change.delta_norm), _json_number(change.a_norm)]
-        elif name in views_a and name in views_b:  # the same bytes: no change, and A's norm
-            pair = _unchanged_norms(views_a[name])
+            norms.append(None if change.a_norm is None else [_json_number(change.delta_norm), _json_number(change.a_norm)])
         else:
-            pair = None
-        norms.append(pair)
+            norms.append(norms_of_unchanged.get(name))
     return {"a": a_name, "b": b_name, "names": names, "norms": norms, "result": result.to_json()}
 
 
@@ -167,7 +171,7 @@ def _unchanged_norms(view: Any) -> list[Any] | None:
     return [0.0, _json_number(math.sqrt(squares))]
 
 
-def metric_logs(artifact_dir: Path) -> dict[str, dict[str, dict[str, Any]]]:
+def metric_logs(artifact_dir: Path) -> dict[str, dict[str, JSONObject]]:
     """``{split: {metric: {epoch: value}}}`` from Burn's ``FileMetricLogger`` files
     (``<artifact_dir>/{train,valid}/epoch-N/<Metric>.log``), as Burn aggregates each epoch."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
@@ -183,22 +187,26 @@ def metric_logs(artifact_dir: Path) -> dict[str, dict[str, dict[str, Any]]]:
     return out
 
 
-def module_changes(before: Any, after: Any) -> dict[str, float | str | None]:
+def _compared(before: Any, after: Any) -> list[tuple[Any, Any]]:
+    """The tensors :func:`module_changes` compares: both packs have them, with one element count."""
+    pairs = ((before[name], after[name]) for name in after.names if name in before)
+    return [(x, y) for x, y in pairs if math.prod(x.shape) == math.prod(y.shape)]
+
+
+def module_changes(before: Any, after: Any, *, progress: Callable[[int], None] | None = None) -> dict[str, float | str | None]:
     """Per module (a tensor name without its last part): ``‖after − before‖ / ‖before‖``
     (:func:`~burnpack.core.diff.relative_change`) over the tensors both have with the same
-    element count — as the diff page adds them up — streamed chunk by chunk."""
+    element count — as the diff page adds them up — streamed chunk by chunk; ``progress`` is fed
+    the bytes of both tensors as each pair is done."""
     sums: dict[str, list[float]] = {}
-    for name in after.names:
-        if name not in before:
-            continue
-        x, y = before[name], after[name]
-        if math.prod(x.shape) != math.prod(y.shape):
-            continue
-        acc = sums.setdefault(name.rpartition(".")[0] or name, [0.0, 0.0])
+    for x, y in _compared(before, after):
+        acc = sums.setdefault(x.name.rpartition(".")[0] or x.name, [0.0, 0.0])
         for cx, cy in zip(chunks(x), chunks(y)):
             delta, base = change_sums(cx, cy)
             acc[0] += delta
             acc[1] += base
+        if progress is not None:
+            progress(_nbytes(x) + _nbytes(y))
     return {module: _json_number(relative_change(delta, base)) for module, (delta, base) in sums.items()}
 
 
@@ -208,7 +216,7 @@ def is_checkpoint_directory(path: str) -> bool:
     return directory.is_dir() and bool(Checkpoints.find(directory).epochs())
 
 
-def checkpoint_report(path: str, *, stats: bool = True) -> tuple[dict[str, Any], Path | None]:
+def checkpoint_report(path: str, *, stats: bool = True, progress: ProgressSetting = None) -> tuple[JSONObject, Path | None]:
     """Epochs with their files, metric curves and weight changes; and the newest model file.
 
     Burn does not record the retention strategy a run used, so the report does not say why an
@@ -224,16 +232,19 @@ def checkpoint_report(path: str, *, stats: bool = True) -> tuple[dict[str, Any],
     changes: dict[str, Any] = {"pairs": [], "modules": {}, "errors": {}}
     models = [e for e in epochs if "model" in checkpoints.files(e)]
     if stats:
-        for before, after in zip(models, models[1:]):
+        model_files = checkpoints.checkpointers["model"]
+        pairs = list(zip(models, models[1:]))
+        bar = progress_for(progress, sum(_pair_bytes(model_files, before, after) for before, after in pairs), "comparing epochs")
+        for before, after in pairs:
             pair = f"{before}-{after}"
             changes["pairs"].append([before, after])
             try:
-                model_files = checkpoints.checkpointers["model"]
                 with model_files.pack(before) as a, model_files.pack(after) as b:
-                    for module, value in module_changes(a, b).items():
+                    for module, value in module_changes(a, b, progress=bar).items():
                         changes["modules"].setdefault(module, {})[pair] = value
             except BurnpackError as exc:  # a file cut short by a crash: the other epochs still show
                 changes["errors"][pair] = f"{exc.variant}: {exc}"
+        finish(bar)
     newest = None
     for epoch in reversed(models):  # the newest model that opens
         try:
@@ -256,6 +267,16 @@ def checkpoint_report(path: str, *, stats: bool = True) -> tuple[dict[str, Any],
     return report, newest
 
 
-def page_data(title: str, **parts: Any) -> dict[str, Any]:
+def _pair_bytes(model_files: Any, before: int, after: int) -> int:
+    """The bytes :func:`module_changes` reads for two epochs' models (their metadata tells; 0 when
+    one cannot be opened)."""
+    try:
+        with model_files.pack(before) as a, model_files.pack(after) as b:
+            return sum(_nbytes(x) + _nbytes(y) for x, y in _compared(a, b))
+    except BurnpackError:  # reported by the comparison itself
+        return 0
+
+
+def page_data(title: str, **parts: JSON) -> JSONObject:
     """The page's data: ``pack``, ``diff`` and ``checkpoint`` parts (None when absent)."""
     return {"title": title, "generator": f"burnpack {__version__}", **{k: parts.get(k) for k in ("pack", "diff", "checkpoint")}}

@@ -37,10 +37,9 @@ from typing import Any
 
 import numpy as np
 
-from ..dtypes import is_extension_type, numpy_dtype
-from ..errors import IoError
-from .._kernels import load_kernel, use_kernel
-from ..quant import describe
+from ..core.dtypes import describe, is_extension_type, numpy_dtype
+from ..errors import IoError, OptionError
+from ..codec._kernels import load_kernel, use_kernel
 from ..core.reader import TensorView
 
 _cstats: Any = load_kernel("burnpack.view._cstats")  # Any: its functions are untyped C
@@ -70,7 +69,7 @@ def chunks(tensor: Any, chunk_elements: int = CHUNK_ELEMENTS) -> Iterator[np.nda
     chunk's byte range at a time. A converted tensor (from safetensors, ``.pt``...) is viewed
     through the array its reader gives. QFloat: the dequantized values."""
     if chunk_elements < 1:
-        raise ValueError(f"chunk_elements must be positive, got {chunk_elements}")
+        raise OptionError(f"chunk_elements must be positive, got {chunk_elements}")
     if isinstance(tensor, TensorView) and not tensor.dtype.is_quantized:
         dtype = numpy_dtype(tensor.dtype)
         count = tensor.numel

@@ -14,7 +14,7 @@ import pytest
 from conftest import EXPECTED, command
 
 import burnpack
-from burnpack._kernels import KERNELS
+from burnpack.codec._kernels import KERNELS
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
@@ -75,4 +75,7 @@ def test_the_installed_conformance_corpus_passes_against_burnpack(tmp_path: Path
 
 
 def test_the_package_is_typed() -> None:
-    assert (Path(burnpack.__file__).parent / "py.typed").is_file()
+    package = Path(burnpack.__file__).parent
+    assert (package / "py.typed").is_file()
+    # the lazy facades' names, for type checkers (generated from their _EXPORTS tables)
+    assert all((package / facade / "__init__.pyi").is_file() for facade in ("", "interop", "records"))

@@ -10,7 +10,7 @@ from pathlib import PurePosixPath
 import pytest
 from conftest import installed_from_wheel
 
-from burnpack._kernels import KERNELS
+from burnpack.codec._kernels import KERNELS
 
 pytestmark = pytest.mark.skipif(not installed_from_wheel(), reason="burnpack is an editable install here: .ci/wheels checks the built wheels")
 
@@ -39,7 +39,7 @@ def test_the_conformance_suite_has_no_generic_top_level_name() -> None:
 
 
 def test_no_source_test_or_build_leftover_is_installed() -> None:
-    allowed = {".py", ".pyc", ".typed", ".md", ".json", ".bpk"}  # code, marker, the suite's docs, schemas and corpus
+    allowed = {".py", ".pyi", ".pyc", ".typed", ".md", ".json", ".bpk"}  # code, stubs, marker, the suite's docs, schemas and corpus
     strays = [str(f) for f in PACKAGE_FILES if not is_kernel(f) and f.suffix not in allowed]
     assert strays == []
     assert not [str(f) for f in PACKAGE_FILES if f.suffix in (".c", ".h", ".o") or "tests" in f.parts or "build" in f.parts]

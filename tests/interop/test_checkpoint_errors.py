@@ -59,6 +59,19 @@ CORRUPTIONS = {
     "keys not strings": ("torch.keys", json.dumps({"model": 1})),
     "a param group indexing no parameter": ("torch.optimizer", lambda o: {**o, "param_groups": [{**o["param_groups"][0], "params": [0, 99]}]}),
     "a param group naming no parameter": ("torch.optimizer", lambda o: {**o, "param_groups": [{**o["param_groups"][0], "params": ["nope"]}]}),
+    # Values a hostile file chooses: a dtype that allocates or holds objects, text to be quoted, a kind that is no name.
+    "a dropped tensor of a 100 MB string dtype": ("torch.model", lambda m: {**m, "dropped": {"x": {"value": 1, "dtype": "S100000000"}}}),
+    "a dropped tensor of a subarray dtype": ("torch.model", lambda m: {**m, "dropped": {"x": {"value": 1, "dtype": "(5000,5000)f4"}}}),
+    "a dropped tensor of object dtype": ("torch.model", lambda m: {**m, "dropped": {"x": {"value": 1, "dtype": "O"}}}),
+    "a dropped tensor of a structured dtype": ("torch.model", lambda m: {**m, "dropped": {"x": {"value": 1, "dtype": [["a", "<f8"]]}}}),
+    "a dropped tensor of text": ("torch.model", lambda m: {**m, "dropped": {"x": {"value": "S" * 100_000, "dtype": "float32"}}}),
+    "a dropped tensor of a long dtype name": ("torch.model", lambda m: {**m, "dropped": {"x" * 100_000: {"value": 1, "dtype": "x" * 100_000}}}),
+    "an ndarray of a 100 MB string dtype": ("torch.extra", json.dumps({"x": {"__ndarray__": 1, "dtype": "S100000000"}})),
+    "an ndarray of object dtype": ("torch.extra", json.dumps({"x": {"__ndarray__": [[1], {"a": 2}], "dtype": "O"}})),
+    "a long metadata key": ("torch." + "k" * 100_000, "{"),
+    "an optimizer kind that is a list": ("torch.optimizer", lambda o: {**o, "kind": ["Adam"]}),
+    "a param group of long names": ("torch.optimizer", lambda o: {**o, "param_groups": [{**o["param_groups"][0], "params": ["p" * 100_000]}]}),
+    "a scheduler T_max of text": ("torch.scheduler", lambda s: {**s, "state": {**s["state"], "T_max": "\x1b[2J" + "t" * 100_000}}),
 }
 
 
@@ -66,8 +79,21 @@ CORRUPTIONS = {
 def test_malformed_torch_metadata_in_the_optim_record_is_a_conversion_error(tmp_path, key, value):
     directory = _converted(tmp_path)
     _corrupt(directory, key, value)
-    with pytest.raises(ConversionError, match="torch|scheduler"):
+    with pytest.raises(ConversionError, match="torch|scheduler") as caught:
         burn_checkpoint_to_pytorch(directory)
+    message = str(caught.value)  # what the file says is quoted as short escaped excerpts only
+    assert len(message) < 1000 and "\x1b" not in message, message[:2000]
+
+
+def test_a_checkpoints_keys_are_quoted_as_a_few_short_excerpts(tmp_path):
+    from burnpack.interop import read_torch_training_state
+
+    ck = {("k%05d" % i) + "\x1b[2J" * 1000: i for i in range(1000)}
+    with pytest.raises(ConversionError) as caught:
+        read_torch_training_state(ck, model_key="model")
+    message = str(caught.value)
+    assert "no 'model' in the checkpoint; keys: 'k00000" in message and "and 990 more" in message
+    assert len(message) < 1500 and "\x1b" not in message
 
 
 @pytest.mark.parametrize("key, value", [CORRUPTIONS["model names not strings"], CORRUPTIONS["scheduler T_max zero"]])

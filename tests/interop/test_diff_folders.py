@@ -10,8 +10,7 @@ import numpy as np
 import burnpack
 from burnpack.cli.main import main
 from burnpack.interop.dcp import write_dcp
-from burnpack.interop.registry import read_tensors
-from burnpack.interop.sharded import write_sharded
+from burnpack.interop.registry import read_tensors, write_tensors
 
 ARRAYS = {"a.weight": np.ones((4, 4), np.float32), "b.weight": np.arange(6, dtype=np.float32)}
 
@@ -24,7 +23,7 @@ def test_diff_compares_a_dcp_folder_with_a_pack(tmp_path, capsys):
 
 
 def test_diff_compares_a_folder_of_shards_with_a_pack(tmp_path, capsys):
-    write_sharded(read_tensors(ARRAYS), Path(tmp_path / "shards"), 80)
+    write_tensors(read_tensors(ARRAYS), Path(tmp_path / "shards"), "safetensors-shards", max_shard_size=80)
     burnpack.save(ARRAYS, tmp_path / "m.bpk")
     main(["diff", str(tmp_path / "shards"), str(tmp_path / "m.bpk"), "--json"])
     result = json.loads(capsys.readouterr().out)

@@ -1,5 +1,5 @@
 """``burnpack inspect`` lists every input ``convert`` reads: a file of any registered format, a
-shard folder, a DCP folder (a URL: ``tests/reach/test_remote.py``), under a line naming the format
+shard folder, a DCP folder (a URL: ``tests/core/test_remote.py``), under a line naming the format
 and what it has no place for; ``.bpk``-only options on another format are usage errors."""
 
 from __future__ import annotations

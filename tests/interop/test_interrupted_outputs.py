@@ -39,10 +39,10 @@ def on_second_call(real):
         return real(*args, **kwargs)
     return wrapper
 
-if where == "second shard":
-    from burnpack.interop import sharded
-    sharded.write_safetensors_file = on_second_call(sharded.write_safetensors_file)
-    sharded.write_pytorch = on_second_call(sharded.write_pytorch)
+if where == "second shard":  # the shard families' writers, which the format table calls at each shard
+    from burnpack.interop import formats, torch_live
+    formats.write_safetensors_file = on_second_call(formats.write_safetensors_file)
+    torch_live.write_pytorch = on_second_call(torch_live.write_pytorch)
 elif where == "after dcp.save":
     import torch.distributed.checkpoint as dcp
     real_save = dcp.save

@@ -3,6 +3,7 @@ lifts it, a larger value lifts it, and a cap the source's reader does not use is
 
 from __future__ import annotations
 
+import sys
 import zipfile
 from pathlib import Path
 
@@ -20,7 +21,7 @@ from burnpack.interop import (
     read_torch_training_state,
     write_safetensors,
 )
-from burnpack.interop.limits import DEFAULT_LIMITS, ReadLimits
+from burnpack.interop.limits import DEFAULT_LIMITS, PICKLE_DEPTH_CEILING, ReadLimits
 from tests.interop.test_pytorch_reader import f32, storage_ref, tensor, write_zip
 
 
@@ -58,6 +59,33 @@ def test_a_larger_max_pickle_depth_reads_the_deeper_pickle(tmp_path):
     name = ".".join(["d"] * (DEFAULT_LIMITS.max_pickle_depth + 2) + ["w"])
     assert list(read_pytorch(path, max_pickle_depth=200)) == [name]
     assert read_pytorch_object(path, max_pickle_depth=200) is not None
+
+
+def test_a_pickle_as_deep_as_the_ceiling_reads_without_recursing(tmp_path):
+    # The walks recursed once a level (twice through a list): 511 nested lists were a
+    # RecursionError even under the ceiling, and any depth was for a caller already deep in its
+    # stack. They now keep their own stack: read here with room for 250 Python frames in all.
+    # (A 64 KiB member no tensor uses pays for the long dotted name: names are bounded by the file size.)
+    depth = PICKLE_DEPTH_CEILING - 1
+    nested: object = tensor(storage_ref("0", "FloatStorage", 1), 0, (1,), (1,))
+    for _ in range(depth):
+        nested = [nested]
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(10 * depth)
+    try:  # the test's own pickler recurses
+        path = write_zip(tmp_path / "deep.pt", {"l": nested}, {"0": f32([1]), "unused": bytes(1 << 16)})
+    finally:
+        sys.setrecursionlimit(limit)
+    sys.setrecursionlimit(250)
+    try:
+        names = list(read_pytorch(path, max_pickle_depth=PICKLE_DEPTH_CEILING))
+        value = read_pytorch_object(path, max_pickle_depth=PICKLE_DEPTH_CEILING)["l"]
+    finally:
+        sys.setrecursionlimit(limit)
+    assert names == [".".join(["l"] + ["0"] * depth)]
+    for _ in range(depth):
+        (value,) = value
+    assert value.tolist() == [1.0]
 
 
 def test_a_view_copy_beyond_max_view_expansion_is_refused_naming_it(tmp_path):
@@ -134,7 +162,7 @@ def test_a_cap_that_is_not_a_non_negative_int_is_refused(value):
 
 
 def test_an_unknown_cap_is_refused(tmp_path):
-    with pytest.raises(OptionError, match="unknown read limit 'max_pickles'"):
+    with pytest.raises(OptionError, match="unknown limit 'max_pickles'"):
         ReadLimits.of({"max_pickles": 1})  # type: ignore[typeddict-unknown-key]
 
 
@@ -147,8 +175,8 @@ def test_every_refusal_of_a_zip_member_over_budget_names_both_inflation_keywords
 
 
 def test_a_max_pickle_depth_past_what_the_stack_holds_is_refused_before_reading(tmp_path):
-    """The readers walk a level per Python frame: a depth the stack cannot hold would end in a
-    RecursionError deep inside the walk; it is refused up front, naming the ceiling."""
+    """A depth past the ceiling is refused up front, naming it (a result that deep is more than a
+    caller could print, compare or copy: those recurse a Python frame per level)."""
     with pytest.raises(OptionError, match="max_pickle_depth=100000: more than the readers can honour \\(at most 512"):
         read_pytorch_object(_deep_checkpoint(tmp_path), max_pickle_depth=100_000)
     assert read_pytorch_object(_deep_checkpoint(tmp_path), max_pickle_depth=512) is not None

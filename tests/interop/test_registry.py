@@ -13,10 +13,8 @@ import burnpack
 from burnpack.cli.main import main
 from burnpack.interop import ConversionError, convert
 from burnpack.errors import AmbiguousFormatError
+from burnpack.interop.format import Format, WriteOptions
 from burnpack.interop.registry import (
-    Format,
-    ReadOptions,
-    WriteOptions,
     detect_format,
     format_table,
     formats,
@@ -24,39 +22,20 @@ from burnpack.interop.registry import (
     register,
     unregister,
 )
-from burnpack.interop.tensors import Entry, TensorSet
+from burnpack.interop.sharded import read_sharded, write_sharded
+
+from . import jsontensors
 
 CONVERSIONS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "conversions.md"
 ARRAYS = {"fc.weight": np.arange(6, dtype=np.float32).reshape(2, 3), "fc.bias": np.array([1, -2], np.int64)}
 
 
-# -- a throwaway format: JSON text, one module's worth of reader, writer and sniff -------------------
-def _read_json(path: Path, options: ReadOptions) -> TensorSet:
-    doc = json.loads(path.read_text())
-    entries = [Entry.from_numpy(name, np.array(t["data"], t["dtype"]).reshape(t["shape"])) for name, t in doc["tensors"].items()]
-    return TensorSet(entries, doc.get("metadata", {}), format="jsontensors")
-
-
-def _write_json(tset: TensorSet, path: Path, options: WriteOptions) -> Path:
-    tensors = {}
-    for entry in tset.entries:
-        array = entry.numpy()
-        tensors[entry.name] = {"dtype": str(array.dtype), "shape": list(array.shape), "data": array.reshape(-1).tolist()}
-    path.write_text(json.dumps({"jsontensors": 1, "metadata": tset.metadata, "tensors": tensors}))
-    return path
-
-
-JSON_FORMAT = Format(
-    "jsontensors", _read_json, _write_json, ("jt",), (".jt",), lambda probe: probe.head.startswith(b'{"jsontensors"'),
-    "tensors as JSON text (a test format)", remote="fetched",
-)  # fmt: skip
-
-
+# -- a format added in one module (tests/interop/jsontensors.py) plus one entry ----------------------
 @pytest.fixture
 def json_format():
-    register(JSON_FORMAT)
-    yield JSON_FORMAT
-    unregister(JSON_FORMAT.name)
+    register(jsontensors.FORMAT)
+    yield jsontensors.FORMAT
+    unregister(jsontensors.FORMAT.name)
 
 
 def test_a_registered_format_converts_both_ways_through_convert(json_format, tmp_path):
@@ -70,6 +49,39 @@ def test_a_registered_format_converts_both_ways_through_convert(json_format, tmp
     with burnpack.load(tmp_path / "back.bpk") as pack:
         assert {n: pack[n].numpy().tolist() for n in pack.names} == {n: a.tolist() for n, a in ARRAYS.items()}
         assert pack.metadata["k"] == "v"
+
+
+def test_a_registered_format_says_what_it_stores_otherwise(json_format, tmp_path):
+    burnpack.save(ARRAYS, tmp_path / "m.bpk", metadata={"k": "v"})
+    report = convert(tmp_path / "m.bpk", tmp_path / "m.jt")
+    assert report.warnings == ["fc.weight: written as decimal text"]
+    assert read_tensors(tmp_path / "m.jt").metadata == {"k": "v"}  # no producer stamp: it does not ask for one
+
+
+def test_diff_reads_a_registered_format_with_its_independent_reader(json_format, tmp_path, capsys):
+    burnpack.save(ARRAYS, tmp_path / "m.bpk")
+    convert(tmp_path / "m.bpk", tmp_path / "m.jt")
+    assert main(["diff", str(tmp_path / "m.jt"), str(tmp_path / "m.bpk"), "--json"]) == 0
+    assert "json.loads" in capsys.readouterr().out
+    doc = json.loads((tmp_path / "m.jt").read_text())
+    doc["tensors"]["fc.bias"]["data"] = [1, 2]  # what either reader reads, the other must see too
+    (tmp_path / "m.jt").write_text(json.dumps(doc))
+    assert main(["diff", str(tmp_path / "m.jt"), str(tmp_path / "m.bpk")]) == 1
+
+
+def test_inspect_reads_a_registered_format(json_format, tmp_path, capsys):
+    burnpack.save(ARRAYS, tmp_path / "m.bpk")
+    convert(tmp_path / "m.bpk", tmp_path / "m.jt")
+    assert main(["inspect", str(tmp_path / "m.jt"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["format"] == "jsontensors"
+
+
+def test_the_shard_writer_names_and_writes_shards_by_the_format_it_is_given(tmp_path):
+    tset = read_tensors(ARRAYS)
+    written = write_sharded(tset, tmp_path / "shards", 20, jsontensors.FORMAT, WriteOptions())
+    assert [p.name for p in written] == ["tensors-00001-of-00002.jt", "tensors-00002-of-00002.jt", "tensors.jt.index.json"]
+    back = read_sharded(tmp_path / "shards", jsontensors.FORMAT, [jsontensors.FORMAT], jsontensors.ReadOptions())
+    assert {e.name: e.numpy().tolist() for e in back.entries} == {n: a.tolist() for n, a in ARRAYS.items()}
 
 
 def test_a_registered_format_is_a_choice_of_from_and_to_on_the_command_line(json_format, tmp_path, capsys):
@@ -87,12 +99,12 @@ def test_an_unregistered_format_is_not_a_choice(tmp_path, capsys):
 
 def test_a_format_name_or_alias_cannot_be_registered_twice():
     with pytest.raises(ValueError, match="taken"):
-        register(Format("other", _read_json, aliases=("bpk",)))
+        register(Format("other", jsontensors.read, aliases=("bpk",)))
 
 
 def test_two_formats_recognizing_a_file_equally_are_refused_naming_both(tmp_path):
     burnpack.save(ARRAYS, tmp_path / "m.bpk")
-    twin = register(Format("twin", _read_json, sniff=lambda probe: probe.head[:4] == b"NRUB"))
+    twin = register(Format("twin", jsontensors.read, sniff=lambda probe: probe.head[:4] == b"NRUB"))
     try:
         with pytest.raises(AmbiguousFormatError, match="burnpack and twin") as error:
             convert(tmp_path / "m.bpk", tmp_path / "o.safetensors")

@@ -10,6 +10,8 @@ import collections
 import io
 import pickle
 import struct
+import subprocess
+import sys
 import types
 import zipfile
 from collections.abc import Callable
@@ -147,6 +149,22 @@ def test_a_real_state_dicts_metadata_attribute_still_loads(tmp_path: Any) -> Non
     assert type(model) is collections.OrderedDict and list(model) == ["weight", "bias"]
 
 
+@pytest.mark.parametrize("other", [memoryview(b"x"), types.SimpleNamespace(), np.zeros(2), collections.deque()], ids=lambda o: type(o).__name__)
+def test_a_result_holding_any_other_object_is_refused(other: object) -> None:
+    # No opcode reaches such an object through today's allowlist; the walk refuses it anyway.
+    with pytest.raises(PyTorchReadError, match="neither data nor a stand-in"):
+        pytorch_reader._check_result({"x": [(1, other)]})
+
+
+def test_a_stand_in_class_refuses_attribute_writes_whatever_sets_them() -> None:
+    namespace = pytorch_reader.pickled_class("argparse", "Namespace")
+    for name in ("__array_interface__", "__setstate__", "type_name"):
+        with pytest.raises(AttributeError, match="read-only"):
+            setattr(namespace, name, 1)
+        with pytest.raises(AttributeError, match="read-only"):
+            delattr(namespace, name)
+
+
 def test_rebuild_tensor_takes_torchs_four_parameters_not_the_readers_dtype() -> None:
     # The reader's internal dtype parameter was reachable: a string dtype over an untyped storage
     # ended in an AttributeError traceback while the tensor was materialised.
@@ -203,6 +221,60 @@ def test_a_malformed_pickle_quotes_no_more_than_an_excerpt_of_itself() -> None:
     with pytest.raises(PyTorchReadError, match="malformed pickle") as caught:
         read_zip(b"\x80\x02S" + secret.encode() + b"\n.")  # a STRING without quotes: pickletools quotes it
     assert secret[:200] not in str(caught.value)
+
+
+
+# A tuple nested 200,000 deep (one TUPLE1 byte per level) used as a dict key, a set item or a
+# frozenset item: hashing it recursed in C until the stack overflowed.
+DEEP_TUPLE = b"N" + b"\x85" * 200_000
+HASHED = {
+    "dict key": b"\x80\x04}" + DEEP_TUPLE + b"Ns.",
+    "set item": b"\x80\x04\x8f(" + DEEP_TUPLE + b"\x90.",
+    "frozenset item": b"\x80\x04(" + DEEP_TUPLE + b"\x91.",
+}
+_LOAD_IN_A_CHILD = """
+import sys
+from burnpack.errors import PyTorchReadError
+from burnpack.interop.pytorch import read_pytorch_object, unpickle_allowing
+try:
+    unpickle_allowing(open(sys.argv[1], "rb").read(), {})
+except PyTorchReadError as exc:
+    print("refused:", exc)
+try:
+    read_pytorch_object(sys.argv[2])
+except PyTorchReadError as exc:
+    print("refused:", exc)
+"""
+
+
+@pytest.mark.parametrize("pickled", HASHED.values(), ids=HASHED.keys())
+def test_a_tuple_nested_too_deep_to_hash_is_refused_before_unpickling(tmp_path: Any, pickled: bytes) -> None:
+    (tmp_path / "bare.pkl").write_bytes(pickled)
+    (tmp_path / "m.pt").write_bytes(as_zip(pickled))
+    # In a child: the failure this guards against is the interpreter's death, not an exception.
+    child = subprocess.run([sys.executable, "-c", _LOAD_IN_A_CHILD, str(tmp_path / "bare.pkl"), str(tmp_path / "m.pt")],
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert child.returncode == 0, child.stderr[-2000:]
+    assert child.stdout.count("refused: the pickle nests tuples more than 1000 deep") == 2, child.stdout
+
+
+@pytest.mark.parametrize(
+    "tuple_1001_deep",
+    [
+        b"N" + b"\x85" * 600 + b"q\x00" + b"0h\x00" + b"\x85" * 401,  # half, memoised, fetched, nested on
+        b"N" + b"\x85" * 600 + b"\x94" + b"0" + b"(" * 401 + b"h\x00" + b"t" * 401,  # MEMOIZE, MARK ... TUPLE
+        b"N" + b"\x85" * 999 + b"2\x86\x85",  # DUP: a pair of two 999-deep tuples, the pair 1000, one more
+        b"N" + (b"\x95" + struct.pack("<Q", 1) + b"\x85") * 1001,  # each level in a frame of its own
+    ],
+    ids=["memo", "memoize and mark", "dup", "frames"],
+)
+def test_tuple_nesting_is_followed_through_the_memo_and_marks(tuple_1001_deep: bytes) -> None:
+    with pytest.raises(PyTorchReadError, match="nests tuples more than 1000 deep"):
+        unpickle_allowing(b"\x80\x04}" + tuple_1001_deep + b"Ns.", {})
+
+
+def test_tuples_nested_1000_deep_are_data() -> None:
+    assert unpickle_allowing(b"\x80\x04}" + b"N" + b"\x85" * 1000 + b"Ns.", {}) is not None
 
 
 # --- generated pickles ---------------------------------------------------------------------------

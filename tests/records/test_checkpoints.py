@@ -302,6 +302,26 @@ def test_a_log_line_burn_cannot_parse_is_a_retention_error(tmp_path, line):
         burn_valid_losses(tmp_path)
 
 
+@pytest.mark.parametrize("line", ["1" * 200_000 + "x", "1" * 200_000 + "e"])
+def test_a_long_log_line_burn_cannot_parse_is_refused_in_one_pass(tmp_path, line):
+    # The f64 pattern could split a run of digits two ways ([0-9]+\.?[0-9]*): refusing n digits
+    # and a stray byte took n * n steps, 200,000 digits minutes. In a child, so that the old
+    # behaviour fails this test instead of stalling the suite.
+    import subprocess
+    import sys
+
+    _burn_logs(tmp_path, [[line]])
+    refuse = "from burnpack.records import burn_valid_losses\ntry:\n burn_valid_losses(__import__('sys').argv[1])\nexcept Exception as exc:\n print(type(exc).__name__)"
+    child = subprocess.run([sys.executable, "-c", refuse, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert child.stdout.strip() == "CheckpointRetentionError", child.stderr[-2000:]
+
+
+@pytest.mark.parametrize("line", ["1", "1.", ".5", "-1.5e-3", "+2E+10", "1e5,3", "inf,final", "-Infinity", "NaN"])
+def test_every_form_of_rusts_f64_is_a_log_value(tmp_path, line):
+    _burn_logs(tmp_path, [[line]])
+    assert list(burn_valid_losses(tmp_path)) == [1]
+
+
 def test_resuming_a_burn_run_without_a_retention_record_replays_burns_logs(tmp_path):
     straight = _run(tmp_path / "straight", set(), losses=LOSSES[:4])
     artifact = tmp_path / "burn"

@@ -124,3 +124,40 @@ def test_checkpoint_inspect_reports_an_unreadable_file_with_exit_1(artifact, cap
 def test_checkpoint_inspect_without_checkpoints_exits_1(tmp_path, capsys):
     assert main(["checkpoint", "inspect", str(tmp_path)]) == 1
     assert "no checkpoints" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------- scheduler values say what they mean
+_NOT_STEPPED = "cosine annealing: not stepped yet (u64::MAX, which the first step wraps to iteration 0)"
+
+
+def _fresh_cosine() -> LrSchedulerRecord:
+    return ModuleLrScheduler.of(CosineAnnealingLrScheduler.initial()).to_record()
+
+
+def test_the_record_kind_of_a_scheduler_says_what_its_values_mean():
+    kind = _kind(_fresh_cosine().into_bytes())
+    assert kind.meaning == "group 0: " + _NOT_STEPPED
+    assert _kind(two_layer_record().into_bytes()).meaning is None
+
+
+def test_inspect_of_a_scheduler_record_explains_its_values(tmp_path, capsys):
+    path = _fresh_cosine().save(tmp_path / "scheduler")
+    assert main(["inspect", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "record kind: scheduler record: 1 scalar; module [0: cosine current_iter=18446744073709551615]"
+    assert lines[1] == "learning-rate scheduler: group 0: " + _NOT_STEPPED
+    assert main(["inspect", "--json", str(path)]) == 0
+    assert json.loads(capsys.readouterr().out)["scheduler"] == "group 0: " + _NOT_STEPPED
+
+
+def test_inspect_of_another_record_has_no_scheduler_line(tmp_path, capsys):
+    assert main(["inspect", str(_adam().save(tmp_path / "optim"))]) == 0
+    assert "learning-rate scheduler" not in capsys.readouterr().out
+
+
+def test_checkpoint_inspect_explains_the_scheduler_values(tmp_path, capsys):
+    Checkpoints(tmp_path).save_epoch(1, model=two_layer_record(), optim=_adam(), scheduler=_fresh_cosine())
+    assert main(["checkpoint", "inspect", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    at = lines.index("  scheduler  scheduler-1.bpk: module [0: cosine current_iter=18446744073709551615]")
+    assert lines[at + 1] == "             group 0: " + _NOT_STEPPED

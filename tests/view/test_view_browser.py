@@ -223,7 +223,7 @@ def test_a_minilm_sized_safetensors_file_gets_a_page(tmp_path, open_page):
 
 
 def test_a_url_gets_a_page_and_no_stats_reads_only_what_opening_reads(tmp_path, open_page, mnist):
-    from tests.reach.servers import RangeServer
+    from tests.servers import RangeServer
 
     server = RangeServer()
     try:

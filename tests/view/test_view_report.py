@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -259,12 +258,11 @@ def test_open_shows_the_page_in_the_web_browser(tmp_path, mnist, monkeypatch):
 
 def test_a_dcp_folder_and_a_folder_of_shards_get_a_page_of_their_tensors(tmp_path):
     from burnpack.interop.dcp import write_dcp
-    from burnpack.interop.registry import read_tensors
-    from burnpack.interop.sharded import write_sharded
+    from burnpack.interop.registry import read_tensors, write_tensors
 
     arrays = {"a.weight": np.ones((4, 4), np.float32), "b.weight": np.arange(6, dtype=np.float32)}
     write_dcp(read_tensors(arrays), tmp_path / "dcp")
-    write_sharded(read_tensors(arrays), tmp_path / "shards", 80)
+    write_tensors(read_tensors(arrays), tmp_path / "shards", "safetensors-shards", max_shard_size=80)
     for folder in ("dcp", "shards"):
         report = _embedded(build_page(str(tmp_path / folder)))["pack"]
         assert sorted(t[0] for t in report["tensors"]) == sorted(arrays), folder

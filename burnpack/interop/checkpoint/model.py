@@ -19,13 +19,13 @@ from ...records import ModuleRecord, derive_param_ids
 from ..adapters import BurnToPyTorchAdapter, ModuleTypes, PyTorchToBurnAdapter
 from ..layouts import kind_of
 from ..converter import report_ties, transform
-from ..registry import get_format
-from ..._generated.types import BoolStore
+from ..registry import native_format
+from ...codec._generated.metadata import BoolStore
 from .._io import entries_from_arrays
 from ...errors import ConversionError
 from ..remap import KeyRemapper
 from ..tensors import Entry, TensorSet
-from .state import CheckpointReport, TorchTrainingState
+from .state import CheckpointReport, TorchTrainingState, stored_array
 
 BATCHES_TRACKED = "num_batches_tracked"
 
@@ -96,7 +96,7 @@ def model_to_burn(state: TorchTrainingState, report: CheckpointReport, *, seed: 
     )  # the adapter and type inference are implied here, so a model they leave alone is fine
     report.options, report.warnings = dict(mapped.options), report.warnings + mapped.warnings
     refuse_structural({path: m["type"] for path, m in mapped.modules.items() if structural(m["type"])})
-    report_ties(TensorSet(entries), adapted, get_format("burnpack"), report)  # a record has a tensor per path
+    report_ties(TensorSet(entries), adapted, native_format(), report)  # a record has a tensor per path
     check_types(adapted.entries)
     final = [e.replace(param_id=pid) for e, pid in zip(adapted.entries, derive_param_ids((e.name for e in adapted.entries), seed=seed))]
     excluded = {e.name for e in entries} - {e.source_name for e in final}
@@ -170,7 +170,7 @@ def _restore_batches_tracked(
     """BatchNorm's ``num_batches_tracked``: as stored, else 0 (Burn does not track it)."""
     if dropped is not None:
         for name, info in dropped.items():
-            model_sd[name] = np.array(info["value"], dtype=info["dtype"])
+            model_sd[name] = stored_array(info["value"], info["dtype"])  # checked by torch_meta
         return
     want = list(module.state_dict()) if module is not None else None
     for e in typed:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ...records import AdamState, OptimizerRecord, SgdState
 from ..adapters import BurnToPyTorchAdapter, PyTorchToBurnAdapter
-from ...errors import ConversionError
+from ...errors import ConversionError, excerpt, excerpts, shown
 from .._io import view_of
 from .model import BurnModel, TorchModel, layout_adapter
 from .state import CheckpointReport, TorchTrainingState, is_buffer_name
@@ -90,7 +90,7 @@ def param_order(state: TorchTrainingState, optimizer_sd: Mapping[str, Any]) -> l
     if keyed_by_name(optimizer_sd):
         unknown = [name for name in listed if name not in state.model]
         if unknown:
-            raise ConversionError(f"the optimizer's param_groups name {len(unknown)} parameter(s) the model does not have: {unknown[:5]!r}")
+            raise ConversionError(f"the optimizer's param_groups name {len(unknown)} parameter(s) the model does not have: [{excerpts(unknown, 5)}]")
         if len(set(listed)) != len(listed):
             raise ConversionError("the optimizer's param_groups list a parameter more than once")
         return listed
@@ -120,15 +120,15 @@ def _state_keys(states: Mapping[Any, Any], order: list[str], by_name: bool, repo
     if by_name:
         odd = [k for k in states if not isinstance(k, str)]
         if odd:
-            raise ConversionError(f"the optimizer state_dict's 'state' has {len(odd)} key(s) that are not parameter names: {odd[:5]!r}")
+            raise ConversionError(f"the optimizer state_dict's 'state' has {len(odd)} key(s) that are not parameter names: [{', '.join(map(shown, odd[:5]))}]")
         listed = set(order)
         unlisted = [k for k in states if k not in listed]
         if unlisted:
-            report.warnings.append(f"optimizer state for parameters {unlisted[:5]} that no param group lists was not converted")
+            report.warnings.append(f"optimizer state for parameters [{excerpts(unlisted, 5)}] that no param group lists was not converted")
         return list(order)
     odd = [k for k in states if not (type(k) is int or (isinstance(k, str) and k.isdecimal()))]
     if odd:
-        raise ConversionError(f"the optimizer state_dict's 'state' has {len(odd)} key(s) that are not parameter indices: {odd[:5]!r}")
+        raise ConversionError(f"the optimizer state_dict's 'state' has {len(odd)} key(s) that are not parameter indices: [{', '.join(map(shown, odd[:5]))}]")
     beyond = sorted(int(k) for k in states if int(k) >= len(order))
     if beyond:
         report.warnings.append(f"optimizer state for parameter indices {beyond[:5]} beyond the {len(order)} parameters was not converted")
@@ -162,7 +162,7 @@ def optimizer_to_burn(state: TorchTrainingState, model: BurnModel, kind: str, re
             continue
         entry = model.by_torch.get(torch_name)
         if entry is None or entry.param_id is None:
-            raise ConversionError(f"optimizer state for {torch_name!r}, which is not in the model")
+            raise ConversionError(f"optimizer state for {excerpt(torch_name)}, which is not in the model")
         layout = layout_adapter(adapter, entry)
         if kind in ("Adam", "AdamW"):
             typed: Any = _adam_state(torch_name, pstate, layout)
@@ -247,7 +247,7 @@ def optimizer_to_pytorch(
     for index, torch_name in enumerate(names):
         burn_name = burn_of.get(torch_name)
         if burn_name is None:
-            report.warnings.append(f"parameter {torch_name!r} is not in the Burn model record")
+            report.warnings.append(f"parameter {excerpt(torch_name)} is not in the Burn model record")
             continue
         entry = model.by_burn[burn_name][0]
         st = states.get(entry.param_id) if entry.param_id is not None else None

@@ -22,8 +22,8 @@ from ...records import (
     StepLrScheduler,
 )
 from ...records.scheduler import ConstantLr
-from ...errors import ConversionError
-from ..._generated.layout import U64_MAX
+from ...errors import ConversionError, shown
+from ...codec._cbor import U64_MAX
 from .state import CheckpointReport
 
 SCHEDULER_CLASSES = {"cosine": "CosineAnnealingLR", "linear": "LinearLR", "step": "StepLR", "exponential": "ExponentialLR"}
@@ -172,7 +172,7 @@ def _state_problem(kind: str, sd: Mapping[str, Any]) -> str | None:
         if field not in sd:
             return f"{SCHEDULER_CLASSES[kind]} needs {field!r}"
         if not number(sd[field], kind_of is int) or (positive and sd[field] <= 0):
-            return f"{field!r} must be {'a positive integer' if kind_of is int and positive else 'a number'}, got {sd[field]!r}"
+            return f"{field!r} must be {'a positive integer' if kind_of is int and positive else 'a number'}, got {shown(sd[field])}"
     return None
 
 

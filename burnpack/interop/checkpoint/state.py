@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 import numpy as np
 
 from ...core.display import printable_lines
 from ...core.frameworks import TorchModule, is_torch_module, is_torch_tensor, numpy_to_torch, torch_to_numpy
-from ...errors import ConversionError
+from ...errors import ConversionError, excerpt, excerpts, shown
 from ..limits import DCP_LIMITS, ReadCaps, ReadLimits, refuse_unused
+
+if TYPE_CHECKING:  # a type alias only: the JSON side-file reader is not imported for it
+    from ...core.sidefile import JSON
 
 META_PREFIX = "torch."
 FORMAT_TAG = "burnpack.interop.checkpoint/1"
@@ -189,15 +192,15 @@ def _to_plain(value: Any, depth: int = 0) -> Any:
     return value
 
 
-def is_array_dict(value: Any) -> bool:
+def is_array_dict(value: object) -> bool:
     return isinstance(value, dict) and bool(value) and all(isinstance(v, np.ndarray) for v in value.values())
 
 
-def is_optimizer_sd(value: Any) -> bool:
+def is_optimizer_sd(value: object) -> bool:
     return isinstance(value, dict) and "state" in value and "param_groups" in value
 
 
-def check_optimizer_sd(sd: Any) -> None:
+def check_optimizer_sd(sd: Mapping[str, Any]) -> None:
     """An optimizer ``state_dict``'s shape: ``state`` maps each key to a dict, ``param_groups``
     is a list of dicts each with a ``params`` list."""
     if not isinstance(sd["state"], dict) or not all(isinstance(v, dict) for v in sd["state"].values()):
@@ -207,7 +210,7 @@ def check_optimizer_sd(sd: Any) -> None:
         raise ConversionError("the optimizer state_dict's 'param_groups' is not a list of groups, each with a 'params' list")
 
 
-def is_flat_optimizer_sd(value: Any) -> bool:
+def is_flat_optimizer_sd(value: object) -> bool:
     """``get_state_dict(..., options=StateDictOptions(flatten_optimizer_state_dict=True))``'s form:
     ``{"state.<name>.<key>": ..., "param_groups.<name>.<setting>": ...}``."""
     return (
@@ -230,7 +233,7 @@ def unflatten_optimizer_sd(flat: dict[str, Any]) -> dict[str, Any]:
         section, _, rest = key.partition(".")
         name, _, leaf = rest.rpartition(".")
         if not name or not leaf:
-            raise ConversionError(f"flattened optimizer state key {key!r} is not '{section}.<parameter name>.<key>'")
+            raise ConversionError(f"flattened optimizer state key {excerpt(key)} is not '{section}.<parameter name>.<key>'")
         (state if section == "state" else settings).setdefault(name, {})[leaf] = value
     groups: list[dict[str, Any]] = []
     for name, group in settings.items():
@@ -250,7 +253,7 @@ def flatten_optimizer_sd(sd: dict[str, Any]) -> dict[str, Any]:
     return flat
 
 
-def is_scheduler_sd(value: Any) -> bool:
+def is_scheduler_sd(value: object) -> bool:
     return isinstance(value, dict) and "last_epoch" in value and "base_lrs" in value
 
 
@@ -259,7 +262,7 @@ def _take(root: dict[Any, Any], explicit: str | None, names: Sequence[str], test
     only item of a list (Lightning: ``"optimizer_states": [sd]``). Returns ``(key, value)``."""
     if explicit is not None:
         if explicit not in root:
-            raise ConversionError(f"no {explicit!r} in the checkpoint; keys: {sorted(map(str, root))}")
+            raise ConversionError(f"no {explicit!r} in the checkpoint; keys: {excerpts(sorted(map(str, root)))}")
         return explicit, root.pop(explicit)
     for name in names:
         if name in root and (test(_to_plain(root[name])) or is_torch_module(root[name]) or hasattr(root[name], "state_dict")):
@@ -343,7 +346,7 @@ def _model_arrays(model: Any) -> dict[str, np.ndarray]:
             raise ConversionError("the model part is not a state_dict of tensors")
     odd = [k for k in arrays if not isinstance(k, str)]
     if odd:
-        raise ConversionError(f"the model state_dict has {len(odd)} key(s) that are not parameter names (strings): {odd[:5]!r}")
+        raise ConversionError(f"the model state_dict has {len(odd)} key(s) that are not parameter names (strings): [{', '.join(map(shown, odd[:5]))}]")
     return arrays
 
 
@@ -442,7 +445,7 @@ def is_buffer_name(name: str) -> bool:
     return name.rpartition(".")[2] in _BUFFER_SUFFIXES
 
 
-def jsonable(value: Any) -> Any:
+def jsonable(value: object) -> JSON:
     """Plain data for metadata JSON (tuples and 0-d arrays tagged so they come back as such)."""
     if isinstance(value, np.ndarray):
         if value.ndim == 0:
@@ -461,19 +464,56 @@ def jsonable(value: Any) -> Any:
     raise TypeError(f"a {getattr(value, 'type_name', type(value).__name__)} cannot be stored as JSON")
 
 
-def from_json(value: Any) -> Any:
+def from_json(value: JSON) -> JSON:
     if isinstance(value, dict):
         if set(value) == {"__tuple__"}:
             return tuple(from_json(v) for v in value["__tuple__"])
         if set(value) == {"__ndarray__", "dtype"}:
-            return np.array(value["__ndarray__"], dtype=value["dtype"])
+            return stored_array(value["__ndarray__"], value["dtype"])
         return {k: from_json(v) for k, v in value.items()}
     if isinstance(value, list):
         return [from_json(v) for v in value]
     return value
 
 
-def describe(value: Any) -> str:
+_NUMBER_DTYPES = frozenset(np.dtype(code).name for code in "?bhilqpBHILQPefdgFDG")
+"""numpy's names of its bool, integer, float and complex types (``"int64"``, ``"float32"``)."""
+
+
+def stored_array(value: JSON, dtype: JSON) -> np.ndarray:
+    """An array kept in metadata JSON (a 0-d optimizer value, a dropped buffer).
+
+    Both parts come from a file: the name must be one of ``_NUMBER_DTYPES`` and the value
+    numbers or lists of them, so no dtype allocates what the file does not hold (``"S100000000"``,
+    ``"(5000,5000)f4"``), holds objects (``"O"``) or quotes the file in numpy's errors.
+
+    Args:
+        value: The stored value: a number or nested lists of numbers.
+        dtype: The stored numpy dtype name (``"int64"``, ``"float32"``).
+
+    Returns:
+        The array.
+
+    Raises:
+        ValueError: The dtype is not a number type's name, the value holds anything but
+            numbers, or numpy cannot make the array (ragged lists, an int beyond the dtype).
+    """
+    if not isinstance(dtype, str) or dtype not in _NUMBER_DTYPES:
+        raise ValueError(f"dtype {shown(dtype)} is not the name of a numpy bool, integer, float or complex type")
+    items = [value]
+    while items:
+        item = items.pop()
+        if isinstance(item, list):
+            items.extend(item)
+        elif type(item) not in (bool, int, float):
+            raise ValueError(f"its value holds {shown(item)}, not only numbers")
+    try:
+        return np.array(value, dtype=dtype)
+    except OverflowError as exc:  # an int beyond the dtype; ragged lists are numpy's ValueError
+        raise ValueError(str(exc)) from None
+
+
+def describe(value: object) -> str:
     if isinstance(value, (str, os.PathLike)):
         return str(value)
     return f"<{type(value).__name__}>"

@@ -6,17 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from ...records import OptimizerRecord
-from ...core.sidefile import parse_json
-from ...errors import ConversionError
+from ...core.sidefile import JSONObject, parse_json
+from ...errors import ConversionError, excerpt
 from .optimizer import TORCH_DEFAULTS
 from .scheduler import SCHEDULER_CLASSES
-from .state import META_PREFIX, from_json
+from .state import META_PREFIX, from_json, stored_array
 
 
-def torch_meta(record: OptimizerRecord) -> dict[str, Any]:
+def torch_meta(record: OptimizerRecord) -> JSONObject:
     """The ``torch.*`` entries of an optimizer record, decoded and checked."""
     out = {}
     for key, value in record.metadata.items():
@@ -25,14 +23,14 @@ def torch_meta(record: OptimizerRecord) -> dict[str, Any]:
             if name == "format":
                 out[name] = value
                 continue
-            parsed = parse_json(value, ConversionError, f"optim record metadata {key!r}")
+            parsed = parse_json(value, ConversionError, f"optim record metadata {excerpt(key)}")
             try:
                 out[name] = from_json(parsed)
             except (ValueError, TypeError) as exc:
-                raise ConversionError(f"optim record metadata {key!r} is not JSON of burnpack's form: {exc}") from None
+                raise ConversionError(f"optim record metadata {excerpt(key)} is not JSON of burnpack's form: {exc}") from None
             problem = _problem(name, out[name])
             if problem:
-                raise ConversionError(f"optim record metadata {key!r} is malformed: {problem}")
+                raise ConversionError(f"optim record metadata {excerpt(key)} is malformed: {problem}")
     return out
 
 
@@ -61,10 +59,12 @@ def _model_problem(value: Any) -> str | None:
     if not isinstance(dropped, dict):
         return "'dropped' is not an object"
     for tensor, info in dropped.items():
+        if not isinstance(info, dict) or set(info) != {"value", "dtype"}:
+            return f"'dropped' entry {excerpt(tensor)} is not an object of 'value' and 'dtype'"
         try:
-            np.array(info["value"], dtype=info["dtype"])
-        except (KeyError, TypeError, ValueError, OverflowError) as exc:
-            return f"'dropped' entry {tensor!r}: {type(exc).__name__}: {exc}"
+            stored_array(info["value"], info["dtype"])
+        except ValueError as exc:
+            return f"'dropped' entry {excerpt(tensor)}: {exc}"
     return None
 
 
@@ -77,7 +77,7 @@ def _problem(name: str, value: Any) -> str | None:
     if name == "model":
         return _model_problem(value)
     if name == "optimizer":
-        if not isinstance(value, dict) or value.get("kind") not in TORCH_DEFAULTS:
+        if not isinstance(value, dict) or not isinstance(value.get("kind"), str) or value["kind"] not in TORCH_DEFAULTS:
             return f"expected an object whose 'kind' is one of {sorted(TORCH_DEFAULTS)}"
         if not _is_str_list(value.get("param_names")):
             return "'param_names' is not a list of strings"
@@ -87,7 +87,7 @@ def _problem(name: str, value: Any) -> str | None:
         for group in value["param_groups"]:
             params = group.get("params")
             if not isinstance(params, list) or not all(_names_a_parameter(p, names) for p in params):
-                return f"a param group's 'params' {params!r} are not indices into or names in 'param_names'"
+                return "a param group's 'params' are not indices into or names in 'param_names'"
     if name == "scheduler":
         if not isinstance(value, dict) or value.get("kind") not in SCHEDULER_CLASSES.values():
             return f"expected an object whose 'kind' is one of {sorted(SCHEDULER_CLASSES.values())}"

@@ -1,4 +1,0 @@
-# generated from schema/metadata.toml and schema/layout.py by schema/generate.py — do not edit
-"""Code generated from schema/ — see schema/generate.py."""
-
-from . import codec  # noqa: F401 - gives the types their serde form (types.SERDE)

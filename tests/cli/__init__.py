@@ -1,0 +1,1 @@
+"""Tests of burnpack.cli: every command as a person sees it."""

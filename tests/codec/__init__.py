@@ -1,0 +1,1 @@
+"""Tests of burnpack.codec: the schema, the generated code, the CBOR runtime and the compiled kernels."""
