@@ -215,6 +215,9 @@ class Entry(Tensor):
         """
         if dtype is None:
             dtype = dtype_from_numpy(array.dtype)
+        if not array.dtype.isnative:  # a big-endian .npy member or array: swapped when it is written, not before
+            native = array.dtype.newbyteorder("=")
+            return cls(name, dtype, array.shape, lambda: array.astype(native), param_id=param_id, source_name=source_name, byte_len=array.nbytes)
         return cls(name, dtype, array.shape, lambda: array, param_id=param_id, source_name=source_name, byte_len=array.nbytes)
 
     def numpy(self) -> np.ndarray:

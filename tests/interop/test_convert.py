@@ -194,6 +194,23 @@ def test_scalars_and_param_ids_that_safetensors_cannot_hold_are_reported(tmp_pat
     assert "1 scalar dropped: safetensors has no place for them" in report.warnings
 
 
+@pytest.mark.parametrize("target", ["out.bpk", "out.safetensors", "out.npz"])
+def test_big_endian_npz_members_convert_to_their_values(tmp_path, target):
+    """``np.save`` keeps an array's byte order; every output is little-endian, so the values
+    are swapped, not the bytes copied or the member refused."""
+    weight = np.arange(6, dtype=">f4").reshape(2, 3)
+    steps = np.array([1, 2**40], dtype=">i8")
+    np.savez(tmp_path / "in.npz", weight=weight, steps=steps)
+
+    convert(tmp_path / "in.npz", tmp_path / target)
+    out = read_tensors(tmp_path / target)
+
+    arrays = {e.name: e.numpy() for e in out.entries}
+    assert arrays["weight"].dtype == np.float32 and arrays["steps"].dtype == np.int64
+    np.testing.assert_array_equal(arrays["weight"], weight)
+    np.testing.assert_array_equal(arrays["steps"], steps)
+
+
 def test_npz_metadata_keeps_metadata_and_burn_only_dtypes(tmp_path):
     src = sample_pack(tmp_path / "s.bpk")
     convert(src, tmp_path / "s.npz", stamp=False, npz_metadata=True)
