@@ -23,10 +23,6 @@ if TYPE_CHECKING:
 
 __all__ = ["add_from_option", "register"]
 
-# Formats convert-checkpoint can never write, by extension: a directory (to Burn) or a .pt (to PyTorch).
-_CHECKPOINT_FILE_SUFFIXES = {".bpk", ".safetensors", ".sft", ".npz"}
-
-
 def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
     out = {}
     for item in values or ():
@@ -82,7 +78,7 @@ def _shard_size(text: str) -> int:
 def _folder_output(args: argparse.Namespace) -> None:
     """A folder output (shards, DCP) named like a file (``x.safetensors``) is refused: the name
     would say one file where a folder of several is written."""
-    from ..interop.registry import from_extension
+    from ..interop.registry import from_extension, get_format
 
     out = Path(args.output)
     fmt = from_extension(out, files_only=True)
@@ -367,7 +363,7 @@ def _json_option(option: str, text: str | None) -> Any:
 
 def _checkpoint_output(args: argparse.Namespace, to_burn: bool) -> None:
     """A checkpoint directory (to Burn) or a .pt file (to PyTorch): refuse names that say otherwise."""
-    from ..interop.registry import from_extension
+    from ..interop.registry import from_extension, get_format
 
     out = Path(args.output)
     if to_burn:
@@ -377,7 +373,7 @@ def _checkpoint_output(args: argparse.Namespace, to_burn: bool) -> None:
             raise CommandError(out, "UsageError", f"PyTorch -> Burn writes a checkpoint directory, not a {out.suffix} file", code=2)
         return
     fmt = from_extension(out, files_only=True)
-    if fmt is not None and fmt.name != "pytorch" or out.suffix.lower() in _CHECKPOINT_FILE_SUFFIXES:
+    if fmt is not None and fmt is not get_format("pytorch"):  # the format burn_checkpoint_to_pytorch writes
         raise CommandError(out, "UsageError", f"Burn -> PyTorch writes a torch.save file (.pt), not {out.suffix}", code=2)
     check_output(out, overwrite=args.overwrite)
 
