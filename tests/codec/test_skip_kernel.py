@@ -83,7 +83,7 @@ def test_every_implementation_stops_where_the_contract_stops_on_token_soup(buf, 
     _assert_agree(buf, 0, max(0, len(buf) - cut), depth, scratch, stack)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)  # the kernel's differential fuzz (benchmarks/kernel_fuzz.py) runs on in CI
 @given(st.lists(_valid_items(), min_size=1, max_size=40), st.integers(0, 20), st.integers(0, MAX_CBOR_DEPTH), st.integers(0, 30))
 def test_every_implementation_stops_where_the_contract_stops_on_valid_cbor(items, count, depth, cut):
     body = b"".join(items)

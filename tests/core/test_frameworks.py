@@ -15,7 +15,7 @@ from burnpack.dtypes import dtype_from_numpy, dtype_from_safetensors, dtype_from
 
 torch = pytest.importorskip("torch")
 
-UNIT = [getattr(DType, name) for name in DType.UNIT_VARIANTS]
+UNIT = [getattr(DType, name) for name in sorted(DType.UNIT_VARIANTS)]
 
 
 def test_every_dtype_has_one_row_in_the_generated_table():
