@@ -94,6 +94,7 @@ class Schema:
 
     def __init__(self, schema: dict) -> None:
         self.root = schema
+        self._refs: dict[str, dict] = {}  # each $ref resolved once: a dump checks one per tensor field
         _check_keywords(schema, "#")
 
     @classmethod
@@ -109,11 +110,14 @@ class Schema:
         return _summary(found) if found else None
 
     def _resolve(self, ref: str) -> dict:
+        if ref in self._refs:
+            return self._refs[ref]
         if not ref.startswith("#/"):
             raise SchemaKeywordError(f"only local $ref is supported, not {ref!r}")
         node: Any = self.root
         for part in ref[2:].split("/"):
             node = node[part.replace("~1", "/").replace("~0", "~")]
+        self._refs[ref] = node
         return node
 
     def _check(self, schema: dict, value: Any, path: tuple[str | int, ...]) -> list[Problem]:  # noqa: C901 - one branch per keyword
