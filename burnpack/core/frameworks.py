@@ -155,7 +155,7 @@ def torch_from_buffer(buffer: memoryview | bytearray, offset: int, shape: tuple[
         try:
             tensor = torch.empty(shape, dtype=raw)
         except RuntimeError:  # an empty shape whose other dimensions overflow torch's size
-            raise ValidationError(f"tensor '{name}' of shape {list(shape)} holds more elements than torch can index", where="torch()") from None
+            raise ValidationError(f"tensor {name!r} of shape {list(shape)} holds more elements than torch can index", where="torch()") from None
     else:
         if sys.byteorder == "big" and raw.itemsize > 1:
             raise TypeError("zero-copy torch tensors of little-endian data need a little-endian host")

@@ -89,9 +89,9 @@ class ReadPlan:
             else:
                 message = f"Tensor data range {start}..{end} is out of bounds (buffer is {available} bytes)"
             if self.diagnose_legacy:  # Burn's own error, with the diagnosis beside it
-                error = LegacyFormatError(message, where=f"tensor '{name}', file is {available} bytes; {legacy.LAYOUT_DIAGNOSIS}")
+                error = LegacyFormatError(message, where=f"tensor {name!r}, file is {available} bytes; {legacy.LAYOUT_DIAGNOSIS}")
                 raise legacy.with_diagnosis(error, legacy.LAYOUT_DIAGNOSIS, legacy.LAYOUT_DETAILS)
-            raise ValidationError(message, where=f"tensor '{name}', file is {available} bytes")
+            raise ValidationError(message, where=f"tensor {name!r}, file is {available} bytes")
         # An in-range tensor of a pre-alignment-looking file is returned as Burn returns it: the
         # layout cannot be told apart from a modern file cut at exactly 10 + M + max_end, whose
         # bytes are right. Opening such a file has already warned (LegacyFormatWarning).

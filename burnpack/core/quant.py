@@ -661,7 +661,7 @@ def _band_rows(scheme: QuantScheme, shape: tuple[int, ...], layout: _Layout) -> 
 
 
 def _where(name: str | None) -> str | None:
-    return f"tensor '{name}'" if name is not None else None
+    return f"tensor {name!r}" if name is not None else None
 
 
 def _split(data: Any, scheme: QuantScheme, shape: tuple[int, ...], name: str | None) -> tuple[_Layout, memoryview, np.ndarray, np.float32 | None]:
@@ -725,7 +725,7 @@ def decode_legacy(data: BytesLike | np.ndarray, raw: Mapping[str, JSON], scheme:
     differ is refused, as is the 0.22.0-pre.2 two-level level (never implemented on CPU).
     """
     shape = tuple(int(d) for d in shape)
-    where = f"tensor '{name}'" if name is not None else None
+    where = f"tensor {name!r}" if name is not None else None
     level = raw.get("level", "Tensor")
     if isinstance(level, Mapping) and "BlockTensor" in level:
         raise UnsupportedQuantization(

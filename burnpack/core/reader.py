@@ -204,7 +204,7 @@ class TensorView(Tensor):
         size = element_size(self.dtype)
         if size is not None and nbytes != self.numel * size:
             raise ValidationError(
-                f"tensor '{self.name}' holds {nbytes} bytes but its shape {list(self.shape)} and dtype "
+                f"tensor {self.name!r} holds {nbytes} bytes but its shape {list(self.shape)} and dtype "
                 f"{self.dtype.variant} need {self.numel * size}",
                 where=f"data_offsets {list(self.data_offsets)}",
             )
@@ -221,14 +221,14 @@ class TensorView(Tensor):
             UnsupportedQuantization: The scheme is one the bytes alone cannot give (an older scheme shape).
         """
         if not self.dtype.is_quantized:
-            raise QuantizationError(f"tensor '{self.name}' is {self.dtype.variant}, not a quantized (QFloat) tensor")
+            raise QuantizationError(f"tensor {self.name!r} is {self.dtype.variant}, not a quantized (QFloat) tensor")
         from . import quant
 
         old = self._pack._old_schemes.get(self.name)
         if old is None:
             return quant.decode(self.memoryview(), self.dtype.value, self.shape, name=self.name)
         if not self._pack._legacy_ok:
-            raise quant.UnsupportedQuantization(quant.legacy_refusal(old), where=f"tensor '{self.name}'")
+            raise quant.UnsupportedQuantization(quant.legacy_refusal(old), where=f"tensor {self.name!r}")
         return quant.decode_legacy(self.memoryview(), old, self.dtype.value, self.shape, name=self.name)
 
     def dequantize(self) -> np.ndarray:
@@ -501,7 +501,7 @@ class Pack(Mapping[str, TensorView]):
     def _live(self, name: str | None = None) -> Source:
         """The source, if its bytes can still be read: not after ``close()``, nor once another
         process has truncated a mapped file (touching the lost pages would kill the process)."""
-        what = f"tensor '{name}'" if name is not None else "tensors"
+        what = f"tensor {name!r}" if name is not None else "tensors"
         if self._closed:
             raise IoError("the pack is closed", where=f"reading {what} after Pack.close()")
         source = self._source

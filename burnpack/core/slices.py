@@ -125,7 +125,7 @@ def _gather(view: Any, index: Any, begin: int, starts: np.ndarray, lengths: np.n
     position = 0
     for (start, length), chunk in zip(ranges, chunks):
         if len(chunk) != length:
-            raise IoError(f"short read: {len(chunk)} of {length} bytes at offset {start}", where=f"tensor '{view.name}'")
+            raise IoError(f"short read: {len(chunk)} of {length} bytes at offset {start}", where=f"tensor {view.name!r}")
         out[position : position + length] = chunk
         position += length
     return out

@@ -49,7 +49,7 @@ def _need(obj: dict, key: str, kind: type | tuple[type, ...], where: str) -> Any
 
 def scalar_from_json(name: str, obj: JSON) -> Scalar:
     """A scalar in the dump form ``{"type", "value", "f64_bits"?}`` → ``Scalar``."""
-    where = f"scalar '{name}'"
+    where = f"scalar {name!r}"
     if not isinstance(obj, dict):
         raise SpecError(f"{where}: must be an object with 'type' and 'value'")
     kind = _need(obj, "type", str, where)
@@ -156,7 +156,7 @@ def spec_from_pack(pack: Pack, *, order: str = "data") -> JSONObject:
         raise OptionError("order is 'data' or 'name'")
     for view in views:
         if view.byte_len < 0:
-            raise ValidationError(f"tensor '{view.name}' has end < start")
+            raise ValidationError(f"tensor {view.name!r} has end < start")
     return {
         "tensors": [
             {"name": v.name, "dtype": v.dtype.to_serde(), "shape": list(v.shape), "param_id": v.param_id, "data_hex": v.tobytes().hex()}

@@ -84,7 +84,7 @@ def _check_constructible(pack: Opened) -> None:
     for name, d in pack.descriptors.items():
         why = unconstructible(d.dtype)
         if why:
-            raise ValidationError(f"strict: tensor '{name}': {why}; no Burn writer can construct it")
+            raise ValidationError(f"strict: tensor {name!r}: {why}; no Burn writer can construct it")
 
 
 def _check_layout(pack: Opened, source: Source) -> int:
@@ -97,25 +97,25 @@ def _check_layout(pack: Opened, source: Source) -> int:
         start, end = d.data_offsets
         if start != align(position):
             raise ValidationError(
-                f"strict: tensor '{name}' starts at {start}, Burn's writer would put it at {align(position)}",
+                f"strict: tensor {name!r} starts at {start}, Burn's writer would put it at {align(position)}",
                 where="data order by offset",
             )
         if end < start:  # the length check below skips QFloat tensors, so it would not see this
-            raise ValidationError(f"strict: tensor '{name}' ends at {end}, before its start {start}", where="data order by offset")
+            raise ValidationError(f"strict: tensor {name!r} ends at {end}, before its start {start}", where="data order by offset")
         size = element_size(d.dtype)
         count = math.prod(d.shape)
         if size is not None and count * size > U64_MAX:
             raise ValidationError(
-                f"strict: tensor '{name}' has {count} elements ({count * size} bytes), 2^64 or more: Burn's release "
+                f"strict: tensor {name!r} has {count} elements ({count * size} bytes), 2^64 or more: Burn's release "
                 "writer wraps the count modulo 2^64 (debug builds panic); burnpack refuses to treat it as valid"
             )
         if size is not None and end - start != count * size:
             raise ValidationError(
-                f"strict: tensor '{name}' spans {end - start} bytes but its shape {list(d.shape)} and dtype "
+                f"strict: tensor {name!r} spans {end - start} bytes but its shape {list(d.shape)} and dtype "
                 f"{d.dtype.variant} need {math.prod(d.shape) * size}"
             )
         if start > position:
-            _check_zero(source, pack.data_section_start + position, pack.data_section_start + start, f"padding before '{name}'")
+            _check_zero(source, pack.data_section_start + position, pack.data_section_start + start, f"padding before {name!r}")
         position = end
     return position
 

@@ -256,14 +256,14 @@ class Tensor(_Fields):
             try:
                 array = as_numpy(array)
             except ValidationError as exc:
-                raise ValidationError(f"tensor '{name}': {exc}") from None
+                raise ValidationError(f"tensor {name!r}: {exc}") from None
         if dtype is None:
             try:
                 dtype = dtype_from_numpy(array.dtype)
             except ValueError as exc:
-                raise ValidationError(f"tensor '{name}': {exc}") from None
+                raise ValidationError(f"tensor {name!r}: {exc}") from None
         elif isinstance(dtype, DType) and element_size(dtype) is None:
-            raise ValidationError(f"tensor '{name}': give QFloat data as raw bytes with its logical shape, Tensor(name, dtype, shape, data)")
+            raise ValidationError(f"tensor {name!r}: give QFloat data as raw bytes with its logical shape, Tensor(name, dtype, shape, data)")
         elif isinstance(dtype, DType):
             want = numpy_dtype(dtype)
             if array.dtype != want and array.dtype != want.newbyteorder(">"):
@@ -310,13 +310,13 @@ class Tensor(_Fields):
         tensor = _blank(Tensor)
         _describe(tensor, name, dtype, shape, param_id)
         if type(byte_len) is not int or byte_len < 0:
-            raise ValidationError(f"tensor '{name}': byte_len must be a non-negative int, got {byte_len!r}")
+            raise ValidationError(f"tensor {name!r}: byte_len must be a non-negative int, got {byte_len!r}")
         if not callable(provider):
-            raise ValidationError(f"tensor '{name}': provider must be callable, got {type(provider).__name__}")
+            raise ValidationError(f"tensor {name!r}: provider must be callable, got {type(provider).__name__}")
         if isinstance(provider, FileRange) and provider.length != byte_len:
-            raise ValidationError(f"tensor '{name}': byte_len {byte_len} but its {provider!r} holds {provider.length}")
+            raise ValidationError(f"tensor {name!r}: byte_len {byte_len} but its {provider!r} holds {provider.length}")
         if isinstance(provider, Bands) and provider.nbytes != byte_len:
-            raise ValidationError(f"tensor '{name}': byte_len {byte_len} but its {provider!r} makes {provider.nbytes}")
+            raise ValidationError(f"tensor {name!r}: byte_len {byte_len} but its {provider!r} makes {provider.nbytes}")
         tensor.byte_len, tensor._data, tensor._provider = byte_len, None, provider
         return _freeze(tensor, Tensor)
 
@@ -354,7 +354,7 @@ class Tensor(_Fields):
         )
         size = element_size(self.dtype)
         if shape is not None and size is not None and math.prod(twin.shape) * size != self.byte_len:
-            raise ValidationError(f"tensor '{twin.name}': shape {list(twin.shape)} does not hold {self.byte_len} bytes of {self.dtype!r}")
+            raise ValidationError(f"tensor {twin.name!r}: shape {list(twin.shape)} does not hold {self.byte_len} bytes of {self.dtype!r}")
         twin.byte_len = self.byte_len
         if self._provider is None and self._data is not None:
             twin._data, twin._provider = self._data, None
@@ -495,22 +495,22 @@ def _describe(tensor: _Fields, name: Any, dtype: Any, shape: Iterable[Any], para
         except UnicodeEncodeError:
             raise ValidationError(f"tensor name {name!r} is not valid Unicode (lone surrogate)") from None
     if not isinstance(dtype, DType):
-        raise ValidationError(f"tensor '{name}': dtype must be a burnpack.DType, got {dtype!r}")
+        raise ValidationError(f"tensor {name!r}: dtype must be a burnpack.DType, got {dtype!r}")
     dims: tuple[Any, ...] = shape if checked_shape else tuple(shape)  # type: ignore[assignment]  # numpy: a tuple already
     if not checked_shape and not all(type(dim) is int and 0 <= dim <= U64_MAX for dim in dims):
         dims = tuple(_u64_dim(name, dims, dim) for dim in dims)
     if param_id is not None:
         if isinstance(param_id, bool) or not isinstance(param_id, (int, np.integer)) or not 0 <= param_id <= U64_MAX:
-            raise ValidationError(f"tensor '{name}': param_id {param_id!r} is not a u64")
+            raise ValidationError(f"tensor {name!r}: param_id {param_id!r} is not a u64")
         param_id = int(param_id)
     tensor.name, tensor.dtype, tensor.shape, tensor.param_id = name, dtype, dims, param_id
 
 
 def _u64_dim(name: str, shape: tuple[Any, ...], dim: Any) -> int:
     if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
-        raise ValidationError(f"tensor '{name}': shape {list(shape)} must hold ints")
+        raise ValidationError(f"tensor {name!r}: shape {list(shape)} must hold ints")
     if not 0 <= dim <= U64_MAX:
-        raise ValidationError(f"tensor '{name}': dimension {dim} is outside 0..2^64-1")
+        raise ValidationError(f"tensor {name!r}: dimension {dim} is outside 0..2^64-1")
     return int(dim)
 
 
@@ -537,13 +537,13 @@ def check_numpy_shape(name: str, shape: tuple[int, ...], itemsize: int) -> None:
     """
     if len(shape) > NUMPY_MAX_DIMS:
         raise ValidationError(
-            f"tensor '{name}' has {len(shape)} dimensions; numpy arrays have at most {NUMPY_MAX_DIMS}",
+            f"tensor {name!r} has {len(shape)} dimensions; numpy arrays have at most {NUMPY_MAX_DIMS}",
             where="numpy()",
         )
     numel = math.prod(shape) or math.prod(dim for dim in shape if dim)  # an empty shape: its other dimensions
     if numel * max(itemsize, 1) > _INTP_MAX:
         raise ValidationError(
-            f"tensor '{name}' of shape {list(shape)} holds more elements than numpy can index",
+            f"tensor {name!r} of shape {list(shape)} holds more elements than numpy can index",
             where="numpy()",
         )
 
@@ -557,7 +557,7 @@ def _as_array(tensor: Tensor, view: memoryview, where: str | None = None) -> np.
     numel = tensor.numel
     if view.nbytes != numel * size:
         raise ValidationError(
-            f"tensor '{tensor.name}' holds {view.nbytes} bytes but its shape {list(tensor.shape)} and dtype "
+            f"tensor {tensor.name!r} holds {view.nbytes} bytes but its shape {list(tensor.shape)} and dtype "
             f"{tensor.dtype.variant} need {numel * size}",
             where=where,
         )

@@ -88,12 +88,12 @@ def as_scalar(name: str, value: ScalarLike) -> Scalar:
         return Scalar.Float(float(value))
     if isinstance(value, (int, np.integer)) and I64_MIN <= value <= I64_MAX:
         return Scalar.Int(int(value))
-    raise ValidationError(f"scalar '{name}': {value!r} is not a Scalar, bool, float or i64 int (use Scalar.UInt for u64)")
+    raise ValidationError(f"scalar {name!r}: {value!r} is not a Scalar, bool, float or i64 int (use Scalar.UInt for u64)")
 
 
 def _check_scalar(name: str, scalar: Scalar) -> None:
     if not scalar.payload_fits():
-        raise ValidationError(f"scalar '{name}': {scalar.value!r} does not fit Scalar.{scalar.variant}")
+        raise ValidationError(f"scalar {name!r}: {scalar.value!r} does not fit Scalar.{scalar.variant}")
 
 
 class Plan(NamedTuple):
@@ -285,7 +285,7 @@ class Writer:
             self._raise_first_error()
         if max(byte_lens, default=0) > MAX_TENSOR_SIZE and refusal is None:
             big = next(i for i, n in enumerate(byte_lens) if n > MAX_TENSOR_SIZE)
-            refusal = ValidationError(f"tensor '{names[big]}' of {byte_lens[big]} bytes exceeds the maximum of {MAX_TENSOR_SIZE} bytes a reader accepts")
+            refusal = ValidationError(f"tensor {names[big]!r} of {byte_lens[big]} bytes exceeds the maximum of {MAX_TENSOR_SIZE} bytes a reader accepts")
         layout_of = {key: kind[0] for key, kind in kinds.items()}
         layouts = list(map(layout_of.__getitem__, keys))
         blob = encode_metadata_columns(list(names), layouts, start_column, end_column, list(param_ids) if has_param_ids else None, self._metadata, self._scalars)
@@ -314,7 +314,7 @@ class Writer:
                 shape = "[" + ", ".join(map(str, tensor.shape)) + "]"
                 how = "" if expected == wrapped else f" ({expected} modulo 2^64, as Burn's release build counts)"
                 raise ValidationError(
-                    f"tensor '{name}' declares {byte_len} bytes but its shape {shape} and dtype "
+                    f"tensor {name!r} declares {byte_len} bytes but its shape {shape} and dtype "
                     f"{debug(tensor.dtype)} need {wrapped}{how}"
                 )
             start = -(-offset // TENSOR_ALIGNMENT) * TENSOR_ALIGNMENT
@@ -546,7 +546,7 @@ def _kind(name: str, dtype: DType, shape: tuple[int, ...], has_param_id: bool) -
     try:
         layout = TensorDescriptor_layout(dtype, shape, has_param_id)
     except (TypeError, ValueError, AttributeError, OverflowError) as exc:
-        raise MetadataSerializationError(f"tensor '{name}': cannot encode its descriptor: {exc}") from None
+        raise MetadataSerializationError(f"tensor {name!r}: cannot encode its descriptor: {exc}") from None
     if size is None:
         return layout, None, None
     expected = math.prod(shape) * size
@@ -649,12 +649,12 @@ def _copy_file_range(tensor: Tensor, stream: BinaryIO, fd: int) -> None:
                     break
                 copied += n
     except (OSError, ValueError) as exc:  # ValueError: a source file object already closed
-        raise IoError(f"tensor '{tensor.name}': {exc}") from exc
+        raise IoError(f"tensor {tensor.name!r}: {exc}") from exc
     finally:
         stream.seek(start + copied)
     if copied != tensor.byte_len:
         raise TensorBytesSizeMismatch(
-            f"tensor '{tensor.name}': deferred source has inconsistent length "
+            f"tensor {tensor.name!r}: deferred source has inconsistent length "
             f"(expected {tensor.byte_len}, got {copied}: {source!r} ends early)"
         )
 
@@ -667,7 +667,7 @@ def _making(tensor: Tensor) -> Iterator[None]:
     except BurnpackError:
         raise
     except Exception as exc:
-        raise IoError(f"tensor '{tensor.name}': {exc}") from exc
+        raise IoError(f"tensor {tensor.name!r}: {exc}") from exc
 
 
 def _produce(tensor: Tensor) -> memoryview:
@@ -675,7 +675,7 @@ def _produce(tensor: Tensor) -> memoryview:
         data = tensor.memoryview()
     if data.nbytes != tensor.byte_len:
         raise TensorBytesSizeMismatch(
-            f"tensor '{tensor.name}': deferred source has inconsistent length "
+            f"tensor {tensor.name!r}: deferred source has inconsistent length "
             f"(expected {tensor.byte_len}, got {data.nbytes})"
         )
     return data

@@ -182,7 +182,7 @@ class Entry(Tensor):
             byte_len = load().nbytes
         entry.byte_len, entry._data, entry._provider = byte_len, None, load
         if file_range is not None and file_range.length != byte_len:
-            raise ValidationError(f"tensor '{name}': {byte_len} bytes, but its {file_range!r} holds {file_range.length}")
+            raise ValidationError(f"tensor {name!r}: {byte_len} bytes, but its {file_range!r} holds {file_range.length}")
         entry._file_range = file_range
         entry.module_type = module_type
         entry.source_name = name if source_name is None else source_name

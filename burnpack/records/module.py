@@ -652,7 +652,7 @@ def _is_quantized(dtype: DType) -> bool:
 def dequantized(tensor: Tensor) -> np.ndarray:
     """A QFloat record tensor's float32 values (``QuantizationError`` when they cannot be had)."""
     if not _is_quantized(tensor.dtype):
-        raise QuantizationError(f"tensor '{tensor.name}' is {tensor.dtype.variant}, not a quantized (QFloat) tensor")
+        raise QuantizationError(f"tensor {tensor.name!r} is {tensor.dtype.variant}, not a quantized (QFloat) tensor")
     return decode(tensor.numpy(), tensor.dtype.value, tensor.shape, name=tensor.name).dequantize()
 
 

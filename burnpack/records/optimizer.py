@@ -524,7 +524,7 @@ class OptimizerRecord:
                     ranks[pid] = rank
         for t in self.tensors:
             if t.param_id is None:
-                raise MissingParamIdError(where=f"tensor '{t.name}'")
+                raise MissingParamIdError(where=f"tensor {t.name!r}")
             ranks.setdefault(t.param_id, t.rank)
         return dict(sorted(ranks.items()))
 
@@ -614,7 +614,7 @@ class OptimizerRecord:
             ndim = np.ndim(value)
             if ndim != rank:
                 raise StateRankError(
-                    f"tensor '{name}' has rank {ndim} but parameter {param_id} has __rank {rank}"
+                    f"tensor {name!r} has rank {ndim} but parameter {param_id} has __rank {rank}"
                 )
 
     def missing_leaves(self, param_id: int, cls: type[OptimizerState]) -> list[str]:
@@ -775,7 +775,7 @@ class OptimizerRecord:
             raise ValueError(f"parameter {param_id}: give rank= (its state has no tensor to take it from)")
         for name, value in arrays:
             if _ndim(value) != rank:
-                raise StateRankError(f"tensor '{name}' has rank {_ndim(value)} but parameter {param_id} has __rank {rank}")
+                raise StateRankError(f"tensor {name!r} has rank {_ndim(value)} but parameter {param_id} has __rank {rank}")
         return arrays, scalars, int(rank)
 
     def _add_state(self, param_id: int, planned: tuple, path: str | None) -> None:

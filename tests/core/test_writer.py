@@ -407,3 +407,11 @@ def test_every_write_into_a_file_is_at_most_64_kib(tmp_path):
         Writer([Tensor.from_numpy("big", arrays["big"]), late]).write_stream(stream)
     assert max(stream.sizes) == 64 << 10 and sum(stream.sizes) == os.path.getsize(tmp_path / "t.bpk")
     assert (tmp_path / "t.bpk").read_bytes() == burnpack.save_bytes(arrays)
+
+
+@pytest.mark.parametrize("name", ["a'b", "line\nbreak", "\x1b[31mred", "tab\there"])
+def test_a_tensor_name_in_an_error_is_quoted_as_python_quotes_it(name):
+    """A name cannot end the quotes around it or forge a line of the message."""
+    with pytest.raises(burnpack.ValidationError) as caught:
+        Tensor(name, DType.F32, [-1], b"")
+    assert str(caught.value).startswith(f"tensor {name!r}: ") and "\n" not in str(caught.value) and "\x1b" not in str(caught.value)
