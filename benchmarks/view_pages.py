@@ -92,7 +92,7 @@ def main() -> None:
     parser.add_argument("--tensors", type=int, default=100_000, help="tensors in the large pack")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--chromium", default=os.environ.get("BURNPACK_CHROMIUM", "/usr/bin/chromium"))
-    parser.add_argument("--json", type=Path, help="the results file (default: benchmarks/results/view_pages-<start>.json)")
+    parser.add_argument("--json", type=Path, help="the results file (default: benchmarks/results/view_pages.json)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
