@@ -33,7 +33,7 @@ from burnpack.core.atomic import atomic_file
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._results import environment, finish, save  # noqa: E402
 
-CHUNK = 8 << 20
+CHUNK = 64 << 10  # the writer's own writes (burnpack/core/writer.py _PIECE): the same file operations
 
 RATIOS = {
     "fast: `Writer.write` / raw write, same file operations": (
