@@ -18,7 +18,8 @@ library's ratio misses the target on some row.
   tensors map decoded by cbor2 (the table and scanner tiers off: cbor2's C decoder and the
   generated validators).
 - ``_cencode`` (encoding the tensors map; issue 19: durable save of 20,000 tiny tensors at most
-  0.6× ``save_file`` made as durable, in wall time: the save waits for the disk); the library:
+  0.6× ``save_file`` made as durable, in wall time: the save waits for the disk; and the same
+  tensors written without fsync faster than ``save_file``, as ``bench.py`` (b) compares them); the library:
   ``cbor2.dumps`` of the tensors map built as dicts (the same bytes, checked). The encoding step
   alone is shown too.
 - ``_cquant`` (dequantizing; issues 12 and 19: at most 2× ``values.astype(float32) * scale``,
@@ -222,6 +223,17 @@ def encode_rows(tmp: Path, repeat_: int, tiny: int) -> list[dict[str, Any]]:
     sides: dict[str, Op] = {side: saved(encode) for side, encode in encoders.items()}
     sides["save_file, same steps"] = lambda: durable_save_file(arrays, tmp / f"s{next(counter)}.safetensors")
     rows.append(row(f"{tiny:,} tiny tensors: durable save", "save_file, same steps", 0.6, interleaved(sides, repeat_, 1, wall_per_call), "wall"))
+
+    def written(encode: Callable[..., bytes]) -> Op:
+        def run() -> None:
+            with mock.patch.object(metadata, "encode_entries", encode):
+                burnpack.Writer([burnpack.Tensor.from_numpy(name, array) for name, array in arrays.items()]).write(tmp / f"w{next(counter)}.bpk")
+
+        return run
+
+    plain: dict[str, Op] = {side: written(encode) for side, encode in encoders.items()}
+    plain["save_file"] = lambda: save_file(arrays, str(tmp / f"w{next(counter)}.safetensors"))
+    rows.append(row(f"{tiny:,} tiny tensors: Writer.write from the arrays (no fsync)", "save_file", 1.0, interleaved(plain, repeat_, 1, wall_per_call), "wall"))
     return rows
 
 
