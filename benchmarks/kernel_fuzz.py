@@ -10,8 +10,6 @@ Targets, one per kernel, each input derived from ``(seed, target, index)`` alone
   valid CBOR of every kind, cut and mutated; any depth, scratch and stack);
 - ``table``: ``scan_table(blob, compiled=True)`` against ``compiled=False`` (metadata of generated
   packs, mutated and cut, and random bytes);
-- ``encode``: ``_cencode.encode_entries`` against ``metadata.python_encode_entries`` (random names,
-  dtypes, shapes, offsets and param ids; offset buffers at any alignment);
 - ``quant``: ``quant.dequantize(..., compiled=True)`` against ``compiled=False`` bit for bit (every
   covered scheme, random value and scale bytes, NaN and infinite scales, any alignment);
 - ``stats``: ``value_stats(..., compiled=True)`` against ``compiled=False`` (every kernel type, edge
@@ -21,8 +19,7 @@ Targets, one per kernel, each input derived from ``(seed, target, index)`` alone
 Every fourth input is a *changing* one: the kernel reads a file mapping that a child process keeps
 rewriting between two versions of the bytes (another process rewriting a mapped file while the
 kernel runs), and ``stats`` also reads a pack whose second pass sees other bytes. There the oracle
-is each kernel's invariant (``skip``: a position inside the range and a well-formed stack;
-``encode``: bytes that decode to the entries with one of the versions' offsets each; ``quant``: a
+is each kernel's invariant (``skip``: a position inside the range and a well-formed stack; ``quant``: a
 result of the right shape; ``stats``: counts inside the counts and summing to what the call says
 it counted, a result or an ``IoError`` from ``value_stats`` on both paths; ``table``: a mapping
 refused, as the scan takes bytes only) — and, under the sanitizers, no report.
@@ -34,7 +31,6 @@ refused, as the scan takes bytes only) — and, under the sanitizers, no report.
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import math
 import mmap
@@ -59,16 +55,16 @@ import numpy as np
 
 import burnpack
 from burnpack.codec import _cbor
-from burnpack.codec._generated.metadata import BoolStore, DType, TensorDescriptor_layout
+from burnpack.codec._generated.metadata import BoolStore, DType
 from burnpack.codec._kernels import KERNELS, load_kernel
-from burnpack.core import metadata, quant, table
+from burnpack.core import quant, table
 from burnpack.dtypes import numpy_dtype
 from burnpack.errors import BurnpackError, IoError
 from burnpack import QuantStore, QuantValue, ScaleDtype
 from burnpack.quant import parse_scheme
 from burnpack.view import stats
 
-TARGETS = ("skip", "table", "encode", "quant", "stats")
+TARGETS = ("skip", "table", "quant", "stats")
 CHANGING_EVERY = 4
 """Every fourth input of a target is a changing one."""
 CALLS_PER_CHANGING = 8
@@ -282,55 +278,6 @@ def check_table(rng: random.Random, changing: bool) -> None:
         raise Failure("scan_entries read a buffer that can change under it (it takes bytes only)")
 
 
-# -- encode -----------------------------------------------------------------------------------------
-_U64 = [0, 23, 24, 255, 256, 65535, 65536, 2**32 - 1, 2**32, 2**64 - 1]
-
-
-def _u64(rng: random.Random) -> int:
-    return rng.choice(_U64) if rng.randrange(2) else rng.getrandbits(rng.choice([5, 8, 16, 32, 64]))
-
-
-def _columns(rng: random.Random) -> tuple[list[str], list[bytes], list[int], list[int], list[int | None] | None]:
-    names = _names(rng, rng.randrange(0, 50))
-    with_ids = rng.randrange(2)
-    ids = [rng.choice([None, _u64(rng)]) for _ in names] if with_ids else None
-    layouts = [TensorDescriptor_layout(rng.choice(_DTYPES), tuple(_u64(rng) for _ in range(rng.randrange(4))), bool(ids and ids[i] is not None))
-               for i in range(len(names))]  # fmt: skip
-    return names, layouts, [_u64(rng) for _ in names], [_u64(rng) for _ in names], ids if ids and any(i is not None for i in ids) else None
-
-
-def check_encode(rng: random.Random, changing: bool) -> None:
-    kernel = load_kernel("burnpack.core._cencode")
-    names, layouts, starts, ends, ids = _columns(rng)
-    if not changing:
-        offset = rng.randrange(8)
-        column = lambda values: np.frombuffer(_aligned_at(np.array(values, np.uint64).tobytes(), offset), np.uint64)  # noqa: E731
-        expected = _outcome(lambda: metadata.python_encode_entries(names, layouts, np.array(starts, np.uint64), np.array(ends, np.uint64), ids))
-        got = _outcome(lambda: kernel.encode_entries(names, layouts, column(starts), column(ends), ids))
-        if got != expected:
-            raise Failure(f"encode_entries: kernel {got!r}, Python {expected!r}")
-        return
-    if not names:
-        return
-    other = [2**64 - 1 - v for v in starts + ends]  # other head widths: a second pass reading these would overrun
-    first = np.array(starts + ends, np.uint64).tobytes()
-    with ChangingFile([first, np.array(other, np.uint64).tobytes()]) as shared:
-        n = len(names)
-        column = np.frombuffer(shared.view, np.uint64)
-        for _ in range(CALLS_PER_CHANGING):
-            out = kernel.encode_entries(names, layouts, column[:n], column[n:], ids)
-            try:  # the entries as one map: whole, each with two offsets (any: a value may be torn mid-write)
-                stream = io.BytesIO(bytes([0xBB]) + n.to_bytes(8, "big") + out)
-                decoded = cbor2.CBORDecoder(stream, read_size=1).decode()
-                whole = stream.tell() == 9 + len(out) and list(decoded) == names
-                whole = whole and all(len(decoded[name]["data_offsets"]) == 2 for name in names)
-            except (cbor2.CBORDecodeError, KeyError, TypeError):
-                whole = False
-            if not whole:
-                raise Failure(f"encode_entries on changing offsets wrote bytes that are not {n} entries: {out[:200]!r}")
-        del column
-
-
 # -- quant ------------------------------------------------------------------------------------------
 _SCALE_BITS = [0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFFFFFFFF, 0x7F7FFFFF, 0x00000001, 0x3F800000]
 
@@ -485,7 +432,7 @@ def _check_changing_histogram(rng: random.Random, values: np.ndarray, other: np.
 
 
 CHECKS: dict[str, Callable[[random.Random, bool], None]] = {
-    "skip": check_skip, "table": check_table, "encode": check_encode, "quant": check_quant, "stats": check_stats,
+    "skip": check_skip, "table": check_table, "quant": check_quant, "stats": check_stats,
 }
 
 

@@ -17,11 +17,6 @@ library's ratio misses the target on some row.
   64-tensor file against ``safe_open`` + ``keys()`` (1.0 and 1.5); the library: the open with the
   tensors map decoded by cbor2 (the table and scanner tiers off: cbor2's C decoder and the
   generated validators).
-- ``_cencode`` (encoding the tensors map; issue 19: durable save of 20,000 tiny tensors at most
-  0.6× ``save_file`` made as durable, in wall time: the save waits for the disk; and the same
-  tensors written without fsync faster than ``save_file``, as ``bench.py`` (b) compares them); the library:
-  ``cbor2.dumps`` of the tensors map built as dicts (the same bytes, checked). The encoding step
-  alone is shown too.
 - ``_cquant`` (dequantizing; issues 12 and 19: at most 2× ``values.astype(float32) * scale``,
   1.3× for packed Q4 blocks of 32); the library: numpy (the numpy path). The kernel covers packed
   sub-byte values only: 8-bit values have no kernel side, numpy meeting their target.
@@ -43,7 +38,6 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from itertools import repeat
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -54,7 +48,7 @@ from safetensors.numpy import save_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks._results import environment, finish, save  # noqa: E402
-from benchmarks.bench import durable_save_file, read_ops, turned  # noqa: E402
+from benchmarks.bench import read_ops, turned  # noqa: E402
 from benchmarks.quant_bench import SCHEMES  # noqa: E402
 from benchmarks.skip_bench import MIXES, ignored, pack_with  # noqa: E402
 from benchmarks.view_stats import read_once, stats_all  # noqa: E402
@@ -62,9 +56,7 @@ from benchmarks.view_stats import read_once, stats_all  # noqa: E402
 import burnpack  # noqa: E402
 from burnpack.codec import _cbor  # noqa: E402
 from burnpack.core import quant  # noqa: E402
-from burnpack.codec._generated.metadata import TensorDescriptor_layout  # noqa: E402
 from burnpack.codec._kernels import KERNELS, load_kernel  # noqa: E402
-from burnpack.core import metadata  # noqa: E402
 from burnpack.codec._cbor import Fallback  # noqa: E402
 from burnpack.quant import parse_scheme  # noqa: E402
 
@@ -78,29 +70,22 @@ def cpu_per_call(op: Op, number: int) -> float:
     return (time.process_time() - start) / number
 
 
-def wall_per_call(op: Op, number: int) -> float:
-    start = time.perf_counter()
-    for _ in range(number):
-        op()
-    return (time.perf_counter() - start) / number
-
-
-def interleaved(sides: dict[str, Op], repeat_: int, number: int, clock: Callable[[Op, int], float] = cpu_per_call) -> dict[str, list[float]]:
+def interleaved(sides: dict[str, Op], repeat_: int, number: int) -> dict[str, list[float]]:
     samples: dict[str, list[float]] = {side: [] for side in sides}
     for turn in range(repeat_):
         for side in turned(list(sides), turn):
-            samples[side].append(clock(sides[side], number))
+            samples[side].append(cpu_per_call(sides[side], number))
     return samples
 
 
-def row(workload: str, peer: str, target: float, samples: dict[str, list[float]], clock: str = "cpu") -> dict[str, Any]:
+def row(workload: str, peer: str, target: float, samples: dict[str, list[float]]) -> dict[str, Any]:
     """One comparison: every side's median over the peer's, against the target."""
     medians = {side: statistics.median(v) for side, v in samples.items()}
     return {
         "workload": workload,
         "peer": peer,
         "target": target,
-        "clock": clock,
+        "clock": "cpu",
         "ratios": {side: round(m / medians[peer], 4) for side, m in medians.items() if side != peer},
         "medians_s": {side: round(m, 7) for side, m in medians.items()},
         "samples_s": {side: [round(x, 7) for x in v] for side, v in samples.items()},
@@ -175,68 +160,6 @@ def table_rows(tmp: Path, repeat_: int, many: int, tiny: int) -> list[dict[str, 
     return rows
 
 
-# -- _cencode -------------------------------------------------------------------------------------
-def cbor2_encode_entries(names: list[str], layouts: list[bytes], starts: np.ndarray, ends: np.ndarray, param_ids: list[int | None] | None) -> bytes:
-    """``encode_entries`` by cbor2's C encoder: each entry a dict (dtype and shape decoded once per
-    distinct layout), the map dumped, its head cut off (the caller writes the head)."""
-    kinds: dict[bytes, tuple[object, list[int]]] = {}
-    entries = {}
-    for name, layout, start, end, param_id in zip(names, layouts, starts.tolist(), ends.tolist(), param_ids or repeat(None)):
-        kind = kinds.get(layout)
-        if kind is None:
-            fields = cbor2.loads(layout + b"\x82\x00\x00" + (b"\x68param_id\x00" if layout[0] == 0xA4 else b""))
-            kind = kinds[layout] = (fields["dtype"], fields["shape"])
-        entry = {"dtype": kind[0], "shape": kind[1], "data_offsets": [start, end]}
-        if param_id is not None:
-            entry["param_id"] = param_id
-        entries[name] = entry
-    count = len(entries)
-    head = 1 if count < 24 else 2 if count < 256 else 3 if count < 65536 else 5 if count < 2**32 else 9
-    return cbor2.dumps(entries)[head:]
-
-
-def encode_rows(tmp: Path, repeat_: int, tiny: int) -> list[dict[str, Any]]:
-    arrays = {f"layers.{i}.bias": np.full(4, i, np.float32) for i in range(tiny)}
-    encoders = {"kernel": load_kernel("burnpack.core._cencode").encode_entries, "library": cbor2_encode_entries,
-                "twin": metadata.python_encode_entries}  # fmt: skip
-    made = set()
-    for encode in encoders.values():
-        with mock.patch.object(metadata, "encode_entries", encode):
-            made.add(burnpack.save_bytes(arrays))
-    assert len(made) == 1, "every encoder must give Burn's bytes"
-    with burnpack.load(made.pop()) as pack:
-        names = pack.names
-        columns = (names, [TensorDescriptor_layout(pack[n].dtype, pack[n].shape, False) for n in names],
-                   np.array([pack[n].data_offsets[0] for n in names], np.uint64), np.array([pack[n].data_offsets[1] for n in names], np.uint64))  # fmt: skip
-    steps = {side: (lambda encode=encode: encode(*columns, None)) for side, encode in encoders.items()}
-    rows = [row(f"{tiny:,} tiny tensors: encoding the tensors map", "twin", 1.0, interleaved(steps, repeat_, 3))]
-    rows[0]["target"] = None  # the step alone has no target: the save below does
-    counter = iter(range(1 << 30))
-
-    def saved(encode: Callable[..., bytes]) -> Op:
-        def run() -> None:
-            with mock.patch.object(metadata, "encode_entries", encode):
-                burnpack.save(arrays, tmp / f"s{next(counter)}.bpk")
-
-        return run
-
-    sides: dict[str, Op] = {side: saved(encode) for side, encode in encoders.items()}
-    sides["save_file, same steps"] = lambda: durable_save_file(arrays, tmp / f"s{next(counter)}.safetensors")
-    rows.append(row(f"{tiny:,} tiny tensors: durable save", "save_file, same steps", 0.6, interleaved(sides, repeat_, 1, wall_per_call), "wall"))
-
-    def written(encode: Callable[..., bytes]) -> Op:
-        def run() -> None:
-            with mock.patch.object(metadata, "encode_entries", encode):
-                burnpack.Writer([burnpack.Tensor.from_numpy(name, array) for name, array in arrays.items()]).write(tmp / f"w{next(counter)}.bpk")
-
-        return run
-
-    plain: dict[str, Op] = {side: written(encode) for side, encode in encoders.items()}
-    plain["save_file"] = lambda: save_file(arrays, str(tmp / f"w{next(counter)}.safetensors"))
-    rows.append(row(f"{tiny:,} tiny tensors: Writer.write from the arrays (no fsync)", "save_file", 1.0, interleaved(plain, repeat_, 1, wall_per_call), "wall"))
-    return rows
-
-
 # -- _cquant --------------------------------------------------------------------------------------
 def quant_rows(side: int, repeat_: int) -> list[dict[str, Any]]:
     rows = []
@@ -285,7 +208,6 @@ def stats_rows(tmp: Path, mib: int, repeat_: int) -> list[dict[str, Any]]:
 LIBRARIES = {
     "burnpack.codec._cskip": "cbor2.loads (cbor2's C decoder)",
     "burnpack.core._ctable": "cbor2's C decoder + the generated validators",
-    "burnpack.core._cencode": "cbor2.dumps (cbor2's C encoder)",
     "burnpack.core._cquant": "numpy",
     "burnpack.view._cstats": "numpy",
 }
@@ -320,7 +242,6 @@ def main(argv: list[str] | None = None) -> int:
         rows = {
             "burnpack.codec._cskip": skip_rows(1 if args.smoke else 20, repeat_),
             "burnpack.core._ctable": table_rows(tmp, repeat_, 10_000 if args.smoke else 100_000, 2_000 if args.smoke else 20_000),
-            "burnpack.core._cencode": encode_rows(tmp, repeat_, 2_000 if args.smoke else 20_000),
             "burnpack.core._cquant": quant_rows(512 if args.smoke else 4096, repeat_),
             "burnpack.view._cstats": stats_rows(tmp, 32 if args.smoke else 1024, repeat_),
         }

@@ -36,7 +36,6 @@ AGREEMENT_TESTS = [
     "tests/codec/test_kernels.py",
     "tests/codec/test_skip_kernel.py",
     "tests/core/test_table_kernel.py",
-    "tests/core/test_encode_kernel.py",
     "tests/core/test_quant_kernel.py",
     "tests/view/test_view_stats_kernel.py",
 ]

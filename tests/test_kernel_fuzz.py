@@ -8,8 +8,6 @@ kernels hold their invariants on bytes another process rewrites while they read 
 from __future__ import annotations
 
 import random
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -38,13 +36,12 @@ def test_a_changing_file_changes_while_it_is_read():
 def test_the_oracle_fails_when_a_kernel_disagrees_with_its_twin(monkeypatch, target):
     from burnpack.codec import _cbor
     from burnpack.core import quant
-    from burnpack.core import metadata, table
+    from burnpack.core import table
     from burnpack.view import stats
 
     broken = {
         "skip": (_cbor, "python_skip_plain", lambda *a: (0, 0, False)),
         "table": (table, "python_columns", lambda *a: None),
-        "encode": (metadata, "python_encode_entries", lambda *a: b"?"),
         "quant": (quant, "_values", lambda *a: np.zeros(1, np.int8)),
         "stats": (stats, "_numpy_moments", lambda work, chunk: (chunk.size, 0, -1.0, 1.0, 0.0, 0.0, (0, 0, 0))),
     }[target]
@@ -54,19 +51,8 @@ def test_the_oracle_fails_when_a_kernel_disagrees_with_its_twin(monkeypatch, tar
 
 
 def test_an_input_is_the_same_every_time_it_is_made():
-    for target in ("skip", "encode"):
-        made = [getattr(kernel_fuzz, f"_{'skip_input' if target == 'skip' else 'columns'}")(random.Random(f"3:{target}:5")) for _ in range(2)]
-        assert made[0] == made[1]
-
-
-@needs_kernels
-def test_encoding_offsets_that_change_under_the_kernel_writes_the_entries_it_sized():
-    """The offsets are read once: another process rewriting them between the kernel's sizing pass
-    and its writing pass (small values to 9-byte ones) once made it write past the bytes it had
-    sized. Run apart, so that such a write fails this test, not the run."""
-    script = "import random\nfrom benchmarks import kernel_fuzz as k\nfor i in range(16):\n    k.check_encode(random.Random(i), True)\n"
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-3000:]
+    made = [kernel_fuzz._skip_input(random.Random("3:skip:5")) for _ in range(2)]
+    assert made[0] == made[1]
 
 
 @needs_kernels

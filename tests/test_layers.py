@@ -47,7 +47,7 @@ RANKS: dict[str, tuple[tuple[str, ...], ...]] = {
         ("codec._generated.metadata",),  # the generated types and codec, written in that runtime
     ),
     "core": (
-        ("core._cquant", "core._ctable", "core._cencode"),  # the compiled kernels (optional)
+        ("core._cquant", "core._ctable"),  # the compiled kernels (optional)
         # support: bytes in and out, and the helpers every layer uses
         ("core", "core._lazy", "core.paths", "core.source", "core.remote", "core.sidefile", "core.atomic",
          "core.patterns", "core.display", "core.progress", "core.limits"),

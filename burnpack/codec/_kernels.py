@@ -34,7 +34,6 @@ class Kernel(NamedTuple):
 KERNELS = {
     "burnpack.codec._cskip": Kernel("skipping ignored metadata", 2),
     "burnpack.core._ctable": Kernel("scanning the tensors map", 3),
-    "burnpack.core._cencode": Kernel("encoding the tensors map", 2),
     "burnpack.core._cquant": Kernel("dequantizing", 3),
     "burnpack.view._cstats": Kernel("view statistics", 2),
 }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from itertools import repeat
 
 import numpy as np
@@ -20,7 +20,6 @@ from ..codec._generated.metadata import (
     scan_Metadata,
 )
 from ..codec._generated.layout import CBOR_SCRATCH_SIZE, MAX_CBOR_DEPTH
-from ..codec._kernels import load_kernel
 
 
 def encode_metadata(metadata: Metadata) -> bytes:
@@ -51,7 +50,7 @@ def encode_metadata_columns(
     """``encode_metadata_entries`` from columns: tensor ``i`` is named ``names[i]``, its entry
     starts with ``layouts[i]`` (``TensorDescriptor_layout``), its data offsets are ``(starts[i],
     ends[i])`` (uint64 arrays) and its param id ``param_ids[i]`` (``None``: no tensor has one).
-    The entries are encoded by ``encode_entries``: the compiled kernel when it is built."""
+    The entries are encoded by ``encode_entries``."""
     try:
         order = sorted(range(len(names)), key=names.__getitem__)
         take = np.array(order, dtype=np.intp)
@@ -67,24 +66,16 @@ def encode_metadata_columns(
         raise MetadataSerializationError(f"cannot encode metadata: {exc}") from None
 
 
-def python_encode_entries(names: list[str], layouts: list[bytes], starts: np.ndarray, ends: np.ndarray, param_ids: list[int | None] | None) -> bytes:
+def encode_entries(names: list[str], layouts: list[bytes], starts: np.ndarray, ends: np.ndarray, param_ids: list[int | None] | None) -> bytes:
     """The 'tensors' map's entries in the order given, one after another: entry ``i`` is
-    ``encode_TensorDescriptor_entry_with(names[i], layouts[i], (starts[i], ends[i]), param_ids[i])``."""
+    ``encode_TensorDescriptor_entry_with(names[i], layouts[i], (starts[i], ends[i]), param_ids[i])``.
+
+    The generated encoder, entry by entry: it and cbor2 both meet the durable-save target that a
+    compiled kernel was once built for, so there is none (docs/kernels.md)."""
     if not len(names) == len(layouts) == starts.size == ends.size == (len(names) if param_ids is None else len(param_ids)):
         raise ValueError("encode_entries: every column needs one item per entry")
     ids: Iterable[int | None] = repeat(None) if param_ids is None else param_ids
     return b"".join(map(encode_TensorDescriptor_entry_with, names, layouts, zip(starts.tolist(), ends.tolist()), ids))
-
-
-_cencode = load_kernel("burnpack.core._cencode")  # None when the optional build failed or was skipped
-_compiled_encode_entries = None if _cencode is None else _cencode.encode_entries
-encode_entries: Callable[[list[str], list[bytes], np.ndarray, np.ndarray, list[int | None] | None], bytes] = (
-    _compiled_encode_entries or python_encode_entries
-)
-"""What the writer encodes its tensors map with: the compiled kernel when it is built, else
-``python_encode_entries``."""
-ENCODE_KERNEL = "compiled" if _compiled_encode_entries is not None else "python"
-"""Which ``encode_entries`` is active."""
 
 
 def decode_metadata(blob: bytes) -> Metadata:
@@ -140,5 +131,5 @@ def provenance_stamp(format_name: str, version: str) -> dict[str, str]:
     return dict(zip(PROVENANCE_KEYS, (format_name, "burnpack", version)))
 
 
-__all__ = ["PROVENANCE_KEYS", "decode_metadata", "decode_metadata_exact", "encode_metadata", "encode_metadata_columns",
-           "encode_metadata_entries", "provenance_stamp", "python_encode_entries"]  # fmt: skip
+__all__ = ["PROVENANCE_KEYS", "decode_metadata", "decode_metadata_exact", "encode_entries", "encode_metadata",
+           "encode_metadata_columns", "encode_metadata_entries", "provenance_stamp"]  # fmt: skip
