@@ -109,7 +109,7 @@ def _progress(args: argparse.Namespace, total: int) -> tuple[Callable[[Any], Non
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        vectors = load_vectors(args.vectors).select(args.select or ())
+        vectors = load_vectors(args.vectors).select(args.select or (), args.exclude or ())
     except (CorpusError, OSError, ValueError, KeyError) as exc:
         print(f"burnpack-conformance: cannot load vectors: {exc}", file=sys.stderr)
         return 2
@@ -150,7 +150,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    vectors = load_vectors(args.vectors).select(args.select or ())
+    vectors = load_vectors(args.vectors).select(args.select or (), args.exclude or ())
     for v in vectors.readers:
         e = v.expect
         print(f"reader  {v.id:<55} compatible={e.compatible.outcome:<21} strict={e.strict.outcome:<21} {v.description}")
@@ -188,6 +188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--level", choices=("compatible", "strict", "both"), default="compatible")
     p.add_argument("--vectors", type=Path, default=DEFAULT_VECTORS, help="a corpus directory, or Burn's fixture folder (index.json)")
     p.add_argument("--select", action="append", metavar="GLOB", help="only vectors whose id or category matches (repeatable)")
+    p.add_argument("--exclude", action="append", metavar="GLOB", help="leave out vectors whose id or category matches (repeatable)")
     p.add_argument("--timeout", type=float, default=20.0, help="seconds per vector (default 20)")
     p.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1, help="vectors run in parallel (default: CPUs)")
     p.add_argument("--max-diffs", type=int, default=5, help="mismatches shown in detail (default 5)")
@@ -201,6 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     p = sub.add_parser("list", help="list the vectors and their expected outcomes")
     p.add_argument("--vectors", type=Path, default=DEFAULT_VECTORS)
     p.add_argument("--select", action="append", metavar="GLOB")
+    p.add_argument("--exclude", action="append", metavar="GLOB")
     p.set_defaults(func=_list)
 
     p = sub.add_parser("fuzz", help="fuzz burnpack (or a reader command) for N seconds; failing inputs become vectors")

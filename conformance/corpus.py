@@ -15,6 +15,7 @@ regenerated (and their sha256 verified) when the corpus is loaded, and written o
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -71,16 +72,20 @@ class Vectors:
     root: Path | None = None
     form: str = FORMAT
 
-    def select(self, patterns: Iterable[str] = ()) -> Vectors:
-        """Only the vectors whose id or category matches one of the glob patterns."""
+    def select(self, patterns: Iterable[str] = (), exclude: Iterable[str] = ()) -> Vectors:
+        """Only the vectors whose id or category matches one of the glob ``patterns`` (all when
+        there are none), and none of the ``exclude`` ones (a category a reader does not support yet)."""
         import fnmatch
 
-        pats = list(patterns)
-        if not pats:
+        pats, skip = list(patterns), list(exclude)
+        if not pats and not skip:
             return self
 
+        def matches(id: str, category: str, globs: list[str]) -> bool:
+            return any(fnmatch.fnmatchcase(id, p) or fnmatch.fnmatchcase(category, p) for p in globs)
+
         def keep(id: str, category: str) -> bool:
-            return any(fnmatch.fnmatchcase(id, p) or fnmatch.fnmatchcase(category, p) for p in pats)
+            return (not pats or matches(id, category, pats)) and not matches(id, category, skip)
 
         return Vectors([r for r in self.readers if keep(r.id, r.category)],
                        [w for w in self.writers if keep(w.id, w.category)], self.root, self.form)
@@ -238,11 +243,17 @@ _RUNTIME_CACHE: dict[str, tuple[generate.ReaderCase, bytes, Content | None]] = {
 _EXPECTATION_CACHE: dict[str, Expectation] = {}
 
 
+@functools.cache
+def _generated_readers() -> dict[str, generate.ReaderCase]:
+    """This version's reader cases by id, built once a process (building them makes every spec)."""
+    return {case.id: case for case in generate.build_corpus().readers}
+
+
 def _runtime_data(id: str, sha256: str) -> tuple[generate.ReaderCase, bytes, Content | None]:
     """A runtime vector's bytes, built by its generator and checked against the manifest's hash
     (its expectation, which runs the reference at both levels, only when it is asked for)."""
     if id not in _RUNTIME_CACHE:
-        case = next((c for c in generate.build_corpus().readers if c.id == id), None)
+        case = _generated_readers().get(id)
         if case is None:
             raise CorpusError(f"runtime vector {id!r} has no generator in this version of burnpack-conformance")
         data, content = case.build()

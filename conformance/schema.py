@@ -129,7 +129,7 @@ class Schema:
             return [Problem(path, value, TYPE_NAMES[schema["type"]])]
         if "const" in schema and not _equal(value, schema["const"]):
             return [Problem(path, value, show(schema["const"]), const=True)]
-        if "enum" in schema and not any(_equal(value, e) for e in schema["enum"]):
+        if "enum" in schema and not (value in schema["enum"] if isinstance(value, str) else any(_equal(value, e) for e in schema["enum"])):
             return [Problem(path, value, "one of " + ", ".join(show(e) for e in schema["enum"]))]
         found: list[Problem] = []
         if isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -69,3 +69,10 @@ def test_a_missing_hypothesis_names_the_extra(capsys, monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "atheris", None)
     assert cli.main(["fuzz", "--seconds", "1"]) == 2
     assert capsys.readouterr().err.splitlines()[-1] == "burnpack-conformance: hypothesis is not installed: pip install 'burnpack[test]'"
+
+
+def test_exclude_leaves_out_the_vectors_it_matches(capsys):
+    assert cli.main(["list", "--select", "dtype/*", "--exclude", "dtype/f*", "--exclude", "*bool*"]) == 0
+    ids = [line.split()[1] for line in capsys.readouterr().out.splitlines()]
+    assert ids and all(i.startswith("dtype/") and not i.startswith("dtype/f") and "bool" not in i for i in ids)
+    assert cli.main(["list", "--exclude", "*"]) == 0 and capsys.readouterr().out == ""
