@@ -703,19 +703,29 @@ def _banded(tensor: Tensor) -> bool:
     return bands is not None and not _BIG_ENDIAN_HOST and bands.dtype.byteorder != ">"
 
 
-def _band_views(tensor: Tensor) -> Iterator[memoryview]:
-    """A ``Bands`` tensor's bytes, band by band, each made into the same buffer."""
+def _made_bands(tensor: Tensor, lend: Callable[[int], np.ndarray]) -> Iterator[tuple[int, np.ndarray]]:
+    """A ``Bands`` tensor made band by band, each into the ``uint8`` array ``lend(nbytes)`` gives:
+    (the band's byte offset in the tensor, that array)."""
     bands = tensor.bands
     assert bands is not None
     row_bytes = math.prod(bands.shape[1:]) * bands.dtype.itemsize
-    buffer = np.empty(min(bands.band_rows, bands.shape[0]) * row_bytes, np.uint8)
     with _making(tensor):
         fill = bands.begin()
     for row in range(0, bands.shape[0], bands.band_rows):
         k = min(bands.band_rows, bands.shape[0] - row)
+        buffer = lend(k * row_bytes)
         with _making(tensor):
-            fill(buffer[: k * row_bytes].view(bands.dtype).reshape(k, *bands.shape[1:]), row)
-        yield memoryview(buffer[: k * row_bytes])  # type: ignore[arg-type]  # a uint8 array exports its buffer
+            fill(buffer.view(bands.dtype).reshape(k, *bands.shape[1:]), row)
+        yield row * row_bytes, buffer
+
+
+def _band_views(tensor: Tensor) -> Iterator[memoryview]:
+    """A ``Bands`` tensor's bytes, band by band, each made into the same buffer."""
+    bands = tensor.bands
+    assert bands is not None
+    buffer = np.empty(min(bands.band_rows, bands.shape[0]) * math.prod(bands.shape[1:]) * bands.dtype.itemsize, np.uint8)
+    for _, band in _made_bands(tensor, lambda nbytes: buffer[:nbytes]):
+        yield memoryview(band)  # type: ignore[arg-type]  # a uint8 array exports its buffer
 
 
 class _BandWriter:
@@ -735,19 +745,10 @@ class _BandWriter:
 
     def write(self, tensor: Tensor, position: int) -> None:
         """Make and write ``tensor``'s bands at ``position``; the last may still be in flight."""
-        bands = tensor.bands
-        assert bands is not None
-        row_bytes = math.prod(bands.shape[1:]) * bands.dtype.itemsize
-        with _making(tensor):
-            fill = bands.begin()
-        for row in range(0, bands.shape[0], bands.band_rows):
-            k = min(bands.band_rows, bands.shape[0] - row)
-            buffer = self._buffer(k * row_bytes)
-            with _making(tensor):
-                fill(buffer.view(bands.dtype).reshape(k, *bands.shape[1:]), row)
+        for offset, buffer in _made_bands(tensor, self._buffer):
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="burnpack-bands")
-            self._pending.append(self._pool.submit(_pwrite_all, self._fd, buffer, position + row * row_bytes))
+            self._pending.append(self._pool.submit(_pwrite_all, self._fd, buffer, position + offset))
 
     def _buffer(self, size: int) -> np.ndarray:
         """The next buffer of the ring, its band written, with room for ``size`` bytes (its first ``size``)."""

@@ -312,12 +312,7 @@ def burnpack_writer(tset: TensorSet) -> Writer:
         byte_len = entry.byte_len if size is None else entry.numel * size
 
         def provide(entry: Entry = entry) -> np.ndarray:
-            array = entry.numpy()
-            want = numpy_dtype(entry.dtype)
-            if element_size(entry.dtype) is not None and array.dtype != want:
-                raise ConversionError(f"tensor {entry.name!r}: loader produced {array.dtype}, expected {want}")
-            if tuple(array.shape) != entry.shape and element_size(entry.dtype) is not None:
-                raise ConversionError(f"tensor {entry.name!r}: loader produced shape {list(array.shape)}, expected {list(entry.shape)}")
+            array = entry.checked_numpy()
             if element_size(entry.dtype) is None:
                 return np.ascontiguousarray(array).reshape(-1).view(np.uint8)
             return array

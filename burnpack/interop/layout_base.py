@@ -185,20 +185,8 @@ def _rows_of(entry: Entry) -> Callable[[np.ndarray, int], None]:
     """``fill(out, row)`` for ``entry``'s rows: its own bands' fill, or copies of its loaded rows."""
     if entry.bands is not None:
         return entry.bands.begin()
-    array = _loaded(entry)
+    array = entry.checked_numpy()
     return lambda out, row: np.copyto(out, array[row : row + len(out)])
-
-
-def _loaded(entry: Entry) -> np.ndarray:
-    """``entry``'s elements, checked to be of its dtype and shape (a band is copied into, and a
-    copy would cast silently)."""
-    array = entry.numpy()
-    want = numpy_dtype(entry.dtype)
-    if array.dtype != want:
-        raise ConversionError(f"tensor {entry.name!r}: loader produced {array.dtype}, expected {want}")
-    if tuple(array.shape) != entry.shape:
-        raise ConversionError(f"tensor {entry.name!r}: loader produced shape {list(array.shape)}, expected {list(entry.shape)}")
-    return array
 
 
 _STRIP = 64
@@ -222,7 +210,7 @@ def transpose(entry: Entry) -> Entry:
     shape = entry.shape[::-1]
 
     def begin() -> Callable[[np.ndarray, int], None]:
-        source = _loaded(entry)
+        source = entry.checked_numpy()
         prefault(source)  # every band reads across all of its rows
         return lambda out, row: _turn(out, source[:, row : row + len(out)])
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..codec._generated.metadata import DTYPE_ALIASES, DTYPE_INFO, BoolStore, DType, Scalar
 from ..core.dtypes import NATIVE_BOOL, debug, dtype_from_numpy, element_size, numpy_dtype
-from ..errors import OptionError, ValidationError
+from ..errors import ConversionError, OptionError, ValidationError
 from ..core.tensor import FileRange, Tensor, _blank, _describe, _freeze
 
 __all__ = ["Entry", "Rule", "TensorSet", "cast_array", "dtype_name", "flatten_nested", "is_float", "not_a_tensor", "parse_dtype"]
@@ -228,6 +228,26 @@ class Entry(Tensor):
         """
         assert self._provider is not None
         return self._provider()  # type: ignore[return-value]
+
+    def checked_numpy(self) -> np.ndarray:
+        """``numpy()``, checked to be of the entry's dtype and shape, where a writer copies the
+        elements as they are (a copy into a buffer would cast silently); QFloat bytes unchecked.
+
+        Returns:
+            The array.
+
+        Raises:
+            ConversionError: The loader gave another dtype or shape.
+        """
+        array = self.numpy()
+        if element_size(self.dtype) is None:
+            return array
+        want = numpy_dtype(self.dtype)
+        if array.dtype != want:
+            raise ConversionError(f"tensor {self.name!r}: loader produced {array.dtype}, expected {want}")
+        if tuple(array.shape) != self.shape:
+            raise ConversionError(f"tensor {self.name!r}: loader produced shape {list(array.shape)}, expected {list(self.shape)}")
+        return array
 
     def replace(self, **changes: Any) -> Entry:  # type: ignore[override]
         """A copy with some fields changed.
