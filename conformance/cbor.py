@@ -247,16 +247,15 @@ def _to_single_bits(bits: int) -> int | None:
 # -- the encoder ----------------------------------------------------------------------------------
 def enc(value: Any) -> bytes:
     """Encode ``value`` as ciborium would (definite lengths, shortest heads, dict order kept)."""
-    kind = type(value)  # the common exact types first: a 100,000-tensor vector encodes millions of items
-    if kind is str:
+    # strings, maps and arrays first: a 100,000-tensor vector encodes millions of them; bools
+    # before ints (True is an int)
+    if isinstance(value, str):
         data = value.encode("utf-8")
         return head(3, len(data)) + data
-    if kind is dict:
+    if isinstance(value, dict):
         return head(5, len(value)) + b"".join(enc(k) + enc(v) for k, v in value.items())
-    if kind is list:
+    if isinstance(value, (list, tuple)):
         return head(4, len(value)) + b"".join(enc(v) for v in value)
-    if kind is int:
-        return head(0, value) if value >= 0 else head(1, -1 - value)
     if isinstance(value, Item):
         return value.encode()
     if value is None:
@@ -269,13 +268,6 @@ def enc(value: Any) -> bytes:
         return head(0, value) if value >= 0 else head(1, -1 - value)
     if isinstance(value, float):
         return shortest_float(_bits(value))
-    if isinstance(value, str):
-        data = value.encode("utf-8")
-        return head(3, len(data)) + data
     if isinstance(value, (bytes, bytearray)):
         return head(2, len(value)) + bytes(value)
-    if isinstance(value, (list, tuple)):
-        return head(4, len(value)) + b"".join(enc(v) for v in value)
-    if isinstance(value, dict):
-        return head(5, len(value)) + b"".join(enc(k) + enc(v) for k, v in value.items())
     raise TypeError(f"cannot encode {type(value).__name__}")
