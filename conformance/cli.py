@@ -23,7 +23,7 @@ from burnpack.cli.common import missing_extra
 from burnpack.core.progress import finish, progress_for
 
 from . import corpus as corpus_mod
-from .corpus import DEFAULT_VECTORS, CorpusError, load_vectors
+from .corpus import DEFAULT_VECTORS, CorpusError, Vectors, load_vectors
 from .crosscheck import cross_check
 from .generate import build_corpus
 from .runner import ExternalBatchReader, ExternalReader, ExternalWriter, PythonReader, PythonWriter, Report, run_readers, run_writers
@@ -107,9 +107,28 @@ def _progress(args: argparse.Namespace, total: int) -> tuple[Callable[[Any], Non
     return progress, bar
 
 
+def _chosen(args: argparse.Namespace) -> Vectors:
+    """The vectors ``--select`` and ``--exclude`` leave; a glob that matches no vector is an
+    error (a typo would otherwise run everything, or nothing, without a word)."""
+    vectors = load_vectors(args.vectors)
+    for flag, globs in (("--select", args.select), ("--exclude", args.exclude)):
+        for glob in globs or ():
+            matched = vectors.select([glob])
+            if not matched.readers and not matched.writers:
+                raise _UnmatchedGlob(f"{flag} {glob!r} matches no vector id or category")
+    return vectors.select(args.select or (), args.exclude or ())
+
+
+class _UnmatchedGlob(ValueError):
+    """A ``--select`` or ``--exclude`` glob that matches no vector."""
+
+
 def _run(args: argparse.Namespace) -> int:
     try:
-        vectors = load_vectors(args.vectors).select(args.select or (), args.exclude or ())
+        vectors = _chosen(args)
+    except _UnmatchedGlob as exc:
+        print(f"burnpack-conformance: {exc}", file=sys.stderr)
+        return 2
     except (CorpusError, OSError, ValueError, KeyError) as exc:
         print(f"burnpack-conformance: cannot load vectors: {exc}", file=sys.stderr)
         return 2
@@ -150,7 +169,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    vectors = load_vectors(args.vectors).select(args.select or (), args.exclude or ())
+    try:
+        vectors = _chosen(args)
+    except _UnmatchedGlob as exc:
+        print(f"burnpack-conformance: {exc}", file=sys.stderr)
+        return 2
     for v in vectors.readers:
         e = v.expect
         print(f"reader  {v.id:<55} compatible={e.compatible.outcome:<21} strict={e.strict.outcome:<21} {v.description}")

@@ -76,3 +76,11 @@ def test_exclude_leaves_out_the_vectors_it_matches(capsys):
     ids = [line.split()[1] for line in capsys.readouterr().out.splitlines()]
     assert ids and all(i.startswith("dtype/") and not i.startswith("dtype/f") and "bool" not in i for i in ids)
     assert cli.main(["list", "--exclude", "*"]) == 0 and capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("command", ["run", "list"])
+@pytest.mark.parametrize("flag", ["--select", "--exclude"])
+def test_a_glob_that_matches_no_vector_is_a_usage_error(capsys, command, flag):
+    extra = ["--self-test"] if command == "run" else []
+    assert cli.main([command, *extra, "--select", "dtype/*", flag, "dtpye/*"]) == 2
+    assert capsys.readouterr().err == f"burnpack-conformance: {flag} 'dtpye/*' matches no vector id or category\n"
