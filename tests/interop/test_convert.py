@@ -415,3 +415,23 @@ def test_a_nested_dict_of_arrays_converts_lists_under_indexed_names_and_reports_
     with burnpack.load(tmp_path / "s.bpk") as pack:
         assert pack.names == ["layers.0.w", "layers.1.0"]
     assert report.skipped_entries == {"name": "a str, not a tensor", "lr": "a float, not a tensor"}
+
+
+@pytest.mark.parametrize(
+    ("made", "message"),
+    [
+        (lambda: np.zeros((2, 3), np.float64), r"tensor 'w': loader produced float64, expected float32"),
+        (lambda: np.zeros((3, 2), np.float32), r"tensor 'w': loader produced shape \[3, 2\], expected \[2, 3\]"),
+    ],
+)
+@pytest.mark.parametrize("transposed", [False, True], ids=["as-is", "transposed"])
+def test_a_loader_giving_another_dtype_or_shape_is_refused_not_cast(tmp_path, made, message, transposed):
+    """A writer copies elements as they are (into the file or a band): another dtype or shape
+    from a loader is a conversion error naming the tensor, never a silent cast."""
+    from burnpack.interop.layout_base import transpose
+
+    entry = Entry("w", DType.F32, (2, 3), made)
+    tset = TensorSet([transpose(entry) if transposed else entry], {})
+    with pytest.raises(ConversionError, match=message):
+        write_tensors(tset, tmp_path / "out.bpk")
+    assert not (tmp_path / "out.bpk").exists()
