@@ -103,16 +103,22 @@ class FileRange:
 
 BAND = 4 << 20
 """The most bytes in one band of a ``Bands`` tensor (but one row, when a row is longer): enough
-columns of a transposed weight that it is turned in long strips, few enough that the two a
+columns of a transposed weight that it is turned in long strips, few enough that the ``HELD`` a
 writer holds are less than a large tensor."""
+
+HELD = 3
+"""The most bands a writer into a file holds at once: the one being made and two the writing
+thread has yet to write. With one waiting, the writing thread stood idle whenever a band took
+longer to make than the one before it took to write (a tensor's first band maps its source);
+with two, it has the next at hand (``benchmarks/layouts_bench.py``)."""
 
 
 class Bands:
     """A computed tensor's elements, made a band of rows at a time into arrays the caller lends.
 
     For a tensor computed from others (a transpose, a concatenation), so that writing it needs
-    no buffer its own size: a ``Writer`` writing to a file makes it band by band into two small
-    buffers it reuses, writing one from a second thread while the next is made; every other
+    no buffer its own size: a ``Writer`` writing to a file makes it band by band into ``HELD``
+    small buffers it reuses, writing them from a second thread while the next is made; every other
     output takes it band by band into one. Called as a provider, it makes every band into one
     new array: what a reader of the whole tensor gets.
 
@@ -130,8 +136,9 @@ class Bands:
     dtype: np.dtype
     begin: Callable[[], Callable[[np.ndarray, int], None]]
     band_rows: int
-    """Rows in one band: at most ``BAND`` bytes of them and half the tensor's, at least one row
-    (so the two bands a writer holds are never more than the tensor, nor than two ``BAND``)."""
+    """Rows in one band: at most ``BAND`` bytes of them and a ``HELD``-th of the tensor's, at
+    least one row (so the bands a writer holds are never more than the tensor, nor than ``HELD``
+    times ``BAND``)."""
 
     def __init__(self, shape: Iterable[int], dtype: Any, begin: Callable[[], Callable[[np.ndarray, int], None]]) -> None:
         dims = tuple(shape)
@@ -144,7 +151,7 @@ class Bands:
         object.__setattr__(self, "shape", dims)
         object.__setattr__(self, "dtype", dtype)
         object.__setattr__(self, "begin", begin)
-        object.__setattr__(self, "band_rows", max(1, min(BAND // max(row_bytes, 1), -(-dims[0] // 2))))
+        object.__setattr__(self, "band_rows", max(1, min(BAND // max(row_bytes, 1), -(-dims[0] // HELD))))
 
     def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("Bands is immutable")

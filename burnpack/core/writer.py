@@ -41,13 +41,13 @@ from ..codec._generated.layout import (
     data_section_start,
 )
 from ..codec._generated.metadata import DType, Scalar, TensorDescriptor_layout
-from .atomic import atomic_file
+from .atomic import atomic_file, preallocate
 from .dtypes import UNIT_SIZES, ArrayData, debug, dtype_from_numpy, element_size
 from ..errors import BurnpackError, IoError, MetadataSerializationError, TensorBytesSizeMismatch, ValidationError
 from .metadata import encode_metadata_columns
 from .paths import PathLike, resolve_write_path
 from .quant import QuantizedTensor
-from .tensor import Bands, BytesLike, FileRange, Tensor, gc_paused, read_at
+from .tensor import HELD, Bands, BytesLike, FileRange, Tensor, gc_paused, read_at
 
 __all__ = ["Bands", "FileRange", "Plan", "ScalarLike", "Tensor", "Writer", "as_scalar", "resolve_write_path", "save", "save_bytes"]
 
@@ -61,9 +61,6 @@ _IN_MEMORY = attrgetter("_data")
 _ZEROS = bytes(TENSOR_ALIGNMENT)  # every padding run is shorter than the alignment
 _CHUNK = 8 << 20
 _SMALL = 64 << 10  # tensors below this size are copied into the current chunk
-_RING = 2
-"""Buffers a file's bands are made into: the band being made, and those the second thread has
-yet to write."""
 _PIECE = 64 << 10
 """The most bytes one write into a file takes: what the kernel's own copy (``copy_file_range``,
 through a 64 KiB pipe) moves at a time. A larger write has the page cache allocate larger folios,
@@ -730,11 +727,12 @@ def _band_views(tensor: Tensor) -> Iterator[memoryview]:
 
 class _BandWriter:
     """Writes tensors made in ``Bands`` into a file at their offsets, from a second thread: each
-    band is made into one of ``_RING`` reused buffers and handed to the thread, which writes the
+    band is made into one of ``HELD`` reused buffers and handed to the thread, which writes the
     bands in turn (``os.pwrite``) while the next are made. numpy's copy loops and the write both
     release the GIL, so on two CPUs they overlap. A band is made into a buffer only once the band
     made into it before is written, and the bands of one tensor keep coming while the last of the
-    one before are written."""
+    one before are written. A tensor's disk blocks are claimed before its first band
+    (``preallocate``): the writes then only fill the page cache."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
@@ -745,6 +743,7 @@ class _BandWriter:
 
     def write(self, tensor: Tensor, position: int) -> None:
         """Make and write ``tensor``'s bands at ``position``; the last may still be in flight."""
+        preallocate(self._fd, position, tensor.byte_len)
         for offset, buffer in _made_bands(tensor, self._buffer):
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(1, thread_name_prefix="burnpack-bands")
@@ -752,9 +751,9 @@ class _BandWriter:
 
     def _buffer(self, size: int) -> np.ndarray:
         """The next buffer of the ring, its band written, with room for ``size`` bytes (its first ``size``)."""
-        if len(self._pending) == _RING:
+        if len(self._pending) == HELD:
             self._pending.popleft().result()
-        if len(self._buffers) < _RING:
+        if len(self._buffers) < HELD:
             self._buffers.append(np.empty(size, np.uint8))
             return self._buffers[-1]
         buffer = self._buffers.pop(0)

@@ -4,6 +4,7 @@ written from a second thread while the next is made. Every output gives the same
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import io
 import os
@@ -69,20 +70,22 @@ def test_every_output_of_a_bands_tensor_gives_the_whole_arrays_bytes(tmp_path, s
     np.testing.assert_array_equal(tensor(turned()).numpy(), SOURCE.T)  # read whole: every band into one array
 
 
-def test_bands_hold_at_most_half_the_tensor_and_a_band_of_rows():
-    assert Bands((10, 3), np.float32, lambda: None).band_rows == 5
+def test_bands_hold_at_most_a_third_of_the_tensor_and_a_band_of_rows():
+    assert tensor_module.HELD == 3
+    assert Bands((10, 3), np.float32, lambda: None).band_rows == 4  # the three a writer holds: 12 rows at most
     assert Bands((1, 3), np.float32, lambda: None).band_rows == 1
-    assert Bands((1 << 20, 2), np.float32, lambda: None).band_rows == tensor_module.BAND // 8
+    assert Bands((1 << 22, 2), np.float32, lambda: None).band_rows == tensor_module.BAND // 8
     assert Bands((4, 1 << 30), np.uint8, lambda: None).band_rows == 1  # a row longer than a band: one row
 
 
-def test_a_file_gets_two_buffers_lent_and_other_outputs_one(tmp_path, small_bands):
+def test_a_file_gets_three_buffers_lent_and_other_outputs_one(tmp_path, small_bands):
     to_file: list[np.ndarray] = []
     Writer([tensor(turned(to_file))]).write(tmp_path / "t.bpk")
     to_stream: list[np.ndarray] = []
     Writer([tensor(turned(to_stream))]).write_stream(io.BytesIO())
     assert len(to_file) == len(to_stream) == -(-ROWS // 16)
-    assert {span(out)[0] for out in to_file} == {span(out)[0] for out in to_file[:2]}
+    assert {span(out)[0] for out in to_file} == {span(out)[0] for out in to_file[:3]}
+    assert len({span(out)[0] for out in to_file[:3]}) == 3
     assert len({span(out)[0] for out in to_stream}) == 1
     assert max(out.nbytes for out in to_file + to_stream) == 16 * COLUMNS * 4
 
@@ -91,13 +94,13 @@ def test_writing_a_bands_tensor_never_holds_the_whole_tensor(tmp_path, monkeypat
     monkeypatch.setattr(tensor_module, "BAND", 64 << 10)
     big = Bands((1 << 12, 1 << 10), np.float32, lambda: lambda out, row: out.fill(row))  # 16 MiB, made from nothing
     writer = Writer([tensor(big)])
-    assert peak_bytes(lambda: writer.write(tmp_path / "big.bpk")) < 4 * (64 << 10)  # two bands
+    assert peak_bytes(lambda: writer.write(tmp_path / "big.bpk")) < 4 * (64 << 10)  # three bands
     buffer = bytearray(writer.size())
     assert peak_bytes(lambda: writer.write_into(buffer)) < 2 * (64 << 10)  # one band
 
 
 def test_a_band_is_never_made_into_the_buffer_being_written(tmp_path, small_bands, monkeypatch):
-    """The second thread writes slowly: the bands made meanwhile go into the other buffer."""
+    """The second thread writes slowly: the bands made meanwhile go into the other buffers."""
     writing: list[tuple[int, int]] = []
     overlaps: list[int] = []
     real_pwrite = os.pwrite
@@ -150,6 +153,58 @@ def test_a_failing_write_is_raised_and_leaves_no_file_and_no_thread(tmp_path, sm
     with pytest.raises(burnpack.IoError, match="No space left on device"):
         Writer([tensor(turned())]).write(tmp_path / "t.bpk")
     assert os.listdir(tmp_path) == [] and threading.active_count() == threads
+
+
+@pytest.fixture
+def claims(monkeypatch):
+    """Every range the writer claims disk blocks for, as (offset, length); the claims still made."""
+    from burnpack.core import atomic
+
+    made: list[tuple[int, int]] = []
+    real = atomic.preallocate
+
+    def record(fd, offset, length):
+        made.append((offset, length))
+        real(fd, offset, length)
+
+    monkeypatch.setattr(burnpack.core.writer, "preallocate", record)
+    return made
+
+
+def test_a_bands_tensors_blocks_are_claimed_before_its_bands_are_written(tmp_path, claims):
+    writer = Writer([Tensor.from_numpy("a", np.ones(3, np.float32)), tensor(turned(), "t")])
+    writer.write(tmp_path / "t.bpk")
+    assert claims == [(writer.size() - SOURCE.nbytes, SOURCE.nbytes)]  # the last tensor, band-made, only
+    assert burnpack.load(tmp_path / "t.bpk")["t"].numpy().tobytes() == np.ascontiguousarray(SOURCE.T).tobytes()
+
+
+def test_a_disk_without_room_for_a_bands_tensor_fails_before_its_first_band(tmp_path, monkeypatch):
+    from burnpack.core import atomic
+
+    def no_room(fd, mode, offset, length):
+        ctypes.set_errno(errno.ENOSPC)
+        return -1
+
+    lent: list[np.ndarray] = []
+    monkeypatch.setattr(atomic, "_fallocate", no_room)
+    with pytest.raises(burnpack.IoError, match="No space left on device"):
+        Writer([tensor(turned(lent))]).write(tmp_path / "t.bpk")
+    assert lent == [] and os.listdir(tmp_path) == []
+
+
+def test_a_file_system_that_cannot_claim_blocks_gets_the_bands_written_as_they_come(tmp_path, monkeypatch, small_bands):
+    from burnpack.core import atomic
+
+    calls: list[int] = []
+
+    def unsupported(fd, mode, offset, length):
+        calls.append(offset)
+        ctypes.set_errno(errno.EOPNOTSUPP)
+        return -1
+
+    monkeypatch.setattr(atomic, "_fallocate", unsupported)
+    Writer([tensor(turned())]).write(tmp_path / "t.bpk")
+    assert len(calls) == 1 and (tmp_path / "t.bpk").read_bytes() == expected()
 
 
 def test_a_bands_tensor_keeps_its_bands_when_renamed_or_reshaped():
