@@ -408,37 +408,6 @@ _renameat2 = _libc_function("renameat2", [*_PATH_ARGS, ctypes.c_uint])
 
 
 _sync_file_range = _libc_function("sync_file_range", [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint])
-_fallocate = _libc_function("fallocate", [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64])
-_FALLOC_FL_KEEP_SIZE = 1  # claim the blocks; the file's size stays what has been written
-_NO_ROOM = frozenset(getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EFBIG", "EIO") if hasattr(errno, name))
-"""``fallocate`` errors that say the range cannot be stored: raised. Any other says this file or
-file system cannot preallocate (EOPNOTSUPP, ENOSYS, ENODEV, EPERM...): the writes then claim
-their blocks as they go, as without the call."""
-
-
-def preallocate(fd: int, offset: int, length: int) -> None:
-    """Claim the disk blocks under ``length`` bytes at ``offset`` of the regular file open at
-    ``fd``, before this process writes them itself (Linux ``fallocate``, the file's size unchanged).
-
-    ext4 otherwise reserves every 4 KiB block as a write reaches it (delayed allocation), work the
-    writing thread pays for block by block; with the range claimed in one call, each write only
-    fills the page cache. In ``benchmarks/layouts_bench.py`` this takes about a quarter off the
-    CPU time of the thread that writes the bands. A disk without room then fails here, before the
-    range's first byte. Not for ranges the kernel copies from another file (``copy_file_range``):
-    a file system that shares the source's blocks there (XFS, Btrfs) would claim them for nothing.
-
-    Raises:
-        OSError: The range cannot be stored (no room, over quota, too large, an I/O error).
-    """
-    if _fallocate is None or length <= 0:
-        return
-    while _fallocate(fd, _FALLOC_FL_KEEP_SIZE, offset, length) != 0:
-        code = ctypes.get_errno()
-        if code == errno.EINTR:
-            continue
-        if code in _NO_ROOM:
-            raise OSError(code, os.strerror(code))
-        return
 _SYNC_FILE_RANGE_WRITE = 2  # start writing dirty pages back; neither wait nor take the error fsync reports
 WRITEBACK_INTERVAL = 0.02
 """Seconds between two requests to start writing back, while a durable write runs."""
@@ -469,6 +438,38 @@ def _writing_back(fd: int | None) -> Iterator[None]:
     finally:
         stop.set()
         thread.join()
+
+
+_fallocate = _libc_function("fallocate", [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64])
+_FALLOC_FL_KEEP_SIZE = 1  # claim the blocks; the file's size stays what has been written
+_NO_ROOM = frozenset(getattr(errno, name) for name in ("ENOSPC", "EDQUOT", "EFBIG", "EIO") if hasattr(errno, name))
+"""``fallocate`` errors that say the range cannot be stored: raised. Any other says this file or
+file system cannot preallocate (EOPNOTSUPP, ENOSYS, ENODEV, EPERM...): the writes then claim
+their blocks as they go, as without the call."""
+
+
+def preallocate(fd: int, offset: int, length: int) -> None:
+    """Claim the disk blocks under ``length`` bytes at ``offset`` of the regular file open at
+    ``fd``, before this process writes them itself (Linux ``fallocate``, the file's size unchanged).
+
+    ext4 otherwise reserves every 4 KiB block as a write reaches it (delayed allocation), work the
+    writing thread pays for block by block; with the range claimed in one call, each write only
+    fills the page cache. A disk without room then fails here, before the range's first byte.
+    Not for ranges the kernel copies from another file (``copy_file_range``): a file system that
+    shares the source's blocks there (XFS, Btrfs) would claim them for nothing.
+
+    Raises:
+        OSError: The range cannot be stored (no room, over quota, too large, an I/O error).
+    """
+    if _fallocate is None or length <= 0:
+        return
+    while _fallocate(fd, _FALLOC_FL_KEEP_SIZE, offset, length) != 0:
+        code = ctypes.get_errno()
+        if code == errno.EINTR:
+            continue
+        if code in _NO_ROOM:
+            raise OSError(code, os.strerror(code))
+        return
 
 
 def _link_fd(fd: int, name: Path) -> None:

@@ -193,8 +193,7 @@ _STRIP = 512
 """Source rows turned by one numpy copy: each output row gets 512 elements at a time, from a strip
 of rows (a few hundred kilobytes of a band's columns) that stays in the core's cache while it is
 turned. Each copy releases the GIL and takes it back; in long strips that happens seldom enough
-that the thread writing the bands, which needs the GIL between its writes, rarely waits for it
-(64-row strips turned as fast alone, and slowed both threads when they ran together)."""
+that the thread writing the bands, which needs the GIL between its writes, rarely waits for it."""
 
 
 def _turn(out: np.ndarray, columns: np.ndarray) -> None:

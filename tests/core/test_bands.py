@@ -207,6 +207,24 @@ def test_a_file_system_that_cannot_claim_blocks_gets_the_bands_written_as_they_c
     assert len(calls) == 1 and (tmp_path / "t.bpk").read_bytes() == expected()
 
 
+def test_a_claim_interrupted_by_a_signal_is_made_again(tmp_path, monkeypatch):
+    from burnpack.core import atomic
+
+    calls: list[int] = []
+    real = atomic._fallocate
+
+    def interrupted_once(fd, mode, offset, length):
+        calls.append(offset)
+        if len(calls) == 1:
+            ctypes.set_errno(errno.EINTR)
+            return -1
+        return real(fd, mode, offset, length)
+
+    monkeypatch.setattr(atomic, "_fallocate", interrupted_once)
+    Writer([tensor(turned())]).write(tmp_path / "t.bpk")
+    assert len(calls) == 2 and calls[0] == calls[1] and (tmp_path / "t.bpk").read_bytes() == expected()
+
+
 def test_a_bands_tensor_keeps_its_bands_when_renamed_or_reshaped():
     made = tensor(turned())
     assert made.replace(name="u").bands is made.bands
